@@ -1,0 +1,109 @@
+"""The library door: the functions the CLI calls, with the same rules, for a script.
+
+    from proctor import api
+    api.fork({"id": "api/migrate", "criteria": "...", "write_paths": ["db/m.go"],
+              "check": "test"}, cwd="/src/app")
+    api.ls_jobs(cwd="/src/app")["overlaps"]
+
+Every function opens the workspace containing `cwd` (default: the current directory),
+first ends the jobs proctor can prove nobody holds (printing `ended <id>: <reason>` on
+`warn`, stderr by default), and raises proctor.errors.ProctorError (Refused for a refusal)
+exactly where the CLI exits non-zero. A caller's lease is `lease`, else `BAGGAGE`'s
+proctor.lease in `environ` (default os.environ), else the checkout's recorded binding.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Callable, Iterator
+
+from proctor import config as config_mod
+from proctor.jobs import describe as _describe
+from proctor.jobs import fork as _fork
+from proctor.jobs import lease as _lease
+from proctor.jobs import listing as _listing
+from proctor.jobs import model as _model
+from proctor.jobs import reap as _reap
+from proctor.jobs import take as _take
+from proctor.paths import find_checkout
+from proctor.vcs import checkpoint as _checkpoint
+from proctor.workspace import Workspace
+
+Warn = Callable[[str], None]
+
+
+@contextlib.contextmanager
+def _opened(cwd: str | None, warn: Warn | None) -> Iterator[Workspace]:
+    ws = Workspace(cwd, warn)
+    try:
+        _reap.end_unheld(ws.store, ws.config["jobs.stale_after"], ws.warn)
+        yield ws
+    finally:
+        ws.close()
+
+
+def _caller(ws: Workspace, lease: str | None, environ: dict | None) -> _lease.Caller:
+    with ws.store.read() as conn:
+        return _lease.resolve(conn, ws.root, lease, environ)
+
+
+def checkpoint(cwd: str | None = None) -> dict:
+    """The working state of the checkout: revision, branch, dirty, patch_digest, vcs."""
+    return _checkpoint.take(find_checkout(cwd).root).to_json()
+
+
+def fork(record: dict, *, lease: str | None = None, cwd: str | None = None,
+         environ: dict | None = None, warn: Warn | None = None) -> dict:
+    """Declare (or replace) one job from a record; return the stored row."""
+    with _opened(cwd, warn) as ws:
+        return _public(_fork.fork(ws, record, _caller(ws, lease, environ)))
+
+
+def exec_job(job_id: str, *, lease: str | None = None, cwd: str | None = None,
+             environ: dict | None = None, warn: Warn | None = None) -> dict:
+    """Take the job's lease in this checkout; return the row."""
+    with _opened(cwd, warn) as ws:
+        return _public(_take.exec_job(ws, job_id, _caller(ws, lease, environ)))
+
+
+def exit_job(job_id: str, *, lease: str | None = None, cwd: str | None = None,
+             environ: dict | None = None, warn: Warn | None = None) -> dict:
+    """End a job with no result: recorded no_return."""
+    with _opened(cwd, warn) as ws:
+        return _public(_take.abandon(ws, job_id, _caller(ws, lease, environ)))
+
+
+def ls_jobs(cwd: str | None = None, warn: Warn | None = None) -> dict:
+    """`{"jobs": [rows, parents first], "overlaps": [pairs]}`."""
+    with _opened(cwd, warn) as ws:
+        return _listing.list_jobs(ws)
+
+
+def describe_job(job_id: str, cwd: str | None = None, warn: Warn | None = None) -> str:
+    """The holder's terms, rendered from the row."""
+    with _opened(cwd, warn) as ws:
+        return _describe.describe_job(ws, job_id)
+
+
+def config_show(cwd: str | None = None) -> dict:
+    """Every effective setting with its source, and every problem found."""
+    root = find_checkout(cwd).root
+    cfg = config_mod.load(root)
+    return {
+        "file": cfg.path,
+        "exists": cfg.exists,
+        "settings": [
+            {"key": s.key, "value": s.value, "shown": s.shown, "source": s.source, "problem": s.problem}
+            for s in cfg.settings.values()
+        ],
+        "problems": cfg.problems,
+    }
+
+
+def record_schema() -> dict:
+    """The JSON Schema of a `fork --stdin` record."""
+    return _model.record_schema()
+
+
+def _public(job: dict) -> dict:
+    return {k: v for k, v in job.items() if not k.startswith("_")}

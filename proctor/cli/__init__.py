@@ -1,0 +1,50 @@
+"""The person's door: `proctor <group> <command>`. One module per command group; every
+command calls proctor.api (or jobs/ directly) and none states a rule of its own.
+
+click runs with standalone_mode=False and one error handler, so exit codes are stable:
+0 success, 1 a status (refused, rejected), 2 could not answer (usage, input, store).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from proctor.errors import EXIT_CANNOT_ANSWER, ProctorError
+
+# -o json on a command that fails prints the error object on stdout too.
+_state = {"output": "text"}
+
+
+def set_output(mode: str) -> None:
+    _state["output"] = mode
+
+
+def emit_json(payload: object) -> None:
+    sys.stdout.write(json.dumps(payload, indent=2, sort_keys=False, default=str) + "\n")
+
+
+def run(argv: list[str]) -> int:
+    from proctor.cli.main import cli
+
+    try:
+        result = cli.main(args=argv, prog_name="proctor", standalone_mode=False)
+        return result if isinstance(result, int) else 0
+    except ProctorError as exc:
+        for line in exc.lines():
+            sys.stderr.write(line + "\n")
+        if _state["output"] == "json":
+            emit_json(exc.to_json())
+        return exc.exit_code
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.exceptions.Abort:
+        sys.stderr.write("proctor: aborted\n")
+        return EXIT_CANNOT_ANSWER
+    except click.ClickException as exc:
+        exc.show()
+        return EXIT_CANNOT_ANSWER
+    except BrokenPipeError:
+        return 0

@@ -1,0 +1,313 @@
+"""proctor.toml: the one reader of the workspace's configuration.
+
+Every key proctor reads is declared in KEYS with its type, range and default, so
+`proctor config show` can print each effective value and where it came from, and so a bad
+value is reported by name with the default kept instead. A bad value never stops a command:
+the worst a typo in proctor.toml can do is leave a default in place and say so.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from proctor.timeutil import format_config_duration, parse_duration
+
+CONFIG_NAME = "proctor.toml"
+DEFAULT_TARGET_TIMEOUT = 3600.0
+
+# Sections later capabilities read; their keys are not judged by this version.
+RESERVED_SECTIONS = ("guard", "sandbox", "board", "monitors", "workers")
+
+_TARGET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+@dataclass(frozen=True)
+class Key:
+    name: str  # dotted, as in config show: "jobs.max_depth"
+    parse: Callable[[Any], Any]  # raises ValueError with the reason
+    default: Any
+    show: Callable[[Any], str]
+    doc: str
+
+
+@dataclass
+class Setting:
+    key: str
+    value: Any
+    source: str  # "default" or the file it was read from
+    shown: str
+    problem: str | None = None
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    command: str
+    timeout: float
+    cwd: str | None  # relative to the repository root; None is the root
+
+
+@dataclass
+class Config:
+    path: str
+    exists: bool
+    settings: dict[str, Setting] = field(default_factory=dict)
+    targets: dict[str, Target] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.settings[key].value
+
+    @property
+    def gate(self) -> str:
+        return self.settings["jobs.gate"].value
+
+
+def _optional_count(value: Any) -> int | None:
+    """An integer >= 0 where 0 means unlimited; stored as None for unlimited."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"expected a whole number, got {_describe(value)}")
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            raise ValueError(f"expected a whole number, got {value}")
+        if value != int(value):
+            raise ValueError(f"expected a whole number, got {value}")
+        value = int(value)
+    if value < 0:
+        raise ValueError("must be 0 (unlimited) or more")
+    return value or None
+
+
+def _optional_duration(value: Any) -> float | None:
+    seconds = parse_duration(value)
+    return seconds or None
+
+
+def _duration_zero_never(value: Any) -> float:
+    return parse_duration(value)
+
+
+def _name(value: Any) -> str:
+    if not isinstance(value, str) or not _TARGET_NAME.match(value):
+        raise ValueError(f"expected a target name such as ci, got {_describe(value)}")
+    return value
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+        return str(value)
+    if isinstance(value, (dict, list)):
+        return "a table" if isinstance(value, dict) else "an array"
+    return repr(value)
+
+
+def _show_count(value: int | None) -> str:
+    return "unlimited" if value is None else str(value)
+
+
+def _show_optional_duration(value: float | None) -> str:
+    return format_config_duration(value)
+
+
+def _show_stale(value: float) -> str:
+    return "0 (never)" if value == 0 else format_config_duration(value)
+
+
+KEYS: dict[str, Key] = {
+    k.name: k
+    for k in (
+        Key("jobs.max_depth", _optional_count, None, _show_count,
+            "levels below the root job; 0 or unset = unlimited"),
+        Key("jobs.max_live", _optional_count, None, _show_count,
+            "live jobs under one root; 0 or unset = unlimited"),
+        Key("jobs.default_timeout", _optional_duration, None, _show_optional_duration,
+            "deadline stamped on a job forked without --timeout; unset = none"),
+        Key("jobs.stale_after", _duration_zero_never, 7200.0, _show_stale,
+            "end untaken jobs untouched this long, and mark taken ones stale; 0 = never"),
+        Key("jobs.gate", _name, "ci", str,
+            "the target that is the release gate: run once, in the orchestrator's tree"),
+    )
+}
+
+
+def load(root: str) -> Config:
+    """Read `<root>/proctor.toml`. Never raises on bad content: problems are collected."""
+    path = os.path.join(root, CONFIG_NAME)
+    try:
+        with open(path, "rb") as handle:
+            raw_bytes = handle.read()
+        exists = True
+    except FileNotFoundError:
+        raw_bytes, exists = b"", False
+    except OSError as exc:
+        raw_bytes, exists = b"", True
+        config = Config(path, exists)
+        config.problems.append(f"{CONFIG_NAME}: cannot be read ({exc.strerror}); every default is kept")
+        _apply({}, config)
+        return config
+    return parse(raw_bytes, path, exists)
+
+
+def parse(raw_bytes: bytes, path: str, exists: bool = True) -> Config:
+    import tomllib
+
+    config = Config(path, exists)
+    data: dict = {}
+    if raw_bytes:
+        try:
+            data = tomllib.loads(raw_bytes.decode("utf-8"))
+        except UnicodeDecodeError:
+            config.problems.append(f"{CONFIG_NAME}: not UTF-8 text; every default is kept")
+        except tomllib.TOMLDecodeError as exc:
+            config.problems.append(f"{CONFIG_NAME}: cannot be parsed ({exc}); every default is kept")
+    _apply(data, config)
+    return config
+
+
+def _apply(data: dict, config: Config) -> None:
+    source = CONFIG_NAME
+    for section in data:
+        if section in ("jobs", "targets") or section in RESERVED_SECTIONS:
+            continue
+        config.problems.append(f"{CONFIG_NAME}: unknown section [{section}]; ignored")
+    jobs = data.get("jobs", {})
+    if not isinstance(jobs, dict):
+        config.problems.append(f"{CONFIG_NAME}: jobs must be a table ([jobs]); every [jobs] default is kept")
+        jobs = {}
+    for name in jobs:
+        if f"jobs.{name}" not in KEYS:
+            config.problems.append(f"{CONFIG_NAME}: unknown key {name} in [jobs]; ignored")
+    for key in KEYS.values():
+        section, name = key.name.split(".", 1)
+        table = jobs if section == "jobs" else {}
+        if name not in table:
+            config.settings[key.name] = Setting(key.name, key.default, "default", key.show(key.default))
+            continue
+        raw = table[name]
+        try:
+            value = key.parse(raw)
+        except ValueError as exc:
+            problem = (
+                f"{CONFIG_NAME}: [{section}] {name} = {_render_raw(raw)} is invalid ({exc}); "
+                f"using the default ({key.show(key.default)})"
+            )
+            config.problems.append(problem)
+            config.settings[key.name] = Setting(
+                key.name, key.default, "default", key.show(key.default), problem
+            )
+            continue
+        config.settings[key.name] = Setting(key.name, value, source, key.show(value))
+    _apply_targets(data.get("targets", {}), config)
+
+
+def _render_raw(raw: Any) -> str:
+    if isinstance(raw, bool):
+        return str(raw).lower()
+    if isinstance(raw, str):
+        return f'"{raw}"'
+    if isinstance(raw, dict):
+        return "{...}"
+    return repr(raw)
+
+
+def _apply_targets(targets: Any, config: Config) -> None:
+    if not isinstance(targets, dict):
+        config.problems.append(f"{CONFIG_NAME}: targets must be tables ([targets.NAME]); no target is defined")
+        return
+    for name, table in targets.items():
+        where = f"[targets.{name}]"
+        if not _TARGET_NAME.match(name):
+            config.problems.append(f"{CONFIG_NAME}: {where}: a target name is letters, digits, _ . -; target ignored")
+            continue
+        if not isinstance(table, dict):
+            config.problems.append(f"{CONFIG_NAME}: {where} must be a table with a command; target ignored")
+            continue
+        for extra in table:
+            if extra not in ("command", "timeout", "cwd"):
+                config.problems.append(f"{CONFIG_NAME}: unknown key {extra} in {where}; ignored")
+        command = table.get("command")
+        if not isinstance(command, str) or not command.strip():
+            config.problems.append(
+                f"{CONFIG_NAME}: {where} command must be a non-empty string (the shell command to run); target ignored"
+            )
+            continue
+        prefix = f"targets.{name}"
+        config.settings[f"{prefix}.command"] = Setting(f"{prefix}.command", command, CONFIG_NAME, command)
+        timeout = DEFAULT_TARGET_TIMEOUT
+        shown_source = "default"
+        if "timeout" in table:
+            try:
+                timeout = parse_duration(table["timeout"])
+                if timeout <= 0:
+                    raise ValueError("must be more than 0")
+                shown_source = CONFIG_NAME
+            except ValueError as exc:
+                timeout = DEFAULT_TARGET_TIMEOUT
+                problem = (
+                    f"{CONFIG_NAME}: {where} timeout = {_render_raw(table['timeout'])} is invalid ({exc}); "
+                    f"using the default ({format_config_duration(DEFAULT_TARGET_TIMEOUT)})"
+                )
+                config.problems.append(problem)
+        config.settings[f"{prefix}.timeout"] = Setting(
+            f"{prefix}.timeout", timeout, shown_source, format_config_duration(timeout)
+        )
+        cwd = None
+        if "cwd" in table:
+            raw_cwd = table["cwd"]
+            if (
+                isinstance(raw_cwd, str)
+                and raw_cwd.strip()
+                and not os.path.isabs(raw_cwd)
+                and ".." not in raw_cwd.replace("\\", "/").split("/")
+            ):
+                cwd = os.path.normpath(raw_cwd)
+                cwd = None if cwd == "." else cwd
+            else:
+                config.problems.append(
+                    f"{CONFIG_NAME}: {where} cwd = {_render_raw(raw_cwd)} must be a path inside the "
+                    f"repository, relative to its root; using the repository root"
+                )
+        if cwd is not None:
+            config.settings[f"{prefix}.cwd"] = Setting(f"{prefix}.cwd", cwd, CONFIG_NAME, cwd)
+        config.targets[name] = Target(name, command, timeout, cwd)
+
+
+TEMPLATE = """\
+# proctor.toml: how proctor supervises agents in this repository.
+# `proctor config show` prints every effective value and where it came from.
+# Durations are written 30s, 15m, 2h or 1h30m; a bare number is seconds.
+# A bad value is reported and its default kept: it never stops a command.
+
+[jobs]
+# Levels of jobs below a root job; 0 or unset = unlimited.
+# max_depth = 3
+# Live jobs under one root; 0 or unset = unlimited.
+# max_live = 12
+# Deadline stamped on a job forked without --timeout; unset = none.
+# default_timeout = "2h"
+# End jobs nobody took that were untouched this long, and mark taken ones stale.
+# 0 = never.
+stale_after = "2h"
+# The release gate: the target run once, in the orchestrator's tree, after every job
+# lands. No job may name it as its check.
+gate = "ci"
+
+# Targets are named commands. A job names one as its check (`--check test`); proctor
+# runs it through the shell, from the repository root or `cwd`, within `timeout`.
+# [targets.test]
+# command = "python -m pytest -q"
+# timeout = "10m"
+# cwd = "."
+#
+# [targets.ci]
+# command = "make ci"
+# timeout = "30m"
+"""

@@ -1,0 +1,82 @@
+"""Errors and refusal codes: the single source of truth for what proctor says when it says no.
+
+Exit codes (DESIGN.md): 0 success; 1 a status (refused, rejected, failed, every reason
+named); 2 proctor could not answer (usage, unreadable input, no usable store).
+
+Every refusal carries a stable code from the PRC family, what was refused, and the remedy.
+A code is never reused for another meaning; docs/errors.md lists them all.
+"""
+
+from __future__ import annotations
+
+# Codes taken from the specification.
+WRITE_PATH_IS_DIRECTORY = "PRC3018"
+CLAIM_UNGRADABLE = "PRC3031"
+FILE_SHARED_ACROSS_CHECKOUTS = "PRC3032"
+# Codes proctor adds, continuing the family.
+WORKSPACE_LOAD_FILE = "PRC3033"
+MAX_DEPTH = "PRC3034"
+MAX_LIVE = "PRC3035"
+NOTHING_TO_GRADE = "PRC3036"
+CHECK_UNKNOWN_TARGET = "PRC3037"
+CHECK_IS_GATE = "PRC3038"
+EMPTY_WRITE_SET = "PRC3039"
+HASH_AMBIGUOUS = "PRC3040"
+PATH_OUTSIDE_REPO = "PRC3041"
+NOT_YOUR_JOB = "PRC3042"
+CHILD_EXCEEDS_PARENT = "PRC3043"
+BAD_RECORD = "PRC3044"
+UNKNOWN_JOB = "PRC3045"
+READ_ONLY_WITH_PATHS = "PRC3046"
+NOT_LIVE = "PRC3047"
+BAD_GOAL = "PRC3048"
+LEASE_HELD = "PRC3049"
+BAD_JOB_ID = "PRC3050"
+
+EXIT_OK = 0
+EXIT_STATUS = 1
+EXIT_CANNOT_ANSWER = 2
+
+
+class ProctorError(Exception):
+    """proctor could not answer: bad usage, unreadable input, an unusable store (exit 2)."""
+
+    exit_code = EXIT_CANNOT_ANSWER
+
+    def __init__(self, message: str, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+    def lines(self) -> list[str]:
+        prefix = f"{self.code}: " if self.code else ""
+        return [prefix + self.message]
+
+    def to_json(self) -> dict:
+        return {"error": {"code": self.code, "message": self.message}}
+
+
+class Refused(ProctorError):
+    """A request proctor read and refused (exit 1). Holds every reason, each with its code."""
+
+    exit_code = EXIT_STATUS
+
+    def __init__(self, reasons: list[tuple[str, str]]) -> None:
+        if not reasons:
+            raise ValueError("a refusal needs at least one reason")
+        self.reasons = reasons
+        code, message = reasons[0]
+        super().__init__(message, code)
+
+    def lines(self) -> list[str]:
+        return [f"{code}: {message}" for code, message in self.reasons]
+
+    def to_json(self) -> dict:
+        return {
+            "error": {"code": self.code, "message": self.message},
+            "refusals": [{"code": c, "message": m} for c, m in self.reasons],
+        }
+
+
+class StoreError(ProctorError):
+    """The store cannot be used: locked, corrupt, or written by a newer proctor (exit 2)."""

@@ -1,0 +1,83 @@
+"""Who is calling: the lease a caller acts under, and where that answer came from.
+
+For a command (not a hook) the order is: an explicit `--lease`, else the W3C baggage member
+`proctor.lease` in `BAGGAGE`, else the checkout's binding recorded by `proctor job exec`.
+The guard adds the per-session record when it arrives. A caller with no lease (an
+orchestrator, a person at a terminal) writes anything; a leased one is held to the one-author
+rules in fork.py and take.py.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import sqlite3
+from dataclasses import dataclass
+from urllib.parse import unquote
+
+from proctor.jobs.model import check_job_id
+from proctor.timeutil import iso, now
+
+BAGGAGE_KEY = "proctor.lease"
+SPAWNER_KEY = "proctor.spawner"
+
+
+@dataclass(frozen=True)
+class Caller:
+    lease: str | None
+    lease_from: str | None  # "flag", "env", "marker" (the checkout's record)
+    user: str
+
+    @property
+    def actor(self) -> str:
+        return f"job:{self.lease}" if self.lease else f"user:{self.user}"
+
+
+def parse_baggage(header: str) -> dict[str, str]:
+    """W3C baggage: `key=value;prop, key2=value2`, values percent-encoded."""
+    members: dict[str, str] = {}
+    for member in header.split(","):
+        pair = member.split(";", 1)[0].strip()
+        if "=" not in pair:
+            continue
+        key, _, value = pair.partition("=")
+        key, value = key.strip(), value.strip()
+        if key:
+            members[key] = unquote(value)
+    return members
+
+
+def checkout_scope(root: str) -> str:
+    return "checkout:" + os.path.realpath(root)
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # no passwd entry in some containers
+        return str(os.getuid())
+
+
+def resolve(conn: sqlite3.Connection | None, root: str, flag: str | None = None,
+            environ: dict | None = None) -> Caller:
+    env = os.environ if environ is None else environ
+    user = _user()
+    if flag:
+        return Caller(check_job_id(flag, "--lease"), "flag", user)
+    baggage = env.get("BAGGAGE")
+    if baggage:
+        lease = parse_baggage(baggage).get(BAGGAGE_KEY)
+        if lease:
+            return Caller(check_job_id(lease, "BAGGAGE proctor.lease"), "env", user)
+    if conn is not None:
+        row = conn.execute("SELECT job FROM bindings WHERE scope = ?", (checkout_scope(root),)).fetchone()
+        if row:
+            return Caller(row[0], "marker", user)
+    return Caller(None, None, user)
+
+
+def bind_checkout(conn: sqlite3.Connection, root: str, job_id: str) -> None:
+    conn.execute(
+        "INSERT OR REPLACE INTO bindings (scope, job, recorded) VALUES (?, ?, ?)",
+        (checkout_scope(root), job_id, iso(now())),
+    )

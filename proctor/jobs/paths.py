@@ -1,0 +1,266 @@
+"""Write-path claims: how an entry is spelled, what it names, and when two collide.
+
+An entry names a repository-relative file (`internal/job/store.go`), a glob
+(`db/migrations/**`), or one declaration of a file (`run.go#executeStages`). A path that
+itself holds `#` is spelled `./notes/a#b.md` (a leading ./ makes the whole entry the path)
+or `notes/a\\#b.md` (escaped, which also allows `notes/a\\#b.md#Intro`).
+
+Overlap is by containment on a directory key: a literal path is its own key, a glob is
+judged by the directories it names before its first wildcard, which over-reports rather
+than misses a pair. Finding overlaps walks each key's ancestors in a dict, so it is linear
+in the number of paths (times their depth), never quadratic in the number of jobs.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from proctor import errors
+
+_GLOB_CHARS = frozenset("*?[")
+
+
+@dataclass(frozen=True)
+class Claim:
+    path: str  # repository-relative, "/"-separated; "." is the root
+    declaration: str | None = None
+
+    @property
+    def glob(self) -> bool:
+        return any(c in _GLOB_CHARS for c in self.path)
+
+    @property
+    def spelling(self) -> str:
+        """The canonical way to write this claim back."""
+        if self.declaration is not None:
+            return self.path.replace("#", "\\#") + "#" + self.declaration
+        if "#" in self.path:
+            return "./" + self.path
+        return self.path
+
+    @property
+    def key(self) -> str:
+        """The directory key overlap is judged on ("" is the repository root)."""
+        return claim_key(self.path)
+
+
+def claim_key(path: str) -> str:
+    if path == ".":
+        return ""
+    if not any(c in _GLOB_CHARS for c in path):
+        return path
+    literal: list[str] = []
+    for part in path.split("/"):
+        if any(c in _GLOB_CHARS for c in part):
+            break
+        literal.append(part)
+    return "/".join(literal)
+
+
+def split_entry(raw: str) -> tuple[str, str | None, bool]:
+    """(path text, declaration or None, whether an unescaped # split it)."""
+    if raw.startswith("./"):
+        return raw[2:] or ".", None, False
+    out: list[str] = []
+    i = 0
+    while i < len(raw):
+        c = raw[i]
+        if c == "\\" and i + 1 < len(raw) and raw[i + 1] == "#":
+            out.append("#")
+            i += 2
+            continue
+        if c == "#":
+            return "".join(out), raw[i + 1:].replace("\\#", "#"), True
+        out.append(c)
+        i += 1
+    return "".join(out), None, False
+
+
+def normalize(path_text: str, root: str) -> str | None:
+    """Repository-relative, normalized; None when the path leaves the repository."""
+    text = path_text.replace("\\", "/") if os.sep == "\\" else path_text
+    if os.path.isabs(text):
+        real_root = os.path.realpath(root)
+        candidate = os.path.normpath(text)
+        for base in (os.path.normpath(root), real_root):
+            if candidate == base:
+                return "."
+            if candidate.startswith(base.rstrip("/") + "/"):
+                return candidate[len(base.rstrip("/")) + 1:]
+        return None
+    rel = os.path.normpath(text) if text else "."
+    if rel == ".." or rel.startswith("../"):
+        return None
+    return rel
+
+
+def parse(raw: object, root: str, field: str, job_id: str) -> tuple[Claim | None, list[tuple[str, str]]]:
+    """One entry of a path list: the claim, or the refusals it earns."""
+    if not isinstance(raw, str):
+        raise errors.ProctorError(f"{field} entries must be strings, got {raw!r}", errors.BAD_RECORD)
+    entry = raw.strip()
+    if not entry:
+        raise errors.ProctorError(f"{field} has an empty entry; remove it or name a path", errors.BAD_RECORD)
+    path_text, declaration, split = split_entry(entry)
+    refusals: list[tuple[str, str]] = []
+    if split:
+        unsplit = normalize(entry.replace("\\#", "#"), root)
+        if unsplit is not None and os.path.lexists(os.path.join(root, unsplit)):
+            escaped = unsplit.replace("#", "\\#")
+            refusals.append((
+                errors.HASH_AMBIGUOUS,
+                f"refused fork of {job_id}: {field} entry {entry!r} names the existing path "
+                f"{unsplit!r}, but an unescaped # starts a declaration claim; write ./{unsplit} "
+                f"or {escaped} for the file",
+            ))
+            return None, refusals
+    path = normalize(path_text, root)
+    if path is None:
+        refusals.append((
+            errors.PATH_OUTSIDE_REPO,
+            f"refused fork of {job_id}: {field} entry {entry!r} is outside the repository {root}; "
+            f"name paths inside it, relative to its root",
+        ))
+        return None, refusals
+    claim = Claim(path, declaration.strip() if declaration is not None else None)
+    if declaration is not None:
+        if not claim.declaration:
+            refusals.append((
+                errors.CLAIM_UNGRADABLE,
+                f"refused fork of {job_id}: {field} entry {entry!r} claims an empty declaration; "
+                f"name the declaration after # (run.go#executeStages) or drop the # to claim the file",
+            ))
+        elif claim.glob:
+            refusals.append((
+                errors.CLAIM_UNGRADABLE,
+                f"refused fork of {job_id}: {field} entry {entry!r} claims a declaration of a glob, "
+                f"which nothing can grade; claim a declaration of one literal file",
+            ))
+    return claim, refusals
+
+
+def contains(outer: str, inner: str) -> bool:
+    """Whether directory key `outer` contains (or equals) `inner`."""
+    return outer == "" or inner == outer or inner.startswith(outer + "/")
+
+
+def ancestors(key: str) -> list[str]:
+    """`a/b/c` -> ["", "a", "a/b", "a/b/c"]."""
+    if key == "":
+        return [""]
+    parts = key.split("/")
+    return [""] + ["/".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+def pair_kind(a: Claim, b: Claim) -> str | None:
+    """"overlapping", "disjoint" (different declarations of one file) or None (no overlap)."""
+    if not (contains(a.key, b.key) or contains(b.key, a.key)):
+        return None
+    if (
+        a.declaration is not None
+        and b.declaration is not None
+        and a.path == b.path
+        and not a.glob
+        and a.declaration != b.declaration
+    ):
+        return "disjoint"
+    return "overlapping"
+
+
+def find_overlaps(claims_by_job: dict[str, list[Claim]]) -> list[dict]:
+    """Every pair of jobs whose claims intersect, each side's own spellings kept apart."""
+    by_key: dict[str, list[tuple[str, Claim]]] = {}
+    for job, claims in claims_by_job.items():
+        for claim in claims:
+            by_key.setdefault(claim.key, []).append((job, claim))
+    pairs: dict[tuple[str, str], dict] = {}
+    for job, claims in claims_by_job.items():
+        for claim in claims:
+            for anc in ancestors(claim.key):
+                for other_job, other in by_key.get(anc, ()):
+                    if other_job == job:
+                        continue
+                    kind = pair_kind(claim, other)
+                    if kind is None:
+                        continue
+                    a, b = sorted((job, other_job))
+                    entry = pairs.get((a, b))
+                    if entry is None:
+                        entry = pairs[(a, b)] = {"jobs": [a, b], "paths": {a: set(), b: set()}, "claims": kind}
+                    entry["paths"][job].add(claim.spelling)
+                    entry["paths"][other_job].add(other.spelling)
+                    if kind == "overlapping":
+                        entry["claims"] = "overlapping"
+    result = []
+    for (a, b) in sorted(pairs):
+        entry = pairs[(a, b)]
+        entry["paths"] = {job: sorted(paths) for job, paths in entry["paths"].items()}
+        result.append(entry)
+    return result
+
+
+@lru_cache(maxsize=512)
+def _glob_regex(pattern: str) -> re.Pattern:
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif c == "*":
+            out.append("[^/]*")
+            i += 1
+        elif c == "?":
+            out.append("[^/]")
+            i += 1
+        elif c == "[":
+            end = pattern.find("]", i + 1)
+            if end == -1:
+                out.append(re.escape(c))
+                i += 1
+            else:
+                body = pattern[i + 1:end]
+                if body.startswith("!"):
+                    body = "^" + body[1:]
+                out.append(f"[{body}]")
+                i = end + 1
+        else:
+            out.append(re.escape(c))
+            i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+def glob_match(pattern: str, path: str) -> bool:
+    """Whether repository-relative `path` matches `pattern` (`*` stays in one directory, `**` spans)."""
+    return _glob_regex(pattern).match(path) is not None
+
+
+def covers(claim: Claim, path: str) -> bool:
+    """Whether `claim` covers the literal file `path` (a declaration claim covers its file)."""
+    if claim.glob:
+        return glob_match(claim.path, path)
+    return contains(claim.key, path)
+
+
+def within(child: Claim, parent: Claim) -> bool:
+    """Whether a child's claim stays inside one of its parent's claims."""
+    if parent.declaration is not None:
+        return child.path == parent.path and child.declaration == parent.declaration
+    if parent.glob:
+        if not child.glob:
+            return glob_match(parent.path, child.path)
+        if child.path == parent.path:
+            return True
+        if parent.path.endswith("/**") or parent.path == "**":
+            return contains(parent.key, child.key)
+        return False
+    if child.glob:
+        return contains(parent.key, child.key) and child.key != ""
+    return contains(parent.key, child.path)

@@ -1,0 +1,122 @@
+"""Jobs proctor ends itself: the live jobs it can PROVE nobody holds, ended as no_return.
+
+Run at the start of every read of the store (ls jobs, fork, describe, exec, exit). Three
+rules, from the spec:
+
+1. an ancestor ended (pass, fail or no_return): the tree dies with its root;
+2. its checkout is gone: exec recorded where it was taken and that directory no longer
+   exists (an exited job is spared: removing its worktree is the normal end);
+3. nobody took it: still declared, never exec'd, not updated within jobs.stale_after, and
+   no live job hangs under it.
+
+A job whose liveness cannot be decided (a checkout on a mount that cannot be read) stays
+live. The server's own maintenance jobs are never ended this way. Candidates are found
+with plain reads; only when there are any does a write transaction re-check and end them,
+so a read of a healthy store writes nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from typing import Callable
+
+from proctor import trail
+from proctor.jobs import rows
+from proctor.jobs.model import DECLARED, HOLDER_SESSION, NO_RETURN, RUNNING
+from proctor.store import Store
+from proctor.timeutil import format_config_duration, format_duration, iso, now, parse_iso
+
+
+def _checkout_gone(path: str, cache: dict[str, bool | None]) -> bool | None:
+    """True gone, False present, None undecidable."""
+    if path not in cache:
+        try:
+            os.stat(path)
+            cache[path] = False
+        except FileNotFoundError:
+            cache[path] = True
+        except NotADirectoryError:
+            cache[path] = True
+        except OSError:
+            cache[path] = None
+    return cache[path]
+
+
+def _candidates(conn: sqlite3.Connection, stale_after: float, at: float) -> list[tuple[str, str]]:
+    """(job id, reason) for every job the rules end now, cascade included."""
+    ended: dict[str, str] = {}
+    gone_cache: dict[str, bool | None] = {}
+    for job_id, checkout in conn.execute(
+        "SELECT id, checkout_root FROM jobs WHERE live = 1 AND state = ? AND checkout_root IS NOT NULL "
+        "AND holder = ?", (RUNNING, HOLDER_SESSION),
+    ):
+        if _checkout_gone(checkout, gone_cache):
+            ended[job_id] = f"taken in {checkout}, which no longer exists"
+    if stale_after > 0:
+        cutoff = iso(at - stale_after)
+        untaken = conn.execute(
+            "SELECT id, updated FROM jobs j WHERE live = 1 AND state = ? AND checkout_root IS NULL "
+            "AND holder = ? AND updated < ? AND NOT EXISTS "
+            "(SELECT 1 FROM jobs c WHERE c.parent = j.id AND c.live = 1)",
+            (DECLARED, HOLDER_SESSION, cutoff),
+        ).fetchall()
+        for job_id, updated in untaken:
+            ended.setdefault(job_id, (
+                f"declared {format_duration(at - parse_iso(updated))} ago and never taken "
+                f"(jobs.stale_after = {format_config_duration(stale_after)})"
+            ))
+    # Rule 1, cascading: a live job whose parent ended (or is ending now).
+    ended_parents: dict[str, str] = {
+        r[0]: r[1] for r in conn.execute(
+            "SELECT p.id, p.state FROM jobs p WHERE p.live = 0 AND EXISTS "
+            "(SELECT 1 FROM jobs c WHERE c.parent = p.id AND c.live = 1)"
+        )
+    }
+    frontier = dict(ended_parents)
+    for job_id in ended:
+        frontier[job_id] = NO_RETURN
+    origin = {job_id: job_id for job_id in frontier}
+    while frontier:
+        marks = ",".join("?" * len(frontier))
+        children = conn.execute(
+            f"SELECT id, parent FROM jobs WHERE live = 1 AND holder = ? AND parent IN ({marks})",
+            (HOLDER_SESSION, *frontier),
+        ).fetchall()
+        next_frontier: dict[str, str] = {}
+        for child, parent in children:
+            if child in ended:
+                continue
+            ancestor = origin[parent]
+            state = ended_parents.get(ancestor, NO_RETURN)
+            ended[child] = (
+                f"its parent {parent} ended in {state}" if ancestor == parent
+                else f"its ancestor {ancestor} ended in {state}"
+            )
+            origin[child] = ancestor
+            next_frontier[child] = NO_RETURN
+        frontier = next_frontier
+    return list(ended.items())
+
+
+def end_unheld(store: Store, stale_after: float, warn: Callable[[str], None]) -> list[tuple[str, str]]:
+    """End every job the rules prove unheld; print `ended <id>: <reason>` for each."""
+    at = now()
+    with store.read() as conn:
+        if not _candidates(conn, stale_after, at):
+            return []
+    with store.write() as conn:
+        found = _candidates(conn, stale_after, at)
+        for job_id, reason in found:
+            job = rows.get(conn, job_id)
+            if job is None:
+                continue
+            job["state"] = NO_RETURN
+            job["end_reason"] = reason
+            job["updated"] = iso(at)
+            rows.put(conn, job, job["_root"], job["_depth"])
+            trail.append(conn, store.state_dir, "job_ended", "proctor", job_id,
+                         {"state": NO_RETURN, "end_reason": reason}, when=at)
+    for job_id, reason in found:
+        warn(f"ended {job_id}: {reason}")
+    return found

@@ -1,0 +1,91 @@
+"""Taking and ending a lease: `proctor job exec` and `proctor job exit` (abandon).
+
+exec takes a job in this checkout: it records the base the tree landed on beside the
+checkpoint the job was handed (a divergence is a fact, never a refusal), the checkout, and
+the checkout's binding. Taking is one-way while the held job is in flight: a caller whose
+job is still declared or running may not take a different one; retaking the held job only
+records the base.
+"""
+
+from __future__ import annotations
+
+import os
+
+from proctor import errors, trail
+from proctor.jobs import rows
+from proctor.jobs.lease import Caller, bind_checkout
+from proctor.jobs.model import DECLARED, EXITED, NO_RETURN, RUNNING, TERMINAL, check_job_id
+from proctor.timeutil import iso, now
+from proctor.vcs import checkpoint as vcs_checkpoint
+from proctor.workspace import Workspace
+
+
+def _get_live(conn, job_id: str, verb: str) -> dict:
+    job = rows.get(conn, job_id)
+    if job is None:
+        raise errors.ProctorError(
+            f"no job {job_id}; proctor ls jobs lists the jobs of this repository", errors.UNKNOWN_JOB)
+    if job["state"] in TERMINAL:
+        raise errors.Refused([(errors.NOT_LIVE,
+            f"refused {verb} of {job_id}: it has ended ({job['state']}"
+            + (f": {job['end_reason']}" if job.get("end_reason") else "") + ")")])
+    return job
+
+
+def exec_job(ws: Workspace, job_id: str, caller: Caller) -> dict:
+    check_job_id(job_id)
+    root = os.path.realpath(ws.root)
+    taken = vcs_checkpoint.take(ws.root)
+    base = taken.name if taken.revision else None
+    with ws.store.write() as conn:
+        job = _get_live(conn, job_id, "exec")
+        if caller.lease and caller.lease != job_id:
+            held = rows.get(conn, caller.lease)
+            if held is not None and held["state"] in (DECLARED, RUNNING):
+                raise errors.Refused([(errors.LEASE_HELD,
+                    f"refused exec of {job_id}: you hold {caller.lease} ({held['state']}, from "
+                    f"{caller.lease_from}), and taking a lease is one-way while a job is in flight; "
+                    f"return it first (proctor job exit {caller.lease})")])
+        if job["state"] == EXITED:
+            raise errors.Refused([(errors.NOT_LIVE,
+                f"refused exec of {job_id}: it has exited and waits for verification "
+                f"(proctor job wait {job_id})")])
+        retake = job["state"] == RUNNING and os.path.realpath(job.get("checkout_root") or "") == root
+        if job["state"] == RUNNING and not retake:
+            raise errors.Refused([(errors.LEASE_HELD,
+                f"refused exec of {job_id}: it is taken in {job['checkout_root']}; end it there "
+                f"(proctor job exit {job_id}) or fork a new job")])
+        at = now()
+        job["base"] = base
+        job["base_diverges"] = bool(job.get("checkpoint")) and base != job.get("checkpoint")
+        job["checkout_root"] = root
+        job["state"] = RUNNING
+        job["updated"] = iso(at)
+        job.setdefault("taken", iso(at))
+        if not retake:
+            job["taken"] = iso(at)
+        rows.put(conn, job, job["_root"], job["_depth"])
+        bind_checkout(conn, root, job_id)
+        trail.append(conn, ws.state_dir, "job_exec", caller.actor, job_id,
+                     {"checkout": root, "base": base, "checkpoint": job.get("checkpoint"),
+                      "diverges": job["base_diverges"], "retake": retake}, when=at)
+    return job
+
+
+def abandon(ws: Workspace, job_id: str, caller: Caller) -> dict:
+    """`proctor job exit <id>` with no result: the job is recorded no_return."""
+    check_job_id(job_id)
+    with ws.store.write() as conn:
+        job = _get_live(conn, job_id, "exit")
+        if caller.lease and caller.lease != job_id:
+            raise errors.Refused([(errors.NOT_YOUR_JOB,
+                f"refused exit of {job_id}: a session holding lease {caller.lease} may end only its own "
+                f"job; ending {job_id} is the forking session's")])
+        at = now()
+        job["state"] = NO_RETURN
+        job["end_reason"] = f"abandoned by {caller.actor}: proctor job exit without a result"
+        job["updated"] = iso(at)
+        rows.put(conn, job, job["_root"], job["_depth"])
+        trail.append(conn, ws.state_dir, "job_exit", caller.actor, job_id,
+                     {"state": NO_RETURN, "abandoned": True}, when=at)
+    return job

@@ -1,0 +1,60 @@
+"""The store's schema, as forward migrations. Append; never edit a released step."""
+
+from __future__ import annotations
+
+SCHEMA_VERSION = 1
+
+MIGRATIONS: list[tuple[int, list[str]]] = [
+    (
+        1,
+        [
+            # One row per job. `doc` is the whole record as JSON; the columns beside it are
+            # the facts queries select on, kept in step with it by jobs/rows.py alone.
+            """CREATE TABLE jobs (
+                id TEXT PRIMARY KEY,
+                parent TEXT,
+                root TEXT NOT NULL,
+                depth INTEGER NOT NULL,
+                state TEXT NOT NULL,
+                live INTEGER NOT NULL,
+                holder TEXT NOT NULL DEFAULT 'session',
+                checkout_root TEXT,
+                declared_in TEXT,
+                created TEXT NOT NULL,
+                updated TEXT NOT NULL,
+                doc TEXT NOT NULL
+            )""",
+            "CREATE INDEX jobs_parent ON jobs(parent)",
+            "CREATE INDEX jobs_root_live ON jobs(root, live)",
+            "CREATE INDEX jobs_live_state ON jobs(live, state)",
+            # Write paths of live jobs, by the directory key overlap is judged on, so that
+            # finding a job's overlaps reads only the rows that share a prefix with it.
+            """CREATE TABLE job_paths (
+                job TEXT NOT NULL,
+                spelling TEXT NOT NULL,
+                key TEXT NOT NULL
+            )""",
+            "CREATE INDEX job_paths_key ON job_paths(key)",
+            "CREATE INDEX job_paths_job ON job_paths(job)",
+            # Who acts under which job: `checkout:<root>` now; the guard adds per-session keys.
+            """CREATE TABLE bindings (
+                scope TEXT PRIMARY KEY,
+                job TEXT NOT NULL,
+                recorded TEXT NOT NULL
+            )""",
+            # The activity trail: what happened, when, by whom, for which job. A payload too
+            # large for a row is a content-addressed blob, referenced by `blob`.
+            """CREATE TABLE events (
+                id INTEGER PRIMARY KEY,
+                time TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                actor TEXT NOT NULL,
+                job TEXT,
+                data TEXT,
+                blob TEXT
+            )""",
+            "CREATE INDEX events_job ON events(job, id)",
+            "CREATE INDEX events_kind ON events(kind, id)",
+        ],
+    ),
+]

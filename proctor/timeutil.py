@@ -1,0 +1,86 @@
+"""Times and durations, one way everywhere: UTC with milliseconds; `30s`, `15m`, `2h`."""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from datetime import datetime, timezone
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def now() -> float:
+    return time.time()
+
+
+def iso(ts: float) -> str:
+    """A timestamp as stored: UTC, milliseconds, `Z`."""
+    dt = datetime.fromtimestamp(ts, tz=timezone.utc)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+
+
+def parse_iso(text: str) -> float:
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc).timestamp()
+
+
+def parse_duration(value: object, unit_seconds: float = 1.0) -> float:
+    """Seconds from `90`, `1.5`, `"30s"`, `"15m"`, `"2h"`, `"1h30m"`.
+
+    A bare number is in the unit the key names (`unit_seconds`). Raises ValueError on a
+    negative, infinite or NaN value, a boolean, or text that is no duration.
+    """
+    if isinstance(value, bool):
+        raise ValueError("expected a duration such as 30s, 15m or 2h, got a boolean")
+    if isinstance(value, (int, float)):
+        seconds = float(value) * unit_seconds
+    elif isinstance(value, str):
+        text = value.strip().lower().replace(" ", "")
+        if not text:
+            raise ValueError("expected a duration such as 30s, 15m or 2h, got an empty string")
+        try:
+            seconds = float(text) * unit_seconds
+        except ValueError:
+            pos, seconds = 0, 0.0
+            for match in _DURATION.finditer(text):
+                if match.start() != pos:
+                    break
+                seconds += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+                pos = match.end()
+            if pos != len(text) or pos == 0:
+                raise ValueError(f"{value!r} is not a duration; write it as 30s, 15m, 2h or 1h30m") from None
+    else:
+        raise ValueError(f"expected a duration such as 30s, 15m or 2h, got {type(value).__name__}")
+    if math.isnan(seconds) or math.isinf(seconds):
+        raise ValueError("a duration must be finite")
+    if seconds < 0:
+        raise ValueError("a duration cannot be negative")
+    return seconds
+
+
+def format_duration(seconds: float) -> str:
+    """`45s`, `12m`, `3h5m`, `2d4h`: short, for listings."""
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, _ = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 24:
+        return f"{hours}h{minutes}m" if minutes else f"{hours}h"
+    days, hours = divmod(hours, 24)
+    return f"{days}d{hours}h" if hours else f"{days}d"
+
+
+def format_config_duration(seconds: float | None) -> str:
+    """A duration as a person would write it in proctor.toml: `2h`, `90m`, `45s`."""
+    if seconds is None:
+        return "unset"
+    if seconds == 0:
+        return "0"
+    for suffix, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        if seconds % size == 0:
+            return f"{int(seconds // size)}{suffix}"
+    return f"{seconds:g}s"

@@ -1,0 +1,108 @@
+"""The activity trail: one table of events, and the content-addressed blobs they point to.
+
+Every capability appends here (job forks and ends now; spawns, verdicts, worker claims and
+monitor events later). A payload larger than INLINE_LIMIT is written once as a blob file
+named by its sha256 and the event carries only the reference, so a kilobytes-long prompt or
+a 50 MB check output costs the table one short row.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import tempfile
+
+from proctor.errors import ProctorError
+from proctor.timeutil import iso, now
+
+INLINE_LIMIT = 4096
+REF_PREFIX = "sha256:"
+
+
+def blob_dir(state_dir: str) -> str:
+    return os.path.join(state_dir, "blobs")
+
+
+def _blob_path(state_dir: str, ref: str) -> str:
+    if not ref.startswith(REF_PREFIX):
+        raise ProctorError(f"{ref!r} is not a blob reference (sha256:<hex>)")
+    digest = ref[len(REF_PREFIX):]
+    if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+        raise ProctorError(f"{ref!r} is not a blob reference (sha256:<64 hex digits>)")
+    return os.path.join(blob_dir(state_dir), digest[:2], digest[2:])
+
+
+def put_blob(state_dir: str, data: bytes) -> str:
+    """Store `data` once; return its reference. Writing the same bytes twice is free."""
+    ref = REF_PREFIX + hashlib.sha256(data).hexdigest()
+    path = _blob_path(state_dir, ref)
+    if os.path.exists(path):
+        return ref
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return ref
+
+
+def get_blob(state_dir: str, ref: str) -> bytes:
+    path = _blob_path(state_dir, ref)
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        raise ProctorError(f"blob {ref} is not in the store ({path} is missing)") from None
+
+
+def append(
+    conn: sqlite3.Connection,
+    state_dir: str,
+    kind: str,
+    actor: str,
+    job: str | None = None,
+    data: dict | None = None,
+    payload: bytes | None = None,
+    when: float | None = None,
+) -> int:
+    """Append one event inside the caller's write transaction; return its id."""
+    blob = put_blob(state_dir, payload) if payload is not None else None
+    text = json.dumps(data, sort_keys=True, separators=(",", ":")) if data is not None else None
+    if text is not None and len(text) > INLINE_LIMIT and blob is None:
+        blob = put_blob(state_dir, text.encode())
+        text = json.dumps({"blob": True}, separators=(",", ":"))
+    cursor = conn.execute(
+        "INSERT INTO events (time, kind, actor, job, data, blob) VALUES (?, ?, ?, ?, ?, ?)",
+        (iso(when if when is not None else now()), kind, actor, job, text, blob),
+    )
+    return int(cursor.lastrowid)
+
+
+def events(conn: sqlite3.Connection, job: str | None = None, kind: str | None = None) -> list[dict]:
+    clauses, params = [], []
+    if job is not None:
+        clauses.append("job = ?")
+        params.append(job)
+    if kind is not None:
+        clauses.append("kind = ?")
+        params.append(kind)
+    where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+    rows = conn.execute(
+        f"SELECT id, time, kind, actor, job, data, blob FROM events {where} ORDER BY id", params
+    ).fetchall()
+    return [
+        {
+            "id": r[0], "time": r[1], "kind": r[2], "actor": r[3], "job": r[4],
+            "data": json.loads(r[5]) if r[5] else None, "blob": r[6],
+        }
+        for r in rows
+    ]

@@ -1,0 +1,90 @@
+"""Checkpoints: the identity of the working tree right now. Resolves and records; mints
+nothing (no tag, stash, ref or file), so taking one costs the tree nothing.
+
+The digest is the half a revision cannot supply: every worker on a branch shares the
+revision, so only the digest says WHICH dirty tree was handed out. It covers the uncommitted
+patch against HEAD (staged and unstaged alike) and the content of every untracked,
+non-ignored file, so two trees that differ only by a new file differ in digest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import asdict, dataclass
+
+from proctor.errors import ProctorError
+from proctor.vcs import git
+
+DIGEST_LENGTH = 16
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    revision: str | None
+    branch: str
+    dirty: bool
+    patch_digest: str | None
+    vcs: str = "git"
+
+    @property
+    def name(self) -> str:
+        """The single citable token: the revision, plus `+<digest>` when the tree is dirty."""
+        if self.revision is None:
+            raise ProctorError(
+                "this repository has no commit yet, so a checkpoint has no revision to name; "
+                "commit once (git commit --allow-empty -m init)"
+            )
+        return f"{self.revision}+{self.patch_digest}" if self.dirty else self.revision
+
+    def text(self) -> str:
+        revision = self.revision or "(no commit)"
+        if self.dirty:
+            return f"{revision} {self.branch} dirty {self.patch_digest}"
+        return f"{revision} {self.branch} clean"
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def take(root: str) -> Checkpoint:
+    revision, branch, changed, untracked = git.status(root)
+    if not changed and not untracked:
+        return Checkpoint(revision, branch, False, None)
+    return Checkpoint(revision, branch, True, _digest(root, revision, untracked))
+
+
+def _digest(root: str, revision: str | None, untracked: list[bytes]) -> str:
+    h = hashlib.sha256()
+    patch = git.diff_patch(root, revision)
+    h.update(b"patch %d\0" % len(patch))
+    h.update(patch)
+    for rel in sorted(untracked):
+        h.update(b"untracked\0" + rel + b"\0")
+        h.update(_content_digest(os.path.join(os.fsencode(root), rel)))
+    return h.hexdigest()[:DIGEST_LENGTH]
+
+
+def _content_digest(path: bytes) -> bytes:
+    try:
+        if os.path.islink(path):
+            return b"link\0" + hashlib.sha256(os.readlink(path)).digest()
+        h = hashlib.sha256()
+        with open(path, "rb") as handle:
+            while chunk := handle.read(1 << 20):
+                h.update(chunk)
+        return b"file\0" + h.digest()
+    except FileNotFoundError:
+        return b"absent\0"  # removed between git's listing and this read
+    except OSError:
+        return b"unreadable\0"
+
+
+def parse_name(token: str) -> tuple[str, str | None]:
+    """`<revision>` or `<revision>+<digest>` as -o name prints it."""
+    revision, _, digest = token.partition("+")
+    if not revision or any(c not in "0123456789abcdef" for c in revision.lower()) or len(revision) < 4:
+        raise ValueError(f"{token!r} is not a checkpoint; pass what `proctor vcs checkpoint -o name` prints")
+    if digest and any(c not in "0123456789abcdef" for c in digest.lower()):
+        raise ValueError(f"{token!r} is not a checkpoint; its digest after + must be hex")
+    return revision.lower(), (digest.lower() or None)

@@ -1,0 +1,115 @@
+"""git, through subprocess, with plain functions. Nothing else in proctor runs git.
+
+Every call sets GIT_OPTIONAL_LOCKS=0 so a read (git status refreshes the index otherwise)
+writes nothing to the repository, and pins the diff options a user's config could change.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+from proctor.errors import ProctorError
+
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
+# Output-shaping config a user may have set, pinned so digests and diffs are stable.
+_PINNED = (
+    "-c", "core.quotePath=true",
+    "-c", "diff.noprefix=false",
+    "-c", "diff.mnemonicPrefix=false",
+    "-c", "diff.relative=false",
+    "-c", "color.ui=false",
+)
+
+
+def _env() -> dict:
+    env = dict(os.environ)
+    env["GIT_OPTIONAL_LOCKS"] = "0"
+    env.pop("GIT_DIR", None)
+    env.pop("GIT_WORK_TREE", None)
+    env.pop("GIT_INDEX_FILE", None)
+    env["LC_ALL"] = "C"
+    return env
+
+
+def run(root: str, *args: str, check: bool = True, input: bytes | None = None) -> subprocess.CompletedProcess:
+    try:
+        proc = subprocess.run(
+            ["git", *_PINNED, *args], cwd=root, input=input, capture_output=True, env=_env()
+        )
+    except FileNotFoundError:
+        raise ProctorError("git is not installed or not on PATH; install git") from None
+    except OSError as exc:
+        raise ProctorError(f"cannot run git in {root}: {exc}") from None
+    if check and proc.returncode != 0:
+        message = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise ProctorError(f"git {args[0]} failed in {root}: {message[-1] if message else 'exit ' + str(proc.returncode)}")
+    return proc
+
+
+# porcelain v2: ordinary, renamed (unused with --no-renames) and unmerged entries.
+_FIELDS_BEFORE_PATH = {b"1 ": 8, b"2 ": 9, b"u ": 10}
+
+
+def status(root: str) -> tuple[str | None, str, list[bytes], list[bytes]]:
+    """(head revision or None when unborn, branch, changed tracked paths, untracked paths)."""
+    out = run(root, "status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all",
+              "--no-renames", "--ignore-submodules=none").stdout
+    revision: str | None = None
+    branch = "HEAD"
+    changed: list[bytes] = []
+    untracked: list[bytes] = []
+    for record in out.split(b"\0"):
+        if not record:
+            continue
+        if record.startswith(b"# branch.oid "):
+            oid = record[len(b"# branch.oid "):].decode()
+            revision = None if oid == "(initial)" else oid
+        elif record.startswith(b"# branch.head "):
+            head = record[len(b"# branch.head "):].decode("utf-8", "surrogateescape")
+            branch = "HEAD" if head == "(detached)" else head
+        elif record.startswith(b"? "):
+            untracked.append(record[2:])
+        elif record[:2] in _FIELDS_BEFORE_PATH:
+            # Paths may hold spaces: split off exactly the fields that precede the path.
+            changed.append(record.split(b" ", _FIELDS_BEFORE_PATH[record[:2]])[-1])
+    return revision, branch, changed, untracked
+
+
+def diff_patch(root: str, revision: str | None) -> bytes:
+    """The whole uncommitted patch (staged and unstaged) against `revision`, as bytes."""
+    return run(
+        root, "diff", revision or EMPTY_TREE, "--binary", "--full-index", "--no-ext-diff",
+        "--no-textconv", "--no-color", "--no-renames", "--src-prefix=a/", "--dst-prefix=b/",
+    ).stdout
+
+
+def changed_lines(root: str, revision: str, path: str) -> tuple[int, int] | None:
+    """(added, removed) lines of `path` in the work tree since `revision`; None if unreadable."""
+    proc = run(root, "diff", "--numstat", "--no-renames", revision, "--", path, check=False)
+    if proc.returncode != 0:
+        return None
+    added = removed = 0
+    for line in proc.stdout.decode("utf-8", "replace").splitlines():
+        parts = line.split("\t")
+        if len(parts) >= 2:
+            added += int(parts[0]) if parts[0].isdigit() else 0
+            removed += int(parts[1]) if parts[1].isdigit() else 0
+    return added, removed
+
+
+def head(root: str) -> str | None:
+    proc = run(root, "rev-parse", "--verify", "-q", "HEAD", check=False)
+    return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
+
+
+def diff_attribute(root: str, path: str) -> str | None:
+    """The `diff` attribute .gitattributes gives `path`: a driver name, or None if unset."""
+    proc = run(root, "check-attr", "diff", "--", path, check=False)
+    if proc.returncode != 0:
+        return None
+    value = proc.stdout.decode("utf-8", "replace").rsplit(": ", 1)[-1].strip()
+    if value in ("unspecified", "unset", "set", ""):
+        return None if value != "set" else "default"
+    return value
