@@ -16,7 +16,7 @@ import os
 import subprocess
 from dataclasses import dataclass
 
-from proctor.errors import ProctorError
+from proctor.errors import ProctorError, StoreError
 
 
 @dataclass(frozen=True)
@@ -147,7 +147,13 @@ def repo_state_dir(checkout: Checkout, create: bool = True) -> str:
                 os.replace(provisional, path)
             except OSError:
                 pass
-        os.makedirs(path, exist_ok=True)
+        try:
+            os.makedirs(path, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot create proctor's state directory {path}: {exc.strerror}; make it writable "
+                f"or point PROCTOR_STATE_DIR at a writable directory"
+            ) from None
     return path
 
 

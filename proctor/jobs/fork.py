@@ -24,6 +24,7 @@ import hashlib
 import os
 import re
 import sqlite3
+import stat
 
 from proctor import config as config_mod
 from proctor import errors, trail
@@ -81,10 +82,16 @@ def release_digest(root: str, claim: jpaths.Claim) -> str:
         return "sha256:" + h.hexdigest()
     full = os.path.join(root, claim.path)
     try:
-        if os.path.isdir(full):
-            return "dir"
-        if not os.path.lexists(full):
-            return "absent"
+        info = os.stat(full)
+    except FileNotFoundError:
+        return "unreadable" if os.path.islink(full) else "absent"
+    except OSError:
+        return "unreadable"
+    if stat.S_ISDIR(info.st_mode):
+        return "dir"
+    if not stat.S_ISREG(info.st_mode):
+        return "unreadable"  # a socket, FIFO or device: there, and no content to hash
+    try:
         h = hashlib.sha256()
         with open(full, "rb") as handle:
             while chunk := handle.read(1 << 20):

@@ -70,7 +70,12 @@ def resolve(conn: sqlite3.Connection | None, root: str, flag: str | None = None,
         if lease:
             return Caller(check_job_id(lease, "BAGGAGE proctor.lease"), "env", user)
     if conn is not None:
-        row = conn.execute("SELECT job FROM bindings WHERE scope = ?", (checkout_scope(root),)).fetchone()
+        # A checkout's binding holds only while its job is live: once the job ended, the
+        # checkout is free and the next exec takes the next job.
+        row = conn.execute(
+            "SELECT b.job FROM bindings b JOIN jobs j ON j.id = b.job WHERE b.scope = ? AND j.live = 1",
+            (checkout_scope(root),),
+        ).fetchone()
         if row:
             return Caller(row[0], "marker", user)
     return Caller(None, None, user)

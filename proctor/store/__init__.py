@@ -79,6 +79,9 @@ class Store:
                 f"understands ({SCHEMA_VERSION}); upgrade proctor (pip install -U proctor)"
             )
         if version < SCHEMA_VERSION:
+            if version == 0:
+                # WAL is a property of the file; it cannot be switched inside a transaction.
+                self.conn.execute("PRAGMA journal_mode=WAL")
             self._migrate()
 
     def _migrate(self) -> None:
@@ -89,8 +92,6 @@ class Store:
                     f"the store {self.path} has schema version {version}, newer than this proctor "
                     f"understands ({SCHEMA_VERSION}); upgrade proctor"
                 )
-            if version == 0:
-                conn.execute("PRAGMA journal_mode=WAL")
             for target, statements in MIGRATIONS:
                 if target <= version:
                     continue

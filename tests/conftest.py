@@ -1,0 +1,117 @@
+"""Shared fixtures: real git repositories in temp dirs, an isolated state and cache dir per
+test, and a way to run proctor both in-process (fast) and as a real process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+
+import pytest
+
+from proctor.cli import run as cli_run
+from proctor.cli import set_output
+
+
+def git(cwd, *args: str) -> str:
+    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+    def json(self):
+        return json.loads(self.out)
+
+
+@pytest.fixture(autouse=True)
+def isolated_state(tmp_path, monkeypatch):
+    monkeypatch.setenv("PROCTOR_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))
+    monkeypatch.delenv("BAGGAGE", raising=False)
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "t")
+    monkeypatch.setenv("GIT_AUTHOR_EMAIL", "t@example.invalid")
+    monkeypatch.setenv("GIT_COMMITTER_NAME", "t")
+    monkeypatch.setenv("GIT_COMMITTER_EMAIL", "t@example.invalid")
+    yield
+
+
+def make_repo(path, config: str | None = None) -> str:
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "init", "-q", "-b", "main")
+    (path / "README").write_text("hello\n")
+    if config is not None:
+        (path / "proctor.toml").write_text(config)
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "init")
+    return str(path)
+
+
+DEFAULT_CONFIG = """\
+[targets.test]
+command = "true"
+timeout = "5m"
+
+[targets.lint]
+command = "true"
+
+[targets.ci]
+command = "make ci"
+"""
+
+
+@pytest.fixture
+def repo(tmp_path, monkeypatch):
+    root = make_repo(tmp_path / "repo", DEFAULT_CONFIG)
+    monkeypatch.chdir(root)
+    return root
+
+
+@pytest.fixture
+def proctor(capsys, monkeypatch):
+    """Run the CLI in this process: proctor("ls", "jobs", cwd=..., stdin=...)."""
+
+    def invoke(*argv: str, cwd: str | None = None, stdin: str | None = None, env: dict | None = None) -> Result:
+        import io
+
+        capsys.readouterr()
+        set_output("text")
+        with monkeypatch.context() as m:
+            if cwd:
+                m.chdir(cwd)
+            for key, value in (env or {}).items():
+                if value is None:
+                    m.delenv(key, raising=False)
+                else:
+                    m.setenv(key, value)
+            if stdin is not None:
+                m.setattr(sys, "stdin", io.StringIO(stdin))
+            code = cli_run(list(argv))
+        captured = capsys.readouterr()
+        return Result(code, captured.out, captured.err)
+
+    return invoke
+
+
+@pytest.fixture
+def proctor_process():
+    """Run proctor as a real process with the test's environment."""
+
+    def invoke(*argv: str, cwd: str, stdin: str | None = None, env: dict | None = None) -> Result:
+        full_env = dict(os.environ)
+        full_env.update(env or {})
+        proc = subprocess.run(
+            [sys.executable, "-m", "proctor", *argv], cwd=cwd, input=stdin, capture_output=True,
+            text=True, env=full_env, timeout=120,
+        )
+        return Result(proc.returncode, proc.stdout, proc.stderr)
+
+    return invoke

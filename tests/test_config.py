@@ -1,0 +1,153 @@
+"""proctor.toml: every value with its source; bad values reported by name, defaults kept."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from conftest import make_repo
+
+
+def _settings(result) -> dict:
+    return {s["key"]: s for s in result.json()["settings"]}
+
+
+def test_defaults_without_a_file(tmp_path, proctor):
+    root = make_repo(tmp_path / "r")
+    shown = proctor("config", "show", "-o", "json", cwd=root)
+    assert shown.code == 0
+    data = shown.json()
+    assert data["exists"] is False and data["problems"] == []
+    settings = _settings(shown)
+    assert settings["jobs.max_depth"]["value"] is None
+    assert settings["jobs.max_live"]["value"] is None
+    assert settings["jobs.default_timeout"]["value"] is None
+    assert settings["jobs.stale_after"]["value"] == 7200
+    assert settings["jobs.gate"]["value"] == "ci"
+    assert all(s["source"] == "default" for s in settings.values())
+
+
+def test_values_and_sources(tmp_path, proctor):
+    root = make_repo(tmp_path / "r", """
+[jobs]
+max_depth = 3
+max_live = 12
+default_timeout = "2h"
+stale_after = "30m"
+gate = "release"
+
+[targets.test]
+command = "pytest -q"
+timeout = "10m"
+cwd = "sub"
+""")
+    settings = _settings(proctor("config", "show", "-o", "json", cwd=root))
+    assert settings["jobs.max_depth"] == {**settings["jobs.max_depth"], "value": 3, "source": "proctor.toml"}
+    assert settings["jobs.max_live"]["value"] == 12
+    assert settings["jobs.default_timeout"]["value"] == 7200
+    assert settings["jobs.stale_after"]["value"] == 1800
+    assert settings["jobs.gate"]["value"] == "release"
+    assert settings["targets.test.command"]["value"] == "pytest -q"
+    assert settings["targets.test.timeout"]["value"] == 600
+    assert settings["targets.test.cwd"]["value"] == "sub"
+    text = proctor("config", "show", cwd=root).out
+    assert "jobs.stale_after" in text and "30m" in text and "proctor.toml" in text
+
+
+def test_zero_means_unlimited_and_never(tmp_path, proctor):
+    root = make_repo(tmp_path / "r", "[jobs]\nmax_depth = 0\nstale_after = 0\n")
+    settings = _settings(proctor("config", "show", "-o", "json", cwd=root))
+    assert settings["jobs.max_depth"]["value"] is None
+    assert settings["jobs.stale_after"]["value"] == 0
+
+
+@pytest.mark.parametrize("line, key, default", [
+    ("max_depth = -1", "jobs.max_depth", None),
+    ("max_depth = 2.5", "jobs.max_depth", None),
+    ("max_depth = \"three\"", "jobs.max_depth", None),
+    ("max_depth = true", "jobs.max_depth", None),
+    ("max_live = inf", "jobs.max_live", None),
+    ("max_live = nan", "jobs.max_live", None),
+    ("stale_after = inf", "jobs.stale_after", 7200),
+    ("stale_after = nan", "jobs.stale_after", 7200),
+    ("stale_after = -5", "jobs.stale_after", 7200),
+    ("stale_after = \"soon\"", "jobs.stale_after", 7200),
+    ("default_timeout = \"2 fortnights\"", "jobs.default_timeout", None),
+    ("gate = 5", "jobs.gate", "ci"),
+])
+def test_bad_value_reported_with_default(tmp_path, proctor, line, key, default):
+    root = make_repo(tmp_path / "r", f"[jobs]\n{line}\n")
+    shown = proctor("config", "show", "-o", "json", cwd=root)
+    assert shown.code == 0
+    setting = _settings(shown)[key]
+    assert setting["value"] == default and setting["source"] == "default"
+    name = key.split(".")[1]
+    assert setting["problem"] and name in setting["problem"] and "using the default" in setting["problem"]
+    assert any(name in p for p in shown.json()["problems"])
+    # Any command that reads the config says so on stderr, and still works.
+    listed = proctor("ls", "jobs", cwd=root)
+    assert listed.code == 0
+    assert name in listed.err and "using the default" in listed.err
+
+
+def test_unknown_key_and_section(tmp_path, proctor):
+    root = make_repo(tmp_path / "r", "[jobs]\nmax_dpeth = 3\n[jbos]\nx = 1\n[guard.rules]\nbackground-silent = \"advise\"\n")
+    problems = proctor("config", "show", "-o", "json", cwd=root).json()["problems"]
+    assert any("unknown key max_dpeth in [jobs]" in p for p in problems)
+    assert any("unknown section [jbos]" in p for p in problems)
+    assert not any("guard" in p for p in problems), "sections later capabilities read are not unknown"
+
+
+def test_unparseable_file_keeps_every_default(tmp_path, proctor):
+    root = make_repo(tmp_path / "r", "[jobs\nmax_depth = 3\n")
+    shown = proctor("config", "show", "-o", "json", cwd=root)
+    assert shown.code == 0
+    assert any("cannot be parsed" in p for p in shown.json()["problems"])
+    assert _settings(shown)["jobs.max_depth"]["value"] is None
+    assert proctor("ls", "jobs", cwd=root).code == 0
+
+
+def test_bad_targets(tmp_path, proctor):
+    root = make_repo(tmp_path / "r", """
+[targets.nocommand]
+timeout = "5m"
+[targets.badtimeout]
+command = "true"
+timeout = "forever"
+[targets.escape]
+command = "true"
+cwd = "../elsewhere"
+[targets.extra]
+command = "true"
+retries = 3
+""")
+    shown = proctor("config", "show", "-o", "json", cwd=root)
+    problems = "\n".join(shown.json()["problems"])
+    settings = _settings(shown)
+    assert "[targets.nocommand] command must be a non-empty string" in problems
+    assert "targets.nocommand.command" not in settings
+    assert "[targets.badtimeout] timeout" in problems and settings["targets.badtimeout.timeout"]["value"] == 3600
+    assert "[targets.escape] cwd" in problems and "targets.escape.cwd" not in settings
+    assert "unknown key retries in [targets.extra]" in problems
+
+
+def test_unreadable_config(tmp_path, proctor):
+    root = make_repo(tmp_path / "r")
+    os.mkdir(os.path.join(root, "proctor.toml"))  # a directory where the file should be
+    shown = proctor("config", "show", "-o", "json", cwd=root)
+    assert shown.code == 0
+    assert any("cannot be read" in p for p in shown.json()["problems"])
+
+
+def test_init_writes_a_commented_config_that_parses_clean(tmp_path, proctor):
+    root = make_repo(tmp_path / "r")
+    made = proctor("init", cwd=root)
+    assert made.code == 0 and "proctor.toml" in made.out
+    text = open(os.path.join(root, "proctor.toml")).read()
+    assert text.count("#") > 10
+    shown = proctor("config", "show", "-o", "json", cwd=root)
+    assert shown.json()["problems"] == []
+    again = proctor("init", cwd=root)
+    assert again.code == 2 and "--force" in again.err
+    assert proctor("init", "--force", cwd=root).code == 0
