@@ -17,17 +17,12 @@ from __future__ import annotations
 import contextlib
 from typing import Callable, Iterator
 
-from proctor import config as config_mod
-from proctor.jobs import describe as _describe
-from proctor.jobs import fork as _fork
 from proctor.jobs import lease as _lease
-from proctor.jobs import listing as _listing
-from proctor.jobs import model as _model
 from proctor.jobs import reap as _reap
-from proctor.jobs import take as _take
 from proctor.paths import find_checkout
-from proctor.vcs import checkpoint as _checkpoint
 from proctor.workspace import Workspace
+
+# Each door function imports the capability it calls, so a command pays only for its own.
 
 Warn = Callable[[str], None]
 
@@ -49,12 +44,16 @@ def _caller(ws: Workspace, lease: str | None, environ: dict | None) -> _lease.Ca
 
 def checkpoint(cwd: str | None = None) -> dict:
     """The working state of the checkout: revision, branch, dirty, patch_digest, vcs."""
+    from proctor.vcs import checkpoint as _checkpoint
+
     return _checkpoint.take(find_checkout(cwd).root).to_json()
 
 
 def fork(record: dict, *, lease: str | None = None, cwd: str | None = None,
          environ: dict | None = None, warn: Warn | None = None) -> dict:
     """Declare (or replace) one job from a record; return the stored row."""
+    from proctor.jobs import fork as _fork
+
     with _opened(cwd, warn) as ws:
         return _public(_fork.fork(ws, record, _caller(ws, lease, environ)))
 
@@ -62,6 +61,8 @@ def fork(record: dict, *, lease: str | None = None, cwd: str | None = None,
 def exec_job(job_id: str, *, lease: str | None = None, cwd: str | None = None,
              environ: dict | None = None, warn: Warn | None = None) -> dict:
     """Take the job's lease in this checkout; return the row."""
+    from proctor.jobs import take as _take
+
     with _opened(cwd, warn) as ws:
         return _public(_take.exec_job(ws, job_id, _caller(ws, lease, environ)))
 
@@ -69,24 +70,32 @@ def exec_job(job_id: str, *, lease: str | None = None, cwd: str | None = None,
 def exit_job(job_id: str, *, lease: str | None = None, cwd: str | None = None,
              environ: dict | None = None, warn: Warn | None = None) -> dict:
     """End a job with no result: recorded no_return."""
+    from proctor.jobs import take as _take
+
     with _opened(cwd, warn) as ws:
         return _public(_take.abandon(ws, job_id, _caller(ws, lease, environ)))
 
 
 def ls_jobs(cwd: str | None = None, warn: Warn | None = None) -> dict:
     """`{"jobs": [rows, parents first], "overlaps": [pairs]}`."""
+    from proctor.jobs import listing as _listing
+
     with _opened(cwd, warn) as ws:
         return _listing.list_jobs(ws)
 
 
 def describe_job(job_id: str, cwd: str | None = None, warn: Warn | None = None) -> str:
     """The holder's terms, rendered from the row."""
+    from proctor.jobs import describe as _describe
+
     with _opened(cwd, warn) as ws:
         return _describe.describe_job(ws, job_id)
 
 
 def config_show(cwd: str | None = None) -> dict:
     """Every effective setting with its source, and every problem found."""
+    from proctor import config as config_mod
+
     root = find_checkout(cwd).root
     cfg = config_mod.load(root)
     return {
@@ -102,6 +111,8 @@ def config_show(cwd: str | None = None) -> dict:
 
 def record_schema() -> dict:
     """The JSON Schema of a `fork --stdin` record."""
+    from proctor.jobs import model as _model
+
     return _model.record_schema()
 
 

@@ -12,7 +12,6 @@ import hashlib
 import json
 import os
 import sqlite3
-import tempfile
 
 from proctor.errors import ProctorError
 from proctor.timeutil import iso, now
@@ -41,9 +40,9 @@ def put_blob(state_dir: str, data: bytes) -> str:
     if os.path.exists(path):
         return ref
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
+    tmp = f"{path}.tmp-{os.getpid()}-{os.urandom(4).hex()}"
     try:
-        with os.fdopen(fd, "wb") as handle:
+        with open(tmp, "xb") as handle:
             handle.write(data)
         os.replace(tmp, path)
     except BaseException:

@@ -1,14 +1,41 @@
-"""The command tree. Groups are listed here; each lives in its own module."""
+"""The command tree. Each group lives in its own module and is imported only when it runs,
+so `proctor --version` and `proctor --help` pay for click alone."""
 
 from __future__ import annotations
+
+import importlib
 
 import click
 
 from proctor import __version__
-from proctor.cli import config_cmd, describe_cmd, init_cmd, job_cmd, ls_cmd, vcs_cmd
+
+# name -> (module, attribute, one-line help shown by `proctor --help`)
+GROUPS = {
+    "init": ("proctor.cli.init_cmd", "init", "Write a commented proctor.toml in this repository."),
+    "config": ("proctor.cli.config_cmd", "config", "Read proctor.toml as proctor sees it."),
+    "vcs": ("proctor.cli.vcs_cmd", "vcs", "Read the working state of this checkout."),
+    "job": ("proctor.cli.job_cmd", "job", "Declare jobs, take their leases, and end them."),
+    "ls": ("proctor.cli.ls_cmd", "ls", "List what the store holds."),
+    "describe": ("proctor.cli.describe_cmd", "describe", "Render what proctor knows, for a person or an agent."),
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(GROUPS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in GROUPS:
+            return None
+        module, attribute, _ = GROUPS[name]
+        return getattr(importlib.import_module(module), attribute)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, help_text) for name, (_, _, help_text) in GROUPS.items()])
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, "--version", prog_name="proctor", message="%(prog)s %(version)s")
 def cli() -> None:
     """proctor supervises AI coding agents working on one git repository.
@@ -23,11 +50,3 @@ def cli() -> None:
       proctor job fork ID ...      declare a job
       proctor ls jobs              every job, its state and its overlaps
     """
-
-
-cli.add_command(init_cmd.init)
-cli.add_command(config_cmd.config)
-cli.add_command(vcs_cmd.vcs)
-cli.add_command(job_cmd.job)
-cli.add_command(ls_cmd.ls)
-cli.add_command(describe_cmd.describe)

@@ -12,7 +12,7 @@ from proctor import errors
 from proctor.config import Config
 from proctor.jobs import paths as jpaths
 from proctor.jobs import rows
-from proctor.jobs.fork import _gate_reached
+from proctor.jobs.targets import gate_chain
 from proctor.jobs.model import check_job_id, goal_list, is_live
 from proctor.workspace import Workspace
 
@@ -46,7 +46,7 @@ def render(job: dict, cfg: Config, held_by_others: list[str]) -> str:
     job_id = job["id"]
     for goal in goal_list(job):
         if goal["kind"] == "check":
-            chain = _gate_reached(cfg, goal["check"]["target"])
+            chain = gate_chain(cfg, goal["check"]["target"])
             if chain:
                 raise errors.Refused([(errors.CHECK_IS_GATE,
                     f"refused to describe {job_id}: its {'check' if goal['id'] == 'check' else 'goal ' + repr(goal['id'])} "

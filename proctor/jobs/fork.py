@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import sqlite3
 import stat
 
@@ -30,6 +29,7 @@ from proctor import config as config_mod
 from proctor import errors, trail
 from proctor.jobs import paths as jpaths
 from proctor.jobs import rows
+from proctor.jobs.targets import check_refusals
 from proctor.jobs.lease import Caller
 from proctor.jobs.model import (
     DECLARED, HOLDER_SESSION, PATH_FIELDS, RECORD_SCHEMA_VERSION, TERMINAL, goal_list, is_live,
@@ -131,43 +131,6 @@ def parse_claims(ws: Workspace, record: dict, job_id: str, reasons: list) -> dic
         parsed[field] = claims
         record[field] = [c.spelling for c in claims]
     return parsed
-
-
-def _gate_reached(cfg: config_mod.Config, target: str, seen: frozenset = frozenset()) -> str | None:
-    """The gate itself, or the chain of targets by which `target` runs it; None if it does not."""
-    gate = cfg.gate
-    if target == gate:
-        return gate
-    spec = cfg.targets.get(target)
-    if spec is None or target in seen:
-        return None
-    for match in re.finditer(r"\bproctor\s+run\s+([A-Za-z0-9][A-Za-z0-9_.-]*)", spec.command):
-        found = _gate_reached(cfg, match.group(1), seen | {target})
-        if found:
-            return f"{target} -> {found}"
-    return None
-
-
-def check_refusals(cfg: config_mod.Config, job_id: str, job: dict) -> list[tuple[str, str]]:
-    """A check (or check goal) naming no target, or the gate, or a target chaining to it."""
-    reasons = []
-    for goal in goal_list(job):
-        if goal["kind"] != "check":
-            continue
-        target = goal["check"]["target"]
-        what = "--check" if goal["id"] == "check" else f"goal {goal['id']!r}"
-        chain = _gate_reached(cfg, target)
-        if chain:
-            reasons.append((errors.CHECK_IS_GATE,
-                f"refused fork of {job_id}: {what} names the release gate ({chain}); the gate runs "
-                f"once, in the orchestrator's tree, after every job lands; give the job its own "
-                f"narrow target"))
-        elif target not in cfg.targets:
-            known = ", ".join(sorted(t for t in cfg.targets if t != cfg.gate)) or "none defined"
-            reasons.append((errors.CHECK_UNKNOWN_TARGET,
-                f"refused fork of {job_id}: {what} names target {target!r}, which proctor.toml "
-                f"does not define (targets: {known}); add [targets.{target}] with a command"))
-    return reasons
 
 
 def _is_related(conn: sqlite3.Connection, a: dict, b: dict) -> bool:
