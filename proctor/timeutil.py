@@ -22,7 +22,7 @@ def iso(ts: float) -> str:
 
 
 def parse_iso(text: str) -> float:
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc).timestamp()
+    return datetime.fromisoformat(text).timestamp()
 
 
 def parse_duration(value: object, unit_seconds: float = 1.0) -> float:

@@ -23,7 +23,12 @@ def set_output(mode: str) -> None:
 
 
 def emit_json(payload: object) -> None:
-    sys.stdout.write(json.dumps(payload, indent=2, sort_keys=False, default=str) + "\n")
+    """Indented for a person at a terminal; one compact line (C encoder, fast) for a pipe."""
+    if sys.stdout.isatty():
+        text = json.dumps(payload, indent=2, default=str)
+    else:
+        text = json.dumps(payload, separators=(",", ":"), default=str)
+    sys.stdout.write(text + "\n")
 
 
 def run(argv: list[str]) -> int:

@@ -48,7 +48,9 @@ def build(jobs: list[dict], cfg: Config, at: float) -> dict:
 
 
 def _row(job: dict, depth: int, at: float, stale_after: float, partners: list[str]) -> dict:
-    row = {k: v for k, v in job.items() if not k.startswith("_")}
+    row = dict(job)
+    row.pop("_root", None)
+    row.pop("_depth", None)
     live = is_live(job["state"])
     age = at - parse_iso(job["updated"])
     row["depth"] = depth

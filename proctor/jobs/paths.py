@@ -20,7 +20,7 @@ from functools import lru_cache
 
 from proctor import errors
 
-_GLOB_CHARS = frozenset("*?[")
+_GLOB = re.compile(r"[*?\[]")
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class Claim:
 
     @property
     def glob(self) -> bool:
-        return any(c in _GLOB_CHARS for c in self.path)
+        return _GLOB.search(self.path) is not None
 
     @property
     def spelling(self) -> str:
@@ -50,11 +50,11 @@ class Claim:
 def claim_key(path: str) -> str:
     if path == ".":
         return ""
-    if not any(c in _GLOB_CHARS for c in path):
+    if _GLOB.search(path) is None:
         return path
     literal: list[str] = []
     for part in path.split("/"):
-        if any(c in _GLOB_CHARS for c in part):
+        if _GLOB.search(part):
             break
         literal.append(part)
     return "/".join(literal)
@@ -64,6 +64,8 @@ def split_entry(raw: str) -> tuple[str, str | None, bool]:
     """(path text, declaration or None, whether an unescaped # split it)."""
     if raw.startswith("./"):
         return raw[2:] or ".", None, False
+    if "#" not in raw:
+        return raw, None, False
     out: list[str] = []
     i = 0
     while i < len(raw):
@@ -159,41 +161,47 @@ def pair_kind(a: Claim, b: Claim) -> str | None:
     """"overlapping", "disjoint" (different declarations of one file) or None (no overlap)."""
     if not (contains(a.key, b.key) or contains(b.key, a.key)):
         return None
+    return _contained_kind(a, b)
+
+
+def _contained_kind(a: Claim, b: Claim) -> str:
+    """The kind of a pair already known to overlap by key."""
     if (
         a.declaration is not None
         and b.declaration is not None
         and a.path == b.path
-        and not a.glob
         and a.declaration != b.declaration
+        and not a.glob
     ):
         return "disjoint"
     return "overlapping"
 
 
 def find_overlaps(claims_by_job: dict[str, list[Claim]]) -> list[dict]:
-    """Every pair of jobs whose claims intersect, each side's own spellings kept apart."""
+    """Every pair of jobs whose claims intersect, each side's own spellings kept apart.
+
+    Each claim looks up only its own key's ancestors (and itself) in a dict, so the work is
+    the number of claims times their depth plus the pairs found, never all pairs of jobs.
+    """
+    keyed = [(job, claim, claim.key) for job, claims in claims_by_job.items() for claim in claims]
     by_key: dict[str, list[tuple[str, Claim]]] = {}
-    for job, claims in claims_by_job.items():
-        for claim in claims:
-            by_key.setdefault(claim.key, []).append((job, claim))
+    for job, claim, key in keyed:
+        by_key.setdefault(key, []).append((job, claim))
     pairs: dict[tuple[str, str], dict] = {}
-    for job, claims in claims_by_job.items():
-        for claim in claims:
-            for anc in ancestors(claim.key):
-                for other_job, other in by_key.get(anc, ()):
-                    if other_job == job:
-                        continue
-                    kind = pair_kind(claim, other)
-                    if kind is None:
-                        continue
-                    a, b = sorted((job, other_job))
-                    entry = pairs.get((a, b))
-                    if entry is None:
-                        entry = pairs[(a, b)] = {"jobs": [a, b], "paths": {a: set(), b: set()}, "claims": kind}
-                    entry["paths"][job].add(claim.spelling)
-                    entry["paths"][other_job].add(other.spelling)
-                    if kind == "overlapping":
-                        entry["claims"] = "overlapping"
+    for job, claim, key in keyed:
+        for anc in ancestors(key):
+            for other_job, other in by_key.get(anc, ()):
+                if other_job == job:
+                    continue
+                kind = _contained_kind(claim, other)
+                a, b = (job, other_job) if job < other_job else (other_job, job)
+                entry = pairs.get((a, b))
+                if entry is None:
+                    entry = pairs[(a, b)] = {"jobs": [a, b], "paths": {a: set(), b: set()}, "claims": kind}
+                entry["paths"][job].add(claim.spelling)
+                entry["paths"][other_job].add(other.spelling)
+                if kind == "overlapping":
+                    entry["claims"] = "overlapping"
     result = []
     for (a, b) in sorted(pairs):
         entry = pairs[(a, b)]
