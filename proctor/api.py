@@ -67,13 +67,55 @@ def exec_job(job_id: str, *, lease: str | None = None, cwd: str | None = None,
         return _public(_take.exec_job(ws, job_id, _caller(ws, lease, environ)))
 
 
-def exit_job(job_id: str, *, lease: str | None = None, cwd: str | None = None,
+def exit_job(job_id: str, result: dict | None = None, *, lease: str | None = None,
+             cwd: str | None = None, environ: dict | None = None, warn: Warn | None = None) -> dict:
+    """File a holder's result (the job becomes exited), or with no result end it no_return."""
+    with _opened(cwd, warn) as ws:
+        caller = _caller(ws, lease, environ)
+        if result is None:
+            from proctor.jobs import take as _take
+
+            return _public(_take.abandon(ws, job_id, caller))
+        from proctor.jobs import result as _result
+
+        return _public(_result.file_result(ws, job_id, result, caller))
+
+
+def wait_job(job_id: str, *, lease: str | None = None, cwd: str | None = None,
              environ: dict | None = None, warn: Warn | None = None) -> dict:
-    """End a job with no result: recorded no_return."""
-    from proctor.jobs import take as _take
+    """Verify a filed result and record pass or fail: `{"job": row, "grade": {...} or None}`.
+
+    `grade` is None when the verdict was recorded earlier; the row's `verdict` holds it.
+    """
+    from proctor.jobs import wait as _wait
 
     with _opened(cwd, warn) as ws:
-        return _public(_take.abandon(ws, job_id, _caller(ws, lease, environ)))
+        job, graded = _wait.wait(ws, job_id, _caller(ws, lease, environ))
+        return {"job": _public(job), "grade": graded.to_json() if graded else None}
+
+
+def run_target(target: str, *, lease: str | None = None, cwd: str | None = None,
+               environ: dict | None = None, echo=None, warn: Warn | None = None) -> dict:
+    """Run a target from proctor.toml and record the run; `echo` receives its output as it comes."""
+    from proctor import runs as _runs
+
+    with _opened(cwd, warn) as ws:
+        return _runs.run_target(ws, target, _caller(ws, lease, environ), echo)
+
+
+def query_output(ref: str, *, cwd: str | None = None) -> bytes:
+    """The whole recorded output of a run, by its output_ref."""
+    from proctor import runs as _runs
+
+    with Workspace(cwd) as ws:
+        return _runs.read_output(ws, ref)
+
+
+def result_schema() -> dict:
+    """The JSON Schema of a `job exit --stdin` result."""
+    from proctor.jobs import result as _result
+
+    return _result.result_schema()
 
 
 def ls_jobs(cwd: str | None = None, warn: Warn | None = None) -> dict:

@@ -54,6 +54,50 @@ def put_blob(state_dir: str, data: bytes) -> str:
     return ref
 
 
+class BlobWriter:
+    """Stream bytes into the blob store: hashed as they arrive, named by their digest at the end."""
+
+    def __init__(self, state_dir: str) -> None:
+        self.state_dir = state_dir
+        self.size = 0
+        self._hash = hashlib.sha256()
+        directory = blob_dir(state_dir)
+        os.makedirs(directory, exist_ok=True)
+        self._tmp = os.path.join(directory, f".tmp-{os.getpid()}-{os.urandom(6).hex()}")
+        self._handle = open(self._tmp, "xb")
+
+    def write(self, data: bytes) -> None:
+        self._hash.update(data)
+        self._handle.write(data)
+        self.size += len(data)
+
+    def close(self) -> str:
+        """Finish the blob; return its reference."""
+        self._handle.close()
+        ref = REF_PREFIX + self._hash.hexdigest()
+        path = _blob_path(self.state_dir, ref)
+        if os.path.exists(path):
+            os.unlink(self._tmp)
+        else:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            os.replace(self._tmp, path)
+        return ref
+
+    def abandon(self) -> None:
+        self._handle.close()
+        try:
+            os.unlink(self._tmp)
+        except OSError:
+            pass
+
+
+def has_blob(state_dir: str, ref: str) -> bool:
+    try:
+        return os.path.exists(_blob_path(state_dir, ref))
+    except ProctorError:
+        return False
+
+
 def get_blob(state_dir: str, ref: str) -> bytes:
     path = _blob_path(state_dir, ref)
     try:

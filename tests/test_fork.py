@@ -73,7 +73,7 @@ def test_stdin_record_and_schema(repo, proctor):
 
 
 @pytest.mark.parametrize("stdin, needle", [
-    ("{not json", "not a JSON job record"),
+    ("{not json", "not a job record in JSON"),
     ("[1, 2]", "one JSON object"),
     ("", "read nothing"),
     ('{"id": "x", "check": "test", "passed": true}', "unknown field 'passed'"),

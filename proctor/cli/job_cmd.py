@@ -23,22 +23,25 @@ def _split(value: str | None) -> list[str] | None:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
-def _read_stdin_record() -> dict:
+def _read_stdin_json(what: str) -> dict:
+    """One JSON object from standard input, or one clear line saying why not."""
     if sys.stdin is None or sys.stdin.closed:
-        raise errors.ProctorError("--stdin given but there is no standard input; pipe a JSON job record in")
-    text = sys.stdin.read()
+        raise errors.ProctorError(f"--stdin given but there is no standard input; pipe {what} in")
+    try:
+        text = sys.stdin.read()
+    except UnicodeDecodeError:
+        raise errors.ProctorError(f"standard input is not UTF-8 text; pipe {what} as JSON", errors.BAD_RECORD) from None
     if not text.strip():
         raise errors.ProctorError(
-            "--stdin read nothing; pipe a JSON job record in (proctor job fork --schema prints its shape)",
-            errors.BAD_RECORD)
+            f"--stdin read nothing; pipe {what} in as JSON (--schema prints its shape)", errors.BAD_RECORD)
     try:
         record = json.loads(text)
     except json.JSONDecodeError as exc:
         raise errors.ProctorError(
-            f"standard input is not a JSON job record: {exc.msg} at line {exc.lineno} column {exc.colno}",
+            f"standard input is not {what} in JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
             errors.BAD_RECORD) from None
     if not isinstance(record, dict):
-        raise errors.ProctorError("standard input must hold one JSON object, the job record", errors.BAD_RECORD)
+        raise errors.ProctorError(f"standard input must hold one JSON object, {what}", errors.BAD_RECORD)
     return record
 
 
@@ -81,7 +84,7 @@ def fork(job_id, criteria, write_paths, deny_paths, read_paths, check, parent, d
             raise click.UsageError(
                 f"--stdin reads the whole record; drop --{sorted(given)[0].replace('_', '-')} "
                 f"or put it in the record")
-        record = _read_stdin_record()
+        record = _read_stdin_json("a job record")
         if job_id is not None:
             if record.get("id") not in (None, job_id):
                 raise errors.ProctorError(
@@ -123,13 +126,70 @@ def exec_(job_id: str, lease: str | None, output: str) -> None:
 
 
 @job.command(name="exit")
-@click.argument("job_id", metavar="ID")
+@click.argument("job_id", metavar="ID", required=False)
+@click.option("--stdin", "from_stdin", is_flag=True, help="Read the result (JSON) from standard input.")
+@click.option("--schema", is_flag=True, help="Print the JSON Schema of a result and exit.")
 @lease_option
 @output_option("text", "json")
-def exit_(job_id: str, lease: str | None, output: str) -> None:
-    """End a job without a result: it is recorded no_return."""
+def exit_(job_id: str | None, from_stdin: bool, schema: bool, lease: str | None, output: str) -> None:
+    """Return a job: with --stdin, file its result (the job becomes exited and waits for
+    `proctor job wait`); without it, abandon it (recorded no_return)."""
+    if schema:
+        emit_json(api.result_schema())
+        return
+    if job_id is None:
+        raise click.UsageError("name the job: proctor job exit ID [--stdin]")
+    if from_stdin:
+        filed = api.exit_job(job_id, _read_stdin_json("a result"), lease=lease)
+        if output == "json":
+            emit_json(filed)
+        else:
+            click.echo(f"filed the result of {job_id}; proctor job wait {job_id} verifies it")
+        return
     ended = api.exit_job(job_id, lease=lease)
     if output == "json":
         emit_json(ended)
     else:
         click.echo(f"ended {job_id}: no_return ({ended['end_reason']})")
+
+
+@job.command()
+@click.argument("job_id", metavar="ID")
+@lease_option
+@output_option("text", "json")
+def wait(job_id: str, lease: str | None, output: str) -> int:
+    """Verify a job's filed result against evidence and record pass or fail.
+
+    Exit 0 pass; 1 rejected, naming every rule and goal subject that failed; 2 when proctor
+    cannot answer (nothing filed, no such job).
+    """
+    from proctor.jobs.verify import render_footprint
+
+    answer = api.wait_job(job_id, lease=lease)
+    job, graded = answer["job"], answer["grade"]
+    passed = job["state"] == "pass"
+    if output == "json":
+        emit_json({"job": job_id, "state": job["state"], "verdict": job.get("verdict"), "grade": graded})
+        return 0 if passed else 1
+    if graded is None:
+        verdict = job.get("verdict") or {}
+        click.echo(f"{job_id} was verified already: {job['state']} ({verdict.get('graded', 'unknown time')})")
+        for failure in verdict.get("failures", []):
+            for subject in failure["subjects"]:
+                click.echo(f"  {failure['label']}: {subject}")
+        return 0 if passed else 1
+    if passed:
+        click.echo(f"passed {job_id}")
+    else:
+        click.echo(f"rejected {job_id}: recorded fail")
+        for outcome in graded["outcomes"]:
+            if not outcome["ok"]:
+                for subject in outcome["subjects"]:
+                    click.echo(f"  {outcome['label']}: {subject}")
+    from proctor.jobs.verify import Observed
+    observed = None
+    if graded.get("checkout") is not None:
+        observed = Observed(graded["checkout"], None, graded["changed"], graded["footprint"])
+    for line in render_footprint(observed):
+        click.echo(line)
+    return 0 if passed else 1

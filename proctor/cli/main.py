@@ -17,6 +17,8 @@ GROUPS = {
     "job": ("proctor.cli.job_cmd", "job", "Declare jobs, take their leases, and end them."),
     "ls": ("proctor.cli.ls_cmd", "ls", "List what the store holds."),
     "describe": ("proctor.cli.describe_cmd", "describe", "Render what proctor knows, for a person or an agent."),
+    "run": ("proctor.cli.run_cmd", "run", "Run a target from proctor.toml and record the run."),
+    "query": ("proctor.cli.query_cmd", "query", "Read back recorded evidence (a run's output)."),
 }
 
 

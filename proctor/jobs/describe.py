@@ -13,6 +13,7 @@ from proctor.config import Config
 from proctor.jobs import paths as jpaths
 from proctor.jobs import rows
 from proctor.jobs.targets import gate_chain
+from proctor.jobs.verify import grade
 from proctor.jobs.model import check_job_id, goal_list, is_live
 from proctor.workspace import Workspace
 
@@ -31,7 +32,15 @@ def describe_job(ws: Workspace, job_id: str) -> str:
             for theirs in near[other_id]:
                 if any(jpaths.pair_kind(theirs, m) for m in mine):
                     held_by_others.append(f"{theirs.spelling}  (held by {other_id})")
-    return render(job, ws.config, held_by_others)
+        refuse_gate(job, ws.config)
+        graded = grade(conn, job, ws.root)
+    goal_lines = []
+    for outcome in graded.outcomes:
+        if outcome.kind != "goal":
+            continue
+        status = "met" if outcome.ok else "unmet"
+        goal_lines.extend(f"{outcome.name}: {status}: {subject}" for subject in outcome.subjects)
+    return render(job, ws.config, held_by_others, goal_lines)
 
 
 def _read_claims(job: dict) -> list[jpaths.Claim]:
@@ -42,7 +51,8 @@ def _read_claims(job: dict) -> list[jpaths.Claim]:
     return out
 
 
-def render(job: dict, cfg: Config, held_by_others: list[str]) -> str:
+def refuse_gate(job: dict, cfg: Config) -> None:
+    """No terms for a job whose check (or a check goal) is the gate or runs it."""
     job_id = job["id"]
     for goal in goal_list(job):
         if goal["kind"] == "check":
@@ -52,6 +62,10 @@ def render(job: dict, cfg: Config, held_by_others: list[str]) -> str:
                     f"refused to describe {job_id}: its {'check' if goal['id'] == 'check' else 'goal ' + repr(goal['id'])} "
                     f"is the release gate ({chain}), and nobody may act on terms that run it; fork the "
                     f"job again with its own narrow target")])
+
+
+def render(job: dict, cfg: Config, held_by_others: list[str], graded_goals: list[str]) -> str:
+    job_id = job["id"]
     sections: list[tuple[str, list[str]]] = []
     header = [f"id: {job_id}"]
     if job.get("parent"):
@@ -86,7 +100,14 @@ def render(job: dict, cfg: Config, held_by_others: list[str]) -> str:
         deps = f" (after {', '.join(goal['depends_on'])})" if goal.get("depends_on") else ""
         goal_lines.append(f"{goal['id']}: {goal['kind']} {goal['expect']}: {subject}{deps}")
     sections.append(("Goals", goal_lines))
+    sections.append(("Graded now", graded_goals))
     sections.append(("Depends on", list(job.get("depends_on") or [])))
+    entries = [
+        f"{e['path']}  entered {e['entered']} by {e['by']}"
+        + (f", consumed {e['consumed']}" if e.get("consumed") else ", open: re-read the file before writing it")
+        for e in job.get("entries") or ()
+    ]
+    sections.append(("Entries", entries))
     releases = [f"{r['path']}  {r['digest']}" for r in job.get("releases") or ()]
     sections.append(("Released paths", releases))
     if is_live(job["state"]) and not job.get("read_only"):

@@ -161,7 +161,14 @@ def _bound_here(job: dict, root: str) -> bool:
 
 
 def fork(ws: Workspace, record_in: dict, caller: Caller) -> dict:
-    """Record one job; return the stored row. Raises Refused with every reason found."""
+    """Record one job; return the stored row. Raises Refused with every reason found.
+
+    A record `{"id": ..., "enter": <path>}` is an entry into that job's path (entries.py).
+    """
+    from proctor.jobs import entries
+
+    if entries.is_entry_record(record_in):
+        return entries.enter(ws, record_in, caller)
     record = normalize_record(record_in)
     job_id = record["id"]
     cfg = ws.config

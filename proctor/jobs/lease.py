@@ -70,10 +70,12 @@ def resolve(conn: sqlite3.Connection | None, root: str, flag: str | None = None,
         if lease:
             return Caller(check_job_id(lease, "BAGGAGE proctor.lease"), "env", user)
     if conn is not None:
-        # A checkout's binding holds only while its job is live: once the job ended, the
-        # checkout is free and the next exec takes the next job.
+        # A checkout's binding holds only while its job is in flight (declared or running):
+        # once the holder exited, or the job ended, the checkout is free and the next exec
+        # takes the next job.
         row = conn.execute(
-            "SELECT b.job FROM bindings b JOIN jobs j ON j.id = b.job WHERE b.scope = ? AND j.live = 1",
+            "SELECT b.job FROM bindings b JOIN jobs j ON j.id = b.job WHERE b.scope = ? "
+            "AND j.state IN ('declared', 'running')",
             (checkout_scope(root),),
         ).fetchone()
         if row:

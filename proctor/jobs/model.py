@@ -334,6 +334,8 @@ def record_schema() -> dict:
             },
             "state": {"enum": list(STATES), "description": "default: declared"},
             "read_only": {"type": "boolean", "description": "a job that writes nothing"},
+            "enter": {"type": "string",
+                      "description": "enter one path of a live job for one write: a record of only id and enter"},
             "timeout": {
                 "description": "a deadline this long after fork: 30m, 2h, or seconds",
                 "oneOf": [{"type": "string"}, {"type": "number", "exclusiveMinimum": 0}],

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 MIGRATIONS: list[tuple[int, list[str]]] = [
     (
@@ -55,6 +55,30 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             )""",
             "CREATE INDEX events_job ON events(job, id)",
             "CREATE INDEX events_kind ON events(kind, id)",
+        ],
+    ),
+    (
+        2,
+        [
+            # Recorded runs of targets: the evidence a check is graded on. The output is a
+            # content-addressed blob; `output_ref` names it.
+            """CREATE TABLE runs (
+                id TEXT PRIMARY KEY,
+                target TEXT NOT NULL,
+                command TEXT NOT NULL,
+                cwd TEXT NOT NULL,
+                checkout TEXT NOT NULL,
+                checkpoint TEXT,
+                lease TEXT,
+                exit_code INTEGER,
+                timed_out INTEGER NOT NULL,
+                started TEXT NOT NULL,
+                ended TEXT NOT NULL,
+                output_ref TEXT NOT NULL,
+                output_bytes INTEGER NOT NULL
+            )""",
+            "CREATE INDEX runs_target ON runs(target, started)",
+            "CREATE INDEX runs_output ON runs(output_ref)",
         ],
     ),
 ]

@@ -113,3 +113,81 @@ def diff_attribute(root: str, path: str) -> str | None:
     if value in ("unspecified", "unset", "set", ""):
         return None if value != "set" else "default"
     return value
+
+
+def start(root: str, *args: str) -> subprocess.Popen:
+    """Start git without waiting, for reads that can run side by side."""
+    try:
+        return subprocess.Popen(["git", *_PINNED, *args], cwd=root, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=_env())
+    except FileNotFoundError:
+        raise ProctorError("git is not installed or not on PATH; install git") from None
+    except OSError as exc:
+        raise ProctorError(f"cannot run git in {root}: {exc}") from None
+
+
+def finish(proc: subprocess.Popen, what: str) -> bytes:
+    out, err = proc.communicate()
+    if proc.returncode != 0:
+        message = err.decode("utf-8", "replace").strip().splitlines()
+        raise ProctorError(f"git {what} failed: {message[-1] if message else 'exit ' + str(proc.returncode)}")
+    return out
+
+
+_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
+
+
+def unquote_path(text: str) -> str:
+    """A path as git prints it with core.quotePath: C-quoted when it holds unusual bytes."""
+    if not (len(text) >= 2 and text[0] == '"' and text[-1] == '"'):
+        return text
+    body, out, i = text[1:-1], bytearray(), 0
+    while i < len(body):
+        c = body[i]
+        if c == "\\" and i + 1 < len(body):
+            nxt = body[i + 1]
+            if nxt in _ESCAPES:
+                out.append(_ESCAPES[nxt])
+                i += 2
+                continue
+            digits = body[i + 1:i + 4]
+            if len(digits) == 3 and all(ch in "01234567" for ch in digits):
+                out.append(int(digits, 8))
+                i += 4
+                continue
+        out.extend(c.encode("utf-8", "surrogateescape"))
+        i += 1
+    return out.decode("utf-8", "surrogateescape")
+
+
+def parse_hunks(patch: bytes) -> dict[str, dict]:
+    """Per file of a `git diff -U0` patch: added and removed line counts and line ranges."""
+    files: dict[str, dict] = {}
+    current: dict | None = None
+    old_path = None
+    for raw in patch.split(b"\n"):
+        if raw.startswith(b"--- "):
+            old_path = raw[4:].decode("utf-8", "surrogateescape")
+            continue
+        if raw.startswith(b"+++ "):
+            new_path = raw[4:].decode("utf-8", "surrogateescape")
+            chosen = unquote_path(new_path if new_path != "/dev/null" else old_path or "")
+            name = chosen[2:] if chosen[:2] in ("a/", "b/") else chosen
+            current = files.setdefault(name, {"added": 0, "removed": 0, "new": [], "old": []})
+            continue
+        if raw.startswith(b"@@ ") and current is not None:
+            header = raw.split(b"@@")[1].strip().split()
+            old_start, old_count = _range(header[0][1:])
+            new_start, new_count = _range(header[1][1:])
+            if old_count:
+                current["removed"] += old_count
+                current["old"].append([old_start, old_start + old_count - 1])
+            if new_count:
+                current["added"] += new_count
+                current["new"].append([new_start, new_start + new_count - 1])
+    return files
+
+
+def _range(spec: bytes) -> tuple[int, int]:
+    start, _, count = spec.partition(b",")
+    return int(start), int(count) if count else 1

@@ -1,0 +1,33 @@
+"""`proctor run <target>`: run a target and record the run as evidence."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from proctor import api
+from proctor.cli import emit_json
+from proctor.cli.options import lease_option, output_option
+
+
+@click.command()
+@click.argument("target")
+@lease_option
+@output_option("text", "json")
+def run(target: str, lease: str | None, output: str) -> int:
+    """Run TARGET from [targets.TARGET] in proctor.toml, streaming its output, and record it.
+
+    The record (exit code, times, lease, checkout, and the whole output as a content-addressed
+    blob, its output_ref) is the evidence `proctor job wait` grades a check on. Exit 0 when the
+    target passed, 1 when it failed or timed out. With -o json the output streams to stderr.
+    """
+    echo = sys.stderr.buffer if output == "json" else sys.stdout.buffer
+    record = api.run_target(target, lease=lease, echo=echo)
+    if output == "json":
+        emit_json(record)
+    else:
+        status = ("timed out" if record["timed_out"] else f"exit {record['exit_code']}")
+        sys.stderr.write(f"proctor: {target} {status} in {record['duration_seconds']:.1f}s; "
+                         f"run {record['id']}, output_ref {record['output_ref']}\n")
+    return 0 if record["exit_code"] == 0 and not record["timed_out"] else 1

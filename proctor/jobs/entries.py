@@ -1,0 +1,105 @@
+"""Entering a job's path: a small change to a path a live job owns, without a new worker.
+
+`{"id": <job>, "enter": <path>}` through `fork --stdin` or the library door records an entry
+on the job; the guard then lets ONE write into that path through and stamps the entry
+consumed (`consume`). Refused: a job that is not live, a caller that holds the job, a holder
+entering a job not forked beneath its own, a path outside the job's write paths (that wants
+widening), a second open entry for one path, and a third entry on one job. An entry does
+not move the job's `updated`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from proctor import errors, trail
+from proctor.jobs import paths as jpaths
+from proctor.jobs import rows
+from proctor.jobs.lease import Caller
+from proctor.jobs.model import RECORD_SCHEMA_VERSION, check_job_id, is_live
+from proctor.timeutil import iso, now
+from proctor.workspace import Workspace
+
+MAX_ENTRIES = 2
+
+
+def is_entry_record(record: object) -> bool:
+    return isinstance(record, dict) and "enter" in record
+
+
+def enter(ws: Workspace, record: dict, caller: Caller) -> dict:
+    extra = sorted(set(record) - {"id", "enter", "schema_version"})
+    if extra:
+        raise errors.ProctorError(
+            f"an entry record carries only id and enter; remove {extra[0]!r}", errors.BAD_RECORD)
+    if record.get("schema_version", RECORD_SCHEMA_VERSION) != RECORD_SCHEMA_VERSION:
+        raise errors.ProctorError(f"schema_version {record['schema_version']!r} is not supported", errors.BAD_RECORD)
+    job_id = check_job_id(record.get("id"), "id")
+    raw = record.get("enter")
+    if not isinstance(raw, str) or not raw.strip():
+        raise errors.ProctorError("enter must name one path of the job's write paths", errors.BAD_RECORD)
+    claim, reasons = jpaths.parse(raw, ws.root, "enter", job_id)
+    if reasons:
+        raise errors.Refused(reasons)
+    refuse = lambda why: errors.Refused([(errors.BAD_ENTRY, f"refused entry into {job_id}: {why}")])  # noqa: E731
+    with ws.store.write() as conn:
+        job = rows.get(conn, job_id)
+        if job is None:
+            raise errors.ProctorError(f"no job {job_id}; proctor ls jobs lists them", errors.UNKNOWN_JOB)
+        if not is_live(job["state"]):
+            raise refuse(f"it has ended ({job['state']}); an ended job owns nothing to enter")
+        if caller.lease == job_id:
+            raise refuse("you hold it; write the path directly")
+        if caller.lease and job_id not in rows.descendants(conn, caller.lease):
+            raise refuse(f"it was not forked beneath your job {caller.lease}; ask its forking session")
+        if not any(jpaths.covers(c, claim.path) if claim.declaration is None else c == claim
+                   for c in rows.claims(job)):
+            raise refuse(f"{claim.spelling} is outside its write paths "
+                         f"({', '.join(job.get('write_paths') or []) or 'none'}); that wants widening the job, "
+                         f"which is its forking session's")
+        entries = list(job.get("entries") or [])
+        if any(e["path"] == claim.spelling and not e.get("consumed") for e in entries):
+            raise refuse(f"{claim.spelling} has an open entry already; one write consumes it")
+        if len(entries) >= MAX_ENTRIES:
+            raise refuse(f"it has had {len(entries)} entries; a job entered this often wants its holder, "
+                         f"or a job of its own")
+        at = now()
+        entry = {"path": claim.spelling, "by": caller.actor, "lease": caller.lease,
+                 "entered": iso(at), "consumed": None}
+        entries.append(entry)
+        job["entries"] = entries
+        rows.put(conn, job, job["_root"], job["_depth"])
+        trail.append(conn, ws.state_dir, "job_enter", caller.actor, job_id, {"path": claim.spelling}, when=at)
+    return job
+
+
+def open_entry(conn: sqlite3.Connection, job_id: str, path: str) -> dict | None:
+    """The open entry of `job_id` covering repository-relative file `path`, if any (the guard asks)."""
+    job = rows.get(conn, job_id)
+    if job is None:
+        return None
+    for entry in job.get("entries") or ():
+        if entry.get("consumed"):
+            continue
+        spelled, declaration, _ = jpaths.split_entry(entry["path"])
+        if jpaths.covers(jpaths.Claim(spelled, declaration), path):
+            return entry
+    return None
+
+
+def consume(conn: sqlite3.Connection, state_dir: str, job_id: str, path: str, actor: str) -> dict | None:
+    """Stamp the open entry covering `path` consumed (inside the caller's write transaction)."""
+    job = rows.get(conn, job_id)
+    entry = open_entry(conn, job_id, path)
+    if job is None or entry is None:
+        return None
+    at = iso(now())
+    for candidate in job["entries"]:
+        if candidate["path"] == entry["path"] and not candidate.get("consumed"):
+            candidate["consumed"] = at
+            candidate["consumed_by"] = actor
+            candidate["written"] = path
+            break
+    rows.put(conn, job, job["_root"], job["_depth"])
+    trail.append(conn, state_dir, "job_entry_consumed", actor, job_id, {"path": path})
+    return entry

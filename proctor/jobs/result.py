@@ -1,0 +1,180 @@
+"""The result a holder files with `proctor job exit <id> --stdin`: what it says it did.
+
+Every field is a claim. `validation` names recorded runs by their output_ref; the run records
+are resolved now and filed beside the result, so whoever waits on the job (from any
+checkout) reads the same evidence. There is no `passed` field: a holder's verdict on its own
+run is exactly what the output ref exists to replace.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from proctor import errors, trail
+from proctor.jobs import paths as jpaths
+from proctor.jobs import rows
+from proctor.jobs.lease import Caller
+from proctor.jobs.model import DECLARED, EXITED, RUNNING, TERMINAL, check_job_id
+from proctor.timeutil import iso, now
+from proctor.workspace import Workspace
+
+RESULT_SCHEMA_VERSION = 1
+RESULT_FIELDS = ("schema_version", "changed_paths", "validation", "descendants", "unresolved_risks",
+                 "status", "summary")
+STATUSES = ("done", "blocked", "split")
+
+
+def result_schema() -> dict:
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://proctor.dev/schemas/job-result-v1.json",
+        "title": "proctor job result",
+        "description": (
+            "What a holder files with `proctor job exit <id> --stdin`. Every field is a claim that "
+            "`proctor job wait` holds to the evidence; there is no passed field."),
+        "type": "object",
+        "required": ["schema_version"],
+        "additionalProperties": False,
+        "properties": {
+            "schema_version": {"const": RESULT_SCHEMA_VERSION},
+            "changed_paths": {"type": "array", "items": {"type": "string", "minLength": 1},
+                              "description": "repository-relative paths the holder changed"},
+            "validation": {
+                "type": "array",
+                "description": "runs the holder made: the command and the output_ref proctor run printed",
+                "items": {"type": "object", "required": ["output_ref"], "additionalProperties": False,
+                          "properties": {"command": {"type": "string"},
+                                         "output_ref": {"type": "string", "pattern": "^(sha256:)?[0-9a-f]{64}$"}}},
+            },
+            "descendants": {"type": "array", "items": {"type": "string"},
+                            "description": "jobs the holder forked"},
+            "unresolved_risks": {"type": "array", "items": {"type": "string"}},
+            "status": {"enum": list(STATUSES), "description": "the holder's own account"},
+            "summary": {"type": "string", "description": "the holder's own words, kept as a claim"},
+        },
+    }
+
+
+def _bad(message: str) -> errors.ProctorError:
+    return errors.ProctorError(message, errors.BAD_RECORD)
+
+
+def _strings(record: dict, field: str) -> list[str]:
+    value = record.get(field, [])
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _bad(f"result field {field} must be a list of strings")
+    return value
+
+
+def normalize_result(record: Any, root: str, job_id: str) -> dict:
+    if not isinstance(record, dict):
+        raise _bad("a result must be a JSON object (proctor job exit --schema prints its shape)")
+    if "passed" in record:
+        raise _bad("a result has no passed field: proctor grades the evidence (proctor run's "
+                   "output_ref), never the holder's verdict; remove it")
+    unknown = sorted(set(record) - set(RESULT_FIELDS))
+    if unknown:
+        raise _bad(f"unknown result field {unknown[0]!r}; a result has {', '.join(RESULT_FIELDS)}")
+    version = record.get("schema_version")
+    if version is None:
+        raise _bad(f"a result needs schema_version ({RESULT_SCHEMA_VERSION})")
+    if isinstance(version, bool) or version != RESULT_SCHEMA_VERSION:
+        raise _bad(f"result schema_version {version!r} is not supported; this proctor reads "
+                   f"{RESULT_SCHEMA_VERSION}")
+    changed = []
+    outside = []
+    for raw in _strings(record, "changed_paths"):
+        path = jpaths.normalize(raw.strip(), root)
+        if path is None or path == ".":
+            outside.append(raw)
+        else:
+            changed.append(path)
+    if outside:
+        raise errors.Refused([(errors.PATH_OUTSIDE_REPO,
+            f"refused the result of {job_id}: changed path {p!r} is outside the repository {root}; "
+            f"name files inside it, relative to its root") for p in outside])
+    validation = record.get("validation", []) or []
+    if not isinstance(validation, list):
+        raise _bad("result field validation must be a list of {command, output_ref}")
+    entries = []
+    for index, entry in enumerate(validation):
+        if not isinstance(entry, dict) or not isinstance(entry.get("output_ref"), str):
+            raise _bad(f"validation[{index}] must be an object with an output_ref (as proctor run prints it)")
+        extra = sorted(set(entry) - {"command", "output_ref"})
+        if extra:
+            raise _bad(f"validation[{index}] has unknown field {extra[0]!r}; it is {{command, output_ref}}")
+        if "command" in entry and not isinstance(entry["command"], str):
+            raise _bad(f"validation[{index}].command must be a string")
+        ref = entry["output_ref"].strip()
+        if not ref.startswith(trail.REF_PREFIX):
+            ref = trail.REF_PREFIX + ref
+        entries.append({"command": entry.get("command", ""), "output_ref": ref})
+    descendants = [check_job_id(d, "descendants entry") for d in _strings(record, "descendants")]
+    status = record.get("status")
+    if status is not None and status not in STATUSES:
+        raise _bad(f"result status {status!r} is not one of {', '.join(STATUSES)}")
+    summary = record.get("summary")
+    if summary is not None and not isinstance(summary, str):
+        raise _bad("result summary must be a string")
+    return {
+        "schema_version": RESULT_SCHEMA_VERSION, "changed_paths": changed, "validation": entries,
+        "descendants": descendants, "unresolved_risks": _strings(record, "unresolved_risks"),
+        "status": status, "summary": summary,
+    }
+
+
+def file_result(ws: Workspace, job_id: str, record: Any, caller: Caller) -> dict:
+    """Record a holder's result: the job becomes exited, its evidence filed beside it."""
+    from proctor import runs
+
+    check_job_id(job_id)
+    result = normalize_result(record, ws.root, job_id)
+    with ws.store.write() as conn:
+        job = rows.get(conn, job_id)
+        if job is None:
+            raise errors.ProctorError(
+                f"no job {job_id}; proctor ls jobs lists the jobs of this repository", errors.UNKNOWN_JOB)
+        if caller.lease and caller.lease != job_id:
+            raise errors.Refused([(errors.NOT_YOUR_JOB,
+                f"refused exit of {job_id}: a session holding lease {caller.lease} may end only its own "
+                f"job; ending {job_id} is the forking session's")])
+        if job["state"] in TERMINAL:
+            raise errors.Refused([(errors.NOT_LIVE,
+                f"refused exit of {job_id}: it has ended ({job['state']}); nothing more can be filed")])
+        if job["state"] == EXITED:
+            raise errors.Refused([(errors.NOT_LIVE,
+                f"refused exit of {job_id}: a result is filed already ({job['result']['filed']}); "
+                f"proctor job wait {job_id} verifies it")])
+        reasons = []
+        filed_runs = []
+        for entry in result["validation"]:
+            found = runs.by_ref(conn, entry["output_ref"])
+            if not found:
+                reasons.append((errors.UNKNOWN_RUN,
+                    f"refused the result of {job_id}: validation names {entry['output_ref']}, which no "
+                    f"recorded run produced; cite the output_ref proctor run printed"))
+                continue
+            if not trail.has_blob(ws.state_dir, entry["output_ref"]):
+                reasons.append((errors.BLOB_MISSING,
+                    f"refused the result of {job_id}: the output of run {found[0]['id']} "
+                    f"({entry['output_ref']}) is missing from the store; run the target again"))
+                continue
+            filed_runs.append(found[0])
+        if reasons:
+            raise errors.Refused(reasons)
+        at = now()
+        result["filed"] = iso(at)
+        result["by"] = caller.actor
+        result["runs"] = filed_runs
+        job["result"] = result
+        job["state"] = EXITED
+        job["updated"] = iso(at)
+        if not job.get("checkout_root") and job["state"] in (DECLARED, RUNNING, EXITED):
+            job["checkout_root"] = os.path.realpath(ws.root)
+        rows.put(conn, job, job["_root"], job["_depth"])
+        trail.append(conn, ws.state_dir, "job_exit", caller.actor, job_id,
+                     {"state": EXITED, "status": result["status"]}, when=at)
+    return job

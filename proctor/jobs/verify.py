@@ -1,0 +1,281 @@
+"""Grading a job against evidence: the single code `proctor job wait` records and
+`proctor describe job` shows. A holder's account of its work is a claim; this module reads
+what proctor observes instead: the diff since the job's checkpoint in the checkout that took
+it, the recorded runs of its check, the store's descendants, and the tree for paths goals.
+
+An observation proctor could not make FAILS what depends on it: an unreadable diff, a
+checkout that is gone, a symbol goal before proctor has a symbol index. A goal that cannot
+verify must not certify, or breaking the observation would be the cheapest way past it.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from dataclasses import dataclass, field
+
+from proctor import errors
+from proctor.jobs import paths as jpaths
+from proctor.jobs import rows
+from proctor.jobs.model import goal_list, is_live
+from proctor.vcs import git
+
+
+@dataclass
+class Observed:
+    checkout: str
+    revision: str | None
+    changed: list[str] = field(default_factory=list)  # every path that differs, untracked included
+    footprint: dict[str, dict] = field(default_factory=dict)
+    error: str | None = None  # why the diff could not be read
+
+
+@dataclass
+class Outcome:
+    kind: str  # "rule" or "goal"
+    name: str  # the rule's name or the goal's id
+    ok: bool
+    subjects: list[str]  # each failing subject, or what passed
+
+    @property
+    def label(self) -> str:
+        return f"rule {self.name}" if self.kind == "rule" else f'goal "{self.name}"'
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "name": self.name, "label": self.label, "ok": self.ok,
+                "subjects": self.subjects}
+
+
+@dataclass
+class Grade:
+    job: str
+    outcomes: list[Outcome]
+    observed: Observed | None
+
+    @property
+    def passed(self) -> bool:
+        return all(o.ok for o in self.outcomes)
+
+    def failures(self) -> list[Outcome]:
+        return [o for o in self.outcomes if not o.ok]
+
+    def to_json(self) -> dict:
+        return {
+            "job": self.job,
+            "verdict": "pass" if self.passed else "fail",
+            "outcomes": [o.to_json() for o in self.outcomes],
+            "changed": self.observed.changed if self.observed else [],
+            "footprint": self.observed.footprint if self.observed else {},
+            "checkout": self.observed.checkout if self.observed else None,
+        }
+
+
+def observe(checkout: str, revision: str | None) -> Observed:
+    """The diff of `checkout`'s work tree since `revision`, untracked files included."""
+    seen = Observed(checkout, revision)
+    if not revision:
+        seen.error = "the job has no checkpoint to diff against"
+        return seen
+    if not os.path.isdir(checkout):
+        seen.error = f"its checkout {checkout} no longer exists"
+        return seen
+    try:
+        names = git.start(checkout, "diff", "--name-only", "-z", "--no-renames", "--no-ext-diff", revision, "--")
+        patch = git.start(checkout, "diff", "-U0", "--no-renames", "--no-ext-diff", "--no-textconv",
+                          "--no-color", "--src-prefix=a/", "--dst-prefix=b/", revision, "--")
+        others = git.start(checkout, "ls-files", "--others", "--exclude-standard", "-z")
+        tracked = [p.decode("utf-8", "surrogateescape") for p in git.finish(names, "diff").split(b"\0") if p]
+        hunks = git.parse_hunks(git.finish(patch, "diff"))
+        untracked = [p.decode("utf-8", "surrogateescape") for p in git.finish(others, "ls-files").split(b"\0") if p]
+    except errors.ProctorError as exc:
+        seen.error = f"the diff since {revision[:12]} could not be read in {checkout}: {exc.message}"
+        return seen
+    seen.changed = sorted(set(tracked) | set(untracked))
+    for path in tracked:
+        seen.footprint[path] = hunks.get(path, {"added": 0, "removed": 0, "new": [], "old": [], "binary": True})
+    for path in untracked:
+        seen.footprint[path] = {"added": _line_count(os.path.join(checkout, path)), "removed": 0,
+                                "new": [], "old": [], "untracked": True}
+    return seen
+
+
+def _line_count(path: str) -> int:
+    try:
+        with open(path, "rb") as handle:
+            return sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 16), b""))
+    except OSError:
+        return 0
+
+
+def _checkout_of(job: dict, fallback: str) -> str:
+    return job.get("checkout_root") or os.path.realpath(fallback)
+
+
+def _revision(job: dict) -> str | None:
+    token = job.get("checkpoint") or ""
+    return token.split("+")[0] or None
+
+
+def grade(conn: sqlite3.Connection, job: dict, fallback_checkout: str) -> Grade:
+    """Every rule and goal for `job`, against what proctor observes now. Writes nothing."""
+    from proctor import runs
+
+    job_id = job["id"]
+    outcomes: list[Outcome] = []
+    revision = _revision(job)
+    short = revision[:8] if revision else "its checkpoint"
+    writes = not job.get("read_only")
+    observed = observe(_checkout_of(job, fallback_checkout), revision) if writes else None
+    result = job.get("result")
+
+    if observed is not None:
+        if observed.error:
+            outcomes.append(Outcome("rule", "diff-readable", False, [
+                f"{observed.error}; a job is never passed on a diff proctor cannot read"]))
+        else:
+            claims = rows.claims(job)
+            denies = [jpaths.Claim(*jpaths.split_entry(s)[:2]) for s in job.get("deny_paths") or ()]
+            outside = [p for p in observed.changed if not any(jpaths.covers(c, p) for c in claims)]
+            outcomes.append(Outcome("rule", "inside-write-paths", not outside, [
+                f"{p} changed outside the write paths ({', '.join(job.get('write_paths') or []) or 'none'})"
+                for p in outside] or ["every change is inside the write paths"]))
+            denied = [p for p in observed.changed if any(jpaths.covers(d, p) for d in denies)]
+            outcomes.append(Outcome("rule", "outside-deny-paths", not denied, [
+                f"{p} changed inside the deny paths ({', '.join(job['deny_paths'])})" for p in denied]
+                or ["nothing changed inside the deny paths"]))
+            outcomes.append(Outcome("rule", "non-empty", bool(observed.changed), [
+                f"nothing changed since {short} in {observed.checkout}"] if not observed.changed
+                else [f"{len(observed.changed)} paths changed"]))
+            inside = [p for p in observed.changed if any(jpaths.covers(c, p) for c in claims)]
+            outcomes.append(Outcome("rule", "change-inside-write-paths", bool(inside), [
+                f"no change since {short} falls inside the write paths"] if not inside
+                else [f"{len(inside)} changes inside the write paths"]))
+            if result is not None:
+                observed_set = set(observed.changed)
+                missing = [p for p in result.get("changed_paths") or () if p not in observed_set]
+                outcomes.append(Outcome("rule", "claimed-paths-observed", not missing, [
+                    f"{p} is claimed changed, but the diff since {short} does not carry it" for p in missing]
+                    or ["every claimed path is in the diff"]))
+
+    live = [d for d in rows.descendants(conn, job_id) if is_live((rows.get(conn, d) or {}).get("state", "pass"))]
+    outcomes.append(Outcome("rule", "descendants-ended", not live, [
+        f"descendant {d} is still live; wait for it or end it (proctor job exit {d})" for d in live]
+        or ["no descendant is live"]))
+
+    goal_ok: dict[str, bool] = {}
+    for goal in _in_dependency_order(goal_list(job)):
+        failed_prereqs = [d for d in goal.get("depends_on") or () if not goal_ok.get(d, False)]
+        if failed_prereqs:
+            subjects = [f'prerequisite goal "{d}" is unmet, so this goal is unmet' for d in failed_prereqs]
+            ok = False
+        else:
+            ok, subjects = _grade_goal(conn, job, goal, observed, short, fallback_checkout, runs)
+        goal_ok[goal["id"]] = ok
+        outcomes.append(Outcome("goal", goal["id"], ok, subjects))
+    return Grade(job_id, outcomes, observed)
+
+
+def _in_dependency_order(goals: list[dict]) -> list[dict]:
+    by_id = {g["id"]: g for g in goals}
+    done: set[str] = set()
+    ordered: list[dict] = []
+
+    def visit(goal_id: str) -> None:
+        if goal_id in done or goal_id not in by_id:
+            return
+        done.add(goal_id)
+        for dep in by_id[goal_id].get("depends_on") or ():
+            visit(dep)
+        ordered.append(by_id[goal_id])
+
+    for goal in goals:
+        visit(goal["id"])
+    return ordered
+
+
+def _grade_goal(conn, job: dict, goal: dict, observed: Observed | None, short: str, fallback: str,
+                runs) -> tuple[bool, list[str]]:
+    kind = goal["kind"]
+    if kind == "check":
+        target = goal["check"]["target"]
+        checkout = job.get("checkout_root")
+        run = runs.latest(conn, target, job["created"], checkout)
+        if run is None:
+            where = f" in {checkout}" if checkout else ""
+            return False, [f"no recorded run of {target} since the job was declared ({job['created']}){where}; "
+                           f"run proctor run {target}"]
+        if run["timed_out"]:
+            return False, [f"the latest run of {target} ({run['id']}) timed out; its output is {run['output_ref']}"]
+        if run["exit_code"] != 0:
+            return False, [f"the latest run of {target} ({run['id']}) exited {run['exit_code']}; its output is "
+                           f"{run['output_ref']}"]
+        return True, [f"{target} passed in run {run['id']} ({run['output_ref']})"]
+    if kind == "paths":
+        expect = goal["expect"]
+        checkout = _checkout_of(job, fallback)
+        failing = []
+        if expect == "changed":
+            if observed is None:
+                if job.get("read_only"):
+                    return False, ["a read-only job changes nothing, so a changed goal cannot be met"]
+                return False, ["the diff could not be observed"]
+            if observed.error:
+                return False, [observed.error]
+            for pattern in goal["paths"]:
+                if not any(_matches(pattern, p) for p in observed.changed):
+                    failing.append(f'nothing matching "{pattern}" changed since {short}, so this goal is unmet')
+        else:
+            if not os.path.isdir(checkout):
+                return False, [f"the checkout {checkout} no longer exists, so the tree cannot be read"]
+            for pattern in goal["paths"]:
+                exists = _exists(checkout, pattern)
+                if expect == "present" and not exists:
+                    failing.append(f'nothing matching "{pattern}" exists in {checkout}, so this goal is unmet')
+                if expect == "absent" and exists:
+                    failing.append(f'"{pattern}" still exists in {checkout}, so this goal is unmet')
+        return not failing, failing or [f"every path is {expect}"]
+    return False, [
+        f"symbol goals need proctor's symbol index, which this version does not have; "
+        f"{', '.join(goal.get('symbols', []))} could not be observed, and an observation proctor "
+        f"could not make fails the goal rather than pass it"]
+
+
+def _matches(pattern: str, path: str) -> bool:
+    normalized = pattern[2:] if pattern.startswith("./") else pattern
+    return jpaths.covers(jpaths.Claim(normalized.rstrip("/") or "."), path)
+
+
+def _exists(checkout: str, pattern: str) -> bool:
+    normalized = pattern[2:] if pattern.startswith("./") else pattern
+    claim = jpaths.Claim(normalized.rstrip("/") or ".")
+    if not claim.glob:
+        return os.path.lexists(os.path.join(checkout, claim.path))
+    base = claim.key
+    for dirpath, dirnames, filenames in os.walk(os.path.join(checkout, base) if base else checkout):
+        dirnames[:] = [d for d in dirnames if d != ".git"]
+        for name in filenames + dirnames:
+            rel = os.path.relpath(os.path.join(dirpath, name), checkout).replace(os.sep, "/")
+            if jpaths.glob_match(claim.path, rel):
+                return True
+    return False
+
+
+def render_footprint(observed: Observed | None) -> list[str]:
+    if observed is None:
+        return ["footprint: none (a read-only job)"]
+    if observed.error:
+        return [f"footprint: unreadable ({observed.error})"]
+    if not observed.footprint:
+        return [f"footprint: nothing changed since {(observed.revision or '')[:8]}"]
+    lines = ["footprint:"]
+    for path in sorted(observed.footprint):
+        entry = observed.footprint[path]
+        where = []
+        if entry.get("new"):
+            where.append("lines " + ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in entry["new"]))
+        if entry.get("old") and not entry.get("new"):
+            where.append("removed at old " + ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in entry["old"]))
+        note = " (untracked)" if entry.get("untracked") else " (binary or mode change)" if entry.get("binary") else ""
+        detail = f" [{'; '.join(where)}]" if where else ""
+        lines.append(f"  {path}: +{entry['added']} -{entry['removed']}{note}{detail}")
+    return lines

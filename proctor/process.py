@@ -1,0 +1,114 @@
+"""Child processes, run the one way proctor runs them: in a session of their own, ended as
+a group (SIGTERM, a short wait, SIGKILL, reaped), output drained with a bound.
+
+Never `communicate()`: on Python 3.11 it does not return while a grandchild holds the pipe
+open (CPython issue 119710). The reader watches the pipe with a selector and the deadline
+with its timeout, so a silent child costs no CPU.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+CHUNK = 1 << 16
+TERM_GRACE = 2.0  # seconds between SIGTERM and SIGKILL
+DRAIN_AFTER_EXIT = 1.0  # seconds a pipe may stay open (a grandchild) after the child exits
+
+
+@dataclass
+class Finished:
+    exit_code: int | None  # None when proctor had to kill it
+    timed_out: bool
+    pipe_held: bool  # a descendant held the output open after the child exited
+
+
+def _pidfd(pid: int) -> int | None:
+    """A descriptor that becomes readable when `pid` exits (Linux 5.3+), else None."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
+def kill_group(proc: subprocess.Popen, grace: float = TERM_GRACE) -> None:
+    """SIGTERM the child's process group, wait up to `grace`, SIGKILL it, reap the child."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        pass
+    deadline = time.monotonic() + grace
+    while proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # the group may outlive its leader
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait()
+
+
+def run_shell(command: str, cwd: str, timeout: float | None, sink: Callable[[bytes], None],
+              env: dict | None = None) -> Finished:
+    """Run `command` through /bin/sh, stdout and stderr merged into `sink`, within `timeout`."""
+    proc = subprocess.Popen(
+        ["/bin/sh", "-c", command], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    fd = proc.stdout.fileno()
+    deadline = time.monotonic() + timeout if timeout else None
+    selector = selectors.DefaultSelector()
+    selector.register(fd, selectors.EVENT_READ)
+    exit_fd = _pidfd(proc.pid)
+    if exit_fd is not None:
+        selector.register(exit_fd, selectors.EVENT_READ)
+    timed_out = pipe_held = False
+    exited_at: float | None = None
+    try:
+        while True:
+            now = time.monotonic()
+            if deadline is not None and now >= deadline:
+                timed_out = True
+                break
+            if exited_at is None and proc.poll() is not None:
+                exited_at = now
+            if exited_at is not None and now - exited_at >= DRAIN_AFTER_EXIT:
+                pipe_held = True
+                break
+            waits = [t for t in (
+                deadline - now if deadline is not None else None,
+                exited_at + DRAIN_AFTER_EXIT - now if exited_at is not None else None,
+                # Without a pidfd, wake now and then to notice an exit behind an open pipe.
+                0.5 if exited_at is None and exit_fd is None else None,
+            ) if t is not None]
+            ready = selector.select(max(0.0, min(waits)) if waits else None)
+            if not any(key.fd == fd for key, _ in ready):
+                if exit_fd is not None and ready:
+                    selector.unregister(exit_fd)  # exited: the pipe's deadline takes over
+                    os.close(exit_fd)
+                    exit_fd = None
+                continue
+            chunk = os.read(fd, CHUNK)
+            if not chunk:
+                break
+            sink(chunk)
+    finally:
+        selector.close()
+        if exit_fd is not None:
+            os.close(exit_fd)
+    if timed_out or pipe_held:
+        kill_group(proc)
+    else:
+        remaining = max(0.0, deadline - time.monotonic()) if deadline is not None else None
+        try:
+            proc.wait(timeout=remaining)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            kill_group(proc)
+    proc.stdout.close()
+    code = None if timed_out else proc.returncode
+    return Finished(code, timed_out, pipe_held)

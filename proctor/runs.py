@@ -1,0 +1,127 @@
+"""Recorded runs of targets: `proctor run <target>` and `proctor query output <ref>`.
+
+A run is the evidence a check is graded on, so it records everything needed to trust it
+later without the holder's word: the target and the exact command, the exit code, start and
+end, the lease it ran under, the checkout and its checkpoint at the start, and the whole
+output (stdout and stderr, interleaved as printed) as a content-addressed blob, `output_ref`.
+The store is shared by every checkout of the repository, so a parent waiting from another
+worktree reads the same record.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from typing import BinaryIO
+
+from proctor import errors, trail
+from proctor.jobs.lease import Caller
+from proctor.process import run_shell
+from proctor.timeutil import iso, now
+from proctor.vcs import checkpoint as vcs_checkpoint
+from proctor.workspace import Workspace
+
+_COLUMNS = ("id", "target", "command", "cwd", "checkout", "checkpoint", "lease", "exit_code",
+            "timed_out", "started", "ended", "output_ref", "output_bytes")
+
+
+def _row_to_run(row: tuple) -> dict:
+    run = dict(zip(_COLUMNS, row))
+    run["timed_out"] = bool(run["timed_out"])
+    run["ref"] = run["output_ref"]
+    return run
+
+
+def run_target(ws: Workspace, name: str, caller: Caller, echo: BinaryIO | None) -> dict:
+    """Run target `name`, echoing its output to `echo` as it comes; record and return the run."""
+    cfg = ws.config
+    target = cfg.targets.get(name)
+    if target is None:
+        known = ", ".join(sorted(cfg.targets)) or "none defined"
+        raise errors.ProctorError(
+            f"no target {name!r} in proctor.toml (targets: {known}); add [targets.{name}] with a command",
+            errors.CHECK_UNKNOWN_TARGET)
+    cwd = os.path.join(ws.root, target.cwd) if target.cwd else ws.root
+    if not os.path.isdir(cwd):
+        raise errors.ProctorError(f"target {name}'s cwd {cwd} is not a directory; fix [targets.{name}] cwd")
+    try:
+        taken = vcs_checkpoint.take(ws.root)
+        checkpoint = taken.name if taken.revision else None
+    except errors.ProctorError:
+        checkpoint = None
+    env = dict(os.environ)
+    if caller.lease:
+        env["PROCTOR_LEASE"] = caller.lease
+    writer = trail.BlobWriter(ws.state_dir)
+
+    def sink(chunk: bytes) -> None:
+        writer.write(chunk)
+        if echo is not None:
+            try:
+                echo.write(chunk)
+                echo.flush()
+            except (BrokenPipeError, ValueError):
+                pass  # nobody is reading the echo; the record still gets every byte
+
+    started = now()
+    try:
+        finished = run_shell(target.command, cwd, target.timeout, sink, env)
+    except BaseException:
+        writer.abandon()
+        raise
+    ended = now()
+    output_ref = writer.close()
+    run = {
+        "id": f"run-{iso(started).replace(':', '').replace('-', '').replace('.', '')[:18]}-{os.urandom(3).hex()}",
+        "target": name, "command": target.command, "cwd": cwd, "checkout": os.path.realpath(ws.root),
+        "checkpoint": checkpoint, "lease": caller.lease, "exit_code": finished.exit_code,
+        "timed_out": finished.timed_out, "started": iso(started), "ended": iso(ended),
+        "output_ref": output_ref, "output_bytes": writer.size,
+    }
+    with ws.store.write() as conn:
+        conn.execute(
+            f"INSERT INTO runs ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})",
+            tuple(run[c] for c in _COLUMNS),
+        )
+        trail.append(conn, ws.state_dir, "run", caller.actor, caller.lease, {
+            "run": run["id"], "target": name, "exit_code": finished.exit_code,
+            "timed_out": finished.timed_out, "output_ref": output_ref}, when=ended)
+    run["ref"] = output_ref
+    run["duration_seconds"] = round(ended - started, 3)
+    run["pipe_held"] = finished.pipe_held
+    return run
+
+
+def by_ref(conn: sqlite3.Connection, ref: str) -> list[dict]:
+    """Every run whose output is `ref` (identical outputs share one blob), newest first."""
+    rows = conn.execute(
+        f"SELECT {', '.join(_COLUMNS)} FROM runs WHERE output_ref = ? ORDER BY started DESC", (ref,)
+    ).fetchall()
+    return [_row_to_run(r) for r in rows]
+
+
+def latest(conn: sqlite3.Connection, target: str, since: str, checkout: str | None) -> dict | None:
+    """The newest run of `target` started at or after `since`, in `checkout` when given."""
+    query = f"SELECT {', '.join(_COLUMNS)} FROM runs WHERE target = ? AND started >= ?"
+    params: list = [target, since]
+    if checkout:
+        query += " AND checkout = ?"
+        params.append(checkout)
+    row = conn.execute(query + " ORDER BY started DESC, rowid DESC LIMIT 1", params).fetchone()
+    return _row_to_run(row) if row else None
+
+
+def read_output(ws: Workspace, ref: str) -> bytes:
+    ref = ref.strip()
+    if not ref.startswith(trail.REF_PREFIX):
+        ref = trail.REF_PREFIX + ref
+    with ws.store.read() as conn:
+        known = conn.execute("SELECT 1 FROM runs WHERE output_ref = ? LIMIT 1", (ref,)).fetchone()
+    if not known:
+        raise errors.ProctorError(f"no recorded run has output {ref}; proctor run <target> records one")
+    return trail.get_blob(ws.state_dir, ref)
+
+
+def to_json(run: dict) -> str:
+    return json.dumps(run, sort_keys=True)
