@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
+MAX_DURATION = 100 * 365 * 86400.0  # a century: past it, a deadline is no longer a date
 
 
 def now() -> float:
@@ -56,6 +57,8 @@ def parse_duration(value: object, unit_seconds: float = 1.0) -> float:
         raise ValueError("a duration must be finite")
     if seconds < 0:
         raise ValueError("a duration cannot be negative")
+    if seconds > MAX_DURATION:
+        raise ValueError("a duration cannot be longer than 100 years")
     return seconds
 
 

@@ -108,10 +108,17 @@ def test_path_argument_is_refused(repo, proctor):
 
 
 def test_writes_nothing_anywhere(repo, proctor, tmp_path):
-    # A stale index (README touched, content unchanged) is what `git status` would rewrite.
+    # A stale index (a file touched, content unchanged) is what `git status` and `git diff`
+    # would rewrite; an untracked file and a real change make the tree dirty.
+    with open(os.path.join(repo, "proctor.toml"), "rb") as handle:
+        content = handle.read()
+    with open(os.path.join(repo, "proctor.toml"), "wb") as handle:
+        handle.write(content)
+    os.utime(os.path.join(repo, "proctor.toml"), (1, 1))
     with open(os.path.join(repo, "README"), "a") as handle:
         handle.write("dirty\n")
-    os.utime(os.path.join(repo, "README"), (1, 1))
+    with open(os.path.join(repo, "untracked.txt"), "w") as handle:
+        handle.write("u\n")
     before = _snapshot(repo)
     refs_before = git(repo, "for-each-ref")
     stash_before = git(repo, "stash", "list")

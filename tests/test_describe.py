@@ -77,3 +77,13 @@ def test_unknown_and_bad_ids(repo, proctor):
     assert missing.code == 2 and "no job nope" in missing.err
     bad = proctor("describe", "job", "a b")
     assert bad.code == 2 and "PRC3050" in bad.err
+
+
+def test_held_by_others_leaves_out_its_own_family(repo, proctor):
+    fork(proctor, "p", "--write-paths", "lib/x.py,lib/y.py", "--check", "test")
+    fork(proctor, "p/c", "--parent", "p", "--write-paths", "lib/x.py", "--check", "test")
+    fork(proctor, "stranger", "--write-paths", "lib/x.py", "--check", "test")
+    text = proctor("describe", "job", "p/c").out
+    assert "lib/x.py  (held by stranger)" in text
+    assert "(held by p)" not in text
+    assert "(held by p/c)" not in proctor("describe", "job", "p").out

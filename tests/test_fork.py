@@ -442,3 +442,89 @@ def test_release_digest_of_glob(repo, proctor):
     assert fork(proctor, "j", "--write-paths", "x.py", "--check", "test", "--lease", "j").code == 0
     digests = {r["path"]: r["digest"] for r in jobs_by_id(proctor)["j"]["releases"]}
     assert digests["gen/*.txt"].startswith("sha256:") and digests["none/*.md"] == "absent"
+
+
+def test_huge_durations_are_bad_values_not_crashes(tmp_path, proctor, monkeypatch):
+    from conftest import make_repo
+    root = make_repo(tmp_path / "r", "[jobs]\nstale_after = '99999999999h'\ndefault_timeout = '9999999999h'\n"
+                                     "[targets.test]\ncommand = 'true'\n")
+    monkeypatch.chdir(root)
+    listed = proctor("ls", "jobs")
+    assert listed.code == 0 and "stale_after" in listed.err and "default_timeout" in listed.err
+    assert fork(proctor, "a", "--check", "test").code == 0
+    assert fork(proctor, "b", "--check", "test", "--timeout", "99999999999h").code == 2
+    assert fork(proctor, "--stdin", stdin='{"id": "c", "check": "test", "timeout": 1e300}').code == 2
+
+
+@pytest.mark.parametrize("stdin", [
+    '{"id": "evil\\n", "check": "test"}',
+    '{"id": "n", "check": "test", "write_paths": ["a\\u0000b"]}',
+    '{"id": "s", "check": "test", "criteria": "x \\ud800 y"}',
+])
+def test_unstorable_text_is_refused(repo, proctor, stdin):
+    result = fork(proctor, "--stdin", stdin=stdin)
+    assert result.code == 2 and "Traceback" not in result.err
+    assert jobs_by_id(proctor) == {}
+
+
+def test_declaration_of_a_file_without_diff_driver(repo, proctor):
+    refused = fork(proctor, "d", "--write-paths", "notes.txt#Intro", "--check", "test")
+    assert refused.code == 1 and codes(refused) == ["PRC3031"] and "diff driver" in refused.err
+    assert fork(proctor, "m", "--write-paths", "docs/scope.md#The knobs", "--check", "test").code == 0
+
+
+def test_brackets_are_path_characters(repo, proctor):
+    os.makedirs(os.path.join(repo, "app", "[id]"))
+    with open(os.path.join(repo, "app", "[id]", "page.tsx"), "w") as handle:
+        handle.write("export default 1\n")
+    directory = fork(proctor, "a", "--write-paths", "app/[id]", "--check", "test")
+    assert directory.code == 1 and codes(directory) == ["PRC3018"]
+    assert fork(proctor, "a", "--write-paths", "app/[id]/page.tsx,x.py", "--check", "test").code == 0
+    assert fork(proctor, "a", "--write-paths", "x.py", "--check", "test", "--lease", "a").code == 0
+    digest = jobs_by_id(proctor)["a"]["releases"][0]["digest"]
+    assert digest.startswith("sha256:")
+
+
+def test_overdue_holder_owns_nothing_against_others(repo, proctor, tmp_path):
+    import time
+    wt = _worktree(repo, tmp_path, "w1")
+    assert fork(proctor, "--stdin", stdin=json.dumps(
+        {"id": "a", "write_paths": ["src/a.py"], "check": "test", "timeout": 0.3})).code == 0
+    assert proctor("job", "exec", "a", cwd=wt).code == 0
+    time.sleep(0.4)
+    assert fork(proctor, "b", "--write-paths", "src/a.py", "--check", "test").code == 0
+
+
+def test_shared_file_refusal_names_a_file_the_holder_created(repo, proctor, tmp_path):
+    wt = _worktree(repo, tmp_path, "w1")
+    assert fork(proctor, "a", "--write-paths", "src/new.py", "--check", "test").code == 0
+    assert proctor("job", "exec", "a", cwd=wt).code == 0
+    os.makedirs(os.path.join(wt, "src"), exist_ok=True)
+    with open(os.path.join(wt, "src", "new.py"), "w") as handle:
+        handle.write("1\n2\n3\n")
+    refused = fork(proctor, "b", "--write-paths", "src/new.py", "--check", "test")
+    assert codes(refused) == ["PRC3032"] and "created the file (3 lines" in refused.err
+
+
+def test_holder_narrows_by_containment(repo, proctor):
+    assert fork(proctor, "g", "--write-paths", "lib/**,run.go", "--check", "test").code == 0
+    narrowed = fork(proctor, "g", "--write-paths", "lib/x.py,run.go#main", "--lease", "g")
+    assert narrowed.code == 0, narrowed.err
+    assert jobs_by_id(proctor)["g"]["write_paths"] == ["lib/x.py", "run.go#main"]
+
+
+def test_symlink_out_of_the_repository(repo, proctor, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    os.symlink(str(outside), os.path.join(repo, "escape"))
+    refused = fork(proctor, "j", "--write-paths", "escape/file.txt", "--check", "test")
+    assert refused.code == 1 and codes(refused) == ["PRC3041"] and "symbolic link" in refused.err
+    os.symlink("README", os.path.join(repo, "inside-link"))
+    assert fork(proctor, "k", "--write-paths", "inside-link", "--check", "test").code == 0
+
+
+def test_checkpoint_tokens(repo, proctor):
+    assert fork(proctor, "a", "--check", "test", "--checkpoint", "ABCD+").code == 2
+    assert fork(proctor, "a", "--check", "test", "--checkpoint", "xyz").code == 2
+    stored = fork(proctor, "a", "--check", "test", "--checkpoint", "ABCDEF0+00FF", "-o", "json")
+    assert stored.json()["checkpoint"] == "abcdef0+00ff"

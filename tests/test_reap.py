@@ -137,3 +137,21 @@ def test_fork_and_describe_also_reap(repo, proctor):
     assert proctor("job", "exit", "r").code == 0
     described = proctor("describe", "job", "r/a")
     assert "ended r/a: its parent r ended in no_return" in described.err
+
+
+def test_ending_reaches_a_fixed_point_in_one_read(tmp_path, proctor, monkeypatch):
+    root = make_repo(tmp_path / "r", "[jobs]\nstale_after = '1s'\n[targets.test]\ncommand = 'true'\n")
+    monkeypatch.chdir(root)
+    fork(proctor, "root", "--check", "test")
+    fork(proctor, "root/a", "--parent", "root", "--write-paths", "a.py", "--check", "test")
+    fork(proctor, "root/a/b", "--parent", "root/a", "--write-paths", "a.py", "--check", "test")
+    wt = str(tmp_path / "w")
+    git(root, "worktree", "add", "-q", "-b", "w", wt)
+    assert proctor("job", "exec", "root/a/b", cwd=wt).code == 0
+    time.sleep(1.2)
+    assert "ended" not in proctor("ls", "jobs").err, "root and a are kept alive by b"
+    shutil.rmtree(wt)
+    listed = proctor("ls", "jobs", "-o", "json")
+    assert {r["id"]: r["state"] for r in listed.json()["jobs"]} == {
+        "root": "no_return", "root/a": "no_return", "root/a/b": "no_return"}
+    assert listed.err.count("ended ") == 3

@@ -140,3 +140,19 @@ def test_state_dir_not_writable(repo, proctor, tmp_path, monkeypatch):
     result = proctor("ls", "jobs")
     assert result.code == 2 and "state" in result.err.lower()
     assert "Traceback" not in result.err
+
+
+def test_corrupt_pages_after_a_good_header(repo, proctor):
+    for n in range(30):
+        assert fork(proctor, f"j{n}", "--check", "test", "--criteria", "x" * 2000).code == 0
+    path = db_path(repo)
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    with open(path, "r+b") as handle:
+        handle.seek(4096)
+        handle.write(os.urandom(os.path.getsize(path) - 4096))
+    for args in (("ls", "jobs"), ("job", "fork", "k", "--check", "test")):
+        result = proctor(*args)
+        assert result.code == 2, (args, result.err)
+        assert "Traceback" not in result.err and "move it aside" in result.err

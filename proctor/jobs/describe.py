@@ -14,7 +14,7 @@ from proctor.jobs import paths as jpaths
 from proctor.jobs import rows
 from proctor.jobs.targets import gate_chain
 from proctor.jobs.verify import grade
-from proctor.jobs.model import check_job_id, goal_list, is_live
+from proctor.jobs.model import check_job_id, goal_list
 from proctor.workspace import Workspace
 
 
@@ -27,8 +27,9 @@ def describe_job(ws: Workspace, job_id: str) -> str:
                 f"no job {job_id}; proctor ls jobs lists the jobs of this repository", errors.UNKNOWN_JOB)
         mine = rows.claims(job) + _read_claims(job)
         near = rows.live_claims_near(conn, [c.key for c in mine], job_id) if mine else {}
+        family = set(rows.ancestors(conn, job_id)) | set(rows.descendants(conn, job_id))
         held_by_others = []
-        for other_id in sorted(near):
+        for other_id in sorted(set(near) - family):
             for theirs in near[other_id]:
                 if any(jpaths.pair_kind(theirs, m) for m in mine):
                     held_by_others.append(f"{theirs.spelling}  (held by {other_id})")
@@ -110,12 +111,6 @@ def render(job: dict, cfg: Config, held_by_others: list[str], graded_goals: list
     sections.append(("Entries", entries))
     releases = [f"{r['path']}  {r['digest']}" for r in job.get("releases") or ()]
     sections.append(("Released paths", releases))
-    if is_live(job["state"]) and not job.get("read_only"):
-        sections.append(("Working it", [
-            f"take the lease:  proctor job exec {job_id}",
-            "write only inside the write paths; fork children with --parent " + job_id,
-            f"return it:       proctor job exit {job_id} --stdin < result.json",
-        ]))
     out = []
     for title, lines in sections:
         if not lines:

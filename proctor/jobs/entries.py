@@ -28,6 +28,9 @@ def is_entry_record(record: object) -> bool:
 
 
 def enter(ws: Workspace, record: dict, caller: Caller) -> dict:
+    from proctor.jobs.model import check_text
+
+    check_text(record)
     extra = sorted(set(record) - {"id", "enter", "schema_version"})
     if extra:
         raise errors.ProctorError(

@@ -148,9 +148,18 @@ def _touched(other: dict, path: str) -> str:
     if counts is None:
         return "what it has touched could not be read"
     added, removed = counts
+    if not added and not removed and os.path.isfile(os.path.join(checkout, path)):
+        if git.run(checkout, "ls-files", "--error-unmatch", "--", path, check=False).returncode != 0:
+            with open(os.path.join(checkout, path), "rb") as handle:
+                added = handle.read().count(b"\n")
+            return f"it has created the file ({added} lines, not yet added to git)"
     if not added and not removed:
         return "it has not changed the file yet"
     return f"it has changed +{added} -{removed} lines of it so far"
+
+
+def _overdue(job: dict) -> bool:
+    return bool(job.get("deadline")) and parse_iso(job["deadline"]) < now()
 
 
 def _bound_here(job: dict, root: str) -> bool:
@@ -175,13 +184,20 @@ def fork(ws: Workspace, record_in: dict, caller: Caller) -> dict:
     root = os.path.realpath(ws.root)
     reasons: list[tuple[str, str]] = []
     parsed = parse_claims(ws, record, job_id, reasons)
+    for claim in parsed.get("write_paths", []):
+        if claim.declaration and not claim.glob and diff_driver(ws.root, claim.path) is None:
+            reasons.append((errors.CLAIM_UNGRADABLE,
+                f"refused fork of {job_id}: {claim.spelling} claims a declaration of {claim.path}, whose "
+                f"extension has no diff driver to find declarations by; claim the whole file, or set "
+                f"one in .gitattributes ({os.path.splitext(claim.path)[1] or claim.path} diff=<driver>)"))
     if reasons:
         raise errors.Refused(reasons)
     if "checkpoint" in record:
         try:
-            vcs_checkpoint.parse_name(record["checkpoint"])
+            revision, digest = vcs_checkpoint.parse_name(record["checkpoint"])
         except ValueError as exc:
             raise errors.ProctorError(str(exc), errors.BAD_RECORD) from None
+        record["checkpoint"] = f"{revision}+{digest}" if digest else revision
 
     with ws.store.write() as conn:
         at = now()
@@ -300,8 +316,9 @@ def _one_author(conn: sqlite3.Connection, caller: Caller, record: dict, existing
                     f"refused fork of {lease}: a holder may only shrink its write paths; {field} is "
                     f"the forking session's to change; {remedy}") for field in changed]
         if "write_paths" in record:
-            current = set(held.get("write_paths") or [])
-            widened = [p for p in record["write_paths"] if p not in current]
+            own = rows.claims(held)
+            widened = [c.spelling for c in parsed.get("write_paths", [])
+                       if not any(jpaths.within(c, mine) for mine in own)]
             if widened:
                 reasons.append((errors.NOT_YOUR_JOB,
                     f"refused fork of {lease}: {', '.join(widened)} widens your write paths, and a "
@@ -417,7 +434,8 @@ def _workspace_load_refusals(conn: sqlite3.Connection, job: dict, write_claims: 
         "AND EXISTS (SELECT 1 FROM job_paths p WHERE p.job = jobs.id) ORDER BY id",
         (job["id"],),
     ).fetchall()
-    holders = [r[0] for r in taken if _bound_here(rows.get(conn, r[0]) or {}, root)]
+    holders = [r[0] for r in taken
+               if _bound_here(rows.get(conn, r[0]) or {}, root) and not _overdue(rows.get(conn, r[0]) or {})]
     if not holders:
         return []
     return [(errors.WORKSPACE_LOAD_FILE,
@@ -439,6 +457,8 @@ def _shared_file_refusals(conn: sqlite3.Connection, job: dict, write_claims: lis
         other = rows.get(conn, other_id)
         if other is None or not other.get("checkout_root") or other.get("state") in TERMINAL:
             continue
+        if _overdue(other):
+            continue  # a job past its deadline owns nothing against other jobs
         if os.path.realpath(other["checkout_root"]) == root or _is_related(conn, job, other):
             continue
         for mine in literal:

@@ -52,7 +52,7 @@ MAX_JOB_ID = 200
 def check_job_id(value: object, what: str = "job id") -> str:
     if not isinstance(value, str) or not value:
         raise errors.ProctorError(f"{what} must be a non-empty string", errors.BAD_JOB_ID)
-    if len(value) > MAX_JOB_ID or not _JOB_ID.match(value) or ".." in value.split("/"):
+    if len(value) > MAX_JOB_ID or not _JOB_ID.fullmatch(value) or ".." in value.split("/"):
         raise errors.ProctorError(
             f"{what} {value!r} cannot be a job id: use letters, digits, _ . - in segments "
             f"separated by / (api/migrate), at most {MAX_JOB_ID} characters",
@@ -197,6 +197,25 @@ def _goal_cycle(goals: list[dict]) -> list[str] | None:
     return None
 
 
+def check_text(value: Any, where: str = "the record") -> None:
+    """Refuse NUL bytes and lone surrogates anywhere in a decoded JSON value: no path, id or
+    prose can hold them, and they would break every later read."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise _bad(f"{where} holds a NUL character, which no path or text may contain")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise _bad(f"{where} holds a lone surrogate (invalid Unicode); send UTF-8 text") from None
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            check_text(key, where)
+            check_text(item, f"{key}" if where == "the record" else where)
+    elif isinstance(value, list):
+        for item in value:
+            check_text(item, where)
+
+
 def normalize_record(record: Any) -> dict:
     """Check a client record's shape; return it normalized, with only the fields it named.
 
@@ -204,6 +223,7 @@ def normalize_record(record: Any) -> dict:
     """
     if not isinstance(record, dict):
         raise _bad("a job record must be a JSON object")
+    check_text(record)
     output_only = sorted(set(record) & set(OUTPUT_FIELDS))
     if output_only:
         raise _bad(f"field {output_only[0]!r} is output-only: the store writes it; remove it from the record")

@@ -20,7 +20,9 @@ from functools import lru_cache
 
 from proctor import errors
 
-_GLOB = re.compile(r"[*?\[]")
+# Only * and ? make an entry a glob: `[` is common in real paths (app/[id]/page.tsx), and a
+# character class is still honoured inside an entry that is a glob for another reason.
+_GLOB = re.compile(r"[*?]")
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,19 @@ def normalize(path_text: str, root: str) -> str | None:
     return rel
 
 
+def escapes_by_link(path: str, root: str) -> bool:
+    """Whether the deepest existing part of `path` resolves outside `root` (a symlink out)."""
+    real_root = os.path.realpath(root)
+    probe = claim_key(path)
+    while probe:
+        full = os.path.join(root, probe)
+        if os.path.lexists(full):
+            real = os.path.realpath(full)
+            return not (real == real_root or real.startswith(real_root.rstrip("/") + "/"))
+        probe = os.path.dirname(probe)
+    return False
+
+
 def parse(raw: object, root: str, field: str, job_id: str) -> tuple[Claim | None, list[tuple[str, str]]]:
     """One entry of a path list: the claim, or the refusals it earns."""
     if not isinstance(raw, str):
@@ -125,6 +140,13 @@ def parse(raw: object, root: str, field: str, job_id: str) -> tuple[Claim | None
             errors.PATH_OUTSIDE_REPO,
             f"refused fork of {job_id}: {field} entry {entry!r} is outside the repository {root}; "
             f"name paths inside it, relative to its root",
+        ))
+        return None, refusals
+    if escapes_by_link(path, root):
+        refusals.append((
+            errors.PATH_OUTSIDE_REPO,
+            f"refused fork of {job_id}: {field} entry {entry!r} leads outside the repository through "
+            f"a symbolic link; name the real path inside {root}",
         ))
         return None, refusals
     claim = Claim(path, declaration.strip() if declaration is not None else None)

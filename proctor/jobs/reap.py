@@ -105,18 +105,25 @@ def end_unheld(store: Store, stale_after: float, warn: Callable[[str], None]) ->
     with store.read() as conn:
         if not _candidates(conn, stale_after, at):
             return []
+    found: list[tuple[str, str]] = []
     with store.write() as conn:
-        found = _candidates(conn, stale_after, at)
-        for job_id, reason in found:
-            job = rows.get(conn, job_id)
-            if job is None:
-                continue
-            job["state"] = NO_RETURN
-            job["end_reason"] = reason
-            job["updated"] = iso(at)
-            rows.put(conn, job, job["_root"], job["_depth"])
-            trail.append(conn, store.state_dir, "job_ended", "proctor", job_id,
-                         {"state": NO_RETURN, "end_reason": reason}, when=at)
+        # To a fixed point: ending a child can leave its untaken parent with no live job
+        # under it, which the next pass then ends too.
+        while True:
+            batch = _candidates(conn, stale_after, at)
+            if not batch:
+                break
+            for job_id, reason in batch:
+                job = rows.get(conn, job_id)
+                if job is None:
+                    continue
+                job["state"] = NO_RETURN
+                job["end_reason"] = reason
+                job["updated"] = iso(at)
+                rows.put(conn, job, job["_root"], job["_depth"])
+                trail.append(conn, store.state_dir, "job_ended", "proctor", job_id,
+                             {"state": NO_RETURN, "end_reason": reason}, when=at)
+            found.extend(batch)
     for job_id, reason in found:
         warn(f"ended {job_id}: {reason}")
     return found

@@ -72,6 +72,9 @@ def _strings(record: dict, field: str) -> list[str]:
 def normalize_result(record: Any, root: str, job_id: str) -> dict:
     if not isinstance(record, dict):
         raise _bad("a result must be a JSON object (proctor job exit --schema prints its shape)")
+    from proctor.jobs.model import check_text
+
+    check_text(record, "the result")
     if "passed" in record:
         raise _bad("a result has no passed field: proctor grades the evidence (proctor run's "
                    "output_ref), never the holder's verdict; remove it")

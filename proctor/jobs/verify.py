@@ -80,9 +80,10 @@ def observe(checkout: str, revision: str | None) -> Observed:
         seen.error = f"its checkout {checkout} no longer exists"
         return seen
     try:
-        names = git.start(checkout, "diff", "--name-only", "-z", "--no-renames", "--no-ext-diff", revision, "--")
-        patch = git.start(checkout, "diff", "-U0", "--no-renames", "--no-ext-diff", "--no-textconv",
-                          "--no-color", "--src-prefix=a/", "--dst-prefix=b/", revision, "--")
+        # diff-index, the plumbing: it reads the holder's tree without rewriting its index.
+        names = git.start(checkout, "diff-index", "--name-only", "-z", "--no-renames", revision, "--")
+        patch = git.start(checkout, "diff-index", "-p", "-U0", "--no-renames", "--no-ext-diff",
+                          "--no-textconv", "--no-color", "--src-prefix=a/", "--dst-prefix=b/", revision, "--")
         others = git.start(checkout, "ls-files", "--others", "--exclude-standard", "-z")
         tracked = [p.decode("utf-8", "surrogateescape") for p in git.finish(names, "diff").split(b"\0") if p]
         hunks = git.parse_hunks(git.finish(patch, "diff"))

@@ -135,8 +135,13 @@ class Store:
                 raise self._translate(exc) from None
             try:
                 yield self.conn
+            except sqlite3.DatabaseError as exc:
+                with contextlib.suppress(sqlite3.Error):
+                    self.conn.execute("ROLLBACK")
+                raise self._translate(exc) from None
             except BaseException:
-                self.conn.execute("ROLLBACK")
+                with contextlib.suppress(sqlite3.Error):
+                    self.conn.execute("ROLLBACK")
                 raise
             try:
                 self.conn.execute("COMMIT")
@@ -154,6 +159,8 @@ class Store:
             raise self._translate(exc) from None
         try:
             yield self.conn
+        except sqlite3.DatabaseError as exc:
+            raise self._translate(exc) from None
         finally:
             with contextlib.suppress(sqlite3.Error):
                 self.conn.execute("COMMIT")

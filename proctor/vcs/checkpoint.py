@@ -82,9 +82,9 @@ def _content_digest(path: bytes) -> bytes:
 
 def parse_name(token: str) -> tuple[str, str | None]:
     """`<revision>` or `<revision>+<digest>` as -o name prints it."""
-    revision, _, digest = token.partition("+")
-    if not revision or any(c not in "0123456789abcdef" for c in revision.lower()) or len(revision) < 4:
+    revision, plus, digest = token.strip().lower().partition("+")
+    if not 4 <= len(revision) <= 64 or any(c not in "0123456789abcdef" for c in revision):
         raise ValueError(f"{token!r} is not a checkpoint; pass what `proctor vcs checkpoint -o name` prints")
-    if digest and any(c not in "0123456789abcdef" for c in digest.lower()):
-        raise ValueError(f"{token!r} is not a checkpoint; its digest after + must be hex")
-    return revision.lower(), (digest.lower() or None)
+    if plus and (not digest or any(c not in "0123456789abcdef" for c in digest)):
+        raise ValueError(f"{token!r} is not a checkpoint; after + comes the hex digest of the dirty tree")
+    return revision, (digest or None)

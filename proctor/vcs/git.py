@@ -79,15 +79,16 @@ def status(root: str) -> tuple[str | None, str, list[bytes], list[bytes]]:
 
 def diff_patch(root: str, revision: str | None) -> bytes:
     """The whole uncommitted patch (staged and unstaged) against `revision`, as bytes."""
+    # diff-index, the plumbing, never refreshes the index; `git diff` would rewrite it.
     return run(
-        root, "diff", revision or EMPTY_TREE, "--binary", "--full-index", "--no-ext-diff",
-        "--no-textconv", "--no-color", "--no-renames", "--src-prefix=a/", "--dst-prefix=b/",
+        root, "diff-index", "-p", "--binary", "--full-index", "--no-ext-diff", "--no-textconv",
+        "--no-color", "--no-renames", "--src-prefix=a/", "--dst-prefix=b/", revision or EMPTY_TREE, "--",
     ).stdout
 
 
 def changed_lines(root: str, revision: str, path: str) -> tuple[int, int] | None:
     """(added, removed) lines of `path` in the work tree since `revision`; None if unreadable."""
-    proc = run(root, "diff", "--numstat", "--no-renames", revision, "--", path, check=False)
+    proc = run(root, "diff-index", "--numstat", "--no-renames", revision, "--", path, check=False)
     if proc.returncode != 0:
         return None
     added = removed = 0
