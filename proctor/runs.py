@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import sqlite3
+import threading
 from typing import BinaryIO
 
 from proctor import errors, trail
@@ -45,18 +47,36 @@ def run_target(ws: Workspace, name: str, caller: Caller, echo: BinaryIO | None) 
     cwd = os.path.join(ws.root, target.cwd) if target.cwd else ws.root
     if not os.path.isdir(cwd):
         raise errors.ProctorError(f"target {name}'s cwd {cwd} is not a directory; fix [targets.{name}] cwd")
-    try:
-        taken = vcs_checkpoint.take(ws.root)
-        checkpoint = taken.name if taken.revision else None
-    except errors.ProctorError:
-        checkpoint = None
+    # The tree's checkpoint is read beside the run, not before it: git works while the
+    # target starts. The tree is the one the target began on, give or take its own writes.
+    checkpoint_box: list[str | None] = [None]
+
+    def read_checkpoint() -> None:
+        try:
+            taken = vcs_checkpoint.take(ws.root)
+            checkpoint_box[0] = taken.name if taken.revision else None
+        except errors.ProctorError:
+            pass
+
+    reader = threading.Thread(target=read_checkpoint, daemon=True)
+    reader.start()
     env = dict(os.environ)
     if caller.lease:
         env["PROCTOR_LEASE"] = caller.lease
     writer = trail.BlobWriter(ws.state_dir)
+    # Hashing and writing the blob happen on a thread of their own (hashlib and file writes
+    # release the GIL), so recording overlaps with reading the pipe and echoing.
+    pending: queue.Queue[bytes | None] = queue.Queue(maxsize=64)
+
+    def record() -> None:
+        while (chunk := pending.get()) is not None:
+            writer.write(chunk)
+
+    recorder = threading.Thread(target=record, daemon=True)
+    recorder.start()
 
     def sink(chunk: bytes) -> None:
-        writer.write(chunk)
+        pending.put(chunk)
         if echo is not None:
             try:
                 echo.write(chunk)
@@ -68,10 +88,16 @@ def run_target(ws: Workspace, name: str, caller: Caller, echo: BinaryIO | None) 
     try:
         finished = run_shell(target.command, cwd, target.timeout, sink, env)
     except BaseException:
+        pending.put(None)
+        recorder.join()
         writer.abandon()
         raise
+    pending.put(None)
+    recorder.join()
     ended = now()
     output_ref = writer.close()
+    reader.join()
+    checkpoint = checkpoint_box[0]
     run = {
         "id": f"run-{iso(started).replace(':', '').replace('-', '').replace('.', '')[:18]}-{os.urandom(3).hex()}",
         "target": name, "command": target.command, "cwd": cwd, "checkout": os.path.realpath(ws.root),

@@ -162,22 +162,32 @@ def unquote_path(text: str) -> str:
 
 
 def parse_hunks(patch: bytes) -> dict[str, dict]:
-    """Per file of a `git diff -U0` patch: added and removed line counts and line ranges."""
+    """Per file of a `git diff -U0` patch: added and removed line counts and line ranges.
+
+    Hunk bodies are skipped by their counts, never scanned for headers: a removed line
+    `-- x` reads `--- x` in a patch and must not be taken for a file header.
+    """
     files: dict[str, dict] = {}
     current: dict | None = None
     old_path = None
-    for raw in patch.split(b"\n"):
-        if raw.startswith(b"--- "):
-            old_path = raw[4:].decode("utf-8", "surrogateescape")
-            continue
-        if raw.startswith(b"+++ "):
-            new_path = raw[4:].decode("utf-8", "surrogateescape")
+    in_header = False
+    lines = patch.split(b"\n")
+    i, count = 0, len(lines)
+    while i < count:
+        line = lines[i]
+        i += 1
+        if line.startswith(b"diff --git "):
+            in_header, current, old_path = True, None, None
+        elif in_header and line.startswith(b"--- "):
+            old_path = line[4:].decode("utf-8", "surrogateescape")
+        elif in_header and line.startswith(b"+++ "):
+            new_path = line[4:].decode("utf-8", "surrogateescape")
             chosen = unquote_path(new_path if new_path != "/dev/null" else old_path or "")
             name = chosen[2:] if chosen[:2] in ("a/", "b/") else chosen
             current = files.setdefault(name, {"added": 0, "removed": 0, "new": [], "old": []})
-            continue
-        if raw.startswith(b"@@ ") and current is not None:
-            header = raw.split(b"@@")[1].strip().split()
+            in_header = False
+        elif line.startswith(b"@@ ") and current is not None:
+            header = line[3:].split(b"@@")[0].split()
             old_start, old_count = _range(header[0][1:])
             new_start, new_count = _range(header[1][1:])
             if old_count:
@@ -186,6 +196,11 @@ def parse_hunks(patch: bytes) -> dict[str, dict]:
             if new_count:
                 current["added"] += new_count
                 current["new"].append([new_start, new_start + new_count - 1])
+            body = old_count + new_count
+            while body > 0 and i < count:
+                if not lines[i].startswith(b"\\"):  # "\ No newline at end of file"
+                    body -= 1
+                i += 1
     return files
 
 
