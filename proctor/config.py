@@ -20,7 +20,8 @@ CONFIG_NAME = "proctor.toml"
 DEFAULT_TARGET_TIMEOUT = 3600.0
 
 # Sections later capabilities read; their keys are not judged by this version.
-RESERVED_SECTIONS = ("guard", "sandbox", "board", "monitors", "workers")
+RESERVED_SECTIONS = ("sandbox", "board", "monitors", "workers")
+RULE_DECISIONS = ("off", "advise", "deny")  # in order of strictness
 
 _TARGET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -58,6 +59,9 @@ class Config:
     settings: dict[str, Setting] = field(default_factory=dict)
     targets: dict[str, Target] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    # [guard.rules]: rule name -> "off" | "advise" | "deny", as written (names are checked
+    # against the rules by the guard, which owns them)
+    guard_rules: dict[str, str] = field(default_factory=dict)
 
     def __getitem__(self, key: str) -> Any:
         return self.settings[key].value
@@ -175,7 +179,7 @@ def parse(raw_bytes: bytes, path: str, exists: bool = True) -> Config:
 def _apply(data: dict, config: Config) -> None:
     source = CONFIG_NAME
     for section in data:
-        if section in ("jobs", "targets") or section in RESERVED_SECTIONS:
+        if section in ("jobs", "targets", "guard") or section in RESERVED_SECTIONS:
             continue
         config.problems.append(f"{CONFIG_NAME}: unknown section [{section}]; ignored")
     jobs = data.get("jobs", {})
@@ -206,6 +210,26 @@ def _apply(data: dict, config: Config) -> None:
             continue
         config.settings[key.name] = Setting(key.name, value, source, key.show(value))
     _apply_targets(data.get("targets", {}), config)
+    _apply_guard(data.get("guard", {}), config)
+
+
+def _apply_guard(guard: Any, config: Config) -> None:
+    if not isinstance(guard, dict):
+        config.problems.append(f"{CONFIG_NAME}: guard must be a table ([guard.rules]); ignored")
+        return
+    rules = guard.get("rules", {})
+    if not isinstance(rules, dict):
+        config.problems.append(f"{CONFIG_NAME}: [guard] rules must be a table ([guard.rules]); ignored")
+        return
+    for name, value in rules.items():
+        if value not in RULE_DECISIONS:
+            config.problems.append(
+                f"{CONFIG_NAME}: [guard.rules] {name} = {_render_raw(value)} is invalid (expected "
+                f"deny, advise or off); using the rule's default")
+            continue
+        config.guard_rules[name] = value
+        key = f"guard.rules.{name}"
+        config.settings[key] = Setting(key, value, CONFIG_NAME, value)
 
 
 def _render_raw(raw: Any) -> str:

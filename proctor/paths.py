@@ -13,17 +13,25 @@ from __future__ import annotations
 
 import hashlib
 import os
-import subprocess
-from dataclasses import dataclass
 
 from proctor.errors import ProctorError, StoreError
 
 
-@dataclass(frozen=True)
 class Checkout:
-    root: str  # the work tree's top directory
-    git_dir: str  # this work tree's git dir (a worktree has its own)
-    common_dir: str  # the git dir shared by all worktrees of the clone
+    """A git work tree: its top directory, its own git dir (a worktree has one), and the git
+    dir shared by all worktrees of the clone. A plain class: the hook imports this module."""
+
+    __slots__ = ("root", "git_dir", "common_dir")
+
+    def __init__(self, root: str, git_dir: str, common_dir: str) -> None:
+        self.root, self.git_dir, self.common_dir = root, git_dir, common_dir
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Checkout) and (self.root, self.git_dir, self.common_dir) == (
+            other.root, other.git_dir, other.common_dir)
+
+    def __repr__(self) -> str:
+        return f"Checkout({self.root!r})"
 
 
 def find_checkout(start: str | None = None) -> Checkout:
@@ -119,6 +127,8 @@ def repo_key(checkout: Checkout) -> str:
 
 
 def _root_commits(checkout: Checkout) -> list[str]:
+    import subprocess
+
     try:
         proc = subprocess.run(
             ["git", "rev-list", "--max-parents=0", "HEAD"],
@@ -159,3 +169,29 @@ def repo_state_dir(checkout: Checkout, create: bool = True) -> str:
 
 def repo_cache_dir(checkout: Checkout) -> str:
     return os.path.join(cache_base(), repo_key(checkout))
+
+
+def head_revision(checkout: Checkout) -> str | None:
+    """HEAD's commit, read from the git files without running git (None when unborn)."""
+    try:
+        with open(os.path.join(checkout.git_dir, "HEAD"), encoding="utf-8") as handle:
+            head = handle.read().strip()
+    except OSError:
+        return None
+    if not head.startswith("ref: "):
+        return head or None
+    ref = head[5:].strip()
+    for base in (checkout.git_dir, checkout.common_dir):
+        try:
+            with open(os.path.join(base, ref), encoding="utf-8") as handle:
+                return handle.read().strip() or None
+        except OSError:
+            continue
+    try:
+        with open(os.path.join(checkout.common_dir, "packed-refs"), encoding="utf-8") as handle:
+            for line in handle:
+                if line.rstrip().endswith(" " + ref):
+                    return line.split(" ", 1)[0]
+    except OSError:
+        pass
+    return None

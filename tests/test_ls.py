@@ -85,7 +85,7 @@ def test_marks_and_columns(tmp_path, proctor, monkeypatch):
 
 def test_many_jobs_overlaps_are_exact(repo, proctor):
     """A brute-force comparison agrees with the indexed one on a few hundred jobs."""
-    from proctor.jobs import paths as jpaths
+    from proctor import claims as jpaths
     import random
     rng = random.Random(7)
     dirs = ["a", "a/b", "a/b/c", "d", "d/e", "f"]

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from proctor import errors
 from proctor.config import Config
-from proctor.jobs import paths as jpaths
-from proctor.jobs import rows
+from proctor import claims as jpaths
+from proctor.store import rows
 from proctor.jobs.targets import gate_chain
 from proctor.jobs.verify import grade
 from proctor.jobs.model import check_job_id, goal_list
@@ -25,7 +25,7 @@ def describe_job(ws: Workspace, job_id: str) -> str:
         if job is None:
             raise errors.ProctorError(
                 f"no job {job_id}; proctor ls jobs lists the jobs of this repository", errors.UNKNOWN_JOB)
-        mine = rows.claims(job) + _read_claims(job)
+        mine = rows.claims(job) + rows.claims(job, "read_paths")
         near = rows.live_claims_near(conn, [c.key for c in mine], job_id) if mine else {}
         family = set(rows.ancestors(conn, job_id)) | set(rows.descendants(conn, job_id))
         held_by_others = []
@@ -42,14 +42,6 @@ def describe_job(ws: Workspace, job_id: str) -> str:
         status = "met" if outcome.ok else "unmet"
         goal_lines.extend(f"{outcome.name}: {status}: {subject}" for subject in outcome.subjects)
     return render(job, ws.config, held_by_others, goal_lines)
-
-
-def _read_claims(job: dict) -> list[jpaths.Claim]:
-    out = []
-    for spelling in job.get("read_paths") or ():
-        path, declaration, _ = jpaths.split_entry(spelling)
-        out.append(jpaths.Claim(path, declaration))
-    return out
 
 
 def refuse_gate(job: dict, cfg: Config) -> None:

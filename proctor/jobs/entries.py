@@ -13,8 +13,8 @@ from __future__ import annotations
 import sqlite3
 
 from proctor import errors, trail
-from proctor.jobs import paths as jpaths
-from proctor.jobs import rows
+from proctor import claims as jpaths
+from proctor.store import rows
 from proctor.jobs.lease import Caller
 from proctor.jobs.model import RECORD_SCHEMA_VERSION, check_job_id, is_live
 from proctor.timeutil import iso, now

@@ -27,8 +27,8 @@ import stat
 
 from proctor import config as config_mod
 from proctor import errors, trail
-from proctor.jobs import paths as jpaths
-from proctor.jobs import rows
+from proctor import claims as jpaths
+from proctor.store import rows
 from proctor.jobs.targets import check_refusals
 from proctor.jobs.lease import Caller
 from proctor.jobs.model import (
@@ -486,10 +486,11 @@ def _write_proof(conn: sqlite3.Connection, job: dict, write_claims: list[jpaths.
     near = rows.live_claims_near(conn, [c.key for c in write_claims], job["id"])
     bound_here = [j for j in near if _bound_here(rows.get(conn, j) or {}, root)]
     others = conn.execute(
-        "SELECT COUNT(DISTINCT p.job) FROM job_paths p JOIN jobs j ON j.id = p.job WHERE j.live = 1 "
-        "AND p.job != ? AND (j.checkout_root = ? OR (j.checkout_root IS NULL AND j.declared_in = ?))",
+        "SELECT 1 FROM jobs j WHERE j.live = 1 AND j.id != ? AND (j.checkout_root = ? OR "
+        "(j.checkout_root IS NULL AND j.declared_in = ?)) AND EXISTS "
+        "(SELECT 1 FROM job_paths p WHERE p.job = j.id) LIMIT 1",
         (job["id"], root, root),
-    ).fetchone()[0]
+    ).fetchone()
     if not others:
         return "alone"
     for other_id in bound_here:

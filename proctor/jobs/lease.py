@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from urllib.parse import unquote
 
 from proctor.jobs.model import check_job_id
+from proctor.store import rows
 from proctor.timeutil import iso, now
 
 BAGGAGE_KEY = "proctor.lease"
@@ -73,18 +74,22 @@ def resolve(conn: sqlite3.Connection | None, root: str, flag: str | None = None,
         # A checkout's binding holds only while its job is in flight (declared or running):
         # once the holder exited, or the job ended, the checkout is free and the next exec
         # takes the next job.
-        row = conn.execute(
-            "SELECT b.job FROM bindings b JOIN jobs j ON j.id = b.job WHERE b.scope = ? "
-            "AND j.state IN ('declared', 'running')",
-            (checkout_scope(root),),
-        ).fetchone()
-        if row:
-            return Caller(row[0], "marker", user)
+        bound = rows.bound_job(conn, checkout_scope(root))
+        if bound:
+            return Caller(bound, "marker", user)
     return Caller(None, None, user)
 
 
 def bind_checkout(conn: sqlite3.Connection, root: str, job_id: str) -> None:
-    conn.execute(
-        "INSERT OR REPLACE INTO bindings (scope, job, recorded) VALUES (?, ?, ?)",
-        (checkout_scope(root), job_id, iso(now())),
-    )
+    rows.bind(conn, checkout_scope(root), job_id, iso(now()))
+
+
+def agent_scope(host: str, session: str, subagent: str | None) -> str:
+    """The binding key of a hook caller: exactly its host, session and subagent ids."""
+    return f"agent:{host}:{session}:{subagent or ''}"
+
+
+def bind_caller(conn: sqlite3.Connection, host: str, session: str, subagent: str | None, job_id: str) -> None:
+    """Record that this host session (or subagent) acts under `job_id`: what the guard calls
+    when it lets `proctor job exec <job>` through."""
+    rows.bind(conn, agent_scope(host, session, subagent), job_id, iso(now()))

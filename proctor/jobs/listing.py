@@ -7,8 +7,8 @@ Overlaps are derived on the read and stored nowhere, so they cannot go out of da
 from __future__ import annotations
 
 from proctor.config import Config
-from proctor.jobs import paths as jpaths
-from proctor.jobs import rows
+from proctor import claims as jpaths
+from proctor.store import rows
 from proctor.jobs.model import is_live
 from proctor.timeutil import format_config_duration, format_duration, now, parse_iso
 from proctor.workspace import Workspace

@@ -13,14 +13,9 @@ from proctor.timeutil import parse_duration
 
 RECORD_SCHEMA_VERSION = 1
 
-DECLARED = "declared"
-RUNNING = "running"
-EXITED = "exited"
-PASS = "pass"
-FAIL = "fail"
-NO_RETURN = "no_return"
-STATES = (DECLARED, RUNNING, EXITED, PASS, FAIL, NO_RETURN)
-TERMINAL = frozenset((PASS, FAIL, NO_RETURN))
+from proctor.store.rows import STATES, TERMINAL, is_live  # noqa: F401  (re-exported)
+
+DECLARED, RUNNING, EXITED, PASS, FAIL, NO_RETURN = STATES
 
 HOLDER_SESSION = "session"
 HOLDER_SERVER = "server"
@@ -59,10 +54,6 @@ def check_job_id(value: object, what: str = "job id") -> str:
             errors.BAD_JOB_ID,
         )
     return value
-
-
-def is_live(state: str) -> bool:
-    return state not in TERMINAL
 
 
 def _bad(message: str) -> errors.ProctorError:

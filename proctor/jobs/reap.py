@@ -22,7 +22,7 @@ import sqlite3
 from typing import Callable
 
 from proctor import trail
-from proctor.jobs import rows
+from proctor.store import rows
 from proctor.jobs.model import DECLARED, HOLDER_SESSION, NO_RETURN, RUNNING
 from proctor.store import Store
 from proctor.timeutil import format_config_duration, format_duration, iso, now, parse_iso

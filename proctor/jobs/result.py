@@ -12,8 +12,8 @@ import os
 from typing import Any
 
 from proctor import errors, trail
-from proctor.jobs import paths as jpaths
-from proctor.jobs import rows
+from proctor import claims as jpaths
+from proctor.store import rows
 from proctor.jobs.lease import Caller
 from proctor.jobs.model import DECLARED, EXITED, RUNNING, TERMINAL, check_job_id
 from proctor.timeutil import iso, now

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 
 from proctor import errors, trail
-from proctor.jobs import rows
+from proctor.store import rows
 from proctor.jobs.lease import Caller, bind_checkout
 from proctor.jobs.model import DECLARED, EXITED, NO_RETURN, RUNNING, TERMINAL, check_job_id
 from proctor.timeutil import iso, now

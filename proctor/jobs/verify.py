@@ -15,8 +15,8 @@ import sqlite3
 from dataclasses import dataclass, field
 
 from proctor import errors
-from proctor.jobs import paths as jpaths
-from proctor.jobs import rows
+from proctor import claims as jpaths
+from proctor.store import rows
 from proctor.jobs.model import goal_list, is_live
 from proctor.vcs import git
 
@@ -135,7 +135,7 @@ def grade(conn: sqlite3.Connection, job: dict, fallback_checkout: str) -> Grade:
                 f"{observed.error}; a job is never passed on a diff proctor cannot read"]))
         else:
             claims = rows.claims(job)
-            denies = [jpaths.Claim(*jpaths.split_entry(s)[:2]) for s in job.get("deny_paths") or ()]
+            denies = rows.claims(job, "deny_paths")
             outside = [p for p in observed.changed if not any(jpaths.covers(c, p) for c in claims)]
             outcomes.append(Outcome("rule", "inside-write-paths", not outside, [
                 f"{p} changed outside the write paths ({', '.join(job.get('write_paths') or []) or 'none'})"

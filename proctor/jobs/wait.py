@@ -9,7 +9,7 @@ answer (no such job, nothing filed, a job that ended without a result).
 from __future__ import annotations
 
 from proctor import errors, trail
-from proctor.jobs import rows
+from proctor.store import rows
 from proctor.jobs.lease import Caller
 from proctor.jobs.model import EXITED, FAIL, NO_RETURN, PASS, check_job_id
 from proctor.jobs.verify import Grade, grade

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 MIGRATIONS: list[tuple[int, list[str]]] = [
     (
@@ -79,6 +79,29 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             )""",
             "CREATE INDEX runs_target ON runs(target, started)",
             "CREATE INDEX runs_output ON runs(output_ref)",
+        ],
+    ),
+    (
+        3,
+        [
+            # The guard and fork ask "which live jobs are bound to this checkout" on every call.
+            "CREATE INDEX jobs_checkout_live ON jobs(checkout_root, live)",
+            "CREATE INDEX jobs_declared_live ON jobs(declared_in, live)",
+            # Sessions the hook has seen, with what they claimed about themselves.
+            """CREATE TABLE sessions (
+                host TEXT NOT NULL,
+                session TEXT NOT NULL,
+                subagent TEXT NOT NULL,
+                first_seen TEXT NOT NULL,
+                last_seen TEXT NOT NULL,
+                cwd TEXT,
+                lease TEXT,
+                lease_from TEXT,
+                trace TEXT,
+                spawner TEXT,
+                calls INTEGER NOT NULL DEFAULT 0,
+                PRIMARY KEY (host, session, subagent)
+            )""",
         ],
     ),
 ]

@@ -1,7 +1,10 @@
-"""The job table: reading and writing rows. Only this module writes `jobs` and `job_paths`.
+"""The job table and bindings: reading and writing rows. Only this module writes `jobs`,
+`job_paths` and `bindings`.
 
 A row is the job's record as JSON (`doc`) plus the columns queries select on; `put` keeps
-the two in step. `job_paths` indexes the write paths of live jobs by directory key.
+the two in step. `job_paths` indexes the write paths of live jobs by directory key. Core, so
+the guard reads jobs the way the job store writes them; the rules about what may be written
+live in jobs/.
 """
 
 from __future__ import annotations
@@ -9,8 +12,16 @@ from __future__ import annotations
 import json
 import sqlite3
 
-from proctor.jobs import paths as jpaths
-from proctor.jobs.model import is_live
+from proctor import claims as jpaths
+
+# A job's states; every job ends in one of the last three.
+STATES = ("declared", "running", "exited", "pass", "fail", "no_return")
+TERMINAL = frozenset(("pass", "fail", "no_return"))
+IN_FLIGHT = ("declared", "running")
+
+
+def is_live(state: str) -> bool:
+    return state not in TERMINAL
 
 _COLUMNS = "id, parent, root, depth, state, live, holder, checkout_root, declared_in, created, updated, doc"
 
@@ -35,10 +46,11 @@ def where(conn: sqlite3.Connection, clause: str, params: tuple = ()) -> list[dic
     return [_doc(r) for r in conn.execute(f"SELECT {_COLUMNS} FROM jobs WHERE {clause}", params)]
 
 
-def claims(job: dict) -> list[jpaths.Claim]:
-    """A stored job's write claims (stored spellings are canonical, so they re-parse exactly)."""
+def claims(job: dict, field: str = "write_paths") -> list[jpaths.Claim]:
+    """A stored job's claims in one path field (stored spellings are canonical, so they
+    re-parse exactly)."""
     out = []
-    for spelling in job.get("write_paths") or ():
+    for spelling in job.get(field) or ():
         path, declaration, _ = jpaths.split_entry(spelling)
         out.append(jpaths.Claim(path, declaration))
     return out
@@ -110,3 +122,17 @@ def ancestors(conn: sqlite3.Connection, job_id: str) -> list[str]:
         chain.append(current[0])
         current = conn.execute("SELECT parent FROM jobs WHERE id = ?", (current[0],)).fetchone()
     return chain
+
+
+def bind(conn: sqlite3.Connection, scope: str, job_id: str, at: str) -> None:
+    """Record that callers of `scope` act under `job_id` (`checkout:<root>` or `agent:...`)."""
+    conn.execute("INSERT OR REPLACE INTO bindings (scope, job, recorded) VALUES (?, ?, ?)", (scope, job_id, at))
+
+
+def bound_job(conn: sqlite3.Connection, scope: str) -> str | None:
+    """The job `scope` is bound to while that job is in flight (declared or running)."""
+    row = conn.execute(
+        "SELECT b.job FROM bindings b JOIN jobs j ON j.id = b.job WHERE b.scope = ? "
+        "AND j.state IN ('declared', 'running')", (scope,),
+    ).fetchone()
+    return row[0] if row else None

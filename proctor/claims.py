@@ -1,4 +1,7 @@
-"""Write-path claims: how an entry is spelled, what it names, and when two collide.
+"""Path claims: how an entry is spelled, what it names, and when two collide.
+
+Core, because the job store (fork, verify) and the guard (on every tool call) read claims the
+same way; it imports only the standard library's cheapest modules, for the hook's sake.
 
 An entry names a repository-relative file (`internal/job/store.go`), a glob
 (`db/migrations/**`), or one declaration of a file (`run.go#executeStages`). A path that
@@ -15,7 +18,6 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from functools import lru_cache
 
 from proctor import errors
@@ -25,10 +27,27 @@ from proctor import errors
 _GLOB = re.compile(r"[*?]")
 
 
-@dataclass(frozen=True)
 class Claim:
-    path: str  # repository-relative, "/"-separated; "." is the root
-    declaration: str | None = None
+    """One claim: a repository-relative, "/"-separated path ("." is the root), and optionally
+    one declaration of that file. Immutable and hashable."""
+
+    __slots__ = ("path", "declaration")
+
+    def __init__(self, path: str, declaration: str | None = None) -> None:
+        object.__setattr__(self, "path", path)
+        object.__setattr__(self, "declaration", declaration)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("a Claim is immutable")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Claim) and (self.path, self.declaration) == (other.path, other.declaration)
+
+    def __hash__(self) -> int:
+        return hash((self.path, self.declaration))
+
+    def __repr__(self) -> str:
+        return f"Claim({self.path!r}, {self.declaration!r})"
 
     @property
     def glob(self) -> bool:
