@@ -1,16 +1,22 @@
 """Entry point for `proctor` and `python -m proctor`.
 
-Kept free of imports so that a fast path (the guard's hook, which runs on every tool call)
-can branch here before the CLI framework is loaded.
+The hook runs on every tool call of an agent session and a hook that times out fails open,
+so `hook` is branched on here, before anything else is imported: the CLI framework is
+loaded only for the other commands.
 """
 
 import sys
 
 
 def main() -> None:
+    argv = sys.argv[1:]
+    if argv and argv[0] == "hook":
+        from proctor.hook import main as hook_main
+
+        raise SystemExit(hook_main(argv[1:]))
     from proctor.cli import run
 
-    raise SystemExit(run(sys.argv[1:]))
+    raise SystemExit(run(argv))
 
 
 if __name__ == "__main__":

@@ -160,3 +160,35 @@ def record_schema() -> dict:
 
 def _public(job: dict) -> dict:
     return {k: v for k, v in job.items() if not k.startswith("_")}
+
+
+def describe_rules(cwd: str | None = None) -> list[dict]:
+    """Every rule with its effective decision here, deny first."""
+    from proctor.guard import describe as _gdescribe
+    from proctor.guard import settings as _settings
+
+    checkout = find_checkout(cwd)
+    return _gdescribe.listing(_settings.load(checkout)["rules"])
+
+
+def describe_rule(name: str, cwd: str | None = None) -> str:
+    from proctor import errors
+    from proctor.guard import describe as _gdescribe
+    from proctor.guard import settings as _settings
+    from proctor.guard.rules import BY_NAME
+
+    if name not in BY_NAME:
+        raise errors.ProctorError(f"no rule {name!r}; proctor describe rules lists them")
+    decisions = _settings.load(find_checkout(cwd))["rules"]
+    return _gdescribe.entry(name, decisions.get(name, BY_NAME[name].DEFAULT))
+
+
+def sessions(cwd: str | None = None) -> list[dict]:
+    """The agent sessions the hook has seen, with their lease and claims (trace, spawner)."""
+    with _opened(cwd, None) as ws:
+        with ws.store.read() as conn:
+            cursor = conn.execute(
+                "SELECT host, session, subagent, first_seen, last_seen, cwd, lease, lease_from, trace, "
+                "spawner, calls FROM sessions ORDER BY last_seen DESC")
+            names = [d[0] for d in cursor.description]
+            return [dict(zip(names, row)) for row in cursor.fetchall()]

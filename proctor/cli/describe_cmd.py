@@ -1,10 +1,12 @@
-"""`proctor describe job`."""
+"""`proctor describe job|rules|rule|harness`."""
 
 from __future__ import annotations
 
 import click
 
 from proctor import api
+from proctor.cli import emit_json
+from proctor.cli.options import output_option
 
 
 @click.group()
@@ -17,3 +19,35 @@ def describe() -> None:
 def job(job_id: str) -> None:
     """The holder's terms, rendered from the row: byte-identical across renders."""
     click.echo(api.describe_job(job_id), nl=False)
+
+
+@describe.command()
+@output_option("text", "json")
+def rules(output: str) -> None:
+    """Every guard rule this workspace enforces, deny first, with its decision here."""
+    listed = api.describe_rules()
+    if output == "json":
+        emit_json({"rules": listed})
+        return
+    width = max(len(r["name"]) for r in listed)
+    for row in listed:
+        note = "" if row["decision"] == row["default"] else f" (default {row['default']})"
+        click.echo(f"{row['decision']:<7} {row['name']:<{width}}  {row['summary']}{note}")
+
+
+@describe.command()
+@click.argument("name")
+def rule(name: str) -> None:
+    """One rule's entry: what it catches, why, its default and override, how to see it."""
+    click.echo(api.describe_rule(name), nl=False)
+
+
+@describe.command()
+@click.option("--host", type=click.Choice(["claude", "codex", "gemini"]), default=None,
+              help="Only this host's wiring (default: all three).")
+def harness(host: str | None) -> None:
+    """Print the hook wiring for each agent host, for a person to merge; proctor writes none."""
+    from proctor.guard.harness import HOSTS, wiring
+
+    for name in ([host] if host else list(HOSTS)):
+        click.echo(wiring(name))

@@ -19,6 +19,10 @@ GROUPS = {
     "describe": ("proctor.cli.describe_cmd", "describe", "Render what proctor knows, for a person or an agent."),
     "run": ("proctor.cli.run_cmd", "run", "Run a target from proctor.toml and record the run."),
     "query": ("proctor.cli.query_cmd", "query", "Read back recorded evidence (a run's output)."),
+    "session": ("proctor.cli.session_cmd", "session", "Agent sessions the guard's hook has seen."),
+    "agent": ("proctor.cli.agent_cmd", "agent", "Install the multi-agent skill for agent hosts."),
+    "doctor": ("proctor.cli.doctor_cmd", "doctor", "Check the store, config, hook wiring and lease."),
+    "hook": ("proctor.cli.hook_cmd", "hook", "The guard hook agent hosts run on every tool call."),
 }
 
 

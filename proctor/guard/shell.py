@@ -256,6 +256,11 @@ class _Lexer:
 
 def parse(script: str) -> tuple[list[Command], list[str]]:
     """The simple commands of `script`, and the scripts found inside substitutions."""
+    commands, nested, _ = _parse_all(script)
+    return commands, nested
+
+
+def _parse_all(script: str) -> tuple[list[Command], list[str], list[str]]:
     lexer = _Lexer(script)
     commands: list[Command] = []
     current = Command()
@@ -278,7 +283,7 @@ def parse(script: str) -> tuple[list[Command], list[str]]:
         i += 1
     if current.words or current.redirects:
         commands.append(current)
-    return commands, lexer.nested
+    return commands, lexer.nested, lexer.heredoc_bodies
 
 
 def _tokens_with_heredocs(lexer: _Lexer) -> list[tuple[str, object]]:
@@ -335,9 +340,10 @@ def _one_token(lexer: _Lexer) -> tuple[str, object] | None:
 class Writes:
     """What a script writes: resolved paths (absolute), and whether some write is unknown."""
 
-    __slots__ = ("paths", "unknown", "commands")
+    __slots__ = ("paths", "unknown", "commands", "heredocs")
 
     def __init__(self) -> None:
+        self.heredocs: list[str] = []  # here-document bodies: data, kept for rules that read records
         self.paths: list[str] = []
         self.unknown: list[str] = []  # descriptions of writes whose target proctor cannot name
         self.commands: list[list[str]] = []  # every simple command's argv, wrappers removed
@@ -355,10 +361,11 @@ def _collect(script: str, cwd: str, found: Writes, depth: int) -> None:
         found.unknown.append("shell nested too deeply to read")
         return
     try:
-        commands, nested = parse(script)
+        commands, nested, heredocs = _parse_all(script)
     except ParseError as exc:
         found.unknown.append(f"unparseable shell ({exc})")
         return
+    found.heredocs.extend(heredocs)
     for inner in nested:
         _collect(inner, cwd, found, depth + 1)
     for command in commands:

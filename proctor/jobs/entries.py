@@ -10,7 +10,6 @@ not move the job's `updated`.
 
 from __future__ import annotations
 
-import sqlite3
 
 from proctor import errors, trail
 from proctor import claims as jpaths
@@ -76,33 +75,5 @@ def enter(ws: Workspace, record: dict, caller: Caller) -> dict:
     return job
 
 
-def open_entry(conn: sqlite3.Connection, job_id: str, path: str) -> dict | None:
-    """The open entry of `job_id` covering repository-relative file `path`, if any (the guard asks)."""
-    job = rows.get(conn, job_id)
-    if job is None:
-        return None
-    for entry in job.get("entries") or ():
-        if entry.get("consumed"):
-            continue
-        spelled, declaration, _ = jpaths.split_entry(entry["path"])
-        if jpaths.covers(jpaths.Claim(spelled, declaration), path):
-            return entry
-    return None
-
-
-def consume(conn: sqlite3.Connection, state_dir: str, job_id: str, path: str, actor: str) -> dict | None:
-    """Stamp the open entry covering `path` consumed (inside the caller's write transaction)."""
-    job = rows.get(conn, job_id)
-    entry = open_entry(conn, job_id, path)
-    if job is None or entry is None:
-        return None
-    at = iso(now())
-    for candidate in job["entries"]:
-        if candidate["path"] == entry["path"] and not candidate.get("consumed"):
-            candidate["consumed"] = at
-            candidate["consumed_by"] = actor
-            candidate["written"] = path
-            break
-    rows.put(conn, job, job["_root"], job["_depth"])
-    trail.append(conn, state_dir, "job_entry_consumed", actor, job_id, {"path": path})
-    return entry
+# The guard's side of an entry (open_entry, consume) is core: proctor/store/entries.py.
+from proctor.store.entries import consume, open_entry  # noqa: E402,F401

@@ -17,6 +17,7 @@ from urllib.parse import unquote
 
 from proctor.jobs.model import check_job_id
 from proctor.store import rows
+from proctor.store.rows import agent_scope, checkout_scope  # noqa: F401  (re-exported)
 from proctor.timeutil import iso, now
 
 BAGGAGE_KEY = "proctor.lease"
@@ -46,10 +47,6 @@ def parse_baggage(header: str) -> dict[str, str]:
         if key:
             members[key] = unquote(value)
     return members
-
-
-def checkout_scope(root: str) -> str:
-    return "checkout:" + os.path.realpath(root)
 
 
 def _user() -> str:
@@ -82,11 +79,6 @@ def resolve(conn: sqlite3.Connection | None, root: str, flag: str | None = None,
 
 def bind_checkout(conn: sqlite3.Connection, root: str, job_id: str) -> None:
     rows.bind(conn, checkout_scope(root), job_id, iso(now()))
-
-
-def agent_scope(host: str, session: str, subagent: str | None) -> str:
-    """The binding key of a hook caller: exactly its host, session and subagent ids."""
-    return f"agent:{host}:{session}:{subagent or ''}"
 
 
 def bind_caller(conn: sqlite3.Connection, host: str, session: str, subagent: str | None, job_id: str) -> None:

@@ -3,26 +3,15 @@ nor a target whose command runs the gate (`proctor run ci` inside another target
 
 from __future__ import annotations
 
-import re
-
 from proctor import config as config_mod
+from proctor import gate as _gate
 from proctor import errors
 from proctor.jobs.model import goal_list
 
 
-def gate_chain(cfg: config_mod.Config, target: str, seen: frozenset = frozenset()) -> str | None:
-    """The gate itself, or the chain of targets by which `target` runs it; None if it does not."""
-    gate = cfg.gate
-    if target == gate:
-        return gate
-    spec = cfg.targets.get(target)
-    if spec is None or target in seen:
-        return None
-    for match in re.finditer(r"\bproctor\s+run\s+([A-Za-z0-9][A-Za-z0-9_.-]*)", spec.command):
-        found = gate_chain(cfg, match.group(1), seen | {target})
-        if found:
-            return f"{target} -> {found}"
-    return None
+def gate_chain(cfg: config_mod.Config, target: str) -> str | None:
+    """The gate, or the chain of targets by which `target` runs it; None if it does not."""
+    return _gate.gate_chain(cfg.gate, {name: t.command for name, t in cfg.targets.items()}, target)
 
 
 def check_refusals(cfg: config_mod.Config, job_id: str, job: dict) -> list[tuple[str, str]]:

@@ -136,3 +136,15 @@ def bound_job(conn: sqlite3.Connection, scope: str) -> str | None:
         "AND j.state IN ('declared', 'running')", (scope,),
     ).fetchone()
     return row[0] if row else None
+
+
+def checkout_scope(root: str) -> str:
+    """The binding key of a checkout, read by callers that report no session or subagent."""
+    import os
+
+    return "checkout:" + os.path.realpath(root)
+
+
+def agent_scope(host: str, session: str, subagent: str | None) -> str:
+    """The binding key of a hook caller: exactly its host, session and subagent ids."""
+    return f"agent:{host}:{session}:{subagent or ''}"

@@ -1,0 +1,41 @@
+"""`proctor agent harness install`: write the multi-agent skill where each host reads skills."""
+
+from __future__ import annotations
+
+import click
+
+from proctor import errors
+from proctor.cli.options import lease_option
+
+
+@click.group()
+def agent() -> None:
+    """What proctor gives the agents themselves."""
+
+
+@agent.group()
+def harness() -> None:
+    """The multi-agent skill."""
+
+
+@harness.command()
+@lease_option
+def install(lease: str | None) -> None:
+    """Write the proctor-multi-agent skill into .claude/, .codex/ and .gemini/ of this repository.
+
+    Refused under a lease (the checkout's binding or a BAGGAGE claim): the skills steer every
+    holder, so only an unbound caller rewrites them.
+    """
+    from proctor.guard.harness import install_skill
+    from proctor.jobs.lease import resolve
+    from proctor.workspace import Workspace
+
+    with Workspace() as ws:
+        with ws.store.read() as conn:
+            caller = resolve(conn, ws.root, lease)
+        if caller.lease:
+            raise errors.Refused([(errors.NOT_YOUR_JOB,
+                f"refused proctor agent harness install: this caller acts under lease {caller.lease} (from "
+                f"{caller.lease_from}); the skills steer every holder, so only an unbound caller rewrites them")])
+        for path in install_skill(ws.root):
+            click.echo(f"wrote {path}")

@@ -1,0 +1,71 @@
+"""`proctor doctor`: one line per check of this workspace; exit 1 when any is wrong."""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from proctor import errors
+
+
+@click.command()
+def doctor() -> int:
+    """Check the store, the config, the hook wiring of each host found, the job tree, and
+    whether this checkout's lease is live and actually judged."""
+    from proctor.guard.harness import HOSTS, host_present, wired
+    from proctor.jobs import listing, reap
+    from proctor.jobs.lease import resolve
+    from proctor.store import rows
+    from proctor.workspace import Workspace
+
+    problems = 0
+
+    def line(ok: bool, text: str) -> None:
+        nonlocal problems
+        problems += 0 if ok else 1
+        click.echo(f"{'ok  ' if ok else 'FAIL'} {text}")
+
+    ws = Workspace(warn=lambda _line: None)
+    cfg = ws.config
+    line(not cfg.problems, "config: " + ("no problems" if not cfg.problems else "; ".join(cfg.problems)))
+    try:
+        store = ws.store
+        reap.end_unheld(store, cfg["jobs.stale_after"], lambda text: click.echo(f"note {text}"))
+        with store.read() as conn:
+            count = conn.execute("SELECT COUNT(*), SUM(live) FROM jobs").fetchone()
+            caller = resolve(conn, ws.root, None)
+            job = rows.get(conn, caller.lease) if caller.lease else None
+            jobs = rows.all_jobs(conn)
+        line(True, f"store: {store.path} ({count[0]} jobs, {count[1] or 0} live)")
+    except errors.ProctorError as exc:
+        line(False, f"store: {exc.message}")
+        return 1
+    for host in HOSTS:
+        if not host_present(host, ws.root):
+            continue
+        ok, where = wired(host, ws.root)
+        line(ok, f"hook wiring for {host}: " + (f"present in {where}" if ok else
+             f"missing (looked in {where}); proctor describe harness --host {host} prints it"))
+    if caller.lease is None:
+        line(True, "bound lease: none in this checkout; a session here is judged only by the lease it names")
+    elif job is None:
+        line(False, f"bound lease: {caller.lease} (from {caller.lease_from}) names no job; nothing is judged")
+    elif not rows.is_live(job["state"]):
+        line(False, f"bound lease: {caller.lease} (from {caller.lease_from}) has ended ({job['state']}); "
+                    f"nothing is judged")
+    elif not job.get("base"):
+        line(False, f"bound lease: {caller.lease} (from {caller.lease_from}) is live but was never taken "
+                    f"(no base recorded); run proctor job exec {caller.lease}")
+    else:
+        where = job.get("checkout_root") or "?"
+        here = os.path.realpath(where) == os.path.realpath(ws.root)
+        line(True, f"bound lease: {caller.lease} (from {caller.lease_from}) is live and judged; taken "
+                   f"{'in this checkout' if here else 'in ' + where}")
+    built = listing.build(jobs, cfg, __import__("time").time())
+    stale = [row for row in built["jobs"] if row["stale"] or row["overdue"]]
+    line(not stale, "job tree: " + ("no stale or overdue jobs" if not stale else
+         "; ".join(f"{row['id']} {'stale' if row['stale'] else 'overdue'} (proctor job exit {row['id']})"
+                   for row in stale)))
+    ws.close()
+    return 1 if problems else 0

@@ -1,0 +1,189 @@
+"""What a rule may read about a call: the checkout, the settings, the store, the acting lease,
+and the call's writes and reads resolved to repository paths. Records the rules ask for
+(entries consumed, unattributed writes) are queued and written once, after judging.
+
+The acting lease is resolved in the spec's order: an explicit --lease; the record for this
+host session or subagent (made when the guard let `proctor job exec` through, or by a
+spawn whose prompt named the job); the checkout's record for a caller that reports neither
+id; then BAGGAGE, the caller's own claim, which answers only when no record does. The
+verdict names the tier as lease_from: flag, agent, marker, env, or contested (a record that
+overruled a different claim).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+from proctor import claims
+from proctor.guard import shell
+from proctor.guard.call import Call
+from proctor.paths import find_checkout, repo_state_dir
+from proctor.store import rows
+
+BAGGAGE_KEY = "proctor.lease"
+
+
+def baggage(environ) -> dict[str, str]:
+    from urllib.parse import unquote
+
+    members: dict[str, str] = {}
+    for member in (environ.get("BAGGAGE") or "").split(","):
+        pair = member.split(";", 1)[0].strip()
+        if "=" in pair:
+            key, _, value = pair.partition("=")
+            if key.strip():
+                members[key.strip()] = unquote(value.strip())
+    return members
+
+
+class Context:
+    def __init__(self, call: Call, flag_lease: str | None, environ) -> None:
+        from proctor.guard import settings as guard_settings
+
+        self.call = call
+        self.environ = environ
+        self.now = time.time()
+        self.checkout = find_checkout(call.cwd if call.cwd and os.path.isdir(call.cwd) else None)
+        self.root = os.path.realpath(self.checkout.root)
+        self.cwd = os.path.realpath(call.cwd) if call.cwd and os.path.isdir(call.cwd) else os.getcwd()
+        self.settings = guard_settings.load(self.checkout)
+        self.state_dir = repo_state_dir(self.checkout, create=False)
+        self._store = None
+        self.conn = None
+        db = os.path.join(self.state_dir, "proctor.db")
+        if os.path.exists(db):
+            from proctor.store import Store
+
+            self._store = Store(self.state_dir)
+            self.conn = self._store.conn
+        self.pending: list = []  # callables run in one write transaction after judging
+        self.baggage = baggage(environ)
+        self.lease, self.lease_from = self._resolve_lease(flag_lease)
+        self.job: dict | None = None
+        self.lease_note: str | None = None
+        if self.lease:
+            row = self.job_row(self.lease)
+            if row is None or not rows.is_live(row["state"]):
+                state = "names no job" if row is None else f"names a job that has ended ({row['state']})"
+                self.lease_note = (f"lease {self.lease} (from {self.lease_from}) {state}; nothing is "
+                                   f"enforced for this session, and its writes are unattributed")
+            else:
+                self.job = row
+        self._writes: shell.Writes | None = None
+
+    def _resolve_lease(self, flag: str | None) -> tuple[str | None, str | None]:
+        if flag:
+            return flag, "flag"
+        claim = self.baggage.get(BAGGAGE_KEY) or None
+        record, source = None, None
+        if self.conn is not None:
+            from proctor.store.rows import agent_scope, checkout_scope
+
+            if self.call.session or self.call.subagent:
+                record, source = rows.bound_job(self.conn, agent_scope(
+                    self.call.host, self.call.session or "", self.call.subagent)), "agent"
+            else:
+                record, source = rows.bound_job(self.conn, checkout_scope(self.root)), "marker"
+        if record:
+            return record, ("contested" if claim and claim != record else source)
+        if claim:
+            return claim, "env"
+        return None, None
+
+    # -- reading the store -------------------------------------------------------------------
+
+    def job_row(self, job_id: str) -> dict | None:
+        if self.conn is None:
+            return None
+        row = self.conn.execute("SELECT doc FROM jobs WHERE id = ?", (job_id,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def holders_of(self, rel: str) -> list[tuple[dict, claims.Claim]]:
+        """Live jobs (other than the acting one) whose write claims cover repository file `rel`."""
+        if self.conn is None:
+            return []
+        near = rows.live_claims_near(self.conn, [rel], self.lease or "")
+        out = []
+        for job_id in sorted(near):
+            for claim in near[job_id]:
+                if claims.covers(claim, rel):
+                    row = self.job_row(job_id)
+                    if row is not None:
+                        out.append((row, claim))
+                    break
+        return out
+
+    def ancestors(self, job_id: str) -> list[str]:
+        return rows.ancestors(self.conn, job_id) if self.conn is not None else []
+
+    def descendants(self, job_id: str) -> list[str]:
+        return rows.descendants(self.conn, job_id) if self.conn is not None else []
+
+    # -- the call, resolved --------------------------------------------------------------------
+
+    def rel(self, path: str) -> str | None:
+        """`path` relative to the repository root, or None when it lies outside."""
+        full = os.path.normpath(path if os.path.isabs(path) else os.path.join(self.cwd, path))
+        for base in (self.root, self.checkout.root):
+            if full == base:
+                return "."
+            if full.startswith(base.rstrip("/") + "/"):
+                return full[len(base.rstrip("/")) + 1:]
+        return None
+
+    @property
+    def shell_writes(self) -> shell.Writes:
+        if self._writes is None:
+            self._writes = shell.writes(self.call.command, self.cwd) if self.call.command else shell.Writes()
+        return self._writes
+
+    def written(self) -> list[str]:
+        """Repository paths this call writes, from file tools and from the shell."""
+        out = []
+        for path in list(self.call.writes) + list(self.shell_writes.paths):
+            rel = self.rel(path)
+            if rel is not None and rel not in out and not rel.startswith(".git/") and rel != ".git":
+                out.append(rel)
+        return out
+
+    def read(self) -> list[str]:
+        out = []
+        for path in self.call.reads:
+            rel = self.rel(path)
+            if rel is not None and rel not in out:
+                out.append(rel)
+        return out
+
+    def commands(self) -> list[list[str]]:
+        return self.shell_writes.commands
+
+    def proctor_commands(self) -> list[list[str]]:
+        """Each `proctor ...` (or `python -m proctor ...`) in the call, as its arguments."""
+        out = []
+        for argv in self.commands():
+            if argv and os.path.basename(argv[0]) == "proctor":
+                out.append(argv[1:])
+            elif len(argv) >= 3 and os.path.basename(argv[0]).startswith("python") and argv[1:3] == ["-m", "proctor"]:
+                out.append(argv[3:])
+        return out
+
+    # -- records -----------------------------------------------------------------------------
+
+    def later(self, action) -> None:
+        self.pending.append(action)
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        from proctor.store import Store
+
+        store = self._store or Store(repo_state_dir(self.checkout))
+        with store.write() as conn:
+            for action in self.pending:
+                action(conn, store.state_dir)
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()

@@ -1,0 +1,173 @@
+"""Reaching a verdict: every rule the workspace has not turned off, each finding capped at the
+rule's effective decision; deny if any finding denies, advise if any advises, else pass.
+
+A spawn (a payload carrying a prompt) is recorded, never judged: it lands on the trail as an
+agent_spawn event with the prompt as a blob, joined to a job only when the prompt's first
+non-blank line is `lease: <id>`, and passes without a single rule evaluated.
+"""
+
+from __future__ import annotations
+
+from proctor.guard.call import POST_TOOL, PRE_TOOL, Call
+
+DENY, ADVISE, PASS = "deny", "advise", "pass"
+
+
+class Verdict:
+    __slots__ = ("decision", "findings", "lease", "lease_from")
+
+    def __init__(self, findings: list[tuple[str, str, str]], lease: str | None = None,
+                 lease_from: str | None = None) -> None:
+        self.findings = findings  # (rule, level, message)
+        self.lease, self.lease_from = lease, lease_from
+        levels = {level for _, level, _ in findings}
+        self.decision = DENY if DENY in levels else ADVISE if ADVISE in levels else PASS
+
+    def text(self) -> str:
+        ordered = [f for f in self.findings if f[1] == DENY] + [f for f in self.findings if f[1] == ADVISE]
+        lines = [f"{level} [{rule}]: {message}" for rule, level, message in ordered]
+        if self.lease:
+            lines.append(f"(acting under lease {self.lease}, from {self.lease_from})")
+        return "\n".join(lines)
+
+    def to_json(self) -> dict:
+        return {"decision": self.decision, "lease": self.lease, "lease_from": self.lease_from,
+                "findings": [{"rule": r, "decision": level, "message": m} for r, level, m in self.findings]}
+
+
+def spawn_job(prompt: str) -> str | None:
+    """The job a delegation names: its first non-blank line must read `lease: <id>`."""
+    for line in prompt.splitlines():
+        if line.strip():
+            head = line.strip()
+            if head.lower().startswith("lease:"):
+                candidate = head[len("lease:"):].strip()
+                if candidate and len(candidate) <= 200 and all(c.isalnum() or c in "_.-/" for c in candidate):
+                    return candidate
+            return None
+    return None
+
+
+def evaluate(call: Call, flag_lease: str | None, environ) -> Verdict:
+    from proctor.guard.context import Context
+    from proctor.guard.rules import ALL
+
+    ctx = Context(call, flag_lease, environ)
+    try:
+        if call.prompt is not None:
+            if call.event == PRE_TOOL:
+                ctx.later(_record_spawn(ctx))
+            elif call.event == POST_TOOL:
+                _bind_spawned(ctx)
+            _record_session(ctx, None)
+            ctx.flush()
+            return Verdict([])
+        findings: list[tuple[str, str, str]] = []
+        decisions = ctx.settings.get("rules", {})
+        for rule in ALL:
+            if call.event not in rule.EVENTS:
+                continue
+            decision = decisions.get(rule.NAME, rule.DEFAULT)
+            if decision == "off":
+                continue
+            for level, message in rule.check(ctx) or ():
+                if decision == ADVISE and level == DENY:
+                    level = ADVISE
+                findings.append((rule.NAME, level, message))
+        verdict = Verdict(findings, ctx.lease, ctx.lease_from)
+        if call.event == PRE_TOOL and verdict.decision != DENY:
+            _bind_exec(ctx)
+        _record_session(ctx, verdict)
+        ctx.flush()
+        return verdict
+    finally:
+        ctx.close()
+
+
+def _record_spawn(ctx):
+    call = ctx.call
+    job = spawn_job(call.prompt or "")
+
+    def action(conn, state_dir):
+        from proctor import trail
+
+        trail.append(conn, state_dir, "agent_spawn", f"session:{call.host}:{call.session or '-'}", job, {
+            "host": call.host, "session": call.session, "subagent": call.subagent,
+            "action": call.spawn_label, "tool_use_id": call.tool_use_id, "job": job,
+            "trace": ctx.environ.get("TRACEPARENT"), "spawner": ctx.baggage.get("proctor.spawner"),
+        }, payload=(call.prompt or "").encode("utf-8", "surrogateescape"))
+
+    return action
+
+
+def _bind_spawned(ctx) -> None:
+    """A background subagent launched with `lease: <id>` is bound to that job by its agent id."""
+    call = ctx.call
+    agent_id = (call.response or {}).get("agentId")
+    job = spawn_job(call.prompt or "")
+    if not (isinstance(agent_id, str) and agent_id and call.session and job):
+        return
+    row = ctx.job_row(job)
+    if row is None or row["state"] not in ("declared", "running"):
+        return
+
+    def action(conn, state_dir):
+        from proctor.store import rows
+        from proctor.timeutil import iso
+
+        rows.bind(conn, rows.agent_scope(call.host, call.session, agent_id), job, iso(ctx.now))
+
+    ctx.later(action)
+
+
+def _bind_exec(ctx) -> None:
+    """When `proctor job exec <id>` goes through, the caller acts under that job from now on."""
+    call = ctx.call
+    if not (call.session or call.subagent):
+        return  # a caller with no ids is bound by the checkout's record, which exec itself writes
+    for argv in ctx.proctor_commands():
+        if argv[:2] != ["job", "exec"]:
+            continue
+        job = next((a for a in argv[2:] if not a.startswith("-")), None)
+        row = ctx.job_row(job) if job else None
+        if row is None or row["state"] not in ("declared", "running"):
+            continue
+        if ctx.job is not None and ctx.job["id"] != job and ctx.job["state"] in ("declared", "running"):
+            continue  # one-way while the held job is in flight; the store refuses the exec
+
+        def action(conn, state_dir, job=job):
+            from proctor.store import rows
+            from proctor.timeutil import iso
+
+            rows.bind(conn, rows.agent_scope(call.host, call.session or "", call.subagent), job, iso(ctx.now))
+
+        ctx.later(action)
+
+
+def _record_session(ctx, verdict: Verdict | None) -> None:
+    call = ctx.call
+    if not (call.session or call.subagent) and ctx.job is None:
+        return
+
+    def action(conn, state_dir):
+        from proctor import trail
+        from proctor.timeutil import iso
+
+        at = iso(ctx.now)
+        conn.execute(
+            "INSERT INTO sessions (host, session, subagent, first_seen, last_seen, cwd, lease, lease_from, "
+            "trace, spawner, calls) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1) "
+            "ON CONFLICT (host, session, subagent) DO UPDATE SET last_seen = excluded.last_seen, "
+            "cwd = excluded.cwd, lease = excluded.lease, lease_from = excluded.lease_from, "
+            "trace = coalesce(excluded.trace, trace), spawner = coalesce(excluded.spawner, spawner), "
+            "calls = calls + 1",
+            (call.host, call.session or "", call.subagent or "", at, at, ctx.cwd, ctx.lease, ctx.lease_from,
+             ctx.environ.get("TRACEPARENT"), ctx.baggage.get("proctor.spawner")),
+        )
+        if verdict is not None and ctx.job is not None and call.event == PRE_TOOL:
+            trail.append(conn, state_dir, "tool_call", f"session:{call.host}:{call.session or '-'}",
+                         ctx.job["id"], {"tool": call.tool, "decision": verdict.decision,
+                                         "subagent": call.subagent, "lease_from": ctx.lease_from},
+                         when=ctx.now)
+
+    ctx.later(action)

@@ -1,0 +1,110 @@
+"""Wiring the guard into agent hosts, and the multi-agent skill.
+
+proctor writes no hook wiring itself: `proctor describe harness` prints it for a person to
+merge into the host's settings. `proctor agent harness install` writes the skill that tells
+an orchestrating agent how to split work and hand it out through proctor.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+HOSTS = ("claude", "codex", "gemini")
+
+
+def wiring(host: str) -> str:
+    if host == "claude":
+        hooks = {"hooks": {event: [{"matcher": "*", "hooks": [
+            {"type": "command", "command": "proctor hook claude", "timeout": 30}]}]
+            for event in ("PreToolUse", "PostToolUse", "Stop", "SubagentStop")}}
+        return ("# Claude Code: merge into .claude/settings.json (project) or ~/.claude/settings.json\n"
+                + json.dumps(hooks, indent=2) + "\n")
+    if host == "codex":
+        lines = ["# Codex: merge into ~/.codex/config.toml (or <repo>/.codex/hooks.json as JSON)"]
+        for event in ("PreToolUse", "PostToolUse", "Stop"):
+            lines += [f"[[hooks.{event}]]", f"[[hooks.{event}.hooks]]", 'type = "command"',
+                      'command = "proctor hook codex"', ""]
+        return "\n".join(lines)
+    hooks = {"hooks": {event: [{"matcher": ".*", "hooks": [
+        {"type": "command", "command": "proctor hook gemini", "timeout": 30000}]}]
+        for event in ("BeforeTool", "AfterTool", "AfterAgent")}}
+    return ("# Gemini CLI: merge into .gemini/settings.json (timeout is in milliseconds)\n"
+            + json.dumps(hooks, indent=2) + "\n")
+
+
+def wired(host: str, root: str) -> tuple[bool, str]:
+    """Whether this host's settings (project or user) run `proctor hook <host>`."""
+    home = os.path.expanduser("~")
+    candidates = {
+        "claude": [os.path.join(root, ".claude", "settings.json"), os.path.join(root, ".claude", "settings.local.json"),
+                   os.path.join(home, ".claude", "settings.json")],
+        "codex": [os.path.join(root, ".codex", "hooks.json"), os.path.join(home, ".codex", "hooks.json"),
+                  os.path.join(home, ".codex", "config.toml")],
+        "gemini": [os.path.join(root, ".gemini", "settings.json"), os.path.join(home, ".gemini", "settings.json")],
+    }[host]
+    for path in candidates:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                if f"proctor hook {host}" in handle.read():
+                    return True, path
+        except OSError:
+            continue
+    return False, ", ".join(candidates)
+
+
+def host_present(host: str, root: str) -> bool:
+    import shutil
+
+    marker = {"claude": ".claude", "codex": ".codex", "gemini": ".gemini"}[host]
+    return bool(shutil.which(host)) or os.path.isdir(os.path.join(root, marker)) or \
+        os.path.isdir(os.path.join(os.path.expanduser("~"), marker))
+
+
+SKILL = """\
+---
+name: proctor-multi-agent
+description: Split work across agents with proctor jobs and leases; verify returned work on evidence.
+---
+
+# Working with several agents under proctor
+
+1. Partition by WRITE SET, not by topic: give each job the files it may write
+   (`--write-paths a.py,b.py`), never a directory. Run `proctor ls jobs` and read the
+   overlaps before you hand anything out; two jobs on one file need declaration claims
+   (`run.go#executeStages`) or `--depends-on`.
+2. Narrow at every level: a child job claims only what its parent holds
+   (`proctor job fork <child> --parent <yours> ...`).
+3. Give each job ONE check, a target from proctor.toml (`--check test`), never the release
+   gate: the gate runs once, in your tree, after every job lands.
+4. Hand each worker its terms from the row, not from memory: `proctor describe job <id>`.
+   Start every worker prompt with the line `lease: <id>` and export, in its environment,
+   `BAGGAGE=proctor.lease=<id>` (add `proctor.spawner=<your label>`, and TRACEPARENT when you
+   have one).
+5. A worker takes its job with `proctor job exec <id>`, runs its check with
+   `proctor run <target>`, and returns it with `proctor job exit <id> --stdin` citing the
+   output_ref of each run. There is no "passed" field: proctor grades evidence.
+6. Wait on evidence: `proctor job wait <id>` checks the real diff since the checkpoint, the
+   recorded runs and the goals. Exit 0 pass, 1 rejected (every reason named), 2 no answer.
+7. A small change to a path a live job owns: enter it
+   (`echo '{"id": "<job>", "enter": "<path>"}' | proctor job fork --stdin`) instead of
+   ending the job.
+"""
+
+
+def skill_targets(root: str) -> list[str]:
+    return [
+        os.path.join(root, ".claude", "skills", "proctor-multi-agent", "SKILL.md"),
+        os.path.join(root, ".codex", "skills", "proctor-multi-agent", "SKILL.md"),
+        os.path.join(root, ".gemini", "skills", "proctor-multi-agent", "SKILL.md"),
+    ]
+
+
+def install_skill(root: str) -> list[str]:
+    written = []
+    for path in skill_targets(root):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(SKILL)
+        written.append(path)
+    return written

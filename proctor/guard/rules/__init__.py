@@ -1,0 +1,39 @@
+"""The guard's rules, one module each, listed here in the order they are evaluated.
+
+Each module has NAME, DEFAULT ("deny" or "advise"), EVENTS (the call events it reads),
+SUMMARY, CATCHES, WHY and `check(ctx) -> [(level, message)]`. A workspace sets a rule to
+deny, advise or off under [guard.rules] in proctor.toml; the engine caps each finding at the
+rule's effective decision. Adding a rule is adding a module and a line below.
+"""
+
+from __future__ import annotations
+
+from proctor.guard.rules import (
+    lease_base_diverged,
+    lease_deadline,
+    lease_entry,
+    lease_foreign_path,
+    lease_gate,
+    lease_harness,
+    lease_read_boundary,
+    lease_read_only,
+    lease_store,
+    lease_unattributed,
+    lease_write_scope,
+)
+
+ALL = (
+    lease_write_scope,
+    lease_read_only,
+    lease_deadline,
+    lease_foreign_path,
+    lease_entry,
+    lease_gate,
+    lease_store,
+    lease_harness,
+    lease_read_boundary,
+    lease_base_diverged,
+    lease_unattributed,
+)
+
+BY_NAME = {rule.NAME: rule for rule in ALL}

@@ -1,0 +1,25 @@
+"""lease-deadline: a write under a job past its deadline."""
+
+from __future__ import annotations
+
+from proctor.guard.call import PRE_TOOL
+from proctor.guard.rules._common import overdue
+
+NAME = "lease-deadline"
+DEFAULT = "deny"
+EVENTS = (PRE_TOOL,)
+SUMMARY = "a session writes under a job past its deadline"
+CATCHES = "Any write graded under a job whose --timeout deadline has passed."
+WHY = ("A deadline is the forking session's bound on the job; past it the job's paths stop "
+       "blocking other jobs, so its holder writing on would race whoever takes them next. The row "
+       "stays live: end it with proctor job exit, or ask for a new job.")
+
+
+def check(ctx) -> list[tuple[str, str]]:
+    job = ctx.job
+    if job is None or not overdue(job, ctx.now):
+        return []
+    if ctx.written() or ctx.shell_writes.unknown:
+        return [("deny", f"{job['id']} passed its deadline {job['deadline']}; return it (proctor job exit "
+                         f"{job['id']} --stdin) or ask its forking session for a new job")]
+    return []

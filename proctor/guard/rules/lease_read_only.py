@@ -1,0 +1,26 @@
+"""lease-read-only: any write by a session acting under a read-only job."""
+
+from __future__ import annotations
+
+from proctor.guard.call import PRE_TOOL
+
+NAME = "lease-read-only"
+DEFAULT = "deny"
+EVENTS = (PRE_TOOL,)
+SUMMARY = "a session acting under a read-only job writes"
+CATCHES = "Any repository write, by a file tool or a shell command, under a job declared --read-only."
+WHY = ("A read-only job was forked to look, not to change: its empty write paths are deliberate. "
+       "A write under it is a write nobody will verify.")
+
+
+def check(ctx) -> list[tuple[str, str]]:
+    job = ctx.job
+    if job is None or not job.get("read_only"):
+        return []
+    written = ctx.written()
+    if written:
+        return [("deny", f"{job['id']} is read-only, and this writes {', '.join(written)}; report what you "
+                         f"found in the job's result instead")]
+    if ctx.shell_writes.unknown:
+        return [("advise", f"{job['id']} is read-only, and this may write ({ctx.shell_writes.unknown[0]})")]
+    return []

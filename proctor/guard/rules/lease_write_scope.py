@@ -1,0 +1,40 @@
+"""lease-write-scope: a leased session writes outside its job's write paths or inside its deny paths."""
+
+from __future__ import annotations
+
+from proctor import claims
+from proctor.guard.call import PRE_TOOL
+from proctor.guard.rules._common import own_claims
+
+NAME = "lease-write-scope"
+DEFAULT = "deny"
+EVENTS = (PRE_TOOL,)
+SUMMARY = "a leased session writes outside its job's write paths, or inside its deny paths"
+CATCHES = ("A file tool or a shell command (redirections, tee, cp/mv targets, rm, touch, sed -i, "
+           "git checkout -- path, bash -c ...) of a session acting under a live job that writes a "
+           "repository path the job's write paths do not cover, or one its deny paths do.")
+WHY = ("The job row is the boundary its forking session declared, and the diff is graded against "
+       "it when the job returns; a write outside it fails the job later or collides with another "
+       "job now. Refusing the write at the call says so while it is still cheap to change course. "
+       "A write proctor cannot name ($VAR in a path) is advised, never refused.")
+
+
+def check(ctx) -> list[tuple[str, str]]:
+    job = ctx.job
+    if job is None or job.get("read_only") or not job.get("write_paths"):
+        return []
+    mine = own_claims(job)
+    denies = own_claims(job, "deny_paths")
+    findings = []
+    for rel in ctx.written():
+        if any(claims.covers(d, rel) for d in denies):
+            findings.append(("deny", f"{rel} is inside the deny paths of {job['id']} "
+                                     f"({', '.join(job['deny_paths'])}); leave it to the job that owns it"))
+        elif not any(claims.covers(c, rel) for c in mine):
+            findings.append(("deny", f"{rel} is outside the write paths of {job['id']} "
+                                     f"({', '.join(job['write_paths'])}); widening them is the forking "
+                                     f"session's, or enter the path of the job that owns it"))
+    for unknown in ctx.shell_writes.unknown:
+        findings.append(("advise", f"cannot tell what this writes ({unknown}); {job['id']} may write only "
+                                   f"{', '.join(job['write_paths'])}"))
+    return findings

@@ -1,0 +1,83 @@
+"""`proctor hook <host>`: the command an agent host runs before and after each tool call.
+
+Reads the host's JSON event from stdin, lets the guard judge it, and prints the answer in
+exactly the form that host honours. It never fails closed and never prints a traceback: a
+hook that cannot judge passes (`{}`), and with PROCTOR_HOOK_DEBUG set it says why on stderr,
+which hosts keep in their debug log. Imports: the standard library's cheapest modules and
+proctor's core; the CLI framework is never loaded (see proctor/__main__.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+HOSTS = ("claude", "codex", "gemini")
+USAGE = "usage: proctor hook claude|codex|gemini [--lease ID]"
+
+
+def _adapter(host: str):
+    if host == "claude":
+        from proctor.hook import claude as adapter
+    elif host == "codex":
+        from proctor.hook import codex as adapter
+    else:
+        from proctor.hook import gemini as adapter
+    return adapter
+
+
+def run(argv: list[str], stdin: bytes, environ: dict | None = None) -> tuple[str, int]:
+    """The hook's whole work: (what to print on stdout, exit code). Never raises."""
+    env = os.environ if environ is None else environ
+    if not argv or argv[0] not in HOSTS:
+        if argv and argv[0] in ("-h", "--help"):
+            return USAGE + "\n", 0
+        _debug(env, f"proctor hook: unknown host {argv[0] if argv else '(none)'}; {USAGE}", always=True)
+        return "{}\n", 0
+    host = argv[0]
+    lease = None
+    if "--lease" in argv[1:]:
+        index = argv.index("--lease")
+        lease = argv[index + 1] if index + 1 < len(argv) else None
+    try:
+        adapter = _adapter(host)
+        try:
+            event = json.loads(stdin.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            _debug(env, "proctor hook: the event on stdin is not JSON; passing")
+            return "{}\n", 0
+        if not isinstance(event, dict):
+            _debug(env, "proctor hook: the event on stdin is not a JSON object; passing")
+            return "{}\n", 0
+        call = adapter.parse(event)
+        from proctor.guard.engine import evaluate
+
+        verdict = evaluate(call, lease, env)
+        answer = adapter.render(call, verdict)
+        return json.dumps(answer, separators=(",", ":")) + "\n", 0
+    except Exception as exc:  # the hook fails open, whatever went wrong
+        _debug(env, f"proctor hook: {type(exc).__name__}: {exc}; passing")
+        return "{}\n", 0
+
+
+def _debug(env, message: str, always: bool = False) -> None:
+    if always or env.get("PROCTOR_HOOK_DEBUG"):
+        try:
+            sys.stderr.write(message + "\n")
+        except Exception:
+            pass
+
+
+def main(argv: list[str]) -> int:
+    try:
+        data = sys.stdin.buffer.read() if sys.stdin is not None else b""
+    except Exception:
+        data = b""
+    out, code = run(argv, data)
+    try:
+        sys.stdout.write(out)
+        sys.stdout.flush()
+    except Exception:
+        pass
+    return code

@@ -1,0 +1,87 @@
+"""Claude Code: its hook events in, and the answers it honours out.
+
+PreToolUse deny is `hookSpecificOutput.permissionDecision: deny` with the reason, which the
+model reads; an advisory is `additionalContext`, which the model sees. Stop and
+SubagentStop are refused with `decision: block` and a reason (Claude carries on with it);
+their advisories go to the person as `systemMessage`, since additionalContext on a Stop
+would itself make Claude keep going.
+"""
+
+from __future__ import annotations
+
+from proctor.guard.call import OTHER, POST_TOOL, PRE_TOOL, STOP, SUBAGENT_STOP, Call, fill_common, text
+
+EVENTS = {"PreToolUse": PRE_TOOL, "PostToolUse": POST_TOOL, "Stop": STOP, "SubagentStop": SUBAGENT_STOP}
+WRITE_TOOLS = {"Write": "file_path", "Edit": "file_path", "MultiEdit": "file_path",
+               "NotebookEdit": "notebook_path"}
+READ_TOOLS = {"Read": "file_path", "NotebookRead": "notebook_path", "Glob": "path", "Grep": "path", "LS": "path"}
+
+
+def parse(event: dict) -> Call:
+    call = Call("claude", EVENTS.get(event.get("hook_event_name"), OTHER))
+    fill_common(call, event)
+    read_tool_input(call, event.get("tool_input"))
+    return call
+
+
+def read_tool_input(call: Call, tool_input: object) -> None:
+    """The tool's input, in the shape Claude Code (and Codex, which copies it) sends."""
+    if not isinstance(tool_input, dict):
+        return
+    command = tool_input.get("command")
+    if isinstance(command, list) and all(isinstance(c, str) for c in command):
+        command = " ".join(_quote(c) for c in command)
+    call.command = text(command)
+    call.background = tool_input.get("run_in_background") is True
+    tool = call.tool or ""
+    if tool in WRITE_TOOLS and text(tool_input.get(WRITE_TOOLS[tool])):
+        call.writes.append(tool_input[WRITE_TOOLS[tool]])
+    elif tool in READ_TOOLS and text(tool_input.get(READ_TOOLS[tool])):
+        call.reads.append(tool_input[READ_TOOLS[tool]])
+    if isinstance(tool_input.get("old_string"), str) and isinstance(tool_input.get("new_string"), str):
+        call.edits.append((tool_input["old_string"], tool_input["new_string"]))
+    for edit in tool_input.get("edits") or () if isinstance(tool_input.get("edits"), list) else ():
+        if isinstance(edit, dict) and isinstance(edit.get("old_string"), str) and isinstance(edit.get("new_string"), str):
+            call.edits.append((edit["old_string"], edit["new_string"]))
+    patch = tool_input.get("input") if tool == "apply_patch" else None
+    if isinstance(patch, str):
+        call.writes.extend(_patch_paths(patch))
+    # A payload carrying a prompt rather than a command or a path is a delegation.
+    if text(tool_input.get("prompt")) and not call.command and not call.writes and not call.reads:
+        call.prompt = tool_input["prompt"]
+        call.spawn_label = text(tool_input.get("subagent_type")) or text(tool_input.get("description")) or tool
+
+
+def _patch_paths(patch: str) -> list[str]:
+    paths = []
+    for line in patch.splitlines():
+        for marker in ("*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: "):
+            if line.startswith(marker) and line[len(marker):].strip():
+                paths.append(line[len(marker):].strip())
+    return paths
+
+
+def _quote(word: str) -> str:
+    if word and all(c.isalnum() or c in "-_./=:,+@%" for c in word):
+        return word
+    return "'" + word.replace("'", "'\\''") + "'"
+
+
+def render(call: Call, verdict) -> dict:
+    if verdict.decision == "pass":
+        return {}
+    message = verdict.text()
+    if call.event == PRE_TOOL:
+        if verdict.decision == "deny":
+            return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+                                           "permissionDecisionReason": message}}
+        return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext": message}}
+    if call.event in (STOP, SUBAGENT_STOP):
+        if verdict.decision == "deny":
+            return {"decision": "block", "reason": message}
+        return {"systemMessage": message}
+    if call.event == POST_TOOL:
+        if verdict.decision == "deny":
+            return {"decision": "block", "reason": message}
+        return {"hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": message}}
+    return {"systemMessage": message}
