@@ -138,8 +138,13 @@ def config_show(cwd: str | None = None) -> dict:
     """Every effective setting with its source, and every problem found."""
     from proctor import config as config_mod
 
+    from proctor.guard.rules import BY_NAME
+
     root = find_checkout(cwd).root
     cfg = config_mod.load(root)
+    for name in sorted(set(cfg.guard_rules) - set(BY_NAME)):
+        cfg.problems.append(f"{config_mod.CONFIG_NAME}: [guard.rules] {name} is not a rule (proctor describe "
+                            f"rules lists them); ignored")
     return {
         "file": cfg.path,
         "exists": cfg.exists,

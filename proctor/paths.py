@@ -11,8 +11,8 @@ call and a git subprocess costs more than the rest of the lookup together.
 
 from __future__ import annotations
 
-import hashlib
 import os
+import zlib
 
 from proctor.errors import ProctorError, StoreError
 
@@ -92,7 +92,9 @@ def cache_base() -> str:
 
 
 def _common_dir_tag(common_dir: str) -> str:
-    return hashlib.sha256(common_dir.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    """A short, stable name for a git dir (two checksums; hashlib's import costs the hook 5 ms)."""
+    data = common_dir.encode("utf-8", "surrogateescape")
+    return f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}"
 
 
 def repo_key(checkout: Checkout) -> str:

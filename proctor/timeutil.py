@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 import re
 import time
-from datetime import datetime, timezone
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -18,12 +17,27 @@ def now() -> float:
 
 def iso(ts: float) -> str:
     """A timestamp as stored: UTC, milliseconds, `Z`."""
-    dt = datetime.fromtimestamp(ts, tz=timezone.utc)
-    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+    whole = int(ts // 1)
+    millis = int(round((ts - whole) * 1000))
+    if millis == 1000:
+        whole, millis = whole + 1, 0
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{millis:03d}Z"
 
 
 def parse_iso(text: str) -> float:
-    return datetime.fromisoformat(text).timestamp()
+    """Seconds since the epoch of `2026-11-30T04:42:21.123Z` (no datetime: the hook reads these)."""
+    year, month, day = int(text[0:4]), int(text[5:7]), int(text[8:10])
+    hour, minute, second = int(text[11:13]), int(text[14:16]), int(text[17:19])
+    fraction = text[19:].rstrip("Z")
+    frac = float("0" + fraction) if fraction.startswith(".") else 0.0
+    # days from civil (Howard Hinnant's algorithm), exact for the proleptic Gregorian calendar
+    y = year - (month <= 2)
+    era = (y if y >= 0 else y - 399) // 400
+    yoe = y - era * 400
+    doy = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    days = era * 146097 + doe - 719468
+    return days * 86400 + hour * 3600 + minute * 60 + second + frac
 
 
 def parse_duration(value: object, unit_seconds: float = 1.0) -> float:

@@ -8,7 +8,6 @@ a 50 MB check output costs the table one short row.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sqlite3
@@ -35,6 +34,8 @@ def _blob_path(state_dir: str, ref: str) -> str:
 
 def put_blob(state_dir: str, data: bytes) -> str:
     """Store `data` once; return its reference. Writing the same bytes twice is free."""
+    import hashlib
+
     ref = REF_PREFIX + hashlib.sha256(data).hexdigest()
     path = _blob_path(state_dir, ref)
     if os.path.exists(path):
@@ -59,6 +60,8 @@ class BlobWriter:
 
     def __init__(self, state_dir: str) -> None:
         self.state_dir = state_dir
+        import hashlib
+
         self.size = 0
         self._hash = hashlib.sha256()
         directory = blob_dir(state_dir)

@@ -22,4 +22,8 @@ def init(force: bool) -> None:
     with open(path, "w", encoding="utf-8") as handle:
         handle.write(config_mod.TEMPLATE)
     click.echo(f"wrote {path}")
+    from proctor.workspace import Workspace
+
+    with Workspace(root, warn=lambda line: None) as ws:
+        click.echo(f"store: {ws.store.path}")
     click.echo("next: declare targets in it, then proctor job fork <id> ... and proctor ls jobs")

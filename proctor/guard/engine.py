@@ -70,9 +70,10 @@ def evaluate(call: Call, flag_lease: str | None, environ) -> Verdict:
             decision = decisions.get(rule.NAME, rule.DEFAULT)
             if decision == "off":
                 continue
-            for level, message in rule.check(ctx) or ():
-                if decision == ADVISE and level == DENY:
-                    level = ADVISE
+            for strength, message in rule.check(ctx) or ():
+                # "rule": a finding at the rule's full strength takes its effective decision;
+                # "advise": one the rule only ever advises (an uncertainty, an opt-in boundary).
+                level = decision if strength == "rule" else ADVISE
                 findings.append((rule.NAME, level, message))
         verdict = Verdict(findings, ctx.lease, ctx.lease_from)
         if call.event == PRE_TOOL and verdict.decision != DENY:

@@ -8,9 +8,9 @@ tree's file and HEAD's: a tightening applies at once, a loosening only once comm
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
+import zlib
 
 from proctor.paths import Checkout, head_revision, repo_cache_dir
 
@@ -34,7 +34,7 @@ def load(checkout: Checkout) -> dict:
            "root": checkout.root}
     cache_path = os.path.join(
         repo_cache_dir(checkout),
-        "guard-config-" + hashlib.sha1(checkout.root.encode("utf-8", "surrogateescape")).hexdigest()[:16] + ".json")
+        f"guard-config-{zlib.crc32(checkout.root.encode('utf-8', 'surrogateescape')):08x}.json")
     try:
         with open(cache_path, encoding="utf-8") as handle:
             cached = json.load(handle)

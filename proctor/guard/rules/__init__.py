@@ -1,9 +1,9 @@
 """The guard's rules, one module each, listed here in the order they are evaluated.
 
 Each module has NAME, DEFAULT ("deny" or "advise"), EVENTS (the call events it reads),
-SUMMARY, CATCHES, WHY and `check(ctx) -> [(level, message)]`. A workspace sets a rule to
-deny, advise or off under [guard.rules] in proctor.toml; the engine caps each finding at the
-rule's effective decision. Adding a rule is adding a module and a line below.
+SUMMARY, CATCHES, WHY and `check(ctx) -> [(strength, message)]`, where strength "rule" takes
+the rule's effective decision (its default, or what [guard.rules] in proctor.toml sets: deny,
+advise or off) and "advise" is a finding the rule only ever advises. Adding a rule is adding a module and a line below.
 """
 
 from __future__ import annotations

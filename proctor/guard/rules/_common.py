@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from proctor import claims
 from proctor.store import rows
+from proctor.timeutil import format_duration, parse_iso
 
 ENTRY_QUIET_SECONDS = 60.0
 
@@ -13,23 +14,12 @@ def own_claims(job: dict, field: str = "write_paths") -> list[claims.Claim]:
 
 
 def overdue(job: dict, now: float) -> bool:
-    from datetime import datetime
-
     deadline = job.get("deadline")
-    return bool(deadline) and datetime.fromisoformat(deadline).timestamp() < now
+    return bool(deadline) and parse_iso(deadline) < now
 
 
 def age(job: dict, now: float) -> str:
-    from datetime import datetime
-
-    seconds = max(0, int(now - datetime.fromisoformat(job["updated"]).timestamp()))
-    if seconds < 60:
-        return f"{seconds}s"
-    if seconds < 3600:
-        return f"{seconds // 60}m"
-    if seconds < 86400:
-        return f"{seconds // 3600}h{(seconds % 3600) // 60}m"
-    return f"{seconds // 86400}d{(seconds % 86400) // 3600}h"
+    return format_duration(now - parse_iso(job["updated"]))
 
 
 def open_entry(job: dict, rel: str) -> dict | None:

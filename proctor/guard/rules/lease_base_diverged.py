@@ -25,5 +25,5 @@ def check(ctx) -> list[tuple[str, str]]:
     own = [rel for rel in ctx.written() if any(claims.covers(c, rel) for c in mine)]
     if not own:
         return []
-    return [("advise", f"you are writing {', '.join(own)} on base {job.get('base')}, which diverges from the "
+    return [("rule", f"you are writing {', '.join(own)} on base {job.get('base')}, which diverges from the "
                        f"checkpoint {job.get('checkpoint')} that {job['id']} was handed")]

@@ -20,6 +20,6 @@ def check(ctx) -> list[tuple[str, str]]:
     if job is None or not overdue(job, ctx.now):
         return []
     if ctx.written() or ctx.shell_writes.unknown:
-        return [("deny", f"{job['id']} passed its deadline {job['deadline']}; return it (proctor job exit "
+        return [("rule", f"{job['id']} passed its deadline {job['deadline']}; return it (proctor job exit "
                          f"{job['id']} --stdin) or ask its forking session for a new job")]
     return []

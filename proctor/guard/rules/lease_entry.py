@@ -34,7 +34,7 @@ def check(ctx) -> list[tuple[str, str]]:
                 continue
             last = _last_call(ctx, holder["id"])
             if last is not None and ctx.now - last < ENTRY_QUIET_SECONDS:
-                findings.append(("deny", f"{rel} is entered on {holder['id']}, but its holder made a tool call "
+                findings.append(("rule", f"{rel} is entered on {holder['id']}, but its holder made a tool call "
                                          f"{int(ctx.now - last)}s ago; wait until it has been quiet for a "
                                          f"minute, then write again"))
                 break
@@ -53,9 +53,9 @@ def _last_call(ctx, job_id: str) -> float | None:
     ).fetchone()
     if not row:
         return None
-    from datetime import datetime
+    from proctor.timeutil import parse_iso
 
-    return datetime.fromisoformat(row[0]).timestamp()
+    return parse_iso(row[0])
 
 
 def _consume(job_id: str, rel: str, ctx):

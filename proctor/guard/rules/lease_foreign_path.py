@@ -30,7 +30,7 @@ def check(ctx) -> list[tuple[str, str]]:
             if other["id"] in family or overdue(other, ctx.now):
                 continue
             where = f", taken in {other['checkout_root']}" if other.get("checkout_root") else ""
-            findings.append(("deny", f"{rel} is held by {other['id']} ({claim.spelling}{where}), updated "
+            findings.append(("rule", f"{rel} is held by {other['id']} ({claim.spelling}{where}), updated "
                                      f"{age(other, ctx.now)} ago; if nobody holds it any more, end it with "
                                      f"proctor job exit {other['id']}, or enter its path"))
             break

@@ -33,6 +33,6 @@ def check(ctx) -> list[tuple[str, str]]:
             if chain:
                 instead = f"run your own check instead: proctor run {own}" if own else \
                     "your job names no check; ask its forking session"
-                findings.append(("deny", f"proctor run {target} runs the release gate ({chain}), which runs "
+                findings.append(("rule", f"proctor run {target} runs the release gate ({chain}), which runs "
                                          f"once in the orchestrator's tree after every job lands; {instead}"))
     return findings

@@ -19,6 +19,6 @@ def check(ctx) -> list[tuple[str, str]]:
         return []
     for argv in ctx.proctor_commands():
         if argv[:3] == ["agent", "harness", "install"]:
-            return [("deny", f"proctor agent harness install rewrites the skills that steer every holder; a "
+            return [("rule", f"proctor agent harness install rewrites the skills that steer every holder; a "
                              f"session holding {ctx.job['id']} may not; ask the orchestrator")]
     return []

@@ -41,7 +41,7 @@ def check(ctx) -> list[tuple[str, str]]:
     if not allowed:
         return []
     taken_here = bool(job.get("checkout_root")) and os.path.realpath(job["checkout_root"]) == ctx.root
-    level = "deny" if taken_here else "advise"
+    level = "rule" if taken_here else "advise"
     findings = []
     for rel in ctx.read():
         if not any(claims.covers(c, rel) or claims.contains(rel if rel != "." else "", c.key) for c in allowed):

@@ -19,7 +19,7 @@ def check(ctx) -> list[tuple[str, str]]:
         return []
     written = ctx.written()
     if written:
-        return [("deny", f"{job['id']} is read-only, and this writes {', '.join(written)}; report what you "
+        return [("rule", f"{job['id']} is read-only, and this writes {', '.join(written)}; report what you "
                          f"found in the job's result instead")]
     if ctx.shell_writes.unknown:
         return [("advise", f"{job['id']} is read-only, and this may write ({ctx.shell_writes.unknown[0]})")]

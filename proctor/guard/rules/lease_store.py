@@ -28,11 +28,11 @@ def check(ctx) -> list[tuple[str, str]]:
         if argv[:2] == ["job", "fork"]:
             verdict = _fork_allowed(argv[2:], lease, ctx.shell_writes.heredocs)
             if verdict:
-                findings.append(("deny", verdict))
+                findings.append(("rule", verdict))
         elif argv[:2] == ["job", "wait"]:
             target = next((a for a in argv[2:] if not a.startswith("-")), None)
             if target and target not in ctx.descendants(lease):
-                findings.append(("deny", f"proctor job wait {target}: a session holding {lease} waits only on "
+                findings.append(("rule", f"proctor job wait {target}: a session holding {lease} waits only on "
                                          f"jobs forked beneath it; verifying {target} is its forking session's"))
     return findings
 

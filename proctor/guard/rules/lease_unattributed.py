@@ -28,7 +28,7 @@ def check(ctx) -> list[tuple[str, str]]:
         if rel in entered:
             continue
         for other, claim in ctx.holders_of(rel):
-            findings.append(("advise", f"{rel} belongs to {other['id']} ({claim.spelling}), updated "
+            findings.append(("rule", f"{rel} belongs to {other['id']} ({claim.spelling}), updated "
                                        f"{age(other, ctx.now)} ago; this write is recorded as unattributed "
                                        f"on it; enter its path, or end it with proctor job exit {other['id']}"))
             ctx.later(_record(other["id"], rel, ctx))

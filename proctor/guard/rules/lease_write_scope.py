@@ -28,10 +28,10 @@ def check(ctx) -> list[tuple[str, str]]:
     findings = []
     for rel in ctx.written():
         if any(claims.covers(d, rel) for d in denies):
-            findings.append(("deny", f"{rel} is inside the deny paths of {job['id']} "
+            findings.append(("rule", f"{rel} is inside the deny paths of {job['id']} "
                                      f"({', '.join(job['deny_paths'])}); leave it to the job that owns it"))
         elif not any(claims.covers(c, rel) for c in mine):
-            findings.append(("deny", f"{rel} is outside the write paths of {job['id']} "
+            findings.append(("rule", f"{rel} is outside the write paths of {job['id']} "
                                      f"({', '.join(job['write_paths'])}); widening them is the forking "
                                      f"session's, or enter the path of the job that owns it"))
     for unknown in ctx.shell_writes.unknown:

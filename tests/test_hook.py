@@ -1,0 +1,385 @@
+"""proctor hook: each host's real input in, the right verdict in the form that host honours
+out; every lease row denies or advises, and passes where it should; the hook fails open."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pytest
+
+from conftest import git, make_repo
+from proctor import api
+from proctor.hook import run as hook_run
+
+CONFIG = """
+[targets.test]
+command = "true"
+[targets.full]
+command = "proctor run ci"
+[targets.ci]
+command = "make ci"
+"""
+
+
+@pytest.fixture
+def ws(tmp_path, monkeypatch):
+    root = make_repo(tmp_path / "repo", CONFIG)
+    os.makedirs(os.path.join(root, "src"))
+    monkeypatch.chdir(root)
+    api.fork({"id": "feat", "write_paths": ["src/a.py", "src/gen/**"], "deny_paths": ["src/gen/secret.py"],
+              "check": "test"}, cwd=root)
+    api.fork({"id": "other", "write_paths": ["src/b.py"], "check": "test"}, cwd=root)
+    return root
+
+
+def event(root, tool, tool_input, name="PreToolUse", session="s1", **extra):
+    return {"session_id": session, "transcript_path": "/tmp/none.jsonl", "cwd": root,
+            "permission_mode": "default", "hook_event_name": name, "tool_name": tool,
+            "tool_input": tool_input, "tool_use_id": "toolu_01", **extra}
+
+
+def hook(payload, host="claude", env=None, args=()):
+    data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+    environ = {k: v for k, v in os.environ.items() if k != "BAGGAGE"}
+    environ.update(env or {})
+    out, code = hook_run([host, *args], data, environ)
+    assert code == 0
+    return json.loads(out)
+
+
+LEASED = {"BAGGAGE": "proctor.lease=feat"}
+
+
+def reason(answer) -> str:
+    return answer["hookSpecificOutput"].get("permissionDecisionReason") or answer["hookSpecificOutput"]["additionalContext"]
+
+
+def denied(answer, rule) -> bool:
+    spec = answer.get("hookSpecificOutput", {})
+    return spec.get("permissionDecision") == "deny" and f"deny [{rule}]:" in spec["permissionDecisionReason"]
+
+
+def advised(answer, rule) -> bool:
+    spec = answer.get("hookSpecificOutput", {})
+    return "permissionDecision" not in spec and f"advise [{rule}]:" in spec.get("additionalContext", "")
+
+
+# -- host forms -------------------------------------------------------------------------------
+
+def test_claude_forms(ws):
+    deny = hook(event(ws, "Bash", {"command": "npm test > src/b.py", "description": "Run", "timeout": 120000,
+                                   "run_in_background": False}), env=LEASED)
+    assert set(deny) == {"hookSpecificOutput"}
+    assert deny["hookSpecificOutput"]["hookEventName"] == "PreToolUse"
+    assert deny["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert "deny [lease-write-scope]: src/b.py is outside the write paths of feat" in reason(deny)
+    assert "(acting under lease feat, from env)" in reason(deny)
+    assert hook(event(ws, "Bash", {"command": "npm test > src/a.py"}), env=LEASED) == {}
+    advise = hook(event(ws, "Write", {"file_path": os.path.join(ws, "src/b.py"), "content": "x"}))
+    assert advised(advise, "lease-unattributed")
+
+
+def test_codex_forms(ws):
+    deny = hook(event(ws, "Bash", {"command": "touch src/b.py"}, model="gpt"), host="codex", env=LEASED)
+    assert deny == {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+                                           "permissionDecisionReason": deny["hookSpecificOutput"]["permissionDecisionReason"]}}
+    assert deny["hookSpecificOutput"]["permissionDecisionReason"].startswith("deny [lease-write-scope]")
+    assert hook(event(ws, "Bash", {"command": "touch src/a.py"}), host="codex", env=LEASED) == {}
+    advise = hook(event(ws, "Bash", {"command": "touch src/b.py"}), host="codex")
+    assert set(advise) == {"systemMessage"} and "advise [lease-unattributed]" in advise["systemMessage"]
+    # argv-form commands are joined and parsed too
+    argv = hook(event(ws, "Bash", {"command": ["bash", "-lc", "echo x > src/b.py"]}), host="codex", env=LEASED)
+    assert argv["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
+def test_gemini_forms(ws):
+    base = {"session_id": "g1", "transcript_path": None, "cwd": ws, "hook_event_name": "BeforeTool",
+            "timestamp": "2026-11-30T00:00:00Z"}
+    deny = hook({**base, "tool_name": "run_shell_command", "tool_input": {"command": "echo x > src/b.py"}},
+                host="gemini", env=LEASED)
+    assert deny["decision"] == "deny" and deny["reason"].startswith("deny [lease-write-scope]")
+    write = hook({**base, "tool_name": "write_file", "tool_input": {"file_path": os.path.join(ws, "README")}},
+                 host="gemini", env=LEASED)
+    assert write["decision"] == "deny"
+    assert hook({**base, "tool_name": "replace", "tool_input": {
+        "file_path": os.path.join(ws, "src/a.py"), "old_string": "a", "new_string": "b"}}, host="gemini", env=LEASED) == {}
+
+
+def test_stop_events_are_read_and_pass(ws):
+    stop = {"session_id": "s1", "transcript_path": "/tmp/x.jsonl", "cwd": ws, "hook_event_name": "Stop",
+            "stop_hook_active": False, "last_assistant_message": "done", "background_tasks": []}
+    assert hook(stop) == {}
+    assert hook({**stop, "hook_event_name": "SubagentStop", "agent_id": "a1", "agent_type": "Explore"}) == {}
+
+
+@pytest.mark.parametrize("payload", [
+    {"hook_event_name": "PreToolUse"},
+    {},
+    {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": None},
+    {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": 5}},
+    {"hook_event_name": "PreToolUse", "tool_name": "Write", "tool_input": {"file_path": ["x"]}},
+    {"hook_event_name": "PreToolUse", "cwd": "/nonexistent/dir", "tool_name": "Bash", "tool_input": {"command": "ls"}},
+])
+def test_missing_fields_pass(ws, payload):
+    assert hook(payload, env=LEASED) == {}
+
+
+def test_not_json_passes(ws):
+    for data in (b"", b"garbage", b"\xff\xfe", b"[1,2]", b"null", b"{" * 100000):
+        assert hook(data) == {}
+
+
+def test_unknown_host_passes(ws):
+    out, code = hook_run(["vim"], b"{}", dict(os.environ))
+    assert code == 0 and json.loads(out) == {}
+
+
+# -- the lease rows ---------------------------------------------------------------------------
+
+def test_write_scope_and_deny_paths(ws):
+    assert denied(hook(event(ws, "Bash", {"command": "cp src/a.py README"}), env=LEASED), "lease-write-scope")
+    secret = hook(event(ws, "Write", {"file_path": os.path.join(ws, "src/gen/secret.py")}), env=LEASED)
+    assert denied(secret, "lease-write-scope") and "inside the deny paths" in reason(secret)
+    assert hook(event(ws, "Write", {"file_path": os.path.join(ws, "src/gen/x/y.py")}), env=LEASED) == {}
+    assert hook(event(ws, "Bash", {"command": "echo '> README' && cat README"}), env=LEASED) == {}
+    unknown = hook(event(ws, "Bash", {"command": "rm -rf $TARGET"}), env=LEASED)
+    assert advised(unknown, "lease-write-scope")
+    outside_repo = hook(event(ws, "Bash", {"command": "echo x > /tmp/scratch.txt"}), env=LEASED)
+    assert outside_repo == {}, "paths outside the repository are not judged"
+
+
+def test_foreign_path_names_age_and_exit(ws):
+    answer = hook(event(ws, "Edit", {"file_path": os.path.join(ws, "src/b.py"), "old_string": "a",
+                                     "new_string": "b"}), env=LEASED)
+    assert denied(answer, "lease-foreign-path")
+    assert "held by other" in reason(answer) and "ago" in reason(answer)
+    assert "proctor job exit other" in reason(answer)
+
+
+def test_foreign_path_past_deadline_owns_nothing(ws):
+    api.fork({"id": "late", "write_paths": ["src/a.py"], "check": "test", "timeout": 0.2}, cwd=ws)
+    time.sleep(0.3)
+    assert not denied(hook(event(ws, "Write", {"file_path": os.path.join(ws, "src/a.py")}), env=LEASED),
+                      "lease-foreign-path")
+
+
+def test_read_only_job(ws):
+    api.fork({"id": "look", "read_only": True}, cwd=ws)
+    env = {"BAGGAGE": "proctor.lease=look"}
+    assert denied(hook(event(ws, "Bash", {"command": "touch notes.txt"}), env=env), "lease-read-only")
+    assert hook(event(ws, "Bash", {"command": "grep -r foo src"}), env=env) == {}
+
+
+def test_deadline(ws):
+    api.fork({"id": "quick", "write_paths": ["src/q.py"], "check": "test", "timeout": 0.2}, cwd=ws)
+    env = {"BAGGAGE": "proctor.lease=quick"}
+    assert hook(event(ws, "Write", {"file_path": os.path.join(ws, "src/q.py")}), env=env) == {}
+    time.sleep(0.3)
+    answer = hook(event(ws, "Write", {"file_path": os.path.join(ws, "src/q.py")}), env=env)
+    assert denied(answer, "lease-deadline") and "passed its deadline" in reason(answer)
+
+
+def test_gate(ws):
+    answer = hook(event(ws, "Bash", {"command": "proctor run ci"}), env=LEASED)
+    assert denied(answer, "lease-gate") and "proctor run test" in reason(answer)
+    chained = hook(event(ws, "Bash", {"command": "cd src && proctor run full -o json"}), env=LEASED)
+    assert denied(chained, "lease-gate") and "full -> ci" in reason(chained)
+    assert hook(event(ws, "Bash", {"command": "proctor run test"}), env=LEASED) == {}
+    assert hook(event(ws, "Bash", {"command": "proctor run ci"})) == {}, "an unleased caller runs the gate"
+
+
+def test_read_boundary(ws, tmp_path):
+    read = lambda path, env: hook(event(ws, "Read", {"file_path": os.path.join(ws, path)}), env=env)  # noqa: E731
+    api.fork({"id": "reader", "write_paths": ["src/r.py"], "read_paths": ["docs", "src"], "check": "test"}, cwd=ws)
+    assert advised(read("README", LEASED), "lease-read-boundary"), "advisory without a lease taken here"
+    assert read("src/a.py", LEASED) == {} and read("src/other.py", LEASED) == {}
+    assert api.exec_job("feat", cwd=ws)["state"] == "running"
+    assert denied(read("README", LEASED), "lease-read-boundary")
+    env = {"BAGGAGE": "proctor.lease=reader"}
+    assert read("docs/x.md", env) == {}
+    assert advised(read("README", env), "lease-read-boundary")
+
+
+def test_base_diverged(ws):
+    api.fork({"id": "old", "write_paths": ["src/o.py"], "check": "test", "checkpoint": "0" * 40}, cwd=ws)
+    api.exec_job("old", cwd=ws)
+    answer = hook(event(ws, "Write", {"file_path": os.path.join(ws, "src/o.py")}), env={"BAGGAGE": "proctor.lease=old"})
+    assert advised(answer, "lease-base-diverged") and "diverges from the checkpoint" in reason(answer)
+    api.exit_job("old", cwd=ws)
+    api.fork({"id": "fresh", "write_paths": ["src/f.py"], "check": "test"}, cwd=ws)
+    api.exec_job("fresh", cwd=ws)
+    assert hook(event(ws, "Write", {"file_path": os.path.join(ws, "src/f.py")}),
+                env={"BAGGAGE": "proctor.lease=fresh"}) == {}
+
+
+def test_harness_install_under_a_lease(ws):
+    answer = hook(event(ws, "Bash", {"command": "proctor agent harness install"}), env=LEASED)
+    assert denied(answer, "lease-harness")
+    assert hook(event(ws, "Bash", {"command": "proctor agent harness install"})) == {}
+
+
+def test_store_commands(ws):
+    fork = lambda cmd: hook(event(ws, "Bash", {"command": cmd}), env=LEASED)  # noqa: E731
+    assert denied(fork("proctor job fork other --write-paths src/z.py --check test"), "lease-store")
+    assert fork("proctor job fork feat/kid --parent feat --write-paths src/a.py --check test") == {}
+    assert fork("proctor job fork feat --write-paths src/a.py") == {}
+    heredoc_ok = "proctor job fork --stdin <<'EOF'\n{\"id\": \"feat/k2\", \"parent\": \"feat\", \"read_only\": true}\nEOF"
+    assert fork(heredoc_ok) == {}
+    heredoc_bad = "proctor job fork --stdin <<'EOF'\n{\"id\": \"x\", \"read_only\": true}\nEOF"
+    assert denied(fork(heredoc_bad), "lease-store")
+    assert denied(fork("proctor job wait other"), "lease-store")
+    api.fork({"id": "feat/kid", "parent": "feat", "write_paths": ["src/a.py"], "check": "test"}, cwd=ws)
+    assert fork("proctor job wait feat/kid") == {}
+
+
+def test_entry_lets_one_write_through(ws):
+    path = os.path.join(ws, "src/b.py")
+    # the holder of `other` is working: a tool call graded under it just now
+    assert hook(event(ws, "Write", {"file_path": path}, session="holder"), env={"BAGGAGE": "proctor.lease=other"}) == {}
+    api.fork({"id": "other", "enter": "src/b.py"}, cwd=ws)
+    # the orchestrator (no lease) writes the entered path
+    busy = hook(event(ws, "Write", {"file_path": path}, session="orchestrator"))
+    assert denied(busy, "lease-entry") and "made a tool call" in reason(busy)
+    from proctor.guard.rules import _common
+    original = _common.ENTRY_QUIET_SECONDS
+    try:
+        import proctor.guard.rules.lease_entry as entry_rule
+        entry_rule.ENTRY_QUIET_SECONDS = 0.0
+        assert hook(event(ws, "Write", {"file_path": path}, session="orchestrator")) == {}
+        assert advised(hook(event(ws, "Write", {"file_path": path}, session="orchestrator")), "lease-unattributed"), \
+            "the next write needs another entry"
+        row = {r["id"]: r for r in api.ls_jobs(cwd=ws)["jobs"]}["other"]
+        assert row["entries"][0]["consumed"] and row["entries"][0]["written"] == "src/b.py"
+        notice = hook(event(ws, "Write", {"file_path": path}, session="holder"), env={"BAGGAGE": "proctor.lease=other"})
+        assert advised(notice, "lease-entry") and "re-read it" in reason(notice)
+        assert hook(event(ws, "Write", {"file_path": path}, session="holder"),
+                    env={"BAGGAGE": "proctor.lease=other"}) == {}, "told once"
+    finally:
+        entry_rule.ENTRY_QUIET_SECONDS = original
+
+
+def test_unattributed_write_is_recorded(ws):
+    before = {r["id"]: r for r in api.ls_jobs(cwd=ws)["jobs"]}["other"]["updated"]
+    answer = hook(event(ws, "Bash", {"command": "echo x >> src/b.py"}))
+    assert advised(answer, "lease-unattributed") and "proctor job exit other" in reason(answer)
+    row = {r["id"]: r for r in api.ls_jobs(cwd=ws)["jobs"]}["other"]
+    assert row["unattributed"][0]["path"] == "src/b.py" and row["updated"] == before
+    assert hook(event(ws, "Bash", {"command": "echo x >> notes.txt"})) == {}
+
+
+def test_lease_naming_no_live_job_is_an_advisory(ws):
+    answer = hook(event(ws, "Bash", {"command": "echo x > src/b.py"}), env={"BAGGAGE": "proctor.lease=ghost"})
+    assert advised(answer, "lease-unattributed") and "names no job" in reason(answer)
+
+
+# -- resolving the lease ----------------------------------------------------------------------
+
+def test_exec_through_the_guard_binds_the_session(ws):
+    assert hook(event(ws, "Bash", {"command": "proctor job exec feat"}, session="w1")) == {}
+    answer = hook(event(ws, "Bash", {"command": "echo > src/b.py"}, session="w1"))
+    assert denied(answer, "lease-write-scope") and "from agent" in reason(answer)
+    # exactly that session: another session, or a subagent of it, is not bound
+    assert advised(hook(event(ws, "Bash", {"command": "echo > src/b.py"}, session="w2")), "lease-unattributed")
+    sub = hook(event(ws, "Bash", {"command": "echo > src/b.py"}, session="w1", agent_id="a9"))
+    assert advised(sub, "lease-unattributed")
+    contested = hook(event(ws, "Bash", {"command": "echo > src/b.py"}, session="w1"),
+                     env={"BAGGAGE": "proctor.lease=other"})
+    assert "from contested" in reason(contested) and "feat" in reason(contested)
+
+
+def test_flag_outranks_everything(ws):
+    answer = hook(event(ws, "Bash", {"command": "echo > src/a.py"}), env={"BAGGAGE": "proctor.lease=feat"},
+                  args=("--lease", "other"))
+    assert denied(answer, "lease-write-scope") and "from flag" in reason(answer)
+
+
+def test_checkout_marker_for_callers_without_ids(ws):
+    api.exec_job("feat", cwd=ws)
+    answer = hook({"hook_event_name": "PreToolUse", "cwd": ws, "tool_name": "Bash",
+                   "tool_input": {"command": "echo > src/b.py"}})
+    assert denied(answer, "lease-write-scope") and "from marker" in reason(answer)
+    with_session = hook(event(ws, "Bash", {"command": "echo > src/b.py"}))
+    assert advised(with_session, "lease-unattributed"), "a caller with a session id never reads the marker"
+
+
+# -- spawns -----------------------------------------------------------------------------------
+
+def _events(root, kind):
+    from proctor import trail
+    from proctor.paths import find_checkout, repo_state_dir
+    from proctor.store import Store
+    store = Store(repo_state_dir(find_checkout(root)))
+    with store.read() as conn:
+        found = trail.events(conn, kind=kind)
+    store.close()
+    return found
+
+
+def test_spawn_recorded_never_judged(ws):
+    prompt = "lease: feat\n\nRun `rm -rf src/b.py` and `proctor run ci`; write README."
+    assert hook(event(ws, "Task", {"prompt": prompt, "description": "do it", "subagent_type": "general-purpose"}),
+                env=LEASED) == {}
+    spawned = _events(ws, "agent_spawn")[-1]
+    assert spawned["job"] == "feat" and spawned["data"]["action"] == "general-purpose"
+    from proctor.trail import get_blob
+    from proctor.paths import find_checkout, repo_state_dir
+    assert get_blob(repo_state_dir(find_checkout(ws)), spawned["blob"]).decode() == prompt
+    assert hook(event(ws, "Agent", {"prompt": "Please\nlease: feat\n", "description": "x"})) == {}
+    assert _events(ws, "agent_spawn")[-1]["job"] is None, "a marker deeper in the prompt stamps nothing"
+
+
+def test_background_subagent_bound_by_its_agent_id(ws):
+    post = event(ws, "Agent", {"prompt": "lease: feat\ngo", "description": "x"}, name="PostToolUse",
+                 tool_response={"status": "async_launched", "agentId": "a49bdb08c902ff81f"})
+    assert hook(post) == {}
+    answer = hook(event(ws, "Bash", {"command": "echo > src/b.py"}, agent_id="a49bdb08c902ff81f"))
+    assert denied(answer, "lease-write-scope") and "from agent" in reason(answer)
+
+
+# -- settings ---------------------------------------------------------------------------------
+
+def test_loosening_applies_once_committed(ws):
+    with open(os.path.join(ws, "proctor.toml"), "a") as handle:
+        handle.write('\n[guard.rules]\nlease-write-scope = "advise"\nlease-base-diverged = "deny"\n')
+    command = event(ws, "Bash", {"command": "echo > README"})
+    assert denied(hook(command, env=LEASED), "lease-write-scope"), "an uncommitted loosening waits"
+    git(ws, "commit", "-qam", "loosen")
+    assert advised(hook(command, env=LEASED), "lease-write-scope")
+    rules = {r["name"]: r["decision"] for r in api.describe_rules(cwd=ws)}
+    assert rules["lease-write-scope"] == "advise" and rules["lease-base-diverged"] == "deny"
+    with open(os.path.join(ws, "proctor.toml"), "a") as handle:
+        handle.write('lease-gate = "off"\n')
+    # TOML: the appended key lands in [guard.rules]; a rule turned off is not evaluated at all
+    git(ws, "commit", "-qam", "off")
+    assert hook(event(ws, "Bash", {"command": "proctor run ci"}), env=LEASED) == {}
+
+
+def test_tightening_applies_at_once(ws):
+    api.fork({"id": "old", "write_paths": ["src/o.py"], "check": "test", "checkpoint": "0" * 40}, cwd=ws)
+    api.exec_job("old", cwd=ws)
+    with open(os.path.join(ws, "proctor.toml"), "a") as handle:
+        handle.write('\n[guard.rules]\nlease-base-diverged = "deny"\n')
+    answer = hook(event(ws, "Write", {"file_path": os.path.join(ws, "src/o.py")}),
+                  env={"BAGGAGE": "proctor.lease=old"})
+    assert denied(answer, "lease-base-diverged")
+
+
+def test_no_store_passes(tmp_path):
+    root = make_repo(tmp_path / "bare", CONFIG)
+    answer = hook(event(root, "Bash", {"command": "rm -rf src"}), env=LEASED)
+    assert "permissionDecision" not in answer.get("hookSpecificOutput", {}), "at most an advisory"
+    assert hook(event(root, "Bash", {"command": "rm -rf src"})) == {}
+    assert not os.path.exists(tmp_path / "state"), "the hook does not create a store to pass"
+
+
+def test_corrupt_store_fails_open(ws):
+    from proctor.paths import find_checkout, repo_state_dir
+    path = os.path.join(repo_state_dir(find_checkout(ws)), "proctor.db")
+    for suffix in ("-wal", "-shm"):
+        if os.path.exists(path + suffix):
+            os.remove(path + suffix)
+    with open(path, "wb") as handle:
+        handle.write(b"garbage" * 1000)
+    assert hook(event(ws, "Bash", {"command": "echo > src/b.py"}), env=LEASED) == {}
