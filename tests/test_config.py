@@ -92,11 +92,13 @@ def test_bad_value_reported_with_default(tmp_path, proctor, line, key, default):
 
 
 def test_unknown_key_and_section(tmp_path, proctor):
-    root = make_repo(tmp_path / "r", "[jobs]\nmax_dpeth = 3\n[jbos]\nx = 1\n[guard.rules]\nbackground-silent = \"advise\"\n")
+    root = make_repo(tmp_path / "r", "[jobs]\nmax_dpeth = 3\n[jbos]\nx = 1\n[guard.rules]\nlease-gate = \"advise\"\n"
+                                     "[workers.cheap]\nexecutor = \"claude\"\n")
     problems = proctor("config", "show", "-o", "json", cwd=root).json()["problems"]
     assert any("unknown key max_dpeth in [jobs]" in p for p in problems)
     assert any("unknown section [jbos]" in p for p in problems)
-    assert not any("guard" in p for p in problems), "sections later capabilities read are not unknown"
+    assert not any("guard" in p or "workers" in p for p in problems), \
+        "a known rule, and sections later capabilities read, are not unknown"
 
 
 def test_unparseable_file_keeps_every_default(tmp_path, proctor):
