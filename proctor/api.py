@@ -142,9 +142,19 @@ def config_show(cwd: str | None = None) -> dict:
 
     root = find_checkout(cwd).root
     cfg = config_mod.load(root)
+    from proctor.guard.settings import rule_options
+
     for name in sorted(set(cfg.guard_rules) - set(BY_NAME)):
         cfg.problems.append(f"{config_mod.CONFIG_NAME}: [guard.rules] {name} is not a rule (proctor describe "
                             f"rules lists them); ignored")
+    options, option_problems = rule_options(cfg.guard_options)
+    cfg.problems.extend(option_problems)
+    for rule_name, values in options.items():
+        table = cfg.guard_options.get(rule_name, {})
+        for key, value in values.items():
+            name = f"guard.{rule_name}.{key}"
+            source = config_mod.CONFIG_NAME if key in table and value == table[key] else "default"
+            cfg.settings[name] = config_mod.Setting(name, value, source, f"{value:g}")
     return {
         "file": cfg.path,
         "exists": cfg.exists,

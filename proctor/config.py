@@ -62,6 +62,8 @@ class Config:
     # [guard.rules]: rule name -> "off" | "advise" | "deny", as written (names are checked
     # against the rules by the guard, which owns them)
     guard_rules: dict[str, str] = field(default_factory=dict)
+    # [guard.<rule>] tables as written; each rule declares and checks its own options
+    guard_options: dict[str, dict] = field(default_factory=dict)
 
     def __getitem__(self, key: str) -> Any:
         return self.settings[key].value
@@ -217,6 +219,13 @@ def _apply_guard(guard: Any, config: Config) -> None:
     if not isinstance(guard, dict):
         config.problems.append(f"{CONFIG_NAME}: guard must be a table ([guard.rules]); ignored")
         return
+    for name, table in guard.items():
+        if name == "rules":
+            continue
+        if isinstance(table, dict):
+            config.guard_options[name] = dict(table)
+        else:
+            config.problems.append(f"{CONFIG_NAME}: [guard] {name} must be a table ([guard.{name}]); ignored")
     rules = guard.get("rules", {})
     if not isinstance(rules, dict):
         config.problems.append(f"{CONFIG_NAME}: [guard] rules must be a table ([guard.rules]); ignored")

@@ -11,8 +11,8 @@ OTHER = "other"
 
 class Call:
     __slots__ = ("host", "event", "session", "subagent", "tool", "command", "writes", "reads",
-                 "edits", "transcript", "cwd", "prompt", "spawn_label", "tool_use_id", "response",
-                 "background", "raw")
+                 "edits", "transcript", "agent_transcript", "cwd", "prompt", "spawn_label", "tool_use_id",
+                 "response", "background", "raw")
 
     def __init__(self, host: str, event: str) -> None:
         self.host = host
@@ -25,6 +25,7 @@ class Call:
         self.reads: list[str] = []  # file paths a file tool reads
         self.edits: list[tuple[str, str]] = []  # (old_string, new_string) pairs
         self.transcript: str | None = None
+        self.agent_transcript: str | None = None  # a subagent's own transcript, at SubagentStop
         self.cwd: str | None = None
         self.prompt: str | None = None  # a delegation: a payload carrying a prompt is a spawn
         self.spawn_label: str | None = None
@@ -44,6 +45,7 @@ def fill_common(call: Call, event: dict) -> None:
     call.session = text(event.get("session_id"))
     call.subagent = text(event.get("agent_id"))
     call.transcript = text(event.get("transcript_path"))
+    call.agent_transcript = text(event.get("agent_transcript_path"))
     call.cwd = text(event.get("cwd"))
     call.tool = text(event.get("tool_name"))
     call.tool_use_id = text(event.get("tool_use_id"))

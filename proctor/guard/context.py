@@ -185,6 +185,33 @@ class Context:
                 out.append(argv[3:])
         return out
 
+    # -- transcripts ---------------------------------------------------------------------------
+
+    def transcript(self, path: str | None):
+        """The background-task state of a Claude Code transcript, read incrementally, or None
+        when there is none or it cannot be read (the rules that need it then pass)."""
+        if not path:
+            return None
+        from proctor.paths import repo_cache_dir
+        from proctor.transcript import claude
+
+        try:
+            return claude.read(os.path.expanduser(path), os.path.join(repo_cache_dir(self.checkout), "transcripts"))
+        except (OSError, ValueError, MemoryError):
+            return None
+
+    def option(self, rule: str, key: str, default: float) -> float:
+        return (self.settings.get("options") or {}).get(rule, {}).get(key, default)
+
+    def notes_path(self, name: str) -> str:
+        import zlib
+
+        from proctor.paths import repo_cache_dir
+
+        key = f"{self.call.host}:{self.call.session or '-'}:{self.call.subagent or ''}"
+        return os.path.join(repo_cache_dir(self.checkout), "sessions",
+                            f"{name}-{zlib.crc32(key.encode('utf-8', 'surrogateescape')):08x}.json")
+
     # -- records -----------------------------------------------------------------------------
 
     def later(self, action) -> None:

@@ -16,7 +16,7 @@ from proctor.paths import Checkout, head_revision, repo_cache_dir
 
 CONFIG_NAME = "proctor.toml"
 STRICTNESS = {"off": 0, "advise": 1, "deny": 2}
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 
 
 def _stat_key(path: str) -> list | None:
@@ -71,8 +71,11 @@ def compute(checkout: Checkout, head: str | None) -> dict:
         mine = worktree.guard_rules.get(rule.NAME, rule.DEFAULT)
         theirs = committed.guard_rules.get(rule.NAME, rule.DEFAULT)
         rules[rule.NAME] = mine if STRICTNESS[mine] >= STRICTNESS[theirs] else theirs
+    options, option_problems = rule_options(worktree.guard_options)
+    problems.extend(option_problems)
     return {
         "rules": rules,
+        "options": options,
         "gate": worktree.gate,
         "targets": {name: target.command for name, target in worktree.targets.items()},
         "problems": problems,
@@ -84,3 +87,41 @@ def _committed_config(root: str) -> bytes:
 
     proc = git.run(root, "show", f"HEAD:{CONFIG_NAME}", check=False)
     return proc.stdout if proc.returncode == 0 else b""
+
+
+def rule_options(tables: dict[str, dict]) -> tuple[dict[str, dict], list[str]]:
+    """Each rule's options from its [guard.<rule>] table: a bad value (not a positive, finite
+    number, TOML's inf and nan included) is reported and its default kept."""
+    import math
+
+    from proctor.guard.rules import ALL
+
+    known = {rule.NAME: rule for rule in ALL}
+    options: dict[str, dict] = {}
+    problems: list[str] = []
+    for name in sorted(set(tables) - set(known)):
+        problems.append(f"{CONFIG_NAME}: [guard.{name}] is not a rule's table (proctor describe rules lists them); ignored")
+    for rule in ALL:
+        declared = getattr(rule, "OPTIONS", {})
+        table = tables.get(rule.NAME, {})
+        values = dict(declared)
+        for key, raw in table.items():
+            if key not in declared:
+                problems.append(f"{CONFIG_NAME}: unknown key {key} in [guard.{rule.NAME}]; ignored")
+                continue
+            good = isinstance(raw, (int, float)) and not isinstance(raw, bool) and math.isfinite(raw) and raw > 0
+            if not good:
+                problems.append(f"{CONFIG_NAME}: [guard.{rule.NAME}] {key} = {raw!r} is invalid (expected a "
+                                f"positive number of minutes); using the default ({declared[key]:g})")
+                continue
+            values[key] = float(raw)
+        check = getattr(rule, "check_options", None)
+        if check is not None:
+            complaint = check(values)
+            if complaint:
+                problems.append(f"{CONFIG_NAME}: [guard.{rule.NAME}] {complaint}; using the defaults "
+                                f"({', '.join(f'{k} = {v:g}' for k, v in declared.items())})")
+                values = dict(declared)
+        if declared:
+            options[rule.NAME] = values
+    return options, problems

@@ -340,9 +340,10 @@ def _one_token(lexer: _Lexer) -> tuple[str, object] | None:
 class Writes:
     """What a script writes: resolved paths (absolute), and whether some write is unknown."""
 
-    __slots__ = ("paths", "unknown", "commands", "heredocs")
+    __slots__ = ("paths", "unknown", "commands", "heredocs", "simple")
 
     def __init__(self) -> None:
+        self.simple: list[tuple[list[str], list[str], bool]] = []  # (argv with wrappers, argv, background)
         self.heredocs: list[str] = []  # here-document bodies: data, kept for rules that read records
         self.paths: list[str] = []
         self.unknown: list[str] = []  # descriptions of writes whose target proctor cannot name
@@ -376,6 +377,7 @@ def _collect(script: str, cwd: str, found: Writes, depth: int) -> None:
         if not argv_words:
             continue
         found.commands.append([w.text for w in argv_words])
+        found.simple.append(([w.text for w in command.words], [w.text for w in argv_words], command.background))
         name = os.path.basename(argv_words[0].text)
         args = argv_words[1:]
         if name == "cd":

@@ -9,6 +9,9 @@ advise or off) and "advise" is a finding the rule only ever advises. Adding a ru
 from __future__ import annotations
 
 from proctor.guard.rules import (
+    background_left,
+    background_silent,
+    background_unbounded,
     lease_base_diverged,
     lease_deadline,
     lease_entry,
@@ -34,6 +37,9 @@ ALL = (
     lease_read_boundary,
     lease_base_diverged,
     lease_unattributed,
+    background_silent,
+    background_left,
+    background_unbounded,
 )
 
 BY_NAME = {rule.NAME: rule for rule in ALL}

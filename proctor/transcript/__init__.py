@@ -1,0 +1,1 @@
+"""Readers of agent hosts' session transcripts (core: the guard's hook reads them)."""

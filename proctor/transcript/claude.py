@@ -1,0 +1,312 @@
+"""The Claude Code transcript reader: the background tasks of a session, read incrementally.
+
+Every form the reference lists is understood: 1.0 (`BashOutput`/`KillBash`, no notices), 2.0
+(`<bash-notification>`, `KillShell`), 2.1 (`<task-notification>`, `TaskStop`, `<tool-use-id>`;
+notices as `queue-operation` lines, plain user strings, `attachment`/`queued_command`, or
+inside `<system-reminder>`), background Agent launches (`async_launched`), commands moved to
+the background by the user or a timeout (no `run_in_background` in their input), notices that
+arrive two or three times for one task (kept once per task), stops (TaskStop, KillShell and
+KillBash results; TaskOutput and BashOutput results showing a final status), and Monitor-style
+watchers with an expiry, which are marked so the rules skip them.
+
+Reading is incremental: `read(path, checkpoint_dir)` reads only the bytes written since the
+last call, resuming from a checkpoint (file identity, offset, a digest of the file's head,
+and the state so far). A checkpoint that does not match the file (another inode, a shorter
+file, a different head) is discarded, never trusted, and the file is read again from the
+start. Unknown line types, invalid UTF-8, lines that are not JSON and a partial last line are
+tolerated; compaction needs nothing (the file goes on).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import zlib
+
+from proctor.timeutil import parse_iso
+
+STATE_VERSION = 2
+HEAD_BYTES = 512
+RUNNING = "running"
+FINAL = ("completed", "failed", "killed", "stopped")
+
+_LAUNCH = re.compile(r"running in background with ID: ([A-Za-z0-9_\-]+)")
+_OUTPUT = re.compile(r"Output is being written to: (.+?\.output)")
+_AGENT_OUTPUT = re.compile(r"output_file: (\S+)")
+_MONITOR = re.compile(r"Monitor started \(task ([A-Za-z0-9_\-]+)(?:, expires in (\d+)([smh]))?")
+_STOPPED = re.compile(r"Successfully (?:stopped task|killed shell): ([A-Za-z0-9_\-]+)")
+_NOTICE = re.compile(r"<(task|bash)-notification>(.*?)</\1-notification>", re.S)
+_TAG = re.compile(r"<([a-z_\-]+)>(.*?)</\1>", re.S)
+_STATUS = re.compile(r"<status>([a-z_]+)</status>")
+_TASK_ID_TAG = re.compile(r"<task_id>([A-Za-z0-9_\-]+)</task_id>")
+
+BACKGROUND_TOOLS = ("Bash", "Agent", "Task", "Monitor")
+STOP_TOOLS = ("TaskStop", "KillShell", "KillBash")
+POLL_TOOLS = ("TaskOutput", "BashOutput", "AgentOutput")
+
+
+class State:
+    """What the reader knows so far: tasks by id, and tool calls still waiting for a result."""
+
+    def __init__(self) -> None:
+        self.tasks: dict[str, dict] = {}
+        self.pending: dict[str, dict] = {}  # tool_use_id -> {name, input, time, agent}
+
+    def to_json(self) -> dict:
+        return {"tasks": self.tasks, "pending": self.pending}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "State":
+        state = cls()
+        state.tasks = dict(data.get("tasks") or {})
+        state.pending = dict(data.get("pending") or {})
+        return state
+
+    def running(self, include_watchers: bool = False) -> list[dict]:
+        return [t for t in self.tasks.values()
+                if t["status"] == RUNNING and (include_watchers or not t.get("watcher"))]
+
+
+def _time(line: dict) -> float | None:
+    stamp = line.get("timestamp")
+    if isinstance(stamp, str) and len(stamp) >= 19:
+        try:
+            return parse_iso(stamp)
+        except (ValueError, IndexError):
+            return None
+    return None
+
+
+def _text(content) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(_text(part.get("text") if isinstance(part, dict) and "text" in part else part)
+                         for part in content if isinstance(part, (dict, str)))
+    return ""
+
+
+def apply_line(state: State, line: dict) -> None:
+    """Fold one transcript line into the state."""
+    kind = line.get("type")
+    when = _time(line)
+    agent = line.get("agentId") if isinstance(line.get("agentId"), str) else None
+    if kind == "assistant":
+        message = line.get("message")
+        for block in (message.get("content") if isinstance(message, dict) else None) or ():
+            if isinstance(block, dict) and block.get("type") == "tool_use" and isinstance(block.get("id"), str):
+                name = block.get("name")
+                if name in BACKGROUND_TOOLS or name in STOP_TOOLS or name in POLL_TOOLS:
+                    state.pending[block["id"]] = {"name": name, "input": block.get("input") or {},
+                                                  "time": when, "agent": agent}
+    elif kind == "user":
+        message = line.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str):
+            _notices(state, content, when)
+            return
+        for block in content or ():
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "tool_result":
+                _result(state, block, line.get("toolUseResult"), when, agent)
+            elif block.get("type") == "text":
+                _notices(state, _text(block.get("text")), when)
+    elif kind == "queue-operation":
+        if line.get("operation") in ("enqueue", None) and isinstance(line.get("content"), str):
+            _notices(state, line["content"], when)
+    elif kind == "attachment":
+        attachment = line.get("attachment")
+        if isinstance(attachment, dict):
+            for key in ("prompt", "content"):
+                if isinstance(attachment.get(key), str):
+                    _notices(state, attachment[key], when)
+    elif kind == "system" and isinstance(line.get("content"), str):
+        _notices(state, line["content"], when)
+
+
+def _result(state: State, block: dict, structured, when: float | None, agent: str | None) -> None:
+    call = state.pending.pop(block.get("tool_use_id"), None)
+    text = _text(block.get("content"))
+    structured = structured if isinstance(structured, dict) else {}
+    name = call["name"] if call else None
+    tool_input = call["input"] if call and isinstance(call.get("input"), dict) else {}
+    started = (call or {}).get("time") or when
+    by = (call or {}).get("agent") or agent
+    launch = _LAUNCH.search(text)
+    task_id = structured.get("backgroundTaskId") or (launch.group(1) if launch else None)
+    if isinstance(task_id, str) and task_id:
+        output = _OUTPUT.search(text)
+        _upsert(state, task_id, kind="shell", started=when or started, tool_use_id=block.get("tool_use_id"),
+                command=tool_input.get("command") if isinstance(tool_input.get("command"), str) else None,
+                description=tool_input.get("description") if isinstance(tool_input.get("description"), str) else None,
+                output_file=output.group(1) if output else structured.get("persistedOutputPath"),
+                subagent=by, moved=tool_input.get("run_in_background") is not True)
+        return
+    if structured.get("status") == "async_launched" or "Async agent launched" in text:
+        agent_id = structured.get("agentId") or _first(re.search(r"agentId: ([A-Za-z0-9_\-]+)", text))
+        if isinstance(agent_id, str) and agent_id:
+            output = structured.get("outputFile") or _first(_AGENT_OUTPUT.search(text))
+            _upsert(state, agent_id, kind="agent", started=when or started, tool_use_id=block.get("tool_use_id"),
+                    command=None, description=structured.get("description") or tool_input.get("description"),
+                    output_file=output, subagent=by)
+        return
+    monitor = _MONITOR.search(text)
+    if name == "Monitor" or monitor:
+        task = structured.get("taskId") or (monitor.group(1) if monitor else None)
+        if isinstance(task, str) and task:
+            expires = None
+            if isinstance(structured.get("timeoutMs"), (int, float)):
+                expires = (when or 0) + structured["timeoutMs"] / 1000
+            elif monitor and monitor.group(2):
+                expires = (when or 0) + int(monitor.group(2)) * {"s": 1, "m": 60, "h": 3600}[monitor.group(3)]
+            _upsert(state, task, kind="monitor", started=when or started, tool_use_id=block.get("tool_use_id"),
+                    command=tool_input.get("command"), description=tool_input.get("description"),
+                    output_file=None, subagent=by, watcher=True, expires=expires)
+        return
+    stopped = _STOPPED.search(text)
+    if stopped or (name in STOP_TOOLS and (structured.get("task_id") or structured.get("shell_id"))
+                   and "Successfully" in str(structured.get("message", ""))):
+        task_id = stopped.group(1) if stopped else structured.get("task_id") or structured.get("shell_id")
+        _finish(state, task_id, "killed" if "killed shell" in text else "stopped", when)
+        return
+    if name in POLL_TOOLS or "<status>" in text:
+        status = _first(_STATUS.search(text))
+        task_id = (tool_input.get("task_id") or tool_input.get("bash_id") or tool_input.get("shell_id")
+                   or _first(_TASK_ID_TAG.search(text)))
+        if isinstance(task_id, str) and status in FINAL:
+            _finish(state, task_id, status, when)
+    _notices(state, text, when)
+
+
+def _first(match) -> str | None:
+    return match.group(1) if match else None
+
+
+def _upsert(state: State, task_id: str, **fields) -> None:
+    task = state.tasks.get(task_id)
+    if task is None:
+        task = state.tasks[task_id] = {"id": task_id, "status": RUNNING, "notices": 0, "newest_notice": None}
+    for key, value in fields.items():
+        if value is not None or key not in task:
+            task[key] = value
+
+
+def _finish(state: State, task_id: str, status: str, when: float | None) -> None:
+    task = state.tasks.get(task_id)
+    if task is None:
+        task = state.tasks[task_id] = {"id": task_id, "kind": "shell", "status": RUNNING, "notices": 0,
+                                       "newest_notice": None, "started": when, "command": None,
+                                       "description": None, "output_file": None, "tool_use_id": None,
+                                       "subagent": None}
+    task["status"] = status
+    task["ended"] = when
+
+
+def _notices(state: State, text: str, when: float | None) -> None:
+    if "-notification>" not in text:
+        return
+    for match in _NOTICE.finditer(text):
+        tags = {name: value.strip() for name, value in _TAG.findall(match.group(2))}
+        task_id = tags.get("task-id") or tags.get("shell-id")
+        if not task_id:
+            continue
+        task = state.tasks.get(task_id)
+        if task is None:
+            kind = "agent" if "Agent" in tags.get("summary", "") else "shell"
+            task = state.tasks[task_id] = {"id": task_id, "kind": kind, "status": RUNNING, "notices": 0,
+                                           "newest_notice": None, "started": when, "command": None,
+                                           "description": None, "output_file": None,
+                                           "tool_use_id": tags.get("tool-use-id"), "subagent": None}
+        task["notices"] = task.get("notices", 0) + 1
+        if when is not None and (task.get("newest_notice") is None or when > task["newest_notice"]):
+            task["newest_notice"] = when
+        if tags.get("output-file") and not task.get("output_file"):
+            task["output_file"] = tags["output-file"]
+        if tags.get("tool-use-id") and not task.get("tool_use_id"):
+            task["tool_use_id"] = tags["tool-use-id"]
+        if tags.get("summary"):
+            task["summary"] = tags["summary"][:300]
+        status = tags.get("status")
+        if status in FINAL and task["status"] == RUNNING:
+            task["status"] = status
+            task["ended"] = when
+
+
+# -- incremental reading ----------------------------------------------------------------------
+
+def _checkpoint_path(checkpoint_dir: str, path: str) -> str:
+    key = f"{zlib.crc32(path.encode('utf-8', 'surrogateescape')):08x}{zlib.adler32(path.encode('utf-8', 'surrogateescape')):08x}"
+    return os.path.join(checkpoint_dir, f"transcript-{key}.json")
+
+
+def _head_digest(handle) -> int:
+    handle.seek(0)
+    return zlib.crc32(handle.read(HEAD_BYTES))
+
+
+def read(path: str, checkpoint_dir: str | None) -> State:
+    """The state of the transcript at `path` now. Raises OSError when the file cannot be read."""
+    if not _regular(os.stat(path)):
+        raise IsADirectoryError(path)  # a directory, a FIFO (whose open would block), a device
+    with open(path, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not _regular(info):
+            raise IsADirectoryError(path)
+        head = _head_digest(handle)
+        state, offset = State(), 0
+        saved_path = _checkpoint_path(checkpoint_dir, path) if checkpoint_dir else None
+        if saved_path:
+            saved = _load(saved_path)
+            if (saved and saved.get("v") == STATE_VERSION and saved.get("path") == path
+                    and saved.get("ino") == info.st_ino and saved.get("dev") == info.st_dev
+                    and saved.get("head") == head and isinstance(saved.get("offset"), int)
+                    and saved["offset"] <= info.st_size):
+                state, offset = State.from_json(saved.get("state") or {}), saved["offset"]
+        handle.seek(offset)
+        data = handle.read(max(0, info.st_size - offset))
+    end = data.rfind(b"\n") + 1  # a partial last line waits for its newline
+    for raw in data[:end].split(b"\n"):
+        if not raw.strip():
+            continue
+        try:
+            line = json.loads(raw.decode("utf-8", "replace"))
+        except ValueError:
+            continue
+        if isinstance(line, dict):
+            try:
+                apply_line(state, line)
+            except (TypeError, AttributeError, ValueError, KeyError):
+                continue  # a line of an unexpected shape costs that line, never the reader
+    offset += end
+    if saved_path and end:
+        _save(saved_path, {"v": STATE_VERSION, "path": path, "ino": info.st_ino, "dev": info.st_dev,
+                           "head": head, "offset": offset, "state": state.to_json()})
+    return state
+
+
+def _regular(info) -> bool:
+    import stat
+
+    return stat.S_ISREG(info.st_mode)
+
+
+def _load(path: str) -> dict | None:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+        return data if isinstance(data, dict) else None
+    except (OSError, ValueError):
+        return None
+
+
+def _save(path: str, data: dict) -> None:
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}"
+        with open(tmp, "w", encoding="utf-8") as handle:
+            json.dump(data, handle, separators=(",", ":"))
+        os.replace(tmp, path)
+    except OSError:
+        pass  # without a checkpoint the next call reads the file again; nothing is lost
