@@ -257,3 +257,12 @@ def test_not_a_regular_file(tmp_path):
         claude.read(str(fifo), None)  # never blocks on a FIFO
     with _pytest.raises(OSError):
         claude.read(str(tmp_path / "missing.jsonl"), None)
+
+
+def test_call_read_by_an_earlier_call_is_found_in_the_file(tmp_path):
+    path, checkpoints = tmp_path / "t.jsonl", tmp_path / "cache"
+    write(path, [tool_use("t1", "Bash", {"command": "npm run dev", "run_in_background": True}, 100)])
+    assert tasks(path, checkpoints) == {}
+    write(path, [tool_result("t1", "Command running in background with ID: b1", 99)], mode="a")
+    found = tasks(path, checkpoints)
+    assert found["b1"]["command"] == "npm run dev", "the launch's command, from before the checkpoint"

@@ -26,8 +26,18 @@ import zlib
 
 from proctor.timeutil import parse_iso
 
-STATE_VERSION = 2
+STATE_VERSION = 3
 HEAD_BYTES = 512
+CHUNK = 8 << 20
+MAX_PENDING = 256  # a launch's result follows its call closely; older calls are let go
+
+# A line is parsed only when it holds one of these: every launch, notice, stop and final
+# status carries one. Everything else (most of a transcript) is skipped at the speed of a
+# substring search; the tool call behind a result is looked up by its id when needed.
+_MARKERS = (b"running in background", b"async_launched", b"-notification>", b"Successfully ",
+            b"<status>", b"Monitor started")
+NEAR = 64 << 10
+LOOKBACK = 2 << 20  # how far back a result's tool call is searched for (it is written just before)
 RUNNING = "running"
 FINAL = ("completed", "failed", "killed", "stopped")
 
@@ -52,6 +62,8 @@ class State:
     def __init__(self) -> None:
         self.tasks: dict[str, dict] = {}
         self.pending: dict[str, dict] = {}  # tool_use_id -> {name, input, time, agent}
+        self.resolve = None  # tool_use_id -> the call, found in the file; set while reading
+        self.position = 0  # where in the bytes at hand the line being applied starts
 
     def to_json(self) -> dict:
         return {"tasks": self.tasks, "pending": self.pending}
@@ -127,55 +139,72 @@ def apply_line(state: State, line: dict) -> None:
 
 
 def _result(state: State, block: dict, structured, when: float | None, agent: str | None) -> None:
-    call = state.pending.pop(block.get("tool_use_id"), None)
     text = _text(block.get("content"))
     structured = structured if isinstance(structured, dict) else {}
-    name = call["name"] if call else None
-    tool_input = call["input"] if call and isinstance(call.get("input"), dict) else {}
-    started = (call or {}).get("time") or when
-    by = (call or {}).get("agent") or agent
+    tool_use_id = block.get("tool_use_id")
+    call = state.pending.pop(tool_use_id, None)
+    looked_up = call is not None
+
+    def the_call() -> dict:
+        # The tool call behind a result is looked up only for the few results that need it.
+        nonlocal call, looked_up
+        if not looked_up:
+            looked_up = True
+            if state.resolve is not None and isinstance(tool_use_id, str):
+                call = state.resolve(tool_use_id)
+        return call or {}
+
     launch = _LAUNCH.search(text)
     task_id = structured.get("backgroundTaskId") or (launch.group(1) if launch else None)
     if isinstance(task_id, str) and task_id:
+        found = the_call()
+        tool_input = found.get("input") if isinstance(found.get("input"), dict) else {}
         output = _OUTPUT.search(text)
-        _upsert(state, task_id, kind="shell", started=when or started, tool_use_id=block.get("tool_use_id"),
+        _upsert(state, task_id, kind="shell", started=when or found.get("time"), tool_use_id=tool_use_id,
                 command=tool_input.get("command") if isinstance(tool_input.get("command"), str) else None,
                 description=tool_input.get("description") if isinstance(tool_input.get("description"), str) else None,
                 output_file=output.group(1) if output else structured.get("persistedOutputPath"),
-                subagent=by, moved=tool_input.get("run_in_background") is not True)
+                subagent=found.get("agent") or agent, moved=tool_input.get("run_in_background") is not True)
         return
     if structured.get("status") == "async_launched" or "Async agent launched" in text:
         agent_id = structured.get("agentId") or _first(re.search(r"agentId: ([A-Za-z0-9_\-]+)", text))
         if isinstance(agent_id, str) and agent_id:
+            found = the_call()
+            tool_input = found.get("input") if isinstance(found.get("input"), dict) else {}
             output = structured.get("outputFile") or _first(_AGENT_OUTPUT.search(text))
-            _upsert(state, agent_id, kind="agent", started=when or started, tool_use_id=block.get("tool_use_id"),
+            _upsert(state, agent_id, kind="agent", started=when or found.get("time"), tool_use_id=tool_use_id,
                     command=None, description=structured.get("description") or tool_input.get("description"),
-                    output_file=output, subagent=by)
+                    output_file=output, subagent=found.get("agent") or agent)
         return
     monitor = _MONITOR.search(text)
-    if name == "Monitor" or monitor:
+    if monitor or (structured.get("taskId") and "timeoutMs" in structured):
         task = structured.get("taskId") or (monitor.group(1) if monitor else None)
         if isinstance(task, str) and task:
+            found = the_call()
+            tool_input = found.get("input") if isinstance(found.get("input"), dict) else {}
             expires = None
             if isinstance(structured.get("timeoutMs"), (int, float)):
                 expires = (when or 0) + structured["timeoutMs"] / 1000
             elif monitor and monitor.group(2):
                 expires = (when or 0) + int(monitor.group(2)) * {"s": 1, "m": 60, "h": 3600}[monitor.group(3)]
-            _upsert(state, task, kind="monitor", started=when or started, tool_use_id=block.get("tool_use_id"),
+            _upsert(state, task, kind="monitor", started=when or found.get("time"), tool_use_id=tool_use_id,
                     command=tool_input.get("command"), description=tool_input.get("description"),
-                    output_file=None, subagent=by, watcher=True, expires=expires)
+                    output_file=None, subagent=found.get("agent") or agent, watcher=True, expires=expires)
         return
     stopped = _STOPPED.search(text)
-    if stopped or (name in STOP_TOOLS and (structured.get("task_id") or structured.get("shell_id"))
-                   and "Successfully" in str(structured.get("message", ""))):
-        task_id = stopped.group(1) if stopped else structured.get("task_id") or structured.get("shell_id")
-        _finish(state, task_id, "killed" if "killed shell" in text else "stopped", when)
+    if stopped:
+        _finish(state, stopped.group(1), "killed" if "killed shell" in text else "stopped", when)
         return
-    if name in POLL_TOOLS or "<status>" in text:
-        status = _first(_STATUS.search(text))
-        task_id = (tool_input.get("task_id") or tool_input.get("bash_id") or tool_input.get("shell_id")
-                   or _first(_TASK_ID_TAG.search(text)))
-        if isinstance(task_id, str) and status in FINAL:
+    if (structured.get("task_id") or structured.get("shell_id")) and "Successfully" in str(structured.get("message", "")):
+        _finish(state, structured.get("task_id") or structured.get("shell_id"), "stopped", when)
+        return
+    status = _first(_STATUS.search(text))
+    if status in FINAL:
+        task_id = _first(_TASK_ID_TAG.search(text))
+        if not task_id:
+            tool_input = the_call().get("input") or {}
+            task_id = tool_input.get("task_id") or tool_input.get("bash_id") or tool_input.get("shell_id")
+        if isinstance(task_id, str) and task_id:
             _finish(state, task_id, status, when)
     _notices(state, text, when)
 
@@ -265,11 +294,48 @@ def read(path: str, checkpoint_dir: str | None) -> State:
                     and saved["offset"] <= info.st_size):
                 state, offset = State.from_json(saved.get("state") or {}), saved["offset"]
         handle.seek(offset)
-        data = handle.read(max(0, info.st_size - offset))
-    end = data.rfind(b"\n") + 1  # a partial last line waits for its newline
-    for raw in data[:end].split(b"\n"):
-        if not raw.strip():
-            continue
+        remaining = max(0, info.st_size - offset)
+        consumed = 0
+        carry = b""
+        while remaining > 0:
+            block = handle.read(min(CHUNK, remaining))
+            if not block:
+                break
+            remaining -= len(block)
+            data = carry + block
+            end = data.rfind(b"\n") + 1  # a partial last line waits for its newline
+            state.resolve = _resolver(handle, data, offset + consumed, state)
+            _fold(state, data, end)
+            consumed += end
+            carry = data[end:]
+        state.resolve = None
+    offset += consumed
+    if len(state.pending) > MAX_PENDING:
+        for stale in list(state.pending)[: len(state.pending) - MAX_PENDING]:
+            del state.pending[stale]
+    end = consumed
+    if saved_path and end:
+        _save(saved_path, {"v": STATE_VERSION, "path": path, "ino": info.st_ino, "dev": info.st_dev,
+                           "head": head, "offset": offset, "state": state.to_json()})
+    return state
+
+
+def _fold(state: State, data: bytes, end: int) -> None:
+    """Apply every relevant complete line of data[:end], in file order."""
+    starts: set[int] = set()
+    for marker in _MARKERS:
+        found = data.find(marker, 0, end)
+        while found != -1:
+            start = data.rfind(b"\n", 0, found) + 1
+            starts.add(start)
+            stop = data.find(b"\n", found, end)
+            if stop == -1:
+                break
+            found = data.find(marker, stop, end)
+    for start in sorted(starts):
+        state.position = start
+        stop = data.find(b"\n", start, end)
+        raw = data[start:stop if stop != -1 else end]
         try:
             line = json.loads(raw.decode("utf-8", "replace"))
         except ValueError:
@@ -279,11 +345,48 @@ def read(path: str, checkpoint_dir: str | None) -> State:
                 apply_line(state, line)
             except (TypeError, AttributeError, ValueError, KeyError):
                 continue  # a line of an unexpected shape costs that line, never the reader
-    offset += end
-    if saved_path and end:
-        _save(saved_path, {"v": STATE_VERSION, "path": path, "ino": info.st_ino, "dev": info.st_dev,
-                           "head": head, "offset": offset, "state": state.to_json()})
-    return state
+
+
+def _resolver(handle, data: bytes, data_offset: int, state: State):
+    """Find the tool call with a given id, searching back from the result's line: in the
+    bytes at hand, else in the file just before them. Never more than LOOKBACK bytes."""
+
+    def find(source: bytes, tool_use_id: str, start: int, stop: int) -> int:
+        ident = tool_use_id.encode("utf-8", "surrogateescape")
+        # Claude Code writes compact JSON; a spaced form is accepted too
+        return max(source.rfind(b'"id":"' + ident + b'"', start, stop),
+                   source.rfind(b'"id": "' + ident + b'"', start, stop))
+
+    def resolve(tool_use_id: str) -> dict | None:
+        here = state.position
+        at = find(data, tool_use_id, max(0, here - NEAR), here)  # a call is usually just above
+        if at == -1 and here > NEAR:
+            at = find(data, tool_use_id, max(0, here - LOOKBACK), here - NEAR + 64)
+        source = data
+        if at == -1 and here < LOOKBACK and data_offset > 0:
+            window_start = max(0, data_offset - (LOOKBACK - here))
+            position = handle.tell()
+            handle.seek(window_start)
+            source = handle.read(data_offset - window_start)
+            handle.seek(position)
+            at = find(source, tool_use_id, 0, len(source))
+        if at == -1:
+            return None
+        start = source.rfind(b"\n", 0, at) + 1
+        stop = source.find(b"\n", at)
+        try:
+            line = json.loads(source[start:stop if stop != -1 else len(source)].decode("utf-8", "replace"))
+        except ValueError:
+            return None
+        message = line.get("message") if isinstance(line, dict) else None
+        for block in (message.get("content") if isinstance(message, dict) else None) or ():
+            if isinstance(block, dict) and block.get("id") == tool_use_id and block.get("type") == "tool_use":
+                agent = line.get("agentId") if isinstance(line.get("agentId"), str) else None
+                return {"name": block.get("name"), "input": block.get("input") or {}, "time": _time(line),
+                        "agent": agent}
+        return None
+
+    return resolve
 
 
 def _regular(info) -> bool:
