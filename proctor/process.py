@@ -104,6 +104,9 @@ def run_shell(command: str, cwd: str, timeout: float | None, sink: Callable[[byt
             if not chunk:
                 break
             sink(chunk)
+    except BaseException:
+        kill_group(proc)  # interrupted (Ctrl-C, SIGTERM): the target goes with proctor
+        raise
     finally:
         selector.close()
         if exit_fd is not None:

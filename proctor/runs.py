@@ -85,13 +85,17 @@ def run_target(ws: Workspace, name: str, caller: Caller, echo: BinaryIO | None) 
                 pass  # nobody is reading the echo; the record still gets every byte
 
     started = now()
+    previous = _raise_on_sigterm()
     try:
-        finished = run_shell(target.command, cwd, target.timeout, sink, env)
-    except BaseException:
-        pending.put(None)
-        recorder.join()
-        writer.abandon()
-        raise
+        try:
+            finished = run_shell(target.command, cwd, target.timeout, sink, env)
+        except BaseException:
+            pending.put(None)
+            recorder.join()
+            writer.abandon()
+            raise
+    finally:
+        _restore_sigterm(previous)
     pending.put(None)
     recorder.join()
     ended = now()
@@ -117,6 +121,32 @@ def run_target(ws: Workspace, name: str, caller: Caller, echo: BinaryIO | None) 
     run["duration_seconds"] = round(ended - started, 3)
     run["pipe_held"] = finished.pipe_held
     return run
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM while a target runs: unwinds so the target's process group is ended too."""
+
+
+def _raise_on_sigterm():
+    import signal
+
+    def handler(signum, frame):
+        raise Terminated()
+
+    try:
+        return signal.signal(signal.SIGTERM, handler)
+    except ValueError:
+        return None  # not the main thread: leave signals alone
+
+
+def _restore_sigterm(previous) -> None:
+    import signal
+
+    if previous is not None:
+        try:
+            signal.signal(signal.SIGTERM, previous)
+        except ValueError:
+            pass
 
 
 def by_ref(conn: sqlite3.Connection, ref: str) -> list[dict]:

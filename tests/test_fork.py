@@ -387,9 +387,13 @@ def test_lease_sources(repo, proctor):
     assert proctor("job", "exec", "j").code == 0
     bound = fork(proctor, "k", "--criteria", "x", "--check", "test")
     assert bound.code == 1 and "from marker" in bound.err
-    # An explicit --lease outranks it; BAGGAGE comes before the binding.
+    # An explicit --lease outranks it; a BAGGAGE claim that disagrees with the record loses.
     flagged = fork(proctor, "k", "--criteria", "x", "--check", "test", "--lease", "k")
     assert flagged.code == 1 and "from flag" in flagged.err
+    contested = fork(proctor, "k", "--criteria", "x", "--check", "test", env={"BAGGAGE": "proctor.lease=k"})
+    assert contested.code == 1 and "lease j, from contested" in contested.err
+    # with no record, the claim answers
+    assert proctor("job", "exit", "j").code == 0
     env = fork(proctor, "k", "--criteria", "x", "--check", "test", env={"BAGGAGE": "proctor.lease=k"})
     assert env.code == 1 and "criteria" in env.err and "from env" in env.err
     unknown = fork(proctor, "k", "--check", "test", "--lease", "nope")

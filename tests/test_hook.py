@@ -383,3 +383,61 @@ def test_corrupt_store_fails_open(ws):
     with open(path, "wb") as handle:
         handle.write(b"garbage" * 1000)
     assert hook(event(ws, "Bash", {"command": "echo > src/b.py"}), env=LEASED) == {}
+
+
+def test_entry_for_a_leased_writer_and_refused_writes_consume_nothing(ws):
+    api.fork({"id": "P", "write_paths": ["src/c.py", "src/d.py"], "check": "test"}, cwd=ws)
+    api.fork({"id": "P/K", "parent": "P", "write_paths": ["src/d.py"], "check": "test"}, cwd=ws)
+    api.fork({"id": "P/K", "enter": "src/d.py"}, cwd=ws, environ={"BAGGAGE": "proctor.lease=P"})
+    env = {"BAGGAGE": "proctor.lease=P"}
+    # refused for another reason (a path outside P as well): the entry stays open
+    both = hook(event(ws, "Bash", {"command": "touch src/d.py README"}), env=env)
+    assert denied(both, "lease-write-scope")
+    row = {r["id"]: r for r in api.ls_jobs(cwd=ws)["jobs"]}["P/K"]
+    assert row["entries"][0]["consumed"] is None
+    assert hook(event(ws, "Write", {"file_path": os.path.join(ws, "src/d.py")}), env=env) == {}
+    row = {r["id"]: r for r in api.ls_jobs(cwd=ws)["jobs"]}["P/K"]
+    assert row["entries"][0]["consumed"]
+    assert denied(hook(event(ws, "Write", {"file_path": os.path.join(ws, "src/d.py")}), env=env),
+                  "lease-foreign-path")
+
+
+def test_store_refuses_widening_and_unreadable_records(ws):
+    fork = lambda cmd, **kw: hook(event(ws, "Bash", {"command": cmd}, **kw), env=LEASED)  # noqa: E731
+    assert denied(fork("proctor job fork feat --write-paths src/a.py,src/b.py"), "lease-store")
+    assert denied(fork("proctor job fork kid --parent feat --write-paths src/b.py --check test"), "lease-store")
+    assert denied(fork("cat rec.json | proctor job fork --stdin"), "lease-store")
+    assert fork("proctor job fork feat --write-paths src/gen/x.py") == {}, "narrowing by containment"
+
+
+def test_unbound_checkout_allows_only_read_only_children(ws):
+    post = event(ws, "Agent", {"prompt": "lease: feat\ngo", "description": "x"}, name="PostToolUse",
+                 tool_response={"status": "async_launched", "agentId": "a1"})
+    assert hook(post) == {}
+    kid = hook(event(ws, "Bash", {"command": "proctor job fork kid --parent feat --write-paths src/a.py --check test"},
+                     agent_id="a1"))
+    assert denied(kid, "lease-store") and "bound to nobody" in reason(kid)
+    assert hook(event(ws, "Bash", {"command": "proctor job fork look --parent feat --read-only"}, agent_id="a1")) == {}
+
+
+def test_options_are_not_read_as_names(ws):
+    assert denied(hook(event(ws, "Bash", {"command": "proctor run -o json ci"}), env=LEASED), "lease-gate")
+    assert denied(hook(event(ws, "Bash", {"command": "proctor run --lease x ci"}), env=LEASED), "lease-gate")
+    assert hook(event(ws, "Bash", {"command": "proctor job exec -o json feat"}, session="w5")) == {}
+    answer = hook(event(ws, "Bash", {"command": "echo > src/b.py"}, session="w5"))
+    assert denied(answer, "lease-write-scope") and "from agent" in reason(answer)
+
+
+def test_refused_exec_binds_nobody(ws, tmp_path):
+    wt = str(tmp_path / "wt")
+    git(ws, "worktree", "add", "-q", "-b", "wt", wt)
+    api.exec_job("feat", cwd=wt)
+    assert hook(event(ws, "Bash", {"command": "proctor job exec feat"}, session="sZ")) == {}
+    answer = hook(event(ws, "Write", {"file_path": os.path.join(ws, "src/a.py")}, session="sZ"))
+    assert "lease-unattributed" in reason(answer), "not bound to a job taken elsewhere"
+
+
+def test_symlinked_write_is_judged_where_it_leads(ws):
+    os.symlink("b.py", os.path.join(ws, "src", "a.py"))
+    answer = hook(event(ws, "Bash", {"command": "echo pwned > src/a.py"}), env=LEASED)
+    assert denied(answer, "lease-write-scope") and "src/b.py" in reason(answer)

@@ -149,3 +149,23 @@ def test_large_output_is_recorded_whole(targets_repo, proctor, tmp_path):
     assert record["output_bytes"] == big.stat().st_size
     import hashlib
     assert record["output_ref"] == "sha256:" + hashlib.sha256(big.read_bytes()).hexdigest()
+
+
+def test_interrupted_run_ends_its_target(targets_repo, tmp_path):
+    import signal
+    import subprocess
+    import sys
+    with open(os.path.join(targets_repo, "proctor.toml"), "a") as handle:
+        handle.write('[targets.hang]\ncommand = "sleep 300 & echo $! > hang.pid; wait"\n')
+    proc = subprocess.Popen([sys.executable, "-m", "proctor", "run", "hang"], cwd=targets_repo,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    pid_file = os.path.join(targets_repo, "hang.pid")
+    deadline = time.monotonic() + 20
+    while not os.path.exists(pid_file) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 2 and b"Traceback" not in err
+    with open(pid_file) as handle:
+        assert not _alive(int(handle.read()))

@@ -83,3 +83,44 @@ def test_parse_commands():
     commands, nested = parse("A=1 ls -l && echo $(date) | tee x &")
     assert [c.argv for c in commands] == [["A=1", "ls", "-l"], ["echo", "$(date)"], ["tee", "x"]]
     assert commands[-1].background and nested == ["date"]
+
+
+@pytest.mark.parametrize("script, expected", [
+    ("echo x >& src/b.py", ["/r/src/b.py"]),
+    ("echo x 2>&1", []),
+    ("bash <<'EOF'\necho x > src/b.py\nEOF", ["/r/src/b.py"]),
+    ("timeout -s KILL 60 rm gone", ["/r/gone"]),
+    ("env -u FOO rm x", ["/r/x"]),
+    ("ionice -c 3 rm y", ["/r/y"]),
+    ("flock /tmp/l tee src/b.py", ["/r/src/b.py"]),
+    ("git checkout HEAD src/b.py", ["/r/src/b.py"]),
+    ("git -C src checkout -- a.py", ["/r/src/a.py"]),
+    ("(cd src); echo x > a.py", ["/r/a.py"]),
+    ("(cd src && echo x > a.py)", ["/r/src/a.py"]),
+    ("pushd src && touch p.txt && popd && touch q.txt", ["/r/src/p.txt", "/r/q.txt"]),
+    ("cp -rt src a b", ["/r/src/a", "/r/src/b"]),
+    ("apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: src/b.py\n@@\n-x\n+y\n*** End Patch\nEOF", ["/r/src/b.py"]),
+    ("git checkout -b feature", []),
+    ("git stash list", []),
+    ("git reset HEAD~1", []),
+])
+def test_writes_the_review_found(script, expected):
+    assert writes(script, "/r").paths == expected
+
+
+@pytest.mark.parametrize("script", [
+    "echo 'rm src/b.py' | sh",
+    "c=rm; $c src/b.py",
+    'sh -c "$X"',
+    "echo src/b.py | xargs rm",
+    "xargs rm < list",
+    "find . -name b.py -delete",
+    "git reset --hard",
+    "git stash",
+    "git checkout main",
+    "git apply fix.patch",
+    "D=src; cd $D && echo x > a.py",
+    "eval \"$CMD\"",
+])
+def test_writes_proctor_cannot_name_are_unknown(script):
+    assert writes(script, "/r").unknown, script

@@ -332,3 +332,71 @@ def test_wait_json(world, proctor):
     payload = waited.json()
     assert payload["state"] == "pass" and payload["grade"]["verdict"] == "pass"
     assert payload["grade"]["footprint"]["src/a.py"]["new"] == [[1, 1]]
+
+
+def test_goal_paths_outside_the_repository_are_refused(world, proctor):
+    root, holder = world
+    for path in ("../../etc/passwd", "/etc"):
+        refused = proctor("job", "fork", "--stdin", stdin=json.dumps(
+            {"id": "g", "write_paths": ["a.py"], "goals": [{"id": "x", "paths": [path], "expect": "absent"}]}))
+        assert refused.code == 1 and "PRC3041" in refused.err
+
+
+def test_retake_keeps_the_base(world, proctor):
+    root, holder = world
+    fork(proctor, base_job())
+    first = proctor("job", "exec", "feat", cwd=holder, env={}).code
+    assert first == 0
+    write(os.path.join(holder, "src", "a.py"), "edited\n")
+    again = proctor("job", "exec", "feat", cwd=holder)
+    assert again.code == 0 and "diverges" not in again.out
+    row = {r["id"]: r for r in proctor("ls", "jobs", "-o", "json").json()["jobs"]}["feat"]
+    assert row["base_diverges"] is False and "+" not in row["base"]
+
+
+def test_handed_dirty_work_is_not_the_holders(world, proctor):
+    root, holder = world
+    write(os.path.join(root, "src", "a.py"), "x = 1\nok = 'already, uncommitted'\n")
+    fork(proctor, base_job(id="lazy"))
+    assert proctor("job", "exec", "lazy").code == 0
+    run(proctor, "test", root)
+    assert file_result(proctor, "lazy", root, changed_paths=[]).code == 0
+    reasons = _rejected(proctor, "lazy")
+    assert any(r.startswith("rule non-empty: nothing changed") for r in reasons), \
+        "the uncommitted edit it was handed is not its work"
+
+
+def test_check_run_must_be_the_declared_command(world, proctor):
+    root, holder = world
+    _take_and_edit(proctor, holder, files={"src/a.py": "ok\n"})
+    toml = os.path.join(holder, "proctor.toml")
+    original = open(toml).read()
+    with open(toml, "w") as handle:
+        handle.write(original.replace('command = "test -f src/a.py && grep -q ok src/a.py"', 'command = "true"'))
+    assert run(proctor, "test", holder)["exit_code"] == 0
+    with open(toml, "w") as handle:
+        handle.write(original)
+    assert file_result(proctor, "feat", holder, changed_paths=["src/a.py"]).code == 0
+    reasons = _rejected(proctor)
+    assert any('goal "check": run' in r and "ran `true`" in r for r in reasons)
+
+
+def test_check_run_must_see_the_final_tree(world, proctor):
+    root, holder = world
+    _take_and_edit(proctor, holder, files={"src/a.py": "ok\n"})
+    assert run(proctor, "test", holder)["exit_code"] == 0
+    import time as _time
+    _time.sleep(0.05)
+    write(os.path.join(holder, "src", "b.py"), "later\n")
+    assert file_result(proctor, "feat", holder, changed_paths=["src/a.py", "src/b.py"]).code == 0
+    reasons = _rejected(proctor)
+    assert any("src/b.py changed after run" in r for r in reasons)
+
+
+def test_claim_cannot_undo_the_one_way_rule(world, proctor):
+    root, holder = world
+    fork(proctor, base_job())
+    fork(proctor, {"id": "other", "write_paths": ["src/z.py"], "check": "lint"})
+    assert proctor("job", "exec", "feat", cwd=holder).code == 0
+    second = proctor("job", "exec", "other", cwd=holder, env={"BAGGAGE": "proctor.lease=other"})
+    assert second.code == 1 and "PRC3049" in second.err and "contested" in second.err

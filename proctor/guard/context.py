@@ -75,6 +75,7 @@ class Context:
             self._store = Store(self.state_dir)
             self.conn = self._store.conn
         self.pending: list = []  # callables run in one write transaction after judging
+        self.allowed_only: list = []  # the same, dropped when the verdict denies
         self.baggage = baggage(environ)
         self.lease, self.lease_from = self._resolve_lease(flag_lease)
         self.job: dict | None = None
@@ -140,8 +141,12 @@ class Context:
     # -- the call, resolved --------------------------------------------------------------------
 
     def rel(self, path: str) -> str | None:
-        """`path` relative to the repository root, or None when it lies outside."""
+        """`path` relative to the repository root, or None when it lies outside. A path through a
+        symbolic link is judged where it leads: writing src/a.py that links to src/b.py writes b."""
         full = os.path.normpath(path if os.path.isabs(path) else os.path.join(self.cwd, path))
+        real = os.path.realpath(full)
+        if real != full:
+            full = real
         for base in (self.root, self.checkout.root):
             if full == base:
                 return "."
@@ -174,6 +179,21 @@ class Context:
 
     def commands(self) -> list[list[str]]:
         return self.shell_writes.commands
+
+    @staticmethod
+    def positional(args: list[str]) -> list[str]:
+        """A proctor command's positional arguments: options and their values left out."""
+        takes_value = {"-o", "--output", "--lease", "--criteria", "--write-paths", "--deny-paths", "--read-paths",
+                       "--check", "--parent", "--depends-on", "--timeout", "--model", "--checkpoint", "--host"}
+        out, skip = [], False
+        for arg in args:
+            if skip:
+                skip = False
+            elif arg in takes_value:
+                skip = True
+            elif not arg.startswith("-"):
+                out.append(arg)
+        return out
 
     def proctor_commands(self) -> list[list[str]]:
         """Each `proctor ...` (or `python -m proctor ...`) in the call, as its arguments."""
@@ -216,6 +236,10 @@ class Context:
 
     def later(self, action) -> None:
         self.pending.append(action)
+
+    def if_allowed(self, action) -> None:
+        """A record to write only when the verdict lets the call through."""
+        self.allowed_only.append(action)
 
     def flush(self) -> None:
         """Write the queued records. A repository with no store gets none: the hook, wired

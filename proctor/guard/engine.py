@@ -77,6 +77,7 @@ def evaluate(call: Call, flag_lease: str | None, environ) -> Verdict:
                 findings.append((rule.NAME, level, message))
         verdict = Verdict(findings, ctx.lease, ctx.lease_from)
         if call.event == PRE_TOOL and verdict.decision != DENY:
+            ctx.pending.extend(ctx.allowed_only)
             _bind_exec(ctx)
         _record_session(ctx, verdict)
         ctx.flush()
@@ -126,13 +127,17 @@ def _bind_exec(ctx) -> None:
     call = ctx.call
     if not (call.session or call.subagent):
         return  # a caller with no ids is bound by the checkout's record, which exec itself writes
+    import os
+
     for argv in ctx.proctor_commands():
         if argv[:2] != ["job", "exec"]:
             continue
-        job = next((a for a in argv[2:] if not a.startswith("-")), None)
+        job = next(iter(ctx.positional(argv[2:])), None)
         row = ctx.job_row(job) if job else None
         if row is None or row["state"] not in ("declared", "running"):
             continue
+        if row["state"] == "running" and os.path.realpath(row.get("checkout_root") or "/nonexistent") != ctx.root:
+            continue  # taken in another checkout: the store refuses this exec
         if ctx.job is not None and ctx.job["id"] != job and ctx.job["state"] in ("declared", "running"):
             continue  # one-way while the held job is in flight; the store refuses the exec
 

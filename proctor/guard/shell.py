@@ -45,12 +45,14 @@ class Word:
 class Command:
     """One simple command: its words and its redirections `(operator, target Word)`."""
 
-    __slots__ = ("words", "redirects", "background")
+    __slots__ = ("words", "redirects", "background", "depth", "stdin_script")
 
-    def __init__(self) -> None:
+    def __init__(self, depth: int = 0) -> None:
         self.words: list[Word] = []
         self.redirects: list[tuple[str, Word]] = []
         self.background = False
+        self.depth = depth  # how many ( ) subshells enclose it: a cd inside one ends with it
+        self.stdin_script: str | None = None  # its here-document, when it has one
 
     @property
     def argv(self) -> list[str]:
@@ -263,7 +265,8 @@ def parse(script: str) -> tuple[list[Command], list[str]]:
 def _parse_all(script: str) -> tuple[list[Command], list[str], list[str]]:
     lexer = _Lexer(script)
     commands: list[Command] = []
-    current = Command()
+    depth = 0
+    current = Command(depth)
     tokens = _tokens_with_heredocs(lexer)
     i = 0
     while i < len(tokens):
@@ -273,7 +276,11 @@ def _parse_all(script: str) -> tuple[list[Command], list[str], list[str]]:
                 if value == "&":
                     current.background = True
                 commands.append(current)
-            current = Command()
+            if value == "(":
+                depth += 1
+            elif value == ")":
+                depth = max(0, depth - 1)
+            current = Command(depth)
         elif kind == "redir":
             target = tokens[i + 1][1] if i + 1 < len(tokens) and tokens[i + 1][0] == "word" else Word("", True, False)
             current.redirects.append((value, target))  # type: ignore[arg-type]
@@ -283,6 +290,11 @@ def _parse_all(script: str) -> tuple[list[Command], list[str], list[str]]:
         i += 1
     if current.words or current.redirects:
         commands.append(current)
+    bodies = iter(lexer.heredoc_bodies)
+    for command in commands:
+        for op, _target in command.redirects:
+            if op in ("<<", "<<-"):
+                command.stdin_script = next(bodies, None)
     return commands, lexer.nested, lexer.heredoc_bodies
 
 
@@ -357,7 +369,7 @@ def writes(script: str, cwd: str, depth: int = 0) -> Writes:
     return found
 
 
-def _collect(script: str, cwd: str, found: Writes, depth: int) -> None:
+def _collect(script: str, cwd: str | None, found: Writes, depth: int) -> None:
     if depth > 4:
         found.unknown.append("shell nested too deeply to read")
         return
@@ -369,30 +381,107 @@ def _collect(script: str, cwd: str, found: Writes, depth: int) -> None:
     found.heredocs.extend(heredocs)
     for inner in nested:
         _collect(inner, cwd, found, depth + 1)
+    # The directory each subshell level resolves against: a cd inside ( ) ends with it.
+    cwds: dict[int, str | None] = {0: cwd}
+    dirs: list[str | None] = []
     for command in commands:
+        for level in [k for k in cwds if k > command.depth]:
+            del cwds[level]
+        here = cwds.get(command.depth, cwds[max(cwds)])
         for op, target in command.redirects:
             if op in (">", ">>", ">|", "&>", "&>>", "<>"):
-                _add(found, target, cwd, f"redirection {op}")
+                _add(found, target, here, f"redirection {op}")
+            elif op == ">&" and not (target.text.isdigit() or target.text == "-"):
+                _add(found, target, here, "redirection >&")
         argv_words = _strip_wrappers(command.words)
+        wrappers = [os.path.basename(w.text) for w in command.words[: len(command.words) - len(argv_words)]]
         if not argv_words:
             continue
         found.commands.append([w.text for w in argv_words])
         found.simple.append(([w.text for w in command.words], [w.text for w in argv_words], command.background))
+        if argv_words[0].dynamic:
+            found.unknown.append(f"a command named by an expansion ({argv_words[0].text})")
+            continue
         name = os.path.basename(argv_words[0].text)
         args = argv_words[1:]
-        if name == "cd":
-            if args and not args[0].dynamic:
-                cwd = _resolve(args[0].text, cwd)
+        if name in ("cd", "pushd"):
+            if name == "pushd":
+                dirs.append(here)
+            target = args[0] if args else None
+            if target is None:
+                new = os.path.expanduser("~")
+            elif target.dynamic or here is None:
+                new = None  # later relative paths cannot be named
+            else:
+                new = _resolve(target.text, here)
+            cwds[command.depth] = new
+            continue
+        if name == "popd":
+            cwds[command.depth] = dirs.pop() if dirs else None
+            continue
+        if "xargs" in wrappers and name in _WRITERS:
+            found.unknown.append(f"{name} run by xargs on names read from its input")
             continue
         if name in _SHELLS or name == "eval":
             script_text = _inline_script(name, args)
             if script_text is not None:
-                _collect(script_text, cwd, found, depth + 1)
+                if script_text is _DYNAMIC:
+                    found.unknown.append(f"{name} -c with a script built from an expansion")
+                else:
+                    _collect(script_text, here, found, depth + 1)
+            elif name in _SHELLS and not _operands(args):
+                if command.stdin_script is not None:
+                    _collect(command.stdin_script, here, found, depth + 1)
+                else:
+                    found.unknown.append(f"a script fed to {name} on its standard input")
+            continue
+        if name == "apply_patch":
+            for path in _patch_paths(command.stdin_script or " ".join(w.text for w in args)):
+                _add(found, Word(path, False, False), here, "apply_patch")
+            continue
+        if name == "find":
+            if any(w.text in ("-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprintf", "-fls")
+                   for w in args):
+                found.unknown.append("find with -delete or -exec")
+            continue
+        if name == "git":
+            _git(found, args, here)
             continue
         reader = _WRITERS.get(name)
         if reader is not None:
             for word, what in reader(args):
-                _add(found, word, cwd, what)
+                _add(found, word, here, what)
+
+
+_DYNAMIC = object()
+
+
+def _patch_paths(patch: str) -> list[str]:
+    """Files an apply_patch body touches (`*** Update File: path`, Add, Delete, Move to)."""
+    paths = []
+    for line in patch.splitlines():
+        for marker in ("*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: "):
+            if line.startswith(marker) and line[len(marker):].strip():
+                paths.append(line[len(marker):].strip())
+    return paths
+
+
+# Each wrapper's options that take a value, so the value is not read as the wrapped command.
+_WRAPPER_VALUES = {
+    "env": {"-u", "--unset", "-C", "--chdir", "-S", "--split-string"},
+    "sudo": {"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "--user", "--group"},
+    "doas": {"-u", "-C"},
+    "nice": {"-n", "--adjustment"},
+    "timeout": {"-s", "--signal", "-k", "--kill-after"},
+    "stdbuf": {"-i", "-o", "-e", "--input", "--output", "--error"},
+    "xargs": {"-I", "-n", "-P", "-d", "-a", "-E", "-L", "-s", "--max-args", "--max-procs", "--delimiter",
+              "--arg-file", "--replace"},
+    "ionice": {"-c", "-n", "-p", "-P", "-u", "--class", "--classdata"},
+    "flock": {"-w", "-E", "--timeout", "--conflict-exit-code"},
+    "watch": {"-n", "--interval", "-d"},
+    "strace": {"-o", "-e", "-p", "-s", "-u", "-E"},
+    "ltrace": {"-o", "-e", "-p", "-s", "-u"},
+}
 
 
 def _strip_wrappers(words: list[Word]) -> list[Word]:
@@ -406,44 +495,45 @@ def _strip_wrappers(words: list[Word]) -> list[Word]:
             i += 1  # VAR=value prefix
             continue
         base = os.path.basename(text)
-        if base in _WRAPPERS:
-            i += 1
-            # the wrapper's own options and operands, up to the wrapped command
-            while i < len(words):
-                option = words[i].text
-                if base == "timeout" and option[:1].isdigit():
-                    i += 1
-                    break
-                if base == "env" and "=" in option and not option.startswith("-"):
-                    i += 1
-                    continue
-                if base == "nice" and option == "-n" and i + 1 < len(words):
-                    i += 2
-                    continue
-                if base in ("sudo", "doas") and option in ("-u", "-g", "-C", "-D") and i + 1 < len(words):
-                    i += 2
-                    continue
-                if base == "flock" and not option.startswith("-"):
-                    i += 1  # the lock file
-                    continue
-                if option.startswith("-") and option != "--":
-                    i += 1
-                    continue
-                if option == "--":
-                    i += 1
+        if base not in _WRAPPERS:
+            break
+        i += 1
+        values = _WRAPPER_VALUES.get(base, set())
+        # the wrapper's own options and operands, up to the wrapped command
+        while i < len(words):
+            option = words[i].text
+            if option == "--":
+                i += 1
                 break
-            continue
-        break
+            if option in values:
+                i += 2
+                continue
+            if option.startswith("-") and len(option) > 1:
+                i += 1
+                continue
+            if base == "env" and "=" in option:
+                i += 1
+                continue
+            if base == "timeout" and option[:1].isdigit():
+                i += 1  # the duration; the command follows
+                break
+            if base == "flock":
+                i += 1  # the lock file; the command follows
+                break
+            break
     return words[i:]
 
 
-def _inline_script(name: str, args: list[Word]) -> str | None:
+def _inline_script(name: str, args: list[Word]):
+    """The script of `sh -c SCRIPT` or `eval ...`; _DYNAMIC when it is built from an expansion."""
     if name == "eval":
+        if any(w.dynamic for w in args):
+            return _DYNAMIC
         return " ".join(w.text for w in args)
     for index, word in enumerate(args):
         if word.text == "-c" or (word.text.startswith("-") and not word.text.startswith("--") and "c" in word.text[1:]):
             if index + 1 < len(args):
-                return args[index + 1].text
+                return _DYNAMIC if args[index + 1].dynamic else args[index + 1].text
     return None
 
 
@@ -470,7 +560,8 @@ def _operands(args: list[Word], takes_value: frozenset = frozenset()) -> list[Wo
 
 def _target_dir_option(args: list[Word]) -> Word | None:
     for index, word in enumerate(args):
-        if word.text in ("-t", "--target-directory") and index + 1 < len(args):
+        short_t = word.text.startswith("-") and not word.text.startswith("--") and word.text.endswith("t")
+        if (word.text in ("-t", "--target-directory") or short_t) and index + 1 < len(args):
             return args[index + 1]
         if word.text.startswith("--target-directory="):
             return Word(word.text.split("=", 1)[1], word.dynamic, word.quoted)
@@ -479,8 +570,9 @@ def _target_dir_option(args: list[Word]) -> Word | None:
 
 def _copy_like(removes_sources: bool):
     def read(args: list[Word]) -> list[tuple[Word, str]]:
-        operands = _operands(args, frozenset(("-t", "--target-directory", "-S", "--suffix", "-m", "-o", "-g")))
         target_dir = _target_dir_option(args)
+        operands = [w for w in _operands(args, frozenset(("-t", "--target-directory", "-S", "--suffix", "-m", "-o", "-g")))
+                    if w is not target_dir]
         out: list[tuple[Word, str]] = []
         if target_dir is not None:
             sources, destination = operands, target_dir
@@ -542,25 +634,60 @@ def _dd(args: list[Word]) -> list[tuple[Word, str]]:
     return [(Word(w.text[3:], w.dynamic, w.quoted), "dd of=") for w in args if w.text.startswith("of=")]
 
 
-def _git(args: list[Word]) -> list[tuple[Word, str]]:
+_GIT_TREE_WIDE = {
+    "reset": "git reset", "stash": "git stash", "clean": "git clean", "apply": "git apply", "am": "git am",
+    "merge": "git merge", "rebase": "git rebase", "pull": "git pull", "cherry-pick": "git cherry-pick",
+    "revert": "git revert", "switch": "git switch",
+}
+_GIT_READ_SUBCOMMANDS = {"stash": ("list", "show"), "reset": ("--soft", "-q")}
+
+
+def _git(found: Writes, args: list[Word], cwd: str | None) -> None:
     words = list(args)
-    while words and words[0].text.startswith("-"):  # git -C dir / -c k=v
-        words = words[2:] if words[0].text in ("-C", "-c") else words[1:]
+    while words and words[0].text.startswith("-"):  # git -C dir, git -c key=value
+        if words[0].text == "-C" and len(words) > 1:
+            cwd = None if words[1].dynamic or cwd is None else _resolve(words[1].text, cwd)
+            words = words[2:]
+        elif words[0].text == "-c":
+            words = words[2:]
+        else:
+            words = words[1:]
     if not words:
-        return []
+        return
     sub, rest = words[0].text, words[1:]
-    if sub == "checkout":
-        texts = [w.text for w in rest]
+    texts = [w.text for w in rest]
+    if sub in ("checkout", "restore"):
         if "--" in texts:
-            return [(w, "git checkout --") for w in rest[texts.index("--") + 1:]]
-        return []
-    if sub == "restore":
-        return [(w, "git restore") for w in _operands(rest, frozenset(("-s", "--source")))]
+            for word in rest[texts.index("--") + 1:]:
+                _add(found, word, cwd, f"git {sub} --")
+            return
+        operands = _operands(rest, frozenset(("-b", "-B", "--orphan", "-s", "--source", "--conflict")))
+        if sub == "restore":
+            for word in operands:
+                _add(found, word, cwd, "git restore")
+        elif any(t in ("-b", "-B", "--orphan") for t in texts) and len(operands) <= 1:
+            return  # a new branch where HEAD is: the tree stays as it is
+        elif len(operands) >= 2:
+            for word in operands[1:]:
+                _add(found, word, cwd, "git checkout <rev> path")
+        elif operands:
+            found.unknown.append(f"git checkout {operands[0].text} rewrites the work tree")
+        return
     if sub == "rm":
-        return [(w, "git rm") for w in _operands(rest)]
+        for word in _operands(rest, frozenset(("--pathspec-from-file",))):
+            _add(found, word, cwd, "git rm")
+        return
     if sub == "mv":
-        return _copy_like(True)(rest)
-    return []
+        for word, what in _copy_like(True)(rest):
+            _add(found, word, cwd, what)
+        return
+    if sub in _GIT_TREE_WIDE:
+        harmless = _GIT_READ_SUBCOMMANDS.get(sub, ())
+        if sub == "reset" and not any(t in ("--hard", "--merge", "--keep") for t in texts):
+            return  # moves HEAD and the index, not the files
+        if texts[:1] and texts[0] in harmless:
+            return
+        found.unknown.append(f"{_GIT_TREE_WIDE[sub]} rewrites files across the work tree")
 
 
 _WRITERS = {
@@ -582,7 +709,6 @@ _WRITERS = {
     "sed": _sed,
     "perl": _perl,
     "dd": _dd,
-    "git": _git,
 }
 
 
@@ -591,13 +717,16 @@ def _resolve(text: str, cwd: str) -> str:
     return os.path.normpath(path if os.path.isabs(path) else os.path.join(cwd, path))
 
 
-def _add(found: Writes, word: Word, cwd: str, what: str) -> None:
+def _add(found: Writes, word: Word, cwd: str | None, what: str) -> None:
     if word.dynamic or not word.text:
         found.unknown.append(f"{what} to {word.text or 'an unnamed target'}")
         return
     if word.text.startswith("&") or word.text in _DEVICES or word.text.startswith("/dev/fd/"):
         return
-    path = _resolve(word.text, cwd)
+    if cwd is None and not os.path.isabs(os.path.expanduser(word.text)):
+        found.unknown.append(f"{what} to {word.text}, after a cd proctor cannot follow")
+        return
+    path = _resolve(word.text, cwd or "/")
     if what.startswith(_INTO_IF_DIR) and os.path.isdir(path):
         path = os.path.join(path, what[len(_INTO_IF_DIR):])
     if path not in found.paths:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
-import stat
 
 from proctor import config as config_mod
 from proctor import errors, trail
@@ -80,25 +79,7 @@ def release_digest(root: str, claim: jpaths.Claim) -> str:
             h.update(rel.encode("utf-8", "surrogateescape") + b"\0")
             h.update(release_digest(root, jpaths.Claim(rel)).encode() + b"\0")
         return "sha256:" + h.hexdigest()
-    full = os.path.join(root, claim.path)
-    try:
-        info = os.stat(full)
-    except FileNotFoundError:
-        return "unreadable" if os.path.islink(full) else "absent"
-    except OSError:
-        return "unreadable"
-    if stat.S_ISDIR(info.st_mode):
-        return "dir"
-    if not stat.S_ISREG(info.st_mode):
-        return "unreadable"  # a socket, FIFO or device: there, and no content to hash
-    try:
-        h = hashlib.sha256()
-        with open(full, "rb") as handle:
-            while chunk := handle.read(1 << 20):
-                h.update(chunk)
-        return "sha256:" + h.hexdigest()
-    except OSError:
-        return "unreadable"
+    return vcs_checkpoint.file_digest(os.path.join(root, claim.path))
 
 
 def _glob_files(root: str, pattern: str) -> list[str]:
@@ -184,6 +165,19 @@ def fork(ws: Workspace, record_in: dict, caller: Caller) -> dict:
     root = os.path.realpath(ws.root)
     reasons: list[tuple[str, str]] = []
     parsed = parse_claims(ws, record, job_id, reasons)
+    for goal in record.get("goals") or ():
+        if goal["kind"] != "paths":
+            continue
+        normalized = []
+        for path in goal["paths"]:
+            rel = jpaths.normalize(path[2:] if path.startswith("./") else path, ws.root)
+            if rel is None:
+                reasons.append((errors.PATH_OUTSIDE_REPO,
+                    f"refused fork of {job_id}: goal {goal['id']!r} names {path!r}, outside the repository "
+                    f"{ws.root}; a paths goal examines the job's own tree"))
+            else:
+                normalized.append(rel)
+        goal["paths"] = normalized
     for claim in parsed.get("write_paths", []):
         if claim.declaration and not claim.glob and diff_driver(ws.root, claim.path) is None:
             reasons.append((errors.CLAIM_UNGRADABLE,
@@ -269,6 +263,8 @@ def _new_row(ws: Workspace, record: dict, existing: dict | None, caller: Caller,
     else:
         taken = vcs_checkpoint.take(ws.root)
         job["checkpoint"] = taken.name if taken.revision else None
+        if taken.dirty and taken.revision:
+            job["handed"] = vcs_checkpoint.handed_digests(ws.root)
     # A replacement keeps a live job's state and where it was taken unless the record says.
     if record.get("state"):
         job["state"] = record["state"]

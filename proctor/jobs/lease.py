@@ -62,18 +62,23 @@ def resolve(conn: sqlite3.Connection | None, root: str, flag: str | None = None,
     user = _user()
     if flag:
         return Caller(check_job_id(flag, "--lease"), "flag", user)
+    claim = None
     baggage = env.get("BAGGAGE")
     if baggage:
-        lease = parse_baggage(baggage).get(BAGGAGE_KEY)
-        if lease:
-            return Caller(check_job_id(lease, "BAGGAGE proctor.lease"), "env", user)
-    if conn is not None:
-        # A checkout's binding holds only while its job is in flight (declared or running):
-        # once the holder exited, or the job ended, the checkout is free and the next exec
-        # takes the next job.
-        bound = rows.bound_job(conn, checkout_scope(root))
-        if bound:
-            return Caller(bound, "marker", user)
+        claim = parse_baggage(baggage).get(BAGGAGE_KEY) or None
+        if claim:
+            check_job_id(claim, "BAGGAGE proctor.lease")
+    # A checkout's binding holds only while its job is in flight (declared or running): once
+    # the holder exited, or the job ended, the checkout is free and the next exec takes the
+    # next job. BAGGAGE is the caller's own claim: it answers when no record does, and a
+    # record that disagrees with it wins (contested), or a claim would undo the one-way rule.
+    bound = rows.bound_job(conn, checkout_scope(root)) if conn is not None else None
+    if bound and claim and claim != bound:
+        return Caller(bound, "contested", user)
+    if claim:
+        return Caller(claim, "env", user)
+    if bound:
+        return Caller(bound, "marker", user)
     return Caller(None, None, user)
 
 

@@ -56,8 +56,11 @@ def exec_job(ws: Workspace, job_id: str, caller: Caller) -> dict:
                 f"refused exec of {job_id}: it is taken in {job['checkout_root']}; end it there "
                 f"(proctor job exit {job_id}) or fork a new job")])
         at = now()
-        job["base"] = base
-        job["base_diverges"] = bool(job.get("checkpoint")) and base != job.get("checkpoint")
+        if not retake or not job.get("base"):
+            # the tree this checkout LANDED on; a retake keeps it, since the holder's own edits
+            # since then are not a divergence from what it was handed
+            job["base"] = base
+            job["base_diverges"] = bool(job.get("checkpoint")) and base != job.get("checkpoint")
         job["checkout_root"] = root
         job["state"] = RUNNING
         job["updated"] = iso(at)

@@ -70,8 +70,9 @@ class Grade:
         }
 
 
-def observe(checkout: str, revision: str | None) -> Observed:
-    """The diff of `checkout`'s work tree since `revision`, untracked files included."""
+def observe(checkout: str, revision: str | None, handed: dict[str, str] | None = None) -> Observed:
+    """The diff of `checkout`'s work tree since `revision`, untracked files included, less the
+    uncommitted work the job was HANDED (paths still holding what they held at fork)."""
     seen = Observed(checkout, revision)
     if not revision:
         seen.error = "the job has no checkpoint to diff against"
@@ -91,6 +92,13 @@ def observe(checkout: str, revision: str | None) -> Observed:
     except errors.ProctorError as exc:
         seen.error = f"the diff since {revision[:12]} could not be read in {checkout}: {exc.message}"
         return seen
+    if handed:
+        from proctor.vcs.checkpoint import file_digest
+
+        kept = {p for p in set(tracked) | set(untracked)
+                if p not in handed or file_digest(os.path.join(checkout, p)) != handed[p]}
+        tracked = [p for p in tracked if p in kept]
+        untracked = [p for p in untracked if p in kept]
     seen.changed = sorted(set(tracked) | set(untracked))
     for path in tracked:
         seen.footprint[path] = hunks.get(path, {"added": 0, "removed": 0, "new": [], "old": [], "binary": True})
@@ -126,7 +134,7 @@ def grade(conn: sqlite3.Connection, job: dict, fallback_checkout: str) -> Grade:
     revision = _revision(job)
     short = revision[:8] if revision else "its checkpoint"
     writes = not job.get("read_only")
-    observed = observe(_checkout_of(job, fallback_checkout), revision) if writes else None
+    observed = observe(_checkout_of(job, fallback_checkout), revision, job.get("handed")) if writes else None
     result = job.get("result")
 
     if observed is not None:
@@ -210,6 +218,14 @@ def _grade_goal(conn, job: dict, goal: dict, observed: Observed | None, short: s
         if run["exit_code"] != 0:
             return False, [f"the latest run of {target} ({run['id']}) exited {run['exit_code']}; its output is "
                            f"{run['output_ref']}"]
+        expected = _target_command(job, target, fallback)
+        if expected is not None and run["command"] != expected:
+            return False, [f"run {run['id']} ran `{run['command']}`, but target {target} is `{expected}` in the "
+                           f"proctor.toml of the job's checkpoint; a check is graded on the declared command"]
+        stale = _changed_after(observed, run)
+        if stale:
+            return False, [f"{', '.join(stale[:5])} changed after run {run['id']} of {target} started; run "
+                           f"proctor run {target} again on the finished tree"]
         return True, [f"{target} passed in run {run['id']} ({run['output_ref']})"]
     if kind == "paths":
         expect = goal["expect"]
@@ -239,6 +255,40 @@ def _grade_goal(conn, job: dict, goal: dict, observed: Observed | None, short: s
         f"symbol goals need proctor's symbol index, which this version does not have; "
         f"{', '.join(goal.get('symbols', []))} could not be observed, and an observation proctor "
         f"could not make fails the goal rather than pass it"]
+
+
+def _target_command(job: dict, target: str, fallback: str) -> str | None:
+    """The target's command as the job's checkpoint declared it (its committed proctor.toml),
+    else as the working tree's proctor.toml has it now."""
+    from proctor import config as config_mod
+
+    checkout = _checkout_of(job, fallback)
+    revision = _revision(job)
+    if revision and os.path.isdir(checkout):
+        proc = git.run(checkout, "show", f"{revision}:{config_mod.CONFIG_NAME}", check=False)
+        if proc.returncode == 0:
+            spec = config_mod.parse(proc.stdout, config_mod.CONFIG_NAME).targets.get(target)
+            if spec is not None:
+                return spec.command
+    spec = config_mod.load(checkout).targets.get(target) if os.path.isdir(checkout) else None
+    return spec.command if spec is not None else None
+
+
+def _changed_after(observed: Observed | None, run: dict) -> list[str]:
+    """Changed files last written after the run started: the run did not see the final tree."""
+    from proctor.timeutil import parse_iso
+
+    if observed is None or observed.error:
+        return []
+    started = parse_iso(run["started"])
+    late = []
+    for path in observed.changed:
+        try:
+            if os.stat(os.path.join(observed.checkout, path)).st_mtime > started:
+                late.append(path)
+        except OSError:
+            continue
+    return late
 
 
 def _matches(pattern: str, path: str) -> bool:

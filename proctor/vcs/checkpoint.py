@@ -80,6 +80,46 @@ def _content_digest(path: bytes) -> bytes:
         return b"unreadable\0"
 
 
+def handed_digests(root: str, limit: int = 5000) -> dict[str, str]:
+    """For a dirty tree: each uncommitted path with the digest of what it holds now. Stored
+    on a job at fork, so verification can tell the uncommitted work that was HANDED OUT from
+    what the holder changed since."""
+    import hashlib
+
+    _revision, _branch, changed, untracked = git.status(root)
+    out: dict[str, str] = {}
+    for raw in (changed + untracked)[:limit]:
+        rel = raw.decode("utf-8", "surrogateescape")
+        out[rel] = file_digest(os.path.join(root, rel), hashlib)
+    return out
+
+
+def file_digest(path: str, hashlib=None) -> str:
+    """`sha256:<hex>` of a file's content, or `absent`, `dir`, `unreadable`."""
+    import hashlib as _hashlib
+    import stat
+
+    hashlib = hashlib or _hashlib
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return "unreadable" if os.path.islink(path) else "absent"
+    except OSError:
+        return "unreadable"
+    if stat.S_ISDIR(info.st_mode):
+        return "dir"
+    if not stat.S_ISREG(info.st_mode):
+        return "unreadable"
+    try:
+        h = hashlib.sha256()
+        with open(path, "rb") as handle:
+            while chunk := handle.read(1 << 20):
+                h.update(chunk)
+        return "sha256:" + h.hexdigest()
+    except OSError:
+        return "unreadable"
+
+
 def parse_name(token: str) -> tuple[str, str | None]:
     """`<revision>` or `<revision>+<digest>` as -o name prints it."""
     revision, plus, digest = token.strip().lower().partition("+")

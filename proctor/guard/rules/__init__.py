@@ -26,11 +26,11 @@ from proctor.guard.rules import (
 )
 
 ALL = (
+    lease_entry,  # first: it marks the paths an entry lets through, which later rules skip
     lease_write_scope,
     lease_read_only,
     lease_deadline,
     lease_foreign_path,
-    lease_entry,
     lease_gate,
     lease_store,
     lease_harness,

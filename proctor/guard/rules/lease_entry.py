@@ -39,7 +39,7 @@ def check(ctx) -> list[tuple[str, str]]:
                                          f"minute, then write again"))
                 break
             entered.add(rel)
-            ctx.later(_consume(holder["id"], rel, ctx))
+            ctx.if_allowed(_consume(holder["id"], rel, ctx))  # a refused write consumes nothing
             break
     ctx._entered = entered
     return findings

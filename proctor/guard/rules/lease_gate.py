@@ -28,7 +28,7 @@ def check(ctx) -> list[tuple[str, str]]:
     findings = []
     for argv in ctx.proctor_commands():
         if len(argv) >= 2 and argv[0] == "run":
-            target = next((a for a in argv[1:] if not a.startswith("-")), None)
+            target = next(iter(ctx.positional(argv[1:])), None)
             chain = gate_chain(gate, targets, target) if target else None
             if chain:
                 instead = f"run your own check instead: proctor run {own}" if own else \

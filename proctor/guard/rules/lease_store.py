@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 
+from proctor import claims
 from proctor.guard.call import PRE_TOOL
+from proctor.guard.context import Context
+from proctor.store import rows
 
 NAME = "lease-store"
 DEFAULT = "deny"
@@ -26,49 +29,85 @@ def check(ctx) -> list[tuple[str, str]]:
     findings = []
     for argv in ctx.proctor_commands():
         if argv[:2] == ["job", "fork"]:
-            verdict = _fork_allowed(argv[2:], lease, ctx.shell_writes.heredocs)
+            verdict = _fork_refusal(ctx, argv[2:], job)
             if verdict:
                 findings.append(("rule", verdict))
         elif argv[:2] == ["job", "wait"]:
-            target = next((a for a in argv[2:] if not a.startswith("-")), None)
+            target = next(iter(ctx.positional(argv[2:])), None)
             if target and target not in ctx.descendants(lease):
                 findings.append(("rule", f"proctor job wait {target}: a session holding {lease} waits only on "
                                          f"jobs forked beneath it; verifying {target} is its forking session's"))
     return findings
 
 
-def _fork_allowed(args: list[str], lease: str, heredocs: list[str]) -> str | None:
-    if "--schema" in args:
-        return None
-    job_id, parent = None, None
+def _flags(args: list[str]) -> dict:
+    record: dict = {}
     i = 0
+    names = {"--parent": "parent", "--write-paths": "write_paths", "--check": "check"}
     while i < len(args):
         arg = args[i]
-        if arg == "--parent" and i + 1 < len(args):
-            parent = args[i + 1]
+        if arg in names and i + 1 < len(args):
+            record[names[arg]] = args[i + 1]
             i += 2
             continue
-        if arg.startswith("--parent="):
-            parent = arg.split("=", 1)[1]
-        elif arg in ("--criteria", "--write-paths", "--deny-paths", "--read-paths", "--check", "--depends-on",
-                     "--timeout", "--model", "--checkpoint", "--lease", "-o", "--output"):
-            i += 2
-            continue
-        elif not arg.startswith("-") and job_id is None:
-            job_id = arg
+        if arg.startswith("--") and "=" in arg and arg.split("=", 1)[0] in names:
+            key, value = arg.split("=", 1)
+            record[names[key]] = value
+        elif arg == "--read-only":
+            record["read_only"] = True
         i += 1
-    if "--stdin" in args and parent is None and job_id is None:
-        for body in heredocs:
+    positional = Context.positional(args)
+    if positional:
+        record["id"] = positional[0]
+    return record
+
+
+def _fork_refusal(ctx, args: list[str], job: dict) -> str | None:
+    lease = job["id"]
+    if "--schema" in args:
+        return None
+    record = _flags(args)
+    if "--stdin" in args:
+        for body in ctx.shell_writes.heredocs:
             try:
-                record = json.loads(body)
+                parsed = json.loads(body)
             except ValueError:
                 continue
-            if isinstance(record, dict):
-                job_id, parent = record.get("id"), record.get("parent")
+            if isinstance(parsed, dict):
+                record = {**parsed, **{k: v for k, v in record.items() if k == "id" and "id" not in parsed}}
                 break
         else:
-            return None  # a record proctor cannot see here; the store grades it
-    if job_id == lease or parent == lease:
-        return None
-    return (f"proctor job fork {job_id or ''}: a session holding {lease} may fork only children of its own "
-            f"job (--parent {lease}) or shrink its own write paths; anything else is its forking session's")
+            return (f"proctor job fork --stdin: a session holding {lease} passes its record in a quoted heredoc "
+                    f"(<<'EOF'), where the guard can read it, not from a pipe or a file")
+    job_id, parent = record.get("id"), record.get("parent")
+    if job_id != lease and parent != lease:
+        return (f"proctor job fork {job_id or ''}: a session holding {lease} may fork only children of its own "
+                f"job (--parent {lease}) or shrink its own write paths; anything else is its forking session's")
+    wanted = record.get("write_paths")
+    if isinstance(wanted, str):
+        wanted = [p.strip() for p in wanted.split(",") if p.strip()]
+    own = rows.claims(job)
+    outside = []
+    for spelling in wanted or ():
+        if not isinstance(spelling, str):
+            continue
+        path, declaration, _ = claims.split_entry(spelling[2:] if spelling.startswith("./") else spelling)
+        if not any(claims.within(claims.Claim(path.rstrip("/") or ".", declaration), mine) for mine in own):
+            outside.append(spelling)
+    if outside:
+        what = "widens your write paths" if job_id == lease else f"lies outside {lease}'s write paths"
+        return (f"proctor job fork {job_id}: {', '.join(outside)} {what}; a holder only narrows what it holds, "
+                f"and widening is its forking session's")
+    if job_id != lease and ctx.lease_from in ("agent", "contested") and not _checkout_bound_to(ctx, lease):
+        declares = [k for k in ("write_paths", "check", "goals", "deny_paths", "read_paths") if record.get(k)]
+        if not record.get("read_only") or declares:
+            return (f"proctor job fork {job_id}: this checkout is bound to nobody, so the store cannot grade a "
+                    f"child written as {lease} here; fork only a --read-only child that declares no paths, "
+                    f"check or goals, or take the job in this checkout first (proctor job exec {lease})")
+    return None
+
+
+def _checkout_bound_to(ctx, lease: str) -> bool:
+    from proctor.store.rows import bound_job, checkout_scope
+
+    return ctx.conn is not None and bound_job(ctx.conn, checkout_scope(ctx.root)) == lease
