@@ -20,7 +20,9 @@ CONFIG_NAME = "proctor.toml"
 DEFAULT_TARGET_TIMEOUT = 3600.0
 
 # Sections later capabilities read; their keys are not judged by this version.
-RESERVED_SECTIONS = ("sandbox", "board", "monitors", "workers")
+RESERVED_SECTIONS = ("sandbox", "board", "monitors")
+EXECUTORS = ("claude", "opencode", "codex", "command")
+GRACE_RANGE = (5.0, 3600.0)
 RULE_DECISIONS = ("off", "advise", "deny")  # in order of strictness
 
 _TARGET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -64,6 +66,19 @@ class Config:
     guard_rules: dict[str, str] = field(default_factory=dict)
     # [guard.<rule>] tables as written; each rule declares and checks its own options
     guard_options: dict[str, dict] = field(default_factory=dict)
+    workers: dict[str, "Worker"] = field(default_factory=dict)
+    ladder: list[str] = field(default_factory=list)
+    attempts: int = 1
+
+    @property
+    def idle_limit_seconds(self) -> float:
+        """jobs.idle_minutes, else the larger of 15 minutes and 1.5 times the longest target
+        timeout: a worker running the slowest check prints nothing until it ends."""
+        configured = self.settings["jobs.idle_minutes"].value
+        if configured is not None:
+            return configured * 60
+        longest = max((t.timeout for t in self.targets.values()), default=0.0)
+        return max(15 * 60.0, 1.5 * longest)
 
     def __getitem__(self, key: str) -> Any:
         return self.settings[key].value
@@ -86,6 +101,44 @@ def _optional_count(value: Any) -> int | None:
     if value < 0:
         raise ValueError("must be 0 (unlimited) or more")
     return value or None
+
+
+class Clamped(ValueError):
+    """A value out of its range, brought back into it (and reported)."""
+
+    def __init__(self, message: str, value: float) -> None:
+        super().__init__(message)
+        self.value = value
+
+
+def _positive(value: Any, unit: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"expected a number of {unit}, got {_describe(value)}")
+    if math.isnan(value) or math.isinf(value):
+        raise ValueError(f"expected a finite number of {unit}, got {value}")
+    if value <= 0:
+        raise ValueError("must be more than 0")
+    return float(value)
+
+
+def _optional_minutes(value: Any) -> float | None:
+    """Minutes, fractions allowed; unset (None) derives the value elsewhere."""
+    return _positive(value, "minutes")
+
+
+def _grace_seconds(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value) or math.isinf(value):
+        raise ValueError(f"expected a finite number of seconds, got {_describe(value)}")
+    low, high = GRACE_RANGE
+    if not low <= value <= high:
+        raise Clamped(f"clamped to {low:g}..{high:g} seconds", min(high, max(low, float(value))))
+    return float(value)
+
+
+def _commit_body(value: Any) -> str:
+    if value not in ("full", "minimal"):
+        raise ValueError(f"expected full or minimal, got {_describe(value)}")
+    return value
 
 
 def _optional_duration(value: Any) -> float | None:
@@ -140,8 +193,25 @@ KEYS: dict[str, Key] = {
             "end untaken jobs untouched this long, and mark taken ones stale; 0 = never"),
         Key("jobs.gate", _name, "ci", str,
             "the target that is the release gate: run once, in the orchestrator's tree"),
+        Key("jobs.idle_minutes", _optional_minutes, None,
+            lambda v: "derived" if v is None else f"{v:g}",
+            "minutes of silence before a worker is stopped; unset derives it from the targets' timeouts"),
+        Key("jobs.grace_seconds", _grace_seconds, 60.0, lambda v: f"{v:g}",
+            "seconds a worker may take to exit after its final reply (5 to 3600)"),
+        Key("jobs.commit_body", _commit_body, "full", str,
+            "full or minimal: what goes under each passing job's commit subject"),
     )
 }
+
+
+@dataclass(frozen=True)
+class Worker:
+    name: str
+    executor: str
+    command: tuple[str, ...] | None  # argv; None runs the executor's own CLI
+    model: str | None
+    max_spend_usd: float | None
+    wall_minutes: float | None
 
 
 def load(root: str) -> Config:
@@ -181,7 +251,7 @@ def parse(raw_bytes: bytes, path: str, exists: bool = True) -> Config:
 def _apply(data: dict, config: Config) -> None:
     source = CONFIG_NAME
     for section in data:
-        if section in ("jobs", "targets", "guard") or section in RESERVED_SECTIONS:
+        if section in ("jobs", "targets", "guard", "workers") or section in RESERVED_SECTIONS:
             continue
         config.problems.append(f"{CONFIG_NAME}: unknown section [{section}]; ignored")
     jobs = data.get("jobs", {})
@@ -200,6 +270,11 @@ def _apply(data: dict, config: Config) -> None:
         raw = table[name]
         try:
             value = key.parse(raw)
+        except Clamped as exc:
+            problem = f"{CONFIG_NAME}: [{section}] {name} = {_render_raw(raw)} is out of range; {exc} ({key.show(exc.value)})"
+            config.problems.append(problem)
+            config.settings[key.name] = Setting(key.name, exc.value, source, key.show(exc.value), problem)
+            continue
         except ValueError as exc:
             problem = (
                 f"{CONFIG_NAME}: [{section}] {name} = {_render_raw(raw)} is invalid ({exc}); "
@@ -213,6 +288,81 @@ def _apply(data: dict, config: Config) -> None:
         config.settings[key.name] = Setting(key.name, value, source, key.show(value))
     _apply_targets(data.get("targets", {}), config)
     _apply_guard(data.get("guard", {}), config)
+    _apply_workers(data.get("workers", {}), config)
+
+
+def _apply_workers(workers: Any, config: Config) -> None:
+    if not isinstance(workers, dict):
+        config.problems.append(f"{CONFIG_NAME}: workers must be a table ([workers.NAME]); no worker is defined")
+        return
+    for name, table in workers.items():
+        if name in ("ladder", "attempts"):
+            continue
+        where = f"[workers.{name}]"
+        if not isinstance(table, dict):
+            config.problems.append(f"{CONFIG_NAME}: {where} must be a table with an executor; ignored")
+            continue
+        for extra in sorted(set(table) - {"executor", "command", "model", "max_spend_usd", "wall_minutes"}):
+            config.problems.append(f"{CONFIG_NAME}: unknown key {extra} in {where}; ignored")
+        executor = table.get("executor")
+        if executor not in EXECUTORS:
+            config.problems.append(f"{CONFIG_NAME}: {where} executor = {_render_raw(executor)} is invalid "
+                                   f"(expected {', '.join(EXECUTORS)}); worker ignored")
+            continue
+        command = table.get("command")
+        if command is not None and not (isinstance(command, list) and command and all(isinstance(c, str) and c for c in command)):
+            config.problems.append(f"{CONFIG_NAME}: {where} command must be an argv list of strings "
+                                   f"(command = [\"claude\"]); using the executor's own CLI")
+            command = None
+        if executor == "command" and command is None:
+            config.problems.append(f"{CONFIG_NAME}: {where} with executor command needs a command; worker ignored")
+            continue
+        model = table.get("model")
+        if model is not None and not isinstance(model, str):
+            config.problems.append(f"{CONFIG_NAME}: {where} model must be a string; using the CLI's default")
+            model = None
+        limits = {}
+        for key in ("max_spend_usd", "wall_minutes"):
+            raw = table.get(key)
+            if raw is None:
+                limits[key] = None
+                continue
+            try:
+                limits[key] = _positive(raw, "dollars" if key == "max_spend_usd" else "minutes")
+            except ValueError as exc:
+                config.problems.append(f"{CONFIG_NAME}: {where} {key} = {_render_raw(raw)} is invalid ({exc}); "
+                                       f"using the default (none)")
+                limits[key] = None
+        config.workers[name] = Worker(name, executor, tuple(command) if command else None, model,
+                                      limits["max_spend_usd"], limits["wall_minutes"])
+        prefix = f"workers.{name}"
+        config.settings[f"{prefix}.executor"] = Setting(f"{prefix}.executor", executor, CONFIG_NAME, executor)
+    ladder = workers.get("ladder")
+    if ladder is not None:
+        if not isinstance(ladder, list) or not all(isinstance(n, str) for n in ladder):
+            config.problems.append(f"{CONFIG_NAME}: [workers] ladder must be a list of worker names; using "
+                                   f"the workers in the order they are defined")
+        else:
+            unknown = [n for n in ladder if n not in config.workers]
+            for name in unknown:
+                config.problems.append(f"{CONFIG_NAME}: [workers] ladder names {name}, which is not a worker; "
+                                       f"left out")
+            config.ladder = [n for n in ladder if n in config.workers]
+    if not config.ladder:
+        config.ladder = list(config.workers)
+    attempts = workers.get("attempts")
+    if attempts is not None:
+        if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1 or attempts > 100:
+            config.problems.append(f"{CONFIG_NAME}: [workers] attempts = {_render_raw(attempts)} is invalid "
+                                   f"(expected a whole number from 1 to 100); using the default (1)")
+        else:
+            config.attempts = attempts
+    config.settings["workers.ladder"] = Setting("workers.ladder", list(config.ladder),
+                                                CONFIG_NAME if ladder is not None else "default",
+                                                ", ".join(config.ladder) or "(no workers)")
+    config.settings["workers.attempts"] = Setting("workers.attempts", config.attempts,
+                                                  CONFIG_NAME if attempts is not None else "default",
+                                                  str(config.attempts))
 
 
 def _apply_guard(guard: Any, config: Config) -> None:

@@ -27,3 +27,27 @@ def jobs(output: str) -> None:
             click.echo(row["id"])
     else:
         click.echo(render_text(listing), nl=False)
+
+
+@ls.command()
+@click.argument("job_id", metavar="JOB")
+@output_option("text", "json")
+def attempts(job_id: str, output: str) -> None:
+    """The attempts `proctor work` made on JOB: worker, how it ended, the worker's claim."""
+    from proctor.workers.work import attempts_of
+    from proctor.workspace import Workspace
+
+    with Workspace() as ws:
+        found = attempts_of(ws, job_id)
+    if output == "json":
+        emit_json({"attempts": found})
+        return
+    if not found:
+        click.echo(f"no attempts on {job_id}; proctor work {job_id} runs one")
+        return
+    for a in found:
+        flags = ", ".join(f for f, on in (("provider error", a.get("provider_error")),
+                                          ("not counted", not a.get("counts", True))) if on)
+        click.echo(f"#{a.get('number')} {a.get('worker')} ({a.get('executor')}): {a.get('outcome')} - "
+                   f"{a.get('reason')}; status {a.get('status')}; {'passed' if a.get('passed') else 'failed'}"
+                   + (f" [{flags}]" if flags else "") + (f"; spend ${a['cost']:.2f}" if a.get("cost") else ""))

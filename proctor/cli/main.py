@@ -23,6 +23,7 @@ GROUPS = {
     "agent": ("proctor.cli.agent_cmd", "agent", "Install the multi-agent skill for agent hosts."),
     "doctor": ("proctor.cli.doctor_cmd", "doctor", "Check the store, config, hook wiring and lease."),
     "hook": ("proctor.cli.hook_cmd", "hook", "The guard hook agent hosts run on every tool call."),
+    "work": ("proctor.cli.work_cmd", "work", "Run a job with agent CLIs: stops, gates, commits."),
 }
 
 

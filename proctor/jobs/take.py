@@ -92,3 +92,22 @@ def abandon(ws: Workspace, job_id: str, caller: Caller) -> dict:
         trail.append(conn, ws.state_dir, "job_exit", caller.actor, job_id,
                      {"state": NO_RETURN, "abandoned": True}, when=at)
     return job
+
+
+def reopen(ws: Workspace, job_id: str, caller: Caller) -> dict:
+    """Put an exited job back to work for another attempt (the runner's move, an unleased
+    caller's): its filed result is kept in `previous_results`, its state is running again."""
+    check_job_id(job_id)
+    if caller.lease:
+        raise errors.Refused([(errors.NOT_YOUR_JOB,
+            f"refused to reopen {job_id}: only its forking session (an unleased caller) puts it back to work")])
+    with ws.store.write() as conn:
+        job = rows.get(conn, job_id)
+        if job is None or job["state"] != EXITED:
+            return job or {}
+        job.setdefault("previous_results", []).append(job.pop("result", None))
+        job["state"] = RUNNING
+        job["updated"] = iso(now())
+        rows.put(conn, job, job["_root"], job["_depth"])
+        trail.append(conn, ws.state_dir, "job_reopened", caller.actor, job_id, {})
+    return job

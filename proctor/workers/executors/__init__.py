@@ -1,0 +1,29 @@
+"""One module per agent CLI, each with the same small interface:
+
+    argv(worker, prompt, resume=None) -> list[str]   the command line of one attempt
+    PROMPT_ON_STDIN: bool                            whether the prompt goes on stdin instead
+    Parser().feed(line) -> [Event]                   one stdout line in, proctor's events out
+    Parser().close(exit_code) -> [Event]             the process has exited
+
+Events: Event("session", value=id), Event("final", text=reply), Event("step") (work resumed
+after a final-looking reply), Event("cost", value=total usd so far), Event("fatal", text=...),
+Event("provider_error", text=...). Adding a CLI is adding a module and a line in MODULES.
+"""
+
+from __future__ import annotations
+
+
+class Event:
+    __slots__ = ("kind", "text", "value")
+
+    def __init__(self, kind: str, text: str | None = None, value=None) -> None:
+        self.kind, self.text, self.value = kind, text, value
+
+    def __repr__(self) -> str:
+        return f"Event({self.kind!r}, {self.text!r}, {self.value!r})"
+
+
+def module(executor: str):
+    from proctor.workers.executors import claude, codex, command, opencode
+
+    return {"claude": claude, "opencode": opencode, "codex": codex, "command": command}[executor]

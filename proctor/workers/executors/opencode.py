@@ -1,0 +1,78 @@
+"""opencode: `opencode run --format json <prompt>`.
+
+Final is a last step ending in `stop` (any reason but tool-calls), or a step with text and
+no tool calls when no reason is given; `done`, where a version emits it, is authoritative.
+A new step after a final-looking reply means the worker carried on: the idle clock resumes.
+An `error` event is fatal: the runner stops the worker 20 seconds later.
+"""
+
+from __future__ import annotations
+
+import json
+
+from proctor.workers.executors import Event
+
+PROMPT_ON_STDIN = False
+
+
+def argv(worker, prompt: str, resume: str | None = None) -> list[str]:
+    base = list(worker.command) if worker.command else ["opencode"]
+    out = base + ["run", "--format", "json"]
+    if worker.model:
+        out += ["--model", worker.model]
+    if resume:
+        out += ["--session", resume]
+    return out + [prompt]
+
+
+class Parser:
+    def __init__(self) -> None:
+        self.cost = 0.0
+        self.step_text: list[str] = []
+        self.step_tools = 0
+        self.final_seen = False
+        self.last_text = ""
+
+    def feed(self, line: str) -> list[Event]:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            return []
+        if not isinstance(event, dict):
+            return []
+        kind = event.get("type")
+        part = event.get("part") if isinstance(event.get("part"), dict) else {}
+        out: list[Event] = []
+        if isinstance(event.get("sessionID"), str):
+            out.append(Event("session", value=event["sessionID"]))
+        if kind == "step_start":
+            if self.final_seen:
+                self.final_seen = False
+                out.append(Event("step"))
+            self.step_text, self.step_tools = [], 0
+        elif kind == "text" and isinstance(part.get("text"), str):
+            self.step_text.append(part["text"])
+            self.last_text = part["text"]
+        elif kind == "tool_use":
+            self.step_tools += 1
+        elif kind == "step_finish":
+            if isinstance(part.get("cost"), (int, float)):
+                self.cost += float(part["cost"])
+                out.append(Event("cost", value=self.cost))
+            reason = part.get("reason")
+            final = (reason is not None and reason != "tool-calls") or (
+                reason is None and self.step_text and not self.step_tools)
+            if final:
+                self.final_seen = True
+                out.append(Event("final", text="\n".join(self.step_text) or self.last_text, value=reason))
+        elif kind == "done":
+            self.final_seen = True
+            out.append(Event("final", text=self.last_text, value="done"))
+        elif kind == "error":
+            error = event.get("error")
+            message = error.get("message") if isinstance(error, dict) else str(error)
+            out.append(Event("fatal", text=str(message or "opencode error")))
+        return out
+
+    def close(self, exit_code: int | None) -> list[Event]:
+        return []

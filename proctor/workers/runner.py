@@ -1,0 +1,263 @@
+"""One attempt: start a worker CLI, watch it, stop it, record how it ended.
+
+The stops, as specified:
+- the idle limit: every stdout line and every stderr byte counts as output; a worker silent
+  for the limit has its whole process group killed: aborted, a provider error, not counted
+  against the worker ("stopped: no output for N minutes");
+- the grace window: after the final reply only `grace_seconds` remain (for Claude the idle
+  clock no longer applies once its result arrived; an opencode worker that starts a new step
+  hands back to the idle clock); when the window ends the group is killed and the attempt is
+  finished;
+- the wall clock (`wall_minutes`), the spend limit (`max_spend_usd`, not counted against the
+  worker), and 20 seconds after a fatal error (opencode).
+
+The watcher sleeps in a selector on the worker's pipes and its pidfd with a timeout set to
+the nearest deadline: a silent worker costs no CPU. A stop kills the process group (SIGTERM,
+a short wait, SIGKILL, reaped), grandchildren that hold the pipe open included.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from proctor.process import kill_group
+from proctor.workers.executors import Event
+
+FATAL_GRACE = 20.0
+DRAIN_AFTER_EXIT = 1.0
+MAX_LINE = 16 << 20  # a longer line is cut here and counted as a line
+STDERR_KEEP = 64 << 10
+
+
+@dataclass
+class Limits:
+    idle: float  # seconds
+    grace: float  # seconds
+    wall: float | None = None  # seconds
+    spend: float | None = None  # dollars
+
+
+@dataclass
+class Attempt:
+    started: float
+    ended: float = 0.0
+    outcome: str = "finished"  # finished | aborted
+    stop: str | None = None  # idle | grace | wall | spend | fatal | None (exited by itself)
+    reason: str = ""
+    provider_error: bool = False
+    counts: bool = True  # against the worker: uses an attempt on its rung
+    exit_code: int | None = None
+    reply: str | None = None
+    reply_kind: str | None = None
+    session: str | None = None
+    cost: float = 0.0
+    lines: int = 0
+    last_line: str = ""
+    stderr_tail: str = ""
+    stopped_at: float | None = None  # when the stop fired, for "gone within N s of the limit"
+    gone_at: float | None = None  # when the process group was gone
+    events: list = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "events"}
+
+
+def _minutes(seconds: float) -> str:
+    value = seconds / 60
+    return f"{value:g}" if value != int(value) else str(int(value))
+
+
+def run_attempt(argv: list[str], parser, limits: Limits, cwd: str, env: dict, stdin_text: str | None = None,
+                on_event: Callable[[str, Attempt], None] | None = None) -> Attempt:
+    """Run one worker process to its end or its stop."""
+    attempt = Attempt(started=time.time())
+    try:
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    except OSError as exc:
+        attempt.outcome, attempt.reason, attempt.counts = "aborted", f"could not start {argv[0]}: {exc.strerror}", False
+        attempt.provider_error = True
+        attempt.ended = time.time()
+        return attempt
+    if stdin_text is not None:
+        try:
+            proc.stdin.write(stdin_text.encode("utf-8", "replace"))
+            proc.stdin.close()
+        except OSError:
+            pass
+    notify = on_event or (lambda kind, a: None)
+    selector = selectors.DefaultSelector()
+    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
+    selector.register(out_fd, selectors.EVENT_READ, "out")
+    selector.register(err_fd, selectors.EVENT_READ, "err")
+    try:
+        exit_fd = os.pidfd_open(proc.pid)
+        selector.register(exit_fd, selectors.EVENT_READ, "exit")
+    except (AttributeError, OSError):
+        exit_fd = None
+    monotonic_start = time.monotonic()
+    last_output = monotonic_start
+    final_at: float | None = None
+    idle_applies = True
+    fatal_at: float | None = None
+    exited_at: float | None = None
+    buffer = b""
+    open_fds = {out_fd, err_fd}
+    stop: tuple[str, str] | None = None
+
+    def handle(events: list[Event]) -> None:
+        nonlocal final_at, idle_applies, fatal_at
+        for event in events:
+            if event.kind == "session":
+                attempt.session = event.value
+            elif event.kind == "cost":
+                attempt.cost = float(event.value)
+            elif event.kind == "final":
+                attempt.reply, attempt.reply_kind = event.text or "", event.value
+                final_at = time.monotonic()
+                idle_applies = False  # from the final reply on, only the grace window counts
+                notify("final", attempt)
+            elif event.kind == "step":
+                if final_at is not None:
+                    final_at, idle_applies = None, True  # it carried on working
+                    notify("step", attempt)
+            elif event.kind == "fatal":
+                attempt.provider_error = True
+                if fatal_at is None:
+                    fatal_at = time.monotonic()
+                attempt.reason = f"fatal error: {event.text}"
+            elif event.kind == "provider_error":
+                attempt.provider_error = True
+
+    try:
+        while True:
+            now = time.monotonic()
+            deadlines = []
+            if idle_applies:
+                deadlines.append((last_output + limits.idle, "idle"))
+            if final_at is not None:
+                deadlines.append((final_at + limits.grace, "grace"))
+            if limits.wall is not None:
+                deadlines.append((monotonic_start + limits.wall, "wall"))
+            if fatal_at is not None:
+                deadlines.append((fatal_at + FATAL_GRACE, "fatal"))
+            if exited_at is not None:
+                deadlines.append((exited_at + DRAIN_AFTER_EXIT, "drained"))
+            if limits.spend is not None and attempt.cost > limits.spend:
+                stop = ("spend", f"stopped: spend ${attempt.cost:.2f} past max_spend_usd ${limits.spend:g}")
+                break
+            due = min(deadlines, default=None)
+            if due is not None and now >= due[0]:
+                kind = due[1]
+                if kind == "drained":
+                    break
+                stop = (kind, {
+                    "idle": f"stopped: no output for {_minutes(limits.idle)} minutes",
+                    "grace": f"stopped: {limits.grace:g} s after the final reply",
+                    "wall": f"stopped: wall clock of {_minutes(limits.wall or 0)} minutes",
+                    "fatal": f"stopped: {FATAL_GRACE:g} s after a fatal error ({attempt.reason})",
+                }[kind])
+                break
+            if not open_fds and exited_at is None:
+                # both pipes closed: the process is ending; its pidfd (or a short wait) says when
+                if exit_fd is None:
+                    try:
+                        proc.wait(timeout=max(0.0, due[0] - now) if due else None)
+                    except subprocess.TimeoutExpired:
+                        continue
+                    exited_at = time.monotonic()
+                    break
+            timeout = max(0.0, due[0] - now) if due is not None else None
+            ready = selector.select(timeout)
+            for key, _mask in ready:
+                if key.data == "exit":
+                    selector.unregister(exit_fd)
+                    os.close(exit_fd)
+                    exit_fd = None
+                    exited_at = time.monotonic()
+                    continue
+                chunk = os.read(key.fd, 1 << 16)
+                if not chunk:
+                    selector.unregister(key.fd)
+                    open_fds.discard(key.fd)
+                    continue
+                if key.data == "err":
+                    last_output = time.monotonic()
+                    attempt.stderr_tail = (attempt.stderr_tail + chunk.decode("utf-8", "replace"))[-STDERR_KEEP:]
+                    continue
+                buffer += chunk
+                while True:
+                    cut = buffer.find(b"\n")
+                    if cut == -1:
+                        if len(buffer) > MAX_LINE:
+                            cut = len(buffer)
+                        else:
+                            break
+                    raw, buffer = buffer[:cut], buffer[cut + 1:]
+                    last_output = time.monotonic()
+                    attempt.lines += 1
+                    line = raw.decode("utf-8", "replace")
+                    attempt.last_line = line[:300]
+                    handle(parser.feed(line))
+                    notify("line", attempt)
+            if not open_fds and exited_at is not None:
+                break
+            if exited_at is not None and exit_fd is None and not open_fds:
+                break
+    finally:
+        selector.close()
+        if exit_fd is not None:
+            os.close(exit_fd)
+        if stop is not None or proc.poll() is None or open_fds:
+            attempt.stopped_at = time.time()
+            kill_group(proc)
+        else:
+            _reap_group(proc)
+        attempt.gone_at = time.time()
+        for stream in (proc.stdout, proc.stderr):
+            try:
+                stream.close()
+            except OSError:
+                pass
+    if buffer:
+        attempt.lines += 1
+        handle(parser.feed(buffer.decode("utf-8", "replace")))
+    attempt.exit_code = proc.returncode
+    handle(parser.close(proc.returncode))
+    attempt.ended = time.time()
+    if stop is None:
+        if attempt.reply is None:
+            attempt.outcome = "aborted"
+            attempt.reason = attempt.reason or f"exited with code {proc.returncode} without a final reply"
+        else:
+            attempt.outcome = "finished"
+            attempt.reason = attempt.reason or f"exited with code {proc.returncode}"
+        attempt.counts = not attempt.provider_error
+        return attempt
+    kind, reason = stop
+    attempt.stop, attempt.reason = kind, reason
+    if kind == "grace":
+        attempt.outcome, attempt.counts = "finished", True
+    elif kind == "idle":
+        attempt.outcome, attempt.provider_error, attempt.counts = "aborted", True, False
+    elif kind in ("spend", "fatal"):
+        attempt.outcome, attempt.counts = "aborted", False
+        attempt.provider_error = attempt.provider_error or kind == "fatal"
+    else:  # wall
+        attempt.outcome, attempt.counts = "aborted", True
+    return attempt
+
+
+def _reap_group(proc: subprocess.Popen) -> None:
+    """The worker exited by itself: end whatever it left in its group."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait()
