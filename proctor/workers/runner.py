@@ -30,6 +30,7 @@ from proctor.process import kill_group
 from proctor.workers.executors import Event
 
 FATAL_GRACE = 20.0
+STOP_GRACE = 0.5  # seconds between SIGTERM and SIGKILL when a worker is stopped
 DRAIN_AFTER_EXIT = 1.0
 MAX_LINE = 16 << 20  # a longer line is cut here and counted as a line
 STDERR_KEEP = 64 << 10
@@ -108,6 +109,10 @@ def run_attempt(argv: list[str], parser, limits: Limits, cwd: str, env: dict, st
     fatal_at: float | None = None
     exited_at: float | None = None
     buffer = b""
+    held: list[bytes] = []  # pieces of a line still arriving, joined once it is whole
+    held_size = 0
+    relevant = getattr(parser, "RELEVANT", None)
+    tail = getattr(parser, "TAIL", None)  # a parser that needs only the last lines
     open_fds = {out_fd, err_fd}
     stop: tuple[str, str] | None = None
 
@@ -191,21 +196,32 @@ def run_attempt(argv: list[str], parser, limits: Limits, cwd: str, env: dict, st
                     last_output = time.monotonic()
                     attempt.stderr_tail = (attempt.stderr_tail + chunk.decode("utf-8", "replace"))[-STDERR_KEEP:]
                     continue
+                if b"\n" not in chunk:
+                    held.append(chunk)  # a line still arriving: only a whole line counts as output
+                    held_size += len(chunk)
+                    if held_size <= MAX_LINE:
+                        continue
+                    chunk = b""
+                if held:
+                    buffer += b"".join(held)
+                    held.clear()
+                    held_size = 0
                 buffer += chunk
-                while True:
-                    cut = buffer.find(b"\n")
-                    if cut == -1:
-                        if len(buffer) > MAX_LINE:
-                            cut = len(buffer)
-                        else:
-                            break
-                    raw, buffer = buffer[:cut], buffer[cut + 1:]
-                    last_output = time.monotonic()
-                    attempt.lines += 1
-                    line = raw.decode("utf-8", "replace")
-                    attempt.last_line = line[:300]
-                    handle(parser.feed(line))
-                    notify("line", attempt)
+                parts = buffer.split(b"\n")
+                buffer = parts.pop()
+                if len(buffer) > MAX_LINE:
+                    parts.append(buffer)
+                    buffer = b""
+                if not parts:
+                    continue
+                last_output = time.monotonic()
+                attempt.lines += len(parts)
+                attempt.last_line = parts[-1][:300].decode("utf-8", "replace")
+                for raw in parts[-tail:] if tail else parts:
+                    # most lines of a stream carry nothing but activity; parse only the rest
+                    if relevant is None or any(marker in raw for marker in relevant):
+                        handle(parser.feed(raw.decode("utf-8", "replace")))
+                notify("line", attempt)
             if not open_fds and exited_at is not None:
                 break
             if exited_at is not None and exit_fd is None and not open_fds:
@@ -216,7 +232,7 @@ def run_attempt(argv: list[str], parser, limits: Limits, cwd: str, env: dict, st
             os.close(exit_fd)
         if stop is not None or proc.poll() is None or open_fds:
             attempt.stopped_at = time.time()
-            kill_group(proc)
+            kill_group(proc, grace=STOP_GRACE)
         else:
             _reap_group(proc)
         attempt.gone_at = time.time()
@@ -225,6 +241,7 @@ def run_attempt(argv: list[str], parser, limits: Limits, cwd: str, env: dict, st
                 stream.close()
             except OSError:
                 pass
+    buffer += b"".join(held)
     if buffer:
         attempt.lines += 1
         handle(parser.feed(buffer.decode("utf-8", "replace")))

@@ -4,6 +4,8 @@
     PROMPT_ON_STDIN: bool                            whether the prompt goes on stdin instead
     Parser().feed(line) -> [Event]                   one stdout line in, proctor's events out
     Parser().close(exit_code) -> [Event]             the process has exited
+    Parser.RELEVANT (optional): byte strings; a line holding none of them is output only
+    Parser.TAIL (optional): only this many last lines of each read are fed
 
 Events: Event("session", value=id), Event("final", text=reply), Event("step") (work resumed
 after a final-looking reply), Event("cost", value=total usd so far), Event("fatal", text=...),

@@ -26,6 +26,9 @@ def argv(worker, prompt: str, resume: str | None = None) -> list[str]:
 
 
 class Parser:
+    # Lines that can carry an event; assistant and user lines (most of a stream) only show life.
+    RELEVANT = (b'"result"', b'"system"')
+
     def __init__(self) -> None:
         self.cost = 0.0
 

@@ -25,6 +25,8 @@ def argv(worker, prompt: str, resume: str | None = None) -> list[str]:
 
 
 class Parser:
+    RELEVANT = (b"thread.started", b"turn.", b"agent_message", b'"error"')
+
     def __init__(self) -> None:
         self.last_message = ""
 

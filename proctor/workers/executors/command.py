@@ -14,11 +14,15 @@ def argv(worker, prompt: str, resume: str | None = None) -> list[str]:
 
 
 class Parser:
+    TAIL = TAIL  # only the last lines matter: they are the reply
+
     def __init__(self) -> None:
-        self.tail: list[str] = []
+        from collections import deque
+
+        self.tail = deque(maxlen=TAIL)
 
     def feed(self, line: str) -> list[Event]:
-        self.tail = (self.tail + [line])[-TAIL:]
+        self.tail.append(line)
         return []
 
     def close(self, exit_code: int | None) -> list[Event]:
