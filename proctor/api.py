@@ -174,7 +174,10 @@ def record_schema() -> dict:
 
 
 def _public(job: dict) -> dict:
-    return {k: v for k, v in job.items() if not k.startswith("_")}
+    out = {k: v for k, v in job.items() if not k.startswith("_")}
+    if "_nonce" in job:
+        out["nonce"] = job["_nonce"]  # shown once, to the caller that took the lease
+    return out
 
 
 def describe_rules(cwd: str | None = None) -> list[dict]:

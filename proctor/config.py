@@ -20,7 +20,14 @@ CONFIG_NAME = "proctor.toml"
 DEFAULT_TARGET_TIMEOUT = 3600.0
 
 # Sections later capabilities read; their keys are not judged by this version.
-RESERVED_SECTIONS = ("sandbox", "board", "monitors")
+RESERVED_SECTIONS = ("sandbox", "monitors")
+JOB_STATES = ("declared", "running", "exited", "pass", "fail", "no_return")
+DEFAULT_BOARD = (
+    ("Declared", ("declared",), False),
+    ("Running", ("running",), True),
+    ("Returned", ("exited",), True),
+    ("Done", ("pass", "fail", "no_return"), False),
+)
 EXECUTORS = ("claude", "opencode", "codex", "command")
 GRACE_RANGE = (5.0, 3600.0)
 RULE_DECISIONS = ("off", "advise", "deny")  # in order of strictness
@@ -67,6 +74,8 @@ class Config:
     # [guard.<rule>] tables as written; each rule declares and checks its own options
     guard_options: dict[str, dict] = field(default_factory=dict)
     workers: dict[str, "Worker"] = field(default_factory=dict)
+    # [board]: (column name, the job states it holds, active?) in order
+    board: list[tuple[str, tuple[str, ...], bool]] = field(default_factory=lambda: list(DEFAULT_BOARD))
     ladder: list[str] = field(default_factory=list)
     attempts: int = 1
 
@@ -251,7 +260,7 @@ def parse(raw_bytes: bytes, path: str, exists: bool = True) -> Config:
 def _apply(data: dict, config: Config) -> None:
     source = CONFIG_NAME
     for section in data:
-        if section in ("jobs", "targets", "guard", "workers") or section in RESERVED_SECTIONS:
+        if section in ("jobs", "targets", "guard", "workers", "board") or section in RESERVED_SECTIONS:
             continue
         config.problems.append(f"{CONFIG_NAME}: unknown section [{section}]; ignored")
     jobs = data.get("jobs", {})
@@ -289,6 +298,49 @@ def _apply(data: dict, config: Config) -> None:
     _apply_targets(data.get("targets", {}), config)
     _apply_guard(data.get("guard", {}), config)
     _apply_workers(data.get("workers", {}), config)
+    _apply_board(data.get("board"), config)
+
+
+def _apply_board(board: Any, config: Config) -> None:
+    """[board] columns = [{name = "Running", states = ["running"], active = true}, ...]"""
+    if board is None:
+        return
+    columns = board.get("columns") if isinstance(board, dict) else None
+    if not isinstance(columns, list) or not columns:
+        config.problems.append(f"{CONFIG_NAME}: [board] needs columns = [{{name, states, active}}, ...]; "
+                               f"using the default board")
+        return
+    parsed, seen = [], {}
+    for index, column in enumerate(columns):
+        if not isinstance(column, dict) or not isinstance(column.get("name"), str) or not column["name"].strip():
+            config.problems.append(f"{CONFIG_NAME}: [board] column {index + 1} needs a name; using the default board")
+            return
+        states = column.get("states")
+        if not isinstance(states, list) or not states or any(s not in JOB_STATES for s in states):
+            config.problems.append(f"{CONFIG_NAME}: [board] column {column['name']!r} states must be a list of "
+                                   f"{', '.join(JOB_STATES)}; using the default board")
+            return
+        for state in states:
+            if state in seen:
+                config.problems.append(f"{CONFIG_NAME}: [board] state {state} is in columns {seen[state]!r} and "
+                                       f"{column['name']!r}; using the default board")
+                return
+            seen[state] = column["name"]
+        active = column.get("active", False)
+        if not isinstance(active, bool):
+            config.problems.append(f"{CONFIG_NAME}: [board] column {column['name']!r} active must be true or false; "
+                                   f"using the default board")
+            return
+        parsed.append((column["name"], tuple(states), active))
+    config.board = parsed
+
+
+def column_of(config: "Config", state: str) -> tuple[str, bool] | None:
+    """(column name, active?) for a job in `state`; None when no column holds it."""
+    for name, states, active in config.board:
+        if state in states:
+            return name, active
+    return None
 
 
 def _apply_workers(workers: Any, config: Config) -> None:

@@ -123,6 +123,8 @@ def exec_(job_id: str, lease: str | None, output: str) -> None:
         click.echo(f"note: this tree ({taken['base']}) diverges from the checkpoint the job was "
                    f"handed ({taken['checkpoint']}); recorded")
     click.echo(f"export BAGGAGE=proctor.lease={job_id}")
+    if taken.get("nonce"):
+        click.echo(f"export PROCTOR_NONCE={taken['nonce']}")
 
 
 @job.command(name="exit")
@@ -193,3 +195,30 @@ def wait(job_id: str, lease: str | None, output: str) -> int:
     for line in render_footprint(observed):
         click.echo(line)
     return 0 if passed else 1
+
+
+def _put_away(how: str):
+    @job.command(name=how)
+    @click.argument("job_id", metavar="ID")
+    @lease_option
+    def command(job_id: str, lease: str | None) -> None:
+        from proctor.jobs import lease as jlease
+        from proctor.jobs import take
+        from proctor.workspace import Workspace
+
+        with Workspace() as ws:
+            with ws.store.read() as conn:
+                caller = jlease.resolve(conn, ws.root, lease)
+            take.put_away(ws, job_id, how, caller)
+        click.echo(f"{how}d {job_id}" if how != "delete" else f"deleted {job_id}")
+
+    command.__doc__ = {
+        "archive": "Archive a job: off the board; its monitors are deleted for good.",
+        "trash": "Trash a job: off the board; its monitors are deleted for good.",
+        "delete": "Delete a job's row for good; its monitors go with it.",
+    }[how]
+    return command
+
+
+for _how in ("archive", "trash", "delete"):
+    _put_away(_how)

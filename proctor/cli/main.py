@@ -24,6 +24,8 @@ GROUPS = {
     "doctor": ("proctor.cli.doctor_cmd", "doctor", "Check the store, config, hook wiring and lease."),
     "hook": ("proctor.cli.hook_cmd", "hook", "The guard hook agent hosts run on every tool call."),
     "work": ("proctor.cli.work_cmd", "work", "Run a job with agent CLIs: stops, gates, commits."),
+    "server": ("proctor.cli.server_cmd", "server", "The daemon: monitors, follow-ups, API and console."),
+    "monitor": ("proctor.cli.monitor_cmd", "monitor", "Commands the server runs for a job, waking its agent."),
 }
 
 

@@ -67,11 +67,18 @@ def exec_job(ws: Workspace, job_id: str, caller: Caller) -> dict:
         job.setdefault("taken", iso(at))
         if not retake:
             job["taken"] = iso(at)
+        # the job's secret, handed to the agent that works it: with it the agent manages this
+        # job's monitors and nothing else. Only its digest is stored.
+        import hashlib
+
+        nonce = os.urandom(18).hex()
+        job["nonce_sha256"] = hashlib.sha256(nonce.encode()).hexdigest()
         rows.put(conn, job, job["_root"], job["_depth"])
         bind_checkout(conn, root, job_id)
         trail.append(conn, ws.state_dir, "job_exec", caller.actor, job_id,
                      {"checkout": root, "base": base, "checkpoint": job.get("checkpoint"),
                       "diverges": job["base_diverges"], "retake": retake}, when=at)
+    job["_nonce"] = nonce
     return job
 
 
@@ -111,3 +118,26 @@ def reopen(ws: Workspace, job_id: str, caller: Caller) -> dict:
         rows.put(conn, job, job["_root"], job["_depth"])
         trail.append(conn, ws.state_dir, "job_reopened", caller.actor, job_id, {})
     return job
+
+
+def put_away(ws: Workspace, job_id: str, how: str, caller: Caller) -> dict | None:
+    """Archive, trash or delete a job (the forking session's move). Its monitors are deleted
+    for good by the server; a deleted row is gone with its paths."""
+    check_job_id(job_id)
+    if caller.lease:
+        raise errors.Refused([(errors.NOT_YOUR_JOB,
+            f"refused to {how} {job_id}: a session holding lease {caller.lease} may not; it is the forking "
+            f"session's")])
+    with ws.store.write() as conn:
+        job = rows.get(conn, job_id)
+        if job is None:
+            raise errors.ProctorError(f"no job {job_id}; proctor ls jobs lists them", errors.UNKNOWN_JOB)
+        at = iso(now())
+        if how == "delete":
+            conn.execute("DELETE FROM jobs WHERE id = ?", (job_id,))
+            conn.execute("DELETE FROM job_paths WHERE job = ?", (job_id,))
+        else:
+            job["archived" if how == "archive" else "trashed"] = at
+            rows.put(conn, job, job["_root"], job["_depth"])
+        trail.append(conn, ws.state_dir, f"job_{how}", caller.actor, job_id, {})
+    return None if how == "delete" else job

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 MIGRATIONS: list[tuple[int, list[str]]] = [
     (
@@ -102,6 +102,59 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
                 calls INTEGER NOT NULL DEFAULT 0,
                 PRIMARY KEY (host, session, subagent)
             )""",
+        ],
+    ),
+    (
+        4,
+        [
+            # Monitors: commands the server runs for a job at an interval.
+            """CREATE TABLE monitors (
+                id INTEGER PRIMARY KEY,
+                job TEXT NOT NULL,
+                command TEXT NOT NULL,
+                interval REAL NOT NULL,
+                description TEXT NOT NULL,
+                cwd TEXT NOT NULL,
+                created TEXT NOT NULL,
+                created_by TEXT NOT NULL,
+                last_run TEXT,
+                deleted TEXT
+            )""",
+            "CREATE INDEX monitors_job ON monitors(job, deleted)",
+            """CREATE TABLE monitor_runs (
+                id INTEGER PRIMARY KEY,
+                monitor INTEGER NOT NULL,
+                started TEXT NOT NULL,
+                ended TEXT,
+                exit_code INTEGER,
+                timed_out INTEGER NOT NULL DEFAULT 0,
+                truncated INTEGER NOT NULL DEFAULT 0,
+                bytes INTEGER NOT NULL DEFAULT 0,
+                stderr TEXT
+            )""",
+            "CREATE INDEX monitor_runs_monitor ON monitor_runs(monitor, id)",
+            """CREATE TABLE monitor_events (
+                id INTEGER PRIMARY KEY,
+                monitor INTEGER NOT NULL,
+                run INTEGER NOT NULL,
+                job TEXT NOT NULL,
+                time TEXT NOT NULL,
+                line TEXT NOT NULL,
+                truncated INTEGER NOT NULL DEFAULT 0,
+                followup INTEGER
+            )""",
+            "CREATE INDEX monitor_events_job ON monitor_events(job, followup, id)",
+            # Follow-ups: batches of a job's monitor events, delivered to its agent when idle.
+            """CREATE TABLE followups (
+                id INTEGER PRIMARY KEY,
+                job TEXT NOT NULL,
+                created TEXT NOT NULL,
+                text TEXT NOT NULL,
+                events INTEGER NOT NULL,
+                delivered TEXT,
+                via TEXT
+            )""",
+            "CREATE INDEX followups_job ON followups(job, delivered)",
         ],
     ),
 ]

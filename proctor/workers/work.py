@@ -104,8 +104,10 @@ def prompt_for(ws: Workspace, job: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def worker_env(job_id: str) -> dict:
+def worker_env(job_id: str, nonce: str | None = None) -> dict:
     env = dict(os.environ)
+    if nonce:
+        env["PROCTOR_NONCE"] = nonce  # the job's secret: with it the agent manages its own monitors
     members = parse_baggage(env.get("BAGGAGE", ""))
     members.pop("proctor.lease", None)
     parts = [f"proctor.lease={job_id}"] + [f"{k}={v}" for k, v in members.items()]
@@ -151,7 +153,26 @@ def _run_job(ws: Workspace, job: dict, rungs: list[Worker], notify) -> JobOutcom
     orchestrator = Caller(None, None, "proctor-work")
     job_id = job["id"]
     outcome = JobOutcome(job_id, False)
-    take.exec_job(ws, job_id, orchestrator)
+    taken = take.exec_job(ws, job_id, orchestrator)
+    nonce = taken.get("_nonce")
+    _set_worker_pid(ws, job_id, os.getpid())
+    try:
+        return _attempts(ws, job, rungs, notify, orchestrator, outcome, nonce)
+    finally:
+        _set_worker_pid(ws, job_id, None)
+
+
+def _set_worker_pid(ws: Workspace, job_id: str, pid: int | None) -> None:
+    with ws.store.write() as conn:
+        row = rows.get(conn, job_id)
+        if row is not None:
+            row["worker_pid"] = pid
+            rows.put(conn, row, row["_root"], row["_depth"])
+
+
+def _attempts(ws, job, rungs, notify, orchestrator, outcome, nonce) -> JobOutcome:
+    cfg = ws.config
+    job_id = job["id"]
     prompt = prompt_for(ws, job)
     started_any = False
     number = 0
@@ -176,7 +197,7 @@ def _run_job(ws: Workspace, job: dict, rungs: list[Worker], notify) -> JobOutcom
             notify("start", {"job": job_id, "worker": worker.name, "executor": worker.executor, "attempt": number,
                              "rung": rung_index + 1, "rungs": len(rungs), "of": cfg.attempts})
             attempt = runner.run_attempt(
-                argv, module.Parser(), limits, ws.root, worker_env(job_id),
+                argv, module.Parser(), limits, ws.root, worker_env(job_id, nonce),
                 stdin_text=prompt if module.PROMPT_ON_STDIN else None,
                 on_event=lambda kind, a: notify(kind, {"job": job_id, "worker": worker.name, "attempt": number,
                                                         "lines": a.lines, "last_line": a.last_line, "cost": a.cost}))

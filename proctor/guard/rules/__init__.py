@@ -23,6 +23,7 @@ from proctor.guard.rules import (
     lease_store,
     lease_unattributed,
     lease_write_scope,
+    monitor_followup,
 )
 
 ALL = (
@@ -40,6 +41,7 @@ ALL = (
     background_silent,
     background_left,
     background_unbounded,
+    monitor_followup,
 )
 
 BY_NAME = {rule.NAME: rule for rule in ALL}

@@ -1,0 +1,214 @@
+"""The server's monitor loop: every monitor on its own schedule, at most four commands at once.
+
+A monitor runs at once when it is created and when the server starts, then again `interval`
+after its previous run ENDED (a monitor never overlaps itself). Runs wait for one of four
+slots server-wide. Events are stored as they are read; a job's pending events are grouped
+for 10 s into follow-ups. A reconcile step, woken when the store changes (PRAGMA
+data_version) or a timer falls due, deletes monitors whose jobs left an active column and
+hands ready follow-ups to finished `proctor work` workers. Runs, groups and deliveries are
+driven by events and timers set for when they are due; the one periodic tick, every two
+seconds, reads a single PRAGMA to learn whether another process changed the store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+
+from proctor import config as config_mod
+from proctor.monitors import run, store as mstore
+from proctor.store import followups
+from proctor.store import Store
+from proctor.timeutil import iso, now
+
+CONCURRENCY = 4
+RECONCILE_SECONDS = 2.0
+
+
+class Scheduler:
+    def __init__(self, state_dir: str, root: str, repo_root: str) -> None:
+        self.store = Store(state_dir)
+        self.root = root
+        self.repo_root = repo_root
+        self.slots = asyncio.Semaphore(CONCURRENCY)
+        self.tasks: dict[int, asyncio.Task] = {}
+        self.changed = asyncio.Condition()
+        self.version = 0  # bumped on every change a console should redraw for
+        self.running_now = 0
+        self.drift: list[float] = []  # how late each run started against its schedule
+        self._data_version = None
+        self._batch_timers: dict[str, asyncio.TimerHandle] = {}
+        self._reconciler: asyncio.Task | None = None
+        self._delivering: set[str] = set()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self._own_jobs("running", None)
+        self.reconcile_now()
+        with self.store.read() as conn:
+            monitors = mstore.live(conn)
+        for monitor in monitors:
+            self._spawn(monitor)
+        self._reconciler = asyncio.ensure_future(self._reconcile_loop())
+
+    async def stop(self) -> None:
+        if self._reconciler:
+            self._reconciler.cancel()
+        tasks = list(self.tasks.values())
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=10)
+        for handle in self._batch_timers.values():
+            handle.cancel()
+        self._own_jobs("no_return", "the server stopped")
+        self.store.close()
+
+    def _own_jobs(self, state: str, end_reason: str | None) -> None:
+        """The server's maintenance jobs, held by the server (HOLDER server in every listing),
+        never ended by the rules that end unheld session jobs."""
+        from proctor.store import rows
+
+        at = iso(now())
+        own = (("proctor-server", None, "the server's own work: monitors, follow-ups, the console"),
+               ("proctor-server/monitors", "proctor-server", "run every monitor on its schedule, four at once"),
+               ("proctor-server/followups", "proctor-server", "group monitor events and wake idle agents"))
+        with self.store.write() as conn:
+            for job_id, parent, criteria in own:
+                existing = rows.get(conn, job_id)
+                job = {"schema_version": 1, "id": job_id, "parent": parent, "criteria": criteria, "write_paths": [],
+                       "deny_paths": [], "read_paths": [], "depends_on": [], "model": None, "check": None,
+                       "goals": [], "read_only": True, "timeout": None, "deadline": None, "actor": "server",
+                       "holder": "server", "declared_in": self.root,
+                       "created": existing["created"] if existing else at, "updated": at, "releases": [],
+                       "unattributed": [], "entries": [], "checkout_root": self.root, "base": None,
+                       "end_reason": end_reason, "state": state, "write_proof": None, "checkpoint": None}
+                rows.put(conn, job, "proctor-server", 0 if parent is None else 1)
+
+    def config(self) -> config_mod.Config:
+        return config_mod.load(self.root)
+
+    # -- monitors ----------------------------------------------------------------------------
+
+    def add(self, monitor: dict) -> None:
+        self._spawn(monitor)
+        self.bump()
+
+    def removed(self, monitor_id: int) -> None:
+        task = self.tasks.pop(monitor_id, None)
+        if task is not None:
+            task.cancel()  # the run in flight is ended as a group
+        self.bump()
+
+    def _spawn(self, monitor: dict) -> None:
+        if monitor["id"] not in self.tasks:
+            self.tasks[monitor["id"]] = asyncio.ensure_future(self._monitor_loop(monitor))
+
+    async def _monitor_loop(self, monitor: dict) -> None:
+        due = time.monotonic()
+        try:
+            while True:
+                async with self.slots:
+                    self.drift.append(max(0.0, time.monotonic() - due))
+                    await self._run(monitor)
+                due = time.monotonic() + monitor["interval"]
+                await asyncio.sleep(monitor["interval"])
+        except asyncio.CancelledError:
+            pass
+        finally:
+            self.tasks.pop(monitor["id"], None)
+
+    async def _run(self, monitor: dict) -> None:
+        cwd = monitor["cwd"] if os.path.isdir(monitor["cwd"]) else self.repo_root  # a vanished cwd falls back
+        with self.store.write() as conn:
+            cursor = conn.execute("INSERT INTO monitor_runs (monitor, started) VALUES (?, ?)",
+                                  (monitor["id"], iso(now())))
+            run_id = int(cursor.lastrowid)
+            conn.execute("UPDATE monitors SET last_run = ? WHERE id = ?", (iso(now()), monitor["id"]))
+
+        def emit(batch: list[tuple[str, bool]]) -> None:
+            stamp = iso(now())
+            with self.store.write() as conn:
+                conn.executemany(
+                    "INSERT INTO monitor_events (monitor, run, job, time, line, truncated) VALUES (?, ?, ?, ?, ?, ?)",
+                    [(monitor["id"], run_id, monitor["job"], stamp, line, 1 if cut else 0) for line, cut in batch])
+            self._schedule_batch(monitor["job"])
+            self.bump()
+
+        self.running_now += 1
+        try:
+            result = await run.run_once(monitor["command"], cwd, min(monitor["interval"], run.RUN_TIMEOUT_CAP), emit,
+                                        env=dict(os.environ, PROCTOR_MONITOR=str(monitor["id"])))
+        finally:
+            self.running_now -= 1
+        with self.store.write() as conn:
+            conn.execute("UPDATE monitor_runs SET ended = ?, exit_code = ?, timed_out = ?, truncated = ?, bytes = ?, "
+                         "stderr = ? WHERE id = ?",
+                         (iso(now()), result.exit_code, 1 if result.timed_out else 0, 1 if result.truncated else 0,
+                          result.bytes, result.stderr, run_id))
+        self.bump()
+
+    # -- follow-ups --------------------------------------------------------------------------
+
+    def _schedule_batch(self, job: str) -> None:
+        if job in self._batch_timers:
+            return
+        loop = asyncio.get_event_loop()
+        self._batch_timers[job] = loop.call_later(followups.GROUP_SECONDS, self._batch_due, job)
+
+    def _batch_due(self, job: str) -> None:
+        self._batch_timers.pop(job, None)
+        with self.store.write() as conn:
+            made = followups.batch(conn, job)
+        if made:
+            self.bump()
+            asyncio.ensure_future(self._deliver(job))
+
+    async def _deliver(self, job: str) -> None:
+        """Resume a finished `proctor work` worker with the job's next follow-up."""
+        if job in self._delivering:
+            return
+        self._delivering.add(job)
+        try:
+            from proctor.monitors import resume
+
+            await asyncio.to_thread(resume.deliver_to_worker, self.root, job)
+        except Exception:  # a failed delivery leaves the follow-up ready for the next chance
+            pass
+        finally:
+            self._delivering.discard(job)
+            self.bump()
+
+    # -- reconcile ---------------------------------------------------------------------------
+
+    def reconcile_now(self) -> None:
+        cfg = self.config()
+        with self.store.write() as conn:
+            gone = mstore.prune(conn, cfg)
+            pending = followups.jobs_with_pending(conn)
+        for monitor_id, _why in gone:
+            self.removed(monitor_id)
+        for job, _since in pending:
+            self._schedule_batch(job)
+
+    async def _reconcile_loop(self) -> None:
+        while True:
+            await asyncio.sleep(RECONCILE_SECONDS)
+            version = self.store.conn.execute("PRAGMA data_version").fetchone()[0]
+            if version != self._data_version:
+                self._data_version = version
+                try:
+                    self.reconcile_now()
+                except Exception:
+                    pass
+                self.bump()
+
+    def bump(self) -> None:
+        self.version += 1
+        asyncio.ensure_future(self._notify())
+
+    async def _notify(self) -> None:
+        async with self.changed:
+            self.changed.notify_all()
