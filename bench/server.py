@@ -80,7 +80,7 @@ def main() -> None:
         monitors = call("GET", "/api/v1/monitors")["monitors"]
         for monitor in monitors:
             call("DELETE", f"/api/v1/monitors/{monitor['id']}")
-        time.sleep(3)
+        time.sleep(15)  # the last events' 10 s grouping window closes before idle is measured
         import sqlite3
         from proctor.paths import find_checkout, repo_state_dir
         os.environ.update({"PROCTOR_STATE_DIR": env["PROCTOR_STATE_DIR"], "XDG_CACHE_HOME": env["XDG_CACHE_HOME"]})

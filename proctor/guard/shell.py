@@ -436,7 +436,7 @@ def _collect(script: str, cwd: str | None, found: Writes, depth: int) -> None:
                     found.unknown.append(f"a script fed to {name} on its standard input")
             continue
         if name == "apply_patch":
-            for path in _patch_paths(command.stdin_script or " ".join(w.text for w in args)):
+            for path in patch_paths(command.stdin_script or " ".join(w.text for w in args)):
                 _add(found, Word(path, False, False), here, "apply_patch")
             continue
         if name == "find":
@@ -456,7 +456,7 @@ def _collect(script: str, cwd: str | None, found: Writes, depth: int) -> None:
 _DYNAMIC = object()
 
 
-def _patch_paths(patch: str) -> list[str]:
+def patch_paths(patch: str) -> list[str]:
     """Files an apply_patch body touches (`*** Update File: path`, Add, Delete, Move to)."""
     paths = []
     for line in patch.splitlines():

@@ -45,20 +45,13 @@ def read_tool_input(call: Call, tool_input: object) -> None:
             call.edits.append((edit["old_string"], edit["new_string"]))
     patch = tool_input.get("input") if tool == "apply_patch" else None
     if isinstance(patch, str):
-        call.writes.extend(_patch_paths(patch))
+        from proctor.guard.shell import patch_paths
+
+        call.writes.extend(patch_paths(patch))
     # A payload carrying a prompt rather than a command or a path is a delegation.
     if text(tool_input.get("prompt")) and not call.command and not call.writes and not call.reads:
         call.prompt = tool_input["prompt"]
         call.spawn_label = text(tool_input.get("subagent_type")) or text(tool_input.get("description")) or tool
-
-
-def _patch_paths(patch: str) -> list[str]:
-    paths = []
-    for line in patch.splitlines():
-        for marker in ("*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: "):
-            if line.startswith(marker) and line[len(marker):].strip():
-                paths.append(line[len(marker):].strip())
-    return paths
 
 
 def _quote(word: str) -> str:

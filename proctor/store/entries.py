@@ -11,11 +11,8 @@ from proctor.store import rows
 from proctor.timeutil import iso
 
 
-def open_entry(conn: sqlite3.Connection, job_id: str, path: str) -> dict | None:
-    """The open entry of `job_id` covering repository-relative file `path`, if any."""
-    job = rows.get(conn, job_id)
-    if job is None:
-        return None
+def entry_covering(job: dict, path: str) -> dict | None:
+    """The open (unconsumed) entry of a job row covering repository-relative file `path`."""
     for entry in job.get("entries") or ():
         if entry.get("consumed"):
             continue
@@ -23,6 +20,12 @@ def open_entry(conn: sqlite3.Connection, job_id: str, path: str) -> dict | None:
         if claims.covers(claims.Claim(spelled, declaration), path):
             return entry
     return None
+
+
+def open_entry(conn: sqlite3.Connection, job_id: str, path: str) -> dict | None:
+    """The open entry of `job_id` covering repository-relative file `path`, if any."""
+    job = rows.get(conn, job_id)
+    return entry_covering(job, path) if job is not None else None
 
 
 def consume(conn: sqlite3.Connection, state_dir: str, job_id: str, path: str, actor: str) -> dict | None:

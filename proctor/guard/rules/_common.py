@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from proctor import claims
 from proctor.store import rows
+from proctor.store.entries import entry_covering
 from proctor.timeutil import format_duration, parse_iso
 
 ENTRY_QUIET_SECONDS = 60.0
@@ -22,14 +23,7 @@ def age(job: dict, now: float) -> str:
     return format_duration(now - parse_iso(job["updated"]))
 
 
-def open_entry(job: dict, rel: str) -> dict | None:
-    for entry in job.get("entries") or ():
-        if entry.get("consumed"):
-            continue
-        path, declaration, _ = claims.split_entry(entry["path"])
-        if claims.covers(claims.Claim(path, declaration), rel):
-            return entry
-    return None
+open_entry = entry_covering  # an entry is read the way the store stamps it
 
 
 def entered_paths(ctx) -> set[str]:
