@@ -263,11 +263,10 @@ def test_persists_across_restart(served):
 
 def test_followups_batch_and_reach_a_stopping_session(served):
     served.add("card", "echo ci failed on main")
-    events = wait_for(lambda: (lambda ev: ev if ev and ev[0]["followup"] != "pending" else None)(served.events("card")),
-                      timeout=25)
+    events = wait_for(lambda: (lambda ev: ev if ev and ev[0]["batch"] else None)(served.events("card")), timeout=25)
     listed = json.loads(cli(served.root, "monitor", "events", "--job", "card", "-o", "json").stdout)["events"]
     assert set(listed[0]) == {"monitor", "run", "time", "line", "truncated", "followup"}
-    assert listed[0]["followup"] == events[0]["followup"]
+    assert listed[0]["followup"] == "pending", "grouped, but not handed over yet"
     stop = {"session_id": "int-1", "transcript_path": "/tmp/none.jsonl", "cwd": served.worktree,
             "hook_event_name": "Stop", "stop_hook_active": False}
     env = dict(os.environ, BAGGAGE="proctor.lease=card")
@@ -277,6 +276,8 @@ def test_followups_batch_and_reach_a_stopping_session(served):
     assert answer["reason"].startswith("deny [monitor-followup]: Follow-up from the monitors of job card")
     out, _ = hook_run(["claude"], json.dumps(stop).encode(), env)
     assert json.loads(out) == {}, "each follow-up is handed over once"
+    after = json.loads(cli(served.root, "monitor", "events", "--job", "card", "-o", "json").stdout)["events"]
+    assert after[0]["followup"] == events[0]["batch"], "the follow-up it went out in"
 
 
 def test_batches_are_capped():
@@ -316,3 +317,50 @@ def test_bad_input(served):
     assert served.call("GET", "/api/v1/status")[0] == 200, "and keeps serving"
     status, body = served.call("POST", "/api/v1/monitors", raw=b"{not json")
     assert status == 400
+
+
+def test_descendant_holding_stdout_is_not_a_timeout(served):
+    _, monitor = served.add("card", "sleep 30 & echo started")
+    runs = wait_for(lambda: (lambda r: r if r and r[0][1] else None)(served.runs(monitor["id"])), timeout=10)
+    from proctor.timeutil import parse_iso
+    assert runs[0][3] == 0 and runs[0][2] == 0, "the command exited at once, with 0"
+    assert parse_iso(runs[0][1]) - parse_iso(runs[0][0]) < 5
+
+
+def test_cross_site_requests_are_refused(served):
+    body = json.dumps({"job": "card", "command": "echo pwned", "interval": "10s", "cwd": served.root,
+                       "allow_unsandboxed": True}).encode()
+    for headers in ({"Content-Type": "text/plain"},
+                    {"Content-Type": "application/json", "Origin": "http://127.0.0.1:3000"}):
+        request = urllib.request.Request(f"http://127.0.0.1:{served.port}/api/v1/monitors", data=body, method="POST",
+                                         headers={"Host": f"127.0.0.1:{served.port}",
+                                                  "Cookie": f"proctor_token={served.token}", **headers})
+        try:
+            urllib.request.urlopen(request, timeout=10)
+            raise AssertionError("accepted")
+        except urllib.error.HTTPError as exc:
+            assert exc.code == 403
+    assert served.call("GET", "/api/v1/monitors")[1]["monitors"] == []
+    assert served.call("GET", "/api/v1/status", token="é")[0] == 401, "a non-ASCII token is refused, not a crash"
+    assert served.add("card", "true", cwd=["/"])[0] == 400
+    assert served.call("DELETE", "/api/v1/monitors/99999999999999999999999")[0] == 409
+
+
+def test_a_leased_caller_needs_the_jobs_secret(served):
+    refused = cli(served.root, "monitor", "list", env={"BAGGAGE": "proctor.lease=card", "PROCTOR_NONCE": ""},
+                  check=False)
+    assert refused.returncode == 1 and "PROCTOR_NONCE" in refused.stderr
+
+
+def test_stale_server_file_is_not_trusted(served):
+    cli(served.root, "server", "stop")
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        info_path = os.path.join(os.path.dirname(served.token_path), "server.json")
+        with open(info_path, "w") as handle:
+            json.dump({"pid": sleeper.pid, "port": 1, "version": "0", "ready": True, "url": "x", "console": "x"}, handle)
+        assert cli(served.root, "server", "status", check=False).returncode == 1
+        assert "no server was running" in cli(served.root, "server", "stop").stdout
+        assert sleeper.poll() is None, "an unrelated process is left alone"
+    finally:
+        sleeper.kill()

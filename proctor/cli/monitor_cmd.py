@@ -16,11 +16,23 @@ from proctor.cli.options import output_option
 
 
 def _call(method: str, path: str, body: dict | None = None) -> dict:
+    from proctor import errors
+    from proctor.jobs.lease import resolve
     from proctor.server import daemon
     from proctor.workspace import Workspace
 
+    nonce = os.environ.get("PROCTOR_NONCE") or None
     with Workspace() as ws:
-        return daemon.request(ws, method, path, body, nonce=os.environ.get("PROCTOR_NONCE") or None)
+        if nonce is None:
+            with ws.store.read() as conn:
+                caller = resolve(conn, ws.root, None)
+            if caller.lease:
+                # an agent manages monitors with its job's secret, scoped to that job; the server
+                # token is a person's
+                raise errors.Refused([(errors.NOT_YOUR_JOB,
+                    f"this caller acts under lease {caller.lease} (from {caller.lease_from}); manage its "
+                    f"monitors with the job's secret in PROCTOR_NONCE (proctor job exec prints it)")])
+        return daemon.request(ws, method, path, body, nonce=nonce)
 
 
 @click.group()

@@ -43,14 +43,24 @@ def deliver_to_worker(root: str, job_id: str) -> bool:
             return False
         module = executor_module(worker.executor)
         argv = module.argv(worker, ready["text"], resume=session)
+        # a fresh secret for the resumed agent, so it manages its job's monitors as before
+        import hashlib
+
+        nonce = os.urandom(18).hex()
         with ws.store.write() as conn:
-            followups.mark_delivered(conn, ready["id"], f"resume:{worker.name}:{session}")
+            row = rows.get(conn, job_id)
+            row["nonce_sha256"] = hashlib.sha256(nonce.encode()).hexdigest()
+            rows.put(conn, row, row["_root"], row["_depth"])
         limits = runner.Limits(idle=ws.config.idle_limit_seconds, grace=ws.config["jobs.grace_seconds"],
                                wall=worker.wall_minutes * 60 if worker.wall_minutes else None,
                                spend=worker.max_spend_usd)
         attempt = runner.run_attempt(argv, module.Parser(), limits, job.get("checkout_root") or ws.root,
-                                     worker_env(job_id), stdin_text=ready["text"] if module.PROMPT_ON_STDIN else None)
+                                     worker_env(job_id, nonce),
+                                     stdin_text=ready["text"] if module.PROMPT_ON_STDIN else None)
+        if attempt.reason.startswith("could not start"):
+            return False  # not handed over: it stays ready for the next chance
         with ws.store.write() as conn:
+            followups.mark_delivered(conn, ready["id"], f"resume:{worker.name}:{session}")
             data = {"worker": worker.name, "executor": worker.executor, "followup": ready["id"], **attempt.to_json()}
             data.pop("reply", None)
             trail.append(conn, ws.state_dir, "worker_attempt", f"worker:{worker.name}", job_id, data)

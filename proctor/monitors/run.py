@@ -106,7 +106,9 @@ async def run_once(command: str, cwd: str, timeout: float,
         result.stderr = kept.decode("utf-8", "replace")
 
     readers = [asyncio.ensure_future(read_stdout()), asyncio.ensure_future(read_stderr())]
-    waiter = asyncio.ensure_future(proc.wait())
+    # The command's own exit, seen on a pidfd: asyncio's wait() would also wait for the pipes,
+    # which a descendant may hold open long after the command itself ended.
+    waiter = asyncio.ensure_future(_exited(proc))
     try:
         done, _ = await asyncio.wait({waiter}, timeout=timeout)
         if not done:
@@ -131,8 +133,34 @@ async def run_once(command: str, cwd: str, timeout: float,
             os.killpg(proc.pid, signal.SIGKILL)  # nothing of the run outlives it
         except (ProcessLookupError, PermissionError):
             pass
-    result.exit_code = None if result.timed_out else proc.returncode
+    result.exit_code = None if result.timed_out else await _exit_code(proc)
     return result
+
+
+async def _exited(proc: asyncio.subprocess.Process) -> None:
+    loop = asyncio.get_running_loop()
+    try:
+        fd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):
+        await proc.wait()
+        return
+    done = loop.create_future()
+    loop.add_reader(fd, lambda: done.done() or done.set_result(None))
+    try:
+        await done
+    finally:
+        loop.remove_reader(fd)
+        os.close(fd)
+
+
+async def _exit_code(proc: asyncio.subprocess.Process) -> int | None:
+    """The exit status, once asyncio's child watcher has reaped the process (it does so just
+    after the pidfd turned readable); reaping it here would race that watcher."""
+    for _ in range(100):
+        if proc.returncode is not None:
+            return proc.returncode
+        await asyncio.sleep(0.01)
+    return proc.returncode
 
 
 def _event(raw: bytes, cut: bool, result: RunResult):

@@ -138,16 +138,23 @@ class Scheduler:
             self.bump()
 
         self.running_now += 1
+        result = None
         try:
             result = await run.run_once(monitor["command"], cwd, min(monitor["interval"], run.RUN_TIMEOUT_CAP), emit,
                                         env=dict(os.environ, PROCTOR_MONITOR=str(monitor["id"])))
         finally:
             self.running_now -= 1
-        with self.store.write() as conn:
-            conn.execute("UPDATE monitor_runs SET ended = ?, exit_code = ?, timed_out = ?, truncated = ?, bytes = ?, "
-                         "stderr = ? WHERE id = ?",
-                         (iso(now()), result.exit_code, 1 if result.timed_out else 0, 1 if result.truncated else 0,
-                          result.bytes, result.stderr, run_id))
+            # a run cancelled (removed monitor, server stopping) is recorded as ended too
+            with self.store.write() as conn:
+                if result is None:
+                    conn.execute("UPDATE monitor_runs SET ended = ?, stderr = ? WHERE id = ?",
+                                 (iso(now()), "[proctor: run ended early: its monitor was removed or the server "
+                                              "stopped]", run_id))
+                else:
+                    conn.execute("UPDATE monitor_runs SET ended = ?, exit_code = ?, timed_out = ?, truncated = ?, "
+                                 "bytes = ?, stderr = ? WHERE id = ?",
+                                 (iso(now()), result.exit_code, 1 if result.timed_out else 0,
+                                  1 if result.truncated else 0, result.bytes, result.stderr, run_id))
         self.bump()
 
     # -- follow-ups --------------------------------------------------------------------------
@@ -183,6 +190,13 @@ class Scheduler:
 
     # -- reconcile ---------------------------------------------------------------------------
 
+    def _ready_jobs(self) -> list[str]:
+        """Jobs with a follow-up not yet handed over and a `proctor work` worker behind them."""
+        rows_ = self.store.conn.execute(
+            "SELECT DISTINCT f.job FROM followups f WHERE f.delivered IS NULL AND EXISTS "
+            "(SELECT 1 FROM events e WHERE e.job = f.job AND e.kind = 'worker_attempt')").fetchall()
+        return [r[0] for r in rows_ if r[0] not in self._delivering]
+
     def reconcile_now(self) -> None:
         cfg = self.config()
         with self.store.write() as conn:
@@ -193,17 +207,28 @@ class Scheduler:
         for job, _since in pending:
             self._schedule_batch(job)
 
+    def _config_stamp(self):
+        try:
+            info = os.stat(os.path.join(self.root, config_mod.CONFIG_NAME))
+            return (info.st_mtime_ns, info.st_size)
+        except OSError:
+            return None
+
     async def _reconcile_loop(self) -> None:
+        stamp = self._config_stamp()
         while True:
             await asyncio.sleep(RECONCILE_SECONDS)
             version = self.store.conn.execute("PRAGMA data_version").fetchone()[0]
-            if version != self._data_version:
-                self._data_version = version
+            config_now = self._config_stamp()  # a column made passive in proctor.toml counts too
+            if version != self._data_version or config_now != stamp:
+                self._data_version, stamp = version, config_now
                 try:
                     self.reconcile_now()
                 except Exception:
                     pass
                 self.bump()
+            for job in self._ready_jobs():
+                asyncio.ensure_future(self._deliver(job))
 
     def bump(self) -> None:
         self.version += 1

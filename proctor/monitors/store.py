@@ -162,7 +162,8 @@ def events(conn: sqlite3.Connection, job: str | None = None, limit: int = 1000) 
     rows_ = conn.execute(query + " ORDER BY e.id DESC LIMIT ?", (*params, limit)).fetchall()
     out = []
     for monitor, run, time_, line, truncated, followup, job_id, delivered in reversed(rows_):
+        # "the follow-up they went out in, or pending": a batch not handed over yet is pending
         out.append({"monitor": monitor, "run": run, "time": time_, "line": line, "truncated": bool(truncated),
-                    "followup": followup if followup is not None else "pending", "job": job_id,
-                    "delivered": delivered})
+                    "followup": followup if followup is not None and delivered else "pending", "job": job_id,
+                    "batch": followup, "delivered": delivered})
     return out

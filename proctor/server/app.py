@@ -47,6 +47,22 @@ def _host_ok(request: Request, state: State) -> bool:
     return host in (f"127.0.0.1:{state.port}", f"localhost:{state.port}")
 
 
+def _same(given: str, expected: str) -> bool:
+    return hmac.compare_digest(given.encode("utf-8", "surrogateescape"), expected.encode("utf-8"))
+
+
+def _cross_site(request: Request, state: State) -> bool:
+    """A state-changing request a page elsewhere could have sent: not JSON, or from another
+    origin (another port on 127.0.0.1 is another origin, whatever SameSite thinks)."""
+    if request.method in ("GET", "HEAD", "OPTIONS"):
+        return False
+    origin = request.headers.get("origin")
+    if origin is not None and origin not in (f"http://127.0.0.1:{state.port}", f"http://localhost:{state.port}"):
+        return True
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    return content_type != "application/json"
+
+
 def _scope(request: Request, state: State) -> tuple[bool, str | None]:
     """(authenticated, job the caller is scoped to or None for the token holder)."""
     header = request.headers.get("authorization", "")
@@ -56,7 +72,7 @@ def _scope(request: Request, state: State) -> tuple[bool, str | None]:
     elif request.cookies.get(COOKIE):
         token = request.cookies[COOKIE]
     if token is not None:
-        return hmac.compare_digest(token, state.token), None
+        return _same(token, state.token), None
     if header.startswith("Nonce "):
         digest = hashlib.sha256(header[6:].strip().encode()).hexdigest()
         from proctor.store import Store
@@ -100,6 +116,9 @@ def guarded(handler, allow_nonce: bool = True):
         if not _host_ok(request, state):
             return JSONResponse({"error": {"code": "BAD_HOST", "message": "this server answers 127.0.0.1 only"}},
                                 status_code=421)
+        if _cross_site(request, state):
+            return JSONResponse({"error": {"code": "CROSS_SITE", "message": "a state-changing request must be "
+                                           "JSON from this server's own origin"}}, status_code=403)
         ok, scope = _scope(request, state)
         if not ok or (scope is not None and not allow_nonce):
             if request.url.path == "/" or request.url.path.startswith("/console"):
@@ -163,6 +182,11 @@ async def monitors_add(request: Request) -> Response:
     job = request.state.scope or body.get("job")
     if not isinstance(job, str) or not job:
         raise errors.ProctorError("name the job (--job ID); a monitor belongs to one job")
+    for key in ("command", "cwd", "description"):
+        if body.get(key) is not None and not isinstance(body[key], str):
+            raise errors.ProctorError(f"{key} must be a string")
+    if body.get("interval") is not None and not isinstance(body["interval"], (str, int, float)):
+        raise errors.ProctorError("interval must be a duration such as 45s")
     with _workspace(state) as ws:
         with ws.store.write() as conn:
             monitor = mstore.add(conn, ws.config, state.repo_root, job, body.get("command"), body.get("interval"),
@@ -179,6 +203,8 @@ async def monitors_remove(request: Request) -> Response:
         monitor_id = int(request.path_params["id"])
     except ValueError:
         raise errors.ProctorError("a monitor id is a number") from None
+    if not 0 < monitor_id < 2 ** 62:
+        raise errors.Refused([(mstore.NOT_FOUND, f"no monitor {monitor_id}")])
     with _workspace(state) as ws, ws.store.write() as conn:
         monitor = mstore.remove(conn, monitor_id, request.state.scope)
     state.scheduler.removed(monitor_id)
@@ -255,7 +281,10 @@ async def login(request: Request) -> Response:
     from urllib.parse import parse_qs
 
     token = (parse_qs(body).get("token") or [""])[0]
-    if not hmac.compare_digest(token, state.token):
+    origin = request.headers.get("origin")
+    if origin is not None and origin not in (f"http://127.0.0.1:{state.port}", f"http://localhost:{state.port}"):
+        return JSONResponse({"error": {"code": "CROSS_SITE"}}, status_code=403)
+    if not _same(token, state.token):
         return RedirectResponse("/login?failed=1", status_code=303)
     response = RedirectResponse("/", status_code=303)
     response.set_cookie(COOKIE, state.token, httponly=True, samesite="strict", path="/")

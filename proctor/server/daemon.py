@@ -51,19 +51,33 @@ def ensure_token(path: str, token: str | None = None) -> str:
     return token
 
 
-def info(ws: Workspace) -> dict | None:
+def _lock_held(directory: str) -> bool:
+    """Whether a server holds this repository's lock (a pid alone may be somebody else's now)."""
     try:
-        with open(os.path.join(server_dir(ws), "server.json"), encoding="utf-8") as handle:
+        fd = os.open(os.path.join(directory, "server.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def info(ws: Workspace) -> dict | None:
+    directory = server_dir(ws)
+    path = os.path.join(directory, "server.json")
+    try:
+        with open(path, encoding="utf-8") as handle:
             data = json.load(handle)
     except (OSError, ValueError):
         return None
-    pid = data.get("pid")
-    try:
-        os.kill(pid, 0)
-    except (ProcessLookupError, TypeError):
+    if not isinstance(data, dict) or not isinstance(data.get("pid"), int) or not _lock_held(directory):
+        with contextlib.suppress(OSError):
+            os.unlink(path)  # left behind by a server that is gone
         return None
-    except PermissionError:
-        pass
     return data
 
 
@@ -148,6 +162,8 @@ def stop(ws: Workspace, timeout: float = 30) -> bool:
             return True
         time.sleep(0.05)
     os.kill(running["pid"], signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        os.unlink(os.path.join(server_dir(ws), "server.json"))
     return True
 
 
