@@ -354,3 +354,44 @@ executor = "emacs"
     settings = {s["key"]: s["value"] for s in shown["settings"]}
     assert settings["jobs.grace_seconds"] == 3600 and settings["jobs.commit_body"] == "full"
     assert settings["jobs.idle_minutes"] is None
+
+
+def test_later_results_buy_no_time(repo_for, proctor):
+    repo_for()
+    result_line = open(CLAUDE).read().strip().splitlines()[-1]
+    started = time.monotonic()
+    out = work(proctor, env=standin_env(STANDIN_APPEND="\n".join([result_line] * 60), STANDIN_MODE="slow_append:0.5"))
+    first = out.json()["jobs"][0]["attempts"][0]
+    assert first["stop"] == "grace" and time.monotonic() - started < 15, "the first result starts the window"
+
+
+def test_commit_failure_records_no_pass(repo_for, proctor):
+    root = repo_for()
+    hook = os.path.join(root, ".git", "hooks", "pre-commit")
+    with open(hook, "w") as handle:
+        handle.write("#!/bin/sh\necho refused by hook >&2\nexit 1\n")
+    os.chmod(hook, 0o755)
+    result = work(proctor, env=standin_env())
+    assert result.code == 2 and "git commit failed" in result.err
+    row = {r["id"]: r for r in api.ls_jobs(cwd=root)["jobs"]}["feat"]
+    assert row["state"] == "running", "not recorded pass, and ready for another run"
+    assert git(root, "diff", "--cached", "--name-only").strip() == "", "the index is left as it was"
+
+
+def test_taken_elsewhere_cannot_start(repo_for, proctor, tmp_path):
+    root = repo_for()
+    wt = str(tmp_path / "wt")
+    git(root, "worktree", "add", "-q", "-b", "wt", wt)
+    api.exec_job("feat", cwd=wt)
+    result = work(proctor, env=standin_env())
+    assert result.code == 2 and "could not start feat" in result.err
+
+
+def test_children_that_ended_stop_their_dependents(repo_for, proctor):
+    root = repo_for(job={"id": "root", "criteria": "plan", "check": "test"})
+    api.fork({"id": "root/a", "parent": "root", "write_paths": ["src/a.py"], "check": "test"}, cwd=root)
+    api.fork({"id": "root/b", "parent": "root", "write_paths": ["src/a.py"], "check": "test", "depends_on": ["root/a"]},
+             cwd=root)
+    api.exit_job("root/a", cwd=root)
+    result = proctor("work", "root", env=standin_env())
+    assert result.code == 1 and "ended without passing (root/a)" in result.err

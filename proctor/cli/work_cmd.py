@@ -73,6 +73,8 @@ def work(job_id: str, worker_name: str | None, output: str) -> int:
         reap.end_unheld(ws.store, ws.config["jobs.stale_after"], ws.warn)
         outcomes = run_work(ws, job_id, worker_name, display)
     passed = all(o.passed for o in outcomes)
+    if not outcomes and output != "json":
+        click.echo(f"every child of {job_id} has passed; nothing to work")
     if output == "json":
         emit_json({"passed": passed, "jobs": [o.to_json() for o in outcomes]})
     else:

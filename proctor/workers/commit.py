@@ -57,6 +57,7 @@ def commit_paths(root: str, paths: list[str], text: str) -> str:
     git.run(root, "add", "-A", "--", *paths)
     proc = git.run(root, "commit", "-q", "--only", "-F", "-", "--", *paths, check=False, input=text.encode("utf-8"))
     if proc.returncode != 0:
+        git.run(root, "reset", "-q", "--", *paths, check=False)  # leave the index as it was
         detail = (proc.stderr or proc.stdout).decode("utf-8", "replace").strip().splitlines()
         raise errors.ProctorError(f"git commit failed: {detail[-1] if detail else 'exit ' + str(proc.returncode)}")
     return git.run(root, "rev-parse", "HEAD").stdout.decode().strip()

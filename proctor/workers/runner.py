@@ -124,10 +124,12 @@ def run_attempt(argv: list[str], parser, limits: Limits, cwd: str, env: dict, st
             elif event.kind == "cost":
                 attempt.cost = float(event.value)
             elif event.kind == "final":
-                attempt.reply, attempt.reply_kind = event.text or "", event.value
-                final_at = time.monotonic()
-                idle_applies = False  # from the final reply on, only the grace window counts
-                notify("final", attempt)
+                if final_at is None:
+                    # the first final reply starts the grace window; later output buys no time
+                    attempt.reply, attempt.reply_kind = event.text or "", event.value
+                    final_at = time.monotonic()
+                    idle_applies = False  # from the final reply on, only the grace window counts
+                    notify("final", attempt)
             elif event.kind == "step":
                 if final_at is not None:
                     final_at, idle_applies = None, True  # it carried on working

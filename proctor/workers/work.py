@@ -53,7 +53,10 @@ def plan(ws: Workspace, job_id: str) -> list[dict]:
         job = rows.get(conn, job_id)
         if job is None:
             raise errors.ProctorError(f"no job {job_id}; proctor ls jobs lists them", errors.UNKNOWN_JOB)
-        children = [c for c in rows.where(conn, "parent = ?", (job_id,)) if c["state"] != PASS]
+        every_child = rows.where(conn, "parent = ?", (job_id,))
+    children = [c for c in every_child if c["state"] != PASS]
+    if every_child and not children:
+        return []  # every child passed: nothing left to work
     if not children:
         if not is_live(job["state"]):
             raise errors.ProctorError(f"{job_id} has ended ({job['state']}); nothing to work", errors.NOT_LIVE)
@@ -76,7 +79,12 @@ def plan(ws: Workspace, job_id: str) -> list[dict]:
 
     for child in sorted(children, key=lambda c: (c["created"], c["id"])):
         visit(child)
-    return [c for c in ordered if is_live(c["state"])]
+    ended = [c["id"] for c in ordered if not is_live(c["state"])]
+    if ended:
+        raise errors.Refused([(errors.NOT_LIVE,
+            f"{job_id} has children that ended without passing ({', '.join(ended)}); their dependents cannot "
+            f"land on them; fork them again or end {job_id}")])
+    return ordered
 
 
 def prompt_for(ws: Workspace, job: dict) -> str:
@@ -153,7 +161,10 @@ def _run_job(ws: Workspace, job: dict, rungs: list[Worker], notify) -> JobOutcom
     orchestrator = Caller(None, None, "proctor-work")
     job_id = job["id"]
     outcome = JobOutcome(job_id, False)
-    taken = take.exec_job(ws, job_id, orchestrator)
+    try:
+        taken = take.exec_job(ws, job_id, orchestrator)
+    except errors.Refused as exc:
+        raise errors.ProctorError(f"could not start {job_id}: " + "; ".join(exc.lines()), exc.code) from None
     nonce = taken.get("_nonce")
     _set_worker_pid(ws, job_id, os.getpid())
     try:
@@ -209,10 +220,18 @@ def _attempts(ws, job, rungs, notify, orchestrator, outcome, nonce) -> JobOutcom
             _ledger(ws, job_id, worker, number, attempt, status, passed)
             notify("attempt", {"job": job_id, **record})
             if passed:
+                with ws.store.read() as conn:
+                    current = rows.get(conn, job_id)
+                try:
+                    # commit first: a job is recorded pass only once what passed is committed
+                    outcome.commit = _commit(ws, current, graded, gates, attempt, status)
+                except errors.ProctorError:
+                    take.reopen(ws, job_id, orchestrator)  # a rerun can pick it up again
+                    raise
                 finished = wait.wait(ws, job_id, orchestrator)[0]
                 outcome.passed = finished["state"] == PASS
                 if outcome.passed:
-                    outcome.commit = _commit(ws, finished, graded, gates, attempt, status)
+                    _note_commit(ws, job_id, outcome.commit)
                     outcome.reason = "passed its gates"
                     return outcome
             last_failures, last_reply, last_status = failures, attempt.reply, status
@@ -292,14 +311,18 @@ def _commit(ws: Workspace, job: dict, graded, gates: list[str], attempt: runner.
     summary = ((job.get("result") or {}).get("summary")) or attempt.reply
     kind = "step" if job.get("parent") else "job"
     text = jcommit.message(job, kind, gates, summary, status, ws.config["jobs.commit_body"])
-    sha = jcommit.commit_paths(ws.root, paths, text)
+    return jcommit.commit_paths(ws.root, paths, text)
+
+
+def _note_commit(ws: Workspace, job_id: str, sha: str | None) -> None:
+    if not sha:
+        return
     with ws.store.write() as conn:
-        row = rows.get(conn, job["id"])
+        row = rows.get(conn, job_id)
         if row is not None:
             row["commit"] = sha
             rows.put(conn, row, row["_root"], row["_depth"])
-            trail.append(conn, ws.state_dir, "job_commit", "proctor-work", job["id"], {"commit": sha, "paths": paths})
-    return sha
+            trail.append(conn, ws.state_dir, "job_commit", "proctor-work", job_id, {"commit": sha})
 
 
 def attempts_of(ws: Workspace, job_id: str) -> list[dict]:

@@ -8,7 +8,8 @@ Configured by environment variables (arguments are the real CLI's and are ignore
   STANDIN_MODE     comma-separated: hang_after (sleep after the stream), silent_after:N (go
                    silent after N lines), stderr_ticks:N (N stderr lines, 0.3 s apart, before
                    the stream), grandchild (leave a child holding stdout open), exit:N,
-                   ticks_forever (a line every 0.2 s), slow:S (S seconds between lines)
+                   ticks_forever (a line every 0.2 s), slow:S (S seconds between lines),
+                   slow_append:S (S seconds after each appended line)
   STANDIN_APPEND   extra raw lines to print after the stream (\n-separated)
 """
 
@@ -45,7 +46,9 @@ def main() -> int:
     if os.environ.get("STANDIN_STREAM"):
         with open(os.environ["STANDIN_STREAM"]) as handle:
             lines = [line.rstrip("\n") for line in handle if line.strip()]
-    lines += [line for line in os.environ.get("STANDIN_APPEND", "").split("\n") if line]
+    appended = [line for line in os.environ.get("STANDIN_APPEND", "").split("\n") if line]
+    first_appended = len(lines)
+    lines += appended
     silent_after = int(options["silent_after"]) if "silent_after" in options else None
     for index, line in enumerate(lines):
         if silent_after is not None and index >= silent_after:
@@ -53,6 +56,8 @@ def main() -> int:
         print(line, flush=True)
         if "slow" in options:
             time.sleep(float(options["slow"]))
+        if "slow_append" in options and index >= first_appended:
+            time.sleep(float(options["slow_append"]))
     if "ticks_forever" in options:
         while True:
             print(json.dumps({"type": "tick"}), flush=True)

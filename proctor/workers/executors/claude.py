@@ -18,6 +18,8 @@ PROVIDER_REASONS = ("api_error", "model_error", "prompt_too_long", "blocking_lim
 def argv(worker, prompt: str, resume: str | None = None) -> list[str]:
     base = list(worker.command) if worker.command else ["claude"]
     out = base + ["-p", prompt, "--output-format", "stream-json", "--verbose"]
+    if not worker.command:
+        out += ["--permission-mode", "acceptEdits"]  # unattended: edits must not wait for a person
     if worker.model:
         out += ["--model", worker.model]
     if resume:
@@ -43,8 +45,6 @@ class Parser:
         out: list[Event] = []
         if kind == "system" and event.get("subtype") == "init" and isinstance(event.get("session_id"), str):
             out.append(Event("session", value=event["session_id"]))
-        elif kind == "system" and event.get("subtype") == "api_retry":
-            out.append(Event("provider_error", text=str(event.get("error") or "api retry")))
         elif kind == "result":
             if isinstance(event.get("session_id"), str):
                 out.append(Event("session", value=event["session_id"]))
@@ -56,6 +56,9 @@ class Parser:
             if subtype != "success":
                 errors = event.get("errors") if isinstance(event.get("errors"), list) else []
                 reply = reply or f"(no reply: {subtype}{': ' + '; '.join(map(str, errors)) if errors else ''})"
+            origin = event.get("origin") if isinstance(event.get("origin"), dict) else {}
+            if origin.get("kind") == "task-notification":
+                return out  # a follow-up turn for a finished background task, not the reply
             if event.get("terminal_reason") in PROVIDER_REASONS or subtype == "error_during_execution":
                 out.append(Event("provider_error", text=f"{subtype} {event.get('terminal_reason') or ''}".strip()))
             out.append(Event("final", text=reply, value=subtype))

@@ -19,6 +19,8 @@ def argv(worker, prompt: str, resume: str | None = None) -> list[str]:
     if resume:
         out += ["resume", resume]
     out += ["--json"]
+    if not worker.command:
+        out += ["--full-auto"]  # exec defaults to a read-only sandbox
     if worker.model:
         out += ["-m", worker.model]
     return out + [prompt]

@@ -18,6 +18,8 @@ PROMPT_ON_STDIN = False
 def argv(worker, prompt: str, resume: str | None = None) -> list[str]:
     base = list(worker.command) if worker.command else ["opencode"]
     out = base + ["run", "--format", "json"]
+    if not worker.command:
+        out += ["--auto"]  # non-interactive runs reject permission requests unless --auto is given
     if worker.model:
         out += ["--model", worker.model]
     if resume:
