@@ -198,3 +198,25 @@ def test_background_unbounded(root, tmp_path, command, background, flagged):
         assert text.startswith("advise [background-unbounded]") and "timeout 120m" in text
     else:
         assert answer == {}
+
+
+@pytest.mark.parametrize("command", ["tail -f x | grep y &", "(npm run dev) &", "bash -c 'npm run dev' &",
+                                     "npx vite &"])
+def test_background_unbounded_whole_pipelines(root, command):
+    payload = {"session_id": "s1", "cwd": root, "hook_event_name": "PreToolUse", "tool_name": "Bash",
+               "tool_input": {"command": command}}
+    out, _ = hook_run(["claude"], json.dumps(payload).encode(), dict(os.environ))
+    assert "advise [background-unbounded]" in json.loads(out).get("hookSpecificOutput", {}).get("additionalContext", "")
+
+
+def test_background_left_does_not_loop(root, tmp_path):
+    sub = tmp_path / "agent-a1.jsonl"
+    write(sub, launch("s1task", "npm run dev", 120))
+    payload = {"session_id": "s1", "transcript_path": str(tmp_path / "root.jsonl"), "cwd": root,
+               "hook_event_name": "SubagentStop", "agent_id": "a1", "agent_transcript_path": str(sub),
+               "stop_hook_active": True, "last_assistant_message": "done"}
+    out, _ = hook_run(["claude"], json.dumps(payload).encode(), dict(os.environ))
+    assert set(json.loads(out)) == {"systemMessage"}, "advised, not refused again"
+    handed = dict(payload, stop_hook_active=False, last_assistant_message="Leaving s1task to the parent session.")
+    out, _ = hook_run(["claude"], json.dumps(handed).encode(), dict(os.environ))
+    assert json.loads(out) == {}

@@ -266,3 +266,24 @@ def test_call_read_by_an_earlier_call_is_found_in_the_file(tmp_path):
     write(path, [tool_result("t1", "Command running in background with ID: b1", 99)], mode="a")
     found = tasks(path, checkpoints)
     assert found["b1"]["command"] == "npm run dev", "the launch's command, from before the checkpoint"
+
+
+def test_moved_by_timeout_structured_monitor_and_gone_tasks(tmp_path):
+    path = tmp_path / "t.jsonl"
+    write(path, [
+        tool_use("t1", "Bash", {"command": "make slow"}, 300),
+        tool_result("t1", "Command did not complete within its 120s timeout and was moved to the background.", 299,
+                    {"backgroundTaskId": "mv1"}),
+        tool_use("t2", "Monitor", {"command": "tail -f ci.log"}, 200),
+        tool_result("t2", "ok", 199, {"taskId": "mon9", "timeoutMs": 600000}),
+        tool_use("t3", "Bash", {"command": "sleep 1000", "run_in_background": True}, 100),
+        tool_result("t3", "Command running in background with ID: old7", 99),
+        tool_use("t4", "TaskStop", {"task_id": "old7"}, 50),
+        {"type": "user", "timestamp": ts(49), "message": {"role": "user", "content": [
+            {"tool_use_id": "t4", "type": "tool_result", "is_error": True,
+             "content": "<tool_use_error>No task found with ID: old7</tool_use_error>"}]}},
+    ])
+    found = tasks(path)
+    assert found["mv1"]["status"] == "running" and found["mv1"]["command"] == "make slow"
+    assert found["mon9"]["watcher"] is True
+    assert found["old7"]["status"] == "gone"

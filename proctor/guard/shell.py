@@ -24,7 +24,7 @@ _RESERVED = frozenset(("if", "then", "else", "elif", "fi", "for", "while", "unti
                        "case", "esac", "in", "function", "select", "{", "}", "!", "[[", "]]"))
 _WRAPPERS = frozenset(("env", "sudo", "doas", "nice", "nohup", "time", "command", "exec", "builtin",
                        "timeout", "stdbuf", "xargs", "setsid", "ionice", "chronic", "unbuffer",
-                       "caffeinate", "flock", "watch", "strace", "ltrace", "eatmydata"))
+                       "caffeinate", "flock", "watch", "strace", "ltrace", "eatmydata", "npx", "bunx"))
 _SHELLS = frozenset(("sh", "bash", "zsh", "dash", "ksh", "ash", "fish"))
 _INTO_IF_DIR = "destination, or a directory receiving "
 _DEVICES = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/zero")
@@ -268,14 +268,18 @@ def _parse_all(script: str) -> tuple[list[Command], list[str], list[str]]:
     depth = 0
     current = Command(depth)
     tokens = _tokens_with_heredocs(lexer)
+    segment = 0  # where the current pipeline or subshell list began: a trailing & sends all of it
     i = 0
     while i < len(tokens):
         kind, value = tokens[i]
         if kind == "op":
             if current.words or current.redirects:
-                if value == "&":
-                    current.background = True
                 commands.append(current)
+            if value == "&":
+                for command in commands[segment:]:
+                    command.background = True
+            if value in ("&", ";", "&&", "||", "\n") and depth == 0:
+                segment = len(commands)
             if value == "(":
                 depth += 1
             elif value == ")":

@@ -35,11 +35,14 @@ MAX_PENDING = 256  # a launch's result follows its call closely; older calls are
 # status carries one. Everything else (most of a transcript) is skipped at the speed of a
 # substring search; the tool call behind a result is looked up by its id when needed.
 _MARKERS = (b"running in background", b"async_launched", b"-notification>", b"Successfully ",
-            b"<status>", b"Monitor started")
+            b"<status>", b"Monitor started", b"backgroundTaskId", b"moved to the background", b"timeoutMs",
+            b"<tool_use_error>", b'"is_error":true')
+_GONE = re.compile(r"(?i)\b(no (?:such )?(?:task|shell|background task)|not found|is not running|"
+                   r"already (?:completed|finished|stopped|exited))")
 NEAR = 64 << 10
 LOOKBACK = 2 << 20  # how far back a result's tool call is searched for (it is written just before)
 RUNNING = "running"
-FINAL = ("completed", "failed", "killed", "stopped")
+FINAL = ("completed", "failed", "killed", "stopped", "gone")
 
 _LAUNCH = re.compile(r"running in background with ID: ([A-Za-z0-9_\-]+)")
 _OUTPUT = re.compile(r"Output is being written to: (.+?\.output)")
@@ -190,6 +193,14 @@ def _result(state: State, block: dict, structured, when: float | None, agent: st
             _upsert(state, task, kind="monitor", started=when or found.get("time"), tool_use_id=tool_use_id,
                     command=tool_input.get("command"), description=tool_input.get("description"),
                     output_file=None, subagent=found.get("agent") or agent, watcher=True, expires=expires)
+        return
+    if block.get("is_error") is True or "<tool_use_error>" in text:
+        found = the_call()
+        if found.get("name") in STOP_TOOLS and _GONE.search(text):
+            tool_input = found.get("input") if isinstance(found.get("input"), dict) else {}
+            gone = tool_input.get("task_id") or tool_input.get("shell_id") or tool_input.get("bash_id")
+            if isinstance(gone, str) and gone in state.tasks:
+                _finish(state, gone, "gone", when)  # the host no longer has it: nothing left to stop
         return
     stopped = _STOPPED.search(text)
     if stopped:

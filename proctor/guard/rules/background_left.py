@@ -22,11 +22,15 @@ def check(ctx) -> list[tuple[str, str]]:
     call = ctx.call
     if call.event == SUBAGENT_STOP:
         tasks = _subagent_tasks(ctx)
+        reply = call.raw.get("last_assistant_message") if isinstance(call.raw.get("last_assistant_message"), str) else ""
+        tasks = [t for t in tasks if t["id"] not in reply]  # a task the reply hands over is handed over
         if not tasks:
             return []
-        return [("rule", f"this subagent started background tasks that are still running: "
-                         + "; ".join(_tasks.describe(t, ctx.now) for t in tasks)
-                         + ". Stop each (or say in your reply who takes it over) before you stop")]
+        text = ("this subagent started background tasks that are still running: "
+                + "; ".join(_tasks.describe(t, ctx.now) for t in tasks)
+                + ". Stop each, or name each task id in your reply with who takes it over, before you stop")
+        # refused once; a stop the host already continued because of a hook is not refused again
+        return [("advise" if call.raw.get("stop_hook_active") is True else "rule", text)]
     tasks = _root_tasks(ctx)
     if not tasks:
         return []

@@ -59,6 +59,22 @@ def _unbounded(argv: list[str]) -> bool:
     return name in _FOREVER
 
 
+def _inline(argv: list[str]) -> list[list[str]] | None:
+    """The commands of `bash -c '...'` (or sh, zsh), to judge what actually runs."""
+    if not argv or os.path.basename(argv[0]) not in ("sh", "bash", "zsh", "dash") or "-c" not in argv[1:]:
+        return None
+    from proctor.guard import shell
+
+    index = argv.index("-c")
+    if index + 1 >= len(argv):
+        return None
+    try:
+        commands, _nested = shell.parse(argv[index + 1])
+    except shell.ParseError:
+        return None
+    return [c.argv for c in commands]
+
+
 def check(ctx) -> list[tuple[str, str]]:
     call = ctx.call
     if not call.command:
@@ -70,7 +86,8 @@ def check(ctx) -> list[tuple[str, str]]:
         sent_back = call.background or background or "nohup" in wrappers or "setsid" in wrappers
         if not sent_back or "timeout" in wrappers or "gtimeout" in wrappers:
             continue
-        if _unbounded(argv) or "watch" in wrappers:
+        inner = _inline(argv)
+        if _unbounded(argv) or "watch" in wrappers or (inner is not None and any(_unbounded(a) for a in inner)):
             command = " ".join(argv)
             findings.append(("rule", f"`{command}` goes to the background and runs until stopped; bound it: "
                                      f"timeout {ceiling:g}m {command}"))
