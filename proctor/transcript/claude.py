@@ -35,8 +35,7 @@ MAX_PENDING = 256  # a launch's result follows its call closely; older calls are
 # status carries one. Everything else (most of a transcript) is skipped at the speed of a
 # substring search; the tool call behind a result is looked up by its id when needed.
 _MARKERS = (b"running in background", b"async_launched", b"-notification>", b"Successfully ",
-            b"<status>", b"Monitor started", b"backgroundTaskId", b"moved to the background", b"timeoutMs",
-            b"<tool_use_error>", b'"is_error":true')
+            b"<status>", b"Monitor started", b"backgroundTaskId", b'"taskId"', b"<tool_use_error>")
 _GONE = re.compile(r"(?i)\b(no (?:such )?(?:task|shell|background task)|not found|is not running|"
                    r"already (?:completed|finished|stopped|exited))")
 NEAR = 64 << 10
