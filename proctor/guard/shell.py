@@ -126,19 +126,22 @@ class _Lexer:
                 dynamic |= inner_dynamic
                 quoted = True
                 continue
-            if c == "$":
-                parts.append(self._dollar())
-                dynamic = True
-                continue
-            if c == "`":
-                end = self._matching_backtick()
-                self.nested.append(text[self.pos + 1:end])
-                self.pos = end + 1
+            if c in "$`":
+                parts.append(self._expansion())
                 dynamic = True
                 continue
             parts.append(c)
             self.pos += 1
         return Word("".join(parts), dynamic, quoted)
+
+    def _expansion(self) -> str:
+        """A `$...` or a backtick substitution at pos: consumed, its script kept for reading."""
+        if self.text[self.pos] == "$":
+            return self._dollar()
+        end = self._matching_backtick()
+        self.nested.append(self.text[self.pos + 1:end])
+        start, self.pos = self.pos, end + 1
+        return self.text[start:self.pos]
 
     def _ansi_c(self) -> str:
         text = self.text
@@ -173,14 +176,8 @@ class _Lexer:
                     out.append(text[self.pos + 1])
                 self.pos += 2
                 continue
-            if c == "$":
-                out.append(self._dollar())
-                dynamic = True
-                continue
-            if c == "`":
-                end = self._matching_backtick()
-                self.nested.append(text[self.pos + 1:end])
-                self.pos = end + 1
+            if c in "$`":
+                out.append(self._expansion())
                 dynamic = True
                 continue
             out.append(c)
