@@ -220,3 +220,15 @@ def test_background_left_does_not_loop(root, tmp_path):
     handed = dict(payload, stop_hook_active=False, last_assistant_message="Leaving s1task to the parent session.")
     out, _ = hook_run(["claude"], json.dumps(handed).encode(), dict(os.environ))
     assert json.loads(out) == {}
+
+
+def test_background_unbounded_set_to_deny(root):
+    with open(os.path.join(root, "proctor.toml"), "a") as handle:
+        handle.write('[guard.rules]\nbackground-unbounded = "deny"\n')
+    payload = {"session_id": "s1", "cwd": root, "hook_event_name": "PreToolUse", "tool_name": "Bash",
+               "tool_input": {"command": "tail -f app.log", "run_in_background": True}}
+    out, _ = hook_run(["claude"], json.dumps(payload).encode(), dict(os.environ))
+    spec = json.loads(out)["hookSpecificOutput"]
+    assert spec["permissionDecision"] == "deny"
+    assert spec["permissionDecisionReason"].startswith("deny [background-unbounded]")
+    assert "timeout 120m tail -f app.log" in spec["permissionDecisionReason"]
