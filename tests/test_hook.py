@@ -441,3 +441,11 @@ def test_symlinked_write_is_judged_where_it_leads(ws):
     os.symlink("b.py", os.path.join(ws, "src", "a.py"))
     answer = hook(event(ws, "Bash", {"command": "echo pwned > src/a.py"}), env=LEASED)
     assert denied(answer, "lease-write-scope") and "src/b.py" in reason(answer)
+
+
+def test_monitor_commands_need_the_jobs_secret(ws):
+    answer = hook(event(ws, "Bash", {"command": "proctor monitor remove 3"}), env=LEASED)
+    assert denied(answer, "lease-store") and "PROCTOR_NONCE" in reason(answer)
+    assert hook(event(ws, "Bash", {"command": "proctor monitor list"}),
+                env={**LEASED, "PROCTOR_NONCE": "secret"}) == {}
+    assert hook(event(ws, "Bash", {"command": "proctor monitor list"})) == {}, "a person uses the token"

@@ -12,7 +12,8 @@ from proctor.store import rows
 NAME = "lease-store"
 DEFAULT = "deny"
 EVENTS = (PRE_TOOL,)
-SUMMARY = "a leased session forks outside its own job, or waits on a job not beneath it"
+SUMMARY = ("a leased session forks outside its own job, waits on a job not beneath it, or manages monitors "
+           "without its job's secret")
 CATCHES = ("`proctor job fork` by a session under a live job that names neither its own job (shrinking "
            "its write paths) nor --parent <its job> (as flags, or a --stdin record in a quoted "
            "heredoc); and `proctor job wait` on any job that is not one of its descendants.")
@@ -32,6 +33,10 @@ def check(ctx) -> list[tuple[str, str]]:
             verdict = _fork_refusal(ctx, argv[2:], job)
             if verdict:
                 findings.append(("rule", verdict))
+        elif argv[:1] == ["monitor"] and not ctx.environ.get("PROCTOR_NONCE"):
+            findings.append(("rule", f"proctor {' '.join(argv[:2])}: a session holding {lease} manages monitors with "
+                                     f"its job's secret (PROCTOR_NONCE, printed by proctor job exec {lease}), which "
+                                     f"scopes it to {lease}'s monitors; the server token is a person's"))
         elif argv[:2] == ["job", "wait"]:
             target = next(iter(ctx.positional(argv[2:])), None)
             if target and target not in ctx.descendants(lease):
