@@ -56,6 +56,8 @@ def cli() -> None:
     \b
     Start here:
       proctor init                 write a commented proctor.toml in this repository
+      proctor server start         the console, monitors and follow-ups
       proctor job fork ID ...      declare a job
       proctor ls jobs              every job, its state and its overlaps
+      proctor work ID              run a job with an agent CLI, unattended
     """
