@@ -26,6 +26,7 @@ JOBS = 1000
 
 def main() -> None:
     import proctor
+    from _common import commit_all, isolated_env
     from jobs_store import fill
 
     compileall.compile_dir(os.path.dirname(proctor.__file__), quiet=1)
@@ -33,15 +34,11 @@ def main() -> None:
     try:
         root = os.path.join(work, "repo")
         os.makedirs(root)
-        env = dict(os.environ, PROCTOR_STATE_DIR=os.path.join(work, "state"),
-                   XDG_CACHE_HOME=os.path.join(work, "cache"), GIT_AUTHOR_NAME="b",
-                   GIT_AUTHOR_EMAIL="b@example.invalid", GIT_COMMITTER_NAME="b",
-                   GIT_COMMITTER_EMAIL="b@example.invalid")
+        env = isolated_env(work)
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         with open(os.path.join(root, "proctor.toml"), "w") as handle:
             handle.write("[targets.test]\ncommand = 'true'\n")
-        for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "init"]):
-            subprocess.run(["git", *args], cwd=root, env=env, check=True)
+        commit_all(root, env)
         os.environ.update({k: env[k] for k in ("PROCTOR_STATE_DIR", "XDG_CACHE_HOME")})
         fill(root, JOBS)
         lease = "g3/j1"  # writes pkg3/m3/f1.py

@@ -18,6 +18,8 @@ import sys
 import tempfile
 import time
 
+from _common import commit_all, isolated_env  # noqa: E402
+
 RUNS = int(os.environ.get("BENCH_RUNS", "9"))
 
 
@@ -70,15 +72,10 @@ def main() -> None:
         try:
             root = os.path.join(work, "repo")
             os.makedirs(root)
-            env = dict(os.environ, PROCTOR_STATE_DIR=os.path.join(work, "state"),
-                       XDG_CACHE_HOME=os.path.join(work, "cache"), GIT_AUTHOR_NAME="b",
-                       GIT_AUTHOR_EMAIL="b@example.invalid", GIT_COMMITTER_NAME="b",
-                       GIT_COMMITTER_EMAIL="b@example.invalid", PROCTOR_BUSY_TIMEOUT="60")
-            env.pop("BAGGAGE", None)
+            env = isolated_env(work, PROCTOR_BUSY_TIMEOUT="60")
             with open(os.path.join(root, "proctor.toml"), "w") as handle:
                 handle.write("[targets.test]\ncommand = 'true'\n")
-            for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "init"]):
-                subprocess.run(["git", *args], cwd=root, env=env, check=True)
+            commit_all(root, env)
             os.environ.update({k: env[k] for k in ("PROCTOR_STATE_DIR", "XDG_CACHE_HOME")})
             started = time.perf_counter()
             fill(root, size)

@@ -37,10 +37,10 @@ def main() -> None:
     from proctor.timeutil import parse_iso
 
     work = tempfile.mkdtemp(prefix="proctor-bench-")
-    env = dict(os.environ, PROCTOR_STATE_DIR=os.path.join(work, "state"), XDG_CACHE_HOME=os.path.join(work, "cache"),
-               GIT_AUTHOR_NAME="b", GIT_AUTHOR_EMAIL="b@example.invalid", GIT_COMMITTER_NAME="b",
-               GIT_COMMITTER_EMAIL="b@example.invalid")
-    env.pop("BAGGAGE", None)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from _common import commit_all, isolated_env
+
+    env = isolated_env(work)
     root = os.path.join(work, "repo")
     os.makedirs(root)
     printer = os.path.join(work, "print.py")
@@ -49,8 +49,7 @@ def main() -> None:
     try:
         with open(os.path.join(root, "proctor.toml"), "w") as handle:
             handle.write("[targets.t]\ncommand = 'true'\n")
-        for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "init"]):
-            subprocess.run(["git", *args], cwd=root, env=env, check=True)
+        commit_all(root, env)
         for n in range(JOBS):
             cli(root, env, "job", "fork", f"card{n}", "--write-paths", f"f{n}.py", "--check", "t")
         # running, without binding this checkout: the orchestrator records the state

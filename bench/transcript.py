@@ -56,6 +56,7 @@ def timed(argv, data, env, cwd) -> float:
 
 def main() -> None:
     import proctor
+    from _common import commit_all, isolated_env
 
     if not os.path.isdir(FIXTURES):
         raise SystemExit(f"fixtures not found at {FIXTURES}")
@@ -64,13 +65,9 @@ def main() -> None:
     try:
         root = os.path.join(work, "repo")
         os.makedirs(root)
-        env = dict(os.environ, PROCTOR_STATE_DIR=os.path.join(work, "state"),
-                   XDG_CACHE_HOME=os.path.join(work, "cache"), GIT_AUTHOR_NAME="b",
-                   GIT_AUTHOR_EMAIL="b@example.invalid", GIT_COMMITTER_NAME="b",
-                   GIT_COMMITTER_EMAIL="b@example.invalid")
+        env = isolated_env(work)
         env.pop("PYTHONDONTWRITEBYTECODE", None)
-        for args in (["init", "-q", "-b", "main"], ["commit", "-q", "--allow-empty", "-m", "init"]):
-            subprocess.run(["git", *args], cwd=root, env=env, check=True)
+        commit_all(root, env)
         lines = real_lines()
         big, small = os.path.join(work, "big.jsonl"), os.path.join(work, "small.jsonl")
         build(big, MB << 20, lines)

@@ -40,16 +40,15 @@ def clock(argv, cwd, env, out=subprocess.DEVNULL) -> float:
 
 
 def main() -> None:
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from _common import commit_all, isolated_env
+
     argv = proctor_argv()
     work = tempfile.mkdtemp(prefix="proctor-bench-")
     try:
         root = os.path.join(work, "repo")
         os.makedirs(os.path.join(root, "src"))
-        env = dict(os.environ, PROCTOR_STATE_DIR=os.path.join(work, "state"),
-                   XDG_CACHE_HOME=os.path.join(work, "cache"), GIT_AUTHOR_NAME="b",
-                   GIT_AUTHOR_EMAIL="b@example.invalid", GIT_COMMITTER_NAME="b",
-                   GIT_COMMITTER_EMAIL="b@example.invalid")
-        env.pop("BAGGAGE", None)
+        env = isolated_env(work)
         big = os.path.join(work, "big.txt")
         with open(big, "wb") as handle:
             line = b"benchmark output line, long enough to look like a test log entry: ok\n"
@@ -59,8 +58,7 @@ def main() -> None:
         for n in range(FILES):
             with open(os.path.join(root, "src", f"m{n:04d}.py"), "w") as handle:
                 handle.write("".join(f"value_{i} = {i}\n" for i in range(40)))
-        for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "init"]):
-            sh(["git", *args], root, env)
+        commit_all(root, env)
         base = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, env=env, capture_output=True,
                               text=True).stdout.strip()
         for n in range(FILES):

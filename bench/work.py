@@ -16,7 +16,6 @@ import os
 import resource
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 

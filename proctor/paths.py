@@ -76,6 +76,25 @@ def _common_dir(git_dir: str) -> str:
     return os.path.realpath(os.path.join(git_dir, target))
 
 
+def write_atomic(path: str, text: str, mode: int = 0o644) -> None:
+    """Replace `path` with `text` in one step: a reader sees the old file or the new, never
+    half of one. Creates the directory. Raises OSError; callers of caches ignore it."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
 def state_base() -> str:
     """`$PROCTOR_STATE_DIR`, else `$XDG_STATE_HOME/proctor`, else `~/.local/state/proctor`."""
     override = os.environ.get("PROCTOR_STATE_DIR")
@@ -118,11 +137,7 @@ def repo_key(checkout: Checkout) -> str:
         return f"nocommit-{tag}"
     key = min(roots)
     try:
-        os.makedirs(os.path.dirname(cache_file), exist_ok=True)
-        tmp = f"{cache_file}.{os.getpid()}"
-        with open(tmp, "w", encoding="ascii") as handle:
-            handle.write(key + "\n")
-        os.replace(tmp, cache_file)
+        write_atomic(cache_file, key + "\n")
     except OSError:
         pass  # a cache we cannot write only costs the next call the same walk
     return key

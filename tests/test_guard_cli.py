@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import os
 
-from conftest import make_repo
-from proctor import api
 from proctor.hook import run as hook_run
 
 

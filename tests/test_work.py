@@ -278,7 +278,7 @@ def test_command_executor(repo_for, proctor, tmp_path):
     script.write_text(f"#!/bin/sh\ncat > {seen}\necho 'ok = 1' > src/a.py\necho working\necho DONE\n")
     script.chmod(0o755)
     workers = f'\n[workers.sh]\nexecutor = "command"\ncommand = ["{script}"]\n'
-    root = repo_for(config(workers=workers))
+    repo_for(config(workers=workers))
     result = work(proctor)
     assert result.code == 0
     first = result.json()["jobs"][0]["attempts"][0]

@@ -12,7 +12,7 @@ import json
 import os
 import zlib
 
-from proctor.paths import Checkout, head_revision, repo_cache_dir
+from proctor.paths import Checkout, head_revision, repo_cache_dir, write_atomic
 
 CONFIG_NAME = "proctor.toml"
 STRICTNESS = {"off": 0, "advise": 1, "deny": 2}
@@ -44,11 +44,7 @@ def load(checkout: Checkout) -> dict:
         pass
     settings = compute(checkout, key["head"])
     try:
-        os.makedirs(os.path.dirname(cache_path), exist_ok=True)
-        tmp = f"{cache_path}.{os.getpid()}"
-        with open(tmp, "w", encoding="utf-8") as handle:
-            json.dump({"key": key, "settings": settings}, handle)
-        os.replace(tmp, cache_path)
+        write_atomic(cache_path, json.dumps({"key": key, "settings": settings}))
     except OSError:
         pass  # an unwritable cache costs the next call a parse, nothing more
     return settings

@@ -31,7 +31,7 @@ from proctor.store import rows
 from proctor.jobs.targets import check_refusals
 from proctor.jobs.lease import Caller
 from proctor.jobs.model import (
-    DECLARED, HOLDER_SESSION, PATH_FIELDS, RECORD_SCHEMA_VERSION, TERMINAL, goal_list, is_live,
+    DECLARED, HOLDER_SESSION, PATH_FIELDS, RECORD_SCHEMA_VERSION, TERMINAL, is_live,
     normalize_record,
 )
 from proctor.timeutil import format_duration, iso, now, parse_iso

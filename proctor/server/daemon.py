@@ -19,6 +19,7 @@ import urllib.error
 import urllib.request
 
 from proctor import __version__, errors
+from proctor.paths import write_atomic
 from proctor.workspace import Workspace
 
 
@@ -43,11 +44,7 @@ def ensure_token(path: str, token: str | None = None) -> str:
         except OSError:
             pass
         token = os.urandom(24).hex()
-    fd = os.open(path + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(token + "\n")
-    os.replace(path + ".tmp", path)
-    os.chmod(path, 0o600)
+    write_atomic(path, token + "\n", mode=0o600)
     return token
 
 
@@ -232,6 +229,4 @@ async def _keep_token(path: str, token: str) -> None:
 
 
 def _write_info(path: str, data: dict) -> None:
-    with open(path + ".tmp", "w", encoding="utf-8") as handle:
-        json.dump(data, handle)
-    os.replace(path + ".tmp", path)
+    write_atomic(path, json.dumps(data))

@@ -18,6 +18,7 @@ import fcntl
 import os
 import sqlite3
 import time
+from collections.abc import Iterator  # sqlite3 imports it already: free on the hook's path
 
 from proctor.errors import StoreError
 from proctor.store.schema import MIGRATIONS, SCHEMA_VERSION
@@ -99,7 +100,7 @@ class Store:
                 conn.execute(f"PRAGMA user_version={target}")
 
     @contextlib.contextmanager
-    def _flock(self) -> "Iterator[None]":
+    def _flock(self) -> Iterator[None]:
         """The sidecar lock: writers queue here instead of spinning on SQLITE_BUSY."""
         fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
@@ -125,7 +126,7 @@ class Store:
             os.close(fd)  # closing the descriptor releases the lock
 
     @contextlib.contextmanager
-    def write(self) -> "Iterator[sqlite3.Connection]":
+    def write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction: all of it lands, or none of it."""
         with self._flock():
             try:
@@ -150,7 +151,7 @@ class Store:
                 raise self._translate(exc) from None
 
     @contextlib.contextmanager
-    def read(self) -> "Iterator[sqlite3.Connection]":
+    def read(self) -> Iterator[sqlite3.Connection]:
         """One read snapshot."""
         try:
             self.conn.execute("BEGIN")

@@ -415,11 +415,9 @@ def _load(path: str) -> dict | None:
 
 
 def _save(path: str, data: dict) -> None:
+    from proctor.paths import write_atomic
+
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.{os.getpid()}"
-        with open(tmp, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, separators=(",", ":"))
-        os.replace(tmp, path)
+        write_atomic(path, json.dumps(data, separators=(",", ":")))
     except OSError:
         pass  # without a checkpoint the next call reads the file again; nothing is lost

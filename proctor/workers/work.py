@@ -157,7 +157,6 @@ def work(ws: Workspace, job_id: str, worker_name: str | None = None,
 
 
 def _run_job(ws: Workspace, job: dict, rungs: list[Worker], notify) -> JobOutcome:
-    cfg = ws.config
     orchestrator = Caller(None, None, "proctor-work")
     job_id = job["id"]
     outcome = JobOutcome(job_id, False)

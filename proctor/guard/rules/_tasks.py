@@ -45,11 +45,9 @@ def load_notes(path: str) -> dict:
 
 
 def save_notes(path: str, data: dict) -> None:
+    from proctor.paths import write_atomic
+
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.{os.getpid()}"
-        with open(tmp, "w", encoding="utf-8") as handle:
-            json.dump(data, handle)
-        os.replace(tmp, path)
+        write_atomic(path, json.dumps(data))
     except OSError:
-        pass
+        pass  # unsaved, an advisory may be given once more; nothing else is lost

@@ -25,6 +25,17 @@ class Event:
         return f"Event({self.kind!r}, {self.text!r}, {self.value!r})"
 
 
+def decode(line: str) -> dict | None:
+    """One stream line as a JSON object, or None for anything else (a CLI's stray output)."""
+    import json
+
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return None
+    return event if isinstance(event, dict) else None
+
+
 def module(executor: str):
     from proctor.workers.executors import claude, codex, command, opencode
 

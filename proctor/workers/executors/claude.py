@@ -7,9 +7,7 @@ read to its end: a later result whose origin is a task notification is a follow-
 
 from __future__ import annotations
 
-import json
-
-from proctor.workers.executors import Event
+from proctor.workers.executors import Event, decode
 
 PROMPT_ON_STDIN = False
 PROVIDER_REASONS = ("api_error", "model_error", "prompt_too_long", "blocking_limit")
@@ -35,11 +33,8 @@ class Parser:
         self.cost = 0.0
 
     def feed(self, line: str) -> list[Event]:
-        try:
-            event = json.loads(line)
-        except ValueError:
-            return []
-        if not isinstance(event, dict):
+        event = decode(line)
+        if event is None:
             return []
         kind = event.get("type")
         out: list[Event] = []

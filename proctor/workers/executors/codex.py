@@ -6,9 +6,7 @@ failure; an `error` event is a failure too.
 
 from __future__ import annotations
 
-import json
-
-from proctor.workers.executors import Event
+from proctor.workers.executors import Event, decode
 
 PROMPT_ON_STDIN = False
 
@@ -33,11 +31,8 @@ class Parser:
         self.last_message = ""
 
     def feed(self, line: str) -> list[Event]:
-        try:
-            event = json.loads(line)
-        except ValueError:
-            return []
-        if not isinstance(event, dict):
+        event = decode(line)
+        if event is None:
             return []
         kind = event.get("type")
         out: list[Event] = []

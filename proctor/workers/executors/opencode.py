@@ -8,9 +8,7 @@ An `error` event is fatal: the runner stops the worker 20 seconds later.
 
 from __future__ import annotations
 
-import json
-
-from proctor.workers.executors import Event
+from proctor.workers.executors import Event, decode
 
 PROMPT_ON_STDIN = False
 
@@ -36,11 +34,8 @@ class Parser:
         self.last_text = ""
 
     def feed(self, line: str) -> list[Event]:
-        try:
-            event = json.loads(line)
-        except ValueError:
-            return []
-        if not isinstance(event, dict):
+        event = decode(line)
+        if event is None:
             return []
         kind = event.get("type")
         part = event.get("part") if isinstance(event.get("part"), dict) else {}

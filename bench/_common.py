@@ -1,0 +1,21 @@
+"""What every benchmark sets up: an environment whose proctor state and cache live in a
+scratch directory, and a real git repository committed in it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+
+def isolated_env(work: str, **extra: str) -> dict:
+    env = dict(os.environ, PROCTOR_STATE_DIR=os.path.join(work, "state"), XDG_CACHE_HOME=os.path.join(work, "cache"),
+               GIT_AUTHOR_NAME="b", GIT_AUTHOR_EMAIL="b@example.invalid", GIT_COMMITTER_NAME="b",
+               GIT_COMMITTER_EMAIL="b@example.invalid", **extra)
+    env.pop("BAGGAGE", None)
+    return env
+
+
+def commit_all(root: str, env: dict) -> None:
+    """`git init` in root and commit whatever is there (an empty commit when nothing is)."""
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "--allow-empty", "-m", "init"]):
+        subprocess.run(["git", *args], cwd=root, env=env, check=True)
