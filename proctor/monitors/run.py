@@ -141,6 +141,8 @@ async def _exited(proc: asyncio.subprocess.Process) -> None:
     loop = asyncio.get_running_loop()
     try:
         fd = os.pidfd_open(proc.pid)
+    except ProcessLookupError:
+        return  # already exited and reaped by asyncio's child watcher
     except (AttributeError, OSError):
         await proc.wait()
         return
