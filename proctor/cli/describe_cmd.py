@@ -43,8 +43,8 @@ def rule(name: str) -> None:
 
 
 @describe.command()
-@click.option("--host", type=click.Choice(["claude", "codex", "gemini"]), default=None,
-              help="Only this host's wiring (default: all three).")
+@click.option("--host", type=click.Choice(["claude", "codex", "gemini", "opencode"]), default=None,
+              help="Only this host's wiring (default: every host).")
 def harness(host: str | None) -> None:
     """Print the hook wiring for each agent host, for a person to merge; proctor writes none."""
     from proctor.guard.harness import HOSTS, wiring

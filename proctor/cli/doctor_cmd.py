@@ -44,9 +44,9 @@ def doctor() -> int:
     for host in HOSTS:
         if not host_present(host, ws.root):
             continue
-        ok, where = wired(host, ws.root)
-        line(ok, f"hook wiring for {host}: " + (f"present in {where}" if ok else
-             f"missing (looked in {where}); proctor describe harness --host {host} prints it"))
+        ok, what = wired(host, ws.root)
+        line(ok, f"hook wiring for {host}: {what}" + ("" if ok else
+             f"; proctor describe harness --host {host} prints it"))
     if caller.lease is None:
         line(True, "bound lease: none in this checkout; a session here is judged only by the lease it names")
     elif job is None:

@@ -10,55 +10,43 @@ from __future__ import annotations
 import json
 import os
 
-HOSTS = ("claude", "codex", "gemini")
+from proctor.hook import HOSTS
+
+
+def _host(host: str):
+    return __import__(f"proctor.hook.{host}", fromlist=["wiring"])
 
 
 def wiring(host: str) -> str:
-    if host == "claude":
-        hooks = {"hooks": {event: [{"matcher": "*", "hooks": [
-            {"type": "command", "command": "proctor hook claude", "timeout": 30}]}]
-            for event in ("PreToolUse", "PostToolUse", "Stop", "SubagentStop")}}
-        return ("# Claude Code: merge into .claude/settings.json (project) or ~/.claude/settings.json\n"
-                + json.dumps(hooks, indent=2) + "\n")
-    if host == "codex":
-        lines = ["# Codex: merge into ~/.codex/config.toml (or <repo>/.codex/hooks.json as JSON)"]
-        for event in ("PreToolUse", "PostToolUse", "Stop"):
-            lines += [f"[[hooks.{event}]]", f"[[hooks.{event}.hooks]]", 'type = "command"',
-                      'command = "proctor hook codex"', ""]
-        return "\n".join(lines)
-    hooks = {"hooks": {event: [{"matcher": ".*", "hooks": [
-        {"type": "command", "command": "proctor hook gemini", "timeout": 30000}]}]
-        for event in ("BeforeTool", "AfterTool", "AfterAgent")}}
-    return ("# Gemini CLI: merge into .gemini/settings.json (timeout is in milliseconds)\n"
-            + json.dumps(hooks, indent=2) + "\n")
+    """What `proctor describe harness --host <host>` prints: the host module's own wiring."""
+    return _host(host).wiring()
 
 
 def wired(host: str, root: str) -> tuple[bool, str]:
-    """Whether this host's settings (project or user) run `proctor hook <host>`."""
-    home = os.path.expanduser("~")
-    candidates = {
-        "claude": [os.path.join(root, ".claude", "settings.json"), os.path.join(root, ".claude", "settings.local.json"),
-                   os.path.join(home, ".claude", "settings.json")],
-        "codex": [os.path.join(root, ".codex", "hooks.json"), os.path.join(home, ".codex", "hooks.json"),
-                  os.path.join(home, ".codex", "config.toml")],
-        "gemini": [os.path.join(root, ".gemini", "settings.json"), os.path.join(home, ".gemini", "settings.json")],
-    }[host]
-    for path in candidates:
-        try:
-            with open(path, encoding="utf-8") as handle:
-                if f"proctor hook {host}" in handle.read():
-                    return True, path
-        except OSError:
-            continue
-    return False, ", ".join(candidates)
+    """Whether this host will run `proctor hook <host>` here: (ok, where or what is missing).
+    Each host module answers for itself (present in its settings, and trusted where the host
+    skips untrusted hooks)."""
+    return _host(host).wired(root, os.path.expanduser("~"))
 
 
 def host_present(host: str, root: str) -> bool:
     import shutil
 
-    marker = {"claude": ".claude", "codex": ".codex", "gemini": ".gemini"}[host]
+    marker = _host(host).MARKER
     return bool(shutil.which(host)) or os.path.isdir(os.path.join(root, marker)) or \
         os.path.isdir(os.path.join(os.path.expanduser("~"), marker))
+
+
+def settings_mention(paths: list[str], needle: str) -> str | None:
+    """The first of `paths` whose text holds `needle`, or None."""
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                if needle in handle.read():
+                    return path
+        except OSError:
+            continue
+    return None
 
 
 SKILL = """\

@@ -13,18 +13,13 @@ import json
 import os
 import sys
 
-HOSTS = ("claude", "codex", "gemini")
-USAGE = "usage: proctor hook claude|codex|gemini [--lease ID]"
+HOSTS = ("claude", "codex", "gemini", "opencode")
+USAGE = "usage: proctor hook claude|codex|gemini|opencode [--lease ID]"
 
 
 def _adapter(host: str):
-    if host == "claude":
-        from proctor.hook import claude as adapter
-    elif host == "codex":
-        from proctor.hook import codex as adapter
-    else:
-        from proctor.hook import gemini as adapter
-    return adapter
+    """The host's module, proctor/hook/<host>.py: parse, render, and its wiring."""
+    return __import__(f"proctor.hook.{host}", fromlist=["parse"])
 
 
 def run(argv: list[str], stdin: bytes, environ: dict | None = None) -> tuple[str, int]:

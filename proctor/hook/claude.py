@@ -78,3 +78,29 @@ def render(call: Call, verdict) -> dict:
             return {"decision": "block", "reason": message}
         return {"hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": message}}
     return {"systemMessage": message}
+
+
+# --- wiring (printed by `proctor describe harness --host claude`; never on the hook's path) ---
+
+MARKER = ".claude"
+
+
+def wiring() -> str:
+    import json
+
+    hooks = {"hooks": {event: [{"matcher": "*", "hooks": [
+        {"type": "command", "command": "proctor hook claude", "timeout": 30}]}]
+        for event in ("PreToolUse", "PostToolUse", "Stop", "SubagentStop")}}
+    return ("# Claude Code: merge into .claude/settings.json (project) or ~/.claude/settings.json\n"
+            + json.dumps(hooks, indent=2) + "\n")
+
+
+def wired(root: str, home: str) -> tuple[bool, str]:
+    import os
+
+    from proctor.guard.harness import settings_mention
+
+    paths = [os.path.join(root, ".claude", "settings.json"), os.path.join(root, ".claude", "settings.local.json"),
+             os.path.join(home, ".claude", "settings.json")]
+    found = settings_mention(paths, "proctor hook claude")
+    return (True, f"present in {found}") if found else (False, f"missing (looked in {', '.join(paths)})")

@@ -32,3 +32,27 @@ def render(call: Call, verdict) -> dict:
                                            "permissionDecisionReason": message}}
         return {"decision": "block", "reason": message}
     return {"systemMessage": message}
+
+
+# --- wiring (printed by `proctor describe harness --host codex`; never on the hook's path) ---
+
+MARKER = ".codex"
+
+
+def wiring() -> str:
+    lines = ["# Codex: merge into ~/.codex/config.toml (or <repo>/.codex/hooks.json as JSON)"]
+    for event in ("PreToolUse", "PostToolUse", "Stop"):
+        lines += [f"[[hooks.{event}]]", f"[[hooks.{event}.hooks]]", 'type = "command"',
+                  'command = "proctor hook codex"', ""]
+    return "\n".join(lines)
+
+
+def wired(root: str, home: str) -> tuple[bool, str]:
+    import os
+
+    from proctor.guard.harness import settings_mention
+
+    paths = [os.path.join(root, ".codex", "hooks.json"), os.path.join(home, ".codex", "hooks.json"),
+             os.path.join(home, ".codex", "config.toml")]
+    found = settings_mention(paths, "proctor hook codex")
+    return (True, f"present in {found}") if found else (False, f"missing (looked in {', '.join(paths)})")

@@ -52,3 +52,28 @@ def render(call: Call, verdict) -> dict:
     if verdict.decision == "deny":
         return {"decision": "deny", "reason": message}
     return {"systemMessage": message}
+
+
+# --- wiring (printed by `proctor describe harness --host gemini`; never on the hook's path) ---
+
+MARKER = ".gemini"
+
+
+def wiring() -> str:
+    import json
+
+    hooks = {"hooks": {event: [{"matcher": ".*", "hooks": [
+        {"type": "command", "command": "proctor hook gemini", "timeout": 30000}]}]
+        for event in ("BeforeTool", "AfterTool", "AfterAgent")}}
+    return ("# Gemini CLI: merge into .gemini/settings.json (timeout is in milliseconds)\n"
+            + json.dumps(hooks, indent=2) + "\n")
+
+
+def wired(root: str, home: str) -> tuple[bool, str]:
+    import os
+
+    from proctor.guard.harness import settings_mention
+
+    paths = [os.path.join(root, ".gemini", "settings.json"), os.path.join(home, ".gemini", "settings.json")]
+    found = settings_mention(paths, "proctor hook gemini")
+    return (True, f"present in {found}") if found else (False, f"missing (looked in {', '.join(paths)})")

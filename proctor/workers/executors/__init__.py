@@ -37,6 +37,11 @@ def decode(line: str) -> dict | None:
 
 
 def module(executor: str):
-    from proctor.workers.executors import claude, codex, command, opencode
+    """proctor/workers/executors/<executor>.py; the names are config.EXECUTORS."""
+    import importlib
 
-    return {"claude": claude, "opencode": opencode, "codex": codex, "command": command}[executor]
+    from proctor.config import EXECUTORS
+
+    if executor not in EXECUTORS:
+        raise KeyError(executor)
+    return importlib.import_module(f"proctor.workers.executors.{executor}")
