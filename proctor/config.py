@@ -28,7 +28,7 @@ DEFAULT_BOARD = (
     ("Returned", ("exited",), True),
     ("Done", ("pass", "fail", "no_return"), False),
 )
-EXECUTORS = ("claude", "opencode", "codex", "command")
+EXECUTORS = ("claude", "opencode", "codex", "gemini", "command")
 GRACE_RANGE = (5.0, 3600.0)
 RULE_DECISIONS = ("off", "advise", "deny")  # in order of strictness
 
