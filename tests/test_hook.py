@@ -88,7 +88,10 @@ def test_codex_forms(ws):
     assert deny["hookSpecificOutput"]["permissionDecisionReason"].startswith("deny [lease-write-scope]")
     assert hook(event(ws, "Bash", {"command": "touch src/a.py"}), host="codex", env=LEASED) == {}
     advise = hook(event(ws, "Bash", {"command": "touch src/b.py"}), host="codex")
-    assert set(advise) == {"systemMessage"} and "advise [lease-unattributed]" in advise["systemMessage"]
+    # an advisory reaches the model as additionalContext (Codex drops systemMessage)
+    assert set(advise) == {"hookSpecificOutput"} and set(advise["hookSpecificOutput"]) == {
+        "hookEventName", "additionalContext"}
+    assert "advise [lease-unattributed]" in advise["hookSpecificOutput"]["additionalContext"]
     # argv-form commands are joined and parsed too
     argv = hook(event(ws, "Bash", {"command": ["bash", "-lc", "echo x > src/b.py"]}), host="codex", env=LEASED)
     assert argv["hookSpecificOutput"]["permissionDecision"] == "deny"
@@ -280,10 +283,11 @@ def test_exec_through_the_guard_binds_the_session(ws):
     assert hook(event(ws, "Bash", {"command": "proctor job exec feat"}, session="w1")) == {}
     answer = hook(event(ws, "Bash", {"command": "echo > src/b.py"}, session="w1"))
     assert denied(answer, "lease-write-scope") and "from agent" in reason(answer)
-    # exactly that session: another session, or a subagent of it, is not bound
+    # exactly that session: another session is not bound
     assert advised(hook(event(ws, "Bash", {"command": "echo > src/b.py"}, session="w2")), "lease-unattributed")
+    # a subagent of it, bound to no job of its own, acts under the session's job
     sub = hook(event(ws, "Bash", {"command": "echo > src/b.py"}, session="w1", agent_id="a9"))
-    assert advised(sub, "lease-unattributed")
+    assert denied(sub, "lease-write-scope") and "feat" in reason(sub) and "from agent" in reason(sub)
     contested = hook(event(ws, "Bash", {"command": "echo > src/b.py"}, session="w1"),
                      env={"BAGGAGE": "proctor.lease=other"})
     assert "from contested" in reason(contested) and "feat" in reason(contested)

@@ -101,6 +101,8 @@ class Context:
             if self.call.session or self.call.subagent:
                 record, source = rows.bound_job(self.conn, agent_scope(
                     self.call.host, self.call.session or "", self.call.subagent)), "agent"
+                if record is None and self.call.subagent:
+                    record = self._subagent_job()
             else:
                 record, source = rows.bound_job(self.conn, checkout_scope(self.root)), "marker"
         if record:
@@ -108,6 +110,87 @@ class Context:
         if claim:
             return claim, "env"
         return None, None
+
+    def _subagent_job(self) -> str | None:
+        """The job of a subagent with no record yet, from its first call on. A subagent spawned
+        with `lease: <id>` (its prompt's first line, which the host keeps as the first line of
+        the subagent's own transcript) is bound to that job now, and takes it as `proctor job
+        exec` would: the parent's PostToolUse for a foreground spawn arrives only after the
+        subagent has finished. A subagent whose prompt names no job acts under its session's
+        job, when the session is bound to one."""
+        from proctor.guard.engine import spawn_job
+        from proctor.store.rows import agent_scope
+        from proctor.transcript import claude as transcript
+
+        call = self.call
+        prompt = transcript.subagent_prompt(call.transcript, call.session, call.subagent)
+        job = spawn_job(prompt) if prompt else None
+        if job is None and prompt is None:
+            job = self._spawned_by_call(transcript.subagent_spawn_call(call.transcript, call.session, call.subagent))
+        if job is not None:
+            row = self.job_row(job)
+            if row is not None and row["state"] in ("declared", "running"):
+                self.take_for_agent(job, agent_scope(call.host, call.session or "", call.subagent))
+            return job  # a job that has ended binds nothing; the verdict says so
+        if call.session:
+            return rows.bound_job(self.conn, agent_scope(call.host, call.session, None))
+        return None
+
+    def _spawned_by_call(self, tool_use_id: str | None) -> str | None:
+        """The job the guard recorded for the spawning call (its agent_spawn event), when the
+        subagent's own transcript cannot be read."""
+        if not tool_use_id or self.conn is None:
+            return None
+        needle = json.dumps(tool_use_id)
+        for job, data in self.conn.execute(
+                "SELECT job, data FROM events WHERE kind = 'agent_spawn' ORDER BY id DESC LIMIT 200"):
+            if job and data and needle in data:
+                try:
+                    if json.loads(data).get("tool_use_id") == tool_use_id:
+                        return job
+                except (ValueError, AttributeError):
+                    continue
+        return None
+
+    def take_for_agent(self, job_id: str, scope: str, subagent: str | None = None) -> None:
+        """Queue the binding of `scope` to a job, and the job's taking: a declared job is
+        taken in this checkout (its checkout, its base, running), a running one taken here
+        gets the base it lacks. The base is HEAD's revision, read from git's files; whether the
+        handed checkpoint's uncommitted changes match is not measured here. The checkout's
+        own binding is left alone: it belongs to whoever works the checkout, not to one of
+        its subagents."""
+        from proctor.paths import head_revision
+
+        root, checkout, session = self.root, self.checkout, self.call.session
+        subagent = subagent or self.call.subagent
+        host, when = self.call.host, self.now
+
+        def action(conn, state_dir):
+            from proctor import trail
+            from proctor.timeutil import iso
+
+            job = rows.get(conn, job_id)
+            if job is None or job["state"] not in ("declared", "running"):
+                return
+            rows.bind(conn, scope, job_id, iso(when))
+            if job["state"] == "running" and (job.get("base") or os.path.realpath(
+                    job.get("checkout_root") or "/nonexistent") != root):
+                return
+            base = head_revision(checkout)
+            handed = (job.get("checkpoint") or "").split("+", 1)[0]
+            if job["state"] == "declared":
+                job["state"] = "running"
+                job["checkout_root"] = root
+                job["taken"] = iso(when)
+            job["base"] = base
+            job["base_diverges"] = bool(handed) and base != handed
+            job["updated"] = iso(when)
+            rows.put(conn, job, job["_root"], job["_depth"])
+            trail.append(conn, state_dir, "job_exec", f"session:{host}:{session or '-'}", job_id,
+                         {"checkout": root, "base": base, "checkpoint": job.get("checkpoint"),
+                          "diverges": job["base_diverges"], "subagent": subagent, "by": "spawn"}, when=when)
+
+        self.later(action)
 
     # -- reading the store -------------------------------------------------------------------
 

@@ -103,7 +103,8 @@ def _record_spawn(ctx):
 
 
 def _bind_spawned(ctx) -> None:
-    """A background subagent launched with `lease: <id>` is bound to that job by its agent id."""
+    """A subagent launched with `lease: <id>` is bound to that job by its agent id, when its
+    own first call has not bound it already (see Context._subagent_job)."""
     call = ctx.call
     agent_id = (call.response or {}).get("agentId")
     job = spawn_job(call.prompt or "")
@@ -112,14 +113,9 @@ def _bind_spawned(ctx) -> None:
     row = ctx.job_row(job)
     if row is None or row["state"] not in ("declared", "running"):
         return
+    from proctor.store.rows import agent_scope
 
-    def action(conn, state_dir):
-        from proctor.store import rows
-        from proctor.timeutil import iso
-
-        rows.bind(conn, rows.agent_scope(call.host, call.session, agent_id), job, iso(ctx.now))
-
-    ctx.later(action)
+    ctx.take_for_agent(job, agent_scope(call.host, call.session, agent_id), agent_id)
 
 
 def _bind_exec(ctx) -> None:

@@ -421,3 +421,52 @@ def _save(path: str, data: dict) -> None:
         write_atomic(path, json.dumps(data, separators=(",", ":")))
     except OSError:
         pass  # without a checkpoint the next call reads the file again; nothing is lost
+
+
+# -- subagents ----------------------------------------------------------------------------------
+
+FIRST_LINE_LIMIT = 1 << 20  # a spawn's prompt is kilobytes; a first line past this is not read
+
+
+def subagent_files(transcript: str | None, session: str | None, agent_id: str | None) -> tuple[str, str] | None:
+    """Where Claude Code (2.1) keeps a subagent's own transcript and its meta file, beside the
+    parent's transcript: `<dir>/<session>/subagents/agent-<id>.jsonl` and `.meta.json`."""
+    if not (transcript and agent_id) or not all(c.isalnum() or c in "-_" for c in agent_id):
+        return None
+    base = os.path.splitext(os.path.expanduser(transcript))[0]
+    if session and all(c.isalnum() or c in "-_" for c in session):
+        base = os.path.join(os.path.dirname(base), session)
+    stem = os.path.join(base, "subagents", f"agent-{agent_id}")
+    return stem + ".jsonl", stem + ".meta.json"
+
+
+def subagent_prompt(transcript: str | None, session: str | None, agent_id: str | None) -> str | None:
+    """The prompt a subagent was spawned with: its own transcript's first line (a user
+    message), or None when the file is not there or its first line is something else."""
+    files = subagent_files(transcript, session, agent_id)
+    if files is None:
+        return None
+    try:
+        with open(files[0], "rb") as handle:
+            first = handle.readline(FIRST_LINE_LIMIT)
+    except OSError:
+        return None
+    try:
+        line = json.loads(first.decode("utf-8", "replace"))
+    except ValueError:
+        return None
+    if not isinstance(line, dict) or line.get("type") != "user":
+        return None
+    message = line.get("message")
+    prompt = _text(message.get("content")) if isinstance(message, dict) else ""
+    return prompt or None
+
+
+def subagent_spawn_call(transcript: str | None, session: str | None, agent_id: str | None) -> str | None:
+    """The id of the parent's tool call that spawned the subagent (`toolUseId` in its meta file)."""
+    files = subagent_files(transcript, session, agent_id)
+    if files is None:
+        return None
+    meta = _load(files[1])
+    tool_use_id = meta.get("toolUseId") if meta else None
+    return tool_use_id if isinstance(tool_use_id, str) and tool_use_id else None

@@ -118,7 +118,7 @@ def host_repo(tmp_path, monkeypatch) -> str:
     (root / "proctor.toml").write_text(HOST_CONFIG)
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "init")
-    proc = subprocess.run([os.path.join(VENV_BIN, "proctor"), "init"], cwd=root, capture_output=True, text=True)
+    proc = subprocess.run([os.path.join(VENV_BIN, "proctor"), "init", "--force"], cwd=root, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     # proctor init may rewrite proctor.toml; keep ours and commit, so the tree starts clean
     (root / "proctor.toml").write_text(HOST_CONFIG)
