@@ -6,6 +6,7 @@
     Parser().close(exit_code) -> [Event]             the process has exited
     Parser.RELEVANT (optional): byte strings; a line holding none of them is output only
     Parser.TAIL (optional): only this many last lines of each read are fed
+    ENV (optional): variables set in the worker's environment (its attempts and resumes)
 
 Events: Event("session", value=id), Event("final", text=reply), Event("step") (work resumed
 after a final-looking reply), Event("cost", value=total usd so far), Event("fatal", text=...),
