@@ -65,9 +65,13 @@ def test_fuzz_hook_never_fails(tmp_path_factory, monkeypatch):
         answer = json.loads(out)
         assert isinstance(answer, dict)
         if host == "codex":
-            allowed = {"hookSpecificOutput", "systemMessage", "decision", "reason"}
+            allowed = {"hookSpecificOutput", "decision", "reason"}  # never systemMessage: Codex drops it
             assert set(answer) <= allowed
-            if "hookSpecificOutput" in answer:
+            if "hookSpecificOutput" in answer and "additionalContext" in answer["hookSpecificOutput"]:
+                assert set(answer) == {"hookSpecificOutput"}  # an advisory: the context alone
+                assert set(answer["hookSpecificOutput"]) == {"hookEventName", "additionalContext"}
+                assert answer["hookSpecificOutput"]["additionalContext"]
+            elif "hookSpecificOutput" in answer:
                 assert answer["hookSpecificOutput"]["permissionDecision"] == "deny"
                 assert answer["hookSpecificOutput"]["permissionDecisionReason"]
 

@@ -43,7 +43,7 @@ def read_tool_input(call: Call, tool_input: object) -> None:
     for edit in tool_input.get("edits") or () if isinstance(tool_input.get("edits"), list) else ():
         if isinstance(edit, dict) and isinstance(edit.get("old_string"), str) and isinstance(edit.get("new_string"), str):
             call.edits.append((edit["old_string"], edit["new_string"]))
-    patch = tool_input.get("input") if tool == "apply_patch" else None
+    patch = (text(tool_input.get("command")) or text(tool_input.get("input"))) if tool == "apply_patch" else None
     if isinstance(patch, str):
         from proctor.guard.shell import patch_paths
 

@@ -1,7 +1,17 @@
-"""Codex: `codex exec --json <prompt>` (`codex exec resume <id>` to resume).
+"""Codex: `codex exec --json -c sandbox_mode="workspace-write" ... <prompt>`, and to resume
+`codex exec resume --json ... <session> <prompt>` (tested with Codex 0.171.0).
+
+`--full-auto` is refused since 0.147, `-s` only works before `exec` and `exec resume` refuses
+it; the `sandbox_mode` override works for both. Under `workspace-write` only the checkout and
+the temporary directories are writable, so proctor's state directory (the store, its blobs
+and lock), its cache directory are added as writable roots: the worker runs `proctor run`
+and `proctor job exit`, which write there. Its commands run without a login shell
+(`allow_login_shell=false`), so they see the PATH proctor started it with.
 
 `turn.completed` is the final reply (the last agent_message); `turn.failed` is a provider
-failure; an `error` event is a failure too.
+failure; a top-level `error` event is a failure too (an `item.completed` of type `error` is a
+warning, not a failure). Codex reports tokens, never dollars: `max_spend_usd` cannot be
+enforced on a Codex worker and `proctor config show` says so (see proctor/config.py).
 """
 
 from __future__ import annotations
@@ -11,16 +21,46 @@ from proctor.workers.executors import Event, decode
 PROMPT_ON_STDIN = False
 
 
+def writable_roots() -> list[str]:
+    """proctor's state directory (every repository's store lives under it) and its cache."""
+    from proctor.paths import cache_base, state_base
+
+    import os
+
+    roots = []
+    for path in (state_base(), cache_base()):
+        try:
+            os.makedirs(path, exist_ok=True)  # a sandbox cannot grant a root that does not exist
+        except OSError:
+            continue
+        if path not in roots:
+            roots.append(path)
+    return roots
+
+
+def _toml_list(items: list[str]) -> str:
+    import json
+
+    return "[" + ",".join(json.dumps(item) for item in items) + "]"
+
+
 def argv(worker, prompt: str, resume: str | None = None) -> list[str]:
     base = list(worker.command) if worker.command else ["codex"]
     out = base + ["exec"]
     if resume:
-        out += ["resume", resume]
+        out += ["resume"]
     out += ["--json"]
     if not worker.command:
-        out += ["--full-auto"]  # exec defaults to a read-only sandbox
+        # exec defaults to a read-only sandbox; this override is accepted by exec and exec resume
+        out += ["-c", 'sandbox_mode="workspace-write"',
+                "-c", "sandbox_workspace_write.writable_roots=" + _toml_list(writable_roots()),
+                # commands run in the worker's environment: a login shell's profile resets PATH,
+                # and `proctor` (say, in a virtualenv) is then not found
+                "-c", "allow_login_shell=false"]
     if worker.model:
         out += ["-m", worker.model]
+    if resume:
+        out += [resume]
     return out + [prompt]
 
 

@@ -1,0 +1,415 @@
+"""The guard and the worker with the real Codex CLI 0.171.0 against a scripted model.
+
+Codex is pointed at the scripted model (OpenAI Responses API, tests/hosts/responses.py) by a
+custom provider in the test's own `$HOME/.codex/config.toml`, into which the text
+`proctor describe harness --host codex` prints (for that HOME) is merged as it is: the hooks
+and the trust Codex records for them. Each test asserts what the model was told (a deny
+arrives as the tool's output, "Command blocked by PreToolUse hook: <reason>"; additionalContext
+as a developer message) and what is on disk.
+
+The first tests need no Codex binary: the real payloads of fixtures/hosts/codex-0.171.0 through
+`proctor hook codex`, the answers' forms, doctor's trust reading, the executor's argv and the
+spend refusal.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+from tests.hosts.conftest import VENV_BIN, fork_and_take, git, host_binary
+from model import ScriptedModel, Tool, Turn
+from responses import Responses
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "fixtures", "hosts", "codex-0.171.0")
+JOB = "plan/w1"
+
+
+def fixture_payloads(name: str) -> list[dict]:
+    path = os.path.join(FIXTURES, name)
+    if not os.path.exists(path):
+        pytest.skip(f"{path} is absent (the shared host captures are not checked out here)")
+    with open(path, encoding="utf-8") as handle:
+        return [json.loads(line)["payload"] for line in handle if line.strip()]
+
+
+def hook(env, repo: str, payload: dict, lease: str | None = JOB) -> dict:
+    """`proctor hook codex` on one payload, as Codex runs it (cwd and BAGGAGE as the captures had)."""
+    payload = {**payload, "cwd": repo}
+    proc = env.proctor("hook", "codex", cwd=repo, stdin=json.dumps(payload),
+                       extra={"BAGGAGE": f"proctor.lease={lease}"} if lease else None)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def patch_event(patch: str) -> dict:
+    return {"session_id": "s1", "turn_id": "t1", "transcript_path": None, "cwd": ".", "hook_event_name": "PreToolUse",
+            "model": "gpt-5.5", "permission_mode": "bypassPermissions", "tool_name": "apply_patch",
+            "tool_input": {"command": patch}, "tool_use_id": "call_0"}
+
+
+# --- apply_patch: the real payload, and every file a patch touches -----------------------------
+
+
+def test_apply_patch_payload_from_codex_is_judged(host_env, host_repo):
+    fork_and_take(host_env, host_repo, JOB, "src/a.py")
+    pre, post, stop = fixture_payloads("hook-patch.jsonl")
+    assert pre["tool_name"] == "apply_patch" and "src/b.py" in pre["tool_input"]["command"]
+    answer = hook(host_env, host_repo, pre)
+    assert answer["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert "deny [lease-write-scope]: src/b.py is outside the write paths of plan/w1" in \
+        answer["hookSpecificOutput"]["permissionDecisionReason"]
+    # the own file passes, exactly `{}`
+    allow = fixture_payloads("hook-allow-patch.jsonl")[0]
+    assert hook(host_env, host_repo, allow) == {}
+    assert hook(host_env, host_repo, stop) == {}
+
+
+@pytest.mark.parametrize("body, outside", [
+    ("*** Add File: src/new.py\n+N = 1\n", "src/new.py"),
+    ("*** Delete File: src/b.py\n", "src/b.py"),
+    ("*** Update File: src/a.py\n*** Move to: src/c.py\n@@\n-A = 1\n+A = 2\n", "src/c.py"),
+    ("*** Update File: src/b.py\n*** Move to: src/a.py\n@@\n-B = 1\n+B = 2\n", "src/b.py"),
+])
+def test_every_file_a_patch_touches_is_a_write(host_env, host_repo, body, outside):
+    fork_and_take(host_env, host_repo, JOB, "src/a.py")
+    answer = hook(host_env, host_repo, patch_event("*** Begin Patch\n" + body + "*** End Patch\n"))
+    reason = answer["hookSpecificOutput"]["permissionDecisionReason"]
+    assert answer["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert f"{outside} is outside the write paths of plan/w1" in reason
+
+
+def test_parse_reads_patch_from_command_or_input():
+    from proctor.hook import codex
+
+    patch = ("*** Begin Patch\n*** Add File: x/new.py\n+1\n*** Update File: a.py\n*** Move to: b.py\n"
+             "*** Delete File: c.py\n*** End Patch\n")
+    for tool_input in ({"command": patch}, {"input": patch}):
+        call = codex.parse({**patch_event(patch), "tool_input": tool_input})
+        assert call.writes == ["x/new.py", "a.py", "b.py", "c.py"]
+        assert not call.command  # the patch is not a shell command
+
+
+# --- what each answer looks like -----------------------------------------------------------------
+
+
+class _Verdict:
+    def __init__(self, decision: str, message: str = "advise [lease-write-scope]: x") -> None:
+        self.decision, self.message = decision, message
+
+    def text(self) -> str:
+        return self.message
+
+
+def test_answers_never_use_system_message():
+    from proctor.guard.call import POST_TOOL, PRE_TOOL, STOP, SUBAGENT_STOP, Call
+    from proctor.hook.codex import render
+
+    def call(event, raw=None):
+        c = Call("codex", event)
+        c.raw = raw or {}
+        return c
+
+    assert render(call(PRE_TOOL), _Verdict("pass")) == {}
+    assert render(call(PRE_TOOL), _Verdict("advise")) == {
+        "hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext": "advise [lease-write-scope]: x"}}
+    assert render(call(PRE_TOOL), _Verdict("deny", "deny [r]: y")) == {"hookSpecificOutput": {
+        "hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": "deny [r]: y"}}
+    assert render(call(POST_TOOL), _Verdict("advise"))["hookSpecificOutput"]["additionalContext"]
+    for event in (STOP, SUBAGENT_STOP):
+        assert render(call(event), _Verdict("deny", "carry on")) == {"decision": "block", "reason": "carry on"}
+        first = render(call(event, {"stop_hook_active": False}), _Verdict("advise"))
+        assert first["decision"] == "block" and "advise [lease-write-scope]: x" in first["reason"]
+        assert render(call(event, {"stop_hook_active": True}), _Verdict("advise")) == {}
+
+
+# --- doctor: whether Codex will run the hooks ----------------------------------------------------
+
+
+def _write_codex_config(home: str, text: str) -> str:
+    path = os.path.join(home, ".codex", "config.toml")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    return path
+
+
+def _hooks_only(wiring: str) -> str:
+    """The printed wiring without its trust lines: what a person who copied only the hooks has."""
+    lines = wiring.splitlines()
+    return "\n".join(lines[:next(i for i, line in enumerate(lines) if line.startswith("[hooks.state."))]) + "\n"
+
+
+def test_wired_reads_codex_trust(tmp_path, monkeypatch):
+    from proctor.hook import codex
+
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    home, root = str(tmp_path / "home"), str(tmp_path / "repo")
+    os.makedirs(root)
+    assert codex.wired(root, home)[0] is False and "missing" in codex.wired(root, home)[1]
+    wiring = codex.wiring(home)
+    config = _write_codex_config(home, _hooks_only(wiring))
+    ok, text = codex.wired(root, home)
+    assert not ok and "not trusted" in text and "--dangerously-bypass-hook-trust" in text
+    _write_codex_config(home, wiring)
+    ok, text = codex.wired(root, home)
+    assert ok and text.startswith("trusted: PreToolUse, PostToolUse, Stop, SubagentStop") and config in text
+    # a hook changed after it was trusted is not run by Codex: its hash no longer matches
+    _write_codex_config(home, wiring.replace("timeout = 30", "timeout = 31", 1))
+    ok, text = codex.wired(root, home)
+    assert not ok and "PreToolUse" in text and "changed since it was trusted" in text
+    # in the project's .codex/: trusted hooks still need a trusted project
+    project = os.path.join(root, ".codex", "hooks.json")
+    os.makedirs(os.path.dirname(project))
+    with open(project, "w") as handle:
+        json.dump({"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "proctor hook codex"}]}]}},
+                  handle)
+    handler = {"type": "command", "command": "proctor hook codex"}
+    state = f'[hooks.state."{project}:pre_tool_use:0:0"]\ntrusted_hash = "{codex.trust_hash("PreToolUse", handler)}"\n'
+    _write_codex_config(home, state)
+    ok, text = codex.wired(root, home)
+    assert not ok and "codex exec --trust" in text
+    _write_codex_config(home, f'[projects."{root}"]\ntrust_level = "trusted"\n\n' + state)
+    ok, text = codex.wired(root, home)
+    assert ok and project in text
+
+
+# --- the executor's command line, and spend ------------------------------------------------------
+
+
+def test_executor_argv_sandbox_and_resume(tmp_path, monkeypatch):
+    from proctor.config import Worker
+    from proctor.workers.executors import codex
+
+    monkeypatch.setenv("PROCTOR_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    worker = Worker("cx", "codex", None, "gpt-5.5", None, None)
+    roots = json.dumps([str(tmp_path / "state"), str(tmp_path / "cache" / "proctor")]).replace(", ", ",")
+    first = codex.argv(worker, "lease: j\ndo it")
+    assert first == ["codex", "exec", "--json", "-c", 'sandbox_mode="workspace-write"',
+                     "-c", f"sandbox_workspace_write.writable_roots={roots}", "-c", "allow_login_shell=false",
+                     "-m", "gpt-5.5", "lease: j\ndo it"]
+    resumed = codex.argv(worker, "follow-up", resume="01a2-id")
+    assert resumed[:3] == ["codex", "exec", "resume"] and resumed[-2:] == ["01a2-id", "follow-up"]
+    assert "-c" in resumed and 'sandbox_mode="workspace-write"' in resumed
+    for argv in (first, resumed):
+        assert "--full-auto" not in argv and "-s" not in argv and "--sandbox" not in argv
+
+
+def test_max_spend_on_a_codex_worker_is_refused_not_ignored(tmp_path):
+    from proctor.config import load
+
+    (tmp_path / "proctor.toml").write_text('[workers.cx]\nexecutor = "codex"\nmax_spend_usd = 2.0\n'
+                                           '[workers.cl]\nexecutor = "claude"\nmax_spend_usd = 2.0\n')
+    config = load(str(tmp_path))
+    assert config.workers["cx"].max_spend_usd is None and config.workers["cl"].max_spend_usd == 2.0
+    assert any("[workers.cx] max_spend_usd cannot be enforced on a codex worker" in p for p in config.problems)
+    assert not any("[workers.cl]" in p for p in config.problems)
+
+
+def test_config_show_reports_the_refusal(host_env, host_repo):
+    with open(os.path.join(host_repo, "proctor.toml"), "a") as handle:
+        handle.write('\n[workers.cx]\nexecutor = "codex"\nmax_spend_usd = 1.5\n')
+    proc = host_env.proctor("config", "show", cwd=host_repo)
+    assert "max_spend_usd cannot be enforced on a codex worker" in proc.stdout + proc.stderr
+
+
+# --- the real Codex ---------------------------------------------------------------------------------
+
+
+def provider(model: ScriptedModel) -> str:
+    return (f'model = "gpt-5.5"\nmodel_provider = "scripted"\n\n[model_providers.scripted]\nname = "scripted"\n'
+            f'base_url = "{model.url}/v1"\nwire_api = "responses"\n\n')
+
+
+def wire(env, repo: str, model: ScriptedModel, trusted: bool = True) -> str:
+    """The test's ~/.codex/config.toml: the scripted provider, then exactly what
+    `proctor describe harness --host codex` prints for this HOME (or only its hooks)."""
+    proc = env.proctor("describe", "harness", "--host", "codex", cwd=repo)
+    assert proc.returncode == 0, proc.stderr
+    _write_codex_config(env.home, provider(model) + (proc.stdout if trusted else _hooks_only(proc.stdout)))
+    return proc.stdout
+
+
+def run_codex(env, repo: str, lease: str | None = JOB, prompt: str = "do the task") -> list[dict]:
+    codex = host_binary("codex")
+    proc = env.run([codex, "exec", "--json", "-c", 'sandbox_mode="workspace-write"', prompt], cwd=repo,
+                   extra={"BAGGAGE": f"proctor.lease={lease}"} if lease else None, timeout=180)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert events[-1]["type"] == "turn.completed", proc.stdout[-2000:]
+    return events
+
+
+def read(repo: str, path: str) -> str:
+    with open(os.path.join(repo, path), encoding="utf-8") as handle:
+        return handle.read()
+
+
+def doctor_line(env, repo: str) -> str:
+    out = env.proctor("doctor", cwd=repo).stdout
+    return next(line for line in out.splitlines() if "hook wiring for codex" in line)
+
+
+def test_untrusted_hooks_are_skipped_and_doctor_says_so(host_env, host_repo):
+    host_binary("codex")
+    fork_and_take(host_env, host_repo, JOB, "src/a.py")
+    with ScriptedModel(Responses(), [Turn(tools=[Tool("exec_command", {"cmd": "echo 'B = 2' > src/b.py"})]),
+                                     Turn(text="finished")]) as model:
+        wire(host_env, host_repo, model, trusted=False)
+        line = doctor_line(host_env, host_repo)
+        assert line.startswith("FAIL") and "not trusted" in line
+        run_codex(host_env, host_repo)
+        # the hooks were present, untrusted, and Codex skipped them without a word
+        assert read(host_repo, "src/b.py") == "B = 2\n"
+        assert "lease-write-scope" not in model.all_text()
+    git(host_repo, "checkout", "--", "src/b.py")
+    with ScriptedModel(Responses(), []) as model:
+        wire(host_env, host_repo, model)
+        line = doctor_line(host_env, host_repo)
+        assert line.startswith("ok") and "trusted: PreToolUse, PostToolUse, Stop, SubagentStop" in line
+
+
+def test_shell_write_outside_the_lease_is_denied_and_own_write_passes(host_env, host_repo):
+    fork_and_take(host_env, host_repo, JOB, "src/a.py")
+    with ScriptedModel(Responses(), [
+        Turn(text="Writing b.", tools=[Tool("exec_command", {"cmd": "echo 'B = 2' > src/b.py"})]),
+        Turn(tools=[Tool("exec_command", {"cmd": "printf 'A = 2\\n' > src/a.py"})]),
+        Turn(text="finished"),
+    ]) as model:
+        wire(host_env, host_repo, model)
+        events = run_codex(host_env, host_repo)
+        told = model.told_after(0)
+        assert "Command blocked by PreToolUse hook: deny [lease-write-scope]: src/b.py is outside the write " \
+               "paths of plan/w1 (src/a.py)" in told
+        assert read(host_repo, "src/b.py") == "B = 1\n"
+        assert "Process exited with code 0" in model.told_after(1)
+        assert read(host_repo, "src/a.py") == "A = 2\n"
+    # the denied command left no item in the stream; the own one ran
+    commands = [e["item"]["command"] for e in events if e["type"] == "item.completed"
+                and e["item"]["type"] == "command_execution"]
+    assert len(commands) == 1 and "src/a.py" in commands[0]
+
+
+def test_apply_patch_outside_the_lease_is_denied_and_own_patch_passes(host_env, host_repo):
+    fork_and_take(host_env, host_repo, JOB, "src/a.py")
+    outside = "*** Begin Patch\n*** Update File: src/b.py\n@@\n-B = 1\n+B = 2\n*** End Patch\n"
+    moved = "*** Begin Patch\n*** Update File: src/a.py\n*** Move to: src/c.py\n@@\n-A = 1\n+A = 3\n*** End Patch\n"
+    own = "*** Begin Patch\n*** Update File: src/a.py\n@@\n-A = 1\n+A = 2\n*** End Patch\n"
+    with ScriptedModel(Responses(), [
+        Turn(tools=[Tool("apply_patch", {"input": outside})]),
+        Turn(tools=[Tool("apply_patch", {"input": moved})]),
+        Turn(tools=[Tool("apply_patch", {"input": own})]),
+        Turn(text="finished"),
+    ]) as model:
+        wire(host_env, host_repo, model)
+        run_codex(host_env, host_repo)
+        tools = {t.get("name"): t.get("type") for t in model.main_requests()[0]["body"]["tools"]}
+        assert tools.get("apply_patch") == "custom"  # the freeform tool, as Codex offers it
+        assert "blocked by PreToolUse hook: deny [lease-write-scope]: src/b.py is outside the write paths of " \
+               "plan/w1" in model.told_after(0)
+        assert "src/c.py is outside the write paths of plan/w1" in model.told_after(1)
+        assert read(host_repo, "src/b.py") == "B = 1\n" and not os.path.exists(os.path.join(host_repo, "src/c.py"))
+        assert "Success. Updated the following files" in model.told_after(2)
+        assert read(host_repo, "src/a.py") == "A = 2\n"
+
+
+def test_advisory_reaches_the_model(host_env, host_repo):
+    fork_and_take(host_env, host_repo, JOB, "src/a.py")
+    with ScriptedModel(Responses(), [
+        Turn(tools=[Tool("exec_command", {"cmd": "T=src/a.py; echo 'A = 2' > \"$T\""})]),
+        Turn(text="finished"),
+    ]) as model:
+        wire(host_env, host_repo, model)
+        run_codex(host_env, host_repo)
+        told = model.told_after(0)
+        # additionalContext arrives as a developer message beside the command's output
+        assert "[developer]" in told and "advise [lease-write-scope]: cannot tell what this writes" in told
+        assert read(host_repo, "src/a.py") == "A = 2\n"
+
+
+# --- proctor work with executor = "codex" ------------------------------------------------------------
+
+
+@pytest.fixture
+def state_outside_tmp(host_env, monkeypatch):
+    """proctor's state and cache outside /tmp, which Codex's workspace-write sandbox leaves
+    writable anyway: only the writable roots proctor adds let the worker write there."""
+    base = tempfile.mkdtemp(prefix="proctor-codex-test-", dir=os.path.join(os.path.expanduser("~"), ".cache")
+                            if os.path.isdir(os.path.join(os.path.expanduser("~"), ".cache")) else None)
+    if os.path.realpath(base).startswith(("/tmp/", os.path.realpath(tempfile.gettempdir()) + "/")):
+        pytest.skip("no directory outside the temporary directories to hold proctor's state")
+    for name, value in (("PROCTOR_STATE_DIR", os.path.join(base, "state")),
+                        ("XDG_CACHE_HOME", os.path.join(base, "cache"))):
+        host_env.env[name] = value
+        monkeypatch.setenv(name, value)
+    yield base
+    shutil.rmtree(base, ignore_errors=True)
+
+
+RESULT = json.dumps({"schema_version": 1, "status": "done", "summary": "set A"})
+FOLLOW_UP = "Follow-up from the monitors of job plan/w1 (1 event): ci is red again"
+RESUME = r"""
+import sys
+from proctor.paths import find_checkout, repo_state_dir
+from proctor.store import Store
+from proctor.timeutil import iso, now
+root, job, text = sys.argv[1:4]
+store = Store(repo_state_dir(find_checkout(root)))
+with store.write() as conn:
+    conn.execute("INSERT INTO followups (job, created, text, events) VALUES (?, ?, ?, 1)", (job, iso(now()), text))
+store.close()
+from proctor.monitors.resume import deliver_to_worker
+print(deliver_to_worker(root, job))
+"""
+
+
+def test_work_with_codex_passes_a_job_and_resumes_it(host_env, host_repo, state_outside_tmp):
+    host_binary("codex")
+    assert host_env.proctor("init", "--force", cwd=host_repo).returncode == 0  # the store in the new state dir
+    with open(os.path.join(host_repo, "proctor.toml"), "w") as handle:
+        handle.write('[targets.test]\ncommand = "python3 -c \'import sys; sys.exit(0)\'"\ntimeout = "5m"\n\n'
+                     '[targets.ci]\ncommand = "make ci"\n\n[workers.cx]\nexecutor = "codex"\n')
+    git(host_repo, "add", "-A")
+    git(host_repo, "commit", "-q", "-m", "a codex worker")
+    proc = host_env.proctor("job", "fork", JOB, "--criteria", "set A to 2", "--write-paths", "src/a.py",
+                            "--check", "test", cwd=host_repo)
+    assert proc.returncode == 0, proc.stderr
+    resumed = lambda record: FOLLOW_UP in json.dumps(record["body"].get("input"))
+    with ScriptedModel(Responses(), [
+        Turn(tools=[Tool("exec_command", {"cmd": "printf 'A = 2\\n' > src/a.py"})]),
+        Turn(tools=[Tool("exec_command", {"cmd": "proctor run test"})]),
+        Turn(tools=[Tool("exec_command", {"cmd": f"echo '{RESULT}' | proctor job exit {JOB} --stdin"})]),
+        Turn(text="Set A = 2.\n\nDONE"),
+        Turn(tools=[Tool("exec_command", {"cmd": "proctor run test"})], when=resumed),
+        Turn(text="Checked again.\n\nDONE", when=resumed),
+    ]) as model:
+        wire(host_env, host_repo, model)
+        proc = host_env.proctor("work", JOB, "-o", "json", cwd=host_repo, timeout=300)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        outcome = json.loads(proc.stdout)["jobs"][0]
+        attempt = outcome["attempts"][0]
+        assert outcome["passed"] and outcome["commit"] and attempt["executor"] == "codex"
+        assert attempt["outcome"] == "finished" and attempt["reply_kind"] == "completed" and attempt["session"]
+        # the worker ran proctor run and proctor job exit inside Codex's sandbox, and both worked
+        for step in (1, 2):
+            told = model.told_after(step)
+            assert "Process exited with code 0" in told and "Read-only file system" not in told, told
+        assert git(host_repo, "show", "HEAD:src/a.py") == "A = 2\n"
+        assert git(host_repo, "log", "-1", "--format=%s").strip() == "set A to 2"
+
+        # proctor's resume path: a follow-up wakes the finished worker with `codex exec resume`
+        proc = host_env.run([sys.executable, "-c", RESUME, host_repo, JOB, FOLLOW_UP], cwd=host_repo, timeout=300)
+        assert proc.returncode == 0 and proc.stdout.strip().endswith("True"), proc.stdout + proc.stderr
+        request = next(r for r in model.main_requests() if r.get("step") == 4)
+        # the same conversation, carried on: the first attempt's command outputs are in its input
+        assert "set A to 2" in json.dumps(request["body"]["input"]) and FOLLOW_UP in model.dialect.told(request["body"])
+        assert model.wait_consumed(6, timeout=5)
+        told = model.told_after(4)
+        assert "Process exited with code 0" in told and "Read-only file system" not in told, told
