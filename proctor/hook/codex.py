@@ -146,6 +146,10 @@ def wired(root: str, home: str) -> tuple[bool, str]:
             user = tomllib.load(handle)
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
         user = {}
+    features = user.get("features") if isinstance(user.get("features"), dict) else {}
+    for flag in ("hooks", "codex_hooks"):
+        if features.get(flag) is False:
+            return False, f"codex will run no hook: [features] {flag} = false in {user_config}"
     states = (user.get("hooks") or {}).get("state") if isinstance(user.get("hooks"), dict) else None
     states = states if isinstance(states, dict) else {}
     sources: list[tuple[str, dict, bool]] = []  # (file, hooks table, in the project's .codex/)

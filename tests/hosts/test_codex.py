@@ -160,6 +160,9 @@ def test_wired_reads_codex_trust(tmp_path, monkeypatch):
     _write_codex_config(home, wiring)
     ok, text = codex.wired(root, home)
     assert ok and text.startswith("trusted: PreToolUse, PostToolUse, Stop, SubagentStop") and config in text
+    _write_codex_config(home, "[features]\nhooks = false\n\n" + wiring)
+    ok, text = codex.wired(root, home)
+    assert not ok and "[features] hooks = false" in text
     # a hook changed after it was trusted is not run by Codex: its hash no longer matches
     _write_codex_config(home, wiring.replace("timeout = 30", "timeout = 31", 1))
     ok, text = codex.wired(root, home)
@@ -334,6 +337,24 @@ def test_advisory_reaches_the_model(host_env, host_repo):
         assert read(host_repo, "src/a.py") == "A = 2\n"
 
 
+def test_stop_block_hands_the_follow_up_to_the_model(host_env, host_repo):
+    fork_and_take(host_env, host_repo, JOB, "src/a.py")
+    text = "Follow-up from the monitors of job plan/w1 (1 event): deploy finished with 2 warnings"
+    proc = host_env.run([sys.executable, "-c", ADD_FOLLOW_UP, host_repo, JOB, text], cwd=host_repo)
+    assert proc.returncode == 0, proc.stderr
+    carried = lambda record: text in json.dumps(record["body"].get("input"))
+    with ScriptedModel(Responses(), [Turn(text="first answer"),
+                                     Turn(text="second answer after the follow-up", when=carried)]) as model:
+        wire(host_env, host_repo, model)
+        events = run_codex(host_env, host_repo)
+        # the Stop was refused with the follow-up as its reason; the model read it and went on
+        assert text in model.told_after(0) and model.consumed() == 2
+    messages = [e["item"]["text"] for e in events if e["type"] == "item.completed"
+                and e["item"]["type"] == "agent_message"]
+    assert messages == ["first answer", "second answer after the follow-up"]
+    assert sum(e["type"] == "turn.started" for e in events) == 1  # the same turn carried on
+
+
 # --- proctor work with executor = "codex" ------------------------------------------------------------
 
 
@@ -355,7 +376,7 @@ def state_outside_tmp(host_env, monkeypatch):
 
 RESULT = json.dumps({"schema_version": 1, "status": "done", "summary": "set A"})
 FOLLOW_UP = "Follow-up from the monitors of job plan/w1 (1 event): ci is red again"
-RESUME = r"""
+ADD_FOLLOW_UP = r"""
 import sys
 from proctor.paths import find_checkout, repo_state_dir
 from proctor.store import Store
@@ -365,6 +386,8 @@ store = Store(repo_state_dir(find_checkout(root)))
 with store.write() as conn:
     conn.execute("INSERT INTO followups (job, created, text, events) VALUES (?, ?, ?, 1)", (job, iso(now()), text))
 store.close()
+"""
+RESUME = ADD_FOLLOW_UP + r"""
 from proctor.monitors.resume import deliver_to_worker
 print(deliver_to_worker(root, job))
 """
