@@ -453,3 +453,131 @@ def test_monitor_commands_need_the_jobs_secret(ws):
     assert hook(event(ws, "Bash", {"command": "proctor monitor list"}),
                 env={**LEASED, "PROCTOR_NONCE": "secret"}) == {}
     assert hook(event(ws, "Bash", {"command": "proctor monitor list"})) == {}, "a person uses the token"
+
+
+# -- subagents bound from their first call (Claude Code 2.1.332's own files) ---------------------
+
+HOSTS_FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "fixtures", "hosts", "claude-2.1.332")
+needs_host_fixtures = pytest.mark.skipif(not os.path.isdir(HOSTS_FIXTURES), reason="shared host fixtures are absent")
+
+
+def _captured(scenario: str) -> list[dict]:
+    with open(os.path.join(HOSTS_FIXTURES, scenario, "hook-calls.jsonl"), encoding="utf-8") as handle:
+        return [json.loads(line)["in"] for line in handle if line.strip()]
+
+
+def _lay_out(scenario: str, root: str, home: str, with_subagent_file: bool = True) -> list[dict]:
+    """The captured hook payloads of a scenario, pointed at `root` (the repository) and at a
+    transcript directory under `home` laid out as Claude Code lays it out: the session's
+    transcript, and beside it <session>/subagents/agent-<id>.jsonl (and .meta.json)."""
+    calls = _captured(scenario)
+    session = calls[0]["session_id"]
+    projects = os.path.join(home, "projects", "p")
+    subagents = os.path.join(projects, session, "subagents")
+    os.makedirs(subagents)
+    transcript = os.path.join(projects, session + ".jsonl")
+    with open(os.path.join(HOSTS_FIXTURES, scenario, "transcript.jsonl"), "rb") as source, \
+            open(transcript, "wb") as target:
+        target.write(source.read())
+    for name in os.listdir(os.path.join(HOSTS_FIXTURES, scenario)):
+        if name.startswith("subagent-agent-") and with_subagent_file:
+            with open(os.path.join(HOSTS_FIXTURES, scenario, name), "rb") as source, \
+                    open(os.path.join(subagents, name[len("subagent-"):]), "wb") as target:
+                target.write(source.read())
+    spawn = next(c for c in calls if c.get("tool_name") == "Agent" and c["hook_event_name"] == "PreToolUse")
+    for call in calls:
+        if call.get("agent_id"):
+            # the meta file, shaped as 2.1.332 writes it
+            with open(os.path.join(subagents, f"agent-{call['agent_id']}.meta.json"), "w", encoding="utf-8") as meta:
+                json.dump({"agentType": "general-purpose", "description": "Edit the files",
+                           "toolUseId": spawn["tool_use_id"], "spawnDepth": 1}, meta)
+            break
+    text = json.dumps(calls)
+    old_root = calls[0]["cwd"]
+    text = text.replace(json.dumps(old_root)[1:-1], root).replace(json.dumps(calls[0]["transcript_path"])[1:-1],
+                                                                  transcript)
+    return json.loads(text)
+
+
+@pytest.fixture
+def planned(tmp_path, monkeypatch):
+    root = make_repo(tmp_path / "repo", CONFIG)
+    os.makedirs(os.path.join(root, "src"))
+    monkeypatch.chdir(root)
+    api.fork({"id": "plan/w1", "write_paths": ["src/a.py"], "check": "test"}, cwd=root)
+    api.fork({"id": "feat", "write_paths": ["src/c.py"], "check": "test"}, cwd=root)
+    return root
+
+
+def _job(root: str, job_id: str) -> dict:
+    return {r["id"]: r for r in api.ls_jobs(cwd=root)["jobs"]}[job_id]
+
+
+@needs_host_fixtures
+def test_foreground_subagent_is_bound_by_its_first_call(planned, tmp_path):
+    calls = _lay_out("f_fg", planned, str(tmp_path / "claude"))
+    sub = [c for c in calls if c.get("agent_id")]
+    first = sub[0]  # a Read: it binds, and passes
+    assert hook(first) == {}
+    job = _job(planned, "plan/w1")
+    assert job["state"] == "running" and job["checkout_root"] == os.path.realpath(planned)
+    assert job["base"] == git(planned, "rev-parse", "HEAD").strip() and job["base_diverges"] is False
+    write_b = next(c for c in sub if c["hook_event_name"] == "PreToolUse" and c["tool_input"].get("file_path", "")
+                   .endswith("src/b.py") and c["tool_name"] == "Write")
+    answer = hook(write_b)
+    assert denied(answer, "lease-write-scope") and "plan/w1" in reason(answer) and "from agent" in reason(answer)
+    write_a = next(c for c in sub if c["hook_event_name"] == "PreToolUse" and c["tool_name"] == "Write"
+                   and c["tool_input"]["file_path"].endswith("src/a.py"))
+    assert hook(write_a) == {}
+    # the parent itself is not bound by its subagent
+    parent = dict(write_b)
+    parent.pop("agent_id")
+    parent.pop("agent_type")
+    assert "permissionDecision" not in hook(parent).get("hookSpecificOutput", {})
+
+
+@needs_host_fixtures
+def test_subagent_bound_through_its_meta_file_when_its_transcript_is_missing(planned, tmp_path):
+    calls = _lay_out("f_bg_first", planned, str(tmp_path / "claude"), with_subagent_file=False)
+    spawn = next(c for c in calls if c.get("tool_name") == "Agent" and c["hook_event_name"] == "PreToolUse")
+    assert hook(spawn) == {}  # recorded on the trail, with its job and tool_use_id
+    first = next(c for c in calls if c.get("agent_id"))
+    assert first["tool_name"] == "Write" and first["tool_input"]["file_path"].endswith("src/c.py")
+    answer = hook(first)
+    assert denied(answer, "lease-write-scope") and "plan/w1" in reason(answer)
+
+
+@needs_host_fixtures
+def test_subagent_without_a_job_acts_under_its_sessions_job(planned, tmp_path):
+    calls = _lay_out("e2", planned, str(tmp_path / "claude"))
+    session = calls[0]["session_id"]
+    root_call = event(planned, "Bash", {"command": "proctor job exec feat"}, session=session)
+    assert hook(root_call) == {}
+    sub = next(c for c in calls if c.get("agent_id"))  # spawned with "MARKER-SUB run a helper"
+    write = dict(sub, tool_name="Write", tool_input={"file_path": os.path.join(planned, "src/a.py")})
+    answer = hook(write)
+    assert denied(answer, "lease-write-scope") and "src/a.py is outside the write paths of feat" in reason(answer)
+    assert hook(dict(write, tool_input={"file_path": os.path.join(planned, "src/c.py")})) == {}
+
+
+@needs_host_fixtures
+def test_subagent_with_its_own_job_is_not_bound_by_its_session(planned, tmp_path):
+    calls = _lay_out("f_fg", planned, str(tmp_path / "claude"))
+    session = calls[0]["session_id"]
+    assert hook(event(planned, "Bash", {"command": "proctor job exec feat"}, session=session)) == {}
+    sub = next(c for c in calls if c.get("agent_id"))
+    write = dict(sub, tool_name="Write", tool_input={"file_path": os.path.join(planned, "src/c.py")})
+    answer = hook(write)
+    assert denied(answer, "lease-write-scope") and "outside the write paths of plan/w1" in reason(answer)
+    assert hook(dict(write, tool_input={"file_path": os.path.join(planned, "src/a.py")})) == {}
+
+
+@needs_host_fixtures
+def test_subagent_naming_an_ended_job_binds_nothing(planned, tmp_path):
+    calls = _lay_out("f_fg", planned, str(tmp_path / "claude"))
+    api.exit_job("plan/w1", cwd=planned)
+    sub = next(c for c in calls if c.get("agent_id"))
+    write = dict(sub, tool_name="Write", tool_input={"file_path": os.path.join(planned, "src/b.py")})
+    answer = hook(write)
+    assert advised(answer, "lease-unattributed") and "names a job that has ended" in reason(answer)
+    assert _job(planned, "plan/w1")["state"] == "no_return"

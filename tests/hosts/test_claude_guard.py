@@ -216,13 +216,15 @@ def test_advisories_reach_the_model(host_env, host_repo):
 SILENT = """
 [guard.background-silent]
 advise_minutes = 0.05
-deny_minutes = 0.1
+deny_minutes = 0.15
 """
 
 
 def test_silent_background_task_advised_denied_then_stopped(host_env, host_repo):
-    # thresholds of 3 and 6 seconds (the options take any positive number of minutes); the
-    # model answers late (a stall) so that the task has been silent that long for real
+    # thresholds of 3 and 9 seconds (the options take any positive number of minutes); the
+    # model answers late (a stall) so that the task has been silent that long for real: at
+    # least 4 s at the first call after the launch (advised unless the host took 5 s more),
+    # at least 9.5 s at the second (denied)
     with open(os.path.join(host_repo, "proctor.toml"), "a", encoding="utf-8") as handle:
         handle.write(SILENT)
     seen: dict = {}
@@ -231,7 +233,7 @@ def test_silent_background_task_advised_denied_then_stopped(host_env, host_repo)
                          id="sleep_bg")]),
         Stall(4, then=Turn(tools=[Tool("Bash", {"command": "echo one > one.txt", "description": "one"},
                                        id="echo_one")])),
-        Stall(3.5, then=Turn(tools=[Tool("Bash", {"command": "echo two > two.txt", "description": "two"},
+        Stall(5.5, then=Turn(tools=[Tool("Bash", {"command": "echo two > two.txt", "description": "two"},
                                          id="echo_two")])),
         stop_task("go", seen),
         Turn(tools=[Tool("Bash", {"command": "echo three > three.txt", "description": "three"}, id="echo_three")]),
@@ -313,7 +315,8 @@ def test_subagent_stop_blocked_by_background_left(host_env, host_repo):
     sub = sent_by("HELPER-SUB")
     steps = [
         Turn(tools=[Tool("Agent", {"description": "Run a helper", "prompt": "HELPER-SUB run a helper",
-                                   "subagent_type": "general-purpose"}, id="spawn_helper")], when=parent("HELPER-SUB")),
+                                   "subagent_type": "general-purpose", "run_in_background": False},
+                         id="spawn_helper")], when=parent("HELPER-SUB")),
         Turn(tools=[Tool("Bash", {"command": "sleep 300", "description": "helper", "run_in_background": True},
                          id="helper_sleep")], when=sub),
         Turn(text="Subagent finished.", when=sub),
@@ -334,3 +337,78 @@ def test_subagent_stop_blocked_by_background_left(host_env, host_repo):
         assert model.consumed() == len(steps), model.summary()
         blocks = [m for m in system_messages(model) if "deny [background-left]" in m]
         assert len(blocks) == 1, blocks
+
+
+# --- 6. a subagent spawned with `lease: <id>` is judged under that job from its first call ---
+
+
+def _declare(env, repo: str, job: str, write_paths: str) -> None:
+    proc = env.proctor("job", "fork", job, "--criteria", "scripted", "--write-paths", write_paths,
+                       "--check", "test", cwd=repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("background", [False, True], ids=["foreground", "background"])
+def test_subagent_spawned_with_lease_is_judged_from_its_first_call(host_env, host_repo, background):
+    _declare(host_env, host_repo, "plan/w1", "src/a.py")
+    marker = "WORKER-SUB"
+    sub, main = sent_by(marker), parent(marker)
+    b = os.path.join(host_repo, "src", "b.py")
+    a = os.path.join(host_repo, "src", "a.py")
+    spawn = {"description": "Edit the files", "prompt": f"lease: plan/w1\n{marker} edit src/a.py",
+             "subagent_type": "general-purpose", "run_in_background": background}
+    # (said either way: without it, this claude -p launches the subagent in the background)
+    steps = [
+        Turn(tools=[Tool("Agent", spawn, id=f"spawn_{background}")], when=main),
+        # the subagent's very first call writes outside its job
+        Turn(tools=[Tool("Write", {"file_path": b, "content": "B = 9\n"}, id=f"sub_write_b_{background}")], when=sub),
+        Turn(tools=[Tool("Bash", {"command": "echo 'B = 4' > src/b.py", "description": "b"},
+                         id=f"sub_bash_b_{background}")], when=sub),
+        Turn(tools=[Tool("Write", {"file_path": a, "content": "A = 9\n"}, id=f"sub_write_a_{background}")], when=sub),
+        Turn(text="Subagent finished.", when=sub),
+        Turn(text="Parent finished.", when=main),
+    ]
+    if background:
+        # the parent's follow-up turn once the background agent's notice arrives
+        steps.append(Turn(text="Noted the helper's end.", when=main))
+    with ScriptedModel(Anthropic(), steps) as model:
+        run_claude(host_env, host_repo, model, results=2 if background else 1)
+        for step, tool in ((1, "Write"), (2, "Bash")):
+            told = model.told_after(step)
+            assert f"[error] PreToolUse:{tool} hook error: deny [lease-write-scope]: src/b.py is outside the " \
+                   f"write paths of plan/w1 (src/a.py)" in told, told
+            assert "(acting under lease plan/w1, from agent)" in told, told
+        own = model.told_after(3)
+        assert "[error]" not in own and "hook error" not in own, own
+    assert read(host_repo, "src/b.py") == "B = 1\n"
+    assert read(host_repo, "src/a.py") == "A = 9\n"
+    job = jobs(host_env, host_repo)["plan/w1"]
+    # taken as `proctor job exec` takes a job: in this checkout, on this base
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=host_repo, capture_output=True, text=True).stdout.strip()
+    assert job["state"] == "running" and os.path.realpath(job["checkout_root"]) == os.path.realpath(host_repo), job
+    assert job["base"] == head, job
+
+
+def test_subagent_of_a_bound_session_acts_under_its_job(host_env, host_repo):
+    """A session bound to a job (its `proctor job exec` went through the guard) binds its
+    subagents too, unless a subagent is spawned with a job of its own."""
+    _declare(host_env, host_repo, "feat", "src/a.py")
+    marker = "PLAIN-SUB"
+    sub, main = sent_by(marker), parent(marker)
+    b = os.path.join(host_repo, "src", "b.py")
+    steps = [
+        Turn(tools=[Tool("Bash", {"command": "proctor job exec feat", "description": "take feat"}, id="exec")],
+             when=main),
+        Turn(tools=[Tool("Agent", {"description": "Help", "prompt": f"{marker} write b",
+                                   "subagent_type": "general-purpose", "run_in_background": False},
+                         id="spawn_plain")], when=main),
+        Turn(tools=[Tool("Write", {"file_path": b, "content": "B = 9\n"}, id="plain_write_b")], when=sub),
+        Turn(text="Subagent finished.", when=sub),
+        Turn(text="Parent finished.", when=main),
+    ]
+    with ScriptedModel(Anthropic(), steps) as model:
+        run_claude(host_env, host_repo, model)
+        told = model.told_after(2)
+        assert "[error] PreToolUse:Write hook error: deny [lease-write-scope]: src/b.py is outside the write " \
+               "paths of feat (src/a.py)" in told, told
+    assert read(host_repo, "src/b.py") == "B = 1\n"
