@@ -100,7 +100,10 @@ def _int(value, default: int) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else default
 
 
-def wiring(home: str | None = None) -> str:
+def wiring(home: str | None = None, root: str | None = None) -> str:
+    """The hooks for the user's config.toml with the trust Codex records for them; then, as
+    comments, the same for the project's .codex/hooks.json (`root`, default: this checkout)."""
+    import json
     import os
 
     config = os.path.join(codex_home(home or os.path.expanduser("~")), "config.toml")
@@ -112,17 +115,36 @@ def wiring(home: str | None = None) -> str:
         "# event's first group, so keep proctor's groups first); without them `codex exec` skips the",
         "# hooks silently. Instead of them: trust the hooks in the TUI's /hooks, or run",
         "# `codex exec --dangerously-bypass-hook-trust` (every enabled hook, this run only).",
-        "# In a project's .codex/ (hooks.json or config.toml) they load only in a trusted project:",
-        "# run `codex exec --trust` there once; their trust keys name that file instead.",
         "# `proctor doctor` says whether Codex will run them.",
     ]
     for event in WIRED_EVENTS:
         lines += [f"[[hooks.{event}]]", f"[[hooks.{event}.hooks]]", 'type = "command"',
                   f'command = "{COMMAND}"', f"timeout = {TIMEOUT}", ""]
-    for event in WIRED_EVENTS:
-        key = f"{config}:{EVENT_LABELS[event]}:0:0"
-        lines += [f"[hooks.state.{_toml_key(key)}]", f'trusted_hash = "{trust_hash(event, handler)}"']
+    lines += _state_lines(config, handler)
+    if root is None:
+        try:
+            from proctor.paths import find_checkout
+
+            root = find_checkout().root
+        except Exception:
+            root = None
+    if root:
+        hooks_json = os.path.join(root, ".codex", "hooks.json")
+        document = {"hooks": {event: [{"hooks": [handler]}] for event in WIRED_EVENTS}}
+        lines += ["", "# Or for this project only, in its .codex/ (Codex loads it only in a trusted project):",
+                  f"# 1. write {hooks_json}:", "#    " + json.dumps(document, separators=(", ", ": ")),
+                  f"# 2. add to {config}:"]
+        lines += ["#    " + line for line in _state_lines(hooks_json, handler)]
+        lines += [f"# 3. trust the project once: `codex exec --trust` in {root}"]
     return "\n".join(lines) + "\n"
+
+
+def _state_lines(source: str, handler: dict) -> list[str]:
+    out = []
+    for event in WIRED_EVENTS:
+        key = f"{source}:{EVENT_LABELS[event]}:0:0"
+        out += [f"[hooks.state.{_toml_key(key)}]", f'trusted_hash = "{trust_hash(event, handler)}"']
+    return out
 
 
 def _toml_key(key: str) -> str:

@@ -279,6 +279,44 @@ def test_untrusted_hooks_are_skipped_and_doctor_says_so(host_env, host_repo):
         assert line.startswith("ok") and "trusted: PreToolUse, PostToolUse, Stop, SubagentStop" in line
 
 
+def project_steps(wiring: str) -> tuple[str, str, dict, str, str]:
+    """The commented project route of the printed wiring: (hooks.json path, its text, the
+    config.toml it names, the state lines for it, step 3)."""
+    lines = wiring.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("# 1. write "))
+    second = next(i for i, line in enumerate(lines) if line.startswith("# 2. add to "))
+    third = next(i for i, line in enumerate(lines) if line.startswith("# 3. "))
+    hooks_json = lines[first][len("# 1. write "):].rstrip(":")
+    config = lines[second][len("# 2. add to "):].rstrip(":")
+    state = "\n".join(line[len("#    "):] for line in lines[second + 1:third]) + "\n"
+    return hooks_json, lines[first + 1][len("#    "):], config, state, lines[third]
+
+
+def test_project_wiring_runs_once_the_project_is_trusted(host_env, host_repo):
+    codex = host_binary("codex")
+    fork_and_take(host_env, host_repo, JOB, "src/a.py")
+    with ScriptedModel(Responses(), [Turn(tools=[Tool("exec_command", {"cmd": "echo 'B = 2' > src/b.py"})]),
+                                     Turn(text="finished")]) as model:
+        wiring = host_env.proctor("describe", "harness", "--host", "codex", cwd=host_repo).stdout
+        hooks_json, document, config, state, step3 = project_steps(wiring)
+        assert hooks_json == os.path.join(host_repo, ".codex", "hooks.json")
+        assert config == os.path.join(host_env.home, ".codex", "config.toml")
+        assert "`codex exec --trust`" in step3
+        os.makedirs(os.path.dirname(hooks_json))
+        with open(hooks_json, "w") as handle:
+            handle.write(document + "\n")
+        _write_codex_config(host_env.home, provider(model) + state)
+        line = doctor_line(host_env, host_repo)
+        assert line.startswith("FAIL") and "codex exec --trust" in line
+        proc = host_env.run([codex, "exec", "--json", "--trust", "-c", 'sandbox_mode="workspace-write"', "go"],
+                            cwd=host_repo, extra={"BAGGAGE": f"proctor.lease={JOB}"}, timeout=180)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert "Command blocked by PreToolUse hook: deny [lease-write-scope]: src/b.py" in model.told_after(0)
+        assert read(host_repo, "src/b.py") == "B = 1\n"
+        line = doctor_line(host_env, host_repo)
+        assert line.startswith("ok") and hooks_json in line
+
+
 def test_shell_write_outside_the_lease_is_denied_and_own_write_passes(host_env, host_repo):
     fork_and_take(host_env, host_repo, JOB, "src/a.py")
     with ScriptedModel(Responses(), [
