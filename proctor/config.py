@@ -385,10 +385,11 @@ def _apply_workers(workers: Any, config: Config) -> None:
                 config.problems.append(f"{CONFIG_NAME}: {where} {key} = {_render_raw(raw)} is invalid ({exc}); "
                                        f"using the default (none)")
                 limits[key] = None
-        if executor == "codex" and limits["max_spend_usd"] is not None:
-            # Codex reports tokens, never dollars: a dollar limit could never fire
-            config.problems.append(f"{CONFIG_NAME}: {where} max_spend_usd cannot be enforced on a codex worker "
-                                   f"(codex reports tokens, not dollars); no spend limit, bound it with wall_minutes")
+        if executor in ("codex", "gemini") and limits["max_spend_usd"] is not None:
+            # Codex and Gemini CLI report tokens, never dollars: a dollar limit could never fire
+            config.problems.append(f"{CONFIG_NAME}: {where} max_spend_usd cannot be enforced on a {executor} worker "
+                                   f"({executor} reports tokens, not dollars); no spend limit, "
+                                   f"bound it with wall_minutes")
             limits["max_spend_usd"] = None
         config.workers[name] = Worker(name, executor, tuple(command) if command else None, model,
                                       limits["max_spend_usd"], limits["wall_minutes"])

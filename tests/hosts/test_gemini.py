@@ -1,0 +1,339 @@
+"""The guard and the worker with the real Gemini CLI 0.61.0 against a scripted model.
+
+Gemini CLI is pointed at the scripted model (the Gemini API, tests/hosts/gemini_api.py) with
+`GOOGLE_GEMINI_BASE_URL` and `GEMINI_API_KEY=dummy`, its auth type chosen in the test's own
+`$HOME/.gemini/settings.json`, into which the JSON `proctor describe harness --host gemini`
+prints is merged as it is (user settings: always loaded), or written into the repository's
+`.gemini/settings.json` (project settings: loaded only in a trusted folder). Each test asserts
+what the model was told (a deny arrives as the tool's result, `Tool execution blocked:
+<reason>`; an advisory inside the result as `<hook_context>`; an AfterAgent deny as the next
+prompt) and what is on disk.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.hosts.conftest import VENV_BIN, fork_and_take, git, host_binary, wiring_json
+from model import HttpError, ScriptedModel, Tool, Turn
+from gemini_api import Gemini
+
+JOB = "plan/w1"
+AUTH = {"security": {"auth": {"selectedType": "gemini-api-key"}}}
+BLOCKED = "Tool execution blocked: deny [lease-write-scope]: src/b.py is outside the write paths of plan/w1"
+
+
+def user_settings(env, *parts: dict) -> str:
+    """~/.gemini/settings.json of the test's HOME: the auth type, then each part merged in."""
+    settings: dict = {}
+    for part in (AUTH, *parts):
+        for key, value in part.items():
+            if isinstance(value, dict) and isinstance(settings.get(key), dict):
+                settings[key] = {**settings[key], **value}
+            else:
+                settings[key] = value
+    path = os.path.join(env.home, ".gemini", "settings.json")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(settings, handle, indent=2)
+    return path
+
+
+def wire_project(repo: str, commit: bool = True) -> None:
+    """Exactly the printed wiring in the repository's .gemini/settings.json, committed so the
+    jobs' diffs do not carry it."""
+    os.makedirs(os.path.join(repo, ".gemini"), exist_ok=True)
+    with open(os.path.join(repo, ".gemini", "settings.json"), "w", encoding="utf-8") as handle:
+        json.dump(wiring_json("gemini"), handle, indent=2)
+    if commit:
+        git(repo, "add", ".gemini/settings.json")
+        git(repo, "commit", "-q", "-m", "gemini wiring")
+
+
+def model_env(model: ScriptedModel, tmp: str, lease: str | None = JOB) -> dict:
+    extra = {"GOOGLE_GEMINI_BASE_URL": model.url, "GEMINI_API_KEY": "dummy", "TMPDIR": tmp}
+    if lease:
+        extra["BAGGAGE"] = f"proctor.lease={lease}"
+    return extra
+
+
+def run_gemini(env, repo: str, model: ScriptedModel, tmp, prompt: str = "do the task", lease: str | None = JOB,
+               args: tuple = ("--skip-trust",), extra: dict | None = None, timeout: float = 180):
+    """`gemini -p` in `repo`, headless and approving every call; (process, stream events).
+    Headless Gemini exits 55 in an untrusted folder whatever is wired; `--skip-trust` (the
+    default here) runs there with the user's settings only."""
+    gemini = host_binary("gemini")
+    variables = model_env(model, str(tmp), lease)
+    variables.update(extra or {})
+    argv = [gemini, "-p", prompt, "--output-format", "stream-json", "--approval-mode", "yolo", *args]
+    proc = env.run(argv, cwd=repo, extra=variables, timeout=timeout)
+    events = []
+    for line in proc.stdout.splitlines():
+        try:
+            events.append(json.loads(line))
+        except ValueError:
+            continue
+    return proc, events
+
+
+def shell(command: str, **more) -> Tool:
+    return Tool("run_shell_command", {"command": command, "description": "scripted command", **more})
+
+
+def read(repo: str, path: str) -> str:
+    with open(os.path.join(repo, path), encoding="utf-8") as handle:
+        return handle.read()
+
+
+@pytest.fixture
+def tmp(tmp_path):
+    path = tmp_path / "tmp"
+    path.mkdir()
+    return path
+
+
+# --- the guard, wired in the user's settings (always loaded) ----------------------------------
+
+
+def test_writes_outside_the_lease_are_denied_and_own_writes_pass(host_env, host_repo, tmp):
+    host_binary("gemini")
+    user_settings(host_env, wiring_json("gemini"))
+    fork_and_take(host_env, host_repo, JOB, "src/a.py")
+    src = os.path.join(host_repo, "src")
+    steps = [
+        Turn(text="Writing b.", tools=[shell("echo 'B = 2' > src/b.py")]),  # 0
+        Turn(tools=[shell("echo 'B = 3' > b.py", dir_path="src")]),  # 1: dir_path, relative
+        Turn(tools=[shell("echo 'B = 4' > b.py", dir_path=src)]),  # 2: dir_path, absolute
+        Turn(tools=[Tool("write_file", {"file_path": "src/b.py", "content": "B = 5\n"})]),  # 3
+        Turn(tools=[Tool("replace", {"file_path": os.path.join(host_repo, "src/b.py"), "old_string": "B = 1",
+                                     "new_string": "B = 6", "instruction": "scripted edit"})]),  # 4
+        Turn(tools=[Tool("write_file", {"file_path": "src/a.py", "content": "A = 2\n"})]),  # 5: own
+        Turn(tools=[shell("echo 'A = 3' > a.py", dir_path="src")]),  # 6: own, from src/
+        Turn(tools=[Tool("replace", {"file_path": "src/a.py", "old_string": "A = 3", "new_string": "A = 4",
+                                     "instruction": "scripted edit"})]),  # 7: own
+        Turn(text="finished"),
+    ]
+    with ScriptedModel(Gemini(), steps) as model:
+        proc, events = run_gemini(host_env, host_repo, model, tmp)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert model.consumed() == len(steps), model.summary()
+        for step in range(5):
+            told = model.told_after(step)
+            assert BLOCKED in told, (step, told)
+            assert "(acting under lease plan/w1, from env)" in told
+        for step in (5, 6, 7):
+            assert "Tool execution blocked" not in model.told_after(step), model.told_after(step)
+    assert read(host_repo, "src/b.py") == "B = 1\n"
+    assert read(host_repo, "src/a.py") == "A = 4\n"
+    results = [e for e in events if e.get("type") == "tool_result"]
+    assert [r["status"] for r in results] == ["error"] * 5 + ["success"] * 3, results
+    assert events[-1]["type"] == "result" and events[-1]["status"] == "success"
+
+
+def test_advisories_reach_the_model(host_env, host_repo, tmp):
+    """A BeforeTool advisory (what this command writes cannot be told) is carried to the
+    AfterTool answer of the same call, the only place Gemini hands additionalContext to the
+    model; the person sees it as systemMessage. A second identical call is advised once, not
+    twice: each carry is taken by its own call."""
+    host_binary("gemini")
+    user_settings(host_env, wiring_json("gemini"))
+    fork_and_take(host_env, host_repo, JOB, "src/a.py")
+    command = "T=src/a.py; echo 'A = 2' > \"$T\""
+    steps = [Turn(tools=[shell(command)]), Turn(tools=[shell("echo plain")]), Turn(tools=[shell(command)]),
+             Turn(text="finished")]
+    with ScriptedModel(Gemini(), steps) as model:
+        proc, events = run_gemini(host_env, host_repo, model, tmp)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        first, plain, again = model.told_after(0), model.told_after(1), model.told_after(2)
+    advice = "advise [lease-write-scope]: cannot tell what this writes"
+    assert "<hook_context>" in first and advice in first, first
+    assert "plan/w1 may write only src/a.py" in first
+    assert advice not in plain and "<hook_context>" not in plain, plain
+    assert again.count(advice) == 1, again
+    assert read(host_repo, "src/a.py") == "A = 2\n"  # an advisory does not stop the call
+    carried = os.path.join(host_env.home, ".cache", "proctor", "gemini-advice")
+    assert not os.path.isdir(carried) or os.listdir(carried) == [], os.listdir(carried)
+
+
+def make_followup(repo: str, job: str, line: str) -> None:
+    """A monitor of `job` that saw `line`, grouped into a follow-up as the server does."""
+    from proctor.paths import find_checkout, repo_state_dir
+    from proctor.store import Store, followups
+    from proctor.timeutil import iso, now
+
+    store = Store(repo_state_dir(find_checkout(repo)))
+    try:
+        with store.write() as conn:
+            monitor = conn.execute(
+                "INSERT INTO monitors (job, command, interval, description, cwd, created, created_by) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)", (job, "echo", 60, "ci watcher", repo, iso(now()), "test")).lastrowid
+            run = conn.execute("INSERT INTO monitor_runs (monitor, started) VALUES (?, ?)",
+                               (monitor, iso(now()))).lastrowid
+            conn.execute("INSERT INTO monitor_events (monitor, run, job, time, line, truncated) "
+                         "VALUES (?, ?, ?, ?, ?, 0)", (monitor, run, job, iso(now()), line))
+            assert followups.batch(conn, job)
+    finally:
+        store.close()
+
+
+def test_after_agent_deny_hands_the_followup_as_the_next_prompt(host_env, host_repo, tmp):
+    host_binary("gemini")
+    user_settings(host_env, wiring_json("gemini"))
+    fork_and_take(host_env, host_repo, JOB, "src/a.py")
+    make_followup(host_repo, JOB, "CI-RED: test_b failed on main")
+    steps = [Turn(tools=[shell("echo working")]), Turn(text="first answer"), Turn(tools=[shell("echo again")]),
+             Turn(text="handled the follow-up")]
+    with ScriptedModel(Gemini(), steps) as model:
+        proc, events = run_gemini(host_env, host_repo, model, tmp)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        told = model.told_after(1)
+        assert model.consumed() == 4, model.summary()
+    assert "deny [monitor-followup]: Follow-up from the monitors of job plan/w1 (1 event)" in told, told
+    assert "CI-RED: test_b failed on main" in told
+    warnings = [e for e in events if e.get("type") == "error"]
+    assert any("CI-RED" in e.get("message", "") for e in warnings), warnings
+    assert events[-1]["type"] == "result" and events[-1]["status"] == "success"
+
+
+# --- wiring and trust: project settings load only in a trusted folder -------------------------
+
+
+def doctor_line(env, repo: str, extra: dict | None = None) -> str:
+    proc = env.proctor("doctor", cwd=repo, extra=extra)
+    lines = [line for line in (proc.stdout + proc.stderr).splitlines() if "hook wiring for gemini" in line]
+    assert lines, proc.stdout + proc.stderr
+    return lines[0]
+
+
+def deny_b_steps() -> list:
+    return [Turn(tools=[shell("echo 'B = 2' > src/b.py")]), Turn(text="finished")]
+
+
+def test_project_wiring_in_an_untrusted_folder_never_runs_and_doctor_says_so(host_env, host_repo, tmp):
+    host_binary("gemini")
+    user_settings(host_env)
+    wire_project(host_repo)
+    fork_and_take(host_env, host_repo, JOB, "src/a.py")
+    line = doctor_line(host_env, host_repo)
+    assert "trusted folder" in line and "GEMINI_CLI_TRUST_WORKSPACE=true" in line, line
+    assert line.startswith("FAIL"), line
+    with ScriptedModel(Gemini(), deny_b_steps()) as model:
+        proc, _ = run_gemini(host_env, host_repo, model, tmp, args=())
+        assert proc.returncode == 55, (proc.returncode, proc.stderr[-2000:])
+        assert model.main_requests() == []
+        # --skip-trust runs, but without the project's settings: the guard never sees the write
+        proc, _ = run_gemini(host_env, host_repo, model, tmp, args=("--skip-trust",))
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert "Tool execution blocked" not in model.told_after(0), model.told_after(0)
+    assert read(host_repo, "src/b.py") == "B = 2\n"
+
+
+@pytest.mark.parametrize("how", ["trusted-folders", "environment"])
+def test_project_wiring_in_a_trusted_folder_runs(host_env, host_repo, tmp, how):
+    host_binary("gemini")
+    user_settings(host_env)
+    wire_project(host_repo)
+    fork_and_take(host_env, host_repo, JOB, "src/a.py")
+    extra = {}
+    if how == "trusted-folders":
+        with open(os.path.join(host_env.home, ".gemini", "trustedFolders.json"), "w", encoding="utf-8") as handle:
+            json.dump({os.path.realpath(host_repo): "TRUST_FOLDER"}, handle)
+    else:
+        extra = {"GEMINI_CLI_TRUST_WORKSPACE": "true"}
+    line = doctor_line(host_env, host_repo, extra=extra)
+    assert line.startswith("ok"), line
+    assert "present in " + os.path.join(host_repo, ".gemini", "settings.json") in line and "trusted by" in line, line
+    with ScriptedModel(Gemini(), deny_b_steps()) as model:
+        proc, _ = run_gemini(host_env, host_repo, model, tmp, args=(), extra=extra)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert BLOCKED in model.told_after(0), model.told_after(0)
+    assert read(host_repo, "src/b.py") == "B = 1\n"
+
+
+# --- proctor work with executor = "gemini" -------------------------------------------------
+
+
+WORKERS = """
+[workers]
+ladder = ["flaky", "gm"]
+
+[workers.flaky]
+executor = "gemini"
+
+[workers.gm]
+executor = "gemini"
+"""
+
+
+def test_work_with_gemini_passes_a_job_and_a_provider_error_does_not_count(host_env, host_repo, tmp):
+    """The default command, unattended, in the trusted checkout so the project's hooks load:
+    a 429 (the CLI's retries cut to one by general.maxAttempts) moves up the ladder without
+    using an attempt; the next worker's write outside the lease is denied, its own edit
+    passes, it runs `proctor run test` and files `proctor job exit`, and the job is graded
+    and committed. Then the worker's session is resumed as proctor's resume path does."""
+    host_binary("gemini")
+    user_settings(host_env, {"general": {"maxAttempts": 1}})
+    wire_project(host_repo, commit=False)
+    with open(os.path.join(host_repo, "proctor.toml"), "a", encoding="utf-8") as handle:
+        handle.write(WORKERS)
+    git(host_repo, "add", "-A")
+    git(host_repo, "commit", "-q", "-m", "workers and gemini wiring")
+    proc = host_env.proctor("job", "fork", JOB, "--criteria", "set A to 2", "--write-paths", "src/a.py",
+                            "--check", "test", cwd=host_repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    result = json.dumps({"schema_version": 1, "changed_paths": ["src/a.py"], "status": "done",
+                         "summary": "set A to 2"})
+    steps = [
+        HttpError(429),
+        Turn(text="Trying b first.", tools=[shell("echo 'B = 2' > src/b.py")]),
+        Turn(tools=[Tool("replace", {"file_path": "src/a.py", "old_string": "A = 1", "new_string": "A = 2",
+                                     "instruction": "set A"})]),
+        Turn(tools=[shell("proctor run test")]),
+        Turn(tools=[shell(f"proctor job exit {JOB} --stdin <<'EOF'\n{result}\nEOF")]),
+        Turn(text="Set A = 2 in src/a.py.\n\nDONE"),
+    ]
+    with ScriptedModel(Gemini(), steps) as model:
+        started = time.monotonic()
+        proc = host_env.proctor("work", JOB, "-o", "json", cwd=host_repo, timeout=400,
+                                extra=model_env(model, str(tmp), lease=None))
+        took = time.monotonic() - started
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        outcome = json.loads(proc.stdout)
+        attempts = outcome["jobs"][0]["attempts"]
+        assert [a["worker"] for a in attempts] == ["flaky", "gm"], attempts
+        flaky, gm = attempts
+        assert flaky["executor"] == "gemini" and flaky["provider_error"] is True and flaky["counts"] is False, flaky
+        assert flaky["exit_code"] == 429 % 256, flaky
+        assert gm["outcome"] == "finished" and gm["passed"] is True and gm["status"] == "done", gm
+        assert gm["session"] and gm["reply_kind"] == "success", gm
+        assert model.told_after(1).count(BLOCKED) == 1, model.told_after(1)
+        assert "proctor: test exit 0" in model.told_after(3), model.told_after(3)
+        assert "Tool execution blocked" not in model.told_after(4), model.told_after(4)
+        first = model.main_requests()[1]["body"]["contents"]
+        assert any(f"lease: {JOB}" in part.get("text", "") for c in first for part in c.get("parts", [])), first
+        assert took < 240, took
+
+        # resume: the session the attempt recorded, with the executor's resume command
+        from proctor.config import Worker
+        from proctor.workers import runner
+        from proctor.workers.executors import module
+
+        gemini = module("gemini")
+        worker = Worker("gm", "gemini", None, None, None, None)
+        argv = gemini.argv(worker, "Follow-up: look again", resume=gm["session"])
+        env = dict(host_env.env, **model_env(model, str(tmp)), **gemini.ENV)
+        resumed = runner.run_attempt(argv, gemini.Parser(), runner.Limits(idle=120, grace=30), host_repo, env)
+        assert resumed.session == gm["session"] and resumed.reply_kind == "success", resumed.to_json()
+        last = model.main_requests()[-1]["body"]["contents"]
+        texts = [part.get("text", "") for c in last for part in c.get("parts", [])]
+        assert any(f"lease: {JOB}" in t for t in texts) and any("Follow-up: look again" in t for t in texts), texts
+    assert read(host_repo, "src/b.py") == "B = 1\n"
+    assert git(host_repo, "show", "HEAD:src/a.py") == "A = 2\n"
+    assert git(host_repo, "log", "-1", "--format=%s") == "set A to 2\n"
+    assert git(host_repo, "status", "--porcelain") == ""
