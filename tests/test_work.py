@@ -395,3 +395,101 @@ def test_children_that_ended_stop_their_dependents(repo_for, proctor):
     api.exit_job("root/a", cwd=root)
     result = proctor("work", "root", env=standin_env())
     assert result.code == 1 and "ended without passing (root/a)" in result.err
+
+
+# --- Gemini CLI: its stream-json as 0.61.0 writes it (fixtures/hosts/gemini-0.61.0) ------------
+
+GEMINI = os.path.join(SHARED, "hosts", "gemini-0.61.0")
+
+
+def _gemini_workers(extra: str = "") -> str:
+    return f"""
+[workers]
+ladder = ["gm", "gm2"]
+attempts = 1
+
+[workers.gm]
+executor = "gemini"
+command = {json.dumps([sys.executable, STANDIN])}
+{extra}
+
+[workers.gm2]
+executor = "gemini"
+command = {json.dumps([sys.executable, STANDIN])}
+"""
+
+
+def _gemini_feed(name: str):
+    from proctor.workers.executors import gemini
+
+    parser = gemini.Parser()
+    with open(os.path.join(GEMINI, name)) as handle:
+        events = [e for line in handle for e in parser.feed(line)]
+    return parser, events
+
+
+def test_gemini_argv_unattended_trusted_and_resumed():
+    from proctor.config import Worker
+    from proctor.workers.executors import gemini, module
+
+    assert module("gemini") is gemini and gemini.PROMPT_ON_STDIN is False
+    plain = gemini.argv(Worker("g", "gemini", None, None, None, None), "lease: feat\ndo it")
+    assert plain == ["gemini", "-p", "lease: feat\ndo it", "--output-format", "stream-json", "--approval-mode", "yolo"]
+    resumed = gemini.argv(Worker("g", "gemini", None, "gemini-2.5-pro", None, None), "again", resume="s-1")
+    assert resumed[-4:] == ["-m", "gemini-2.5-pro", "--resume", "s-1"] and resumed[1:3] == ["-p", "again"]
+    custom = gemini.argv(Worker("g", "gemini", ("./g.sh", "--x"), None, None, None), "p")
+    assert custom == ["./g.sh", "--x", "-p", "p", "--output-format", "stream-json"]
+    # --skip-trust would run without the project's settings (and so without its hooks)
+    assert gemini.ENV == {"GEMINI_CLI_TRUST_WORKSPACE": "true"} and "--skip-trust" not in plain
+
+
+def test_gemini_stream_session_reply_and_no_cost():
+    parser, events = _gemini_feed("stream-tools.jsonl")
+    kinds = [(e.kind, e.value) for e in events]
+    assert kinds == [("session", "0c93bc11-d58a-4856-9dcb-c948d0da5967"), ("final", "success")]
+    assert events[-1].text == "Edited src/a.py.\n\nDONE"  # the text after the last tool call, deltas joined
+    assert parser.tokens == 390 and not any(e.kind == "cost" for e in events)  # tokens only, never dollars
+
+
+def test_gemini_stream_after_agent_retry_is_the_reply():
+    _, events = _gemini_feed("probe-afteragent-deny-stream.jsonl")
+    assert events[-1].kind == "final" and events[-1].text == "second answer after follow-up"
+
+
+def test_gemini_api_error_is_a_provider_error():
+    _, events = _gemini_feed("stream-error-400.jsonl")
+    assert [e.kind for e in events] == ["session", "provider_error", "final"]
+    assert "API key not valid" in events[1].text and events[-1].value == "error"
+    from proctor.workers.executors import gemini
+
+    untrusted = gemini.Parser()
+    assert [e.kind for e in untrusted.close(55)] == ["provider_error"]
+    turn_limit = gemini.Parser()
+    limited = turn_limit.feed(json.dumps({"type": "result", "status": "error", "error": {
+        "type": "FatalTurnLimitedError", "message": "Reached max session turns for this session."}}))
+    assert [e.kind for e in limited] == ["final"], "the worker's own limit is no provider's fault"
+
+
+def test_gemini_worker_passes(repo_for, proctor):
+    repo_for(config(workers=_gemini_workers()))
+    result = work(proctor, env=standin_env(STANDIN_STREAM=os.path.join(GEMINI, "stream-tools.jsonl")))
+    assert result.code == 0, result.err
+    first = result.json()["jobs"][0]["attempts"][0]
+    assert first["executor"] == "gemini" and first["reply_kind"] == "success" and first["passed"]
+    assert first["session"] == "0c93bc11-d58a-4856-9dcb-c948d0da5967"
+
+
+def test_gemini_provider_error_moves_up_without_an_attempt(repo_for, proctor):
+    repo_for(config(workers=_gemini_workers()))
+    result = work(proctor, env=standin_env(STANDIN_STREAM=os.path.join(GEMINI, "stream-error-400.jsonl"),
+                                           STANDIN_WRITE="", STANDIN_MODE="exit:144"))
+    attempts = result.json()["jobs"][0]["attempts"]
+    assert [a["worker"] for a in attempts] == ["gm", "gm2"]
+    assert attempts[0]["provider_error"] is True and attempts[0]["counts"] is False
+    assert attempts[0]["exit_code"] == 144
+
+
+def test_gemini_max_spend_is_reported_unenforceable(repo_for, proctor):
+    repo_for(config(workers=_gemini_workers("max_spend_usd = 2.0")))
+    shown = proctor("config", "show")
+    assert "[workers.gm] max_spend_usd cannot be enforced on a gemini worker (gemini reports tokens" in shown.out
