@@ -215,28 +215,30 @@ def test_advisories_reach_the_model(host_env, host_repo):
 
 SILENT = """
 [guard.background-silent]
-advise_minutes = 0.05
-deny_minutes = 0.15
+advise_minutes = 0.03
+deny_minutes = 0.1
 """
 
 
 def test_silent_background_task_advised_denied_then_stopped(host_env, host_repo):
-    # thresholds of 3 and 9 seconds (the options take any positive number of minutes); the
+    # thresholds of 1.8 and 6 seconds (the options take any positive number of minutes); the
     # model answers late (a stall) so that the task has been silent that long for real: at
-    # least 4 s at the first call after the launch (advised unless the host took 5 s more),
-    # at least 9.5 s at the second (denied)
+    # least 2.5 s at the first call after the launch (advised unless the host took 3.5 s more),
+    # at least 6.5 s at the second (denied); and 6.5 s after the TaskStop, when a task still
+    # counted as running would be denied again
     with open(os.path.join(host_repo, "proctor.toml"), "a", encoding="utf-8") as handle:
         handle.write(SILENT)
     seen: dict = {}
     steps = [
         Turn(tools=[Tool("Bash", {"command": "sleep 300", "description": "wait", "run_in_background": True},
                          id="sleep_bg")]),
-        Stall(4, then=Turn(tools=[Tool("Bash", {"command": "echo one > one.txt", "description": "one"},
+        Stall(2.5, then=Turn(tools=[Tool("Bash", {"command": "echo one > one.txt", "description": "one"},
                                        id="echo_one")])),
-        Stall(5.5, then=Turn(tools=[Tool("Bash", {"command": "echo two > two.txt", "description": "two"},
+        Stall(4, then=Turn(tools=[Tool("Bash", {"command": "echo two > two.txt", "description": "two"},
                                          id="echo_two")])),
         stop_task("go", seen),
-        Turn(tools=[Tool("Bash", {"command": "echo three > three.txt", "description": "three"}, id="echo_three")]),
+        Stall(6.5, then=Turn(tools=[Tool("Bash", {"command": "echo three > three.txt", "description": "three"},
+                                         id="echo_three")])),
         Turn(text="finished"),
     ]
     with ScriptedModel(Anthropic(), steps) as model:
@@ -257,6 +259,26 @@ def test_silent_background_task_advised_denied_then_stopped(host_env, host_repo)
     assert os.path.exists(os.path.join(host_repo, "one.txt"))
     assert not os.path.exists(os.path.join(host_repo, "two.txt"))
     assert os.path.exists(os.path.join(host_repo, "three.txt"))
+
+
+def test_background_task_that_ended_is_not_named(host_env, host_repo):
+    with open(os.path.join(host_repo, "proctor.toml"), "a", encoding="utf-8") as handle:
+        handle.write(SILENT)
+    steps = [
+        Turn(tools=[Tool("Bash", {"command": "sleep 1", "description": "short", "run_in_background": True},
+                         id="short_bg")]),
+        # the task ended at 1 s; this call is judged 3.5 s after that, past the advisory's 1.8 s
+        Stall(4.5, then=Turn(tools=[Tool("Bash", {"command": "echo one > one.txt", "description": "one"},
+                                        id="after_end")])),
+        Turn(text="finished"),
+    ]
+    with ScriptedModel(Anthropic(), steps) as model:
+        run_claude(host_env, host_repo, model)
+        task = TASK_ID.search(model.told_after(0)).group(1)
+        after = model.told_after(1)
+        assert "[error]" not in after and "background-silent" not in after, after
+        assert f"task {task}" not in after, after
+    assert os.path.exists(os.path.join(host_repo, "one.txt"))
 
 
 # --- 4. a Stop is blocked with the job's monitor follow-up; the next Stop passes -------------
