@@ -14,7 +14,7 @@ import os
 import re
 import signal
 import subprocess
-import time
+import threading
 
 import pytest
 
@@ -52,7 +52,8 @@ def run_claude(env, repo: str, model: ScriptedModel, prompt: str = "go", extra: 
     proc = subprocess.Popen(argv, cwd=repo, env=merged, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     events: list[dict] = []
-    deadline = time.monotonic() + timeout
+    watchdog = threading.Timer(timeout, _kill_group, (proc.pid, signal.SIGKILL))  # a host that hangs
+    watchdog.start()
     try:
         for line in proc.stdout:
             try:
@@ -62,18 +63,14 @@ def run_claude(env, repo: str, model: ScriptedModel, prompt: str = "go", extra: 
             events.append(event)
             if event.get("type") == "result" and sum(e.get("type") == "result" for e in events) >= results:
                 break
-            if time.monotonic() > deadline:
-                break
     finally:
+        watchdog.cancel()
         if proc.poll() is None:
-            try:
-                os.killpg(proc.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
+            _kill_group(proc.pid, signal.SIGTERM)
         try:
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+            _kill_group(proc.pid, signal.SIGKILL)
             proc.wait()
         proc.stdout.close()
         stderr = proc.stderr.read()
@@ -83,14 +80,11 @@ def run_claude(env, repo: str, model: ScriptedModel, prompt: str = "go", extra: 
     return events
 
 
-def told_for(model: ScriptedModel, call_id_of: str) -> str:
-    """What the host told the model in the first request that answers the tool call made by
-    the step whose tool ids include `call_id_of` (subagent and parent requests interleave)."""
-    for request in model.main_requests():
-        text = json.dumps(request["body"].get("messages") or [])
-        if "toolu_" + call_id_of in text:
-            return model.dialect.told(request["body"])
-    raise AssertionError(f"no request carried a result for {call_id_of}: {model.summary()}")
+def _kill_group(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)
+    except ProcessLookupError:
+        pass
 
 
 def read(repo: str, rel: str) -> str:
