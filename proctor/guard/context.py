@@ -8,6 +8,13 @@ spawn whose prompt named the job); the checkout's record for a caller that repor
 id; then BAGGAGE, the caller's own claim, which answers only when no record does. The
 verdict names the tier as lease_from: flag, agent, marker, env, or contested (a record that
 overruled a different claim).
+
+A subagent with no record yet is bound on its first call, from the host's own files: a
+Claude Code subagent's prompt is the first line of its transcript beside the parent's
+(`<session>/subagents/agent-<id>.jsonl`; its `.meta.json` names the spawning call), so a
+spawn with `lease: <id>` binds from the first call, before the parent's PostToolUse, which
+for a foreground subagent arrives only after it finished. A subagent whose prompt names no
+job acts under its session's job (agent tier), when the session is bound to one.
 """
 
 from __future__ import annotations
