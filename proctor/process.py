@@ -54,6 +54,65 @@ def kill_group(proc: subprocess.Popen, grace: float = TERM_GRACE) -> None:
     proc.wait()
 
 
+
+def tagged(name: str, value: str) -> list[int]:
+    """The live processes whose environment holds `name=value` (read from /proc; Linux).
+
+    A tag in the environment follows a process wherever it goes: into a session of its own
+    (setsid), and to init when its parent exits, where no process group or parent chain
+    reaches it. Processes proctor may not read, and zombies (their environment is gone), are
+    not listed; nor is this process."""
+    needle = f"{name}={value}".encode()
+    own = os.getpid()
+    found = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.isdigit() or int(entry) == own:
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as handle:
+                environ = handle.read()
+        except OSError:
+            continue
+        if needle in environ.split(b"\0"):
+            found.append(int(entry))
+    return found
+
+
+def kill_tagged(name: str, value: str, grace: float = TERM_GRACE, rounds: int = 20) -> list[int]:
+    """End every process tagged `name=value`: SIGTERM, up to `grace` seconds, then SIGKILL,
+    again until none is left (one may have forked meanwhile). Returns the pids signalled."""
+    signalled: list[int] = []
+    pids = tagged(name, value)
+    if not pids:
+        return signalled
+    for pid in pids:
+        _signal(pid, signal.SIGTERM)
+    signalled.extend(pids)
+    deadline = time.monotonic() + grace
+    while pids and time.monotonic() < deadline:
+        time.sleep(0.02)
+        pids = tagged(name, value)
+    for _ in range(rounds):
+        if not pids:
+            break
+        for pid in pids:
+            _signal(pid, signal.SIGKILL)
+        signalled.extend(p for p in pids if p not in signalled)
+        time.sleep(0.02)
+        pids = tagged(name, value)
+    return signalled
+
+
+def _signal(pid: int, signum: int) -> None:
+    try:
+        os.kill(pid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
+
 def run_shell(command: str, cwd: str, timeout: float | None, sink: Callable[[bytes], None],
               env: dict | None = None) -> Finished:
     """Run `command` through /bin/sh, stdout and stderr merged into `sink`, within `timeout`."""

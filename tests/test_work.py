@@ -493,3 +493,110 @@ def test_gemini_max_spend_is_reported_unenforceable(repo_for, proctor):
     repo_for(config(workers=_gemini_workers("max_spend_usd = 2.0")))
     shown = proctor("config", "show")
     assert "[workers.gm] max_spend_usd cannot be enforced on a gemini worker (gemini reports tokens" in shown.out
+
+
+# --- Claude Code's default command; what a worker leaves behind --------------------------------
+
+
+def test_claude_default_command_runs_shell_and_carries_the_printed_hooks():
+    from proctor.config import Worker
+    from proctor.hook import claude as hook_claude
+    from proctor.workers.executors import claude
+
+    plain = claude.argv(Worker("c", "claude", None, None, None, None), "lease: feat\ndo it")
+    assert plain[:6] == ["claude", "-p", "lease: feat\ndo it", "--output-format", "stream-json", "--verbose"]
+    # acceptEdits refuses every shell command in -p: the worker could not run its check
+    assert "--permission-mode" not in plain and "acceptEdits" not in plain
+    allowed = plain[plain.index("--allowedTools") + 1].split(",")
+    assert {"Bash", "Edit", "Write", "Read"} <= set(allowed) and "WebFetch" not in allowed
+    printed = json.loads("\n".join(line for line in hook_claude.wiring().splitlines() if not line.startswith("#")))
+    assert json.loads(plain[plain.index("--settings") + 1]) == printed
+    assert set(printed["hooks"]) == {"PreToolUse", "PostToolUse", "Stop", "SubagentStop"}
+    # a command that says how permissions go keeps its say; the hooks come all the same
+    own = claude.argv(Worker("c", "claude", ("claude", "--permission-mode", "plan"), "m", None, None), "p",
+                      resume="s-1")
+    assert "--allowedTools" not in own and own.count("--permission-mode") == 1
+    assert json.loads(own[own.index("--settings") + 1]) == printed
+    assert own[-4:] == ["--model", "m", "--resume", "s-1"]
+
+
+def test_prompt_asks_for_the_run_to_be_cited(repo_for):
+    from proctor.workers.work import prompt_for
+    from proctor.workspace import Workspace
+
+    root = repo_for()
+    with Workspace(root) as ws:
+        prompt = prompt_for(ws, {"id": "feat", "check": {"target": "test"}})
+    assert prompt.startswith("lease: feat\n")
+    assert '"validation": [{"command": "proctor run test", "output_ref": "sha256:..."}]' in prompt
+    assert "proctor job exit --schema" in prompt
+
+
+def test_worker_env_puts_proctor_on_path_when_missing(monkeypatch, tmp_path):
+    from proctor.workers.work import worker_env
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    env = worker_env("feat", "n")
+    assert env["PATH"].split(os.pathsep) == [os.path.dirname(sys.executable), str(tmp_path)]
+    assert env["BAGGAGE"] == "proctor.lease=feat" and env["PROCTOR_NONCE"] == "n"
+    monkeypatch.setenv("PATH", os.pathsep.join([str(tmp_path), os.path.dirname(sys.executable)]))
+    assert worker_env("feat")["PATH"] == os.environ["PATH"]  # one found: left as it is
+
+
+LEAVER = """
+import json, os, subprocess, sys, time
+# a shell of its own, as Claude Code runs each command, and an orphan in a session of its own
+quiet = {"stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+subprocess.Popen(["sleep", sys.argv[1]], start_new_session=True, **quiet)
+subprocess.Popen(["sh", "-c", "setsid sleep %s1 & exit 0" % sys.argv[1]], **quiet).wait()
+print(json.dumps({"type": "result", "subtype": "success", "result": "done", "session_id": "s"}), flush=True)
+if sys.argv[2] == "hang":
+    time.sleep(60)
+"""
+
+
+def _alive_with(marker: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                    if marker.encode() in handle.read():
+                        found.append(int(entry))
+            except OSError:
+                pass
+    return found
+
+
+@pytest.mark.parametrize("ending", ["hang", "exit"])
+def test_no_descendant_outlives_the_attempt(tmp_path, ending):
+    """Stopped after its grace window, or exited by itself: the worker's setsid'd children and
+    its orphans are ended too (they carry the attempt's tag in their environment)."""
+    from proctor.workers import runner
+    from proctor.workers.executors import claude
+
+    marker = f"300.{os.getpid()}{int(time.time() * 1000) % 100000}"
+    script = tmp_path / "leaver.py"
+    script.write_text(LEAVER)
+    attempt = runner.run_attempt([sys.executable, str(script), marker, ending], claude.Parser(),
+                                 runner.Limits(idle=30, grace=0.5), str(tmp_path), dict(os.environ))
+    assert attempt.reply == "done"
+    assert attempt.stop == ("grace" if ending == "hang" else None), attempt.reason
+    assert _alive_with(marker) == []
+
+
+def test_tagged_lists_only_the_tagged(tmp_path):
+    from proctor.process import kill_tagged, tagged
+
+    env = {**os.environ, "PROCTOR_TEST_TAG": "t1"}
+    procs = [subprocess.Popen(["sleep", "30"], env=env, start_new_session=True),
+             subprocess.Popen(["sleep", "30"], env={**env, "PROCTOR_TEST_TAG": "t2"})]
+    try:
+        assert tagged("PROCTOR_TEST_TAG", "t1") == [procs[0].pid]
+        assert tagged("PROCTOR_TEST_TAG", "t") == []  # the whole value, never a prefix
+        assert kill_tagged("PROCTOR_TEST_TAG", "t1", grace=0.2) == [procs[0].pid]
+        assert procs[0].wait(timeout=5) == -15 and procs[1].poll() is None
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()

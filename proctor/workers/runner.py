@@ -13,12 +13,18 @@ The stops, as specified:
 
 The watcher sleeps in a selector on the worker's pipes and its pidfd with a timeout set to
 the nearest deadline: a silent worker costs no CPU. A stop kills the process group (SIGTERM,
-a short wait, SIGKILL, reaped), grandchildren that hold the pipe open included.
+a short wait, SIGKILL, reaped), grandchildren that hold the pipe open included, and then every
+process that still carries the attempt's tag (PROCTOR_WORKER_TAG, a fresh value per attempt,
+in the worker's environment): Claude Code runs each shell command in a session of its own
+(setsid), outside the worker's group, and a background one outlives `claude -p` killed with
+SIGKILL; an orphan reparented to init is out of any group or parent chain, but keeps its
+environment. The same sweep follows a worker that exited by itself.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import selectors
 import signal
 import subprocess
@@ -26,7 +32,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from proctor.process import kill_group
+from proctor.process import kill_group, kill_tagged
 from proctor.workers.executors import Event
 
 FATAL_GRACE = 20.0
@@ -34,6 +40,7 @@ STOP_GRACE = 0.5  # seconds between SIGTERM and SIGKILL when a worker is stopped
 DRAIN_AFTER_EXIT = 1.0
 MAX_LINE = 16 << 20  # a longer line is cut here and counted as a line
 STDERR_KEEP = 64 << 10
+TAG = "PROCTOR_WORKER_TAG"  # in the worker's environment: what its descendants are found by
 
 
 @dataclass
@@ -78,6 +85,8 @@ def run_attempt(argv: list[str], parser, limits: Limits, cwd: str, env: dict, st
                 on_event: Callable[[str, Attempt], None] | None = None) -> Attempt:
     """Run one worker process to its end or its stop."""
     attempt = Attempt(started=time.time())
+    tag = secrets.token_hex(12)
+    env = {**env, TAG: tag}
     try:
         proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
@@ -237,6 +246,7 @@ def run_attempt(argv: list[str], parser, limits: Limits, cwd: str, env: dict, st
             kill_group(proc, grace=STOP_GRACE)
         else:
             _reap_group(proc)
+        kill_tagged(TAG, tag, grace=STOP_GRACE)  # what left the group: setsid'd shells, orphans
         attempt.gone_at = time.time()
         for stream in (proc.stdout, proc.stderr):
             try:

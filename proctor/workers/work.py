@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import sys
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -102,10 +103,15 @@ def prompt_for(ws: Workspace, job: dict) -> str:
     ]
     if check:
         lines.append(f"- The job's check is `proctor run {check}`. proctor runs it itself when you finish; "
-                     f"run it yourself first if you like.")
+                     f"run it yourself first if you like. It prints an output_ref (sha256:...) that a result "
+                     f"may cite.")
+    validation = (f', "validation": [{{"command": "proctor run {check}", "output_ref": "sha256:..."}}]'
+                  if check else "")
     lines += [
         f"- When you are done, file your result: proctor job exit {job['id']} --stdin with "
-        '{"schema_version": 1, "changed_paths": [...], "status": "done" | "blocked" | "split", "summary": "..."}',
+        '{"schema_version": 1, "changed_paths": [...]' + validation
+        + ', "status": "done" | "blocked" | "split", "summary": "..."}'
+        " (proctor job exit --schema prints what it must satisfy).",
         "- Then end with a short reply saying what you did. Your account is a claim: proctor grades the diff and "
         "the recorded runs.",
     ]
@@ -114,6 +120,11 @@ def prompt_for(ws: Workspace, job: dict) -> str:
 
 def worker_env(job_id: str, nonce: str | None = None) -> dict:
     env = dict(os.environ)
+    # The worker runs `proctor` (its check, its result) and its host runs `proctor hook`: when
+    # no proctor is on PATH, the one running this is put there.
+    own = os.path.join(os.path.dirname(sys.executable), "proctor")
+    if os.access(own, os.X_OK) and shutil.which("proctor", path=env.get("PATH") or os.defpath) is None:
+        env["PATH"] = os.pathsep.join([os.path.dirname(own)] + ([env["PATH"]] if env.get("PATH") else []))
     if nonce:
         env["PROCTOR_NONCE"] = nonce  # the job's secret: with it the agent manages its own monitors
     members = parse_baggage(env.get("BAGGAGE", ""))

@@ -14,7 +14,9 @@ reason, an advisory, a follow-up.
     assert "lease-write-scope" in model.told_after(1)
 
 Steps: `Turn(text, tools)` (the model's answer); `Stall(seconds, then=Turn)` (the answer
-comes late, or never when `then` is None and the client gives up); `HttpError(status, body)`.
+comes late, or never when `then` is None and the client gives up); `HttpError(status, body)`;
+a function of the recorded request returning one of these (a step computed from what the host
+sent, e.g. citing an id a tool result carried).
 When the script is used up, every further tool-offering request gets `Turn(text="done.")`.
 """
 
@@ -220,6 +222,8 @@ class ScriptedModel:
         record = {"method": method, "path": path, "body": body, "tools": tools,
                   "headers": dict(handler.headers.items())}
         step = self._next(record) if tools else Turn(text="ok")
+        if callable(step):
+            step = step(record)
         with self.lock:
             self.requests.append(record)
         stream = self.dialect.wants_stream(path, body)

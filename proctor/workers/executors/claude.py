@@ -3,6 +3,17 @@
 The `result` event is the final reply; it is classified by `subtype` (and terminal_reason),
 never by `is_error`, which a real error_max_turns result carries as false. The stream is
 read to its end: a later result whose origin is a task notification is a follow-up.
+
+Unattended, nobody answers a permission prompt, and `claude -p` refuses whatever would ask
+one. Under `--permission-mode acceptEdits` that is every shell command but a few file
+commands (Claude Code 2.1.332), so a worker could not run its check or `proctor job exit`.
+The worker is started instead with `--allowedTools` naming the tools its prompt asks for
+(the shell and the file tools): it works as root without claiming a sandbox
+(`bypassPermissions` starts as root only under IS_SANDBOX=1), and tools that reach out
+(WebFetch, WebSearch) stay refused. What those tools may touch is the guard's to judge: the
+worker is handed proctor's hooks with `--settings`, the same hooks `proctor describe harness
+--host claude` prints, so every tool call is judged under the job's lease whether or not
+the checkout wires them.
 """
 
 from __future__ import annotations
@@ -11,13 +22,29 @@ from proctor.workers.executors import Event, decode
 
 PROMPT_ON_STDIN = False
 PROVIDER_REASONS = ("api_error", "model_error", "prompt_too_long", "blocking_limit")
+# The shell, the file tools, and stopping a background task the guard names. MultiEdit, Glob
+# and Grep are tools of older Claude Code versions; a name the CLI does not have is ignored.
+ALLOWED_TOOLS = ("Bash", "Edit", "Write", "MultiEdit", "NotebookEdit", "Read", "Glob", "Grep", "TaskStop")
+# A command that already says how permissions go keeps its own say.
+PERMISSION_FLAGS = ("--permission-mode", "--allowedTools", "--allowed-tools", "--dangerously-skip-permissions")
+
+
+def hooks_settings() -> str:
+    """The hooks `proctor describe harness --host claude` prints, as a `--settings` value."""
+    import json
+
+    from proctor.hook import claude as wiring
+
+    text = "\n".join(line for line in wiring.wiring().splitlines() if not line.lstrip().startswith("#"))
+    return json.dumps(json.loads(text), separators=(",", ":"))
 
 
 def argv(worker, prompt: str, resume: str | None = None) -> list[str]:
     base = list(worker.command) if worker.command else ["claude"]
     out = base + ["-p", prompt, "--output-format", "stream-json", "--verbose"]
-    if not worker.command:
-        out += ["--permission-mode", "acceptEdits"]  # unattended: edits must not wait for a person
+    if not any(word.split("=", 1)[0] in PERMISSION_FLAGS for word in base):
+        out += ["--allowedTools", ",".join(ALLOWED_TOOLS)]
+    out += ["--settings", hooks_settings()]  # the guard, whatever the checkout wires
     if worker.model:
         out += ["--model", worker.model]
     if resume:
