@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from conftest import git, make_repo
+from tests.conftest import git, make_repo
 from proctor.hook import run as hook_run
-from test_transcript import notice, tool_result, tool_use, ts, write
+from tests.test_transcript import notice, tool_result, tool_use, ts, write
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 
-from conftest import git, make_repo
+from tests.conftest import git, make_repo
 
 
 def _snapshot(path: str) -> dict:

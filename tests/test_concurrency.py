@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from conftest import make_repo
+from tests.conftest import make_repo
 
 WORKER = r"""
 import sys

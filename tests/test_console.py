@@ -11,7 +11,7 @@ import struct
 import pytest
 
 from proctor import api
-from test_server import Server, cli, served, wait_for  # noqa: F401  (the fixture)
+from tests.test_server import Server, cli, served, wait_for  # noqa: F401  (the fixture)
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or "/usr/bin/chromium"
 FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

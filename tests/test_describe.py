@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 
-from conftest import make_repo
+from tests.conftest import make_repo
 
 
 def fork(proctor, *args, **kw):

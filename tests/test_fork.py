@@ -9,7 +9,7 @@ import socket
 import jsonschema
 import pytest
 
-from conftest import git
+from tests.conftest import git
 
 
 def fork(proctor, *args, **kw):
@@ -166,7 +166,7 @@ def test_check_rules(repo, proctor):
 
 
 def test_target_chaining_to_gate_refused(tmp_path, proctor, monkeypatch):
-    from conftest import make_repo
+    from tests.conftest import make_repo
     root = make_repo(tmp_path / "r", """
 [targets.ci]
 command = "make all"
@@ -199,7 +199,7 @@ def test_unknown_parent_and_dependency(repo, proctor):
 
 
 def test_max_depth_and_max_live(tmp_path, proctor, monkeypatch):
-    from conftest import make_repo
+    from tests.conftest import make_repo
     root = make_repo(tmp_path / "r", "[jobs]\nmax_depth = 2\nmax_live = 3\n[targets.test]\ncommand = 'true'\n")
     monkeypatch.chdir(root)
     assert fork(proctor, "r", "--check", "test").code == 0
@@ -217,7 +217,7 @@ def test_max_depth_and_max_live(tmp_path, proctor, monkeypatch):
 
 
 def test_timeout_and_default_timeout(tmp_path, proctor, monkeypatch):
-    from conftest import make_repo
+    from tests.conftest import make_repo
     root = make_repo(tmp_path / "r", "[jobs]\ndefault_timeout = '30m'\n[targets.test]\ncommand = 'true'\n")
     monkeypatch.chdir(root)
     a = fork(proctor, "a", "--check", "test", "-o", "json").json()
@@ -449,7 +449,7 @@ def test_release_digest_of_glob(repo, proctor):
 
 
 def test_huge_durations_are_bad_values_not_crashes(tmp_path, proctor, monkeypatch):
-    from conftest import make_repo
+    from tests.conftest import make_repo
     root = make_repo(tmp_path / "r", "[jobs]\nstale_after = '99999999999h'\ndefault_timeout = '9999999999h'\n"
                                      "[targets.test]\ncommand = 'true'\n")
     monkeypatch.chdir(root)

@@ -10,7 +10,7 @@ import sys
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import make_repo
+from tests.conftest import make_repo
 from proctor import api
 from proctor.hook import run as hook_run
 

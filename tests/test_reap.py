@@ -7,7 +7,7 @@ import os
 import shutil
 import time
 
-from conftest import git, make_repo
+from tests.conftest import git, make_repo
 
 
 def fork(proctor, *args, **kw):

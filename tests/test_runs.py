@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import make_repo
+from tests.conftest import make_repo
 
 CONFIG = """
 [targets.hello]

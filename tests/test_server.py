@@ -13,7 +13,7 @@ import urllib.request
 
 import pytest
 
-from conftest import git, make_repo
+from tests.conftest import git, make_repo
 from proctor import api
 from proctor.hook import run as hook_run
 

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 
-from conftest import git, make_repo
+from tests.conftest import git, make_repo
 from proctor.paths import find_checkout, repo_state_dir
 from proctor.store.schema import SCHEMA_VERSION
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from conftest import git
+from tests.conftest import git
 from proctor.vcs import git as vgit
 
 

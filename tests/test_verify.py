@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from conftest import git, make_repo
+from tests.conftest import git, make_repo
 
 CONFIG = """
 [targets.test]

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import git, make_repo
+from tests.conftest import git, make_repo
 from proctor import api
 
 SHARED = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "fixtures")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 
-from model import Dialect, Turn, flatten
+from tests.hosts.model import Dialect, Turn, flatten
 
 
 def _is_json(text: str | None) -> bool:

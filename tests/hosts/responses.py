@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import time
 
-from model import Dialect, Turn, flatten, sse
+from tests.hosts.model import Dialect, Turn, flatten, sse
 
 USAGE = {"input_tokens": 100, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 20,
          "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 120}

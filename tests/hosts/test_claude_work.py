@@ -197,7 +197,7 @@ def test_worker_write_outside_the_write_paths_is_denied(host_env, host_repo):
 def test_idle_stop_leaves_no_process(host_env, host_repo):
     declare(host_env, host_repo, "idle_minutes = 0.05\n")  # 3 s of silence
     marker, sleeps = background_sleep()
-    steps = [*sleeps, Stall(120)]  # the model never answers the next request
+    steps = [*sleeps, Stall(60)]  # the model never answers the next request
     with ScriptedModel(Anthropic(), steps) as model:
         code, out, stderr = work(host_env, host_repo, model)
         started = model.told_after(0)

@@ -24,8 +24,8 @@ import tempfile
 import pytest
 
 from tests.hosts.conftest import VENV_BIN, fork_and_take, git, host_binary
-from model import ScriptedModel, Tool, Turn
-from responses import Responses
+from tests.hosts.model import ScriptedModel, Tool, Turn
+from tests.hosts.responses import Responses
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "fixtures", "hosts", "codex-0.171.0")
 JOB = "plan/w1"
