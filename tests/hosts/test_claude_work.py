@@ -15,6 +15,8 @@ import os
 import random
 import re
 
+from proctor.store import rows
+from proctor.workspace import Workspace
 from tests.hosts.conftest import git, host_binary
 from tests.hosts.model import Anthropic, ScriptedModel, Stall, Tool, Turn, flatten
 
@@ -148,7 +150,7 @@ def test_work_edits_runs_its_check_files_its_result_and_is_committed(host_env, h
         ran = model.told_after(2)
         assert "[error]" not in ran and "proctor: test exit 0" in ran and cited.get("ref", "?") in ran, ran
         filed = model.told_after(3)
-        assert "[error]" not in filed and "requires approval" not in filed, filed
+        assert "[error]" not in filed and "filed the result of feat" in filed, filed
     assert code == 0, json.dumps(out, indent=1) + stderr[-3000:]
     # the repository: one commit on top, carrying the job's path only
     [job] = out["jobs"]
@@ -163,8 +165,10 @@ def test_work_edits_runs_its_check_files_its_result_and_is_committed(host_env, h
     [attempt] = attempts(host_env, host_repo)
     assert attempt["outcome"] == "finished" and attempt["passed"] is True and attempt["status"] == "done", attempt
     assert attempt["stop"] in (None, "grace") and attempt["session"], attempt
-    described = host_env.proctor("describe", "job", "feat", cwd=host_repo)
-    assert cited["ref"].split(":")[1][:12] in described.stdout + json.dumps(row), described.stdout
+    with Workspace(host_repo) as ws, ws.store.read() as conn:
+        result = rows.get(conn, "feat")["result"]
+    assert result["validation"] == [{"command": "proctor run test", "output_ref": cited["ref"]}], result
+    assert result["status"] == "done" and result["changed_paths"] == ["src/a.py"], result
 
 
 # --- 2. the guard judges the worker's calls under its lease, with nothing wired by hand ------
