@@ -187,11 +187,12 @@ def wiring() -> str:
         {"type": "command", "command": HOOK_COMMAND, "timeout": 30000}]}]
         for event in WIRED_EVENTS}}
     notes = [
-        "# Gemini CLI (tested with 0.61.0): merge into ~/.gemini/settings.json (user settings: always",
-        "# loaded, in every folder), or into <repo>/.gemini/settings.json (project settings: loaded only",
-        "# when gemini starts in that folder and the folder is trusted). timeout is in milliseconds.",
-        "# Project settings in an untrusted folder: `gemini -p` exits 55; `--skip-trust` runs but does",
-        "# NOT load them, so the guard never runs. Trust the folder, one of:",
+        "# Gemini CLI (tested with 0.61.0): merge into ~/.gemini/settings.json (user settings: loaded in",
+        "# every folder, --skip-trust included), or into <repo>/.gemini/settings.json (project settings:",
+        "# loaded only when gemini starts in <repo> itself, not in a subfolder, and <repo> is trusted).",
+        "# timeout is in milliseconds.",
+        "# `gemini -p` in an untrusted folder exits 55; `--skip-trust` runs it but does NOT load the",
+        "# project's settings, so hooks wired there never run. Trust the folder, one of:",
         "#   - export GEMINI_CLI_TRUST_WORKSPACE=true in the environment that starts gemini",
         "#     (proctor work sets it for gemini workers);",
         "#   - add it to ~/.gemini/trustedFolders.json: {\"/abs/path/to/repo\": \"TRUST_FOLDER\"}",
@@ -336,5 +337,5 @@ def wired(root: str, home: str) -> tuple[bool, str]:
         return False, (f"partial in {', '.join(where)}: {', '.join(missing)} not wired "
                        f"(AfterTool carries advisories to the model, AfterAgent hands over follow-ups)")
     if project_path in where and user_path not in where:
-        return True, f"present in {project_path}, {trust_text}"
+        return True, f"present in {project_path}, {trust_text}; loaded when gemini starts in {root}"
     return True, f"present in {', '.join(where)}"

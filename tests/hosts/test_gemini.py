@@ -21,8 +21,8 @@ import time
 import pytest
 
 from tests.hosts.conftest import VENV_BIN, fork_and_take, git, host_binary, wiring_json
-from model import HttpError, ScriptedModel, Tool, Turn
-from gemini_api import Gemini
+from tests.hosts.model import HttpError, ScriptedModel, Tool, Turn
+from tests.hosts.gemini_api import Gemini
 
 JOB = "plan/w1"
 AUTH = {"security": {"auth": {"selectedType": "gemini-api-key"}}}
@@ -254,6 +254,23 @@ def test_project_wiring_in_a_trusted_folder_runs(host_env, host_repo, tmp, how):
         assert proc.returncode == 0, proc.stderr[-2000:]
         assert BLOCKED in model.told_after(0), model.told_after(0)
     assert read(host_repo, "src/b.py") == "B = 1\n"
+
+
+def test_project_wiring_loads_only_where_gemini_starts(host_env, host_repo, tmp):
+    """Gemini reads `.gemini/settings.json` of the folder it starts in, not of the repository
+    root: started in src/, even a trusted checkout runs without the project's hooks (what the
+    printed wiring says; user settings have no such gap)."""
+    host_binary("gemini")
+    user_settings(host_env)
+    wire_project(host_repo)
+    fork_and_take(host_env, host_repo, JOB, "src/a.py")
+    steps = [Turn(tools=[shell("echo 'B = 2' > b.py")]), Turn(text="finished")]
+    with ScriptedModel(Gemini(), steps) as model:
+        proc, _ = run_gemini(host_env, os.path.join(host_repo, "src"), model, tmp, args=(),
+                             extra={"GEMINI_CLI_TRUST_WORKSPACE": "true"})
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert "Tool execution blocked" not in model.told_after(0), model.told_after(0)
+    assert read(host_repo, "src/b.py") == "B = 2\n"
 
 
 # --- proctor work with executor = "gemini" -------------------------------------------------
