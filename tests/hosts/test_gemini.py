@@ -350,6 +350,16 @@ def test_work_with_gemini_passes_a_job_and_a_provider_error_does_not_count(host_
         last = model.main_requests()[-1]["body"]["contents"]
         texts = [part.get("text", "") for c in last for part in c.get("parts", [])]
         assert any(f"lease: {JOB}" in t for t in texts) and any("Follow-up: look again" in t for t in texts), texts
+    from proctor.paths import find_checkout, repo_state_dir
+    from proctor.store import Store, rows
+
+    store = Store(repo_state_dir(find_checkout(host_repo)))
+    try:
+        with store.read() as conn:
+            job = rows.get(conn, JOB)
+    finally:
+        store.close()
+    assert job["state"] == "pass" and job["result"]["summary"] == "set A to 2", job  # filed by the worker
     assert read(host_repo, "src/b.py") == "B = 1\n"
     assert git(host_repo, "show", "HEAD:src/a.py") == "A = 2\n"
     assert git(host_repo, "log", "-1", "--format=%s") == "set A to 2\n"
