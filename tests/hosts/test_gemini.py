@@ -288,6 +288,26 @@ executor = "gemini"
 """
 
 
+FOLLOW_UP = "Follow-up from the monitors of job plan/w1 (1 event): ci is red again"
+RESUME = r"""
+import sys
+from proctor.paths import find_checkout, repo_state_dir
+from proctor.store import Store
+from proctor.timeutil import iso, now
+root, job, text = sys.argv[1:4]
+store = Store(repo_state_dir(find_checkout(root)))
+with store.write() as conn:
+    conn.execute("INSERT INTO followups (job, created, text, events) VALUES (?, ?, ?, 1)", (job, iso(now()), text))
+store.close()
+from proctor.monitors.resume import deliver_to_worker
+print(deliver_to_worker(root, job))
+"""
+
+
+def resumed(record: dict) -> bool:
+    return FOLLOW_UP in json.dumps(record["body"].get("contents"))
+
+
 def test_work_with_gemini_passes_a_job_and_a_provider_error_does_not_count(host_env, host_repo, tmp):
     """The default command, unattended, in the trusted checkout so the project's hooks load:
     a 429 (the CLI's retries cut to one by general.maxAttempts) moves up the ladder without
@@ -314,6 +334,7 @@ def test_work_with_gemini_passes_a_job_and_a_provider_error_does_not_count(host_
         Turn(tools=[shell("proctor run test")]),
         Turn(tools=[shell(f"proctor job exit {JOB} --stdin <<'EOF'\n{result}\nEOF")]),
         Turn(text="Set A = 2 in src/a.py.\n\nDONE"),
+        Turn(text="Looked again: still fine.", when=resumed),
     ]
     with ScriptedModel(Gemini(), steps) as model:
         started = time.monotonic()
@@ -336,20 +357,15 @@ def test_work_with_gemini_passes_a_job_and_a_provider_error_does_not_count(host_
         assert any(f"lease: {JOB}" in part.get("text", "") for c in first for part in c.get("parts", [])), first
         assert took < 240, took
 
-        # resume: the session the attempt recorded, with the executor's resume command
-        from proctor.config import Worker
-        from proctor.workers import runner
-        from proctor.workers.executors import module
-
-        gemini = module("gemini")
-        worker = Worker("gm", "gemini", None, None, None, None)
-        argv = gemini.argv(worker, "Follow-up: look again", resume=gm["session"])
-        env = dict(host_env.env, **model_env(model, str(tmp)), **gemini.ENV)
-        resumed = runner.run_attempt(argv, gemini.Parser(), runner.Limits(idle=120, grace=30), host_repo, env)
-        assert resumed.session == gm["session"] and resumed.reply_kind == "success", resumed.to_json()
+        # proctor's resume path: a follow-up wakes the finished worker with `gemini --resume <session>`
+        proc = host_env.run([sys.executable, "-c", RESUME, host_repo, JOB, FOLLOW_UP], cwd=host_repo,
+                            extra=model_env(model, str(tmp), lease=None), timeout=300)
+        assert proc.returncode == 0 and proc.stdout.strip() == "True", proc.stdout + proc.stderr
         last = model.main_requests()[-1]["body"]["contents"]
         texts = [part.get("text", "") for c in last for part in c.get("parts", [])]
-        assert any(f"lease: {JOB}" in t for t in texts) and any("Follow-up: look again" in t for t in texts), texts
+        assert any(f"lease: {JOB}" in t for t in texts), "the resumed session holds the first conversation"
+        assert any(FOLLOW_UP in t for t in texts), texts
+        assert model.consumed() == len(steps), model.summary()
     from proctor.paths import find_checkout, repo_state_dir
     from proctor.store import Store, rows
 
