@@ -15,18 +15,19 @@ def agent() -> None:
 
 @agent.group()
 def harness() -> None:
-    """The multi-agent skill."""
+    """The multi-agent skill, and opencode's guard plugin."""
 
 
 @harness.command()
 @lease_option
 def install(lease: str | None) -> None:
-    """Write the proctor-multi-agent skill into .claude/, .codex/ and .gemini/ of this repository.
+    """Write the proctor-multi-agent skill into .claude/, .codex/ and .gemini/ of this repository,
+    and opencode's guard plugin into .opencode/plugins/proctor.js.
 
     Refused under a lease (the checkout's binding or a BAGGAGE claim): the skills steer every
     holder, so only an unbound caller rewrites them.
     """
-    from proctor.guard.harness import install_skill
+    from proctor.guard.harness import install_plugin, install_skill
     from proctor.jobs.lease import resolve
     from proctor.workspace import Workspace
 
@@ -39,3 +40,4 @@ def install(lease: str | None) -> None:
                 f"{caller.lease_from}); the skills steer every holder, so only an unbound caller rewrites them")])
         for path in install_skill(ws.root):
             click.echo(f"wrote {path}")
+        click.echo(f"wrote {install_plugin(ws.root)}")

@@ -96,3 +96,14 @@ def install_skill(root: str) -> list[str]:
             handle.write(SKILL)
         written.append(path)
     return written
+
+
+def install_plugin(root: str) -> str:
+    """Write the opencode guard plugin (the text `describe harness --host opencode` prints)
+    where opencode loads a project's plugins: .opencode/plugins/proctor.js."""
+    module = _host("opencode")
+    path = os.path.join(root, ".opencode", "plugins", module.PLUGIN_FILE)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(module.wiring())
+    return path

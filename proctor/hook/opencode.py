@@ -1,22 +1,65 @@
 """opencode: it has no command hooks; a plugin in `.opencode/plugins/` reshapes each tool call
 as a Claude-style PreToolUse or PostToolUse event and runs `proctor hook opencode` on it.
 
+The event carries opencode's own tool name and arguments (`bash` with `command` and `workdir`,
+`write`/`edit`/`read` with `filePath`, `glob`/`grep`/`list` with `path`, `apply_patch` with
+`patchText`, `task` with `prompt`); `parse` reads them, and Claude-named tools as Claude does.
+
 The answer is the plugin's to act on: `{"decision": "deny", "reason"}` (the plugin throws, and
-the thrown text reaches the model) or `{"advisory": text}` (appended to the tool's output).
+the thrown text reaches the model as the tool's error) or `{"advisory": text}` (appended to the
+tool's output, which the model reads).
 """
 
 from __future__ import annotations
 
-from proctor.guard.call import OTHER, POST_TOOL, PRE_TOOL, STOP, Call, fill_common
+from proctor.guard.call import OTHER, POST_TOOL, PRE_TOOL, STOP, Call, fill_common, text
 from proctor.hook.claude import read_tool_input
 
 EVENTS = {"PreToolUse": PRE_TOOL, "PostToolUse": POST_TOOL, "Stop": STOP}
+WRITE_TOOLS = ("write", "edit", "multiedit")
+READ_TOOLS = {"read": "filePath", "glob": "path", "grep": "path", "list": "path"}
+PATCH_TOOLS = ("apply_patch", "patch")
 
 
 def parse(event: dict) -> Call:
     call = Call("opencode", EVENTS.get(event.get("hook_event_name"), OTHER))
     fill_common(call, event)
-    read_tool_input(call, event.get("tool_input"))
+    tool_input = event.get("tool_input")
+    tool = call.tool or ""
+    if not isinstance(tool_input, dict):
+        return call
+    if tool == "bash":
+        call.command = text(tool_input.get("command"))
+        workdir = text(tool_input.get("workdir"))
+        if workdir:
+            import os
+
+            call.cwd = os.path.join(call.cwd or "", workdir) if call.cwd else workdir
+    elif tool in WRITE_TOOLS:
+        edits = tool_input.get("edits") if isinstance(tool_input.get("edits"), list) else []
+        for item in [tool_input] + [e for e in edits if isinstance(e, dict)]:
+            path = text(item.get("filePath"))
+            if path and path not in call.writes:
+                call.writes.append(path)
+            if isinstance(item.get("oldString"), str) and isinstance(item.get("newString"), str):
+                call.edits.append((item["oldString"], item["newString"]))
+    elif tool in READ_TOOLS:
+        if text(tool_input.get(READ_TOOLS[tool])):
+            call.reads.append(tool_input[READ_TOOLS[tool]])
+    elif tool in PATCH_TOOLS:
+        patch = tool_input.get("patchText") if isinstance(tool_input.get("patchText"), str) else tool_input.get("input")
+        if isinstance(patch, str):
+            from proctor.guard.shell import patch_paths
+
+            call.writes.extend(patch_paths(patch))
+    elif tool == "task":
+        if text(tool_input.get("prompt")):
+            call.prompt = tool_input["prompt"]
+            call.spawn_label = text(tool_input.get("subagent_type")) or text(tool_input.get("description")) or tool
+    elif tool == "webfetch":
+        pass  # a fetch: no repository path, no spawn
+    else:
+        read_tool_input(call, tool_input)  # Claude-named tools, and MCP tools that carry a command or path
     return call
 
 
@@ -32,11 +75,114 @@ def render(call: Call, verdict) -> dict:
 # --- wiring (printed by `proctor describe harness --host opencode`; never on the hook's path) ---
 
 MARKER = ".opencode"
+NEEDLE = '"opencode"]'  # the plugin's spawn of `proctor hook opencode`
+PLUGIN_FILE = "proctor.js"
+
+PLUGIN = r"""// proctor guard for opencode: save as .opencode/plugins/proctor.js in a repository (or in
+// $XDG_CONFIG_HOME/opencode/plugins/ for every one); `proctor agent harness install` writes it.
+// Before each tool call runs, the call goes to `proctor hook opencode` as a PreToolUse event;
+// after it ran, as a PostToolUse event. A deny is thrown, so the call fails and the model
+// reads the reason; an advisory is appended to the tool's output. It fails open: without
+// proctor on PATH, on an error, or after 30 s without an answer, the call goes through.
+import { spawn } from "node:child_process"
+
+const TIMEOUT_MS = 30000
+const OUTPUT_LIMIT = 16384
+
+function ask(event, cwd) {
+  return new Promise((resolve) => {
+    let out = ""
+    let timer
+    const done = (answer) => {
+      clearTimeout(timer)
+      resolve(answer && typeof answer === "object" ? answer : {})
+    }
+    let child
+    try {
+      child = spawn("proctor", ["hook", "opencode"], { cwd, stdio: ["pipe", "pipe", "ignore"] })
+    } catch {
+      return done({})
+    }
+    timer = setTimeout(() => {
+      try { child.kill("SIGKILL") } catch {}
+      done({})
+    }, TIMEOUT_MS)
+    child.on("error", () => done({}))
+    child.stdout.on("data", (chunk) => { if (out.length < 1048576) out += chunk })
+    child.on("close", () => {
+      try { done(JSON.parse(out)) } catch { done({}) }
+    })
+    child.stdin.on("error", () => {})
+    child.stdin.end(JSON.stringify(event))
+  })
+}
+
+export const ProctorGuard = async ({ directory, worktree }) => {
+  const cwd = directory || worktree || process.cwd()
+  const held = new Map() // callID -> the call's arguments and a PreToolUse advisory
+  const event = (name, input, args, extra) => ({
+    hook_event_name: name, session_id: input.sessionID, tool_use_id: input.callID, cwd,
+    tool_name: input.tool, tool_input: args && typeof args === "object" ? args : {}, ...extra,
+  })
+  return {
+    "tool.execute.before": async (input, output) => {
+      let answer = {}
+      const args = output ? output.args : undefined
+      try {
+        answer = await ask(event("PreToolUse", input, args), cwd)
+      } catch {}
+      if (answer.decision === "deny") throw new Error(String(answer.reason || "refused by proctor"))
+      held.set(input.callID, { args, advisory: typeof answer.advisory === "string" ? answer.advisory : "" })
+    },
+    "tool.execute.after": async (input, output) => {
+      const before = held.get(input.callID) || { args: input.args, advisory: "" }
+      held.delete(input.callID)
+      const notes = before.advisory ? [before.advisory] : []
+      try {
+        const result = output && typeof output.output === "string" ? output.output.slice(0, OUTPUT_LIMIT) : ""
+        const answer = await ask(event("PostToolUse", input, before.args, { tool_response: { output: result } }), cwd)
+        for (const note of [answer.advisory, answer.reason]) if (typeof note === "string" && note) notes.push(note)
+      } catch {}
+      if (notes.length && output && typeof output.output === "string") output.output += "\n\n" + notes.join("\n")
+    },
+  }
+}
+"""
 
 
 def wiring() -> str:
-    return "# opencode: the plugin is not written yet\n"
+    return PLUGIN
+
+
+def plugin_dirs(root: str, home: str) -> list[str]:
+    """Where opencode loads plugins from: the project's `.opencode/plugins/`, then the user's."""
+    import os
+
+    config = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    return [os.path.join(root, ".opencode", "plugins"), os.path.join(config, "opencode", "plugins")]
 
 
 def wired(root: str, home: str) -> tuple[bool, str]:
-    return False, "the opencode plugin is not written yet"
+    import os
+
+    dirs = plugin_dirs(root, home)
+    for directory in dirs:
+        try:
+            names = sorted(os.listdir(directory))
+        except OSError:
+            continue
+        for name in names:
+            if not name.endswith((".js", ".ts", ".mjs")):
+                continue
+            path = os.path.join(directory, name)
+            try:
+                with open(path, encoding="utf-8") as handle:
+                    content = handle.read()
+            except OSError:
+                continue
+            if "proctor" in content and "hook" in content and NEEDLE in content:
+                if content.strip() == PLUGIN.strip():
+                    return True, f"present in {path}"
+                return True, (f"present in {path}, but not this proctor's text: "
+                              f"rewrite it with `proctor agent harness install`")
+    return False, f"missing (looked in {', '.join(dirs)})"

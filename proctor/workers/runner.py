@@ -87,6 +87,7 @@ def run_attempt(argv: list[str], parser, limits: Limits, cwd: str, env: dict, st
     attempt = Attempt(started=time.time())
     tag = secrets.token_hex(12)
     env = {**env, TAG: tag}
+    env = {**env, "PWD": os.path.abspath(cwd)}  # opencode takes its project from $PWD, not from its cwd
     try:
         proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)

@@ -3,7 +3,9 @@
 Final is a last step ending in `stop` (any reason but tool-calls), or a step with text and
 no tool calls when no reason is given; `done`, where a version emits it, is authoritative.
 A new step after a final-looking reply means the worker carried on: the idle clock resumes.
-An `error` event is fatal: the runner stops the worker 20 seconds later.
+An `error` event is fatal: the runner stops the worker 20 seconds later. Its text is in
+`error.data.message` (`{error: {name, data: {message, statusCode, isRetryable}}}`).
+opencode takes its project directory from `$PWD`, not from its cwd: the runner sets `PWD`.
 """
 
 from __future__ import annotations
@@ -66,10 +68,25 @@ class Parser:
             self.final_seen = True
             out.append(Event("final", text=self.last_text, value="done"))
         elif kind == "error":
-            error = event.get("error")
-            message = error.get("message") if isinstance(error, dict) else str(error)
-            out.append(Event("fatal", text=str(message or "opencode error")))
+            out.append(Event("fatal", text=error_text(event.get("error"))))
         return out
 
     def close(self, exit_code: int | None) -> list[Event]:
         return []
+
+
+def error_text(error) -> str:
+    """A session error's message: `{name, data: {message, statusCode, isRetryable}}` since 1.x
+    (the text is in data.message), a bare `{message}` or a string in older builds."""
+    if not isinstance(error, dict):
+        return str(error or "opencode error")
+    data = error.get("data") if isinstance(error.get("data"), dict) else {}
+    message = data.get("message") or error.get("message")
+    name = error.get("name") if isinstance(error.get("name"), str) else ""
+    status = data.get("statusCode")
+    text = str(message) if message else (name or "opencode error")
+    if name and message:
+        text = f"{name}: {text}"
+    if isinstance(status, int):
+        text += f" (HTTP {status})"
+    return text

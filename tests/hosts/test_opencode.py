@@ -1,0 +1,400 @@
+"""opencode 1.18.33 against a scripted chat-completions model, with proctor's guard plugin
+installed as `proctor describe harness --host opencode` prints it, and as a `proctor work`
+executor.
+
+opencode is pointed at the model by an `@ai-sdk/openai-compatible` provider in
+$XDG_CONFIG_HOME/opencode/opencode.json; it takes its project directory from $PWD.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+import urllib.request
+
+import pytest
+
+from tests.hosts.chat import Chat
+from tests.hosts.conftest import fork_and_take, git, host_binary, wiring_text
+from tests.hosts.model import HttpError, ScriptedModel, Tool, Turn
+
+PROMPT = "do the task"
+
+
+@pytest.fixture(autouse=True)
+def npm_offline(request):
+    """opencode installs @opencode-ai/plugin into each config directory holding a plugin and
+    waits for it before loading plugins; offline, npm's retries take about 70 s to give up.
+    npm_config_offline makes that install fail at once (the plugin needs no package)."""
+    if "host_env" in request.fixturenames:
+        request.getfixturevalue("host_env").env["npm_config_offline"] = "true"
+
+
+def configure(env, model: ScriptedModel) -> None:
+    """The provider opencode talks to: the scripted model, as its only model."""
+    directory = os.path.join(env.env["XDG_CONFIG_HOME"], "opencode")
+    os.makedirs(directory, exist_ok=True)
+    config = {
+        "$schema": "https://opencode.ai/config.json",
+        "provider": {"scripted": {"npm": "@ai-sdk/openai-compatible", "name": "scripted",
+                                  "options": {"baseURL": model.url + "/v1", "apiKey": "unused"},
+                                  "models": {"scripted-model": {"name": "scripted-model"}}}},
+        "model": "scripted/scripted-model",
+        "autoupdate": False,
+        "share": "disabled",
+    }
+    with open(os.path.join(directory, "opencode.json"), "w") as handle:
+        json.dump(config, handle)
+
+
+def run_opencode(env, cwd: str, prompt: str = PROMPT, extra: dict | None = None, session: str | None = None,
+                 timeout: float = 120) -> tuple[subprocess.CompletedProcess, list[dict]]:
+    argv = [host_binary("opencode"), "run", "--format", "json", "--auto"]
+    if session:
+        argv += ["--session", session]
+    proc = env.run(argv + [prompt], cwd=cwd, extra=extra, timeout=timeout)
+    events = []
+    for line in proc.stdout.splitlines():
+        try:
+            events.append(json.loads(line))
+        except ValueError:
+            pass
+    return proc, events
+
+
+def tool_uses(events: list[dict]) -> list[dict]:
+    return [e["part"] for e in events if e.get("type") == "tool_use"]
+
+
+def install_printed_plugin(repo: str) -> str:
+    """The plugin exactly as `describe harness --host opencode` prints it, where opencode loads it."""
+    path = os.path.join(repo, ".opencode", "plugins", "proctor.js")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as handle:
+        handle.write(wiring_text("opencode"))
+    return path
+
+
+def read(repo: str, path: str) -> str:
+    with open(os.path.join(repo, path)) as handle:
+        return handle.read()
+
+
+# --- the chat-completions dialect itself (no host) ---------------------------------------------
+
+
+def _post(url: str, body: dict) -> tuple[str, bytes]:
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return response.headers.get("Content-Type"), response.read()
+
+
+def test_chat_dialect_streams_chunks_and_answers_whole():
+    steps = [Turn(text="Running.", tools=[Tool("bash", {"command": "echo hi"})]), Turn(text="all done")]
+    tools = [{"type": "function", "function": {"name": "bash", "parameters": {"type": "object"}}}]
+    with ScriptedModel(Chat(), steps) as model:
+        ctype, raw = _post(model.url + "/v1/chat/completions", {
+            "model": "m", "stream": True, "tools": tools, "messages": [{"role": "user", "content": "go"}]})
+        assert ctype == "text/event-stream"
+        lines = [line[len("data: "):] for line in raw.decode().split("\n\n") if line.startswith("data: ")]
+        assert lines[-1] == "[DONE]"
+        chunks = [json.loads(line) for line in lines[:-1]]
+        assert all(c["object"] == "chat.completion.chunk" for c in chunks)
+        deltas = [c["choices"][0]["delta"] for c in chunks]
+        assert "".join(d.get("content") or "" for d in deltas) == "Running."
+        calls = [tc for d in deltas for tc in d.get("tool_calls") or ()]
+        assert calls[0]["index"] == 0 and calls[0]["id"] and calls[0]["function"]["name"] == "bash"
+        assert json.loads("".join(tc["function"].get("arguments", "") for tc in calls)) == {"command": "echo hi"}
+        assert chunks[-1]["choices"][0]["finish_reason"] == "tool_calls" and chunks[-1]["usage"]["total_tokens"]
+        call_id = calls[0]["id"]
+
+        ctype, raw = _post(model.url + "/v1/chat/completions", {
+            "model": "m", "tools": tools, "messages": [
+                {"role": "user", "content": "go"},
+                {"role": "assistant", "content": "Running.", "tool_calls": [
+                    {"id": call_id, "type": "function", "function": {"name": "bash", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": call_id, "content": "hi\n"}]})
+        whole = json.loads(raw)
+        assert whole["object"] == "chat.completion"
+        assert whole["choices"][0]["message"] == {"role": "assistant", "content": "all done"}
+        assert whole["choices"][0]["finish_reason"] == "stop"
+        assert model.told_after(0) == "hi\n"
+
+
+# --- parse: opencode's tool names and arguments ------------------------------------------------
+
+
+def _parse(tool: str, args: dict, cwd: str = "/r"):
+    from proctor.hook import opencode
+
+    return opencode.parse({"hook_event_name": "PreToolUse", "session_id": "ses_1", "tool_use_id": "call_1",
+                           "cwd": cwd, "tool_name": tool, "tool_input": args})
+
+
+def test_parse_reads_opencode_tools():
+    call = _parse("bash", {"command": "echo x > b.py", "workdir": "src"})
+    assert (call.command, call.cwd, call.session, call.tool_use_id) == ("echo x > b.py", "/r/src", "ses_1", "call_1")
+    assert _parse("bash", {"command": "ls", "workdir": "/abs"}).cwd == "/abs"
+    assert _parse("write", {"filePath": "src/b.py", "content": "x"}).writes == ["src/b.py"]
+    edit = _parse("edit", {"filePath": "/r/src/a.py", "oldString": "A", "newString": "B"})
+    assert edit.writes == ["/r/src/a.py"] and edit.edits == [("A", "B")]
+    multi = _parse("multiedit", {"filePath": "a.py", "edits": [{"filePath": "a.py", "oldString": "1", "newString": "2"},
+                                                              {"filePath": "c.py", "oldString": "3", "newString": "4"}]})
+    assert multi.writes == ["a.py", "c.py"] and multi.edits == [("1", "2"), ("3", "4")]
+    patch = "*** Begin Patch\n*** Update File: src/a.py\n@@\n-A\n+B\n*** Add File: src/n.py\n+x\n*** End Patch"
+    assert _parse("apply_patch", {"patchText": patch}).writes == ["src/a.py", "src/n.py"]
+    assert _parse("read", {"filePath": "src/a.py"}).reads == ["src/a.py"]
+    assert _parse("grep", {"pattern": "x", "path": "src"}).reads == ["src"]
+    task = _parse("task", {"description": "d", "prompt": "lease: plan/w1\nwork", "subagent_type": "general"})
+    assert task.prompt.startswith("lease: plan/w1") and task.spawn_label == "general"
+    fetch = _parse("webfetch", {"url": "https://example.invalid", "prompt": "summarise"})
+    assert fetch.prompt is None and not fetch.writes
+
+
+# --- the guard plugin against the real opencode ------------------------------------------------
+
+
+def test_plugin_denies_a_shell_write_outside_the_lease_and_the_model_reads_why(host_env, host_repo):
+    host_binary("opencode")
+    install_printed_plugin(host_repo)
+    git(host_repo, "add", ".opencode")
+    git(host_repo, "commit", "-q", "-m", "opencode plugin")
+    fork_and_take(host_env, host_repo, "plan/w1", "src/a.py")
+    steps = [
+        Turn(text="Writing b.", tools=[Tool("bash", {"command": "echo 'B = 2' > src/b.py", "description": "write b"})]),
+        Turn(tools=[Tool("bash", {"command": "echo 'A = 2' > src/a.py", "description": "write a"})]),
+        Turn(tools=[Tool("write", {"filePath": os.path.join(host_repo, "src", "c.py"), "content": "C = 1\n"})]),
+        Turn(text="finished"),
+    ]
+    with ScriptedModel(Chat(), steps) as model:
+        configure(host_env, model)
+        proc, events = run_opencode(host_env, host_repo, extra={"BAGGAGE": "proctor.lease=plan/w1"})
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert model.consumed() == 4, model.summary()
+        # the shell write outside the lease never ran, and the model was told why, naming the rule
+        assert read(host_repo, "src/b.py") == "B = 1\n"
+        told = model.told_after(0)
+        assert "deny [lease-write-scope]" in told and "src/b.py" in told and "plan/w1" in told, told
+        # the own write ran, with nothing added to its output
+        assert read(host_repo, "src/a.py") == "A = 2\n"
+        assert "deny" not in model.told_after(1) and "lease" not in model.told_after(1)
+        # opencode's write tool outside the lease: denied too
+        assert not os.path.exists(os.path.join(host_repo, "src", "c.py"))
+        assert "deny [lease-write-scope]" in model.told_after(2) and "src/c.py" in model.told_after(2)
+    uses = tool_uses(events)
+    assert [u["state"]["status"] for u in uses] == ["error", "completed", "error"]
+    assert "lease-write-scope" in uses[0]["state"]["error"]
+
+
+def test_plugin_advisory_is_appended_to_the_tool_output(host_env, host_repo):
+    """A session under no lease writing a path a live job owns: lease-unattributed advises, and
+    the advisory reaches the model in the tool's output."""
+    host_binary("opencode")
+    install_printed_plugin(host_repo)
+    fork_and_take(host_env, host_repo, "plan/w1", "src/a.py")
+    steps = [Turn(tools=[Tool("edit", {"filePath": "src/a.py", "oldString": "A = 1", "newString": "A = 3"})]),
+             Turn(text="finished")]
+    with ScriptedModel(Chat(), steps) as model:
+        configure(host_env, model)
+        proc, events = run_opencode(host_env, host_repo)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        told = model.told_after(0)
+    assert read(host_repo, "src/a.py") == "A = 3\n"
+    assert told.startswith("Edit applied successfully."), told
+    assert "advise [lease-unattributed]" in told and "plan/w1" in told, told
+    assert [u["state"]["status"] for u in tool_uses(events)] == ["completed"]
+
+
+def test_plugin_fails_open_without_proctor_and_when_proctor_hangs_or_errs(host_env, host_repo, tmp_path):
+    """No proctor on PATH: calls run. A proctor that hangs (the plugin's timeout, shortened here
+    to 2 s) or answers garbage and fails: calls run, nothing is added to their output."""
+    host_binary("opencode")
+    install_printed_plugin(host_repo)
+    fork_and_take(host_env, host_repo, "plan/w1", "src/a.py")
+    hosts_bin = os.path.dirname(host_binary("opencode"))
+    bare_path = os.pathsep.join([hosts_bin, "/usr/local/bin", "/usr/bin", "/bin"])
+    assert subprocess.run(["sh", "-c", "command -v proctor"], env={"PATH": bare_path}).returncode != 0
+    steps = [Turn(tools=[Tool("bash", {"command": "echo 'B = 9' > src/b.py", "description": "w"})]), Turn(text="ok")]
+    with ScriptedModel(Chat(), steps) as model:
+        configure(host_env, model)
+        proc, _ = run_opencode(host_env, host_repo, extra={"BAGGAGE": "proctor.lease=plan/w1", "PATH": bare_path})
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert model.told_after(0).strip() == "(no output)"
+    assert read(host_repo, "src/b.py") == "B = 9\n"
+
+    stub_dir = tmp_path / "stub"
+    stub_dir.mkdir()
+    stub = stub_dir / "proctor"
+    stub.write_text("#!/bin/sh\nif grep -q hang; then sleep 60; fi\necho 'Traceback: not json'\nexit 3\n")
+    stub.chmod(0o755)
+    plugin = os.path.join(host_repo, ".opencode", "plugins", "proctor.js")
+    text = read(host_repo, ".opencode/plugins/proctor.js")
+    assert "const TIMEOUT_MS = 30000" in text
+    with open(plugin, "w") as handle:
+        handle.write(text.replace("const TIMEOUT_MS = 30000", "const TIMEOUT_MS = 2000"))
+    steps = [Turn(tools=[Tool("bash", {"command": "echo hang > src/b.py", "description": "w"})]),
+             Turn(tools=[Tool("bash", {"command": "echo err > src/a.py", "description": "w"})]),
+             Turn(text="ok")]
+    with ScriptedModel(Chat(), steps) as model:
+        configure(host_env, model)
+        started = time.monotonic()
+        proc, _ = run_opencode(host_env, host_repo, extra={"BAGGAGE": "proctor.lease=plan/w1",
+                                                           "PATH": os.pathsep.join([str(stub_dir), bare_path])})
+        elapsed = time.monotonic() - started
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert model.consumed() == 3
+        assert model.told_after(0).strip() == "(no output)" and model.told_after(1).strip() == "(no output)"
+    assert read(host_repo, "src/b.py") == "hang\n" and read(host_repo, "src/a.py") == "err\n"
+    assert elapsed < 50, elapsed  # two 2 s timeouts (before and after the hanging call), never the stub's 60 s
+
+
+# --- installing and reporting the plugin -------------------------------------------------------
+
+
+def test_harness_install_writes_the_printed_plugin_and_doctor_sees_it(host_env, host_repo):
+    plugin = os.path.join(host_repo, ".opencode", "plugins", "proctor.js")
+    doctor = host_env.proctor("doctor", cwd=host_repo)
+    assert "hook wiring for opencode: missing" in doctor.stdout + doctor.stderr
+    proc = host_env.proctor("agent", "harness", "install", cwd=host_repo)
+    assert proc.returncode == 0, proc.stderr
+    assert f"wrote {plugin}" in proc.stdout
+    assert read(host_repo, ".opencode/plugins/proctor.js").strip() == wiring_text("opencode").strip()
+    doctor = host_env.proctor("doctor", cwd=host_repo)
+    assert f"hook wiring for opencode: present in {plugin}" in doctor.stdout + doctor.stderr
+    # an older or edited plugin is still wired, and doctor says to rewrite it
+    with open(plugin, "a") as handle:
+        handle.write("// edited\n")
+    doctor = host_env.proctor("doctor", cwd=host_repo)
+    assert "not this proctor's text" in doctor.stdout + doctor.stderr
+    # a leased caller may not install it
+    os.remove(plugin)
+    fork_and_take(host_env, host_repo, "plan/w1", "src/a.py")
+    proc = host_env.proctor("agent", "harness", "install", cwd=host_repo)
+    assert proc.returncode == 1 and "only an unbound caller" in proc.stdout + proc.stderr
+    assert not os.path.exists(plugin)
+
+
+# --- the executor: proctor work with the real opencode -----------------------------------------
+
+WORKER = """
+[workers]
+ladder = ["oc"]
+
+[workers.oc]
+executor = "opencode"
+
+[jobs]
+grace_seconds = 5
+idle_minutes = 2
+"""
+
+
+def _exit_citing_the_run(job: str):
+    """The step that files the result, citing the output_ref the model was told by `proctor run
+    test` (read from the tool result, as a model would)."""
+
+    def step(record: dict) -> Turn:
+        told = Chat().told(record["body"])
+        ref = next((w for w in told.replace(",", " ").split() if w.startswith("sha256:")), "sha256:missing")
+        result = {"schema_version": 1, "status": "done", "changed_paths": ["src/a.py"], "summary": "A is 2",
+                  "validation": [{"command": "proctor run test", "output_ref": ref}]}
+        command = f"proctor job exit {job} --stdin <<'EOF'\n{json.dumps(result)}\nEOF"
+        return Turn(tools=[Tool("bash", {"command": command, "description": "file the result"})])
+
+    return step
+
+
+def test_work_passes_a_job_from_a_subdirectory(host_env, host_repo):
+    host_binary("opencode")
+    with open(os.path.join(host_repo, "proctor.toml"), "a") as handle:
+        handle.write(WORKER)
+    git(host_repo, "commit", "-q", "-am", "worker")
+    proc = host_env.proctor("job", "fork", "plan/w1", "--criteria", "make A two", "--write-paths", "src/a.py",
+                            "--check", "test", cwd=host_repo)
+    assert proc.returncode == 0, proc.stderr
+    steps = [
+        Turn(text="Editing.", tools=[Tool("edit", {"filePath": "src/a.py", "oldString": "A = 1", "newString": "A = 2"})]),
+        Turn(tools=[Tool("bash", {"command": "proctor run test", "description": "run the check"})]),
+        _exit_citing_the_run("plan/w1"),
+        Turn(text="Set A to 2, ran the check, filed the result.\n\nDONE"),
+    ]
+    subdir = os.path.join(host_repo, "src")
+    with ScriptedModel(Chat(), steps) as model:
+        configure(host_env, model)
+        proc = host_env.proctor("work", "plan/w1", "-o", "json", cwd=subdir, timeout=240)
+        assert model.consumed() == 4, model.summary() + proc.stdout[-3000:] + proc.stderr[-3000:]
+        first = model.main_requests()[0]["body"]
+        told_run = model.told_after(1)
+        told_exit = model.told_after(2)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    outcome = json.loads(proc.stdout)
+    assert outcome["passed"] is True
+    attempt = outcome["jobs"][0]["attempts"][0]
+    assert attempt["executor"] == "opencode" and attempt["outcome"] == "finished"
+    assert attempt["session"].startswith("ses_") and attempt["provider_error"] is False
+    # opencode worked in the repository root, not in the subdirectory proctor work was run from
+    system = "\n".join(m["content"] for m in first["messages"] if m["role"] == "system")
+    assert f"Working directory: {host_repo}\n" in system
+    assert "lease: plan/w1" in json.dumps(first["messages"])
+    assert not os.path.exists(os.path.join(subdir, "src"))
+    assert "test exit 0" in told_run and "output_ref sha256:" in told_run
+    assert "error" not in told_exit.lower() or "exited" in told_exit, told_exit
+    # filed by the worker (with the run it cited), graded, committed: only src/a.py
+    status = host_env.proctor("describe", "job", "plan/w1", cwd=host_repo)
+    head = git(host_repo, "show", "--name-only", "--format=%s", "HEAD").split()
+    assert head[:3] == ["make", "A", "two"] and head[3:] == ["src/a.py"], head
+    assert read(host_repo, "src/a.py") == "A = 2\n"
+    assert git(host_repo, "status", "--porcelain").strip() == ""
+    job = json.loads(host_env.proctor("ls", "jobs", "-o", "json", cwd=host_repo).stdout)["jobs"]
+    row = next(j for j in job if j["id"] == "plan/w1")
+    assert row["state"] == "pass", (row, status.stdout)
+
+
+def test_executor_argv_runs_and_resumes_its_session(host_env, host_repo):
+    """The default command line is accepted by this opencode, the stream's session id is read,
+    and `--session` continues that session: the model gets the earlier conversation."""
+    host_binary("opencode")
+    from proctor.workers.executors import opencode as executor
+
+    class Worker:
+        command: list = []
+        model = None
+
+    steps = [Turn(text="first answer"), Turn(text="second answer")]
+    with ScriptedModel(Chat(), steps) as model:
+        configure(host_env, model)
+        parser = executor.Parser()
+        proc = host_env.run(executor.argv(Worker(), "first prompt"), cwd=host_repo)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        events = [e for line in proc.stdout.splitlines() for e in parser.feed(line)]
+        session = next(e.value for e in events if e.kind == "session")
+        finals = [e for e in events if e.kind == "final"]
+        assert finals and finals[0].text == "first answer" and finals[0].value == "stop"
+        parser = executor.Parser()
+        proc = host_env.run(executor.argv(Worker(), "second prompt", resume=session), cwd=host_repo)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        events = [e for line in proc.stdout.splitlines() for e in parser.feed(line)]
+        assert {e.value for e in events if e.kind == "session"} == {session}
+        assert [e.text for e in events if e.kind == "final"] == ["second answer"]
+        resumed = json.dumps(model.main_requests()[-1]["body"]["messages"])
+    assert "first prompt" in resumed and "first answer" in resumed and "second prompt" in resumed
+
+
+def test_executor_reads_a_provider_error(host_env, host_repo):
+    host_binary("opencode")
+    from proctor.workers.executors import opencode as executor
+
+    class Worker:
+        command: list = []
+        model = None
+
+    with ScriptedModel(Chat(), [HttpError(400, {"error": {"message": "scripted: bad request",
+                                                          "type": "invalid_request_error"}})]) as model:
+        configure(host_env, model)
+        proc = host_env.run(executor.argv(Worker(), "go"), cwd=host_repo)
+    parser = executor.Parser()
+    fatal = [e for line in proc.stdout.splitlines() for e in parser.feed(line) if e.kind == "fatal"]
+    assert fatal and "scripted: bad request" in fatal[0].text and "400" in fatal[0].text, proc.stdout[-2000:]
