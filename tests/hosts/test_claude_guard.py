@@ -171,6 +171,8 @@ def test_lease_denies_writes_outside_and_passes_own(host_env, host_repo):
             told = model.told_after(step)
             assert f"[error] PreToolUse:{tool} hook error: " in told, told
             assert "deny [lease-write-scope]: src/b.py is outside the write paths of feat (src/a.py)" in told, told
+            # a session id is reported, so the checkout's record is not read; BAGGAGE answers
+            assert "(acting under lease feat, from env)" in told, told
         own = model.told_after(4)
         assert "[error]" not in own and "hook error" not in own, own
     assert read(host_repo, "src/b.py") == "B = 1\n"
