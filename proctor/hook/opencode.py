@@ -155,11 +155,16 @@ def wiring() -> str:
 
 
 def plugin_dirs(root: str, home: str) -> list[str]:
-    """Where opencode loads plugins from: the project's `.opencode/plugins/`, then the user's."""
+    """Where opencode loads plugin files (`{plugin,plugins}/*.{ts,js}`) from: its config
+    directories, i.e. the repository's .opencode/, $XDG_CONFIG_HOME/opencode/, ~/.opencode/
+    and $OPENCODE_CONFIG_DIR."""
     import os
 
     config = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
-    return [os.path.join(root, ".opencode", "plugins"), os.path.join(config, "opencode", "plugins")]
+    bases = [os.path.join(root, ".opencode"), os.path.join(config, "opencode"), os.path.join(home, ".opencode")]
+    if os.environ.get("OPENCODE_CONFIG_DIR"):
+        bases.append(os.environ["OPENCODE_CONFIG_DIR"])
+    return [os.path.join(base, sub) for base in bases for sub in ("plugins", "plugin")]
 
 
 def wired(root: str, home: str) -> tuple[bool, str]:
@@ -172,7 +177,7 @@ def wired(root: str, home: str) -> tuple[bool, str]:
         except OSError:
             continue
         for name in names:
-            if not name.endswith((".js", ".ts", ".mjs")):
+            if not name.endswith((".js", ".ts")):
                 continue
             path = os.path.join(directory, name)
             try:
@@ -183,6 +188,6 @@ def wired(root: str, home: str) -> tuple[bool, str]:
             if "proctor" in content and "hook" in content and NEEDLE in content:
                 if content.strip() == PLUGIN.strip():
                     return True, f"present in {path}"
-                return True, (f"present in {path}, but not this proctor's text: "
-                              f"rewrite it with `proctor agent harness install`")
-    return False, f"missing (looked in {', '.join(dirs)})"
+                return True, (f"present in {path}, but not this proctor's text: reprint it with "
+                              f"`proctor describe harness --host opencode`")
+    return False, f"missing (looked in {', '.join(dirs[::2])} and plugin/ beside each)"

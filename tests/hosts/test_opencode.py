@@ -154,6 +154,18 @@ def test_parse_reads_opencode_tools():
     assert fetch.prompt is None and not fetch.writes
 
 
+def test_executor_error_text_is_in_error_data_message():
+    from proctor.workers.executors import opencode as executor
+
+    line = json.dumps({"type": "error", "timestamp": 1, "sessionID": "ses_1", "error": {
+        "name": "APIError", "data": {"message": "rate limited", "statusCode": 429, "isRetryable": True}}})
+    events = executor.Parser().feed(line)
+    assert [(e.kind, e.text) for e in events] == [("session", None), ("fatal", "APIError: rate limited (HTTP 429)")]
+    assert executor.error_text({"message": "old shape"}) == "old shape"
+    assert executor.error_text({"name": "UnknownError", "data": {}}) == "UnknownError"
+    assert executor.error_text("plain") == "plain"
+
+
 # --- the guard plugin against the real opencode ------------------------------------------------
 
 
@@ -269,8 +281,16 @@ def test_harness_install_writes_the_printed_plugin_and_doctor_sees_it(host_env, 
         handle.write("// edited\n")
     doctor = host_env.proctor("doctor", cwd=host_repo)
     assert "not this proctor's text" in doctor.stdout + doctor.stderr
-    # a leased caller may not install it
+    # the user's own plugin directory counts too
     os.remove(plugin)
+    user_plugin = os.path.join(host_env.env["XDG_CONFIG_HOME"], "opencode", "plugins", "proctor.js")
+    os.makedirs(os.path.dirname(user_plugin))
+    with open(user_plugin, "w") as handle:
+        handle.write(wiring_text("opencode"))
+    doctor = host_env.proctor("doctor", cwd=host_repo)
+    assert f"hook wiring for opencode: present in {user_plugin}" in doctor.stdout + doctor.stderr
+    os.remove(user_plugin)
+    # a leased caller may not install it
     fork_and_take(host_env, host_repo, "plan/w1", "src/a.py")
     proc = host_env.proctor("agent", "harness", "install", cwd=host_repo)
     assert proc.returncode == 1 and "only an unbound caller" in proc.stdout + proc.stderr
