@@ -328,15 +328,21 @@ def _exit_citing_the_run(job: str):
 
 
 def test_work_passes_a_job_from_a_subdirectory(host_env, host_repo):
+    """`proctor work` run from src/: opencode works in the repository root (PWD), edits its
+    file, has a write outside its lease denied by the plugin, runs its check, files its result
+    citing the run; the job is graded and committed."""
     host_binary("opencode")
     with open(os.path.join(host_repo, "proctor.toml"), "a") as handle:
         handle.write(WORKER)
-    git(host_repo, "commit", "-q", "-am", "worker")
+    install_printed_plugin(host_repo)
+    git(host_repo, "add", "proctor.toml", ".opencode")
+    git(host_repo, "commit", "-q", "-m", "worker and opencode plugin")
     proc = host_env.proctor("job", "fork", "plan/w1", "--criteria", "make A two", "--write-paths", "src/a.py",
                             "--check", "test", cwd=host_repo)
     assert proc.returncode == 0, proc.stderr
     steps = [
         Turn(text="Editing.", tools=[Tool("edit", {"filePath": "src/a.py", "oldString": "A = 1", "newString": "A = 2"})]),
+        Turn(tools=[Tool("bash", {"command": "echo 'B = 2' > src/b.py", "description": "also b"})]),
         Turn(tools=[Tool("bash", {"command": "proctor run test", "description": "run the check"})]),
         _exit_citing_the_run("plan/w1"),
         Turn(text="Set A to 2, ran the check, filed the result.\n\nDONE"),
@@ -345,10 +351,9 @@ def test_work_passes_a_job_from_a_subdirectory(host_env, host_repo):
     with ScriptedModel(Chat(), steps) as model:
         configure(host_env, model)
         proc = host_env.proctor("work", "plan/w1", "-o", "json", cwd=subdir, timeout=240)
-        assert model.consumed() == 4, model.summary() + proc.stdout[-3000:] + proc.stderr[-3000:]
+        assert model.consumed() == 5, model.summary() + proc.stdout[-3000:] + proc.stderr[-3000:]
         first = model.main_requests()[0]["body"]
-        told_run = model.told_after(1)
-        told_exit = model.told_after(2)
+        told_edit, told_denied, told_run, told_exit = (model.told_after(n) for n in range(4))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     outcome = json.loads(proc.stdout)
     assert outcome["passed"] is True
@@ -360,17 +365,24 @@ def test_work_passes_a_job_from_a_subdirectory(host_env, host_repo):
     assert f"Working directory: {host_repo}\n" in system
     assert "lease: plan/w1" in json.dumps(first["messages"])
     assert not os.path.exists(os.path.join(subdir, "src"))
-    assert "test exit 0" in told_run and "output_ref sha256:" in told_run
-    assert "error" not in told_exit.lower() or "exited" in told_exit, told_exit
-    # filed by the worker (with the run it cited), graded, committed: only src/a.py
-    status = host_env.proctor("describe", "job", "plan/w1", cwd=host_repo)
+    assert told_edit.strip() == "Edit applied successfully."
+    # the worker's write outside its lease (BAGGAGE set by proctor work) was denied by the plugin
+    assert "deny [lease-write-scope]" in told_denied and "src/b.py" in told_denied, told_denied
+    assert "from env" in told_denied
+    assert read(host_repo, "src/b.py") == "B = 1\n"
+    assert "test exit 0" in told_run and "output_ref sha256:" in told_run, told_run
+    ref = next(w for w in told_run.split() if w.startswith("sha256:"))
+    assert told_exit.startswith("filed the result of plan/w1"), told_exit
+    # filed by the worker (citing the run it made), graded, committed: only src/a.py
+    jobs = json.loads(host_env.proctor("ls", "jobs", "-o", "json", cwd=host_repo).stdout)["jobs"]
+    row = next(j for j in jobs if j["id"] == "plan/w1")
+    assert row["state"] == "pass", row
+    described = host_env.proctor("describe", "job", "plan/w1", cwd=host_repo).stdout
+    assert ref in json.dumps(row) or ref in described, (row, described)
     head = git(host_repo, "show", "--name-only", "--format=%s", "HEAD").split()
     assert head[:3] == ["make", "A", "two"] and head[3:] == ["src/a.py"], head
     assert read(host_repo, "src/a.py") == "A = 2\n"
     assert git(host_repo, "status", "--porcelain").strip() == ""
-    job = json.loads(host_env.proctor("ls", "jobs", "-o", "json", cwd=host_repo).stdout)["jobs"]
-    row = next(j for j in job if j["id"] == "plan/w1")
-    assert row["state"] == "pass", (row, status.stdout)
 
 
 def test_executor_argv_runs_and_resumes_its_session(host_env, host_repo):
