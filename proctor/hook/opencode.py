@@ -120,11 +120,27 @@ function ask(event, cwd) {
 export const ProctorGuard = async ({ directory, worktree }) => {
   const cwd = directory || worktree || process.cwd()
   const held = new Map() // callID -> the call's arguments and a PreToolUse advisory
+  const parents = new Map() // a subagent's session -> the session that spawned it
+  const root = (id) => {
+    let seen = 0
+    while (parents.has(id) && seen++ < 64) id = parents.get(id)
+    return id
+  }
+  // A subagent's calls are its root session's, as agent_id: the guard judges them as Claude
+  // Code's subagents (under the session's job unless a spawn bound them to another).
   const event = (name, input, args, extra) => ({
-    hook_event_name: name, session_id: input.sessionID, tool_use_id: input.callID, cwd,
+    hook_event_name: name, session_id: root(input.sessionID),
+    ...(parents.has(input.sessionID) ? { agent_id: input.sessionID } : {}),
+    tool_use_id: input.callID, cwd,
     tool_name: input.tool, tool_input: args && typeof args === "object" ? args : {}, ...extra,
   })
   return {
+    event: async ({ event: bus }) => {
+      try {
+        const info = bus && bus.type === "session.created" && bus.properties ? bus.properties.info : null
+        if (info && typeof info.id === "string" && typeof info.parentID === "string") parents.set(info.id, info.parentID)
+      } catch {}
+    },
     "tool.execute.before": async (input, output) => {
       let answer = {}
       const args = output ? output.args : undefined
@@ -140,7 +156,10 @@ export const ProctorGuard = async ({ directory, worktree }) => {
       const notes = before.advisory ? [before.advisory] : []
       try {
         const result = output && typeof output.output === "string" ? output.output.slice(0, OUTPUT_LIMIT) : ""
-        const answer = await ask(event("PostToolUse", input, before.args, { tool_response: { output: result } }), cwd)
+        const response = { output: result }
+        const spawned = output && output.metadata ? output.metadata.sessionId : undefined
+        if (typeof spawned === "string") response.agentId = spawned // the task tool's subagent
+        const answer = await ask(event("PostToolUse", input, before.args, { tool_response: response }), cwd)
         for (const note of [answer.advisory, answer.reason]) if (typeof note === "string" && note) notes.push(note)
       } catch {}
       if (notes.length && output && typeof output.output === "string") output.output += "\n\n" + notes.join("\n")

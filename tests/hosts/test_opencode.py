@@ -201,6 +201,38 @@ def test_plugin_denies_a_shell_write_outside_the_lease_and_the_model_reads_why(h
     assert "lease-write-scope" in uses[0]["state"]["error"]
 
 
+def test_plugin_judges_a_subagent_under_its_session_job(host_env, host_repo):
+    """The session takes its job with `proctor job exec` (no BAGGAGE); a subagent it spawns
+    with the task tool runs in a session of its own, which the plugin reports as the parent
+    session's agent: its write outside the job is denied under the session's job."""
+    host_binary("opencode")
+    install_printed_plugin(host_repo)
+    proc = host_env.proctor("job", "fork", "plan/w1", "--criteria", "scripted", "--write-paths", "src/a.py",
+                            "--check", "test", cwd=host_repo)
+    assert proc.returncode == 0, proc.stderr
+
+    steps = [
+        Turn(tools=[Tool("bash", {"command": "proctor job exec plan/w1", "description": "take the job"})]),
+        Turn(tools=[Tool("task", {"description": "write b", "prompt": "Write B = 2 into src/b.py.",
+                                  "subagent_type": "general"})]),
+        Turn(tools=[Tool("bash", {"command": "echo 'B = 2' > src/b.py", "description": "write b"})]),
+        Turn(text="child done"),
+        Turn(text="finished"),
+    ]
+    with ScriptedModel(Chat(), steps) as model:
+        configure(host_env, model)
+        proc, events = run_opencode(host_env, host_repo)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert model.consumed() == 5, model.summary()
+        told_exec, told_child = model.told_after(0), model.told_after(2)
+    assert "plan/w1" in told_exec
+    assert read(host_repo, "src/b.py") == "B = 1\n"
+    assert "deny [lease-write-scope]" in told_child and "src/b.py" in told_child, told_child
+    assert "acting under lease plan/w1, from agent" in told_child, told_child
+    child = [u for u in tool_uses(events) if u["tool"] == "task"]
+    assert child and child[0]["state"]["status"] == "completed"
+
+
 def test_plugin_advisory_is_appended_to_the_tool_output(host_env, host_repo):
     """A session under no lease writing a path a live job owns: lease-unattributed advises, and
     the advisory reaches the model in the tool's output."""
