@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import time
 
 import pytest
 
-from tests.hosts.conftest import VENV_BIN, fork_and_take, git, host_binary, wiring_json
+from tests.hosts.conftest import fork_and_take, git, host_binary, wiring_json
 from tests.hosts.model import HttpError, ScriptedModel, Tool, Turn
 from tests.hosts.gemini_api import Gemini
 
