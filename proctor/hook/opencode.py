@@ -78,8 +78,9 @@ MARKER = ".opencode"
 NEEDLE = '"opencode"]'  # the plugin's spawn of `proctor hook opencode`
 PLUGIN_FILE = "proctor.js"
 
-PLUGIN = r"""// proctor guard for opencode: save as .opencode/plugins/proctor.js in a repository (or in
-// $XDG_CONFIG_HOME/opencode/plugins/ for every one); `proctor agent harness install` writes it.
+PLUGIN = r"""// proctor guard for opencode: save as .opencode/plugins/proctor.js in a repository, or as
+// ~/.config/opencode/plugins/proctor.js ($XDG_CONFIG_HOME) for every repository;
+// `proctor agent harness install` writes the first. opencode loads it at its next start.
 // Before each tool call runs, the call goes to `proctor hook opencode` as a PreToolUse event;
 // after it ran, as a PostToolUse event. A deny is thrown, so the call fails and the model
 // reads the reason; an advisory is appended to the tool's output. It fails open: without
