@@ -7,7 +7,7 @@ import click
 
 
 @click.command(context_settings={"ignore_unknown_options": True})
-@click.argument("host", type=click.Choice(["claude", "codex", "gemini"]))
+@click.argument("host", type=click.Choice(["claude", "codex", "gemini", "opencode"]))
 @click.option("--lease", metavar="ID", help="Judge every call under this job's lease.")
 def hook(host: str, lease: str | None) -> int:
     """Judge one tool call: the host's JSON event on stdin, its answer on stdout.
