@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import time
 import urllib.request
 
@@ -359,10 +360,32 @@ def _exit_citing_the_run(job: str):
     return step
 
 
+FOLLOW_UP = "Follow-up from the monitors of job plan/w1 (1 event): ci is red again"
+RESUME = r"""
+import sys
+from proctor.paths import find_checkout, repo_state_dir
+from proctor.store import Store
+from proctor.timeutil import iso, now
+from proctor.monitors.resume import deliver_to_worker
+root, job, text = sys.argv[1:4]
+store = Store(repo_state_dir(find_checkout(root)))
+with store.write() as conn:
+    conn.execute("INSERT INTO followups (job, created, text, events) VALUES (?, ?, ?, 1)", (job, iso(now()), text))
+store.close()
+print(deliver_to_worker(root, job))
+"""
+
+
+def _attempt_rows(listed) -> list[dict]:
+    rows = listed.get("attempts", listed) if isinstance(listed, dict) else listed
+    return [r for r in rows if isinstance(r, dict)]
+
+
 def test_work_passes_a_job_from_a_subdirectory(host_env, host_repo):
     """`proctor work` run from src/: opencode works in the repository root (PWD), edits its
     file, has a write outside its lease denied by the plugin, runs its check, files its result
-    citing the run; the job is graded and committed."""
+    citing the run; the job is graded and committed. A monitor follow-up then resumes the
+    worker's session (`--session`), again in the repository root."""
     host_binary("opencode")
     with open(os.path.join(host_repo, "proctor.toml"), "a") as handle:
         handle.write(WORKER)
@@ -378,6 +401,7 @@ def test_work_passes_a_job_from_a_subdirectory(host_env, host_repo):
         Turn(tools=[Tool("bash", {"command": "proctor run test", "description": "run the check"})]),
         _exit_citing_the_run("plan/w1"),
         Turn(text="Set A to 2, ran the check, filed the result.\n\nDONE"),
+        Turn(text="Looked at ci again.\n\nDONE", when=lambda record: FOLLOW_UP in json.dumps(record["body"])),
     ]
     subdir = os.path.join(host_repo, "src")
     with ScriptedModel(Chat(), steps) as model:
@@ -386,6 +410,11 @@ def test_work_passes_a_job_from_a_subdirectory(host_env, host_repo):
         assert model.consumed() == 5, model.summary() + proc.stdout[-3000:] + proc.stderr[-3000:]
         first = model.main_requests()[0]["body"]
         told_edit, told_denied, told_run, told_exit = (model.told_after(n) for n in range(4))
+        resumed = host_env.run([sys.executable, "-c", RESUME, host_repo, "plan/w1", FOLLOW_UP], cwd=subdir,
+                               timeout=240)
+        assert resumed.stdout.strip() == "True", resumed.stdout + resumed.stderr[-3000:]
+        assert model.consumed() == 6, model.summary()
+        again = model.main_requests()[-1]["body"]
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     outcome = json.loads(proc.stdout)
     assert outcome["passed"] is True
@@ -415,6 +444,15 @@ def test_work_passes_a_job_from_a_subdirectory(host_env, host_repo):
     assert head[:3] == ["make", "A", "two"] and head[3:] == ["src/a.py"], head
     assert read(host_repo, "src/a.py") == "A = 2\n"
     assert git(host_repo, "status", "--porcelain").strip() == ""
+    # the follow-up resumed the same session: the model got the whole earlier conversation
+    conversation = json.dumps(again["messages"])
+    assert "lease: plan/w1" in conversation and "Set A to 2, ran the check" in conversation
+    assert FOLLOW_UP in conversation
+    assert f"Working directory: {host_repo}\n" in "\n".join(
+        m["content"] for m in again["messages"] if m["role"] == "system")
+    listed = host_env.proctor("ls", "attempts", "plan/w1", "-o", "json", cwd=host_repo).stdout
+    sessions = [a.get("session") for a in _attempt_rows(json.loads(listed))]
+    assert sessions == [attempt["session"], attempt["session"]], listed
 
 
 def test_executor_argv_runs_and_resumes_its_session(host_env, host_repo):
