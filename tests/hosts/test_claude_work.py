@@ -199,7 +199,7 @@ def test_worker_write_outside_the_write_paths_is_denied(host_env, host_repo):
 
 
 def test_idle_stop_leaves_no_process(host_env, host_repo):
-    declare(host_env, host_repo, "idle_minutes = 0.05\n")  # 3 s of silence
+    declare(host_env, host_repo, "idle_minutes = 0.1\n")  # 6 s of silence
     marker, sleeps = background_sleep()
     steps = [*sleeps, Stall(60)]  # the model never answers the next request
     with ScriptedModel(Anthropic(), steps) as model:
@@ -212,7 +212,7 @@ def test_idle_stop_leaves_no_process(host_env, host_repo):
     assert stalled, model.summary()
     [job] = out["jobs"]
     [attempt] = job["attempts"]
-    assert attempt["stop"] == "idle" and attempt["reason"] == "stopped: no output for 0.05 minutes", attempt
+    assert attempt["stop"] == "idle" and attempt["reason"] == "stopped: no output for 0.1 minutes", attempt
     assert attempt["counts"] is False and attempt["provider_error"] is True, attempt
     assert code == 1 and job["passed"] is False, job
     assert survivors(host_repo, marker) == []
