@@ -29,18 +29,24 @@ def claude_env(model: ScriptedModel) -> dict:
             "DISABLE_AUTOUPDATER": "1", "DISABLE_ERROR_REPORTING": "1"}
 
 
-def declare(env, repo: str, jobs: str = "") -> None:
+def declare(env, repo: str, jobs: str = "", claude_settings: dict | None = None) -> None:
     """One claude worker with its default command; the job `feat` on src/a.py, checked by
-    `test`, declared but not taken (proctor work takes it)."""
+    `test`, declared but not taken (proctor work takes it). `claude_settings` is committed as
+    the checkout's .claude/settings.json; by default the checkout has none."""
     host_binary("claude")
     with open(os.path.join(repo, "proctor.toml"), "a", encoding="utf-8") as handle:
         handle.write(f'\n[jobs]\n{jobs}\n[workers]\nladder = ["claude"]\nattempts = 1\n\n'
                      f'[workers.claude]\nexecutor = "claude"\n')
+    if claude_settings is not None:
+        os.makedirs(os.path.join(repo, ".claude"))
+        with open(os.path.join(repo, ".claude", "settings.json"), "w", encoding="utf-8") as handle:
+            json.dump(claude_settings, handle)
+        git(repo, "add", ".claude/settings.json")
     git(repo, "commit", "-q", "-am", "a claude worker")
     proc = env.proctor("job", "fork", "feat", "--criteria", "make A two\n\nscripted", "--write-paths", "src/a.py",
                        "--check", "test", cwd=repo)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert not os.path.exists(os.path.join(repo, ".claude")), "the checkout must wire nothing itself"
+    assert "proctor hook" not in json.dumps(claude_settings or {}), "the checkout must wire nothing itself"
 
 
 def work(env, repo: str, model: ScriptedModel, timeout: float = 240) -> tuple[int, dict, str]:
@@ -193,6 +199,17 @@ def test_worker_write_outside_the_write_paths_is_denied(host_env, host_repo):
     assert read(host_repo, "src/b.py") == "B = 1\n"
     assert code == 0, json.dumps(out, indent=1) + stderr[-3000:]
     assert git(host_repo, "show", "--name-only", "--format=", "HEAD").split() == ["src/a.py"]
+
+
+def test_a_checkout_turning_hooks_off_does_not_turn_off_the_workers_guard(host_env, host_repo):
+    declare(host_env, host_repo, claude_settings={"disableAllHooks": True})
+    b = os.path.join(host_repo, "src", "b.py")
+    steps = [Turn(tools=[Tool("Write", {"file_path": b, "content": "B = 2\n"})]), Turn(text="DONE")]
+    with ScriptedModel(Anthropic(), steps) as model:
+        work(host_env, host_repo, model)
+        told = model.told_after(0)
+    assert "[error] PreToolUse:Write hook error: deny [lease-write-scope]: src/b.py" in told, told
+    assert read(host_repo, "src/b.py") == "B = 1\n"
 
 
 # --- 3. the idle stop and the grace stop leave no process behind -----------------------------

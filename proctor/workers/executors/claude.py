@@ -13,7 +13,9 @@ The worker is started instead with `--allowedTools` naming the tools its prompt 
 (WebFetch, WebSearch) stay refused. What those tools may touch is the guard's to judge: the
 worker is handed proctor's hooks with `--settings`, the same hooks `proctor describe harness
 --host claude` prints, so every tool call is judged under the job's lease whether or not
-the checkout wires them.
+the checkout wires them. They carry `disableAllHooks: false`: settings given on the command
+line outrank the checkout's and the person's, so a `.claude/settings.json` that turns hooks
+off cannot turn off the worker's guard (a managed policy still can).
 """
 
 from __future__ import annotations
@@ -30,13 +32,16 @@ PERMISSION_FLAGS = ("--permission-mode", "--allowedTools", "--allowed-tools", "-
 
 
 def hooks_settings() -> str:
-    """The hooks `proctor describe harness --host claude` prints, as a `--settings` value."""
+    """The hooks `proctor describe harness --host claude` prints, as a `--settings` value,
+    with hooks switched on whatever lower settings say."""
     import json
 
     from proctor.hook import claude as wiring
 
     text = "\n".join(line for line in wiring.wiring().splitlines() if not line.lstrip().startswith("#"))
-    return json.dumps(json.loads(text), separators=(",", ":"))
+    settings = json.loads(text)
+    settings["disableAllHooks"] = False
+    return json.dumps(settings, separators=(",", ":"))
 
 
 def argv(worker, prompt: str, resume: str | None = None) -> list[str]:
