@@ -236,9 +236,13 @@ def test_plugin_judges_a_subagent_under_its_session_job(host_env, host_repo):
 
 def test_plugin_advisory_is_appended_to_the_tool_output(host_env, host_repo):
     """A session under no lease writing a path a live job owns: lease-unattributed advises, and
-    the advisory reaches the model in the tool's output."""
+    the advisory reaches the model in the tool's output. The plugin is the user's, in
+    $XDG_CONFIG_HOME/opencode/plugins/, for every repository."""
     host_binary("opencode")
-    install_printed_plugin(host_repo)
+    user_plugins = os.path.join(host_env.env["XDG_CONFIG_HOME"], "opencode", "plugins")
+    os.makedirs(user_plugins)
+    with open(os.path.join(user_plugins, "proctor.js"), "w") as handle:
+        handle.write(wiring_text("opencode"))
     fork_and_take(host_env, host_repo, "plan/w1", "src/a.py")
     steps = [Turn(tools=[Tool("edit", {"filePath": "src/a.py", "oldString": "A = 1", "newString": "A = 3"})]),
              Turn(text="finished")]
