@@ -57,9 +57,11 @@ class Display:
 def work(job_id: str, worker_name: str | None, output: str) -> int:
     """Run JOB (or its children, in depends_on order) with the workers of proctor.toml.
 
-    Each worker is an agent CLI ([workers.NAME] executor = claude, opencode, codex or command),
-    started with BAGGAGE=proctor.lease=<job>, stopped when silent past the idle limit, after
-    the grace window that follows its final reply, at its wall clock or spend limit. proctor
+    Each worker is an agent CLI ([workers.NAME] executor = claude, codex, gemini, opencode or
+    command), started with BAGGAGE=proctor.lease=<job> (a claude worker is also handed
+    proctor's hooks), stopped when silent past the idle limit, after the grace window that
+    follows its final reply, at its wall clock or spend limit; a stop ends every process of
+    the attempt, detached ones included. proctor
     runs the job's check itself, grades with the code of `proctor job wait`, and commits only
     the job's changed paths inside its write paths when they pass. Exit 0 when every job
     passed, 1 when one ran out of attempts and rungs, 2 when it could not start.
