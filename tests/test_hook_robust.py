@@ -95,19 +95,20 @@ ALLOWED_STDLIB = {
     "datetime", "_datetime", "collections.abc",
 }
 ALLOWED_PREFIXES = ("proctor", "proctor.hook", "proctor.guard", "proctor.store", "proctor.claims", "proctor.paths",
-                    "proctor.errors", "proctor.gate", "proctor.timeutil", "proctor.trail")
+                    "proctor.errors", "proctor.gate", "proctor.timeutil", "proctor.trail", "proctor.transcript")
 FORBIDDEN = ("click", "rich", "asyncio", "tomllib", "subprocess", "dataclasses", "typing", "inspect",
              "proctor.cli", "proctor.jobs", "proctor.config", "proctor.workspace", "proctor.vcs", "proctor.api",
              "hashlib", "urllib", "shlex", "selectors", "threading")
 
 
-def _imports_of_hook(root: str, payload: dict, env: dict) -> set[str]:
+def _imports_of_hook(root: str, payload: dict, env: dict, host: str = "claude") -> set[str]:
     baseline = subprocess.run([sys.executable, "-X", "importtime", "-c", "pass"], capture_output=True, text=True,
                               env=env, cwd=root).stderr
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "proctor", "hook", "claude"],
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "proctor", "hook", host],
                           input=json.dumps(payload), capture_output=True, text=True, env=env, cwd=root)
     assert proc.returncode == 0 and json.loads(proc.stdout) is not None
     names = lambda text: {line.split("|")[-1].strip() for line in text.splitlines() if line.startswith("import time:")}  # noqa: E731
+    _imports_of_hook.answer = json.loads(proc.stdout)
     return names(proc.stderr) - names(baseline) - {"imported package", "package"}
 
 
@@ -125,8 +126,25 @@ def test_hook_imports_only_the_allow_list(tmp_path):
     # the first call computes the settings cache (tomllib, git); every later call reads it
     subprocess.run([sys.executable, "-m", "proctor", "hook", "claude"], input=json.dumps(payloads[0]),
                    capture_output=True, text=True, env=env, cwd=root)
-    for payload in payloads:
-        loaded = _imports_of_hook(root, payload, env)
+    # a Claude Code subagent's first call, bound from its own transcript's first line
+    transcripts = tmp_path / "transcripts"
+    (transcripts / "s" / "subagents").mkdir(parents=True)
+    (transcripts / "s.jsonl").write_text("")
+    (transcripts / "s" / "subagents" / "agent-a1.jsonl").write_text(json.dumps(
+        {"type": "user", "message": {"role": "user", "content": "lease: feat\nwrite src/a.py"}}) + "\n")
+    subagent = {"session_id": "s", "agent_id": "a1", "agent_type": "general-purpose", "cwd": root,
+                "transcript_path": str(transcripts / "s.jsonl"), "hook_event_name": "PreToolUse",
+                "tool_name": "Write", "tool_input": {"file_path": os.path.join(root, "README")}}
+    gemini = {"session_id": "g", "cwd": root, "hook_event_name": "BeforeTool", "tool_name": "run_shell_command",
+              "tool_input": {"command": "echo x > README", "dir_path": "."}}
+    opencode = {"session_id": "o", "cwd": root, "hook_event_name": "PreToolUse", "tool_name": "bash",
+                "tool_input": {"command": "echo x > README"}}
+    cases = [(p, "claude") for p in payloads] + [(subagent, "claude"), (gemini, "gemini"), (opencode, "opencode")]
+    for payload, host in cases:
+        loaded = _imports_of_hook(root, payload, dict(env, BAGGAGE="") if payload is subagent else env, host)
+        if payload is subagent:  # the first-call binding ran: the subagent is judged under feat
+            reason = _imports_of_hook.answer["hookSpecificOutput"]["permissionDecisionReason"]
+            assert "lease-write-scope" in reason and "from agent" in reason, reason
         outside = sorted(m for m in loaded if m not in ALLOWED_STDLIB
                          and not (m == "proctor" or m.startswith(ALLOWED_PREFIXES[1:])))
         assert outside == [], f"the hook imported {outside}"
