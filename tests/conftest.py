@@ -15,6 +15,14 @@ from proctor.cli import run as cli_run
 from proctor.cli import set_output
 
 
+SHARED_FIXTURES = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "shared", "fixtures"))
+# The captures live in shared/, beside the checkout (CI lays a copy there). Elsewhere a test
+# that reads them skips when they are absent; under CI=true it runs, and fails if they are.
+needs_shared_fixtures = pytest.mark.skipif(
+    not os.path.isdir(SHARED_FIXTURES) and os.environ.get("CI") != "true",
+    reason=f"the shared fixtures ({SHARED_FIXTURES}) are absent; CI runs these tests")
+
+
 def git(cwd, *args: str) -> str:
     proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr

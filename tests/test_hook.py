@@ -457,8 +457,9 @@ def test_monitor_commands_need_the_jobs_secret(ws):
 
 # -- subagents bound from their first call (Claude Code 2.1.332's own files) ---------------------
 
-HOSTS_FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "fixtures", "hosts", "claude-2.1.332")
-needs_host_fixtures = pytest.mark.skipif(not os.path.isdir(HOSTS_FIXTURES), reason="shared host fixtures are absent")
+from tests.conftest import SHARED_FIXTURES, needs_shared_fixtures as needs_host_fixtures  # noqa: E402
+
+HOSTS_FIXTURES = os.path.join(SHARED_FIXTURES, "hosts", "claude-2.1.332")
 
 
 def _captured(scenario: str) -> list[dict]:
@@ -561,15 +562,83 @@ def test_subagent_without_a_job_acts_under_its_sessions_job(planned, tmp_path):
 
 
 @needs_host_fixtures
-def test_subagent_with_its_own_job_is_not_bound_by_its_session(planned, tmp_path):
+def test_subagent_spawned_for_a_job_beneath_the_session_is_bound_to_it(tmp_path, monkeypatch):
+    root = make_repo(tmp_path / "repo", CONFIG)
+    os.makedirs(os.path.join(root, "src"))
+    monkeypatch.chdir(root)
+    api.fork({"id": "plan", "write_paths": ["src/a.py", "src/c.py"], "check": "test"}, cwd=root)
+    api.fork({"id": "plan/w1", "parent": "plan", "write_paths": ["src/a.py"], "check": "test"}, cwd=root)
+    calls = _lay_out("f_fg", root, str(tmp_path / "claude"))
+    session = calls[0]["session_id"]
+    assert hook(event(root, "Bash", {"command": "proctor job exec plan"}, session=session)) == {}
+    sub = next(c for c in calls if c.get("agent_id"))
+    write = dict(sub, tool_name="Write", tool_input={"file_path": os.path.join(root, "src/c.py")})
+    answer = hook(write)
+    assert denied(answer, "lease-write-scope") and "outside the write paths of plan/w1" in reason(answer)
+    assert hook(dict(write, tool_input={"file_path": os.path.join(root, "src/a.py")})) == {}
+
+
+# A spawn is a claim by whoever wrote the prompt: it must not lift a leased agent out of its lease.
+
+def _subagent_write(calls, root, rel):
+    sub = next(c for c in calls if c.get("agent_id"))
+    return dict(sub, tool_name="Write", tool_input={"file_path": os.path.join(root, rel)})
+
+
+@needs_host_fixtures
+def test_leased_session_cannot_spawn_its_way_into_a_sibling_job(planned, tmp_path):
     calls = _lay_out("f_fg", planned, str(tmp_path / "claude"))
     session = calls[0]["session_id"]
     assert hook(event(planned, "Bash", {"command": "proctor job exec feat"}, session=session)) == {}
-    sub = next(c for c in calls if c.get("agent_id"))
-    write = dict(sub, tool_name="Write", tool_input={"file_path": os.path.join(planned, "src/c.py")})
-    answer = hook(write)
-    assert denied(answer, "lease-write-scope") and "outside the write paths of plan/w1" in reason(answer)
-    assert hook(dict(write, tool_input={"file_path": os.path.join(planned, "src/a.py")})) == {}
+    answer = hook(_subagent_write(calls, planned, "src/a.py"))  # plan/w1's path; the prompt says plan/w1
+    assert denied(answer, "lease-write-scope") and "outside the write paths of feat" in reason(answer)
+    assert "not the spawner's job feat nor beneath it" in reason(answer)
+    assert _job(planned, "plan/w1")["state"] == "declared", "the sibling job was not taken"
+    own = hook(_subagent_write(calls, planned, "src/c.py"))  # feat's own path: the subagent acts under feat
+    assert not denied(own, "lease-write-scope") and "acting under lease feat" in reason(own)
+
+
+@needs_host_fixtures
+@pytest.mark.parametrize("baggage", [False, True])
+def test_spawn_naming_an_ended_job_leaves_the_session_lease(planned, tmp_path, baggage):
+    calls = _lay_out("f_fg", planned, str(tmp_path / "claude"))
+    session = calls[0]["session_id"]
+    env = {"BAGGAGE": "proctor.lease=feat"} if baggage else None
+    assert hook(event(planned, "Bash", {"command": "proctor job exec feat"}, session=session), env=env) == {}
+    api.exit_job("plan/w1", cwd=planned)
+    answer = hook(_subagent_write(calls, planned, "src/b.py"), env=env)
+    assert denied(answer, "lease-write-scope") and "outside the write paths of feat" in reason(answer)
+    assert "which has ended (no_return); it binds nothing" in reason(answer)
+
+
+@needs_host_fixtures
+def test_spawn_naming_no_job_leaves_the_inherited_claim(planned, tmp_path):
+    calls = _lay_out("f_fg", planned, str(tmp_path / "claude"))
+    # the subagent's prompt names a job nobody declared
+    subagents = os.path.join(str(tmp_path / "claude"), "projects", "p", calls[0]["session_id"], "subagents")
+    for name in os.listdir(subagents):
+        if name.endswith(".jsonl"):
+            with open(os.path.join(subagents, name), encoding="utf-8") as handle:
+                lines = handle.read().splitlines()
+            first = json.loads(lines[0])
+            first["message"]["content"] = "lease: no-such-job\nwrite src/b.py"
+            with open(os.path.join(subagents, name), "w", encoding="utf-8") as handle:
+                handle.write("\n".join([json.dumps(first)] + lines[1:]) + "\n")
+    answer = hook(_subagent_write(calls, planned, "src/b.py"), env={"BAGGAGE": "proctor.lease=feat"})
+    assert denied(answer, "lease-write-scope") and "outside the write paths of feat" in reason(answer)
+    assert "names no job; it binds nothing" in reason(answer)
+
+
+@needs_host_fixtures
+def test_spawn_cannot_take_a_job_running_in_another_checkout(planned, tmp_path):
+    other = str(tmp_path / "other")
+    git(planned, "worktree", "add", "-q", other)
+    assert api.exec_job("plan/w1", cwd=other) is not None
+    calls = _lay_out("f_fg", planned, str(tmp_path / "claude"))
+    answer = hook(_subagent_write(calls, planned, "src/a.py"))
+    assert "is taken in another checkout" in reason(answer)
+    assert not (answer == {}), "the subagent is not let through as plan/w1's holder"
+    assert os.path.realpath(_job(planned, "plan/w1")["checkout_root"]) == os.path.realpath(other)
 
 
 @needs_host_fixtures
@@ -579,7 +648,7 @@ def test_subagent_naming_an_ended_job_binds_nothing(planned, tmp_path):
     sub = next(c for c in calls if c.get("agent_id"))
     write = dict(sub, tool_name="Write", tool_input={"file_path": os.path.join(planned, "src/b.py")})
     answer = hook(write)
-    assert advised(answer, "lease-unattributed") and "names a job that has ended" in reason(answer)
+    assert advised(answer, "lease-unattributed") and "which has ended (no_return); it binds nothing" in reason(answer)
     assert _job(planned, "plan/w1")["state"] == "no_return"
 
 

@@ -19,7 +19,7 @@ CLAUDE = os.path.join(SHARED, "claude", "stream", "claude-stream-2.1.41.jsonl")
 OPENCODE = os.path.join(SHARED, "opencode", "opencode-run-minimal.jsonl")
 CODEX = os.path.join(SHARED, "codex", "codex-exec-resumed.jsonl")
 STANDIN = os.path.join(os.path.dirname(__file__), "standins", "standin.py")
-needs_fixtures = pytest.mark.skipif(not os.path.isdir(SHARED), reason="shared fixtures are absent")
+from tests.conftest import needs_shared_fixtures as needs_fixtures  # noqa: E402
 
 pytestmark = needs_fixtures
 

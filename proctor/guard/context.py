@@ -84,15 +84,17 @@ class Context:
         self.pending: list = []  # callables run in one write transaction after judging
         self.allowed_only: list = []  # the same, dropped when the verdict denies
         self.baggage = baggage(environ)
+        self.spawn_note: str | None = None  # why a subagent's spawn bound nothing
         self.lease, self.lease_from = self._resolve_lease(flag_lease)
         self.job: dict | None = None
-        self.lease_note: str | None = None
+        self.lease_note: str | None = self.spawn_note
         if self.lease:
             row = self.job_row(self.lease)
             if row is None or not rows.is_live(row["state"]):
                 state = "names no job" if row is None else f"names a job that has ended ({row['state']})"
-                self.lease_note = (f"lease {self.lease} (from {self.lease_from}) {state}; nothing is "
-                                   f"enforced for this session, and its writes are unattributed")
+                self.lease_note = "; ".join(filter(None, (self.spawn_note, (
+                    f"lease {self.lease} (from {self.lease_from}) {state}; nothing is "
+                    f"enforced for this session, and its writes are unattributed"))))
             else:
                 self.job = row
         self._writes: shell.Writes | None = None
@@ -134,13 +136,34 @@ class Context:
         job = spawn_job(prompt) if prompt else None
         if job is None and prompt is None:
             job = self._spawned_by_call(transcript.subagent_spawn_call(call.transcript, call.session, call.subagent))
+        session_job = rows.bound_job(self.conn, agent_scope(call.host, call.session, None)) if call.session else None
         if job is not None:
-            row = self.job_row(job)
-            if row is not None and row["state"] in ("declared", "running"):
+            refusal = self.spawn_refusal(job, session_job or self.baggage.get(BAGGAGE_KEY) or None)
+            if refusal is None:
                 self.take_for_agent(job, agent_scope(call.host, call.session or "", call.subagent))
-            return job  # a job that has ended binds nothing; the verdict says so
-        if call.session:
-            return rows.bound_job(self.conn, agent_scope(call.host, call.session, None))
+                return job
+            self.spawn_note = refusal
+        # no job of its own: the session's job, else (None) the claim the subagent inherited
+        return session_job
+
+    def spawn_refusal(self, job_id: str, spawner: str | None) -> str | None:
+        """Why a spawn naming `job_id` binds nothing, or None when it binds. A spawn is a claim
+        made by whoever wrote the prompt: it binds only a live job that no other checkout has
+        taken, and, when the spawner acts under a job, only that job or one beneath it (the
+        one-way rule of `proctor job exec`), so a leased agent cannot escape its lease by
+        spawning a helper that names another job, an ended one, or none that exists."""
+        row = self.job_row(job_id)
+        named = f"the spawn names lease {job_id}, which"
+        if row is None:
+            return f"{named} names no job; it binds nothing"
+        if row["state"] not in ("declared", "running"):
+            return f"{named} has ended ({row['state']}); it binds nothing"
+        taken = row.get("checkout_root")
+        if row["state"] == "running" and taken and os.path.realpath(taken) != self.root:
+            return f"{named} is taken in another checkout ({taken}); it binds nothing"
+        if spawner and job_id != spawner and spawner not in self.ancestors(job_id):
+            return (f"{named} is not the spawner's job {spawner} nor beneath it; it binds nothing, and "
+                    f"the subagent acts under {spawner}")
         return None
 
     def _spawned_by_call(self, tool_use_id: str | None) -> str | None:
@@ -179,9 +202,11 @@ class Context:
             job = rows.get(conn, job_id)
             if job is None or job["state"] not in ("declared", "running"):
                 return
+            if job["state"] == "running" and job.get("checkout_root") and \
+                    os.path.realpath(job["checkout_root"]) != root:
+                return  # taken in another checkout meanwhile: no binding here
             rows.bind(conn, scope, job_id, iso(when))
-            if job["state"] == "running" and (job.get("base") or os.path.realpath(
-                    job.get("checkout_root") or "/nonexistent") != root):
+            if job["state"] == "running" and job.get("base"):
                 return
             base = head_revision(checkout)
             handed = (job.get("checkpoint") or "").split("+", 1)[0]

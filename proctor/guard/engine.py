@@ -110,9 +110,8 @@ def _bind_spawned(ctx) -> None:
     job = spawn_job(call.prompt or "")
     if not (isinstance(agent_id, str) and agent_id and call.session and job):
         return
-    row = ctx.job_row(job)
-    if row is None or row["state"] not in ("declared", "running"):
-        return
+    if ctx.spawn_refusal(job, ctx.lease) is not None:
+        return  # the spawner's own lease, or the job's state, forbids it (see Context.spawn_refusal)
     from proctor.store.rows import agent_scope
 
     ctx.take_for_agent(job, agent_scope(call.host, call.session, agent_id), agent_id)

@@ -33,8 +33,8 @@ JOB = "plan/w1"
 
 def fixture_payloads(name: str) -> list[dict]:
     path = os.path.join(FIXTURES, name)
-    if not os.path.exists(path):
-        pytest.skip(f"{path} is absent (the shared host captures are not checked out here)")
+    if not os.path.exists(path) and os.environ.get("CI") != "true":
+        pytest.skip(f"{path} is absent (the shared host captures are not checked out here); CI runs it")
     with open(path, encoding="utf-8") as handle:
         return [json.loads(line)["payload"] for line in handle if line.strip()]
 
