@@ -63,10 +63,20 @@ def parse(event: dict) -> Call:
     return call
 
 
+REASON_LIMIT = 16384  # characters of a reason or advisory: the answer always fits the plugin's read limit
+
+
+def cap(message: str, limit: int = REASON_LIMIT) -> str:
+    """`message`, cut to `limit` characters with a note saying so."""
+    if len(message) <= limit:
+        return message
+    return message[:limit] + f"\n[cut by proctor: the full text is {len(message)} characters, only the first {limit} are shown]"
+
+
 def render(call: Call, verdict) -> dict:
     if verdict.decision == "pass":
         return {}
-    message = verdict.text() or "refused by proctor"
+    message = cap(verdict.text() or "refused by proctor")
     if verdict.decision == "deny":
         return {"decision": "deny", "reason": message}
     return {"advisory": message}
@@ -83,22 +93,35 @@ PLUGIN = r"""// proctor guard for opencode: save as .opencode/plugins/proctor.js
 // `proctor agent harness install` writes the first. opencode loads it at its next start.
 // Before each tool call runs, the call goes to `proctor hook opencode` as a PreToolUse event;
 // after it ran, as a PostToolUse event. A deny is thrown, so the call fails and the model
-// reads the reason; an advisory is appended to the tool's output. It fails open: without
-// proctor on PATH, on an error, or after 30 s without an answer, the call goes through.
+// reads the reason; an advisory is appended to the tool's output. It fails open only when
+// proctor gives no answer: not on PATH, it could not start, 30 s without an answer, or it
+// exited without printing anything. An answer it printed that cannot be read (not JSON, or
+// over 1 MiB) refuses the call, naming why. When opencode loads several copies of this file
+// (a repository's and the user's), each call is judged by the first copy that sees it only.
 import { spawn } from "node:child_process"
 
 const TIMEOUT_MS = 30000
 const OUTPUT_LIMIT = 16384
+const ANSWER_LIMIT = 1048576
+const CALLS = Symbol.for("proctor.opencode.guard.calls") // shared by every copy in this process
 
 function ask(event, cwd) {
   return new Promise((resolve) => {
-    let out = ""
+    const chunks = []
+    let size = 0
+    let settled = false
     let timer
-    const done = (answer) => {
-      clearTimeout(timer)
-      resolve(answer && typeof answer === "object" ? answer : {})
-    }
     let child
+    const done = (answer) => {
+      if (settled) return
+      settled = true
+      clearTimeout(timer)
+      resolve(answer && typeof answer === "object" && !Array.isArray(answer) ? answer : {})
+    }
+    const refuse = (why) => done({
+      decision: "deny",
+      reason: `proctor guard: \`proctor hook opencode\` ${why}; the guard ran but its answer could not be read, so the call is refused`,
+    })
     try {
       child = spawn("proctor", ["hook", "opencode"], { cwd, stdio: ["pipe", "pipe", "ignore"] })
     } catch {
@@ -109,24 +132,61 @@ function ask(event, cwd) {
       done({})
     }, TIMEOUT_MS)
     child.on("error", () => done({}))
-    child.stdout.on("data", (chunk) => { if (out.length < 1048576) out += chunk })
-    child.on("close", () => {
-      try { done(JSON.parse(out)) } catch { done({}) }
+    child.stdout.on("data", (chunk) => {
+      if (settled) return
+      size += chunk.length
+      if (size > ANSWER_LIMIT) {
+        try { child.kill("SIGKILL") } catch {}
+        try { child.stdout.destroy() } catch {}
+        return refuse(`printed more than ${ANSWER_LIMIT} bytes (the most this plugin reads)`)
+      }
+      chunks.push(Buffer.from(chunk))
+    })
+    child.on("close", (code) => {
+      if (settled) return
+      const out = Buffer.concat(chunks).toString("utf8")
+      if (!out.trim()) return done({}) // no answer at all: the call goes through
+      let answer
+      try {
+        answer = JSON.parse(out)
+      } catch {
+        return refuse(`printed ${size} bytes that are not JSON (exit ${code}): ${JSON.stringify(out.slice(0, 200))}`)
+      }
+      if (!answer || typeof answer !== "object" || Array.isArray(answer)) {
+        return refuse(`printed JSON that is not an object (exit ${code}): ${JSON.stringify(out.slice(0, 200))}`)
+      }
+      done(answer)
     })
     child.stdin.on("error", () => {})
     child.stdin.end(JSON.stringify(event))
   })
 }
 
+// opencode runs every plugin file it finds, so a second copy of this one (the user's and a
+// repository's) sees each call too: the first copy to see a call claims it, the others let
+// it be. Claims are per call, not per process: opencode starts plugins once per project
+// directory it serves, and each must judge its own calls.
+const claims = globalThis[CALLS] || (globalThis[CALLS] = new Map())
+const claim = (key, me) => {
+  const owner = claims.get(key)
+  if (owner !== undefined && owner !== me) return false
+  claims.set(key, me)
+  while (claims.size > 4096) claims.delete(claims.keys().next().value)
+  return true
+}
+
 export const ProctorGuard = async ({ directory, worktree }) => {
   const cwd = directory || worktree || process.cwd()
+  const me = Symbol("proctor guard copy")
   const held = new Map() // callID -> the call's arguments and a PreToolUse advisory
+  const others = new Set() // calls another copy of this plugin judges
   const parents = new Map() // a subagent's session -> the session that spawned it
   const root = (id) => {
     let seen = 0
     while (parents.has(id) && seen++ < 64) id = parents.get(id)
     return id
   }
+  const key = (input) => `${input.sessionID}\u0000${input.callID}`
   // A subagent's calls are its root session's, as agent_id: the guard judges them as Claude
   // Code's subagents (under the session's job unless a spawn bound them to another).
   const event = (name, input, args, extra) => ({
@@ -143,15 +203,26 @@ export const ProctorGuard = async ({ directory, worktree }) => {
       } catch {}
     },
     "tool.execute.before": async (input, output) => {
+      if (!claim(key(input), me)) {
+        others.add(key(input))
+        while (others.size > 4096) others.delete(others.values().next().value)
+        return
+      }
       let answer = {}
       const args = output ? output.args : undefined
       try {
         answer = await ask(event("PreToolUse", input, args), cwd)
       } catch {}
-      if (answer.decision === "deny") throw new Error(String(answer.reason || "refused by proctor"))
+      if (answer.decision === "deny") {
+        claims.delete(key(input))
+        throw new Error(String(answer.reason || "refused by proctor"))
+      }
       held.set(input.callID, { args, advisory: typeof answer.advisory === "string" ? answer.advisory : "" })
     },
     "tool.execute.after": async (input, output) => {
+      if (others.delete(key(input))) return
+      if (claims.get(key(input)) === me) claims.delete(key(input))
+      else if (claims.has(key(input))) return
       const before = held.get(input.callID) || { args: input.args, advisory: "" }
       held.delete(input.callID)
       const notes = before.advisory ? [before.advisory] : []
@@ -188,9 +259,15 @@ def plugin_dirs(root: str, home: str) -> list[str]:
 
 
 def wired(root: str, home: str) -> tuple[bool, str]:
+    """Whether opencode loads the plugin here. opencode runs every copy it finds: this
+    proctor's text judges each call once whatever the number of copies, but an older or
+    edited copy beside another judges each call again, so more than one copy is warned of,
+    and is a failure when any of them is not this proctor's text."""
     import os
 
     dirs = plugin_dirs(root, home)
+    copies: list[tuple[str, bool]] = []
+    seen: set[str] = set()
     for directory in dirs:
         try:
             names = sorted(os.listdir(directory))
@@ -200,14 +277,30 @@ def wired(root: str, home: str) -> tuple[bool, str]:
             if not name.endswith((".js", ".ts")):
                 continue
             path = os.path.join(directory, name)
+            real = os.path.realpath(path)
+            if real in seen:
+                continue
             try:
                 with open(path, encoding="utf-8") as handle:
                     content = handle.read()
             except OSError:
                 continue
             if "proctor" in content and "hook" in content and NEEDLE in content:
-                if content.strip() == PLUGIN.strip():
-                    return True, f"present in {path}"
-                return True, (f"present in {path}, but not this proctor's text: reprint it with "
-                              f"`proctor describe harness --host opencode`")
-    return False, f"missing (looked in {', '.join(dirs[::2])} and plugin/ beside each)"
+                seen.add(real)
+                copies.append((path, content.strip() == PLUGIN.strip()))
+    if not copies:
+        return False, f"missing (looked in {', '.join(dirs[::2])} and plugin/ beside each)"
+    if len(copies) == 1:
+        path, current = copies[0]
+        if current:
+            return True, f"present in {path}"
+        return True, (f"present in {path}, but not this proctor's text: reprint it with "
+                      f"`proctor describe harness --host opencode`")
+    stale = [path for path, current in copies if not current]
+    listed = ", ".join(path for path, _ in copies)
+    if not stale:
+        return True, (f"present in {listed}; warning: {len(copies)} copies, opencode loads each (they judge "
+                      f"each call once between them); keep one")
+    return False, (f"present in {listed}; warning: {len(copies)} copies, opencode loads each, and "
+                   f"{', '.join(stale)} {'is' if len(stale) == 1 else 'are'} not this proctor's text, so each "
+                   f"call is judged more than once; keep one, reprinted")  # doctor adds where the text is printed

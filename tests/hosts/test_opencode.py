@@ -257,15 +257,73 @@ def test_plugin_advisory_is_appended_to_the_tool_output(host_env, host_repo):
     assert [u["state"]["status"] for u in tool_uses(events)] == ["completed"]
 
 
-def test_plugin_fails_open_without_proctor_and_when_proctor_hangs_or_errs(host_env, host_repo, tmp_path):
-    """No proctor on PATH: calls run. A proctor that hangs (the plugin's timeout, shortened here
-    to 2 s) or answers garbage and fails: calls run, nothing is added to their output."""
+def test_plugin_installed_twice_judges_each_call_once(host_env, host_repo):
+    """The plugin both in the user's plugin directory and the repository's: opencode loads
+    both, and each call is judged once (one advisory in the output of an edit and of a shell
+    write); doctor warns of the two copies."""
     host_binary("opencode")
-    install_printed_plugin(host_repo)
+    project_copy = install_printed_plugin(host_repo)
+    user_copy = os.path.join(host_env.env["XDG_CONFIG_HOME"], "opencode", "plugins", "proctor.js")
+    os.makedirs(os.path.dirname(user_copy))
+    with open(user_copy, "w") as handle:
+        handle.write(wiring_text("opencode"))
+    doctor = host_env.proctor("doctor", cwd=host_repo).stdout
+    assert f"ok   hook wiring for opencode: present in {project_copy}, {user_copy}; warning: 2 copies" in doctor, doctor
     fork_and_take(host_env, host_repo, "plan/w1", "src/a.py")
+    steps = [Turn(tools=[Tool("edit", {"filePath": "src/a.py", "oldString": "A = 1", "newString": "A = 3"})]),
+             Turn(tools=[Tool("bash", {"command": "echo 'A = 4' > src/a.py", "description": "write a"})]),
+             Turn(text="finished")]
+    with ScriptedModel(Chat(), steps) as model:
+        configure(host_env, model)
+        proc, events = run_opencode(host_env, host_repo)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert model.consumed() == 3, model.summary()
+        told_edit, told_shell = model.told_after(0), model.told_after(1)
+    assert read(host_repo, "src/a.py") == "A = 4\n"
+    assert told_edit.startswith("Edit applied successfully."), told_edit
+    assert told_edit.count("advise [lease-unattributed]") == 1 and "plan/w1" in told_edit, told_edit
+    assert told_shell.count("advise [lease-unattributed]") == 1 and "plan/w1" in told_shell, told_shell
+    assert [u["state"]["status"] for u in tool_uses(events)] == ["completed", "completed"]
+    # an edited copy beside another judges every call again: doctor fails it
+    with open(user_copy, "a") as handle:
+        handle.write("// edited\n")
+    doctor = host_env.proctor("doctor", cwd=host_repo)
+    assert doctor.returncode == 1
+    assert (f"FAIL hook wiring for opencode: present in {project_copy}, {user_copy}; warning: 2 copies, opencode "
+            f"loads each, and {user_copy} is not this proctor's text") in doctor.stdout, doctor.stdout
+
+
+def _stub_proctor(tmp_path) -> str:
+    """A stand-in `proctor` on PATH, by what the event names: `hang` sleeps 60 s; `silent`
+    exits 3 printing nothing; `huge` prints 2 MiB of garbage; anything else prints a line of
+    garbage and exits 3 (a proctor that ran and answered what the plugin cannot read)."""
+    stub_dir = tmp_path / "stub"
+    stub_dir.mkdir()
+    stub = stub_dir / "proctor"
+    stub.write_text("#!/bin/sh\nevent=$(cat)\ncase \"$event\" in\n"
+                    "  *hang*) sleep 60 ;;\n"
+                    "  *silent*) exit 3 ;;\n"
+                    "  *huge*) head -c 2097152 /dev/zero | tr '\\000' x; exit 0 ;;\n"
+                    "esac\necho 'Traceback: not json'\nexit 3\n")
+    stub.chmod(0o755)
+    return str(stub_dir)
+
+
+def _bare_path() -> str:
+    """A PATH with opencode and the system's tools, and no proctor."""
     hosts_bin = os.path.dirname(host_binary("opencode"))
     bare_path = os.pathsep.join([hosts_bin, "/usr/local/bin", "/usr/bin", "/bin"])
     assert subprocess.run(["sh", "-c", "command -v proctor"], env={"PATH": bare_path}).returncode != 0
+    return bare_path
+
+
+def test_plugin_fails_open_without_proctor_and_when_proctor_hangs_or_says_nothing(host_env, host_repo, tmp_path):
+    """No proctor on PATH: calls run. A proctor that hangs (the plugin's timeout, shortened here
+    to 2 s) or exits 3 printing nothing: calls run, nothing is added to their output."""
+    host_binary("opencode")
+    install_printed_plugin(host_repo)
+    fork_and_take(host_env, host_repo, "plan/w1", "src/a.py")
+    bare_path = _bare_path()
     steps = [Turn(tools=[Tool("bash", {"command": "echo 'B = 9' > src/b.py", "description": "w"})]), Turn(text="ok")]
     with ScriptedModel(Chat(), steps) as model:
         configure(host_env, model)
@@ -274,30 +332,75 @@ def test_plugin_fails_open_without_proctor_and_when_proctor_hangs_or_errs(host_e
         assert model.told_after(0).strip() == "(no output)"
     assert read(host_repo, "src/b.py") == "B = 9\n"
 
-    stub_dir = tmp_path / "stub"
-    stub_dir.mkdir()
-    stub = stub_dir / "proctor"
-    stub.write_text("#!/bin/sh\nif grep -q hang; then sleep 60; fi\necho 'Traceback: not json'\nexit 3\n")
-    stub.chmod(0o755)
+    stub_dir = _stub_proctor(tmp_path)
     plugin = os.path.join(host_repo, ".opencode", "plugins", "proctor.js")
     text = read(host_repo, ".opencode/plugins/proctor.js")
     assert "const TIMEOUT_MS = 30000" in text
     with open(plugin, "w") as handle:
         handle.write(text.replace("const TIMEOUT_MS = 30000", "const TIMEOUT_MS = 2000"))
     steps = [Turn(tools=[Tool("bash", {"command": "echo hang > src/b.py", "description": "w"})]),
-             Turn(tools=[Tool("bash", {"command": "echo err > src/a.py", "description": "w"})]),
+             Turn(tools=[Tool("bash", {"command": "echo silent > src/a.py", "description": "w"})]),
              Turn(text="ok")]
     with ScriptedModel(Chat(), steps) as model:
         configure(host_env, model)
         started = time.monotonic()
         proc, _ = run_opencode(host_env, host_repo, extra={"BAGGAGE": "proctor.lease=plan/w1",
-                                                           "PATH": os.pathsep.join([str(stub_dir), bare_path])})
+                                                           "PATH": os.pathsep.join([stub_dir, bare_path])})
         elapsed = time.monotonic() - started
         assert proc.returncode == 0, proc.stderr[-2000:]
         assert model.consumed() == 3
         assert model.told_after(0).strip() == "(no output)" and model.told_after(1).strip() == "(no output)"
-    assert read(host_repo, "src/b.py") == "hang\n" and read(host_repo, "src/a.py") == "err\n"
+    assert read(host_repo, "src/b.py") == "hang\n" and read(host_repo, "src/a.py") == "silent\n"
     assert elapsed < 50, elapsed  # two 2 s timeouts (before and after the hanging call), never the stub's 60 s
+
+
+def test_plugin_refuses_an_answer_it_cannot_read(host_env, host_repo, tmp_path):
+    """A proctor that ran and printed what the plugin cannot read (a line that is not JSON,
+    then exit 3; 2 MiB of garbage, over the plugin's 1 MiB read limit) does not let the call
+    through: it is refused, and the model is told why."""
+    host_binary("opencode")
+    install_printed_plugin(host_repo)
+    stub_dir = _stub_proctor(tmp_path)
+    steps = [Turn(tools=[Tool("bash", {"command": "echo garbage > src/b.py", "description": "w"})]),
+             Turn(tools=[Tool("bash", {"command": "echo huge > src/a.py", "description": "w"})]),
+             Turn(text="ok")]
+    with ScriptedModel(Chat(), steps) as model:
+        configure(host_env, model)
+        proc, events = run_opencode(host_env, host_repo, extra={"PATH": os.pathsep.join([stub_dir, _bare_path()])})
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert model.consumed() == 3, model.summary()
+        told_garbage, told_huge = model.told_after(0), model.told_after(1)
+    assert read(host_repo, "src/b.py") == "B = 1\n" and read(host_repo, "src/a.py") == "A = 1\n"
+    assert "`proctor hook opencode` printed 20 bytes that are not JSON (exit 3)" in told_garbage, told_garbage
+    assert "Traceback: not json" in told_garbage and "the call is refused" in told_garbage, told_garbage
+    assert "`proctor hook opencode` printed more than 1048576 bytes" in told_huge, told_huge[:2000]
+    assert "the call is refused" in told_huge and len(told_huge) < 2000, told_huge[:2000]
+    assert [u["state"]["status"] for u in tool_uses(events)] == ["error", "error"]
+
+
+def test_plugin_deny_with_a_long_reason_is_capped_and_still_denies(host_env, host_repo):
+    """The real proctor denying a command that writes 300 long paths outside the lease: the
+    reason (over 60 KiB) is cut to 16 KiB with a note, and the call is still refused."""
+    host_binary("opencode")
+    install_printed_plugin(host_repo)
+    fork_and_take(host_env, host_repo, "plan/w1", "src/a.py")
+    names = [f"src/{'n' * 120}{i}.py" for i in range(300)]
+    steps = [Turn(tools=[Tool("bash", {"command": "touch " + " ".join(names), "description": "many"})]),
+             Turn(text="ok")]
+    with ScriptedModel(Chat(), steps) as model:
+        configure(host_env, model)
+        proc, events = run_opencode(host_env, host_repo, extra={"BAGGAGE": "proctor.lease=plan/w1"})
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert model.consumed() == 2, model.summary()
+        told = model.told_after(0)
+    assert not any(os.path.exists(os.path.join(host_repo, name)) for name in names)
+    assert told.count("deny [lease-write-scope]") > 50 and names[0] in told, told[:2000]
+    assert "[cut by proctor: the full text is " in told and "only the first 16384 are shown]" in told, told[-500:]
+    full = int(told.split("[cut by proctor: the full text is ")[1].split()[0])
+    assert full > 60000, full
+    assert 16384 < len(told) < 16384 + 1000, len(told)
+    assert names[-1] not in told
+    assert [u["state"]["status"] for u in tool_uses(events)] == ["error"]
 
 
 # --- installing and reporting the plugin -------------------------------------------------------
