@@ -42,7 +42,7 @@ def deliver_to_worker(root: str, job_id: str) -> bool:
         if worker is None or not session:
             return False
         module = executor_module(worker.executor)
-        argv = module.argv(worker, ready["text"], resume=session)
+        argv = module.argv(worker, ready["text"], resume=session, lease=job_id)
         # a fresh secret for the resumed agent, so it manages its job's monitors as before
         import hashlib
 

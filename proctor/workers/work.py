@@ -204,7 +204,7 @@ def _attempts(ws, job, rungs, notify, orchestrator, outcome, nonce) -> JobOutcom
         while used < cfg.attempts:
             number += 1
             module = executor_module(worker.executor)
-            argv = module.argv(worker, prompt)
+            argv = module.argv(worker, prompt, lease=job["id"])
             if shutil.which(argv[0]) is None and not os.path.exists(argv[0]):
                 reason = f"could not start: {argv[0]} is not on PATH"
                 notify("skip", {"job": job_id, "worker": worker.name, "reason": reason})

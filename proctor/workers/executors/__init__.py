@@ -1,6 +1,6 @@
 """One module per agent CLI, each with the same small interface:
 
-    argv(worker, prompt, resume=None) -> list[str]   the command line of one attempt
+    argv(worker, prompt, resume=None, lease=None) -> list[str]   one attempt's command line (lease: the job)
     PROMPT_ON_STDIN: bool                            whether the prompt goes on stdin instead
     Parser().feed(line) -> [Event]                   one stdout line in, proctor's events out
     Parser().close(exit_code) -> [Event]             the process has exited

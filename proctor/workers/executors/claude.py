@@ -31,9 +31,14 @@ ALLOWED_TOOLS = ("Bash", "Edit", "Write", "MultiEdit", "NotebookEdit", "Read", "
 PERMISSION_FLAGS = ("--permission-mode", "--allowedTools", "--allowed-tools", "--dangerously-skip-permissions")
 
 
-def hooks_settings() -> str:
+def hooks_settings(lease: str | None = None) -> str:
     """The hooks `proctor describe harness --host claude` prints, as a `--settings` value,
-    with hooks switched on whatever lower settings say."""
+    with hooks switched on whatever lower settings say.
+
+    With the worker's job, each hook's command is pinned (`pinned_hook`): a checkout's
+    `.claude/settings*.json` may set `env` for every command Claude runs, hooks included, and a
+    worker can write one mid-session; a PATH, PROCTOR_STATE_DIR or BAGGAGE from there would
+    otherwise point the hook at another proctor, an empty store or no lease."""
     import json
 
     from proctor.hook import claude as wiring
@@ -41,15 +46,38 @@ def hooks_settings() -> str:
     text = "\n".join(line for line in wiring.wiring().splitlines() if not line.lstrip().startswith("#"))
     settings = json.loads(text)
     settings["disableAllHooks"] = False
+    if lease:
+        command = pinned_hook(lease)
+        for groups in settings["hooks"].values():
+            for group in groups:
+                for hook in group["hooks"]:
+                    hook["command"] = command
     return json.dumps(settings, separators=(",", ":"))
 
 
-def argv(worker, prompt: str, resume: str | None = None) -> list[str]:
+def pinned_hook(lease: str) -> str:
+    """`proctor hook claude --lease <job>`, run by this proctor's own interpreter in an
+    environment of proctor's choosing (`env -i`): no variable from Claude's settings reaches it."""
+    import os
+    import shlex
+    import sys
+
+    from proctor.paths import cache_base, state_base
+
+    keep = {"PATH": os.pathsep.join([os.path.dirname(sys.executable), "/usr/local/bin", "/usr/bin", "/bin"]),
+            "HOME": os.path.expanduser("~"), "LANG": "C.UTF-8",
+            "PROCTOR_STATE_DIR": state_base(), "XDG_CACHE_HOME": os.path.dirname(cache_base())}
+    words = ["/usr/bin/env", "-i", *(f"{key}={value}" for key, value in keep.items()),
+             sys.executable, "-I", "-m", "proctor", "hook", "claude", "--lease", lease]
+    return " ".join(shlex.quote(word) for word in words)
+
+
+def argv(worker, prompt: str, resume: str | None = None, lease: str | None = None) -> list[str]:
     base = list(worker.command) if worker.command else ["claude"]
     out = base + ["-p", prompt, "--output-format", "stream-json", "--verbose"]
     if not any(word.split("=", 1)[0] in PERMISSION_FLAGS for word in base):
         out += ["--allowedTools", ",".join(ALLOWED_TOOLS)]
-    out += ["--settings", hooks_settings()]  # the guard, whatever the checkout wires
+    out += ["--settings", hooks_settings(lease)]  # the guard, whatever the checkout wires
     if worker.model:
         out += ["--model", worker.model]
     if resume:

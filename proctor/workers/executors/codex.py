@@ -44,7 +44,7 @@ def _toml_list(items: list[str]) -> str:
     return "[" + ",".join(json.dumps(item) for item in items) + "]"
 
 
-def argv(worker, prompt: str, resume: str | None = None) -> list[str]:
+def argv(worker, prompt: str, resume: str | None = None, lease: str | None = None) -> list[str]:
     base = list(worker.command) if worker.command else ["codex"]
     out = base + ["exec"]
     if resume:

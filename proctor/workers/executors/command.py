@@ -9,7 +9,7 @@ PROMPT_ON_STDIN = True
 TAIL = 20
 
 
-def argv(worker, prompt: str, resume: str | None = None) -> list[str]:
+def argv(worker, prompt: str, resume: str | None = None, lease: str | None = None) -> list[str]:
     return list(worker.command)
 
 

@@ -35,7 +35,7 @@ PROVIDER_TEXT = re.compile(
     re.I)
 
 
-def argv(worker, prompt: str, resume: str | None = None) -> list[str]:
+def argv(worker, prompt: str, resume: str | None = None, lease: str | None = None) -> list[str]:
     base = list(worker.command) if worker.command else ["gemini"]
     out = base + ["-p", prompt, "--output-format", "stream-json"]
     if not worker.command:

@@ -15,7 +15,7 @@ from proctor.workers.executors import Event, decode
 PROMPT_ON_STDIN = False
 
 
-def argv(worker, prompt: str, resume: str | None = None) -> list[str]:
+def argv(worker, prompt: str, resume: str | None = None, lease: str | None = None) -> list[str]:
     base = list(worker.command) if worker.command else ["opencode"]
     out = base + ["run", "--format", "json"]
     if not worker.command:
