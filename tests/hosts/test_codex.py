@@ -193,7 +193,14 @@ def test_executor_argv_sandbox_and_resume(tmp_path, monkeypatch):
     monkeypatch.setenv("PROCTOR_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     worker = Worker("cx", "codex", None, "gpt-5.5", None, None)
-    roots = json.dumps([str(tmp_path / "state"), str(tmp_path / "cache" / "proctor")]).replace(", ", ",")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "root")
+    key = git(repo, "rev-list", "--max-parents=0", "HEAD").strip()
+    monkeypatch.chdir(repo)
+    # this repository's state and cache only, not the bases every repository's store lives under
+    roots = json.dumps([str(tmp_path / "state" / key), str(tmp_path / "cache" / "proctor" / key)]).replace(", ", ",")
     first = codex.argv(worker, "lease: j\ndo it")
     assert first == ["codex", "exec", "--json", "-c", 'sandbox_mode="workspace-write"',
                      "-c", f"sandbox_workspace_write.writable_roots={roots}", "-c", "allow_login_shell=false",
@@ -203,6 +210,11 @@ def test_executor_argv_sandbox_and_resume(tmp_path, monkeypatch):
     assert "-c" in resumed and 'sandbox_mode="workspace-write"' in resumed
     for argv in (first, resumed):
         assert "--full-auto" not in argv and "-s" not in argv and "--sandbox" not in argv
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    monkeypatch.chdir(outside)
+    bases = json.dumps([str(tmp_path / "state"), str(tmp_path / "cache" / "proctor")]).replace(", ", ",")
+    assert f"sandbox_workspace_write.writable_roots={bases}" in codex.argv(worker, "x")
 
 
 def test_max_spend_on_a_codex_worker_is_refused_not_ignored(tmp_path):

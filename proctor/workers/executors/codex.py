@@ -22,13 +22,20 @@ PROMPT_ON_STDIN = False
 
 
 def writable_roots() -> list[str]:
-    """proctor's state directory (every repository's store lives under it) and its cache."""
-    from proctor.paths import cache_base, state_base
+    """This repository's state directory (its store, runs and blobs) and its cache directory,
+    where the worker's `proctor run` and `proctor job exit` write: not the directories every
+    repository's store lives under. Outside a repository, proctor's state and cache bases."""
+    from proctor.paths import cache_base, find_checkout, repo_cache_dir, repo_state_dir, state_base
 
     import os
 
+    try:
+        checkout = find_checkout(os.getcwd())
+        wanted = (repo_state_dir(checkout), repo_cache_dir(checkout))
+    except Exception:  # not in a repository, or no git: the bases, as before
+        wanted = (state_base(), cache_base())
     roots = []
-    for path in (state_base(), cache_base()):
+    for path in wanted:
         try:
             os.makedirs(path, exist_ok=True)  # a sandbox cannot grant a root that does not exist
         except OSError:
