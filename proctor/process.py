@@ -8,6 +8,7 @@ with its timeout, so a silent child costs no CPU.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import selectors
 import signal
@@ -104,6 +105,159 @@ def kill_tagged(name: str, value: str, grace: float = TERM_GRACE, rounds: int = 
         signalled.extend(p for p in pids if p not in signalled)
         time.sleep(0.02)
         pids = tagged(name, value)
+    return signalled
+
+
+PR_SET_CHILD_SUBREAPER = 36
+PR_GET_CHILD_SUBREAPER = 37
+
+
+def _prctl(option: int, value: int) -> int | None:
+    """prctl(2) through ctypes; None where it cannot be called (not Linux, no libc)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        if option == PR_GET_CHILD_SUBREAPER:
+            out = ctypes.c_int(0)
+            if libc.prctl(option, ctypes.byref(out), 0, 0, 0) != 0:
+                return None
+            return out.value
+        return None if libc.prctl(option, ctypes.c_ulong(value), 0, 0, 0) != 0 else 0
+    except (OSError, AttributeError):
+        return None
+
+
+def subreaper() -> bool:
+    """Whether this process is a child subreaper (orphaned descendants reparent to it)."""
+    return bool(_prctl(PR_GET_CHILD_SUBREAPER, 0))
+
+
+def set_subreaper(on: bool) -> bool:
+    """Make this process a child subreaper, or stop being one; False when Linux refused."""
+    return _prctl(PR_SET_CHILD_SUBREAPER, 1 if on else 0) == 0
+
+
+def _stat(pid: int | str) -> tuple[int, str, int] | None:
+    """(ppid, state, start time in clock ticks since boot) from /proc/<pid>/stat, or None."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            raw = handle.read()
+    except OSError:
+        return None
+    fields = raw[raw.rfind(b")") + 2:].split()  # the name, in parentheses, may hold anything
+    try:
+        return int(fields[1]), fields[0].decode(), int(fields[19])
+    except (IndexError, ValueError):
+        return None
+
+
+def start_time(pid: int) -> int | None:
+    stat = _stat(pid)
+    return stat[2] if stat else None
+
+
+def _table() -> dict[int, tuple[int, str, int]]:
+    table = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return table
+    for entry in entries:
+        if entry.isdigit():
+            stat = _stat(entry)
+            if stat is not None:
+                table[int(entry)] = stat
+    return table
+
+
+class Tree:
+    """The processes of one child, found by their parent links in /proc.
+
+    Members are the descendants of `root`, and, when `adopted_since` is given (this process
+    is a subreaper), also every child of this process started at or after that start time
+    (orphans reparented here) with their descendants. Members are remembered by pid and start
+    time: a member whose parent died and was reparented elsewhere stays a member, and its
+    children with it; a pid reused by another process is not. A process for which `spare(pid)`
+    is true is no member, nor is any process below it. Members that are this process's zombies
+    (adopted orphans that ended) are reaped as they are seen; `root` is never reaped here
+    (its Popen does that)."""
+
+    def __init__(self, root: int, adopted_since: int | None = None,
+                 spare: Callable[[int], bool] = lambda pid: False):
+        self.root, self.adopted_since, self.spare = root, adopted_since, spare
+        self.known: dict[int, int] = {}  # pid -> start time
+        self.spared: set[tuple[int, int]] = set()
+
+    def scan(self) -> list[int]:
+        """The live members now (zombies left out, ours reaped)."""
+        table = _table()
+        own = os.getpid()
+        children: dict[int, list[int]] = {}
+        for pid, (ppid, _state, _start) in table.items():
+            children.setdefault(ppid, []).append(pid)
+        seeds = [pid for pid, start in self.known.items() if pid in table and table[pid][2] == start]
+        if self.root in table and self.root != own:
+            seeds.append(self.root)
+        if self.adopted_since is not None:
+            seeds += [pid for pid in children.get(own, ()) if pid != self.root and table[pid][2] >= self.adopted_since]
+        members: dict[int, int] = {}
+        queue = list(dict.fromkeys(seeds))
+        while queue:
+            pid = queue.pop()
+            if pid in members or pid == own or pid not in table:
+                continue
+            start = table[pid][2]
+            if (pid, start) in self.spared:
+                continue
+            if table[pid][1] != "Z" and self.spare(pid):
+                self.spared.add((pid, start))
+                continue
+            members[pid] = start
+            queue.extend(children.get(pid, ()))
+        self.known.update(members)
+        live = []
+        for pid in members:
+            ppid, state, _start = table[pid]
+            if state in ("Z", "X"):
+                if ppid == own and pid != self.root:
+                    with contextlib.suppress(ChildProcessError, OSError):
+                        os.waitpid(pid, os.WNOHANG)  # an adopted orphan that ended: ours to reap
+                continue
+            live.append(pid)
+        return live
+
+
+def reap_adopted(since: int, keep: int) -> None:
+    """Reap this process's zombie children started at or after `since`, except `keep`: orphans
+    a subreaper adopted that have ended (a zombie still answers kill(pid, 0), so a process
+    waiting for one to go, such as `proctor server stop`, would wait in vain)."""
+    own = os.getpid()
+    for pid, (ppid, state, start) in _table().items():
+        if ppid == own and state == "Z" and pid != keep and start >= since:
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(pid, os.WNOHANG)
+
+
+def kill_tree(tree: Tree, grace: float = TERM_GRACE, rounds: int = 20) -> list[int]:
+    """End every member of `tree`: SIGTERM, up to `grace` seconds, then SIGKILL, again until
+    none is left (one may have forked meanwhile). Returns the pids signalled."""
+    pids = tree.scan()
+    signalled = list(pids)
+    for pid in pids:
+        _signal(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while pids and time.monotonic() < deadline:
+        time.sleep(0.02)
+        pids = tree.scan()
+    for _ in range(rounds):
+        if not pids:
+            break
+        for pid in pids:
+            _signal(pid, signal.SIGKILL)
+        signalled.extend(p for p in pids if p not in signalled)
+        time.sleep(0.02)
+        pids = tree.scan()
     return signalled
 
 

@@ -578,11 +578,18 @@ def test_no_descendant_outlives_the_attempt(tmp_path, ending):
     marker = f"300.{os.getpid()}{int(time.time() * 1000) % 100000}"
     script = tmp_path / "leaver.py"
     script.write_text(LEAVER)
-    attempt = runner.run_attempt([sys.executable, str(script), marker, ending], claude.Parser(),
-                                 runner.Limits(idle=30, grace=0.5), str(tmp_path), dict(os.environ))
-    assert attempt.reply == "done"
-    assert attempt.stop == ("grace" if ending == "hang" else None), attempt.reason
-    assert _alive_with(marker) == []
+    try:
+        attempt = runner.run_attempt([sys.executable, str(script), marker, ending], claude.Parser(),
+                                     runner.Limits(idle=30, grace=0.5), str(tmp_path), dict(os.environ))
+        assert attempt.reply == "done"
+        assert attempt.stop == ("grace" if ending == "hang" else None), attempt.reason
+        assert _alive_with(marker) == []
+    finally:
+        for pid in _alive_with(marker):  # a failure leaves no sleeper behind
+            try:
+                os.kill(pid, 9)
+            except ProcessLookupError:
+                pass
 
 
 def test_tagged_lists_only_the_tagged(tmp_path):

@@ -128,8 +128,13 @@ def start_background(ws: Workspace, port: int | None) -> dict:
     argv = [sys.executable, "-m", "proctor", "server", "start", "--foreground"]
     if port:
         argv += ["--port", str(port)]
+    # The server is the workspace's, not the worker's that may have started it: it drops the
+    # worker's tag (a worker's stop ends every process carrying it), and it names its state
+    # directory, whose server.json records its pid, so a worker's stop spares it (runner.py).
+    env = {k: v for k, v in os.environ.items() if k != "PROCTOR_WORKER_TAG"}
+    env["PROCTOR_SERVER_DIR"] = server_dir(ws)
     with open(log, "ab") as handle:
-        subprocess.Popen(argv, cwd=ws.root, stdin=subprocess.DEVNULL, stdout=handle, stderr=handle,
+        subprocess.Popen(argv, cwd=ws.root, env=env, stdin=subprocess.DEVNULL, stdout=handle, stderr=handle,
                          start_new_session=True)
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:

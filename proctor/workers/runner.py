@@ -12,27 +12,51 @@ The stops, as specified:
   worker), and 20 seconds after a fatal error (opencode).
 
 The watcher sleeps in a selector on the worker's pipes and its pidfd with a timeout set to
-the nearest deadline: a silent worker costs no CPU. A stop kills the process group (SIGTERM,
-a short wait, SIGKILL, reaped), grandchildren that hold the pipe open included, and then every
-process that still carries the attempt's tag (PROCTOR_WORKER_TAG, a fresh value per attempt,
-in the worker's environment): Claude Code runs each shell command in a session of its own
-(setsid), outside the worker's group, and a background one outlives `claude -p` killed with
-SIGKILL; an orphan reparented to init is out of any group or parent chain, but keeps its
-environment. The same sweep follows a worker that exited by itself.
+the nearest deadline: a silent worker costs no CPU.
+
+A stop, and a worker's own exit, end everything the worker started, in three sweeps:
+1. its process group (SIGTERM, a short wait, SIGKILL, reaped), grandchildren that hold the
+   pipe open included;
+2. its process tree, by parent links in /proc (`process.Tree`): Claude Code runs each shell
+   command in a session of its own (setsid), outside the worker's group, and a background
+   one outlives `claude -p` killed with SIGKILL. The tree is read before the group is killed
+   and its members are remembered, so a member reparented elsewhere is still found. With
+   `adopt_orphans` (what `proctor work` passes) this process is a child subreaper while the
+   attempt runs (prctl PR_SET_CHILD_SUBREAPER, set before the worker starts, cleared after
+   the sweeps unless it was set already): an orphan anywhere below the worker, double-forked
+   and setsid'd, reparents here instead of to init, and every child of ours started after the
+   worker is the worker's, so no orphan escapes the tree. The server process
+   (`monitors/resume.py` resumes a worker from inside it) does not pass it: the server runs
+   monitor commands as its own children concurrently, and while it was a subreaper their
+   orphans would become its children too, indistinguishable from the worker's by parent or
+   start time, and left as zombies; there the tree holds what was still linked to the worker
+   when it was read, and the tag (3) the rest;
+3. every process that still carries the attempt's tag (PROCTOR_WORKER_TAG, a fresh value per
+   attempt, in the worker's environment): the fallback for an orphan reparented outside the
+   tree (to init, where no group or parent chain reaches it) that kept its environment.
+A `proctor server` the worker started is the workspace's, not the worker's: its daemon does
+not carry the tag (daemon.py drops it) and it is spared by the tree sweep with everything
+below it (its monitor commands) when it is the server its state directory records: its
+environment names that directory (PROCTOR_SERVER_DIR) and the directory's server.json holds
+its pid. A variable alone spares nothing; a server that has not yet written server.json (the
+worker was stopped while it started) is ended.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import selectors
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from proctor.process import kill_group, kill_tagged
+from proctor.process import (Tree, kill_group, kill_tagged, kill_tree, reap_adopted, set_subreaper, start_time,
+                             subreaper)
 from proctor.workers.executors import Event
 
 FATAL_GRACE = 20.0
@@ -41,6 +65,7 @@ DRAIN_AFTER_EXIT = 1.0
 MAX_LINE = 16 << 20  # a longer line is cut here and counted as a line
 STDERR_KEEP = 64 << 10
 TAG = "PROCTOR_WORKER_TAG"  # in the worker's environment: what its descendants are found by
+SERVER_DIR = "PROCTOR_SERVER_DIR"  # in a started server's environment (daemon.py): its state directory
 
 
 @dataclass
@@ -82,12 +107,15 @@ def _minutes(seconds: float) -> str:
 
 
 def run_attempt(argv: list[str], parser, limits: Limits, cwd: str, env: dict, stdin_text: str | None = None,
-                on_event: Callable[[str, Attempt], None] | None = None) -> Attempt:
-    """Run one worker process to its end or its stop."""
+                on_event: Callable[[str, Attempt], None] | None = None, adopt_orphans: bool = False) -> Attempt:
+    """Run one worker process to its end or its stop; with `adopt_orphans`, as a child
+    subreaper while it runs (see the module's docstring: never in a process that runs other
+    children meanwhile, such as the server)."""
     attempt = Attempt(started=time.time())
     tag = secrets.token_hex(12)
     env = {**env, TAG: tag}
     env = {**env, "PWD": os.path.abspath(cwd)}  # opencode takes its project from $PWD, not from its cwd
+    adopting = adopt_orphans and not subreaper() and set_subreaper(True)  # cleared again at the end
     try:
         proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
@@ -95,7 +123,16 @@ def run_attempt(argv: list[str], parser, limits: Limits, cwd: str, env: dict, st
         attempt.outcome, attempt.reason, attempt.counts = "aborted", f"could not start {argv[0]}: {exc.strerror}", False
         attempt.provider_error = True
         attempt.ended = time.time()
+        if adopting:
+            set_subreaper(False)
         return attempt
+    started = start_time(proc.pid)  # readable until the worker is reaped, which only we do
+    adopted_since = started if adopt_orphans and started is not None and subreaper() else None
+    tree = Tree(proc.pid, adopted_since=adopted_since, spare=_workspace_server)
+    reaping = None
+    if adopted_since is not None and threading.current_thread() is threading.main_thread():
+        # an adopted orphan that ends is reaped at once, not left a zombie until the sweep
+        reaping = signal.signal(signal.SIGCHLD, lambda signum, frame: reap_adopted(adopted_since, proc.pid))
     if stdin_text is not None:
         try:
             proc.stdin.write(stdin_text.encode("utf-8", "replace"))
@@ -242,12 +279,18 @@ def run_attempt(argv: list[str], parser, limits: Limits, cwd: str, env: dict, st
         selector.close()
         if exit_fd is not None:
             os.close(exit_fd)
+        tree.scan()  # while the worker's links still stand: its members are remembered
         if stop is not None or proc.poll() is None or open_fds:
             attempt.stopped_at = time.time()
             kill_group(proc, grace=STOP_GRACE)
         else:
             _reap_group(proc)
-        kill_tagged(TAG, tag, grace=STOP_GRACE)  # what left the group: setsid'd shells, orphans
+        kill_tree(tree, grace=STOP_GRACE)  # what left the group: setsid'd shells, adopted orphans
+        kill_tagged(TAG, tag, grace=STOP_GRACE)  # orphans outside the tree that kept the tag
+        if reaping is not None:
+            signal.signal(signal.SIGCHLD, reaping)
+        if adopting:
+            set_subreaper(False)
         attempt.gone_at = time.time()
         for stream in (proc.stdout, proc.stderr):
             try:
@@ -291,3 +334,22 @@ def _reap_group(proc: subprocess.Popen) -> None:
     except (ProcessLookupError, PermissionError):
         pass
     proc.wait()
+
+
+def _workspace_server(pid: int) -> bool:
+    """Whether `pid` is a running `proctor server` as its state directory records it."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            environ = handle.read().split(b"\0")
+    except OSError:
+        return False
+    prefix = SERVER_DIR.encode() + b"="
+    directory = next((item[len(prefix):] for item in environ if item.startswith(prefix)), None)
+    if not directory:
+        return False
+    try:
+        with open(os.path.join(os.fsdecode(directory), "server.json"), encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("pid") == pid

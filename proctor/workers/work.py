@@ -219,7 +219,7 @@ def _attempts(ws, job, rungs, notify, orchestrator, outcome, nonce) -> JobOutcom
                              "rung": rung_index + 1, "rungs": len(rungs), "of": cfg.attempts})
             attempt = runner.run_attempt(
                 argv, module.Parser(), limits, ws.root, {**worker_env(job_id, nonce), **getattr(module, "ENV", {})},
-                stdin_text=prompt if module.PROMPT_ON_STDIN else None,
+                stdin_text=prompt if module.PROMPT_ON_STDIN else None, adopt_orphans=True,
                 on_event=lambda kind, a: notify(kind, {"job": job_id, "worker": worker.name, "attempt": number,
                                                         "lines": a.lines, "last_line": a.last_line, "cost": a.cost}))
             passed, gates, failures, graded, status = _gates(ws, job_id, attempt, orchestrator)
