@@ -1,16 +1,16 @@
 """Wiring the guard into agent hosts, and the multi-agent skill.
 
-proctor writes no hook wiring itself: `proctor describe harness` prints it for a person to
-merge into the host's settings. `proctor agent harness install` writes the skill that tells
-an orchestrating agent how to split work and hand it out through proctor.
+proctor writes no hook wiring into a host's settings: `proctor describe harness` prints it
+(each host's module, proctor/hook/<host>.py, says what) for a person to merge. `proctor agent
+harness install` writes the skill that tells an orchestrating agent how to split work and hand
+it out through proctor, and opencode's guard plugin, which is a file of its own.
 """
 
 from __future__ import annotations
 
-import json
 import os
 
-from proctor.hook import HOSTS
+from proctor.hook import HOSTS  # noqa: F401  (read from here by doctor and describe)
 
 
 def _host(host: str):

@@ -160,3 +160,44 @@ def tree_unchanged(repo: str, path: str, content: str) -> bool:
 
 def which(name: str) -> str | None:
     return shutil.which(name)
+
+
+def make_followup(repo: str, job: str, line: str) -> None:
+    """A monitor of `job` that saw `line`, grouped into a follow-up as the server does."""
+    from proctor.paths import find_checkout, repo_state_dir
+    from proctor.store import Store, followups
+    from proctor.timeutil import iso, now
+
+    store = Store(repo_state_dir(find_checkout(repo)))
+    try:
+        with store.write() as conn:
+            monitor = conn.execute(
+                "INSERT INTO monitors (job, command, interval, description, cwd, created, created_by) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)", (job, "echo", 60, "ci watcher", repo, iso(now()), "test")).lastrowid
+            run = conn.execute("INSERT INTO monitor_runs (monitor, started) VALUES (?, ?)",
+                               (monitor, iso(now()))).lastrowid
+            conn.execute("INSERT INTO monitor_events (monitor, run, job, time, line, truncated) "
+                         "VALUES (?, ?, ?, ?, ?, 0)", (monitor, run, job, iso(now()), line))
+            assert followups.batch(conn, job)
+    finally:
+        store.close()
+
+
+FOLLOW_UP = "Follow-up from the monitors of job plan/w1 (1 event): ci is red again"
+# `python -c ADD_FOLLOW_UP <root> <job> <text>`: a ready follow-up for the job, in its own process
+ADD_FOLLOW_UP = r"""
+import sys
+from proctor.paths import find_checkout, repo_state_dir
+from proctor.store import Store
+from proctor.timeutil import iso, now
+root, job, text = sys.argv[1:4]
+store = Store(repo_state_dir(find_checkout(root)))
+with store.write() as conn:
+    conn.execute("INSERT INTO followups (job, created, text, events) VALUES (?, ?, ?, 1)", (job, iso(now()), text))
+store.close()
+"""
+# the same, then handed to the job's finished worker through proctor's resume path
+RESUME = ADD_FOLLOW_UP + r"""
+from proctor.monitors.resume import deliver_to_worker
+print(deliver_to_worker(root, job))
+"""

@@ -18,7 +18,7 @@ import threading
 
 import pytest
 
-from tests.hosts.conftest import fork_and_take, host_binary, wiring_json
+from tests.hosts.conftest import fork_and_take, host_binary, make_followup, wiring_json
 from tests.hosts.model import Anthropic, ScriptedModel, Stall, Tool, Turn, flatten
 
 
@@ -245,7 +245,7 @@ def test_silent_background_task_advised_denied_then_stopped(host_env, host_repo)
         assert "advise [background-silent]" in advised and f"task {task} (shell)" in advised, advised
         assert "[error]" not in advised
         denied = model.told_after(2)
-        assert f"[error] PreToolUse:Bash hook error: deny [background-silent]" in denied, denied
+        assert "[error] PreToolUse:Bash hook error: deny [background-silent]" in denied, denied
         assert f'TaskStop {{"task_id": "{task}"}}' in denied and "sleep 300" in denied, denied
         assert seen["task"] == task
         stopped = model.told_after(3)
@@ -278,27 +278,6 @@ def test_background_task_that_ended_is_not_named(host_env, host_repo):
 
 
 # --- 4. a Stop is blocked with the job's monitor follow-up; the next Stop passes -------------
-
-
-def make_followup(repo: str, job: str, line: str) -> None:
-    """A monitor of `job` that saw `line`, grouped into a follow-up as the server does."""
-    from proctor.paths import find_checkout, repo_state_dir
-    from proctor.store import Store, followups
-    from proctor.timeutil import iso, now
-
-    store = Store(repo_state_dir(find_checkout(repo)))
-    try:
-        with store.write() as conn:
-            monitor = conn.execute(
-                "INSERT INTO monitors (job, command, interval, description, cwd, created, created_by) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)", (job, "echo", 60, "ci watcher", repo, iso(now()), "test")).lastrowid
-            run = conn.execute("INSERT INTO monitor_runs (monitor, started) VALUES (?, ?)",
-                               (monitor, iso(now()))).lastrowid
-            conn.execute("INSERT INTO monitor_events (monitor, run, job, time, line, truncated) "
-                         "VALUES (?, ?, ?, ?, ?, 0)", (monitor, run, job, iso(now()), line))
-            assert followups.batch(conn, job)
-    finally:
-        store.close()
 
 
 def test_stop_blocked_with_monitor_followup_then_passes(host_env, host_repo):

@@ -17,13 +17,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
 import pytest
 
-from tests.hosts.conftest import VENV_BIN, fork_and_take, git, host_binary
+from tests.hosts.conftest import ADD_FOLLOW_UP, FOLLOW_UP, RESUME, fork_and_take, git, host_binary
 from tests.hosts.model import ScriptedModel, Tool, Turn
 from tests.hosts.responses import Responses
 
@@ -425,22 +424,6 @@ def state_outside_tmp(host_env, monkeypatch):
 
 
 RESULT = json.dumps({"schema_version": 1, "status": "done", "summary": "set A"})
-FOLLOW_UP = "Follow-up from the monitors of job plan/w1 (1 event): ci is red again"
-ADD_FOLLOW_UP = r"""
-import sys
-from proctor.paths import find_checkout, repo_state_dir
-from proctor.store import Store
-from proctor.timeutil import iso, now
-root, job, text = sys.argv[1:4]
-store = Store(repo_state_dir(find_checkout(root)))
-with store.write() as conn:
-    conn.execute("INSERT INTO followups (job, created, text, events) VALUES (?, ?, ?, 1)", (job, iso(now()), text))
-store.close()
-"""
-RESUME = ADD_FOLLOW_UP + r"""
-from proctor.monitors.resume import deliver_to_worker
-print(deliver_to_worker(root, job))
-"""
 
 
 def test_work_with_codex_passes_a_job_and_resumes_it(host_env, host_repo, state_outside_tmp):

@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from tests.hosts.conftest import fork_and_take, git, host_binary, wiring_json
+from tests.hosts.conftest import FOLLOW_UP, RESUME, fork_and_take, git, host_binary, make_followup, wiring_json
 from tests.hosts.model import HttpError, ScriptedModel, Tool, Turn
 from tests.hosts.gemini_api import Gemini
 
@@ -160,27 +160,6 @@ def test_advisories_reach_the_model(host_env, host_repo, tmp):
     assert not os.path.isdir(carried) or os.listdir(carried) == [], os.listdir(carried)
 
 
-def make_followup(repo: str, job: str, line: str) -> None:
-    """A monitor of `job` that saw `line`, grouped into a follow-up as the server does."""
-    from proctor.paths import find_checkout, repo_state_dir
-    from proctor.store import Store, followups
-    from proctor.timeutil import iso, now
-
-    store = Store(repo_state_dir(find_checkout(repo)))
-    try:
-        with store.write() as conn:
-            monitor = conn.execute(
-                "INSERT INTO monitors (job, command, interval, description, cwd, created, created_by) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)", (job, "echo", 60, "ci watcher", repo, iso(now()), "test")).lastrowid
-            run = conn.execute("INSERT INTO monitor_runs (monitor, started) VALUES (?, ?)",
-                               (monitor, iso(now()))).lastrowid
-            conn.execute("INSERT INTO monitor_events (monitor, run, job, time, line, truncated) "
-                         "VALUES (?, ?, ?, ?, ?, 0)", (monitor, run, job, iso(now()), line))
-            assert followups.batch(conn, job)
-    finally:
-        store.close()
-
-
 def test_after_agent_deny_hands_the_followup_as_the_next_prompt(host_env, host_repo, tmp):
     host_binary("gemini")
     user_settings(host_env, wiring_json("gemini"))
@@ -284,22 +263,6 @@ executor = "gemini"
 
 [workers.gm]
 executor = "gemini"
-"""
-
-
-FOLLOW_UP = "Follow-up from the monitors of job plan/w1 (1 event): ci is red again"
-RESUME = r"""
-import sys
-from proctor.paths import find_checkout, repo_state_dir
-from proctor.store import Store
-from proctor.timeutil import iso, now
-root, job, text = sys.argv[1:4]
-store = Store(repo_state_dir(find_checkout(root)))
-with store.write() as conn:
-    conn.execute("INSERT INTO followups (job, created, text, events) VALUES (?, ?, ?, 1)", (job, iso(now()), text))
-store.close()
-from proctor.monitors.resume import deliver_to_worker
-print(deliver_to_worker(root, job))
 """
 
 
