@@ -19,16 +19,12 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from tests.conftest import git  # noqa: F401  (the host tests import it from here)
+
 
 HOSTS_DIR = os.environ.get("PROCTOR_HOSTS_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "proctor", "hosts")
 VERSIONS = {"claude": "2.1.332", "codex": "0.171.0", "gemini": "0.61.0", "opencode": "1.18.33"}
 VENV_BIN = os.path.dirname(sys.executable)
-
-
-def git(cwd, *args: str) -> str:
-    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
 
 
 def host_binary(name: str) -> str:
