@@ -187,6 +187,7 @@ class Tree:
                  spare: Callable[[int], bool] = lambda pid: False):
         self.root, self.adopted_since, self.spare = root, adopted_since, spare
         self.known: dict[int, int] = {}  # pid -> start time
+        self.root_start = start_time(root)  # once reaped, its pid may be another process's
         self.spared: set[tuple[int, int]] = set()
 
     def scan(self) -> list[int]:
@@ -197,7 +198,7 @@ class Tree:
         for pid, (ppid, _state, _start) in table.items():
             children.setdefault(ppid, []).append(pid)
         seeds = [pid for pid, start in self.known.items() if pid in table and table[pid][2] == start]
-        if self.root in table and self.root != own:
+        if self.root in table and self.root != own and table[self.root][2] == self.root_start:
             seeds.append(self.root)
         if self.adopted_since is not None:
             seeds += [pid for pid in children.get(own, ()) if pid != self.root and table[pid][2] >= self.adopted_since]

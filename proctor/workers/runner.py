@@ -130,7 +130,8 @@ def run_attempt(argv: list[str], parser, limits: Limits, cwd: str, env: dict, st
     adopted_since = started if adopt_orphans and started is not None and subreaper() else None
     tree = Tree(proc.pid, adopted_since=adopted_since, spare=_workspace_server)
     reaping = None
-    if adopted_since is not None and threading.current_thread() is threading.main_thread():
+    if (adopted_since is not None and threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGCHLD) is not None):  # None: a handler Python cannot put back
         # an adopted orphan that ends is reaped at once, not left a zombie until the sweep
         reaping = signal.signal(signal.SIGCHLD, lambda signum, frame: reap_adopted(adopted_since, proc.pid))
     if stdin_text is not None:
