@@ -18,7 +18,7 @@ import urllib.request
 import pytest
 
 from tests.hosts.chat import Chat
-from tests.hosts.conftest import fork_and_take, git, host_binary, wiring_text
+from tests.hosts.conftest import FOLLOW_UP, RESUME, fork_and_take, git, host_binary, wiring_text
 from tests.hosts.model import HttpError, ScriptedModel, Tool, Turn
 
 PROMPT = "do the task"
@@ -465,22 +465,6 @@ def _exit_citing_the_run(job: str):
         return Turn(tools=[Tool("bash", {"command": command, "description": "file the result"})])
 
     return step
-
-
-FOLLOW_UP = "Follow-up from the monitors of job plan/w1 (1 event): ci is red again"
-RESUME = r"""
-import sys
-from proctor.paths import find_checkout, repo_state_dir
-from proctor.store import Store
-from proctor.timeutil import iso, now
-from proctor.monitors.resume import deliver_to_worker
-root, job, text = sys.argv[1:4]
-store = Store(repo_state_dir(find_checkout(root)))
-with store.write() as conn:
-    conn.execute("INSERT INTO followups (job, created, text, events) VALUES (?, ?, ?, 1)", (job, iso(now()), text))
-store.close()
-print(deliver_to_worker(root, job))
-"""
 
 
 def _attempt_rows(listed) -> list[dict]:
