@@ -363,3 +363,23 @@ def test_stale_server_file_is_not_trusted(served):
         assert sleeper.poll() is None, "an unrelated process is left alone"
     finally:
         sleeper.kill()
+
+
+def test_a_zombie_server_counts_as_stopped():
+    """`server stop` waits for the server to end; one adopted by a `proctor work` that has not
+    reaped it yet is a zombie, which has ended (no 30 s wait for a SIGKILL it cannot need)."""
+    import time
+
+    from proctor.server.daemon import _running
+
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    try:
+        deadline = time.monotonic() + 10
+        while _running(pid) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not _running(pid), "an exited, unreaped child is not running"
+        assert _running(os.getpid())
+    finally:
+        os.waitpid(pid, 0)

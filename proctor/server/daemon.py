@@ -148,6 +148,22 @@ def start_background(ws: Workspace, port: int | None) -> dict:
     raise errors.ProctorError(f"the server did not come up within 20 s; its log ({log}) ends: {tail.strip()}")
 
 
+def _running(pid: int) -> bool:
+    """Whether `pid` still runs. A zombie has ended: a server a worker started is adopted by
+    `proctor work` (a child subreaper), which reaps it only when it gets to it."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True
+
+
 def stop(ws: Workspace, timeout: float = 30) -> bool:
     running = info(ws)
     if running is None:
@@ -158,12 +174,11 @@ def stop(ws: Workspace, timeout: float = 30) -> bool:
         return False
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        try:
-            os.kill(running["pid"], 0)
-        except ProcessLookupError:
+        if not _running(running["pid"]):
             return True
         time.sleep(0.05)
-    os.kill(running["pid"], signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(running["pid"], signal.SIGKILL)
     with contextlib.suppress(OSError):
         os.unlink(os.path.join(server_dir(ws), "server.json"))
     return True
