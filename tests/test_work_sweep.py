@@ -30,6 +30,10 @@ with open("src/a.py", "w") as handle:
 REPORT = '''
 import json, os, sys, time
 time.sleep(0.5)  # the middle child is gone by now: this is an orphan
+if os.environ.get("FAKE_SERVER_JSON"):  # claim to be the server a directory of its own records
+    os.makedirs(os.path.dirname(os.environ["FAKE_SERVER_JSON"]), exist_ok=True)
+    with open(os.environ["FAKE_SERVER_JSON"], "w") as handle:
+        json.dump({"pid": os.getpid()}, handle)
 with open(sys.argv[2], "w") as handle:
     json.dump({"pid": os.getpid(), "ppid": os.getppid(), "sid": os.getsid(0),
                "tagged": "PROCTOR_WORKER_TAG" in os.environ}, handle)
@@ -52,6 +56,10 @@ untagged = {k: v for k, v in os.environ.items() if k != "PROCTOR_WORKER_TAG"}
 escape("untagged.json", untagged)
 # a variable alone spares nothing: it names the server's directory, but is not the server recorded there
 escape("forged.json", {**untagged, "PROCTOR_SERVER_DIR": server_dir})
+# nor a directory of the worker's own whose server.json records the escapee itself
+fake = os.path.join(out, "fake-server")
+escape("fakedir.json", {**untagged, "PROCTOR_SERVER_DIR": fake,
+                        "FAKE_SERVER_JSON": os.path.join(fake, "server.json")})
 if ending == "stop_server":
     began = time.monotonic()
     subprocess.run([sys.executable, "-m", "proctor", "server", "stop"], check=True, capture_output=True)
@@ -155,7 +163,7 @@ def test_proctor_work_ends_escapees_and_spares_the_server(work_repo, tmp_path, e
         result = json.loads(stdout)
         attempt = result["jobs"][0]["attempts"][0]
         assert attempt["stop"] == ("grace" if ending == "hang" else None), attempt["reason"]
-        for name in ("untagged.json", "forged.json"):
+        for name in ("untagged.json", "forged.json", "fakedir.json"):
             report = json.loads((out / name).read_text())
             # it did escape: no tag, a session of its own, an orphan adopted by `proctor work`
             assert report["tagged"] is False

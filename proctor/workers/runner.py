@@ -49,6 +49,7 @@ import os
 import secrets
 import selectors
 import signal
+import sys
 import subprocess
 import threading
 import time
@@ -128,7 +129,9 @@ def run_attempt(argv: list[str], parser, limits: Limits, cwd: str, env: dict, st
         return attempt
     started = start_time(proc.pid)  # readable until the worker is reaped, which only we do
     adopted_since = started if adopt_orphans and started is not None and subreaper() else None
-    tree = Tree(proc.pid, adopted_since=adopted_since, spare=_workspace_server)
+    server_directory = _server_directory(cwd)
+    tree = Tree(proc.pid, adopted_since=adopted_since,
+                spare=lambda pid: _workspace_server(pid, server_directory))
     reaping = None
     if (adopted_since is not None and threading.current_thread() is threading.main_thread()
             and signal.getsignal(signal.SIGCHLD) is not None):  # None: a handler Python cannot put back
@@ -337,19 +340,40 @@ def _reap_group(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
-def _workspace_server(pid: int) -> bool:
-    """Whether `pid` is a running `proctor server` as its state directory records it."""
+def _server_directory(cwd: str) -> str | None:
+    """The server directory of the repository the worker runs in (daemon.server_dir), or None."""
+    try:
+        from proctor.paths import find_checkout, repo_state_dir
+
+        return os.path.realpath(os.path.join(repo_state_dir(find_checkout(cwd), create=False), "server"))
+    except Exception:
+        return None
+
+
+def _workspace_server(pid: int, directory: str | None) -> bool:
+    """Whether `pid` is this repository's running `proctor server`: started as daemon.py starts
+    it (this interpreter, `-m proctor server start --foreground`), naming exactly this
+    repository's server directory, whose server.json records this pid. A worker's own process
+    that names another directory, or writes a server.json of its own, is not spared."""
+    if directory is None:
+        return False
     try:
         with open(f"/proc/{pid}/environ", "rb") as handle:
             environ = handle.read().split(b"\0")
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            argv = handle.read().split(b"\0")
+        exe = os.readlink(f"/proc/{pid}/exe")
     except OSError:
         return False
+    if os.path.realpath(exe) != os.path.realpath(sys.executable) or \
+            argv[1:6] != [b"-m", b"proctor", b"server", b"start", b"--foreground"]:
+        return False
     prefix = SERVER_DIR.encode() + b"="
-    directory = next((item[len(prefix):] for item in environ if item.startswith(prefix)), None)
-    if not directory:
+    named = next((item[len(prefix):] for item in environ if item.startswith(prefix)), None)
+    if not named or os.path.realpath(os.fsdecode(named)) != directory:
         return False
     try:
-        with open(os.path.join(os.fsdecode(directory), "server.json"), encoding="utf-8") as handle:
+        with open(os.path.join(directory, "server.json"), encoding="utf-8") as handle:
             data = json.load(handle)
     except (OSError, ValueError):
         return False
