@@ -641,6 +641,46 @@ def test_spawn_cannot_take_a_job_running_in_another_checkout(planned, tmp_path):
     assert os.path.realpath(_job(planned, "plan/w1")["checkout_root"]) == os.path.realpath(other)
 
 
+def _nested_spawn(calls, root, home, prompt: str, nested_id: str = "anested01") -> dict:
+    """Subagent A of the captured session spawns B with `prompt`, as Claude Code 2.1.332 would:
+    A's Agent call reaches the hook (recorded as a spawn by A), B's transcript and meta file lie
+    beside A's. Returns B's first call, a Write to src/z.py."""
+    a = next(c for c in calls if c.get("agent_id"))
+    spawn = dict(a, tool_name="Agent", tool_use_id="toolu_nested_spawn",
+                 tool_input={"prompt": prompt, "description": "nested", "subagent_type": "general-purpose"})
+    assert hook(spawn) == {}, "a spawn is recorded, never judged"
+    subagents = os.path.join(home, "projects", "p", a["session_id"], "subagents")
+    with open(os.path.join(subagents, f"agent-{nested_id}.jsonl"), "w", encoding="utf-8") as handle:
+        handle.write(json.dumps({"type": "user", "message": {"role": "user", "content": prompt}}) + "\n")
+    with open(os.path.join(subagents, f"agent-{nested_id}.meta.json"), "w", encoding="utf-8") as handle:
+        json.dump({"agentType": "general-purpose", "toolUseId": "toolu_nested_spawn", "spawnDepth": 2}, handle)
+    return dict(a, agent_id=nested_id, tool_name="Write",
+                tool_input={"file_path": os.path.join(root, "src", "z.py"), "content": "z"})
+
+
+@needs_host_fixtures
+def test_a_subagents_subagent_is_bounded_by_its_spawner_not_the_session(planned, tmp_path):
+    api.fork({"id": "other", "write_paths": ["src/z.py"], "check": "test"}, cwd=planned)
+    home = str(tmp_path / "claude")
+    calls = _lay_out("f_fg", planned, home)  # the session is unleased; A is spawned with lease: plan/w1
+    a_write = _subagent_write(calls, planned, "src/c.py")
+    assert denied(hook(a_write), "lease-write-scope"), "A acts under plan/w1 from its first call"
+    b_write = _nested_spawn(calls, planned, home, "lease: other\nwrite src/z.py")
+    answer = hook(b_write)
+    assert denied(answer, "lease-write-scope") and "outside the write paths of plan/w1" in reason(answer)
+    assert "not the spawner's job plan/w1 nor beneath it" in reason(answer)
+    assert _job(planned, "other")["state"] == "declared", "B did not take a job outside its spawner's"
+
+
+@needs_host_fixtures
+def test_a_subagents_subagent_with_no_lease_line_acts_under_its_spawner(planned, tmp_path):
+    home = str(tmp_path / "claude")
+    calls = _lay_out("f_fg", planned, home)
+    assert denied(hook(_subagent_write(calls, planned, "src/c.py")), "lease-write-scope")
+    answer = hook(_nested_spawn(calls, planned, home, "write src/z.py please"))
+    assert denied(answer, "lease-write-scope") and "outside the write paths of plan/w1" in reason(answer)
+
+
 @needs_host_fixtures
 def test_subagent_naming_an_ended_job_binds_nothing(planned, tmp_path):
     calls = _lay_out("f_fg", planned, str(tmp_path / "claude"))

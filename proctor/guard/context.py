@@ -125,8 +125,8 @@ class Context:
         with `lease: <id>` (its prompt's first line, which the host keeps as the first line of
         the subagent's own transcript) is bound to that job now, and takes it as `proctor job
         exec` would: the parent's PostToolUse for a foreground spawn arrives only after the
-        subagent has finished. A subagent whose prompt names no job acts under its session's
-        job, when the session is bound to one."""
+        subagent has finished. A subagent whose prompt names no job, or one it may not take,
+        acts under its spawner's job (the session's, or the subagent's that spawned it)."""
         from proctor.guard.engine import spawn_job
         from proctor.store.rows import agent_scope
         from proctor.transcript import claude as transcript
@@ -134,17 +134,27 @@ class Context:
         call = self.call
         prompt = transcript.subagent_prompt(call.transcript, call.session, call.subagent)
         job = spawn_job(prompt) if prompt else None
-        if job is None and prompt is None:
-            job = self._spawned_by_call(transcript.subagent_spawn_call(call.transcript, call.session, call.subagent))
-        session_job = rows.bound_job(self.conn, agent_scope(call.host, call.session, None)) if call.session else None
+        spawn = self._spawn_event(transcript.subagent_spawn_call(call.transcript, call.session, call.subagent))
+        if job is None and prompt is None and spawn is not None:
+            job = spawn.get("job") if isinstance(spawn.get("job"), str) else None
+        # The spawner is whoever made the spawning call: the session, or a subagent of it whose
+        # own job then bounds what its subagent may name. Not recorded, it is taken as the session.
+        spawner_job = rows.bound_job(self.conn, agent_scope(call.host, call.session, None)) if call.session else None
+        parent = spawn.get("subagent") if spawn is not None else None
+        if isinstance(parent, str) and parent and call.session:
+            spawner_job = rows.bound_job(self.conn, agent_scope(call.host, call.session, parent)) or spawner_job
         if job is not None:
-            refusal = self.spawn_refusal(job, session_job or self.baggage.get(BAGGAGE_KEY) or None)
+            if spawn is None and call.session and self._bound_subagents(call.host, call.session):
+                self.spawn_note = (f"the spawn names lease {job}, but its spawner cannot be told (no record of "
+                                   f"the spawning call) while subagents of this session hold jobs; it binds nothing")
+                return spawner_job
+            refusal = self.spawn_refusal(job, spawner_job or self.baggage.get(BAGGAGE_KEY) or None)
             if refusal is None:
                 self.take_for_agent(job, agent_scope(call.host, call.session or "", call.subagent))
                 return job
             self.spawn_note = refusal
-        # no job of its own: the session's job, else (None) the claim the subagent inherited
-        return session_job
+        # no job of its own: its spawner's job, else (None) the claim the subagent inherited
+        return spawner_job
 
     def spawn_refusal(self, job_id: str, spawner: str | None) -> str | None:
         """Why a spawn naming `job_id` binds nothing, or None when it binds. A spawn is a claim
@@ -166,21 +176,30 @@ class Context:
                     f"the subagent acts under {spawner}")
         return None
 
-    def _spawned_by_call(self, tool_use_id: str | None) -> str | None:
-        """The job the guard recorded for the spawning call (its agent_spawn event), when the
-        subagent's own transcript cannot be read."""
+    def _spawn_event(self, tool_use_id: str | None) -> dict | None:
+        """What the guard recorded of the spawning call (its agent_spawn event: the job its
+        prompt named, and the session and subagent that made it), found by the call's id."""
         if not tool_use_id or self.conn is None:
             return None
         needle = json.dumps(tool_use_id)
         for job, data in self.conn.execute(
                 "SELECT job, data FROM events WHERE kind = 'agent_spawn' ORDER BY id DESC LIMIT 200"):
-            if job and data and needle in data:
+            if data and needle in data:
                 try:
-                    if json.loads(data).get("tool_use_id") == tool_use_id:
-                        return job
-                except (ValueError, AttributeError):
+                    event = json.loads(data)
+                except ValueError:
                     continue
+                if isinstance(event, dict) and event.get("tool_use_id") == tool_use_id:
+                    return {**event, "job": job}
         return None
+
+    def _bound_subagents(self, host: str, session: str) -> bool:
+        """Whether any subagent of this session is bound to a job in flight."""
+        prefix = rows.agent_scope(host, session, None)
+        row = self.conn.execute(
+            "SELECT 1 FROM bindings b JOIN jobs j ON j.id = b.job WHERE b.scope > ? AND b.scope < ? "
+            "AND j.state IN ('declared', 'running') LIMIT 1", (prefix, prefix + "\uffff")).fetchone()
+        return row is not None
 
     def take_for_agent(self, job_id: str, scope: str, subagent: str | None = None) -> None:
         """Queue the binding of `scope` to a job, and the job's taking: a declared job is
