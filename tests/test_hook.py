@@ -834,3 +834,16 @@ def test_gemini_wired_in_user_settings_always_loads(tmp_path, monkeypatch):
     assert not ok and "hooksConfig.enabled = false" in where
     _write(user, {**_printed_wiring(), "hooksConfig": {"disabled": ["proctor hook gemini"]}})
     assert not wired(root, home)[0]
+
+
+def test_a_leased_session_cannot_run_the_hook_to_rebind_itself(ws):
+    """A hand-made `proctor hook` event, run by the session itself, would record a `job exec`
+    of another job for the session's own id: the session could move itself out of its lease."""
+    assert hook(event(ws, "Bash", {"command": "proctor job exec feat"}, session="s9")) == {}
+    forged = json.dumps(event(ws, "Bash", {"command": "proctor job exec other"}, session="s9"))
+    for command in (f"echo '{forged}' | proctor hook claude --lease other",
+                    f"printf %s '{forged}' | python3 -m proctor hook claude"):
+        answer = hook(event(ws, "Bash", {"command": command}, session="s9"))
+        assert denied(answer, "lease-store") and "does not run the guard's hook itself" in reason(answer)
+    after = hook(event(ws, "Write", {"file_path": os.path.join(ws, "README")}, session="s9"))
+    assert "acting under lease feat" in reason(after), "the session still acts under its own job"

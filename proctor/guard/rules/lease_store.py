@@ -12,11 +12,12 @@ from proctor.store import rows
 NAME = "lease-store"
 DEFAULT = "deny"
 EVENTS = (PRE_TOOL,)
-SUMMARY = ("a leased session forks outside its own job, waits on a job not beneath it, or manages monitors "
-           "without its job's secret")
+SUMMARY = ("a leased session forks outside its own job, waits on a job not beneath it, manages monitors "
+           "without its job's secret, or runs the guard's hook itself")
 CATCHES = ("`proctor job fork` by a session under a live job that names neither its own job (shrinking "
            "its write paths) nor --parent <its job> (as flags, or a --stdin record in a quoted "
-           "heredoc); and `proctor job wait` on any job that is not one of its descendants.")
+           "heredoc); `proctor job wait` on any job that is not one of its descendants; and `proctor hook`, "
+           "whose hand-made event could rebind the session or a subagent.")
 WHY = ("One author per job: widening a boundary, changing the plan's shape and verifying a result "
        "are the forking session's. The store refuses these too; the guard refuses them at the call, "
        "with the caller's session known, before anything runs.")
@@ -37,6 +38,10 @@ def check(ctx) -> list[tuple[str, str]]:
             findings.append(("rule", f"proctor {' '.join(argv[:2])}: a session holding {lease} manages monitors with "
                                      f"its job's secret (PROCTOR_NONCE, printed by proctor job exec {lease}), which "
                                      f"scopes it to {lease}'s monitors; the server token is a person's"))
+        elif argv[:1] == ["hook"]:
+            findings.append(("rule", f"proctor {' '.join(argv[:2])}: a session holding {lease} does not run the "
+                                     f"guard's hook itself; its host runs it on every call, and a hand-made event "
+                                     f"could bind this session or a subagent to another job"))
         elif argv[:2] == ["job", "wait"]:
             target = next(iter(ctx.positional(argv[2:])), None)
             if target and target not in ctx.descendants(lease):
