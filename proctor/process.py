@@ -84,19 +84,21 @@ def tagged(name: str, value: str) -> list[int]:
 
 
 def kill_tagged(name: str, value: str, grace: float = TERM_GRACE, rounds: int = 20) -> list[int]:
-    """End every process tagged `name=value`: SIGTERM, up to `grace` seconds, then SIGKILL,
-    again until none is left (one may have forked meanwhile). Returns the pids signalled."""
-    signalled: list[int] = []
-    pids = tagged(name, value)
-    if not pids:
-        return signalled
+    """End every process tagged `name=value` (see `_end`). Returns the pids signalled."""
+    return _end(lambda: tagged(name, value), grace, rounds)
+
+
+def _end(scan, grace: float, rounds: int) -> list[int]:
+    """End every process `scan()` finds: SIGTERM, up to `grace` seconds, then SIGKILL, again
+    until none is left (one may have forked meanwhile). Returns the pids signalled."""
+    pids = scan()
+    signalled = list(pids)
     for pid in pids:
         _signal(pid, signal.SIGTERM)
-    signalled.extend(pids)
     deadline = time.monotonic() + grace
     while pids and time.monotonic() < deadline:
         time.sleep(0.02)
-        pids = tagged(name, value)
+        pids = scan()
     for _ in range(rounds):
         if not pids:
             break
@@ -104,7 +106,7 @@ def kill_tagged(name: str, value: str, grace: float = TERM_GRACE, rounds: int = 
             _signal(pid, signal.SIGKILL)
         signalled.extend(p for p in pids if p not in signalled)
         time.sleep(0.02)
-        pids = tagged(name, value)
+        pids = scan()
     return signalled
 
 
@@ -241,25 +243,8 @@ def reap_adopted(since: int, keep: int) -> None:
 
 
 def kill_tree(tree: Tree, grace: float = TERM_GRACE, rounds: int = 20) -> list[int]:
-    """End every member of `tree`: SIGTERM, up to `grace` seconds, then SIGKILL, again until
-    none is left (one may have forked meanwhile). Returns the pids signalled."""
-    pids = tree.scan()
-    signalled = list(pids)
-    for pid in pids:
-        _signal(pid, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while pids and time.monotonic() < deadline:
-        time.sleep(0.02)
-        pids = tree.scan()
-    for _ in range(rounds):
-        if not pids:
-            break
-        for pid in pids:
-            _signal(pid, signal.SIGKILL)
-        signalled.extend(p for p in pids if p not in signalled)
-        time.sleep(0.02)
-        pids = tree.scan()
-    return signalled
+    """End every member of `tree` (see `_end`). Returns the pids signalled."""
+    return _end(tree.scan, grace, rounds)
 
 
 def _signal(pid: int, signum: int) -> None:

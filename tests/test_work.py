@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from tests.conftest import git, make_repo
+from tests.conftest import alive_with, git, make_repo
 from proctor import api
 
 SHARED = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "fixtures")
@@ -555,17 +555,6 @@ if sys.argv[2] == "hang":
 """
 
 
-def _alive_with(marker: str) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                    if marker.encode() in handle.read():
-                        found.append(int(entry))
-            except OSError:
-                pass
-    return found
 
 
 @pytest.mark.parametrize("ending", ["hang", "exit"])
@@ -583,9 +572,9 @@ def test_no_descendant_outlives_the_attempt(tmp_path, ending):
                                      runner.Limits(idle=30, grace=0.5), str(tmp_path), dict(os.environ))
         assert attempt.reply == "done"
         assert attempt.stop == ("grace" if ending == "hang" else None), attempt.reason
-        assert _alive_with(marker) == []
+        assert alive_with(marker) == []
     finally:
-        for pid in _alive_with(marker):  # a failure leaves no sleeper behind
+        for pid in alive_with(marker):  # a failure leaves no sleeper behind
             try:
                 os.kill(pid, 9)
             except ProcessLookupError:

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from tests.conftest import git, make_repo
+from tests.conftest import alive_with, git, make_repo
 from proctor import api
 from proctor.process import Tree, kill_tree, subreaper
 
@@ -72,21 +72,10 @@ if ending == "hang":
 """
 
 
-def _alive_with(marker: str) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                    if marker.encode() in handle.read():
-                        found.append(int(entry))
-            except OSError:
-                pass
-    return found
 
 
 def _kill_marked(marker: str) -> None:
-    for pid in _alive_with(marker):
+    for pid in alive_with(marker):
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
@@ -170,7 +159,7 @@ def test_proctor_work_ends_escapees_and_spares_the_server(work_repo, tmp_path, e
             assert report["sid"] not in (int((out / "worker_sid").read_text()), os.getsid(0))  # `proctor work` is in ours
             assert report["ppid"] == work.pid
             assert not _live(report["pid"]), f"{name}: pid {report['pid']} outlived the attempt"
-        assert _alive_with(marker) == []
+        assert alive_with(marker) == []
         status = _proctor(root, "server", "status", "-o", "json")
         assert status.returncode == 0, status.stdout + status.stderr
         server = json.loads(status.stdout)
@@ -194,7 +183,7 @@ def test_a_server_the_worker_stops_is_reaped_at_once(work_repo, tmp_path):
         done = _proctor(root, "work", "feat", "-o", "json")
         assert done.returncode == 0, done.stderr
         assert float((out / "stop_seconds").read_text()) < 10
-        assert _alive_with(marker) == []
+        assert alive_with(marker) == []
         assert _proctor(root, "server", "status").returncode == 1
     finally:
         _kill_marked(marker)
@@ -239,7 +228,7 @@ def test_without_adoption_other_children_and_their_orphans_are_spared(tmp_path):
         assert attempt.stop == "grace" and siblings
         assert not subreaper()
         assert siblings[0].poll() is None
-        assert len(_alive_with(marker)) == 2  # the sibling and its orphan
+        assert len(alive_with(marker)) == 2  # the sibling and its orphan
     finally:
         _kill_marked(marker)
         for proc in siblings:
@@ -281,7 +270,7 @@ time.sleep(300)
     try:
         deadline = time.monotonic() + 30
         # the root, kept, kept's child and the leaf carry the marker once all are up
-        while len(_alive_with(marker)) < 4 and time.monotonic() < deadline:
+        while len(alive_with(marker)) < 4 and time.monotonic() < deadline:
             time.sleep(0.05)
         kept = int((tmp_path / "kept").read_text())
         leaf = int((tmp_path / "leaf").read_text())
@@ -292,7 +281,7 @@ time.sleep(300)
         signalled = kill_tree(tree, grace=0.5)
         assert leaf in signalled and kept not in signalled
         assert not _live(leaf) and _live(kept)
-        assert len(_alive_with(marker)) == 2  # kept and its child, below a spared process
+        assert len(alive_with(marker)) == 2  # kept and its child, below a spared process
     finally:
         _kill_marked(marker)
         if root.poll() is None:
