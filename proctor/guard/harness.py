@@ -11,10 +11,7 @@ from __future__ import annotations
 import os
 
 from proctor.hook import HOSTS  # noqa: F401  (read from here by doctor and describe)
-
-
-def _host(host: str):
-    return __import__(f"proctor.hook.{host}", fromlist=["wiring"])
+from proctor.hook import adapter as _host
 
 
 def wiring(host: str) -> str:
@@ -35,18 +32,6 @@ def host_present(host: str, root: str) -> bool:
     marker = _host(host).MARKER
     return bool(shutil.which(host)) or os.path.isdir(os.path.join(root, marker)) or \
         os.path.isdir(os.path.join(os.path.expanduser("~"), marker))
-
-
-def settings_mention(paths: list[str], needle: str) -> str | None:
-    """The first of `paths` whose text holds `needle`, or None."""
-    for path in paths:
-        try:
-            with open(path, encoding="utf-8") as handle:
-                if needle in handle.read():
-                    return path
-        except OSError:
-            continue
-    return None
 
 
 SKILL = """\

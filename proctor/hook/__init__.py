@@ -17,7 +17,7 @@ HOSTS = ("claude", "codex", "gemini", "opencode")
 USAGE = "usage: proctor hook claude|codex|gemini|opencode [--lease ID]"
 
 
-def _adapter(host: str):
+def adapter(host: str):
     """The host's module, proctor/hook/<host>.py: parse, render, and its wiring."""
     return __import__(f"proctor.hook.{host}", fromlist=["parse"])
 
@@ -36,7 +36,7 @@ def run(argv: list[str], stdin: bytes, environ: dict | None = None) -> tuple[str
         index = argv.index("--lease")
         lease = argv[index + 1] if index + 1 < len(argv) else None
     try:
-        adapter = _adapter(host)
+        module = adapter(host)
         try:
             event = json.loads(stdin.decode("utf-8"))
         except (UnicodeDecodeError, ValueError):
@@ -45,11 +45,11 @@ def run(argv: list[str], stdin: bytes, environ: dict | None = None) -> tuple[str
         if not isinstance(event, dict):
             _debug(env, "proctor hook: the event on stdin is not a JSON object; passing")
             return "{}\n", 0
-        call = adapter.parse(event)
+        call = module.parse(event)
         from proctor.guard.engine import evaluate
 
         verdict = evaluate(call, lease, env)
-        answer = adapter.render(call, verdict)
+        answer = module.render(call, verdict)
         return json.dumps(answer, separators=(",", ":")) + "\n", 0
     except Exception as exc:  # the hook fails open, whatever went wrong
         _debug(env, f"proctor hook: {type(exc).__name__}: {exc}; passing")

@@ -98,9 +98,13 @@ def wiring() -> str:
 def wired(root: str, home: str) -> tuple[bool, str]:
     import os
 
-    from proctor.guard.harness import settings_mention
-
     paths = [os.path.join(root, ".claude", "settings.json"), os.path.join(root, ".claude", "settings.local.json"),
              os.path.join(home, ".claude", "settings.json")]
-    found = settings_mention(paths, "proctor hook claude")
-    return (True, f"present in {found}") if found else (False, f"missing (looked in {', '.join(paths)})")
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                if "proctor hook claude" in handle.read():
+                    return True, f"present in {path}"
+        except OSError:
+            continue
+    return False, f"missing (looked in {', '.join(paths)})"

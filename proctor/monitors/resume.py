@@ -55,7 +55,7 @@ def deliver_to_worker(root: str, job_id: str) -> bool:
                                wall=worker.wall_minutes * 60 if worker.wall_minutes else None,
                                spend=worker.max_spend_usd)
         attempt = runner.run_attempt(argv, module.Parser(), limits, job.get("checkout_root") or ws.root,
-                                     {**worker_env(job_id, nonce), **getattr(module, "ENV", {})},
+                                     worker_env(job_id, nonce, module),
                                      stdin_text=ready["text"] if module.PROMPT_ON_STDIN else None)
         if attempt.reason.startswith("could not start"):
             return False  # not handed over: it stays ready for the next chance

@@ -36,10 +36,11 @@ A stop, and a worker's own exit, end everything the worker started, in three swe
    tree (to init, where no group or parent chain reaches it) that kept its environment.
 A `proctor server` the worker started is the workspace's, not the worker's: its daemon does
 not carry the tag (daemon.py drops it) and it is spared by the tree sweep with everything
-below it (its monitor commands) when it is the server its state directory records: its
-environment names that directory (PROCTOR_SERVER_DIR) and the directory's server.json holds
-its pid. A variable alone spares nothing; a server that has not yet written server.json (the
-worker was stopped while it started) is ended.
+below it (its monitor commands) when it is this repository's server: this interpreter running
+`-m proctor server start --foreground`, its environment naming exactly this repository's server
+directory (PROCTOR_SERVER_DIR), whose server.json holds its pid. A variable, or a server.json of
+the worker's own, spares nothing; a server that has not yet written server.json (the worker
+was stopped while it started) is ended.
 """
 
 from __future__ import annotations
@@ -114,8 +115,7 @@ def run_attempt(argv: list[str], parser, limits: Limits, cwd: str, env: dict, st
     children meanwhile, such as the server)."""
     attempt = Attempt(started=time.time())
     tag = secrets.token_hex(12)
-    env = {**env, TAG: tag}
-    env = {**env, "PWD": os.path.abspath(cwd)}  # opencode takes its project from $PWD, not from its cwd
+    env = {**env, TAG: tag, "PWD": os.path.abspath(cwd)}  # opencode takes its project from $PWD, not its cwd
     adopting = adopt_orphans and not subreaper() and set_subreaper(True)  # cleared again at the end
     try:
         proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,

@@ -118,8 +118,11 @@ def prompt_for(ws: Workspace, job: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def worker_env(job_id: str, nonce: str | None = None) -> dict:
+def worker_env(job_id: str, nonce: str | None = None, module=None) -> dict:
+    """The worker's environment: this one, its lease in BAGGAGE, its job's secret, and what its
+    executor module adds (`ENV`, e.g. gemini's workspace trust)."""
     env = dict(os.environ)
+    env.update(getattr(module, "ENV", {}))
     # The worker runs `proctor` (its check, its result) and its host runs `proctor hook`: when
     # no proctor is on PATH, the one running this is put there.
     own = os.path.join(os.path.dirname(sys.executable), "proctor")
@@ -218,7 +221,7 @@ def _attempts(ws, job, rungs, notify, orchestrator, outcome, nonce) -> JobOutcom
             notify("start", {"job": job_id, "worker": worker.name, "executor": worker.executor, "attempt": number,
                              "rung": rung_index + 1, "rungs": len(rungs), "of": cfg.attempts})
             attempt = runner.run_attempt(
-                argv, module.Parser(), limits, ws.root, {**worker_env(job_id, nonce), **getattr(module, "ENV", {})},
+                argv, module.Parser(), limits, ws.root, worker_env(job_id, nonce, module),
                 stdin_text=prompt if module.PROMPT_ON_STDIN else None, adopt_orphans=True,
                 on_event=lambda kind, a: notify(kind, {"job": job_id, "worker": worker.name, "attempt": number,
                                                         "lines": a.lines, "last_line": a.last_line, "cost": a.cost}))
