@@ -197,3 +197,14 @@ RESUME = ADD_FOLLOW_UP + r"""
 from proctor.monitors.resume import deliver_to_worker
 print(deliver_to_worker(root, job))
 """
+
+
+def json_lines(text: str) -> list[dict]:
+    """The JSON lines of a host's stream-json output; anything else (warnings) is skipped."""
+    events = []
+    for line in text.splitlines():
+        try:
+            events.append(json.loads(line))
+        except ValueError:
+            continue
+    return events

@@ -19,7 +19,8 @@ import time
 
 import pytest
 
-from tests.hosts.conftest import FOLLOW_UP, RESUME, fork_and_take, git, host_binary, make_followup, wiring_json
+from tests.hosts.conftest import (FOLLOW_UP, RESUME, fork_and_take, git, host_binary, json_lines, make_followup,
+                                  wiring_json)
 from tests.hosts.model import HttpError, ScriptedModel, Tool, Turn
 from tests.hosts.gemini_api import Gemini
 
@@ -72,13 +73,7 @@ def run_gemini(env, repo: str, model: ScriptedModel, tmp, prompt: str = "do the 
     variables.update(extra or {})
     argv = [gemini, "-p", prompt, "--output-format", "stream-json", "--approval-mode", "yolo", *args]
     proc = env.run(argv, cwd=repo, extra=variables, timeout=timeout)
-    events = []
-    for line in proc.stdout.splitlines():
-        try:
-            events.append(json.loads(line))
-        except ValueError:
-            continue
-    return proc, events
+    return proc, json_lines(proc.stdout)
 
 
 def shell(command: str, **more) -> Tool:

@@ -18,7 +18,7 @@ import urllib.request
 import pytest
 
 from tests.hosts.chat import Chat
-from tests.hosts.conftest import FOLLOW_UP, RESUME, fork_and_take, git, host_binary, wiring_text
+from tests.hosts.conftest import FOLLOW_UP, RESUME, fork_and_take, git, host_binary, json_lines, wiring_text
 from tests.hosts.model import HttpError, ScriptedModel, Tool, Turn
 
 PROMPT = "do the task"
@@ -56,13 +56,7 @@ def run_opencode(env, cwd: str, prompt: str = PROMPT, extra: dict | None = None,
     if session:
         argv += ["--session", session]
     proc = env.run(argv + [prompt], cwd=cwd, extra=extra, timeout=timeout)
-    events = []
-    for line in proc.stdout.splitlines():
-        try:
-            events.append(json.loads(line))
-        except ValueError:
-            pass
-    return proc, events
+    return proc, json_lines(proc.stdout)
 
 
 def tool_uses(events: list[dict]) -> list[dict]:
