@@ -344,20 +344,26 @@ def test_background_subagent_bound_by_its_agent_id(ws):
 
 # -- settings ---------------------------------------------------------------------------------
 
-def test_loosening_applies_once_committed(ws):
+def test_loosening_applies_once_committed_and_never_to_a_holder_of_an_older_checkpoint(ws):
     with open(os.path.join(ws, "proctor.toml"), "a") as handle:
         handle.write('\n[guard.rules]\nlease-write-scope = "advise"\nlease-base-diverged = "deny"\n')
     command = event(ws, "Bash", {"command": "echo > README"})
     assert denied(hook(command, env=LEASED), "lease-write-scope"), "an uncommitted loosening waits"
     git(ws, "commit", "-qam", "loosen")
-    assert advised(hook(command, env=LEASED), "lease-write-scope")
+    # feat was handed the checkpoint before the loosening: its holder cannot loosen its own rules
+    assert denied(hook(command, env=LEASED), "lease-write-scope"), "a holder's commit loosens nothing for it"
     rules = {r["name"]: r["decision"] for r in api.describe_rules(cwd=ws)}
     assert rules["lease-write-scope"] == "advise" and rules["lease-base-diverged"] == "deny"
+    api.fork({"id": "later", "write_paths": ["src/a.py"], "check": "test"}, cwd=ws)
+    later = {"BAGGAGE": "proctor.lease=later"}
+    assert advised(hook(command, env=later), "lease-write-scope"), "a job handed the loosened checkpoint"
     with open(os.path.join(ws, "proctor.toml"), "a") as handle:
         handle.write('lease-gate = "off"\n')
     # TOML: the appended key lands in [guard.rules]; a rule turned off is not evaluated at all
     git(ws, "commit", "-qam", "off")
-    assert hook(event(ws, "Bash", {"command": "proctor run ci"}), env=LEASED) == {}
+    api.fork({"id": "latest", "write_paths": ["src/a.py"], "check": "test"}, cwd=ws)
+    assert hook(event(ws, "Bash", {"command": "proctor run ci"}), env={"BAGGAGE": "proctor.lease=latest"}) == {}
+    assert denied(hook(event(ws, "Bash", {"command": "proctor run ci"}), env=LEASED), "lease-gate")
 
 
 def test_tightening_applies_at_once(ws):
@@ -386,7 +392,9 @@ def test_corrupt_store_fails_open(ws):
             os.remove(path + suffix)
     with open(path, "wb") as handle:
         handle.write(b"garbage" * 1000)
-    assert hook(event(ws, "Bash", {"command": "echo > src/b.py"}), env=LEASED) == {}
+    answer = hook(event(ws, "Bash", {"command": "echo > src/b.py"}), env=LEASED)
+    assert advised(answer, "lease-unattributed") and "is not a readable SQLite database" in reason(answer)
+    assert hook(event(ws, "Bash", {"command": "echo > src/b.py"})) == {}, "no lease claimed: nothing to say"
 
 
 def test_entry_for_a_leased_writer_and_refused_writes_consume_nothing(ws):

@@ -30,6 +30,7 @@ from proctor.paths import find_checkout, repo_state_dir
 from proctor.store import rows
 
 BAGGAGE_KEY = "proctor.lease"
+RECORD_WAIT_SECONDS = 0.25  # how long the hook waits for another writer before skipping its records
 
 
 def unquote(text: str) -> str:
@@ -63,24 +64,28 @@ def baggage(environ) -> dict[str, str]:
 
 class Context:
     def __init__(self, call: Call, flag_lease: str | None, environ) -> None:
-        from proctor.guard import settings as guard_settings
-
         self.call = call
         self.environ = environ
         self.now = time.time()
+        self.notes: list[str] = []  # what the guard could not do, for the hook's debug output
         self.checkout = find_checkout(call.cwd if call.cwd and os.path.isdir(call.cwd) else None)
         self.root = os.path.realpath(self.checkout.root)
         self.cwd = os.path.realpath(call.cwd) if call.cwd and os.path.isdir(call.cwd) else os.getcwd()
-        self.settings = guard_settings.load(self.checkout)
         self.state_dir = repo_state_dir(self.checkout, create=False)
         self._store = None
         self.conn = None
+        self.store_problem: str | None = None
         db = os.path.join(self.state_dir, "proctor.db")
         if os.path.exists(db):
+            from proctor.errors import StoreError
             from proctor.store import Store
 
-            self._store = Store(self.state_dir)
-            self.conn = self._store.conn
+            try:
+                self._store = Store(self.state_dir, busy_seconds=RECORD_WAIT_SECONDS, for_guard=True)
+                self.conn = self._store.conn
+            except StoreError as exc:
+                self.store_problem = str(exc)
+                self.notes.append(f"the store cannot be read ({exc}); judging with no jobs")
         self.pending: list = []  # callables run in one write transaction after judging
         self.allowed_only: list = []  # the same, dropped when the verdict denies
         self.baggage = baggage(environ)
@@ -92,12 +97,33 @@ class Context:
             row = self.job_row(self.lease)
             if row is None or not rows.is_live(row["state"]):
                 state = "names no job" if row is None else f"names a job that has ended ({row['state']})"
+                if self.conn is None and self.store_problem:
+                    state = f"cannot be checked: {self.store_problem}"
                 self.lease_note = "; ".join(filter(None, (self.spawn_note, (
                     f"lease {self.lease} (from {self.lease_from}) {state}; nothing is "
                     f"enforced for this session, and its writes are unattributed"))))
             else:
                 self.job = row
+        self.settings = self._settings()
         self._writes: shell.Writes | None = None
+
+    def _settings(self) -> dict:
+        """The workspace's rule settings; under a lease, no looser than at the job's checkpoint.
+        Settings that cannot be read are the defaults: every rule at its own decision."""
+        from proctor.guard import settings as guard_settings
+
+        pinned = None
+        if self.job is not None:
+            for candidate in ((self.job.get("checkpoint") or "").split("+", 1)[0], self.job.get("base") or ""):
+                if 7 <= len(candidate) <= 64 and all(c in "0123456789abcdef" for c in candidate):
+                    pinned = candidate  # a revision, never an option git could read
+                    break
+        try:
+            return guard_settings.load(self.checkout, pinned=pinned, verify_loosening=self.job is not None)
+        except Exception as exc:
+            self.notes.append(f"the settings could not be read ({type(exc).__name__}: {exc}); every rule at "
+                              f"its default")
+            return {}
 
     def _resolve_lease(self, flag: str | None) -> tuple[str | None, str | None]:
         if flag:
@@ -377,14 +403,34 @@ class Context:
 
     def flush(self) -> None:
         """Write the queued records. A repository with no store gets none: the hook, wired
-        for every repository a person opens, creates no state where proctor is not in use."""
+        for every repository a person opens, creates no state where proctor is not in use.
+        Bounded: a store another writer holds past RECORD_WAIT_SECONDS, or one that cannot be
+        written, is skipped with a note; the verdict never waits on it."""
         if not self.pending or self._store is None:
             return
         store = self._store
-        with store.write() as conn:
-            for action in self.pending:
-                action(conn, store.state_dir)
+        if not store.writable:
+            self.notes.append(f"the store {store.path} cannot be written; {len(self.pending)} record(s) skipped")
+            return
+        from proctor.errors import StoreError
+
+        try:
+            with store.write() as conn:
+                for action in self.pending:
+                    action(conn, store.state_dir)
+        except StoreError as exc:
+            self.notes.append(f"records skipped: {exc}")
+
+    def finish(self) -> list[str]:
+        """Write the records and close; what could not be done, for the debug output."""
+        try:
+            self.flush()
+        except Exception as exc:
+            self.notes.append(f"records skipped ({type(exc).__name__}: {exc})")
+        finally:
+            self.close()
+        return self.notes
 
     def close(self) -> None:
-        if self._store is not None:
+        if self._store is not None and self._store.conn is not None:
             self._store.close()

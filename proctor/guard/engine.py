@@ -1,6 +1,11 @@
 """Reaching a verdict: every rule the workspace has not turned off, each finding capped at the
 rule's effective decision; deny if any finding denies, advise if any advises, else pass.
 
+Judge first, answer, record after: `judge` reaches the verdict without writing anything, and
+the verdict's `finish()` writes the call's records once the answer is out. A rule that raises
+is an advisory naming it; recording that fails is a note in the debug output. Neither ever
+turns a deny into a pass.
+
 A spawn (a payload carrying a prompt) is recorded, never judged: it lands on the trail as an
 agent_spawn event with the prompt as a blob, joined to a job only when the prompt's first
 non-blank line is `lease: <id>`, and passes without a single rule evaluated.
@@ -14,7 +19,7 @@ DENY, ADVISE, PASS = "deny", "advise", "pass"
 
 
 class Verdict:
-    __slots__ = ("decision", "findings", "lease", "lease_from")
+    __slots__ = ("decision", "findings", "lease", "lease_from", "finish")
 
     def __init__(self, findings: list[tuple[str, str, str]], lease: str | None = None,
                  lease_from: str | None = None) -> None:
@@ -22,6 +27,7 @@ class Verdict:
         self.lease, self.lease_from = lease, lease_from
         levels = {level for _, level, _ in findings}
         self.decision = DENY if DENY in levels else ADVISE if ADVISE in levels else PASS
+        self.finish = lambda: []  # writes the call's records after the answer; returns notes
 
     def text(self) -> str:
         ordered = [f for f in self.findings if f[1] == DENY] + [f for f in self.findings if f[1] == ADVISE]
@@ -49,6 +55,18 @@ def spawn_job(prompt: str) -> str | None:
 
 
 def evaluate(call: Call, flag_lease: str | None, environ) -> Verdict:
+    """Judge the call and write its records; see `judge` for the verdict before any record."""
+    verdict = judge(call, flag_lease, environ)
+    verdict.finish()
+    return verdict
+
+
+def judge(call: Call, flag_lease: str | None, environ) -> Verdict:
+    """The verdict, reached before anything is written. Its `finish()` then writes the call's
+    records (bounded: a store not free at once is skipped, see Context.flush) and returns what
+    it could not do, for the debug output. A rule that raises is reported as an advisory
+    naming it, and every other finding stands: nothing that fails while judging or recording
+    turns a deny into a pass."""
     from proctor.guard.context import Context
     from proctor.guard.rules import ALL
 
@@ -58,32 +76,46 @@ def evaluate(call: Call, flag_lease: str | None, environ) -> Verdict:
             if call.event == PRE_TOOL:
                 ctx.later(_record_spawn(ctx))
             elif call.event == POST_TOOL:
-                _bind_spawned(ctx)
+                _guarded(ctx, "binding the spawn", lambda: _bind_spawned(ctx))
             _record_session(ctx, None)
-            ctx.flush()
-            return Verdict([])
-        findings: list[tuple[str, str, str]] = []
-        decisions = ctx.settings.get("rules", {})
-        for rule in ALL:
-            if call.event not in rule.EVENTS:
-                continue
-            decision = decisions.get(rule.NAME, rule.DEFAULT)
-            if decision == "off":
-                continue
-            for strength, message in rule.check(ctx) or ():
-                # "rule": a finding at the rule's full strength takes its effective decision;
-                # "advise": one the rule only ever advises (an uncertainty, an opt-in boundary).
-                level = decision if strength == "rule" else ADVISE
-                findings.append((rule.NAME, level, message))
-        verdict = Verdict(findings, ctx.lease, ctx.lease_from)
-        if call.event == PRE_TOOL and verdict.decision != DENY:
-            ctx.pending.extend(ctx.allowed_only)
-            _bind_exec(ctx)
-        _record_session(ctx, verdict)
-        ctx.flush()
-        return verdict
-    finally:
+            verdict = Verdict([])
+        else:
+            findings: list[tuple[str, str, str]] = []
+            decisions = ctx.settings.get("rules", {})
+            for rule in ALL:
+                if call.event not in rule.EVENTS:
+                    continue
+                decision = decisions.get(rule.NAME, rule.DEFAULT)
+                if decision == "off":
+                    continue
+                try:
+                    found = list(rule.check(ctx) or ())
+                except Exception as exc:  # one rule's failure is its own finding, never the verdict's end
+                    findings.append((rule.NAME, ADVISE, f"this rule could not judge the call ({type(exc).__name__}: "
+                                                        f"{exc}); the other rules' findings stand"))
+                    continue
+                for strength, message in found:
+                    # "rule": a finding at the rule's full strength takes its effective decision;
+                    # "advise": one the rule only ever advises (an uncertainty, an opt-in boundary).
+                    level = decision if strength == "rule" else ADVISE
+                    findings.append((rule.NAME, level, message))
+            verdict = Verdict(findings, ctx.lease, ctx.lease_from)
+            if call.event == PRE_TOOL and verdict.decision != DENY:
+                ctx.pending.extend(ctx.allowed_only)
+                _guarded(ctx, "binding proctor job exec", lambda: _bind_exec(ctx))
+            _record_session(ctx, verdict)
+    except BaseException:
         ctx.close()
+        raise
+    verdict.finish = ctx.finish
+    return verdict
+
+
+def _guarded(ctx, what: str, step) -> None:
+    try:
+        step()
+    except Exception as exc:
+        ctx.notes.append(f"{what} failed ({type(exc).__name__}: {exc}); skipped")
 
 
 def _record_spawn(ctx):

@@ -3,7 +3,14 @@
 Parsing TOML costs the hook more than the rest of its work (tomllib alone is ~11 ms), so
 the effective settings are computed once per change of the working tree's proctor.toml or
 of HEAD, and read back as JSON after that. A rule's decision is the STRICTER of the working
-tree's file and HEAD's: a tightening applies at once, a loosening only once committed.
+tree's file and HEAD's: a tightening applies at once, a loosening only once committed. A
+rule's options (minutes) are the smaller of the two.
+
+Under a lease the job's checkpoint is a third source (`pinned`): a holder cannot loosen its
+own rules by editing or committing proctor.toml. The cache is a file any process of the
+user can rewrite, so under a lease a cached setting looser than the rule's default is not
+taken on trust: the settings are computed again from the files (`verify_loosening`). A
+workspace on the defaults, or one that only tightens, keeps the cache's speed.
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ from proctor.paths import Checkout, head_revision, repo_cache_dir, write_atomic
 
 CONFIG_NAME = "proctor.toml"
 STRICTNESS = {"off": 0, "advise": 1, "deny": 2}
-CACHE_VERSION = 2
+CACHE_VERSION = 3
 
 
 def _stat_key(path: str) -> list | None:
@@ -27,22 +34,22 @@ def _stat_key(path: str) -> list | None:
     return [info.st_mtime_ns, info.st_size, info.st_ino]
 
 
-def load(checkout: Checkout) -> dict:
+def load(checkout: Checkout, pinned: str | None = None, verify_loosening: bool = False) -> dict:
     """`{"rules": {name: decision}, "gate": ..., "targets": {name: command}, "problems": [...]}`."""
     config_path = os.path.join(checkout.root, CONFIG_NAME)
     key = {"v": CACHE_VERSION, "toml": _stat_key(config_path), "head": head_revision(checkout),
-           "root": checkout.root}
+           "root": checkout.root, "pinned": pinned}
     cache_path = os.path.join(
         repo_cache_dir(checkout),
         f"guard-config-{zlib.crc32(checkout.root.encode('utf-8', 'surrogateescape')):08x}.json")
     try:
         with open(cache_path, encoding="utf-8") as handle:
             cached = json.load(handle)
-        if cached.get("key") == key:
+        if cached.get("key") == key and not (verify_loosening and looser_than_defaults(cached["settings"])):
             return cached["settings"]
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, KeyError, TypeError):
         pass
-    settings = compute(checkout, key["head"])
+    settings = compute(checkout, key["head"], pinned)
     try:
         write_atomic(cache_path, json.dumps({"key": key, "settings": settings}))
     except OSError:
@@ -50,13 +57,31 @@ def load(checkout: Checkout) -> dict:
     return settings
 
 
-def compute(checkout: Checkout, head: str | None) -> dict:
-    """Parse both configs (slow path: imports tomllib and runs git once)."""
+def looser_than_defaults(settings: dict) -> bool:
+    """Whether any rule is set looser than its default, or any option above its default."""
+    from proctor.guard.rules import ALL
+
+    rules, options = settings.get("rules") or {}, settings.get("options") or {}
+    for rule in ALL:
+        decision = rules.get(rule.NAME, rule.DEFAULT)
+        if STRICTNESS.get(decision, 0) < STRICTNESS[rule.DEFAULT]:
+            return True
+        for option, default in getattr(rule, "OPTIONS", {}).items():
+            value = (options.get(rule.NAME) or {}).get(option, default)
+            if not isinstance(value, (int, float)) or value > default:
+                return True
+    return False
+
+
+def compute(checkout: Checkout, head: str | None, pinned: str | None = None) -> dict:
+    """Parse the configs (slow path: imports tomllib and runs git once or twice)."""
     from proctor import config as config_mod
     from proctor.guard.rules import ALL
 
     worktree = config_mod.load(checkout.root)
-    committed = config_mod.parse(_committed_config(checkout.root) if head else b"", "HEAD:" + CONFIG_NAME)
+    others = [config_mod.parse(_committed_config(checkout.root, "HEAD") if head else b"", "HEAD:" + CONFIG_NAME)]
+    if pinned:
+        others.append(config_mod.parse(_committed_config(checkout.root, pinned), f"{pinned}:{CONFIG_NAME}"))
     problems = list(worktree.problems)
     known = {rule.NAME for rule in ALL}
     for name in sorted(set(worktree.guard_rules) - known):
@@ -64,11 +89,20 @@ def compute(checkout: Checkout, head: str | None) -> dict:
                         f"them); ignored")
     rules = {}
     for rule in ALL:
-        mine = worktree.guard_rules.get(rule.NAME, rule.DEFAULT)
-        theirs = committed.guard_rules.get(rule.NAME, rule.DEFAULT)
-        rules[rule.NAME] = mine if STRICTNESS[mine] >= STRICTNESS[theirs] else theirs
+        decision = worktree.guard_rules.get(rule.NAME, rule.DEFAULT)
+        for other in others:
+            theirs = other.guard_rules.get(rule.NAME, rule.DEFAULT)
+            if STRICTNESS[theirs] > STRICTNESS[decision]:
+                decision = theirs
+        rules[rule.NAME] = decision
     options, option_problems = rule_options(worktree.guard_options)
     problems.extend(option_problems)
+    for other in others:
+        theirs, _ = rule_options(other.guard_options)
+        for name, values in theirs.items():
+            mine = options.setdefault(name, dict(values))
+            for option, value in values.items():
+                mine[option] = min(mine.get(option, value), value)
     return {
         "rules": rules,
         "options": options,
@@ -78,10 +112,10 @@ def compute(checkout: Checkout, head: str | None) -> dict:
     }
 
 
-def _committed_config(root: str) -> bytes:
+def _committed_config(root: str, revision: str) -> bytes:
     from proctor.vcs import git
 
-    proc = git.run(root, "show", f"HEAD:{CONFIG_NAME}", check=False)
+    proc = git.run(root, "show", f"{revision}:{CONFIG_NAME}", check=False)
     return proc.stdout if proc.returncode == 0 else b""
 
 

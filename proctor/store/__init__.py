@@ -38,24 +38,64 @@ def _busy_seconds() -> float:
 
 
 class Store:
-    """A handle on one repository's database. Cheap to open; one per command."""
+    """A handle on one repository's database. Cheap to open; one per command.
 
-    def __init__(self, state_dir: str) -> None:
+    `busy_seconds` bounds every wait for another writer (default: PROCTOR_BUSY_TIMEOUT, else
+    10 s). The guard's hook opens with `for_guard=True`: a short wait, and a store it cannot
+    write (a read-only file or directory, a `-shm` it may not touch, a schema it would have to
+    migrate) is opened read-only instead, so the guard still reads the jobs it judges against;
+    `self.writable` then says its records are skipped.
+    """
+
+    def __init__(self, state_dir: str, busy_seconds: float | None = None, for_guard: bool = False) -> None:
         self.state_dir = state_dir
         self.path = os.path.join(state_dir, DB_NAME)
-        self.busy_seconds = _busy_seconds()
+        self.busy_seconds = _busy_seconds() if busy_seconds is None else busy_seconds
         self._lock_path = self.path + ".lock"
+        self.writable = True
         try:
             self.conn = sqlite3.connect(
                 self.path, isolation_level=None, timeout=self.busy_seconds, check_same_thread=False
             )
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot open the store {self.path}: {exc}") from None
+            if not for_guard:
+                raise StoreError(f"cannot open the store {self.path}: {exc}") from None
+            self.conn = None
         try:
+            if self.conn is None:
+                raise sqlite3.OperationalError("unable to open database file")
             self._prepare()
-        except sqlite3.DatabaseError as exc:
-            self.conn.close()
-            raise self._translate(exc) from None
+            if for_guard and not os.access(self.path, os.W_OK):
+                self.writable = False
+        except (sqlite3.DatabaseError, StoreError) as exc:
+            if self.conn is not None:
+                self.conn.close()
+            if not for_guard or "newer than this proctor" in str(exc):
+                raise (exc if isinstance(exc, StoreError) else self._translate(exc)) from None
+            self._open_read_only()
+
+    def _open_read_only(self) -> None:
+        """Read what can be read: the file read-only, else as immutable (no locks, no -shm: a
+        store nobody may write cannot change under the reader either)."""
+        self.writable = False
+        uri = self.path.replace("%", "%25").replace("?", "%3f").replace("#", "%23")
+        last: Exception | None = None
+        for flags in ("mode=ro", "immutable=1"):
+            try:
+                conn = sqlite3.connect(f"file:{uri}?{flags}", uri=True, isolation_level=None,
+                                       timeout=self.busy_seconds, check_same_thread=False)
+                version = conn.execute("PRAGMA user_version").fetchone()[0]
+                conn.execute("SELECT 1 FROM jobs LIMIT 1").fetchall()
+            except sqlite3.Error as exc:
+                last = exc
+                continue
+            if version > SCHEMA_VERSION:
+                conn.close()
+                raise StoreError(f"the store {self.path} has schema version {version}, newer than this proctor "
+                                 f"understands ({SCHEMA_VERSION}); upgrade proctor (pip install -U proctor)")
+            self.conn = conn
+            return
+        raise self._translate(last if isinstance(last, sqlite3.Error) else sqlite3.OperationalError("unreadable"))
 
     def _translate(self, exc: sqlite3.Error) -> StoreError:
         text = str(exc)
