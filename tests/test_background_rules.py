@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import git, make_repo
 from proctor.hook import run as hook_run
-from tests.test_transcript import notice, tool_result, tool_use, ts, write
+from tests.test_transcript import deadline, notice, tool_result, tool_use, ts, write
 
 
 @pytest.fixture
@@ -142,6 +142,22 @@ def test_unreadable_transcripts_pass(root, tmp_path):
     binary = tmp_path / "bin.jsonl"
     binary.write_bytes(b"\xff\xfe\x00garbage\n" * 100)
     assert call(root, binary, "touch x") == {}
+
+
+def test_hostile_transcript_paths_pass_without_blocking(root, tmp_path):
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)
+    zero = tmp_path / "zero.jsonl"
+    zero.symlink_to("/dev/zero")
+    with deadline(30):
+        for path in (fifo, "/dev/zero", zero):
+            assert call(root, path, "touch x") == {}
+        # a line nested past the JSON parser's depth, then a real silent task: the task is seen
+        deep = tmp_path / "deep.jsonl"
+        deep.write_bytes(b"[" * 200_000 + b'"Command running in background with ID: deep"\n')
+        write(deep, launch("b10", "sleep 99999", 2 * 3600), mode="a")
+        reason = text_of(call(root, deep, "touch x"))
+        assert reason.startswith("deny [background-silent]") and "task b10 " in reason and "deep" not in reason
 
 
 def test_background_left_at_subagent_stop(root, tmp_path):

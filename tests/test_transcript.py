@@ -287,3 +287,340 @@ def test_moved_by_timeout_structured_monitor_and_gone_tasks(tmp_path):
     assert found["mv1"]["status"] == "running" and found["mv1"]["command"] == "make slow"
     assert found["mon9"]["watcher"] is True
     assert found["old7"]["status"] == "gone"
+
+
+# -- bounded work: long and unterminated lines, hostile paths --------------------------------
+
+import contextlib  # noqa: E402
+import random  # noqa: E402
+import signal  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), ".."))
+
+
+class Blocked(Exception):
+    """Not an OSError, so that no `pytest.raises(OSError)` takes a hang for a refusal."""
+
+
+@contextlib.contextmanager
+def deadline(seconds: float):
+    """Fail, instead of hanging the suite, when the body blocks (an open() of a FIFO would)."""
+
+    def expired(signum, frame):
+        raise Blocked(f"still blocked after {seconds}s")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def checkpoint(checkpoints):
+    [saved] = list(checkpoints.iterdir())
+    return json.load(open(saved))
+
+
+def launch_lines(task, command="serve", ago=100):
+    return [tool_use("tu-" + task, "Bash", {"command": command, "run_in_background": True}, ago),
+            tool_result("tu-" + task, f"Command running in background with ID: {task}", ago - 1)]
+
+
+def finished_line(task, status="completed", ago=5, **extra):
+    return {"type": "queue-operation", "operation": "enqueue", "timestamp": ts(ago),
+            "content": notice("task", task, status, ago), **extra}
+
+
+@pytest.fixture
+def bytes_read(monkeypatch):
+    """How many bytes of the transcript (not of the checkpoint) the reader has read."""
+    counted = {"bytes": 0}
+    opener = claude._open_regular
+
+    class Counting:
+        def __init__(self, handle):
+            self.handle = handle
+
+        def read(self, size=-1):
+            data = self.handle.read(size)
+            counted["bytes"] += len(data)
+            return data
+
+        def __getattr__(self, name):
+            return getattr(self.handle, name)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.handle.close()
+
+    def counting(path):
+        handle = opener(path)
+        return handle if os.path.basename(path).startswith("transcript-") else Counting(handle)
+
+    monkeypatch.setattr(claude, "_open_regular", counting)
+
+    def take() -> int:
+        value, counted["bytes"] = counted["bytes"], 0
+        return value
+
+    return take
+
+
+_MEASURE = r"""
+import json, os, resource, stat, sys, time
+import proctor.paths
+from proctor.transcript import claude
+
+def rchar():
+    try:
+        with open("/proc/self/io") as handle:
+            return int(next(l for l in handle if l.startswith("rchar:")).split()[1])
+    except (OSError, StopIteration):
+        return None
+
+rss, io = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, rchar()
+start = time.monotonic()
+state = claude.read(sys.argv[1], sys.argv[2])
+seconds, after = time.monotonic() - start, rchar()
+growth = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss) / 1024
+print(json.dumps({"seconds": seconds, "rss_growth_mb": growth, "read": None if io is None else after - io,
+                  "tasks": {k: v["status"] for k, v in state.tasks.items()}}))
+"""
+
+
+def measure(path, checkpoints) -> dict:
+    """One read in a fresh interpreter: its time, peak RSS growth and bytes read."""
+    proc = subprocess.run([sys.executable, "-c", _MEASURE, str(path), str(checkpoints)], capture_output=True,
+                          text=True, timeout=300, cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT))
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+LONG = 512 << 20  # held whole, as the reader once did, this shows as 0.5-2 GB of RSS and ~15 s
+
+
+def test_an_unterminated_last_line_costs_bounded_memory_and_time(tmp_path):
+    """A 512 MB last line with no newline (sparse, so nothing reaches the disk): the first call
+    holds no more than a few blocks and leaves a checkpoint past it; the second, once the line
+    ends and an event follows, reads only the bytes written since."""
+    path, checkpoints = tmp_path / "t.jsonl", tmp_path / "cache"
+    write(path, launch_lines("b1"))
+    with open(path, "ab") as handle:
+        handle.write(b'{"type":"user","message":{"content":"Command running in background with ID: never ')
+    end = os.path.getsize(path) + LONG
+    os.truncate(path, end)
+    first = measure(path, checkpoints)
+    assert first["tasks"] == {"b1": "running"}
+    assert first["seconds"] < 10, first
+    assert first["rss_growth_mb"] < 64, first
+    saved = checkpoint(checkpoints)
+    assert (saved["offset"], saved["partial"], saved["skip"]) == (end, 0, True), "inside an over-long line"
+    with open(path, "ab") as handle:
+        handle.write(b' ok"}}\n' + json.dumps(finished_line("b1")).encode() + b"\n")
+    second = measure(path, checkpoints)
+    assert second["tasks"] == {"b1": "completed"}, "the event after the long line is seen"
+    if second["read"] is not None:
+        assert second["read"] < os.path.getsize(path) - end + (256 << 10), second
+    assert second["seconds"] < 2, second
+    saved = checkpoint(checkpoints)
+    assert (saved["offset"], saved["partial"], saved["skip"]) == (os.path.getsize(path), 0, False)
+    third = measure(path, checkpoints)
+    assert third["tasks"] == {"b1": "completed"}
+    if third["read"] is not None:
+        assert third["read"] < 256 << 10, "nothing new: nothing of the transcript read but its head"
+
+
+def test_a_partial_last_line_is_read_back_only_once_it_ends(tmp_path, bytes_read):
+    path, checkpoints = tmp_path / "t.jsonl", tmp_path / "cache"
+    write(path, launch_lines("b1"))
+    base = os.path.getsize(path)
+    line = (json.dumps(finished_line("b1", pad="x" * 1_000_000)) + "\n").encode()
+    half, more = len(line) // 2, len(line) * 3 // 4
+    with open(path, "ab") as handle:
+        handle.write(line[:half])
+    assert tasks(path, checkpoints)["b1"]["status"] == "running"
+    assert bytes_read() == claude.HEAD_BYTES + base + half
+    saved = checkpoint(checkpoints)
+    assert (saved["offset"], saved["partial"], saved["skip"]) == (base, half, False)
+    with open(path, "ab") as handle:
+        handle.write(line[half:more])
+    assert tasks(path, checkpoints)["b1"]["status"] == "running"
+    assert bytes_read() == claude.HEAD_BYTES + (more - half), "the partial line is not read again"
+    assert (checkpoint(checkpoints)["offset"], checkpoint(checkpoints)["partial"]) == (base, more)
+    with open(path, "ab") as handle:
+        handle.write(line[more:])
+    assert tasks(path, checkpoints)["b1"]["status"] == "completed"
+    assert bytes_read() == claude.HEAD_BYTES + (len(line) - more) + more, "read back once, now that it ended"
+    saved = checkpoint(checkpoints)
+    assert (saved["offset"], saved["partial"], saved["skip"]) == (os.path.getsize(path), 0, False)
+    assert tasks(path, checkpoints)["b1"]["status"] == "completed"
+    assert bytes_read() == claude.HEAD_BYTES
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    monkeypatch.setattr(claude, "MAX_LINE", 4096)
+    monkeypatch.setattr(claude, "CHUNK", 1000)
+
+
+def test_an_over_long_line_is_skipped(tmp_path, small_blocks):
+    path, checkpoints = tmp_path / "t.jsonl", tmp_path / "cache"
+    too_long = tool_result("tu-x", "Command running in background with ID: skipped " + "y" * 5000, 50)
+    at_the_cap = tool_result("tu-y", "Command running in background with ID: kept ", 40)
+    at_the_cap["pad"] = ""
+    at_the_cap["pad"] = "z" * (4096 - len(json.dumps(at_the_cap)))
+    assert len(json.dumps(at_the_cap)) == 4096
+    write(path, launch_lines("b1") + [too_long, at_the_cap] + launch_lines("b2"))
+    assert set(tasks(path, checkpoints)) == {"b1", "kept", "b2"}, "over the cap skipped, at the cap read"
+    assert set(tasks(path)) == {"b1", "kept", "b2"}, "the same without a checkpoint"
+    # an over-long partial line: the checkpoint says the reader is inside it, past what it saw
+    with open(path, "a") as handle:
+        handle.write(json.dumps(finished_line("b2"))[:-1] + ', "pad": "' + "p" * 6000)
+    assert tasks(path, checkpoints)["b2"]["status"] == "running"
+    saved = checkpoint(checkpoints)
+    assert (saved["offset"], saved["partial"], saved["skip"]) == (os.path.getsize(path), 0, True)
+    with open(path, "a") as handle:
+        handle.write("p" * 3000)
+    assert tasks(path, checkpoints)["b2"]["status"] == "running"
+    assert checkpoint(checkpoints)["offset"] == os.path.getsize(path)
+    with open(path, "a") as handle:
+        handle.write('"}\n')
+    write(path, [finished_line("b1")], mode="a")
+    found = tasks(path, checkpoints)
+    assert found["b2"]["status"] == "running", "the over-long notice is skipped, never half-read"
+    assert found["b1"]["status"] == "completed", "the line after it is read"
+    assert checkpoint(checkpoints)["skip"] is False
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_any_cut_and_block_size_gives_the_same_state(tmp_path, monkeypatch, seed):
+    """Read in one call with the default blocks, or appended piece by piece at random cuts
+    (mid-line too) with small blocks and a checkpoint between: the same tasks."""
+    rng = random.Random(seed)
+    lines = []
+    for n in range(40):
+        task = f"t{n}"
+        lines += launch_lines(task, command=f"cmd {n}", ago=1000 - n)
+        if rng.random() < 0.3:
+            lines[-1]["pad"] = "q" * rng.choice([10, 3000, 4096, 5000, 20000])
+        if rng.random() < 0.5:
+            line = finished_line(task, rng.choice(["completed", "failed"]), ago=900 - n)
+            if rng.random() < 0.3:
+                line["pad"] = "r" * rng.choice([100, 4500, 9000])
+            lines.append(line)
+        if rng.random() < 0.2:
+            lines.append("not json " + "g" * rng.choice([0, 2000, 7000]))
+    data = b"".join((line if isinstance(line, str) else json.dumps(line)).encode() + b"\n" for line in lines)
+    monkeypatch.setattr(claude, "MAX_LINE", 4096)
+    whole = tmp_path / "whole.jsonl"
+    whole.write_bytes(data)
+    expected = claude.read(str(whole), None).tasks
+    assert any(t["status"] == "running" for t in expected.values())
+    monkeypatch.setattr(claude, "CHUNK", rng.choice([97, 1000, 4096, 5003]))
+    path, checkpoints = tmp_path / "t.jsonl", tmp_path / "cache"
+    cuts = sorted(rng.sample(range(1, len(data)), 60)) + [len(data)]
+    done = 0
+    for cut in cuts:
+        with open(path, "ab") as handle:
+            handle.write(data[done:cut])
+        done = cut
+        claude.read(str(path), str(checkpoints))
+    assert claude.read(str(path), str(checkpoints)).tasks == expected
+
+
+def test_truncated_or_rotated_under_a_long_line_checkpoint(tmp_path, small_blocks):
+    path, checkpoints = tmp_path / "t.jsonl", tmp_path / "cache"
+    write(path, launch_lines("b1"))
+    base = os.path.getsize(path)
+    with open(path, "a") as handle:
+        handle.write('{"type": "user", "pad": "' + "s" * 9000)
+    assert set(tasks(path, checkpoints)) == {"b1"} and checkpoint(checkpoints)["skip"] is True
+    # truncated back to before the long line, then written on, shorter than the checkpoint
+    os.truncate(path, base)
+    write(path, launch_lines("b2"), mode="a")
+    assert set(tasks(path, checkpoints)) == {"b1", "b2"}, "read again from the start, not skipped"
+    assert checkpoint(checkpoints)["offset"] == os.path.getsize(path)
+    # a partial line cut shorter under the checkpoint, then ended otherwise
+    line = json.dumps(finished_line("b2"))
+    with open(path, "a") as handle:
+        handle.write(line[:200])
+    tasks(path, checkpoints)
+    assert checkpoint(checkpoints)["partial"] == 200
+    os.truncate(path, os.path.getsize(path) - 100)
+    with open(path, "a") as handle:
+        handle.write(line[100:] + "\n")
+    assert tasks(path, checkpoints)["b2"]["status"] == "completed", "the checkpoint's partial no longer fits"
+    # rotated: another file (inode) at the path
+    rotated = tmp_path / "rotated.jsonl"
+    write(rotated, launch_lines("b3"))
+    os.replace(rotated, path)
+    assert set(tasks(path, checkpoints)) == {"b3"}
+
+
+def test_a_checkpoint_with_bad_positions_is_not_trusted(tmp_path):
+    path, checkpoints = tmp_path / "t.jsonl", tmp_path / "cache"
+    write(path, launch_lines("b1"))
+    tasks(path, checkpoints)
+    good = checkpoint(checkpoints)
+    [saved] = list(checkpoints.iterdir())
+    trusted = dict(good, state={"tasks": {}, "pending": {}})
+    saved.write_text(json.dumps(trusted))
+    assert tasks(path, checkpoints) == {}, "a matching checkpoint is trusted (the test's control)"
+    for bad in ({"partial": -1}, {"partial": claude.MAX_LINE + 1}, {"skip": "yes"}, {"skip": True, "partial": 3},
+                {"offset": float(good["offset"])}, {"offset": -5}, {"partial": 1},
+                {"state": {"tasks": [["b9", 1]], "pending": {}}}, {"state": {"tasks": {"b9": 5}}}, {"v": 3}):
+        saved.write_text(json.dumps(dict(trusted, **bad)))
+        assert set(tasks(path, checkpoints)) == {"b1"}, bad
+
+
+def test_hostile_paths_never_block(tmp_path, monkeypatch):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    link = tmp_path / "zero.jsonl"
+    link.symlink_to("/dev/zero")
+    with deadline(5):
+        for path in (tmp_path, fifo, "/dev/zero", link, "/dev/null"):
+            with pytest.raises(OSError):
+                claude.read(str(path), str(tmp_path / "cache"))
+        # a path that turns into a FIFO between the check and the open
+        regular = claude._regular
+        lied = []
+        monkeypatch.setattr(claude, "_regular", lambda info: bool(lied.append(1)) if not lied else regular(info))
+        with pytest.raises(OSError):
+            claude.read(str(fifo), None)
+        assert lied, "the first check was passed"
+        monkeypatch.setattr(claude, "_regular", regular)
+        # a subagent's transcript and meta file beside the parent's, as FIFOs
+        agent, meta = claude.subagent_files(str(tmp_path / "root.jsonl"), "s1", "a1")
+        os.makedirs(os.path.dirname(agent))
+        os.mkfifo(agent)
+        os.mkfifo(meta)
+        assert claude.subagent_prompt(str(tmp_path / "root.jsonl"), "s1", "a1") is None
+        assert claude.subagent_spawn_call(str(tmp_path / "root.jsonl"), "s1", "a1") is None
+    assert not os.path.exists(tmp_path / "cache")
+
+
+def test_binary_garbage(tmp_path, bytes_read):
+    path, checkpoints = tmp_path / "t.jsonl", tmp_path / "cache"
+    noise = random.Random(7).randbytes(6 << 20)
+    path.write_bytes(noise)
+    assert tasks(path, checkpoints) == {}
+    assert bytes_read() == claude.HEAD_BYTES + len(noise)
+    assert checkpoint(checkpoints)["offset"] + checkpoint(checkpoints)["partial"] == len(noise)
+    assert tasks(path, checkpoints) == {}
+    assert bytes_read() == claude.HEAD_BYTES, "not read again"
+    # deep nesting on a line the reader parses, and NUL bytes without end
+    with open(path, "ab") as handle:
+        handle.write(b"\n" + b"[" * 200_000 + b'"running in background with ID: deep"\n')
+        handle.write(b'{"a": [' * 50_000 + b'"<status>completed</status>"\n')
+        for line in launch_lines("b1"):
+            handle.write(json.dumps(line).encode() + b"\n")
+        handle.write(b"\0" * (3 << 20))
+    assert set(tasks(path, checkpoints)) == {"b1"}
+    assert set(tasks(path)) == {"b1"}

@@ -15,6 +15,13 @@ and the state so far). A checkpoint that does not match the file (another inode,
 file, a different head) is discarded, never trusted, and the file is read again from the
 start. Unknown line types, invalid UTF-8, lines that are not JSON and a partial last line are
 tolerated; compaction needs nothing (the file goes on).
+
+Every call costs bounded memory (a few times CHUNK + MAX_LINE at worst) and time linear in the
+bytes written since the last call. A partial last line is left for the next call, which reads
+it back only once it ends; a line longer than MAX_LINE is skipped, never held, and a
+checkpoint written inside it says so, so the next call goes on to its end without reading its
+start again. Only a regular file is read: a FIFO, a device or a directory is refused, and the
+open never blocks.
 """
 
 from __future__ import annotations
@@ -26,9 +33,14 @@ import zlib
 
 from proctor.timeutil import parse_iso
 
-STATE_VERSION = 3
+STATE_VERSION = 4  # 4: the checkpoint records a partial last line and a line being skipped
 HEAD_BYTES = 512
-CHUNK = 8 << 20
+CHUNK = 8 << 20  # read in blocks of this size; a call holds at most CHUNK + MAX_LINE bytes
+# A line longer than this is skipped, never held whole. Claude Code's longest lines carry a big
+# tool result twice (message and toolUseResult): a Read image, base64 of up to 5 MB, is about
+# 7 MB, so 14 MB or so; no launch, notice or stop result comes near. The workers' runner cuts
+# lines at the same 16 MB.
+MAX_LINE = 16 << 20
 MAX_PENDING = 256  # a launch's result follows its call closely; older calls are let go
 
 # A line is parsed only when it holds one of these: every launch, notice, stop and final
@@ -286,48 +298,89 @@ def _head_digest(handle) -> int:
 
 
 def read(path: str, checkpoint_dir: str | None) -> State:
-    """The state of the transcript at `path` now. Raises OSError when the file cannot be read."""
-    if not _regular(os.stat(path)):
-        raise IsADirectoryError(path)  # a directory, a FIFO (whose open would block), a device
-    with open(path, "rb") as handle:
+    """The state of the transcript at `path` now. Raises OSError when the file cannot be read.
+
+    At most CHUNK + MAX_LINE bytes are held whatever the file holds, and each byte is searched
+    for a line end once across calls: the checkpoint records the offset of the first byte not
+    yet applied, how many bytes after it are already known to hold no newline (a partial last
+    line, left for the next call and read back only once it ends), and whether those bytes
+    belong to a line longer than MAX_LINE, which is skipped to its end without being held."""
+    with _open_regular(path) as handle:
         info = os.fstat(handle.fileno())
-        if not _regular(info):
-            raise IsADirectoryError(path)
+        size = info.st_size  # bytes appended while reading are the next call's
         head = _head_digest(handle)
-        state, offset = State(), 0
+        state, offset, partial, skipping, loaded = State(), 0, 0, False, None
         saved_path = _checkpoint_path(checkpoint_dir, path) if checkpoint_dir else None
         if saved_path:
             saved = _load(saved_path)
-            if (saved and saved.get("v") == STATE_VERSION and saved.get("path") == path
-                    and saved.get("ino") == info.st_ino and saved.get("dev") == info.st_dev
-                    and saved.get("head") == head and isinstance(saved.get("offset"), int)
-                    and saved["offset"] <= info.st_size):
-                state, offset = State.from_json(saved.get("state") or {}), saved["offset"]
-        handle.seek(offset)
-        remaining = max(0, info.st_size - offset)
-        consumed = 0
-        carry = b""
-        while remaining > 0:
-            block = handle.read(min(CHUNK, remaining))
+            resumed = _resume(saved, path, info, head) if saved else None
+            if resumed is not None:
+                state, offset, partial, skipping = resumed
+                loaded = (offset, partial, skipping)
+        position = offset  # the file offset of the first byte not yet applied (or skipped)
+        held = partial  # bytes from `position` on with no newline: a partial line, or skipped
+        lazy = partial  # the first `lazy` of them are still in the file, not in memory
+        parts: list[bytes] = []
+        at = offset + partial  # the next byte to read
+        handle.seek(at)
+        while at < size:
+            block = handle.read(min(CHUNK, size - at))
             if not block:
-                break
-            remaining -= len(block)
-            data = carry + block
-            end = data.rfind(b"\n") + 1  # a partial last line waits for its newline
-            state.resolve = _resolver(handle, data, offset + consumed, state)
+                break  # the file shrank while being read
+            at += len(block)
+            if skipping:
+                newline = block.find(b"\n")
+                if newline == -1:
+                    position = at
+                    continue
+                skipping = False
+                position = at - len(block) + newline + 1
+                block = block[newline + 1:]
+            newline = block.rfind(b"\n")
+            if newline == -1:
+                parts.append(block)
+                held += len(block)
+                if held > MAX_LINE:  # an over-long line: let go of it, skip to its end
+                    parts, held, lazy, skipping, position = [], 0, 0, True, at
+                continue
+            if lazy:  # the partial line left by the last call, read once, now that it ends
+                handle.seek(position)
+                parts.insert(0, handle.read(lazy))
+                handle.seek(at)
+                lazy = 0
+            data = b"".join(parts + [block]) if parts else block
+            end = len(data) - len(block) + newline + 1
+            state.resolve = _resolver(handle, data, position, state)
             _fold(state, data, end)
-            consumed += end
-            carry = data[end:]
+            position += end
+            rest = block[newline + 1:]
+            parts, held = ([rest] if rest else []), len(rest)
         state.resolve = None
-    offset += consumed
     if len(state.pending) > MAX_PENDING:
         for stale in list(state.pending)[: len(state.pending) - MAX_PENDING]:
             del state.pending[stale]
-    end = consumed
-    if saved_path and end:
+    if saved_path and (position, held, skipping) != (loaded or (0, 0, False)):
         _save(saved_path, {"v": STATE_VERSION, "path": path, "ino": info.st_ino, "dev": info.st_dev,
-                           "head": head, "offset": offset, "state": state.to_json()})
+                           "head": head, "offset": position, "partial": held, "skip": skipping,
+                           "state": state.to_json()})
     return state
+
+
+def _resume(saved: dict, path: str, info, head: int) -> tuple[State, int, int, bool] | None:
+    """Where a checkpoint says to go on from, or None when it does not match the file."""
+    offset, partial, skipping = saved.get("offset"), saved.get("partial", 0), saved.get("skip", False)
+    if not (saved.get("v") == STATE_VERSION and saved.get("path") == path
+            and saved.get("ino") == info.st_ino and saved.get("dev") == info.st_dev
+            and saved.get("head") == head and type(offset) is int and type(partial) is int
+            and type(skipping) is bool and 0 <= offset and 0 <= partial <= MAX_LINE
+            and offset + partial <= info.st_size and not (skipping and partial)):
+        return None
+    data = saved.get("state") if isinstance(saved.get("state"), dict) else {}
+    for key in ("tasks", "pending"):
+        entries = data.get(key) or {}
+        if not (isinstance(entries, dict) and all(isinstance(entry, dict) for entry in entries.values())):
+            return None
+    return State.from_json(data), offset, partial, skipping
 
 
 def _fold(state: State, data: bytes, end: int) -> None:
@@ -345,15 +398,17 @@ def _fold(state: State, data: bytes, end: int) -> None:
     for start in sorted(starts):
         state.position = start
         stop = data.find(b"\n", start, end)
-        raw = data[start:stop if stop != -1 else end]
+        stop = stop if stop != -1 else end
+        if stop - start > MAX_LINE:
+            continue  # skipped wherever it falls in the blocks read, as a partial one would be
         try:
-            line = json.loads(raw.decode("utf-8", "replace"))
-        except ValueError:
+            line = json.loads(data[start:stop].decode("utf-8", "replace"))
+        except (ValueError, RecursionError):
             continue
         if isinstance(line, dict):
             try:
                 apply_line(state, line)
-            except (TypeError, AttributeError, ValueError, KeyError):
+            except (TypeError, AttributeError, ValueError, KeyError, RecursionError):
                 continue  # a line of an unexpected shape costs that line, never the reader
 
 
@@ -386,7 +441,7 @@ def _resolver(handle, data: bytes, data_offset: int, state: State):
         stop = source.find(b"\n", at)
         try:
             line = json.loads(source[start:stop if stop != -1 else len(source)].decode("utf-8", "replace"))
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
         message = line.get("message") if isinstance(line, dict) else None
         for block in (message.get("content") if isinstance(message, dict) else None) or ():
@@ -405,12 +460,30 @@ def _regular(info) -> bool:
     return stat.S_ISREG(info.st_mode)
 
 
+def _open_regular(path: str):
+    """`path` opened for reading in binary, if it is a regular file; else OSError. A FIFO
+    (whose open would wait for a writer), a device such as /dev/zero or a directory is
+    refused before it is opened; should the path turn into one between the check and the
+    open, O_NONBLOCK makes the open return at once and the check of the open file refuses it."""
+    if not _regular(os.stat(path)):
+        raise IsADirectoryError(path)
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+                 | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not _regular(os.fstat(fd)):
+            raise IsADirectoryError(path)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def _load(path: str) -> dict | None:
     try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
+        with _open_regular(path) as handle:
+            data = json.loads(handle.read(MAX_LINE).decode("utf-8", "replace"))
         return data if isinstance(data, dict) else None
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
 
 
@@ -447,13 +520,13 @@ def subagent_prompt(transcript: str | None, session: str | None, agent_id: str |
     if files is None:
         return None
     try:
-        with open(files[0], "rb") as handle:
+        with _open_regular(files[0]) as handle:
             first = handle.readline(FIRST_LINE_LIMIT)
     except OSError:
         return None
     try:
         line = json.loads(first.decode("utf-8", "replace"))
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if not isinstance(line, dict) or line.get("type") != "user":
         return None
