@@ -1,62 +1,141 @@
-"""Reading a shell command for what it writes: a real parse, never a regex over the string.
+"""Reading a shell command for what it writes, and whether it is a read: a real parse, never a
+regex over the string.
 
-A tokenizer that knows quoting (single, double, $'...'), escapes, comments, operators,
-redirections, here-documents and command substitution turns a script into simple
-commands. A quoted string or a here-document body is data: it is never read as a command.
-Each simple command is then read for the paths it writes: redirections, `tee`, the
-targets of `cp`/`mv`/`install`/`ln`, `rm`/`touch`/`mkdir`/`truncate`/`chmod`, `sed -i`,
-`perl -i`, `dd of=`, `git checkout -- path`/`restore`/`rm`/`mv`, through env prefixes and
-wrappers (`env`, `sudo`, `nice`, `nohup`, `timeout`, `xargs`, ...) and into `bash -c '...'`
-and `eval`. `cd` moves the directory later commands resolve against.
+Parsing. A tokenizer that knows quoting (single, double, $'...'), escapes, comments, operators,
+redirections and here-documents turns a script into simple commands, each tagged with the
+subshell scope it runs in (( ), a pipeline element, a background list). Every substitution is
+parsed where it runs: $( ), backticks, <( ), >( ), and those inside ${x:-$(...)}, $(( )) and
+unquoted here-document bodies. A quoted string, a quoted here-document's body, [[ ]] and (( ))
+are data or tests, never commands or redirections.
 
-What cannot be known without running the script (a `$VAR` in a path) is reported as
-`unknown`, so a rule can tell "writes nothing" from "writes something it cannot name".
-Core: the standard library only, and cheap at import, because the hook runs it.
+Judging. Each simple command is expanded (braces, ~, $PWD and $HOME), unwrapped (env -S/-C,
+sudo, nice, timeout, xargs, flock, watch, script -c, taskset, exec -a, command, busybox, ...)
+and looked up:
+- the read list: _READS (programs that write nothing whatever their arguments), and the
+  readers of _PROGRAMS whose arguments decide (sed without -i or w, awk without print > or
+  system(), sort without -o, find without -delete or -exec of a writer, tar -t, git status,
+  proctor ls, ...): a handler that records nothing leaves its command a read. A script of
+  nothing else, with no redirection to a file, `is_read`;
+- a writer whose targets it names (redirections, tee, cp/mv/ln/install, rm, touch, sed -i,
+  perl -i, dd, curl -o, tar -C, git checkout -- path, ...): those paths, resolved against the
+  directory the command runs in (cd, cd -, pushd/popd, a cd that fails, env -C, git -C and
+  --work-tree); `no_follow` holds those it removes or replaces rather than writes through;
+- a program known to write nothing in the work tree (git commit, kill, proctor job ...): no
+  read, and nothing to name;
+- anything else -- an interpreter, a script file, a build tool, a program proctor does not
+  know, a path held in a variable -- is `unknown`, with a short reason: never silently nothing.
+Shell functions run their bodies where they are called, aliases expand once expand_aliases is
+on, `true`/`false`/`test` on literal words decide &&, || and if, and a definite `exit` ends the
+script. Links made in the same call (ln, ln -s, cp -l/-s) are followed: a write through one
+names its target too; /proc/self/cwd and /proc/$$/cwd are the command's own directory.
+
+A script too large to judge within a fixed budget of steps is `unknown` ("too large to judge").
+Core: the standard library only, and cheap at import (the regular expressions are compiled on
+first use), because the hook runs it on every tool call.
 """
 
 from __future__ import annotations
 
 import os
+import re
 
-_OPERATORS = ("&&", "||", ";;", "|&", ";", "&", "|", "(", ")", "\n")
+_MAX_STEPS = 200_000  # tokens, word parts and commands judged before a script is too large to judge
+_MAX_NESTING = 24  # substitutions, shells and function calls inside one another
+_MAX_EXPANSION_DEPTH = 200  # ${ and quotes inside one another
+_MAX_BRACE_WORDS = 256  # words one brace expansion may make
+_MAX_UNKNOWN = 12  # unknown writes described; past it they are counted
+_MAX_GLOB = 256  # paths a glob of a directory part may name
+
+_OPERATORS = ("&&", "||", ";;&", ";;", ";&", "|&", ";", "&", "|", "(", ")")
 _REDIRECTS = ("&>>", "&>", ">>", ">|", ">&", "<<<", "<<-", "<<", "<&", "<>", ">", "<")
-_RESERVED = frozenset(("if", "then", "else", "elif", "fi", "for", "while", "until", "do", "done",
-                       "case", "esac", "in", "function", "select", "{", "}", "!", "[[", "]]"))
-_WRAPPERS = frozenset(("env", "sudo", "doas", "nice", "nohup", "time", "command", "exec", "builtin",
-                       "timeout", "stdbuf", "xargs", "setsid", "ionice", "chronic", "unbuffer",
-                       "caffeinate", "flock", "watch", "strace", "ltrace", "eatmydata", "npx", "bunx"))
-_SHELLS = frozenset(("sh", "bash", "zsh", "dash", "ksh", "ash", "fish"))
-_INTO_IF_DIR = "destination, or a directory receiving "
-_DEVICES = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/zero")
+_OUTPUT_REDIRECTS = frozenset((">", ">>", ">|", "&>", "&>>", "<>"))
+_DEVICES = frozenset(("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/stdin", "/dev/tty", "/dev/zero",
+                      "/dev/full", "/dev/random", "/dev/urandom"))
+_SYSTEM_DIRS = frozenset(("/bin", "/sbin", "/usr/bin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin",
+                          "/opt/homebrew/bin", "/opt/local/bin", "/run/current-system/sw/bin"))
+_SHELLS = frozenset(("sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "fish", "rbash", "tcsh", "csh"))
+
+
+class _Rx:
+    """The regular expressions, compiled on first use so that importing the module stays cheap."""
+
+    def __init__(self) -> None:
+        self.plain = re.compile(r"[^ \t\r\n;&|()<>'\"\\$`]+")
+        self.plain_cond = re.compile(r"[^ \t\r\n'\"\\$`]+")
+        self.plain_dq = re.compile(r'[^"\\$`]+')
+        self.plain_brace = re.compile(r"[^}\\'\"$`]+")
+        self.plain_arith = re.compile(r"[^()\[\]$`'\"\\]+")
+        self.special = re.compile(r"[\\$`]")
+        self.blank = re.compile(r"(?:[ \t\r]+|\\\n)+")
+        self.ansi = re.compile(r"[^\\']+")
+        self.name = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+        self.assignment = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\[[^\]]*\])?\+?=")
+        self.parameter = re.compile(r"(?:[#!]?(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!0-])|[#!])"
+                                    r"(?=[}:=?+#%/^,\[@*-])")
+        self.proc = re.compile(r"/proc/([^/]+)/(cwd|root)(?=/|$)")
+        self.python = re.compile(r"(python|pypy)[0-9.]*$")
+
+
+_rx: _Rx | None = None
+
+
+def _r() -> _Rx:
+    global _rx
+    if _rx is None:
+        _rx = _Rx()
+    return _rx
 
 
 class Word:
-    """A word after quote removal; `dynamic` when it holds an expansion proctor cannot resolve."""
+    """A word after quote removal; `dynamic` when it holds an expansion proctor cannot resolve.
+    `raw` is its source text, `quoted` whether any of it was quoted or escaped."""
 
-    __slots__ = ("text", "dynamic", "quoted")
+    __slots__ = ("text", "dynamic", "quoted", "raw", "why")
 
-    def __init__(self, text: str, dynamic: bool, quoted: bool) -> None:
+    def __init__(self, text: str, dynamic: bool = False, quoted: bool = False, raw: str | None = None,
+                 why: str | None = None) -> None:
         self.text, self.dynamic, self.quoted = text, dynamic, quoted
+        self.raw = text if raw is None else raw
+        self.why = why  # what an unresolved word stands for, when it is not a variable
 
     def __repr__(self) -> str:
         return f"Word({self.text!r}{', dynamic' if self.dynamic else ''})"
 
 
 class Command:
-    """One simple command: its words and its redirections `(operator, target Word)`."""
+    """One simple command: its words and its redirections `(operator, target Word)`, in the
+    subshell `scope` it runs in. `nested` holds the parsed substitutions that run with it.
+    `kind` is "simple", or "test" for [[ ]], (( )) and the words of a case or for header (only
+    their substitutions run), "function" for a definition (`name`, `body`), "opaque" for code
+    that runs unseen (`name` says why), or a branch marker (if, then, elif, else, fi, while,
+    until, do, done)."""
 
-    __slots__ = ("words", "redirects", "background", "depth", "stdin_script")
+    __slots__ = ("words", "redirects", "background", "scope", "stdin_script", "stdin_dynamic", "nested",
+                 "next_op", "kind", "name", "body", "line", "negated", "pipe_from")
 
-    def __init__(self, depth: int = 0) -> None:
+    def __init__(self, scope: tuple = (), kind: str = "simple") -> None:
         self.words: list[Word] = []
         self.redirects: list[tuple[str, Word]] = []
         self.background = False
-        self.depth = depth  # how many ( ) subshells enclose it: a cd inside one ends with it
-        self.stdin_script: str | None = None  # its here-document, when it has one
+        self.scope = scope
+        self.stdin_script: str | None = None  # its here-document or here-string, when it has one
+        self.stdin_dynamic = False  # its standard input holds an expansion, or comes from a file
+        self.nested: list[list[Command]] = []
+        self.next_op: str | None = None
+        self.kind = kind
+        self.name: str | None = None
+        self.body: list[Command] = []
+        self.line = 0
+        self.negated = False
+        self.pipe_from: Command | None = None  # the command piping into it, when it is a simple one
 
     @property
     def argv(self) -> list[str]:
         return [w.text for w in self.words]
+
+    @property
+    def depth(self) -> int:
+        return len(self.scope)
 
     def __repr__(self) -> str:
         return f"Command({self.argv}, redirects={[(op, w.text) for op, w in self.redirects]})"
@@ -66,395 +145,909 @@ class ParseError(ValueError):
     pass
 
 
-class _Lexer:
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.pos = 0
-        self.nested: list[str] = []  # scripts inside $( ) and backticks
-        self.pending_heredocs: list[tuple[str, bool]] = []  # (delimiter, strip tabs)
-        self.heredoc_bodies: list[str] = []
+class _TooLarge(Exception):
+    pass
 
-    def _redirect(self) -> str | None:
-        text, start = self.text, self.pos
-        pos = start
-        while pos < len(text) and text[pos].isdigit():
-            pos += 1
-        if pos < len(text) and text[pos] == "{":  # {fd}>file
-            close = text.find("}", pos)
-            if close != -1 and text[pos + 1:close].isidentifier():
-                pos = close + 1
-        for op in _REDIRECTS:
+
+class _Exit(Exception):
+    """A definite `exit`: the shell running it ends there."""
+
+
+class _Budget:
+    __slots__ = ("left",)
+
+    def __init__(self, steps: int) -> None:
+        self.left = steps
+
+
+class _Level:
+    """An open compound command while parsing: where its current pipeline element and and-or
+    list began (indices into the command list), and the header state of a for or case."""
+
+    __slots__ = ("kind", "scope", "start", "elem", "list", "piped", "state", "func", "coproc")
+
+    def __init__(self, kind: str, scope: tuple, start: int, state: str | None = None,
+                 func: str | None = None) -> None:
+        self.kind, self.scope, self.start, self.state, self.func = kind, scope, start, state, func
+        self.elem = self.list = start
+        self.piped = self.coproc = False
+
+
+class _Parser:
+    def __init__(self, text: str, budget: _Budget, nesting: int = 0, heredocs: list | None = None,
+                 env: dict | None = None) -> None:
+        self.rx = _r()
+        self.text, self.n, self.pos = text, len(text), 0
+        self.budget = budget
+        self.nesting = nesting
+        self.base = nesting  # substitutions met at this depth are the script's own (for parse())
+        self.texts: list[str] = []  # the script's own substitutions, as text
+        self.subs: list[list[Command]] = []  # parsed substitutions not yet given to a command
+        self.pending: list[tuple[str, bool, bool, Command]] = []  # here-documents awaiting their bodies
+        self.heredocs: list[str] = [] if heredocs is None else heredocs
+        self.env = env  # parameters to substitute when re-reading a word (None: none)
+        self.ids = 0
+        self.lines = 0
+        self.depth = 0  # expansions open inside one another
+
+    def _spend(self, steps: int = 1) -> None:
+        budget = self.budget
+        budget.left -= steps
+        if budget.left < 0:
+            raise _TooLarge()
+
+    def _new_id(self) -> int:
+        self.ids += 1
+        return self.ids
+
+    def _save(self) -> tuple[int, int, int]:
+        return self.pos, len(self.subs), len(self.texts)
+
+    def _restore(self, saved: tuple[int, int, int]) -> None:
+        self.pos = saved[0]
+        del self.subs[saved[1]:]
+        del self.texts[saved[2]:]
+
+    def _take(self) -> list[list[Command]]:
+        subs, self.subs = self.subs, []
+        return subs
+
+    # -- tokens ---------------------------------------------------------------------------
+
+    def _blank(self) -> str:
+        """Skip blanks, line continuations and a comment; the next character ("" at the end)."""
+        text, n = self.text, self.n
+        blank = self.rx.blank
+        while True:
+            m = blank.match(text, self.pos)
+            if m is not None:
+                self.pos = m.end()
+            if self.pos < n and text[self.pos] == "#":
+                end = text.find("\n", self.pos)
+                self.pos = n if end < 0 else end
+                continue
+            return text[self.pos] if self.pos < n else ""
+
+    def _operator(self) -> str | None:
+        text, pos = self.text, self.pos
+        if text[pos] not in ";&|()":
+            return None
+        for op in _OPERATORS:
             if text.startswith(op, pos):
-                if pos != start and not text[start:pos].isdigit() and not text[start] == "{":
-                    return None
                 self.pos = pos + len(op)
                 return op
         return None
 
-    def _word(self) -> Word:
-        text, n = self.text, len(self.text)
+    def _redirect(self) -> tuple[str, str] | None:
+        """A redirection operator at pos, with its fd prefix: (fd, operator)."""
+        text, n, start = self.text, self.n, self.pos
+        pos = start
+        while pos < n and "0" <= text[pos] <= "9":
+            pos += 1
+        if pos == start and pos < n and text[pos] == "{":
+            close = text.find("}", pos, pos + 80)
+            if close > 0 and self.rx.name.fullmatch(text, pos + 1, close):
+                pos = close + 1
+        if pos >= n or text[pos] not in "<>&":
+            return None
+        if text[pos] == "&" and pos != start:
+            return None
+        if text[pos] in "<>" and text.startswith("(", pos + 1):
+            return None  # process substitution, a word
+        for op in _REDIRECTS:
+            if text.startswith(op, pos):
+                self.pos = pos + len(op)
+                return text[start:pos], op
+        return None
+
+    def _word(self, cond: bool = False) -> Word:
+        text, n = self.text, self.n
+        start = pos = self.pos
         parts: list[str] = []
         dynamic = quoted = False
-        while self.pos < n:
-            c = text[self.pos]
-            if c in " \t\r\n;&|()<>":
-                break
+        plain = self.rx.plain_cond if cond else self.rx.plain
+        budget = self.budget
+        while pos < n:
+            budget.left -= 1
+            if budget.left < 0:
+                raise _TooLarge()
+            m = plain.match(text, pos)
+            if m is not None:
+                parts.append(m.group())
+                pos = m.end()
+                continue
+            c = text[pos]
             if c == "\\":
-                if self.pos + 1 < n:
-                    if text[self.pos + 1] != "\n":
-                        parts.append(text[self.pos + 1])
-                    self.pos += 2
+                if pos + 1 < n:
+                    if text[pos + 1] != "\n":
+                        parts.append(text[pos + 1])
+                        quoted = True
+                    pos += 2
                 else:
-                    self.pos += 1
+                    pos += 1
                 continue
             if c == "'":
-                end = text.find("'", self.pos + 1)
-                if end == -1:
+                end = text.find("'", pos + 1)
+                if end < 0:
                     raise ParseError("unterminated single quote")
-                parts.append(text[self.pos + 1:end])
-                self.pos = end + 1
+                parts.append(text[pos + 1:end])
+                pos = end + 1
                 quoted = True
                 continue
-            if c == "$" and text.startswith("$'", self.pos):
-                parts.append(self._ansi_c())
+            if c == '"' or (c == "$" and text.startswith('$"', pos)):
+                self.pos = pos + (1 if c == '"' else 2)
+                part, more = self._double()
+                parts.append(part)
+                dynamic |= more
                 quoted = True
+                pos = self.pos
                 continue
-            if c == '"':
-                self.pos += 1
-                inner, inner_dynamic = self._double_quoted()
-                parts.append(inner)
-                dynamic |= inner_dynamic
-                quoted = True
+            if c == "$":
+                if text.startswith("$'", pos):
+                    self.pos = pos + 2
+                    parts.append(self._ansi_c())
+                    quoted = True
+                else:
+                    self.pos = pos
+                    part, more = self._dollar()
+                    parts.append(part)
+                    dynamic |= more
+                pos = self.pos
                 continue
-            if c in "$`":
-                parts.append(self._expansion())
+            if c == "`":
+                self.pos = pos
+                parts.append(self._backtick())
                 dynamic = True
+                pos = self.pos
                 continue
-            parts.append(c)
-            self.pos += 1
-        return Word("".join(parts), dynamic, quoted)
+            if not cond and c in "<>" and text.startswith("(", pos + 1):
+                self.pos = pos + 2
+                self._substitution()
+                parts.append(text[pos:self.pos])
+                dynamic = True
+                pos = self.pos
+                continue
+            if not cond and c == "(" and parts and self.rx.assignment.fullmatch(text, start, pos):
+                self.pos = pos + 1
+                self._array()
+                parts.append(text[pos:self.pos])
+                dynamic = True
+                pos = self.pos
+                continue
+            break
+        self.pos = pos
+        return Word("".join(parts), dynamic, quoted, text[start:pos])
 
-    def _expansion(self) -> str:
-        """A `$...` or a backtick substitution at pos: consumed, its script kept for reading."""
-        if self.text[self.pos] == "$":
-            return self._dollar()
-        end = self._matching_backtick()
-        self.nested.append(self.text[self.pos + 1:end])
-        start, self.pos = self.pos, end + 1
-        return self.text[start:self.pos]
-
-    def _ansi_c(self) -> str:
-        text = self.text
-        self.pos += 2
-        out: list[str] = []
-        escapes = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "a": "\a", "b": "\b",
-                   "e": "\x1b", "E": "\x1b", "f": "\f", "v": "\v", "0": "\0"}
-        while self.pos < len(text):
-            c = text[self.pos]
-            if c == "'":
+    def _array(self) -> None:
+        """The elements of `name=( ... )`, up to its `)`."""
+        while True:
+            c = self._blank()
+            if not c:
+                raise ParseError("unterminated array")
+            if c == "\n":
                 self.pos += 1
-                return "".join(out)
-            if c == "\\" and self.pos + 1 < len(text):
-                out.append(escapes.get(text[self.pos + 1], text[self.pos + 1]))
-                self.pos += 2
-                continue
-            out.append(c)
-            self.pos += 1
-        raise ParseError("unterminated $'...' string")
+            elif c == ")":
+                self.pos += 1
+                return
+            elif c in ";&|(<>":
+                raise ParseError(f"unexpected {c} in an array")
+            else:
+                self._word()
 
-    def _double_quoted(self) -> tuple[str, bool]:
-        text, n = self.text, len(self.text)
+    def _double(self) -> tuple[str, bool]:
+        """A double-quoted string after its opening quote: (text, dynamic)."""
+        text, n = self.text, self.n
         out: list[str] = []
         dynamic = False
-        while self.pos < n:
-            c = text[self.pos]
+        plain = self.rx.plain_dq
+        budget = self.budget
+        pos = self.pos
+        while pos < n:
+            budget.left -= 1
+            if budget.left < 0:
+                raise _TooLarge()
+            m = plain.match(text, pos)
+            if m is not None:
+                out.append(m.group())
+                pos = m.end()
+                continue
+            c = text[pos]
             if c == '"':
-                self.pos += 1
+                self.pos = pos + 1
                 return "".join(out), dynamic
-            if c == "\\" and self.pos + 1 < n and text[self.pos + 1] in '"\\$`\n':
-                if text[self.pos + 1] != "\n":
-                    out.append(text[self.pos + 1])
-                self.pos += 2
+            if c == "\\":
+                if pos + 1 < n and text[pos + 1] in '"\\$`\n':
+                    if text[pos + 1] != "\n":
+                        out.append(text[pos + 1])
+                    pos += 2
+                else:
+                    out.append("\\")
+                    pos += 1
                 continue
-            if c in "$`":
-                out.append(self._expansion())
-                dynamic = True
-                continue
-            out.append(c)
-            self.pos += 1
+            self.pos = pos
+            if c == "$":
+                part, more = self._dollar()
+            else:
+                part, more = self._backtick(), True
+            out.append(part)
+            dynamic |= more
+            pos = self.pos
         raise ParseError("unterminated double quote")
 
-    def _dollar(self) -> str:
-        """Consume an expansion; a command substitution's script is kept for reading."""
-        text, n = self.text, len(self.text)
-        start = self.pos
-        if text.startswith("$((", self.pos):
-            end = self._balanced(self.pos + 1, "(", ")")
-            self.pos = end + 1
-        elif text.startswith("$(", self.pos):
-            end = self._balanced(self.pos + 1, "(", ")")
-            self.nested.append(text[self.pos + 2:end])
-            self.pos = end + 1
-        elif text.startswith("${", self.pos):
-            end = self._balanced(self.pos + 1, "{", "}")
-            self.pos = end + 1
-        else:
-            self.pos += 1
-            while self.pos < n and (text[self.pos].isalnum() or text[self.pos] == "_"):
-                self.pos += 1
-            if self.pos == start + 1 and self.pos < n and text[self.pos] in "@*#?$!-0123456789":
-                self.pos += 1
-        return text[start:self.pos]
+    def _ansi_c(self) -> str:
+        """A $'...' string after its opening: its text, escapes decoded."""
+        text, n = self.text, self.n
+        out: list[str] = []
+        pos = self.pos
+        plain = self.rx.ansi
+        simple = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f",
+                  "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}
+        while pos < n:
+            self._spend()
+            m = plain.match(text, pos)
+            if m is not None:
+                out.append(m.group())
+                pos = m.end()
+                continue
+            if text[pos] == "'":
+                self.pos = pos + 1
+                return "".join(out)
+            c = text[pos + 1] if pos + 1 < n else ""
+            pos += 2
+            if c in simple:
+                out.append(simple[c])
+            elif c in ("x", "u", "U"):
+                digits = {"x": 2, "u": 4, "U": 8}[c]
+                end = pos
+                while end < min(n, pos + digits) and text[end] in "0123456789abcdefABCDEF":
+                    end += 1
+                if end > pos:
+                    code = int(text[pos:end], 16)
+                    out.append(chr(code) if code < 0x110000 else "")
+                    pos = end
+                else:
+                    out.append("\\" + c)
+            elif c and c in "01234567":
+                end = pos
+                while end < min(n, pos + 2) and text[end] in "01234567":
+                    end += 1
+                out.append(chr(int(c + text[pos:end], 8) & 0xFF))
+                pos = end
+            elif c == "c" and pos < n:
+                out.append(chr(ord(text[pos]) & 0x1F))
+                pos += 1
+            else:
+                out.append("\\" + c)
+        raise ParseError("unterminated $'...' string")
 
-    def _balanced(self, open_at: int, opening: str, closing: str) -> int:
-        depth, pos, text = 0, open_at, self.text
-        while pos < len(text):
+    def _dollar(self) -> tuple[str, bool]:
+        """An expansion at pos: (its text, dynamic). A substitution in it is parsed."""
+        self.depth += 1
+        try:
+            if self.depth > _MAX_EXPANSION_DEPTH:
+                raise ParseError("expansions nested too deeply")
+            return self._expansion()
+        finally:
+            self.depth -= 1
+
+    def _expansion(self) -> tuple[str, bool]:
+        text, n, start = self.text, self.n, self.pos
+        nxt = text[start + 1] if start + 1 < n else ""
+        env = self.env
+        if nxt == "(":
+            if text.startswith("$((", start):
+                saved = self._save()
+                end = self._arith(start + 3)
+                if end > 0:
+                    self.pos = end
+                    return text[start:end], True
+                self._restore(saved)
+            self.pos = start + 2
+            self._substitution()
+            return text[start:self.pos], True
+        if nxt == "{":
+            self.pos = start + 2
+            self._braced()
+            body = text[start + 2:self.pos - 1]
+            if env is not None and body in env:
+                return env[body], False
+            if body.endswith("@P"):
+                opaque = Command((), "opaque")
+                opaque.name = f"${{{body[:40]}}}: a prompt expansion, which runs the commands its value holds"
+                self.subs.append([opaque])
+            return text[start:self.pos], True
+        if nxt == "[":
+            end = self._arith(start + 2, "[", "]")
+            if end < 0:
+                raise ParseError("unterminated $[")
+            self.pos = end
+            return text[start:end], True
+        m = self.rx.name.match(text, start + 1)
+        if m is not None:
+            self.pos = m.end()
+            name = m.group()
+            if env is not None and name in env:
+                return env[name], False
+            return text[start:self.pos], True
+        if nxt and nxt in "@*#?$!-0123456789":
+            self.pos = start + 2
+            if env is not None and nxt in env:
+                return env[nxt], False
+            return text[start:self.pos], True
+        self.pos = start + 1
+        return "$", False
+
+    def _braced(self) -> None:
+        """A ${...} after its opening, up to its }. A substitution inside runs, unless the
+        expansion is malformed (bash refuses it before running anything in it)."""
+        text, n = self.text, self.n
+        good = self.rx.parameter.match(text, self.pos) is not None
+        subs = len(self.subs)
+        pos = self.pos
+        plain = self.rx.plain_brace
+        budget = self.budget
+        while pos < n:
+            budget.left -= 1
+            if budget.left < 0:
+                raise _TooLarge()
+            m = plain.match(text, pos)
+            if m is not None:
+                pos = m.end()
+                continue
+            c = text[pos]
+            if c == "}":
+                self.pos = pos + 1
+                if not good:
+                    del self.subs[subs:]
+                return
+            if c == "\\":
+                pos += 2
+                continue
+            if c == "'":
+                end = text.find("'", pos + 1)
+                if end < 0:
+                    raise ParseError("unterminated single quote")
+                pos = end + 1
+                continue
+            if c == '"':
+                self.pos = pos + 1
+                self._double()
+            elif c == "$":
+                self.pos = pos
+                self._dollar()
+            else:
+                self.pos = pos
+                self._backtick()
+            pos = self.pos
+        raise ParseError("unterminated ${")
+
+    def _arith(self, pos: int, opening: str = "(", closing: str = ")") -> int:
+        """The end (after `))`, or `]` for $[) of arithmetic starting at pos; -1 when it is not
+        arithmetic. Its substitutions are parsed."""
+        text, n = self.text, self.n
+        depth = 0
+        plain = self.rx.plain_arith
+        budget = self.budget
+        while pos < n:
+            budget.left -= 1
+            if budget.left < 0:
+                raise _TooLarge()
+            m = plain.match(text, pos)
+            if m is not None:
+                pos = m.end()
+                continue
+            c = text[pos]
+            if c == opening:
+                depth += 1
+                pos += 1
+            elif c == closing:
+                if depth == 0:
+                    if closing == "]":
+                        return pos + 1
+                    return pos + 2 if text.startswith("))", pos) else -1
+                depth -= 1
+                pos += 1
+            elif c == "\\":
+                pos += 2
+            elif c == "'":
+                end = text.find("'", pos + 1)
+                if end < 0:
+                    return -1
+                pos = end + 1
+            elif c in '"$`':
+                self.pos = pos + (c == '"')
+                if c == '"':
+                    self._double()
+                elif c == "$":
+                    self._dollar()
+                else:
+                    self._backtick()
+                pos = self.pos
+            else:
+                pos += 1
+        return -1
+
+    def _substitution(self) -> None:
+        """A $( ), <( ) or >( ) whose script starts at pos: parsed up to its `)`."""
+        if self.nesting >= _MAX_NESTING:
+            raise ParseError("substitutions nested too deeply")
+        start = self.pos
+        saved = self.subs, self.pending
+        self.subs, self.pending = [], []
+        self.nesting += 1
+        try:
+            commands = self._list(")")
+        finally:
+            self.nesting -= 1
+            self.subs, self.pending = saved
+        self.subs.append(commands)
+        if self.nesting == self.base:
+            self.texts.append(self.text[start:self.pos - 1])
+
+    def _backtick(self) -> str:
+        text, n, start = self.text, self.n, self.pos
+        out: list[str] = []
+        pos = seg = start + 1
+        special = re.compile(r"[\\`]")
+        while True:
+            m = special.search(text, pos)
+            if m is None:
+                raise ParseError("unterminated backtick")
+            at = m.start()
+            if text[at] == "\\":
+                if at + 1 < n and text[at + 1] in "$`\\":
+                    out.append(text[seg:at])
+                    seg = at + 1
+                pos = at + 2
+                continue
+            out.append(text[seg:at])
+            pos = at + 1
+            break
+        self.pos = pos
+        inner = "".join(out)
+        if self.nesting >= _MAX_NESTING:
+            raise ParseError("substitutions nested too deeply")
+        sub = _Parser(inner, self.budget, self.nesting + 1, self.heredocs)
+        self.subs.append(sub._list(None))
+        if self.nesting == self.base:
+            self.texts.append(inner)
+        return text[start:pos]
+
+    def _read_heredocs(self) -> None:
+        """The bodies of the here-documents begun on the line just ended."""
+        text, n = self.text, self.n
+        pending, self.pending = self.pending, []
+        for delimiter, strip, quoted, command in pending:
+            pattern = re.compile(("^\t*" if strip else "^") + re.escape(delimiter) + "$", re.M)
+            m = pattern.search(text, self.pos)
+            if m is None:
+                body, self.pos = text[self.pos:], n
+            else:
+                body, self.pos = text[self.pos:m.start()], min(n, m.end() + 1)
+            if body.endswith("\n"):
+                body = body[:-1]
+            if strip and "\t" in body:
+                body = "\n".join(line.lstrip("\t") for line in body.split("\n"))
+            self.heredocs.append(body)
+            command.stdin_script = body
+            command.stdin_dynamic = False
+            if not quoted and ("$" in body or "`" in body):
+                scanner = _Parser(body, self.budget, self.nesting + 1, self.heredocs)
+                command.stdin_dynamic = scanner._expansions()
+                command.nested.extend(scanner.subs)
+
+    def _expansions(self) -> bool:
+        """Scan an unquoted here-document body: its substitutions parsed; whether it expands."""
+        text = self.text
+        special = self.rx.special
+        dynamic = False
+        pos = 0
+        while True:
+            self._spend()
+            m = special.search(text, pos)
+            if m is None:
+                return dynamic
+            pos = m.start()
             c = text[pos]
             if c == "\\":
                 pos += 2
                 continue
-            if c == "'" and opening == "(":
-                end = text.find("'", pos + 1)
-                pos = len(text) if end == -1 else end + 1
-                continue
-            if c == opening:
-                depth += 1
-            elif c == closing:
-                depth -= 1
-                if depth == 0:
-                    return pos
-            pos += 1
-        raise ParseError(f"unterminated {opening}")
+            self.pos = pos
+            if c == "$":
+                _, more = self._dollar()
+                dynamic |= more
+            else:
+                self._backtick()
+                dynamic = True
+            pos = self.pos
 
-    def _matching_backtick(self) -> int:
-        pos = self.pos + 1
-        while pos < len(self.text):
-            if self.text[pos] == "\\":
-                pos += 2
-                continue
-            if self.text[pos] == "`":
-                return pos
-            pos += 1
-        raise ParseError("unterminated backtick")
+    def _arith_command(self) -> bool:
+        """A (( ... )) at pos: consumed, True; or nothing consumed (it is two subshells)."""
+        saved = self._save()
+        end = self._arith(self.pos + 2)
+        if end < 0:
+            self._restore(saved)
+            return False
+        self.pos = end
+        return True
 
-    def _read_heredoc_bodies(self) -> None:
+    def _cond(self) -> None:
+        """The words of a [[ ... ]] after its `[[`, up to its `]]`: tests, never redirections."""
+        while True:
+            c = self._blank()
+            if not c:
+                raise ParseError("unterminated [[")
+            if c == "\n":
+                self.pos += 1
+                continue
+            start = self.pos
+            word = self._word(cond=True)
+            if word.raw.startswith("]]"):
+                self.pos = start + 2
+                return
+            if self.pos == start:
+                raise ParseError("unreadable [[")
+
+    def _coproc_name(self) -> None:
+        """After `coproc`: skip the NAME of `coproc NAME { ...; }` or `coproc NAME ( ... )`."""
+        saved = self._save()
+        c = self._blank()
+        if c and c not in "\n;&|()<>":
+            word = self._word()
+            nxt = self._blank()
+            if self.rx.name.fullmatch(word.raw) and (
+                    nxt == "(" or (nxt == "{" and self.text[self.pos + 1:self.pos + 2] in (" ", "\t", "\n"))):
+                return
+        self._restore(saved)
+
+    def _rescope(self, commands: list[Command], start: int, scope: tuple) -> None:
+        """Commands from `start` run in a subshell of their own (a pipeline element, a background list)."""
+        if start >= len(commands):
+            return
+        k = len(scope)
+        new = (self._new_id(),)
+        for command in commands[start:]:
+            command.scope = command.scope[:k] + new + command.scope[k:]
+
+    # -- the command list -----------------------------------------------------------------
+
+    def parse(self) -> list[Command]:
+        return self._list(None)
+
+    def _list(self, closer: str | None) -> list[Command]:
+        """Commands up to `closer` (")" for a substitution, consumed) or the end of the text."""
         text = self.text
-        while self.pending_heredocs:
-            delimiter, strip = self.pending_heredocs.pop(0)
-            lines: list[str] = []
-            while self.pos < len(text):
-                end = text.find("\n", self.pos)
-                line = text[self.pos:] if end == -1 else text[self.pos:end]
-                self.pos = len(text) if end == -1 else end + 1
-                check = line.lstrip("\t") if strip else line
-                if check == delimiter:
+        commands: list[Command] = []
+        levels = [_Level("root", (), 0)]
+        cur = Command(())
+        cur.line = self.lines
+        pending_func: str | None = None
+        insert_at: int | None = None  # where the redirections after a compound command's end go
+        closed = False
+        expect_name = False  # after `function`
+        after_time = False
+        negate = False
+
+        def finish(op: str | None) -> None:
+            nonlocal cur, negate, insert_at
+            lvl = levels[-1]
+            if cur.words or cur.redirects or cur.nested:
+                cur.next_op = op
+                cur.negated = negate
+                if insert_at is not None and not cur.words:
+                    # `{ cd x; } > f`: the redirections are made before the compound command runs
+                    commands.insert(insert_at, cur)
+                else:
+                    commands.append(cur)
+            negate = False
+            insert_at = None
+            source = cur if cur.words and commands and commands[-1] is cur and lvl.elem == len(commands) - 1 else None
+            if op in ("|", "|&"):
+                self._rescope(commands, lvl.elem, lvl.scope)
+                lvl.elem = len(commands)
+                lvl.piped = True
+            else:
+                source = None
+                if lvl.piped:
+                    self._rescope(commands, lvl.elem, lvl.scope)
+                    lvl.piped = False
+                lvl.elem = len(commands)
+                if op == "&" or (lvl.coproc and op not in ("&&", "||")):
+                    self._rescope(commands, lvl.list, lvl.scope)
+                    for command in commands[lvl.list:]:
+                        command.background = True
+                    lvl.coproc = False
+                if op not in ("&&", "||"):
+                    lvl.list = len(commands)
+            cur = Command(lvl.scope)
+            cur.line = self.lines
+            cur.pipe_from = source
+
+        def marker(kind: str) -> None:
+            lvl = levels[-1]
+            commands.append(Command(lvl.scope, kind))
+            lvl.elem = lvl.list = len(commands)
+
+        def push(kind: str, state: str | None = None, subshell: bool = False) -> None:
+            nonlocal cur, pending_func
+            outer = levels[-1]
+            scope = outer.scope + (self._new_id(),) if subshell else outer.scope
+            levels.append(_Level(kind, scope, len(commands), state, pending_func))
+            pending_func = None
+            cur = Command(scope)
+            cur.line = self.lines
+
+        def close(kinds: tuple[str, ...]) -> bool:
+            nonlocal cur, insert_at
+            for k in range(len(levels) - 1, 0, -1):
+                if levels[k].kind in kinds:
                     break
-                lines.append(line)
-            self.heredoc_bodies.append("\n".join(lines))
+            else:
+                return False
+            while len(levels) > k:
+                finish(";")
+                lvl = levels.pop()
+                if lvl.kind == "if":
+                    commands.append(Command(lvl.scope, "fi"))
+                elif lvl.kind == "loop" and lvl.state in ("while", "until"):
+                    commands.append(Command(lvl.scope, "done"))
+                if lvl.func is not None:
+                    body = commands[lvl.start:]
+                    del commands[lvl.start:]
+                    cut = len(levels[-1].scope)
+                    for command in body:
+                        command.scope = command.scope[cut:]
+                    definition = Command(levels[-1].scope, "function")
+                    definition.name, definition.body = lvl.func, body
+                    commands.append(definition)
+                insert_at = lvl.start
+            cur = Command(levels[-1].scope)
+            cur.line = self.lines
+            return True
+
+        def hold() -> None:
+            """Substitutions in the words of a header: they run, in a command of their own."""
+            if self.subs:
+                test = Command(levels[-1].scope, "test")
+                test.nested = self._take()
+                commands.append(test)
+
+        while True:
+            self._spend()
+            c = self._blank()
+            if not c:
+                break
+            lvl = levels[-1]
+            if c == "\n":
+                self.pos += 1
+                self.lines += 1
+                if self.pending:
+                    self._read_heredocs()
+                if lvl.kind == "case" and lvl.state != "body":
+                    continue
+                if lvl.kind == "loop" and lvl.state in ("name", "in", "list"):
+                    if lvl.state != "name":
+                        lvl.state = "body"
+                    continue
+                if not (cur.words or cur.redirects or cur.nested) and commands and \
+                        commands[-1].next_op in ("&&", "||", "|", "|&") and lvl.elem == len(commands):
+                    continue  # a line break after && or | continues the list
+                finish("\n")
+                continue
+            if lvl.kind == "case" and lvl.state != "body":
+                op = self._operator()
+                if op is not None:
+                    if op == ")" and lvl.state == "pattern":
+                        lvl.state = "body"
+                        lvl.elem = lvl.list = len(commands)
+                    continue
+                start = self.pos
+                word = self._word()
+                if self.pos == start:
+                    raise ParseError(f"unexpected {c!r} in a case")
+                if lvl.state == "subject":
+                    lvl.state = "in"
+                elif lvl.state == "in":
+                    lvl.state = "pattern"
+                elif word.raw == "esac":
+                    self.subs.clear()
+                    close(("case",))
+                    continue
+                hold()
+                continue
+            if lvl.kind == "loop" and lvl.state in ("name", "in", "list"):
+                start = self.pos
+                if lvl.state == "name":
+                    if text.startswith("((", self.pos):
+                        if not self._arith_command():
+                            raise ParseError("unreadable for ((")
+                    else:
+                        self._word()
+                    if self.pos == start:
+                        raise ParseError(f"unexpected {c!r} after for")
+                    lvl.state = "in"
+                    hold()
+                    continue
+                op = self._operator()
+                if op is not None:
+                    lvl.state = "body"
+                    lvl.elem = lvl.list = len(commands)
+                    continue
+                word = self._word()
+                if self.pos == start:
+                    raise ParseError(f"unexpected {c!r} in a for")
+                if lvl.state == "in" and word.raw == "in":
+                    lvl.state = "list"
+                elif word.raw == "do" and lvl.state == "in":
+                    lvl.state = "body"
+                    lvl.elem = lvl.list = len(commands)
+                else:
+                    lvl.state = "list"
+                    hold()
+                continue
+            at_start = not cur.words and not cur.redirects
+            if at_start and text.startswith("((", self.pos) and self._arith_command():
+                cur.kind = "test"
+                cur.nested.extend(self._take())
+                continue
+            redirect = self._redirect()
+            if redirect is not None:
+                fd, op = redirect
+                nxt = self._blank()
+                if not nxt or nxt == "\n" or (nxt in ";&|()<>" and not text.startswith(("<(", ">("), self.pos)):
+                    raise ParseError(f"a redirection {op} with no target")
+                target = self._word()
+                cur.redirects.append((op, target))
+                if op in ("<<", "<<-"):
+                    self.pending.append((target.text, op == "<<-", target.quoted, cur))
+                    cur.stdin_script, cur.stdin_dynamic = "", False
+                elif op == "<<<":
+                    cur.stdin_script = None if target.dynamic else target.text
+                    cur.stdin_dynamic = target.dynamic
+                elif op in ("<", "<>", "<&") and fd in ("", "0"):
+                    cur.stdin_script, cur.stdin_dynamic = None, True
+                if self.subs:
+                    cur.nested.extend(self._take())
+                continue
+            op = self._operator()
+            if op is not None:
+                if op == "(":
+                    if len(cur.words) == 1 and not cur.redirects and cur.words[0].raw == cur.words[0].text \
+                            and self._blank() == ")":
+                        self.pos += 1
+                        pending_func = cur.words[0].text
+                        cur = Command(lvl.scope)
+                        cur.line = self.lines
+                        continue
+                    if not at_start:
+                        finish(";")
+                    push("paren", subshell=True)
+                    continue
+                if op == ")":
+                    if lvl.kind == "case" or close(("paren",)):
+                        continue
+                    if closer == ")":
+                        closed = True
+                        break
+                    continue  # a stray ")"
+                if op in (";;", ";&", ";;&"):
+                    finish(";")
+                    if levels[-1].kind == "case":
+                        levels[-1].state = "pattern"
+                    continue
+                finish(op)
+                continue
+            start = self.pos
+            word = self._word()
+            if self.pos == start:
+                raise ParseError(f"unexpected {c!r}")
+            if expect_name:
+                expect_name = False
+                pending_func = word.text
+                saved = self._save()
+                if self._blank() == "(":
+                    self.pos += 1
+                    if self._blank() == ")":
+                        self.pos += 1
+                    else:
+                        self._restore(saved)
+                continue
+            if at_start and word.raw == word.text and word.text in _RESERVED:
+                t = word.text
+                if after_time and t not in ("-p", "--"):
+                    after_time = False
+                if t == "{":
+                    push("brace")
+                elif t == "}":
+                    close(("brace",))
+                elif t == "if":
+                    push("if")
+                    marker("if")
+                elif t in ("while", "until"):
+                    push("loop", t)
+                    marker(t)
+                elif t in ("for", "select"):
+                    push("loop", "name")
+                elif t == "case":
+                    push("case", "subject")
+                elif t in ("then", "else", "elif", "do"):
+                    finish(";")
+                    if t == "do" and levels[-1].kind == "loop" and levels[-1].state not in ("while", "until"):
+                        pass
+                    elif t != "do" or levels[-1].kind == "loop":
+                        marker(t)
+                elif t == "fi":
+                    close(("if",))
+                elif t == "done":
+                    close(("loop",))
+                elif t == "esac":
+                    close(("case",))
+                elif t == "!":
+                    negate = not negate
+                elif t == "time":
+                    after_time = True
+                elif t in ("-p", "--"):
+                    if not after_time:
+                        cur.words.append(word)
+                    after_time = False
+                elif t == "function":
+                    expect_name = True
+                elif t == "[[":
+                    self._cond()
+                    cur.kind = "test"
+                    cur.nested.extend(self._take())
+                elif t == "coproc":
+                    levels[-1].coproc = True
+                    self._coproc_name()
+                continue
+            after_time = False
+            pending_func = None
+            cur.words.append(word)
+            if self.subs:
+                cur.nested.extend(self._take())
+        if closer is not None and not closed:
+            raise ParseError("unterminated $(")
+        finish(None)
+        while len(levels) > 1:
+            close((levels[-1].kind,))
+        if self.pending and closer is None:
+            self._read_heredocs()
+        return commands
+
+
+_RESERVED = frozenset(("{", "}", "if", "then", "else", "elif", "fi", "while", "until", "for", "select", "do",
+                       "done", "case", "esac", "!", "time", "-p", "--", "function", "[[", "coproc"))
 
 
 def parse(script: str) -> tuple[list[Command], list[str]]:
-    """The simple commands of `script`, and the scripts found inside substitutions."""
-    commands, nested, _ = _parse_all(script)
-    return commands, nested
-
-
-def _parse_all(script: str) -> tuple[list[Command], list[str], list[str]]:
-    lexer = _Lexer(script)
-    commands: list[Command] = []
-    depth = 0
-    current = Command(depth)
-    tokens = _tokens_with_heredocs(lexer)
-    segment = 0  # where the current pipeline or subshell list began: a trailing & sends all of it
-    i = 0
-    while i < len(tokens):
-        kind, value = tokens[i]
-        if kind == "op":
-            if current.words or current.redirects:
-                commands.append(current)
-            if value == "&":
-                for command in commands[segment:]:
-                    command.background = True
-            if value in ("&", ";", "&&", "||", "\n") and depth == 0:
-                segment = len(commands)
-            if value == "(":
-                depth += 1
-            elif value == ")":
-                depth = max(0, depth - 1)
-            current = Command(depth)
-        elif kind == "redir":
-            target = tokens[i + 1][1] if i + 1 < len(tokens) and tokens[i + 1][0] == "word" else Word("", True, False)
-            current.redirects.append((value, target))  # type: ignore[arg-type]
-            i += 1
-        else:
-            current.words.append(value)  # type: ignore[arg-type]
-        i += 1
-    if current.words or current.redirects:
-        commands.append(current)
-    bodies = iter(lexer.heredoc_bodies)
-    for command in commands:
-        for op, _target in command.redirects:
-            if op in ("<<", "<<-"):
-                command.stdin_script = next(bodies, None)
-    return commands, lexer.nested, lexer.heredoc_bodies
-
-
-def _tokens_with_heredocs(lexer: _Lexer) -> list[tuple[str, object]]:
-    """Tokenize, registering each here-document's delimiter as its operator is read."""
-    out: list[tuple[str, object]] = []
-    text, n = lexer.text, len(lexer.text)
-    while lexer.pos < n:
-        chunk = _one_token(lexer)
-        if chunk is None:
-            continue
-        out.append(chunk)
-        if chunk[0] == "redir" and chunk[1] in ("<<", "<<-"):
-            save = lexer.pos
-            while lexer.pos < n and text[lexer.pos] in " \t":
-                lexer.pos += 1
-            if lexer.pos < n and text[lexer.pos] not in "\n;&|()<>":
-                delimiter = lexer._word()
-                out.append(("word", delimiter))
-                lexer.pending_heredocs.append((delimiter.text, chunk[1] == "<<-"))
-            else:
-                lexer.pos = save
-    if lexer.pending_heredocs:
-        lexer._read_heredoc_bodies()
-    return out
-
-
-def _one_token(lexer: _Lexer) -> tuple[str, object] | None:
-    text, n = lexer.text, len(lexer.text)
-    c = text[lexer.pos]
-    if c == "\\" and text.startswith("\\\n", lexer.pos):
-        lexer.pos += 2
-        return None
-    if c in " \t\r":
-        lexer.pos += 1
-        return None
-    if c == "#":
-        end = text.find("\n", lexer.pos)
-        lexer.pos = n if end == -1 else end
-        return None
-    if c == "\n":
-        lexer.pos += 1
-        lexer._read_heredoc_bodies()
-        return ("op", "\n")
-    redirect = lexer._redirect()
-    if redirect:
-        return ("redir", redirect)
-    op = next((o for o in _OPERATORS if text.startswith(o, lexer.pos)), None)
-    if op:
-        lexer.pos += len(op)
-        return ("op", op)
-    return ("word", lexer._word())
-
-
-class Writes:
-    """What a script writes: resolved paths (absolute), and whether some write is unknown."""
-
-    __slots__ = ("paths", "unknown", "commands", "heredocs", "simple")
-
-    def __init__(self) -> None:
-        self.simple: list[tuple[list[str], list[str], bool]] = []  # (argv with wrappers, argv, background)
-        self.heredocs: list[str] = []  # here-document bodies: data, kept for rules that read records
-        self.paths: list[str] = []
-        self.unknown: list[str] = []  # descriptions of writes whose target proctor cannot name
-        self.commands: list[list[str]] = []  # every simple command's argv, wrappers removed
-
-
-def writes(script: str, cwd: str, depth: int = 0) -> Writes:
-    """Every path `script` writes, resolved against `cwd` (and any `cd` along the way)."""
-    found = Writes()
-    _collect(script, cwd, found, depth)
-    return found
-
-
-def _collect(script: str, cwd: str | None, found: Writes, depth: int) -> None:
-    if depth > 4:
-        found.unknown.append("shell nested too deeply to read")
-        return
+    """The simple commands of `script` (its own, not those of its substitutions or functions),
+    and the scripts of its substitutions as text. Raises ParseError."""
+    parser = _Parser(script, _Budget(_MAX_STEPS))
     try:
-        commands, nested, heredocs = _parse_all(script)
-    except ParseError as exc:
-        found.unknown.append(f"unparseable shell ({exc})")
-        return
-    found.heredocs.extend(heredocs)
-    for inner in nested:
-        _collect(inner, cwd, found, depth + 1)
-    # The directory each subshell level resolves against: a cd inside ( ) ends with it.
-    cwds: dict[int, str | None] = {0: cwd}
-    dirs: list[str | None] = []
-    for command in commands:
-        for level in [k for k in cwds if k > command.depth]:
-            del cwds[level]
-        here = cwds.get(command.depth, cwds[max(cwds)])
-        for op, target in command.redirects:
-            if op in (">", ">>", ">|", "&>", "&>>", "<>"):
-                _add(found, target, here, f"redirection {op}")
-            elif op == ">&" and not (target.text.isdigit() or target.text == "-"):
-                _add(found, target, here, "redirection >&")
-        argv_words = _strip_wrappers(command.words)
-        wrappers = [os.path.basename(w.text) for w in command.words[: len(command.words) - len(argv_words)]]
-        if not argv_words:
-            continue
-        found.commands.append([w.text for w in argv_words])
-        found.simple.append(([w.text for w in command.words], [w.text for w in argv_words], command.background))
-        if argv_words[0].dynamic:
-            found.unknown.append(f"a command named by an expansion ({argv_words[0].text})")
-            continue
-        name = os.path.basename(argv_words[0].text)
-        args = argv_words[1:]
-        if name in ("cd", "pushd"):
-            if name == "pushd":
-                dirs.append(here)
-            target = args[0] if args else None
-            if target is None:
-                new = os.path.expanduser("~")
-            elif target.dynamic or here is None:
-                new = None  # later relative paths cannot be named
-            else:
-                new = _resolve(target.text, here)
-            cwds[command.depth] = new
-            continue
-        if name == "popd":
-            cwds[command.depth] = dirs.pop() if dirs else None
-            continue
-        if "xargs" in wrappers and name in _WRITERS:
-            found.unknown.append(f"{name} run by xargs on names read from its input")
-            continue
-        if name in _SHELLS or name == "eval":
-            script_text = _inline_script(name, args)
-            if script_text is not None:
-                if script_text is _DYNAMIC:
-                    found.unknown.append(f"{name} -c with a script built from an expansion")
-                else:
-                    _collect(script_text, here, found, depth + 1)
-            elif name in _SHELLS and not _operands(args):
-                if command.stdin_script is not None:
-                    _collect(command.stdin_script, here, found, depth + 1)
-                else:
-                    found.unknown.append(f"a script fed to {name} on its standard input")
-            continue
-        if name == "apply_patch":
-            for path in patch_paths(command.stdin_script or " ".join(w.text for w in args)):
-                _add(found, Word(path, False, False), here, "apply_patch")
-            continue
-        if name == "find":
-            if any(w.text in ("-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprintf", "-fls")
-                   for w in args):
-                found.unknown.append("find with -delete or -exec")
-            continue
-        if name == "git":
-            _git(found, args, here)
-            continue
-        reader = _WRITERS.get(name)
-        if reader is not None:
-            for word, what in reader(args):
-                _add(found, word, here, what)
-
-
-_DYNAMIC = object()
+        commands = parser.parse()
+    except _TooLarge:
+        raise ParseError("too large to judge") from None
+    return [c for c in commands if c.kind == "simple" and (c.words or c.redirects)], parser.texts
 
 
 def patch_paths(patch: str) -> list[str]:
@@ -467,274 +1060,3107 @@ def patch_paths(patch: str) -> list[str]:
     return paths
 
 
-# Each wrapper's options that take a value, so the value is not read as the wrapped command.
-_WRAPPER_VALUES = {
-    "env": {"-u", "--unset", "-C", "--chdir", "-S", "--split-string"},
-    "sudo": {"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "--user", "--group"},
-    "doas": {"-u", "-C"},
-    "nice": {"-n", "--adjustment"},
-    "timeout": {"-s", "--signal", "-k", "--kill-after"},
-    "stdbuf": {"-i", "-o", "-e", "--input", "--output", "--error"},
-    "xargs": {"-I", "-n", "-P", "-d", "-a", "-E", "-L", "-s", "--max-args", "--max-procs", "--delimiter",
-              "--arg-file", "--replace"},
-    "ionice": {"-c", "-n", "-p", "-P", "-u", "--class", "--classdata"},
-    "flock": {"-w", "-E", "--timeout", "--conflict-exit-code"},
-    "watch": {"-n", "--interval", "-d"},
-    "strace": {"-o", "-e", "-p", "-s", "-u", "-E"},
-    "ltrace": {"-o", "-e", "-p", "-s", "-u"},
-}
-
-
-def _strip_wrappers(words: list[Word]) -> list[Word]:
-    i = 0
-    while i < len(words):
-        text = words[i].text
-        if text in _RESERVED:
-            i += 1
-            continue
-        if "=" in text and not words[i].quoted and text.split("=", 1)[0].isidentifier():
-            i += 1  # VAR=value prefix
-            continue
-        base = os.path.basename(text)
-        if base not in _WRAPPERS:
-            break
-        i += 1
-        values = _WRAPPER_VALUES.get(base, set())
-        # the wrapper's own options and operands, up to the wrapped command
-        while i < len(words):
-            option = words[i].text
-            if option == "--":
-                i += 1
-                break
-            if option in values:
-                i += 2
-                continue
-            if option.startswith("-") and len(option) > 1:
-                i += 1
-                continue
-            if base == "env" and "=" in option:
-                i += 1
-                continue
-            if base == "timeout" and option[:1].isdigit():
-                i += 1  # the duration; the command follows
-                break
-            if base == "flock":
-                i += 1  # the lock file; the command follows
-                break
-            break
-    return words[i:]
-
-
-def _inline_script(name: str, args: list[Word]):
-    """The script of `sh -c SCRIPT` or `eval ...`; _DYNAMIC when it is built from an expansion."""
-    if name == "eval":
-        if any(w.dynamic for w in args):
-            return _DYNAMIC
-        return " ".join(w.text for w in args)
-    for index, word in enumerate(args):
-        if word.text == "-c" or (word.text.startswith("-") and not word.text.startswith("--") and "c" in word.text[1:]):
-            if index + 1 < len(args):
-                return _DYNAMIC if args[index + 1].dynamic else args[index + 1].text
-    return None
-
-
-def _operands(args: list[Word], takes_value: frozenset = frozenset()) -> list[Word]:
-    """Non-option arguments (everything after `--` included)."""
-    out: list[Word] = []
-    skip = False
-    after_dashes = False
-    for word in args:
-        if skip:
-            skip = False
-            continue
-        if after_dashes:
-            out.append(word)
-        elif word.text == "--":
-            after_dashes = True
-        elif word.text.startswith("-") and word.text != "-":
-            if word.text in takes_value:
-                skip = True
-        else:
-            out.append(word)
+def diff_paths(diff: str, strip: int | None) -> list[str] | None:
+    """Files a unified diff (or a git diff) changes, with `strip` leading components taken off
+    (patch -p); None when a name cannot be read (no -p given to patch, or /dev/null both sides)."""
+    out: list[str] = []
+    old = None
+    for line in diff.split("\n"):
+        if line.startswith("--- "):
+            old = line[4:].split("\t")[0].strip()
+        elif line.startswith("+++ ") and old is not None:
+            new = line[4:].split("\t")[0].strip()
+            for name in (old, new):
+                if name == "/dev/null":
+                    continue
+                if name.startswith('"'):
+                    return None
+                if strip is None:
+                    return None
+                parts = name.split("/")
+                if strip >= len(parts):
+                    return None
+                name = "/".join(parts[strip:])
+                if name and name not in out:
+                    out.append(name)
+            old = None
     return out
 
 
-def _target_dir_option(args: list[Word]) -> Word | None:
-    for index, word in enumerate(args):
-        short_t = word.text.startswith("-") and not word.text.startswith("--") and word.text.endswith("t")
-        if (word.text in ("-t", "--target-directory") or short_t) and index + 1 < len(args):
-            return args[index + 1]
-        if word.text.startswith("--target-directory="):
-            return Word(word.text.split("=", 1)[1], word.dynamic, word.quoted)
+class Writes:
+    """What a script writes: resolved paths (absolute), descriptions of writes it cannot name,
+    and whether it is a read (every command on the read list, no redirection to a file)."""
+
+    __slots__ = ("paths", "unknown", "commands", "heredocs", "simple", "read", "no_follow", "_seen",
+                 "_unknown_seen", "_more")
+
+    def __init__(self) -> None:
+        self.simple: list[tuple[list[str], list[str], bool]] = []  # (argv with wrappers, argv, background)
+        self.heredocs: list[str] = []  # here-document bodies: data, kept for rules that read records
+        self.paths: list[str] = []
+        self.unknown: list[str] = []  # descriptions of writes whose target proctor cannot name
+        self.commands: list[list[str]] = []  # every simple command's argv, wrappers removed
+        self.read = True  # nothing but reads proctor knows
+        # paths whose last component is removed or replaced, not written through (rm, mv, ln -f,
+        # sed -i, ...): a symbolic link there is the link itself, not where it leads
+        self.no_follow: set[str] = set()
+        self._seen: set[str] = set()
+        self._unknown_seen: set[str] = set()
+        self._more = 0
+
+
+def writes(script: str, cwd: str, depth: int = 0) -> Writes:
+    """Every path `script` writes, resolved against `cwd` (and any `cd` along the way); what it
+    may write but cannot be named in `.unknown`; whether it is nothing but reads in `.read`."""
+    found = Writes()
+    judge = _Judge(found)
+    judge.depth = depth
+    try:
+        judge.script(script, cwd, None, child=True)
+    except _TooLarge:
+        judge.unknown(f"a command too large to judge ({len(script)} bytes)")
+    except RecursionError:
+        judge.unknown("a command nested too deeply to judge")
+    except Exception as exc:  # never a crash in the hook: what cannot be read is unknown
+        judge.unknown(f"a command proctor failed to read ({type(exc).__name__})")
+    if found._more:
+        found.unknown.append(f"and {found._more} more writes proctor cannot name")
+    return found
+
+
+def is_read(script: str, cwd: str) -> bool:
+    """Whether `script` is a read: every command it runs (substitutions, bash -c, eval and
+    here-document shells included) is on proctor's read list, its arguments checked, and no
+    redirection writes a file."""
+    return writes(script, cwd).read
+
+
+# -- judging --------------------------------------------------------------------------------
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "'\\''") + "'"
+
+
+def _why(word: Word) -> str:
+    if word.why:
+        return word.why
+    if "$(" in word.raw or "`" in word.raw or "<(" in word.raw or ">(" in word.raw:
+        return "a path a command prints"
+    return "a path held in a variable"
+
+
+def _is_assignment(word: Word) -> bool:
+    return _r().assignment.match(word.raw) is not None
+
+
+def _program(text: str) -> str | None:
+    """The program a command word runs: its name, or the basename of a path in a system
+    directory; None for any other path (a program proctor cannot know)."""
+    if "/" not in text:
+        return text
+    head, _, base = text.rpartition("/")
+    head = os.path.normpath(head or "/")
+    if head in _SYSTEM_DIRS or (head.startswith("/nix/store/") and head.endswith("/bin")) or base == "proctor":
+        return base
     return None
 
 
-def _copy_like(removes_sources: bool):
-    def read(args: list[Word]) -> list[tuple[Word, str]]:
-        target_dir = _target_dir_option(args)
-        operands = [w for w in _operands(args, frozenset(("-t", "--target-directory", "-S", "--suffix", "-m", "-o", "-g")))
-                    if w is not target_dir]
-        out: list[tuple[Word, str]] = []
-        if target_dir is not None:
-            sources, destination = operands, target_dir
-        elif len(operands) >= 2:
-            sources, destination = operands[:-1], operands[-1]
-        else:
-            return out
-        into_dir = target_dir is not None or len(sources) > 1 or destination.text.endswith("/")
-        for source in sources:
-            name = os.path.basename(source.text.rstrip("/"))
-            if into_dir:
-                out.append((Word(destination.text.rstrip("/") + "/" + name,
-                                 destination.dynamic or source.dynamic, False), "destination"))
+def _unquoted_glob(raw: str) -> bool:
+    """Whether the source of a word has a glob character outside quotes."""
+    i, n = 0, len(raw)
+    while i < n:
+        c = raw[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "'":
+            end = raw.find("'", i + 1)
+            i = n if end < 0 else end + 1
+            continue
+        if c == '"':
+            i += 1
+            while i < n and raw[i] != '"':
+                i += 2 if raw[i] == "\\" else 1
+            i += 1
+            continue
+        if c in "*?[":
+            return True
+        i += 1
+    return False
+
+
+def _braces(raw: str, limit: int = _MAX_BRACE_WORDS, depth: int = 0) -> list[str] | None:
+    """Bash's brace expansion of a word's source text; None when it makes more than `limit` words."""
+    if depth > 32 or len(raw) > 65536:
+        return None
+    i, n = 0, len(raw)
+    while i < n:
+        c = raw[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "'":
+            end = raw.find("'", i + 1)
+            i = n if end < 0 else end + 1
+            continue
+        if c == '"':
+            i += 1
+            while i < n and raw[i] != '"':
+                i += 2 if raw[i] == "\\" else 1
+            i += 1
+            continue
+        if c == "$" and i + 1 < n and raw[i + 1] in "({":
+            depth, i = 0, i + 1
+            while i < n:
+                if raw[i] in "({":
+                    depth += 1
+                elif raw[i] in ")}":
+                    depth -= 1
+                    if depth == 0:
+                        break
+                i += 1
+            i += 1
+            continue
+        if c == "{":
+            alternatives = _brace_body(raw, i)
+            if alternatives is not None:
+                close, items = alternatives
+                if len(items) > limit:
+                    return None
+                out: list[str] = []
+                for item in items:
+                    more = _braces(raw[:i] + item + raw[close + 1:], limit, depth + 1)
+                    if more is None:
+                        return None
+                    out.extend(more)
+                    if len(out) > limit:
+                        return None
+                return out
+        i += 1
+    return [raw]
+
+
+def _brace_body(raw: str, start: int) -> tuple[int, list[str]] | None:
+    """The `}` closing the brace at `start` and its alternatives, or None when it expands nothing."""
+    depth, i, n = 0, start, len(raw)
+    commas: list[int] = []
+    while i < n:
+        c = raw[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c in "'\"":
+            end = raw.find(c, i + 1)
+            if end < 0:
+                return None
+            i = end + 1
+            continue
+        if c == "$" and i + 1 < n and raw[i + 1] == "{":
+            depth += 1
+            i += 2
+            continue
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth == 0:
+                break
+        elif c == "," and depth == 1:
+            commas.append(i)
+        i += 1
+    else:
+        return None
+    close = i
+    if commas:
+        bounds = [start] + commas + [close]
+        return close, [raw[bounds[k] + 1:bounds[k + 1]] for k in range(len(bounds) - 1)]
+    body = raw[start + 1:close]
+    m = re.fullmatch(r"(-?\d+)\.\.(-?\d+)(?:\.\.(-?\d+))?|([A-Za-z])\.\.([A-Za-z])(?:\.\.(-?\d+))?", body)
+    if m is None:
+        return None
+    if m.group(1) is not None:
+        a, b = int(m.group(1)), int(m.group(2))
+        step = abs(int(m.group(3) or 1)) or 1
+        if abs(b - a) // step > _MAX_BRACE_WORDS:
+            return close, [""] * (_MAX_BRACE_WORDS + 1)
+        width = max(len(m.group(1)), len(m.group(2))) if (m.group(1).lstrip("-").startswith("0")
+                                                          or m.group(2).lstrip("-").startswith("0")) else 0
+        values = range(a, b + (1 if b >= a else -1), step if b >= a else -step)
+        return close, [str(v).zfill(width) if width else str(v) for v in values]
+    a, b = ord(m.group(4)), ord(m.group(5))
+    step = abs(int(m.group(6) or 1)) or 1
+    values = range(a, b + (1 if b >= a else -1), step if b >= a else -step)
+    return close, [chr(v) for v in values]
+
+
+def _getopt(args: list[Word], short_values: str = "", long_values: tuple = (), long_optional: tuple = (),
+            short_optional: str = "") -> tuple[list[tuple[str, Word | None]], list[Word]]:
+    """GNU-style options anywhere among `args`: ([(option, value)], operands). A long option may
+    be abbreviated to any unambiguous prefix of one in long_values or long_optional."""
+    opts: list[tuple[str, Word | None]] = []
+    operands: list[Word] = []
+    i, n = 0, len(args)
+    while i < n:
+        word = args[i]
+        t = word.text
+        if t == "--":
+            operands.extend(args[i + 1:])
+            break
+        if t.startswith("--") and len(t) > 2:
+            name, eq, value = t.partition("=")
+            name = _long(name, long_values + long_optional)
+            if eq:
+                opts.append((name, Word(value, word.dynamic, word.quoted)))
+            elif name in long_values and i + 1 < n:
+                opts.append((name, args[i + 1]))
+                i += 1
             else:
-                # one source: the destination is the file, or a directory it lands in
-                out.append((destination, _INTO_IF_DIR + name))
-            if removes_sources:
-                out.append((source, "moved away"))
+                opts.append((name, None))
+            i += 1
+            continue
+        if t.startswith("-") and len(t) > 1:
+            i += 1
+            for k in range(1, len(t)):
+                ch = t[k]
+                if ch in short_values:
+                    if k + 1 < len(t):
+                        opts.append(("-" + ch, Word(t[k + 1:], word.dynamic, word.quoted)))
+                    elif i < n:
+                        opts.append(("-" + ch, args[i]))
+                        i += 1
+                    else:
+                        opts.append(("-" + ch, None))
+                    break
+                if ch in short_optional:
+                    opts.append(("-" + ch, Word(t[k + 1:], word.dynamic, word.quoted) if k + 1 < len(t) else None))
+                    break
+                opts.append(("-" + ch, None))
+            continue
+        operands.append(word)
+        i += 1
+    return opts, operands
+
+
+def _long(name: str, known: tuple) -> str:
+    if name in known:
+        return name
+    matches = [k for k in known if k.startswith(name)]
+    return matches[0] if len(matches) == 1 and len(name) > 3 else name
+
+
+def _options(words: list[Word], i: int, short_values: str = "", long_values: tuple = ()
+             ) -> tuple[list[tuple[str, Word | None]], int]:
+    """A wrapper's options from words[i], up to its first operand or past `--`: (options, index)."""
+    opts: list[tuple[str, Word | None]] = []
+    n = len(words)
+    while i < n:
+        word = words[i]
+        t = word.text
+        if word.dynamic and t.startswith("-"):
+            return opts, i
+        if t == "--":
+            return opts, i + 1
+        if t.startswith("--") and len(t) > 2:
+            name, eq, value = t.partition("=")
+            name = _long(name, long_values)
+            if eq:
+                opts.append((name, Word(value, word.dynamic, word.quoted)))
+                i += 1
+            elif name in long_values:
+                opts.append((name, words[i + 1] if i + 1 < n else None))
+                i += 2
+            else:
+                opts.append((name, None))
+                i += 1
+            continue
+        if t.startswith("-") and len(t) > 1:
+            i += 1
+            for k in range(1, len(t)):
+                if t[k] in short_values:
+                    if k + 1 < len(t):
+                        opts.append(("-" + t[k], Word(t[k + 1:], word.dynamic, word.quoted)))
+                    else:
+                        opts.append(("-" + t[k], words[i] if i < n else None))
+                        i += 1
+                    break
+                opts.append(("-" + t[k], None))
+            continue
+        return opts, i
+    return opts, i
+
+
+def _has(opts: list[tuple[str, Word | None]], *names: str) -> bool:
+    return any(o in names for o, _ in opts)
+
+
+def _value(opts: list[tuple[str, Word | None]], *names: str) -> Word | None:
+    out = None
+    for o, v in opts:
+        if o in names:
+            out = v
+    return out
+
+
+class _Judge:
+    """Judges parsed commands in order, carrying the shell's state: the directory each scope is
+    in, functions, aliases, links made so far, and the exit status of true, false and cd."""
+
+    def __init__(self, found: Writes) -> None:
+        self.found = found
+        self.budget = _Budget(_MAX_STEPS)
+        self.functions: dict[str, list[Command]] = {}
+        self.aliases: dict[str, tuple[str, bool, int, int]] = {}  # name -> (value, dynamic, script, line)
+        self.expand_aliases = False
+        self.expanding: set[str] = set()
+        self.links: dict[str, list[str]] = {}  # a path made a link in this call -> what it is another name for
+        self.made: set[str] = set()  # directories that writes so far create or write into
+        self.home: str | None = os.path.expanduser("~")
+        self.cdpath = False
+        self.dirstack: list[str | None] = []
+        self.depth = 0
+        self.scripts = 0  # ids of the scripts judged, for alias expansion
+        self.script_id = 0
+        self.status: bool | None = None  # the last command's exit status, when it is known
+        self.acts = 0  # writes, unknowns and non-reads so far
+        self.positional: list[str] | None = None  # $1... when known
+        self.prefix: dict[str, Word] = {}  # the assignments prefixed to the command being judged
+
+    # -- what is found --------------------------------------------------------------------
+
+    def unknown(self, what: str) -> None:
+        found = self.found
+        self.acts += 1
+        found.read = False
+        if what in found._unknown_seen:
+            return
+        found._unknown_seen.add(what)
+        if len(found.unknown) >= _MAX_UNKNOWN:
+            found._more += 1
+        else:
+            found.unknown.append(what)
+
+    def quiet(self) -> None:
+        """The command is no read, though it writes nothing in the work tree."""
+        self.acts += 1
+        self.found.read = False
+
+    def add(self, path: str, follow: bool = True) -> None:
+        """Record a written path, and (when the write goes through links) what links made in this
+        call make it another name for: those whose directory exists, since a write elsewhere fails."""
+        self.acts += 1
+        self.found.read = False
+        self._record(path)
+        if self.links and follow:
+            for other in self._aliases(path):
+                if other not in self.found._seen and (os.path.dirname(other) in self.made or
+                                                      os.path.isdir(os.path.dirname(other))):
+                    self._record(other)
+
+    def _record(self, path: str) -> None:
+        found = self.found
+        if path in found._seen:
+            return
+        found._seen.add(path)
+        found.paths.append(path)
+        parent = path
+        while True:
+            parent = os.path.dirname(parent)
+            if parent in self.made or parent == "/" or not parent:
+                break
+            self.made.add(parent)
+        self.made.add(path)
+
+    def _aliases(self, path: str) -> list[str]:
+        """Every other name a write of `path` reaches through links made in this call."""
+        out: list[str] = []
+        todo = [path]
+        while todo and len(out) < 64:
+            for other in self._through_links(todo.pop()):
+                if other != path and other not in out:
+                    out.append(other)
+                    todo.append(other)
         return out
 
-    return read
-
-
-def _all_operands(skip_first: int = 0, takes_value: frozenset = frozenset()):
-    def read(args: list[Word]) -> list[tuple[Word, str]]:
-        return [(w, "operand") for w in _operands(args, takes_value)[skip_first:]]
-
-    return read
-
-
-def _tee(args: list[Word]) -> list[tuple[Word, str]]:
-    return [(w, "tee") for w in _operands(args)]
-
-
-def _sed(args: list[Word]) -> list[tuple[Word, str]]:
-    in_place = any(w.text == "-i" or w.text.startswith("-i") or w.text.startswith("--in-place")
-                   or (w.text.startswith("-") and not w.text.startswith("--") and "i" in w.text[1:])
-                   for w in args)
-    if not in_place:
+    def _through_links(self, path: str) -> list[str]:
+        parts = path.split("/")
+        for i in range(len(parts), 1, -1):
+            targets = self.links.get("/".join(parts[:i]))
+            if targets:
+                rest = parts[i:]
+                return [os.path.normpath(os.path.join(t, *rest)) if rest else t for t in targets]
         return []
-    has_script_option = any(w.text in ("-e", "-f", "--expression", "--file") for w in args)
-    operands = _operands(args, frozenset(("-e", "-f", "--expression", "--file", "-l")))
-    files = operands if has_script_option else operands[1:]
-    return [(w, "sed -i") for w in files]
 
-
-def _perl(args: list[Word]) -> list[tuple[Word, str]]:
-    in_place = any(w.text.startswith("-") and not w.text.startswith("--") and "i" in w.text[1:].split("e")[0]
-                   for w in args)
-    if not in_place:
-        return []
-    operands = _operands(args, frozenset(("-e", "-E", "-M", "-I")))
-    has_e = any(w.text in ("-e", "-E") or (w.text.startswith("-") and w.text.endswith("e")) for w in args)
-    files = operands if has_e else operands[1:]
-    return [(w, "perl -i") for w in files]
-
-
-def _dd(args: list[Word]) -> list[tuple[Word, str]]:
-    return [(Word(w.text[3:], w.dynamic, w.quoted), "dd of=") for w in args if w.text.startswith("of=")]
-
-
-_GIT_TREE_WIDE = {
-    "reset": "git reset", "stash": "git stash", "clean": "git clean", "apply": "git apply", "am": "git am",
-    "merge": "git merge", "rebase": "git rebase", "pull": "git pull", "cherry-pick": "git cherry-pick",
-    "revert": "git revert", "switch": "git switch",
-}
-_GIT_READ_SUBCOMMANDS = {"stash": ("list", "show"), "reset": ("--soft", "-q")}
-
-
-def _git(found: Writes, args: list[Word], cwd: str | None) -> None:
-    words = list(args)
-    while words and words[0].text.startswith("-"):  # git -C dir, git -c key=value
-        if words[0].text == "-C" and len(words) > 1:
-            cwd = None if words[1].dynamic or cwd is None else _resolve(words[1].text, cwd)
-            words = words[2:]
-        elif words[0].text == "-c":
-            words = words[2:]
+    def target(self, word: Word, cwd: str | None, who: str, into: str | None = None) -> str | None:
+        """The absolute path a write names; "" for a device or a process substitution; None when
+        it cannot be named (recorded as unknown)."""
+        text = word.text
+        if text.startswith("/proc/"):
+            m = _r().proc.match(text)
+            if m is not None:
+                who_pid, kind = m.groups()
+                rest = text[m.end():]
+                if kind == "cwd" and who_pid in ("self", "thread-self", "$$", "${$}", "$BASHPID", "${BASHPID}"):
+                    if cwd is None:
+                        self.unknown(f"{who} {text}: after a cd proctor cannot follow")
+                        return None
+                    word = Word(cwd + rest, "$" in rest or "`" in rest, raw=word.raw)
+                    text = word.text
+                else:
+                    self.unknown(f"{who} {text}: a path through another process's "
+                                 f"{'directory' if kind == 'cwd' else 'root'}")
+                    return None
+            elif text.startswith("/proc/self/fd/") or text.startswith("/proc/thread-self/fd/"):
+                return ""
+        if (text.startswith(("<(", ">(")) and word.raw.startswith(("<(", ">("))):
+            return ""  # a pipe into a process substitution, judged as a script of its own
+        if word.dynamic or not text:
+            self.unknown(f"{who} {text or 'to an empty name'}: {_why(word)}")
+            return None
+        if text in _DEVICES or text.startswith(("/dev/fd/", "/dev/pts/")):
+            return ""
+        if not text.startswith("/"):
+            if cwd is None:
+                self.unknown(f"{who} {text}: after a cd proctor cannot follow")
+                return None
+            text = cwd.rstrip("/") + "/" + text
+        if "/../" in text or text.endswith("/.."):
+            head, _, tail = text.rpartition("/")
+            head = os.path.realpath(head) if tail != ".." else os.path.realpath(text)
+            path = head if tail == ".." else os.path.normpath(os.path.join(head, tail))
         else:
-            words = words[1:]
-    if not words:
-        return
-    sub, rest = words[0].text, words[1:]
-    texts = [w.text for w in rest]
-    if sub in ("checkout", "restore"):
-        if "--" in texts:
-            for word in rest[texts.index("--") + 1:]:
-                _add(found, word, cwd, f"git {sub} --")
+            path = os.path.normpath(text)
+        if into is not None and os.path.isdir(path):
+            path = os.path.normpath(path + "/" + into)
+        return path
+
+    def write(self, word: Word, cwd: str | None, who: str, into: str | None = None, stream: bool = False,
+              follow: bool = True) -> str | None:
+        """Record a write of `word`; a device or a pipe is no write, and keeps a read a read when
+        `stream` (output, not a file operation)."""
+        path = self.target(word, cwd, who, into)
+        if path == "":
+            if not stream:
+                self.quiet()
+            return None
+        if path is None:
+            return None
+        if word.text.endswith(("/", "/.")) and into is None:
+            follow = True  # `rm -r link/`: a trailing slash resolves the link
+        if _unquoted_glob(word.raw) and any(ch in word.text for ch in "*?["):
+            self._glob(path, who, follow)
+        self.add(path, follow)
+        if not follow:
+            self.found.no_follow.add(path)
+        return path
+
+    def _glob(self, pattern: str, who: str, follow: bool) -> None:
+        """A glob in a written path: a match through a link is written where it leads, and a
+        pattern in a directory part names what it matches."""
+        import glob
+
+        head = os.path.dirname(pattern)
+        in_dir = any(ch in head for ch in "*?[")
+        if not in_dir and not follow:
             return
-        operands = _operands(rest, frozenset(("-b", "-B", "--orphan", "-s", "--source", "--conflict")))
-        if sub == "restore":
+        try:
+            matches = glob.glob(pattern)
+        except (OSError, ValueError, RecursionError):
+            return
+        if in_dir and len(matches) > _MAX_GLOB:
+            self.unknown(f"{who} {pattern}: a pattern matching too many paths to judge")
+            return
+        for match in matches[: _MAX_GLOB * 16]:
+            if in_dir or (follow and os.path.islink(match)):
+                self.add(os.path.normpath(match))
+
+    def directory(self, word: Word, cwd: str | None) -> str | None:
+        """The directory a word names (for cd, -C and the like); None when it cannot be known."""
+        text = word.text
+        if text.startswith("/proc/"):
+            m = _r().proc.match(text)
+            if m is not None:
+                if m.group(2) == "cwd" and m.group(1) in ("self", "thread-self", "$$", "${$}") and cwd is not None:
+                    rest = text[m.end():]
+                    return None if "$" in rest else os.path.normpath(cwd + rest)
+                return None
+        if word.dynamic or not text:
+            return None
+        if not text.startswith("/"):
+            if cwd is None:
+                return None
+            text = cwd.rstrip("/") + "/" + text
+        return os.path.normpath(text)
+
+    def link(self, link_path: str, target: Word, cwd: str | None, symbolic: bool, relative: bool) -> None:
+        """A link made at `link_path`: writes through it later write its target too."""
+        if target.dynamic or cwd is None and not target.text.startswith("/"):
+            self.unknown(f"a link at {link_path} to {target.text}: its target is held in a variable")
+            return
+        text = target.text
+        if text.startswith("/"):
+            targets = [os.path.normpath(text)]
+        elif symbolic and not relative:
+            # the kernel reads it from the link's directory; the writer may have meant the cwd
+            targets = [os.path.normpath(os.path.dirname(link_path) + "/" + text)]
+            if cwd is not None:
+                from_cwd = os.path.normpath(cwd + "/" + text)
+                if from_cwd not in targets:
+                    targets.append(from_cwd)
+        else:
+            targets = [os.path.normpath((cwd or "/") + "/" + text)]
+        self.links[link_path] = [t for t in targets if t != link_path]
+
+    # -- scripts and commands -------------------------------------------------------------
+
+    def script(self, text: str, cwd: str | None, oldpwd: str | None, child: bool) -> tuple[str | None, str | None]:
+        """Judge a script run by a shell in `cwd`: a new shell (`child`) or this one (eval, an
+        alias); the (cwd, oldpwd) it ends in."""
+        if self.depth > _MAX_NESTING:
+            self.unknown("shell nested too deeply to read")
+            return cwd, oldpwd
+        try:
+            parser = _Parser(text, self.budget)
+            commands = parser.parse()
+        except ParseError as exc:
+            self.unknown(f"unparseable shell ({exc})")
+            return cwd, oldpwd
+        self.found.heredocs.extend(parser.heredocs)
+        self.scripts += 1
+        saved = self.script_id
+        self.script_id = self.scripts
+        self.depth += 1
+        try:
+            return self.run(commands, cwd, oldpwd)
+        except _Exit:
+            if not child:
+                raise
+            return cwd, oldpwd
+        finally:
+            self.depth -= 1
+            self.script_id = saved
+
+    def run(self, commands: list[Command], cwd: str | None, oldpwd: str | None) -> tuple[str | None, str | None]:
+        """Judge commands in order; each scope starts where its parent is. Returns the state of
+        the root scope at the end."""
+        here: dict[tuple, tuple[str | None, str | None]] = {(): (cwd, oldpwd)}
+        frames: list[list] = []  # open if/while: [skipping before it, a branch surely taken, this branch skipped, sure]
+        skipping = False
+        previous: Command | None = None
+        self.status = True
+        for command in commands:
+            kind = command.kind
+            if kind not in ("simple", "test", "function", "opaque"):
+                skipping = self._branch(kind, frames, skipping)
+                previous = None
+                continue
+            if skipping:
+                continue
+            if previous is not None and previous.next_op in ("&&", "||") and command.scope == previous.scope \
+                    and self.status is not None and self.status != (previous.next_op == "&&"):
+                previous = command if command.next_op in ("&&", "||") else None
+                continue  # it cannot run: the status before it decides
+            scope = command.scope
+            state = here.get(scope)
+            if state is None:
+                probe = scope
+                while state is None:
+                    probe = probe[:-1]
+                    state = here.get(probe)
+            sure = scope == () and not any(not f[3] for f in frames) and not (
+                previous is not None and previous.next_op in ("&&", "||") and self.status is None)
+            try:
+                new = self.command(command, state[0], state[1], sure)
+            except _Exit:
+                if scope == () and sure:
+                    raise
+                new = None
+            if command.negated and self.status is not None:
+                self.status = not self.status
+            if new is not None:
+                here[scope] = new
+            previous = command
+        return here[()]
+
+    def _branch(self, kind: str, frames: list[list], skipping: bool) -> bool:
+        status = self.status
+        if kind in ("if", "while", "until"):
+            frames.append([skipping, False, False, True, kind == "until"])
+            return skipping
+        if not frames:
+            return skipping
+        frame = frames[-1]
+        if kind in ("then", "do"):
+            known = status if not frame[4] or status is None else not status
+            if frame[0] or frame[1] or known is False:
+                frame[2] = True
+                return True
+            frame[2] = False
+            if known is True:
+                frame[1] = True
+            else:
+                frame[3] = False
+            return False
+        if kind == "elif":
+            return frame[0] or frame[1]
+        if kind == "else":
+            if frame[0] or frame[1]:
+                return True
+            frame[3] = frame[3] and frame[2]
+            return False
+        frames.pop()
+        self.status = None
+        return frame[0]
+
+    def command(self, command: Command, cwd: str | None, oldpwd: str | None,
+                sure: bool) -> tuple[str | None, str | None] | None:
+        """Judge one command; the (cwd, oldpwd) it leaves its scope in, or None for no change."""
+        budget = self.budget
+        budget.left -= 1
+        if budget.left < 0:
+            raise _TooLarge()
+        for sub in command.nested:
+            try:
+                self.run(sub, cwd, oldpwd)
+            except _Exit:
+                pass
+        self.status = None
+        if command.kind == "function":
+            self.functions[command.name or ""] = command.body
+            self.status = True
+            if command.name == "command_not_found_handle":
+                self.unknown("command_not_found_handle: bash runs it for any program it cannot find; proctor "
+                             "cannot tell what it writes")
+            return None
+        if command.kind == "opaque":
+            self.unknown(command.name or "code proctor cannot see")
+            return None
+        for op, target in command.redirects:
+            if op in _OUTPUT_REDIRECTS or (op == ">&" and not (target.text.isdigit() or target.text == "-")):
+                self.write(self.expand_one(target, cwd, oldpwd), cwd, op, stream=True)
+        if command.kind == "test":
+            return None
+        if not command.words:
+            if not command.redirects:
+                self.status = True
+            return None
+        words = self.expand(command.words, cwd, oldpwd)
+        if words is None:
+            return None
+        return self.simple(words, command, cwd, oldpwd, sure)
+
+    def expand(self, words: list[Word], cwd: str | None, oldpwd: str | None) -> list[Word] | None:
+        out: list[Word] = []
+        for word in words:
+            raw = word.raw
+            if "{" in raw and ("," in raw or ".." in raw) and not _is_assignment(word):
+                pieces = _braces(raw)
+                if pieces is None:
+                    self.unknown(f"{raw[:60]}: a brace expansion too large to judge")
+                    return None
+                if len(pieces) > 1 or pieces[0] != raw:
+                    for piece in pieces:
+                        out.append(self.relex(piece, cwd, oldpwd))
+                    continue
+            out.append(self.expand_one(word, cwd, oldpwd))
+        return out
+
+    def expand_one(self, word: Word, cwd: str | None, oldpwd: str | None) -> Word:
+        raw = word.raw
+        if raw.startswith("~") or (word.dynamic and ("PWD" in raw or "HOME" in raw or
+                                                     (self.positional is not None and "$" in raw))):
+            return self.relex(raw, cwd, oldpwd)
+        return word
+
+    def relex(self, raw: str, cwd: str | None, oldpwd: str | None) -> Word:
+        """A word read again: ~, $PWD, $HOME, $OLDPWD and known positional parameters resolved."""
+        env: dict[str, str] = {}
+        if cwd is not None:
+            env["PWD"] = cwd
+        if self.home is not None:
+            env["HOME"] = self.home
+        if oldpwd is not None:
+            env["OLDPWD"] = oldpwd
+        if self.positional is not None:
+            for k, value in enumerate(self.positional[:9]):
+                env[str(k + 1)] = value
+            env["#"] = str(len(self.positional))
+        dynamic_tilde = False
+        if raw.startswith("~"):
+            end = raw.find("/")
+            prefix = raw[1:] if end < 0 else raw[1:end]
+            rest = "" if end < 0 else raw[end:]
+            if all(ch.isalnum() or ch in "._-+" for ch in prefix):
+                home = {"": self.home, "+": cwd, "-": oldpwd}.get(prefix, "")
+                if home == "":
+                    home = os.path.expanduser("~" + prefix)  # ~user; unchanged (literal) when there is none
+                if home is None:
+                    dynamic_tilde = True
+                elif not home.startswith("~"):
+                    raw = _quote(home) + rest
+        try:
+            parser = _Parser(raw, self.budget, env=env)
+            word = parser._word()
+            if parser.pos != len(raw):
+                return Word(raw, True, raw=raw)
+        except ParseError:
+            return Word(raw, True, raw=raw)
+        if dynamic_tilde:
+            word.dynamic = True
+        return word
+
+    def simple(self, words: list[Word], command: Command, cwd: str | None, oldpwd: str | None,
+               sure: bool) -> tuple[str | None, str | None] | None:
+        i = 0
+        prefix: dict[str, Word] = {}
+        while i < len(words) and _is_assignment(words[i]):
+            name = self.assign(words[i], cwd, oldpwd, standalone=False)
+            prefix[name] = words[i]
+            i += 1
+        if i == len(words):
+            for word in words:
+                self.assign(word, cwd, oldpwd, standalone=True)
+            self.status = True
+            return None
+        argv = words[i:]
+        first = argv[0]
+        if first.raw in self.aliases and first.raw not in self.expanding and self.aliases_apply(first.raw, command):
+            return self.alias(first.raw, argv[1:], cwd, oldpwd)
+        self.prefix = prefix
+        unwrapped = self.unwrap(argv, cwd, oldpwd)
+        if unwrapped is None:
+            return None
+        argv, cwd_run, how = unwrapped
+        texts = [w.text for w in argv]
+        tail = words[len(words) - len(argv):]
+        raw = [w.text for w in words]
+        if len(tail) != len(argv) or any(a is not b for a, b in zip(tail, argv)):
+            raw += texts
+        if how != "script":
+            self.found.commands.append(texts)
+        self.found.simple.append((raw, texts, command.background))
+        if how == "script":
+            if any(w.dynamic for w in argv):
+                self.unknown(f"{' '.join(texts)[:60]}: a command built from an expansion")
+            else:
+                self.script(" ".join(texts), cwd_run, oldpwd, child=True)
+            return None
+        if how == "xargs":
+            # the names it reads are more operands
+            argv = argv + [Word("{}", True, why="names xargs reads from its input")]
+        result = self.program(argv, command, cwd_run, oldpwd, how, sure)
+        if cwd_run != cwd:
+            return None
+        return result
+
+    def aliases_apply(self, name: str, command: Command) -> bool:
+        value, dynamic, script_id, line = self.aliases[name]
+        if script_id == self.script_id and command.line <= line:
+            return False  # bash reads a whole line before running it
+        if not self.expand_aliases:
+            self.unknown(f"{name}: an alias, run only where the shell expands aliases")
+            return False
+        return True
+
+    def alias(self, name: str, args: list[Word], cwd: str | None, oldpwd: str | None):
+        value, dynamic, _, _ = self.aliases[name]
+        if dynamic:
+            self.unknown(f"{name}: an alias built from an expansion")
+            return None
+        text = value + " " + " ".join(w.raw if w.dynamic else _quote(w.text) for w in args)
+        self.expanding.add(name)
+        try:
+            return self.script(text, cwd, oldpwd, child=False)
+        finally:
+            self.expanding.discard(name)
+
+    def assign(self, word: Word, cwd: str | None, oldpwd: str | None, standalone: bool) -> str:
+        """An assignment (a prefix, a standalone one, or an argument of export and its kin): a
+        variable that makes later programs run code is unknown. Returns its name."""
+        m = _r().assignment.match(word.raw)
+        name = m.group(1) if m else word.text.split("=", 1)[0]
+        if word.dynamic and ("PWD" in word.raw or "HOME" in word.raw or word.raw.find("~") > 0):
+            head, _, tail = word.raw.partition("=")
+            value_word = self.relex(tail, cwd, oldpwd) if tail else Word("")
+        else:
+            value_word = Word(word.text.split("=", 1)[1] if "=" in word.text else "", word.dynamic)
+        value = value_word.text
+        if name in _CODE_VARIABLES and value not in ("", "/dev/null"):
+            harmless = not value_word.dynamic and name in _COMMAND_VARIABLES and \
+                (_program(value.split()[0]) if value.split() else "") in _READS | {"less", "more"}
+            if not harmless:
+                self.unknown(f"{name}={value[:40]}: makes later programs run it; proctor cannot tell what that writes")
+        elif name == "PATH":
+            for part in value.split(":"):
+                if part and not part.startswith(("/", "$", "~")) or part.startswith("$PWD") or (
+                        cwd is not None and (part == cwd or part.startswith(cwd.rstrip("/") + "/"))):
+                    self.unknown(f"PATH={value[:40]}: programs may be found in the work tree")
+                    break
+        elif name == "CDPATH" and value:
+            self.cdpath = True
+        elif name == "HOME" and standalone:
+            self.home = None if value_word.dynamic else value
+        return name
+
+    def unwrap(self, words: list[Word], cwd: str | None, oldpwd: str | None
+               ) -> tuple[list[Word], str | None, str | None] | None:
+        """The command inside its wrappers: (argv, the directory it runs in, how it is run:
+        None, "xargs", "exec" (no functions or aliases), or "script" (argv is a script to read)).
+        None when no command is run (what the wrappers do is recorded)."""
+        how: str | None = None
+        i = 0
+        while i < len(words):
+            word = words[i]
+            if word.dynamic:
+                break
+            name = _program(word.text)
+            wrapper = _WRAPPERS.get(name or "")
+            if wrapper is None:
+                break
+            result = wrapper(self, words, i + 1, cwd)
+            if result is None:
+                return None
+            words, i, cwd, kind = result
+            if kind is not None:
+                how = kind
+            if how == "script":
+                break
+            if i >= len(words):
+                if kind != "quiet":
+                    self.status = True
+                return None
+        return words[i:], cwd, how
+
+    def program(self, argv: list[Word], command: Command, cwd: str | None, oldpwd: str | None,
+                how: str | None, sure: bool) -> tuple[str | None, str | None] | None:
+        word = argv[0]
+        args = argv[1:]
+        if word.dynamic:
+            self.unknown(f"{word.text}: a command named by an expansion; proctor cannot tell what it runs")
+            return None
+        name = _program(word.text)
+        if name is None:
+            self.unknown(f"{word.text}: a program proctor does not know; it cannot tell what it writes")
+            return None
+        if how is None and "/" not in word.text and name in self.functions:
+            return self.call(name, args, cwd, oldpwd)
+        if name in ("test", "["):
+            self.status = self.test(name, args, cwd)
+            return None
+        builtin = _BUILTINS.get(name)
+        if builtin is not None:
+            return builtin(self, name, args, command, cwd, oldpwd, sure)
+        if name in _SHELLS:
+            self.shell(name, args, command, cwd)
+            return None
+        if name in _READS:
+            self.status = True if name in ("true", ":", "echo") and not (
+                command.redirects and not self._redirects_open(command, cwd)) \
+                else False if name == "false" else None
+            return None
+        handler = _PROGRAMS.get(name)
+        if handler is not None:
+            handler(self, name, args, cwd, command)
+            return None
+        if name in _INTERPRETERS or _r().python.match(name):
+            self.interpreter(name, args)
+            return None
+        if name in _BUILDERS:
+            self.unknown(f"{name}: runs build recipes; proctor cannot tell what they write")
+            return None
+        self.unknown(f"{name}: a program proctor does not know; it cannot tell what it writes")
+        return None
+
+    def _redirects_open(self, command: Command, cwd: str | None) -> bool:
+        """Whether every redirection of a command surely opens: a file in an existing directory."""
+        for op, target in command.redirects:
+            if op in ("<<", "<<-", "<<<") or op in (">&", "<&") and (target.text.isdigit() or target.text == "-"):
+                continue
+            if target.dynamic or cwd is None and not target.text.startswith("/"):
+                return False
+            if target.text in _DEVICES:
+                continue
+            path = os.path.normpath(os.path.join(cwd or "/", target.text))
+            if op in ("<", "<&"):
+                if not os.path.isfile(path):
+                    return False
+            elif not os.path.isdir(os.path.dirname(path)) or os.path.isdir(path):
+                return False
+        return True
+
+    def test(self, name: str, args: list[Word], cwd: str | None) -> bool | None:
+        """The status of `test`/`[` when its words are literal and the files it asks about are
+        not ones this script may have changed; None when it cannot be known."""
+        if name == "[":
+            if not args or args[-1].text != "]":
+                return None
+            args = args[:-1]
+        if any(w.dynamic for w in args):
+            return None
+        texts = [w.text for w in args]
+        negate = len(texts) > 1 and texts[0] == "!"
+        if negate:
+            texts = texts[1:]
+        result: bool | None = None
+        if not texts:
+            result = False
+        elif len(texts) == 1:
+            result = texts[0] != ""
+        elif len(texts) == 2 and texts[0] in ("-z", "-n"):
+            result = (texts[1] == "") == (texts[0] == "-z")
+        elif len(texts) == 2 and texts[0] in ("-e", "-a", "-f", "-d", "-L", "-h", "-s", "-r", "-w", "-x"):
+            if self.found.unknown or self.links or cwd is None and not texts[1].startswith("/"):
+                return None
+            path = os.path.normpath(os.path.join(cwd or "/", texts[1]))
+            probe = path
+            while probe not in ("/", ""):
+                if probe in self.found._seen:
+                    return None
+                probe = os.path.dirname(probe)
+            if path in self.made:
+                return None
+            op = texts[0]
+            if op in ("-e", "-a"):
+                result = os.path.exists(path)
+            elif op == "-f":
+                result = os.path.isfile(path)
+            elif op == "-d":
+                result = os.path.isdir(path)
+            elif op in ("-L", "-h"):
+                result = os.path.islink(path)
+            elif op == "-s":
+                result = os.path.isfile(path) and os.path.getsize(path) > 0
+            else:
+                result = os.access(path, {"-r": os.R_OK, "-w": os.W_OK, "-x": os.X_OK}[op])
+        elif len(texts) == 3 and texts[1] in ("=", "==", "!="):
+            result = (texts[0] == texts[2]) == (texts[1] != "!=")
+        if result is None:
+            return None
+        return not result if negate else result
+
+    def call(self, name: str, args: list[Word], cwd: str | None, oldpwd: str | None):
+        if name in self.expanding:
+            self.unknown(f"{name}: a function calling itself")
+            return None
+        if self.depth > _MAX_NESTING:
+            self.unknown(f"{name}: functions calling one another too deeply to judge")
+            return None
+        body = self.functions[name]
+        self.budget.left -= 8 + 4 * len(body)  # a call costs its body again
+        saved = self.positional
+        self.positional = None if any(w.dynamic for w in args) else [w.text for w in args]
+        self.expanding.add(name)
+        self.depth += 1
+        try:
+            return self.run(body, cwd, oldpwd)
+        finally:
+            self.depth -= 1
+            self.expanding.discard(name)
+            self.positional = saved
+
+    def sub_command(self, words: list[Word], cwd: str | None, oldpwd: str | None) -> None:
+        """A command another program runs (find -exec, xargs): judged like one of the script's."""
+        if words:
+            self.simple(words, Command(), cwd, oldpwd, False)
+
+    def shell(self, name: str, args: list[Word], command: Command, cwd: str | None) -> None:
+        """sh -c SCRIPT, sh FILE, or a shell reading its standard input."""
+        script: Word | None = None
+        dash_c = no_exec = interactive = False
+        i, n = 0, len(args)
+        while i < n:
+            t = args[i].text
+            if t == "--" or t == "-":
+                i += 1
+                break
+            if t in ("--rcfile", "--init-file"):
+                interactive = True
+                i += 2
+                continue
+            if t.startswith("--"):
+                if t in ("--login", "--norc", "--noprofile", "--posix", "--restricted", "--verbose",
+                         "--noediting", "--debugger", "--dump-strings", "--dump-po-strings", "--pretty-print"):
+                    i += 1
+                    continue
+                if t in ("--version", "--help"):
+                    return
+                i += 1
+                continue
+            if t[:1] in "-+" and len(t) > 1:
+                i += 1
+                for ch in t[1:]:
+                    if ch == "c":
+                        dash_c = True
+                    elif ch == "n":
+                        no_exec = True
+                    elif ch == "i":
+                        interactive = True
+                    elif ch in "oO" and i < n:
+                        i += 1
+                continue
+            break
+        operands = args[i:]
+        if interactive:
+            self.unknown(f"{name} -i: an interactive shell reads startup files proctor does not read")
+        if dash_c:
+            if not operands:
+                return
+            script = operands[0]
+            if script.dynamic:
+                self.unknown(f"{name} -c {script.text[:40]}: a script built from an expansion")
+                return
+            saved = self.positional
+            self.positional = None if any(w.dynamic for w in operands[1:]) else [w.text for w in operands[2:]]
+            try:
+                self.script(script.text, cwd, None, child=True)
+            finally:
+                self.positional = saved
+            return
+        if no_exec:
+            return
+        if operands:
+            self.unknown(f"{name} {operands[0].text}: runs a script file; proctor cannot tell what it writes")
+            return
+        script_text = command.stdin_script if not command.stdin_dynamic else None
+        if script_text is None and not command.stdin_dynamic and command.pipe_from is not None:
+            script_text = _piped_text(command.pipe_from)
+        if script_text is not None:
+            self.script(script_text, cwd, None, child=True)
+        else:
+            self.unknown(f"{name}: runs a script from its standard input; proctor cannot tell what it writes")
+
+    def interpreter(self, name: str, args: list[Word]) -> None:
+        texts = [w.text for w in args]
+        if len(texts) == 1 and (texts[0] in ("--version", "-V", "--help", "-h")
+                                or texts[0] == "-v" and name in ("node", "nodejs", "perl", "ruby", "deno", "bun")):
+            return
+        for k, t in enumerate(texts):
+            if t in ("-c", "-e", "-E", "--eval", "-p", "--print", "-r") or (
+                    len(t) > 1 and t[0] == "-" and t[1] != "-" and t[-1] in "ce" and k + 1 < len(texts)):
+                self.unknown(f"{name} {t}: runs code proctor cannot read; it cannot tell what it writes")
+                return
+            if t == "-m" and k + 1 < len(texts):
+                self.unknown(f"{name} -m {texts[k + 1]}: runs a module; proctor cannot tell what it writes")
+                return
+            if t == "-":
+                break
+            if not t.startswith("-"):
+                self.unknown(f"{name} {t}: runs a script; proctor cannot tell what it writes")
+                return
+        self.unknown(f"{name}: runs code from its standard input; proctor cannot tell what it writes")
+
+
+def _piped_text(source: Command) -> str | None:
+    """What a simple command piping into a shell writes to it, when its words say: `cat` of its
+    here-document, `echo` or `printf` of literal words."""
+    words = source.words
+    if not words or any(w.dynamic for w in words) or source.redirects and source.stdin_script is None:
+        return None
+    name = _program(words[0].text)
+    args = [w.text for w in words[1:]]
+    if name == "cat" and not args and source.stdin_script is not None and not source.stdin_dynamic:
+        return source.stdin_script
+    if name == "echo" and not any(a.startswith("-") and a != "-n" for a in args):
+        return " ".join(a for a in args if a != "-n")
+    if name == "printf" and len(args) >= 1 and "%" not in args[0].replace("%s", "").replace("%%", ""):
+        text = args[0].replace("%%", "%")
+        if "%s" in text:
+            text = text.replace("%s", " ".join(args[1:]), 1) if len(args) > 1 else text.replace("%s", "")
+        return text.replace("\\n", "\n").replace("\\t", "\t").replace("\\\\", "\\")
+    return None
+
+
+# -- wrappers: (judge, words, index after the wrapper, cwd) -> (words, index of the wrapped
+#    command, cwd, how) or None when nothing more runs --------------------------------------
+
+
+def _wrapper(short_values: str = "", long_values: tuple = (), operands: int = 0, how: str | None = None):
+    def unwrap(j: _Judge, words: list[Word], i: int, cwd):
+        _, i = _options(words, i, short_values, long_values)
+        return words, i + operands, cwd, how
+
+    return unwrap
+
+
+def _w_env(j: _Judge, words: list[Word], i: int, cwd):
+    while i < len(words):
+        word = words[i]
+        t = word.text
+        if word.dynamic and t.startswith("-"):
+            j.unknown(f"env {t}: options held in a variable")
+            return None
+        if t == "--":
+            i += 1
+            break
+        value = None
+        if t in ("-C", "--chdir", "-S", "--split-string", "-u", "--unset"):
+            value = words[i + 1] if i + 1 < len(words) else None
+            consumed = 2
+        elif t.startswith(("--chdir=", "--split-string=", "--unset=")):
+            value, consumed = Word(t.split("=", 1)[1], word.dynamic, word.quoted), 1
+            t = t.split("=", 1)[0]
+        elif t.startswith(("-C", "-S", "-u")) and len(t) > 2:
+            value, consumed = Word(t[2:], word.dynamic, word.quoted), 1
+            t = t[:2]
+        elif t.startswith("-") and len(t) > 1:
+            i += 1
+            continue
+        elif _is_assignment(word):
+            j.assign(word, cwd, None, standalone=False)
+            i += 1
+            continue
+        else:
+            break
+        if value is None:
+            return words, len(words), cwd, None
+        if t in ("-C", "--chdir"):
+            cwd = j.directory(value, cwd)
+        elif t in ("-S", "--split-string"):
+            if value.dynamic:
+                j.unknown(f"env -S {value.text[:40]}: a command built from an expansion")
+                return None
+            try:
+                parsed = _Parser(value.text, j.budget).parse()
+            except ParseError:
+                j.unknown(f"env -S {value.text[:40]}: unreadable")
+                return None
+            split = [w for c in parsed if c.kind == "simple" for w in c.words]
+            words = words[:i] + split + words[i + consumed:]
+            continue
+        i += consumed
+    return words, i, cwd, None
+
+
+def _w_sudo(j: _Judge, words: list[Word], i: int, cwd):
+    opts, i = _options(words, i, "CDghpRrTtUu", ("--chdir", "--close-from", "--group", "--host", "--prompt",
+                                                 "--chroot", "--role", "--type", "--command-timeout",
+                                                 "--other-user", "--user"))
+    for o, v in opts:
+        if o in ("-D", "--chdir") and v is not None:
+            cwd = j.directory(v, cwd)
+        if o in ("-R", "--chroot"):
+            cwd = None
+    if _has(opts, "-e", "--edit"):
+        for word in words[i:]:
+            j.write(word, cwd, "sudo -e")
+        return None
+    while i < len(words) and _is_assignment(words[i]):
+        j.assign(words[i], cwd, None, standalone=False)
+        i += 1
+    if i >= len(words):
+        if _has(opts, "-s", "--shell", "-i", "--login"):
+            j.unknown("sudo -s: an interactive shell; proctor cannot tell what it writes")
+        elif not _has(opts, "-l", "--list", "-V", "--version", "-h", "--help"):
+            j.quiet()
+        return None
+    if _has(opts, "-l", "--list"):
+        return None
+    return words, i, cwd, None
+
+
+def _w_flock(j: _Judge, words: list[Word], i: int, cwd):
+    opts, i = _options(words, i, "wEc", ("--timeout", "--conflict-exit-code", "--command"))
+    script = _value(opts, "-c", "--command")
+    if i < len(words) and script is None:
+        lock = words[i]
+        i += 1
+        if not lock.text.isdigit():
+            path = j.target(lock, cwd, "flock")
+            if path and not os.path.exists(path):
+                j.add(path)
+        more, i = _options(words, i, "wEc", ("--timeout", "--conflict-exit-code", "--command"))
+        script = _value(more, "-c", "--command")
+    if script is not None:
+        return [script], 0, cwd, "script"
+    return words, i, cwd, None
+
+
+def _w_xargs(j: _Judge, words: list[Word], i: int, cwd):
+    opts, i = _options(words, i, "adEILnPs", ("--arg-file", "--delimiter", "--max-args", "--max-procs",
+                                              "--max-chars", "--process-slot-var"))
+    replace = None
+    for o, v in opts:
+        if o in ("-I",) and v is not None:
+            replace = v.text
+        elif o in ("-i", "--replace"):
+            replace = "{}" if v is None else v.text
+    if i >= len(words):
+        return words + [Word("echo")], i, cwd, "xargs"
+    if replace:
+        words = words[:i] + [Word(w.text, True, w.quoted, w.raw, why="names xargs reads from its input")
+                             if replace in w.text else w for w in words[i:]]
+        return words, i, cwd, "xargs -I"
+    return words, i, cwd, "xargs"
+
+
+def _w_watch(j: _Judge, words: list[Word], i: int, cwd):
+    opts, i = _options(words, i, "nq", ("--interval", "--equexit"))
+    if _has(opts, "-x", "--exec"):
+        return words, i, cwd, None
+    return words[i:], 0, cwd, "script"
+
+
+def _w_script(j: _Judge, words: list[Word], i: int, cwd):
+    opts, operands = _getopt(words[i:], "cBEIOTmo", ("--command", "--log-io", "--echo", "--log-in", "--log-out",
+                                                     "--log-timing", "--logging-format", "--output-limit"))
+    for o, v in opts:
+        if o in ("-B", "-I", "-O", "-T", "--log-io", "--log-in", "--log-out", "--log-timing") and v is not None:
+            j.write(v, cwd, "script")
+    j.write(operands[0] if operands else Word("typescript"), cwd, "script")
+    command = _value(opts, "-c", "--command")
+    if command is None:
+        j.unknown("script: an interactive shell; proctor cannot tell what it writes")
+        return None
+    return [command], 0, cwd, "script"
+
+
+def _w_taskset(j: _Judge, words: list[Word], i: int, cwd):
+    opts, i = _options(words, i)
+    if _has(opts, "-p", "--pid"):
+        j.quiet()
+        return None
+    return words, i + 1, cwd, None
+
+
+def _w_chrt(j: _Judge, words: list[Word], i: int, cwd):
+    opts, i = _options(words, i, "TPD", ("--sched-runtime", "--sched-period", "--sched-deadline"))
+    if _has(opts, "-p", "--pid", "-m", "--max"):
+        j.quiet()
+        return None
+    return words, i + 1, cwd, None
+
+
+def _w_ionice(j: _Judge, words: list[Word], i: int, cwd):
+    opts, i = _options(words, i, "cnpPu", ("--class", "--classdata", "--pid", "--pgid", "--uid"))
+    if _has(opts, "-p", "-P", "-u", "--pid", "--pgid", "--uid"):
+        j.quiet()
+        return None
+    return words, i, cwd, None
+
+
+def _w_time(j: _Judge, words: list[Word], i: int, cwd):
+    opts, i = _options(words, i, "of", ("--output", "--format"))
+    out = _value(opts, "-o", "--output")
+    if out is not None:
+        j.write(out, cwd, "time -o", stream=True)
+    return words, i, cwd, None
+
+
+def _w_trace(j: _Judge, words: list[Word], i: int, cwd):
+    opts, i = _options(words, i, "abeEIoOpPsSuUX", ("--output", "--expr", "--attach", "--string-limit",
+                                                      "--user", "--env", "--trace-path", "--columns"))
+    for o, v in opts:
+        if o in ("-o", "--output") and v is not None:
+            j.write(v, cwd, "strace -o", stream=True)
+    if _has(opts, "-p", "--attach") and i >= len(words):
+        j.quiet()
+        return None
+    return words, i, cwd, None
+
+
+def _w_su(j: _Judge, words: list[Word], i: int, cwd):
+    opts, operands = _getopt(words[i:], "cgGsuw", ("--command", "--group", "--supp-group", "--shell",
+                                                   "--user", "--whitelist-environment"))
+    command = _value(opts, "-c", "--command")
+    if command is not None:
+        return [command], 0, cwd, "script"
+    if words[i - 1].text.endswith("runuser") and "--" in [w.text for w in words[i:]]:
+        k = [w.text for w in words].index("--", i)
+        return words, k + 1, cwd, None
+    j.unknown(f"{words[i - 1].text}: an interactive shell; proctor cannot tell what it writes")
+    return None
+
+
+def _w_npx(j: _Judge, words: list[Word], i: int, cwd):
+    opts, i = _options(words, i, "pc", ("--package", "--call"))
+    command = _value(opts, "-c", "--call")
+    if command is not None:
+        return [command], 0, cwd, "script"
+    return words, i, cwd, None
+
+
+def _w_exec(j: _Judge, words: list[Word], i: int, cwd):
+    _, i = _options(words, i, "a")
+    return words, i, cwd, "exec"
+
+
+def _w_command(j: _Judge, words: list[Word], i: int, cwd):
+    opts, i = _options(words, i)
+    if _has(opts, "-v", "-V"):
+        return None
+    return words, i, cwd, "exec"
+
+
+def _w_busybox(j: _Judge, words: list[Word], i: int, cwd):
+    if i < len(words) and words[i].text.startswith("-"):
+        return None
+    return words, i, cwd, "exec"
+
+
+_WRAPPERS = {
+    "env": _w_env,
+    "sudo": _w_sudo,
+    "doas": _wrapper("uC"),
+    "nice": _wrapper("n", ("--adjustment",)),
+    "nohup": _wrapper(),
+    "setsid": _wrapper(),
+    "stdbuf": _wrapper("ioe", ("--input", "--output", "--error")),
+    "timeout": _wrapper("sk", ("--signal", "--kill-after"), operands=1),
+    "gtimeout": _wrapper("sk", ("--signal", "--kill-after"), operands=1),
+    "ionice": _w_ionice,
+    "chrt": _w_chrt,
+    "taskset": _w_taskset,
+    "flock": _w_flock,
+    "xargs": _w_xargs,
+    "watch": _w_watch,
+    "script": _w_script,
+    "time": _w_time,
+    "strace": _w_trace,
+    "ltrace": _w_trace,
+    "su": _w_su,
+    "runuser": _w_su,
+    "npx": _w_npx,
+    "bunx": _w_npx,
+    "pnpx": _w_npx,
+    "exec": _w_exec,
+    "command": _w_command,
+    "builtin": _wrapper(how="exec"),
+    "busybox": _w_busybox,
+    "toybox": _w_busybox,
+    "unbuffer": _wrapper(),
+    "chronic": _wrapper(),
+    "caffeinate": _wrapper("tw"),
+    "eatmydata": _wrapper(),
+    "catchsegv": _wrapper(),
+}
+
+
+# -- builtins: (judge, name, args, command, cwd, oldpwd, sure) -> new (cwd, oldpwd) or None ---
+
+
+def _b_cd(j: _Judge, name: str, args: list[Word], command: Command, cwd, oldpwd, sure):
+    physical = False
+    operands: list[Word] = []
+    for k, word in enumerate(args):
+        if word.text == "--":
+            operands = args[k + 1:]
+            break
+        if word.text.startswith("-") and len(word.text) > 1 and not word.dynamic:
+            physical = physical or "P" in word.text
+            continue
+        operands = args[k:]
+        break
+    j.status = True
+    if name == "popd":
+        if any(w.text.startswith(("+", "-")) for w in args):
+            return None, cwd
+        if not j.dirstack:
+            j.status = False
+            return None
+        return j.dirstack.pop(), cwd
+    if name == "pushd":
+        if not operands:
+            if not j.dirstack:
+                j.status = False
+                return None
+            new = j.dirstack.pop()
+            j.dirstack.append(cwd)
+            return new, cwd
+        if operands[0].text.startswith(("+", "-")) and operands[0].text[1:].isdigit():
+            return None, cwd
+    target = operands[0] if operands else None
+    if target is None:
+        new = j.home
+    elif target.text == "-" and not target.quoted:
+        new = oldpwd
+    elif target.text == "" and not target.dynamic:
+        return None
+    elif j.cdpath and not target.dynamic and not target.text.startswith(("/", "./", "../")) \
+            and target.text not in (".", ".."):
+        new = None
+    else:
+        new = j.directory(target, cwd)
+    if new is not None:
+        if physical:
+            new = os.path.realpath(new)
+        if not os.path.isdir(new) and new not in j.made:
+            probe = new
+            while probe not in ("/", "") and probe not in j.found._seen:
+                probe = os.path.dirname(probe)
+            if not j.found.unknown and probe in ("/", ""):
+                j.status = False
+                return None  # a cd that fails leaves the shell where it was
+            j.status = None  # an earlier write (into a directory above it, or unnamed) may have made it
+    else:
+        j.status = None
+    if name == "pushd":
+        j.dirstack.append(cwd)
+    return new, cwd
+
+
+def _b_eval(j: _Judge, name: str, args: list[Word], command: Command, cwd, oldpwd, sure):
+    if any(w.dynamic for w in args):
+        j.unknown(f"eval {' '.join(w.text for w in args)[:60]}: a script built from an expansion")
+        return None
+    return j.script(" ".join(w.text for w in args), cwd, oldpwd, child=False)
+
+
+def _b_source(j: _Judge, name: str, args: list[Word], command: Command, cwd, oldpwd, sure):
+    if args and not args[0].dynamic and os.path.basename(args[0].text) in ("activate", "activate.sh"):
+        return None  # a virtualenv's activate sets variables
+    shown = args[0].text if args else ""
+    j.unknown(f"{name} {shown}: runs a file in this shell; proctor cannot tell what it writes")
+    return None
+
+
+def _b_alias(j: _Judge, name: str, args: list[Word], command: Command, cwd, oldpwd, sure):
+    for word in args:
+        if name == "unalias":
+            if word.text == "-a":
+                j.aliases.clear()
+            j.aliases.pop(word.text, None)
+        elif "=" in word.text and not word.text.startswith("-"):
+            alias, _, value = word.text.partition("=")
+            j.aliases[alias] = (value, word.dynamic, j.script_id, command.line)
+    j.status = True
+    return None
+
+
+def _b_shopt(j: _Judge, name: str, args: list[Word], command: Command, cwd, oldpwd, sure):
+    texts = [w.text for w in args]
+    if "expand_aliases" in texts and "-s" in texts:
+        j.expand_aliases = True
+    elif "expand_aliases" in texts and "-u" in texts:
+        j.expand_aliases = False
+    j.status = True
+    return None
+
+
+def _b_set(j: _Judge, name: str, args: list[Word], command: Command, cwd, oldpwd, sure):
+    texts = [w.text for w in args]
+    if "--" in texts:
+        rest = args[texts.index("--") + 1:]
+        j.positional = None if any(w.dynamic for w in rest) else [w.text for w in rest]
+    j.status = True
+    return None
+
+
+def _b_declare(j: _Judge, name: str, args: list[Word], command: Command, cwd, oldpwd, sure):
+    for word in args:
+        if _is_assignment(word):
+            j.assign(word, cwd, oldpwd, standalone=True)
+    j.status = True
+    return None
+
+
+def _b_trap(j: _Judge, name: str, args: list[Word], command: Command, cwd, oldpwd, sure):
+    ops = [w for w in args if w.text not in ("--",)]
+    if not ops or ops[0].text in ("-l", "-p", "-P", "-") or len(ops) < 2:
+        return None
+    action = ops[0]
+    if action.dynamic:
+        j.unknown(f"trap {action.text[:40]}: a handler built from an expansion")
+    elif action.text:
+        j.script(action.text, cwd, oldpwd, child=True)
+    return None
+
+
+def _b_exit(j: _Judge, name: str, args: list[Word], command: Command, cwd, oldpwd, sure):
+    if sure and command.scope == () and not command.background and command.next_op not in ("|", "|&"):
+        raise _Exit()
+    return None
+
+
+def _b_hash(j: _Judge, name: str, args: list[Word], command: Command, cwd, oldpwd, sure):
+    if any(w.text.startswith("-") and "p" in w.text for w in args):
+        j.unknown("hash -p: makes a name run another file; proctor cannot tell what it writes")
+    return None
+
+
+def _b_enable(j: _Judge, name: str, args: list[Word], command: Command, cwd, oldpwd, sure):
+    if any(w.text.startswith("-") and "f" in w.text for w in args):
+        j.unknown("enable -f: loads a builtin from a file; proctor cannot tell what it writes")
+    else:
+        j.quiet()
+    return None
+
+
+def _b_history(j: _Judge, name: str, args: list[Word], command: Command, cwd, oldpwd, sure):
+    opts, operands = _getopt(args, "d")
+    if opts:
+        j.quiet()
+        for word in operands:
+            j.write(word, cwd, "history")
+    return None
+
+
+_BUILTINS = {
+    "cd": _b_cd, "pushd": _b_cd, "popd": _b_cd,
+    "eval": _b_eval,
+    "source": _b_source, ".": _b_source,
+    "alias": _b_alias, "unalias": _b_alias,
+    "shopt": _b_shopt,
+    "set": _b_set,
+    "export": _b_declare, "declare": _b_declare, "typeset": _b_declare, "local": _b_declare,
+    "readonly": _b_declare,
+    "trap": _b_trap,
+    "exit": _b_exit,
+    "hash": _b_hash,
+    "enable": _b_enable,
+    "history": _b_history,
+}
+
+# The read list, part one: programs and builtins that write nothing and run nothing whatever
+# their arguments. Part two is the readers in _PROGRAMS whose arguments decide (a handler that
+# records no write leaves a read a read), _GIT_READS, and proctor's own read commands.
+_READS = frozenset("""
+    ls dir vdir cat tac head tail wc grep egrep fgrep zgrep zcat bzcat xzcat zstdcat lzcat ag ack echo printf
+    pwd true false : test [ stat du df diff diff3 cmp comm cut tr jq paste join nl fold fmt column rev
+    expand unexpand strings hexdump od basename dirname realpath readlink which whereis type ps pgrep pidof
+    sleep id whoami groups logname users who uname uptime nproc free arch tty locale getconf seq expr factor
+    numfmt cal printenv md5sum sha1sum sha224sum sha256sum sha384sum sha512sum b2sum cksum sum shasum md5 look
+    lsblk lscpu help times jobs dirs wait read mapfile readarray getopts let shift return break continue yes
+    logout unset umask ulimit caller compgen complete compopt disown fg bg suspend
+""".split())
+
+_INTERPRETERS = frozenset("""
+    python python3 python2 pypy pypy3 ipython node nodejs deno bun ts-node tsx perl ruby irb php lua luajit
+    Rscript R julia tclsh wish osascript pwsh powershell groovy java jshell scala kotlin swift elixir iex erl
+    escript racket guile sbcl clisp ghci runghc runhaskell expect
+""".split())
+
+_BUILDERS = frozenset(("make", "gmake", "bmake", "ninja"))
+
+# Variables through which a later program runs code proctor cannot read.
+_CODE_VARIABLES = frozenset("""
+    BASH_ENV ENV LD_PRELOAD LD_AUDIT PROMPT_COMMAND PS4 PERL5OPT PERL5LIB RUBYOPT NODE_OPTIONS PYTHONSTARTUP
+    EDITOR VISUAL GIT_EDITOR GIT_SEQUENCE_EDITOR GIT_EXTERNAL_DIFF GIT_SSH GIT_SSH_COMMAND GIT_ASKPASS
+    SSH_ASKPASS GIT_EXEC_PATH GIT_TEMPLATE_DIR GIT_CONFIG GIT_CONFIG_PARAMETERS GIT_CONFIG_COUNT
+    GIT_CONFIG_GLOBAL GIT_CONFIG_SYSTEM GIT_PROXY_COMMAND GIT_PAGER PAGER MANPAGER LESSOPEN LESSCLOSE
+    SHELLOPTS BASHOPTS
+""".split())
+_COMMAND_VARIABLES = frozenset(("EDITOR", "VISUAL", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_PAGER", "PAGER",
+                                "MANPAGER"))
+
+
+# -- programs: (judge, name, args, cwd, command) -------------------------------------------
+
+
+def _h_tee(j: _Judge, name, args, cwd, command):
+    _, operands = _getopt(args, long_optional=("--output-error",))
+    for word in operands:
+        j.write(word, cwd, "tee", stream=True)
+
+
+def _copy_like(j: _Judge, name, args, cwd, command):
+    """cp, mv, install, ln: each source lands in the destination (or in a directory)."""
+    j.quiet()
+    short = {"cp": "St", "mv": "St", "ln": "St", "install": "gmoSt"}.get(name, "St")
+    opts, operands = _getopt(args, short, ("--target-directory", "--suffix", "--mode", "--owner", "--group",
+                                           "--strip-program", "--sparse", "--no-preserve"),
+                             ("--backup", "--reflink", "--preserve", "--context", "--update"))
+    if _has(opts, "--strip-program"):
+        j.unknown("install --strip-program: runs a program; proctor cannot tell what it writes")
+    if name == "install" and _has(opts, "-d", "--directory"):
+        for word in operands:
+            j.write(word, cwd, "install -d")
+        return
+    target_dir = _value(opts, "-t", "--target-directory")
+    no_target = _has(opts, "-T", "--no-target-directory")
+    if name == "ln" and _has(opts, "-n", "--no-dereference") and len(operands) >= 2 and \
+            not operands[-1].dynamic and cwd is not None:
+        # -n: a link to a directory is replaced, not entered
+        no_target = no_target or os.path.islink(os.path.join(cwd, operands[-1].text))
+    symbolic = name == "ln" and _has(opts, "-s", "--symbolic") or name == "cp" and _has(
+        opts, "-s", "--symbolic-link")
+    hard = name == "ln" and not symbolic or name == "cp" and _has(opts, "-l", "--link")
+    relative = _has(opts, "-r", "--relative") and name == "ln"
+    if target_dir is not None:
+        sources, destination, into_dir = operands, target_dir, True
+    elif len(operands) >= 2:
+        sources, destination = operands[:-1], operands[-1]
+        into_dir = len(sources) > 1 or destination.text.endswith("/")
+    elif name == "ln" and len(operands) == 1:
+        sources, destination, into_dir = operands, Word("."), True
+    else:
+        return
+    no_clobber = name in ("cp", "mv") and (_has(opts, "-n", "--no-clobber") or any(
+        o == "--update" and v is not None and v.text == "none" for o, v in opts))
+    # cp writes through a link at its destination; mv, ln and install replace it
+    follow = name == "cp" and not _has(opts, "--remove-destination")
+    for source in sources:
+        base = os.path.basename(source.text.rstrip("/")) or source.text
+        if into_dir:
+            landed = Word(destination.text.rstrip("/") + "/" + base, destination.dynamic or source.dynamic,
+                          raw=destination.raw, why=destination.why or source.why)
+        else:
+            landed = destination
+        if no_clobber and not landed.dynamic:
+            existing = j.target(landed, cwd, name, into=None if into_dir or no_target else base)
+            if existing and os.path.lexists(existing) and existing not in j.made:
+                continue  # -n: an existing destination is left alone
+        path = j.write(landed, cwd, name, into=None if into_dir or no_target else base, follow=follow)
+        if name == "mv":
+            moved = j.write(source, cwd, "mv", follow=False)
+            if moved and path and moved in j.links:
+                j.links[path] = j.links[moved]
+        if path and (symbolic or hard):
+            j.link(path, source, cwd, symbolic, relative)
+
+
+def _h_link(j: _Judge, name, args, cwd, command):
+    _, operands = _getopt(args)
+    if len(operands) == 2:
+        path = j.write(operands[1], cwd, "link")
+        if path:
+            j.link(path, operands[0], cwd, False, False)
+
+
+def _operands_writer(short_values: str = "", long_values: tuple = (), skip: int = 0, follow: bool = True,
+                     no_create: str = "", no_follow: str = ""):
+    def handler(j: _Judge, name, args, cwd, command):
+        j.quiet()
+        opts, operands = _getopt(args, short_values, long_values)
+        missing_ok = no_create and any(o in no_create.split() for o, _ in opts)
+        follows = follow and not (no_follow and any(o in no_follow.split() for o, _ in opts))
+        for word in operands[skip:]:
+            if missing_ok and not word.dynamic:
+                path = j.target(word, cwd, name)
+                if path and not os.path.lexists(path) and path not in j.made:
+                    continue
+            j.write(word, cwd, name, follow=follows)
+
+    return handler
+
+
+def _h_chmod(j: _Judge, name, args, cwd, command):
+    """chmod/chown/chgrp MODE FILE...: a mode like -x is an operand, not an option."""
+    j.quiet()
+    flags = {"-R", "-c", "-f", "-v", "-h", "-H", "-L", "-P", "--recursive", "--changes", "--silent", "--quiet",
+             "--verbose", "--dereference", "--no-dereference", "--preserve-root", "--no-preserve-root"}
+    operands: list[Word] = []
+    reference = False
+    k = 0
+    while k < len(args):
+        t = args[k].text
+        if t == "--":
+            operands.extend(args[k + 1:])
+            break
+        if t in flags or (t.startswith("-") and len(t) > 1 and
+                          all(ch in ("Rcfv" if name == "chmod" else "RcfvhHLP") for ch in t[1:])):
+            k += 1
+            continue
+        if t.startswith("--reference") or t.startswith("--from"):
+            reference = reference or t.startswith("--reference")
+            k += 1 if "=" in t else 2
+            continue
+        operands.append(args[k])
+        k += 1
+    for word in operands[0 if reference else 1:]:
+        j.write(word, cwd, name)
+
+
+def _h_sed(j: _Judge, name, args, cwd, command):
+    scripts: list[Word] = []
+    script_files = False
+    follow_links = False
+    in_place: str | None = None
+    sandbox = False
+    operands: list[Word] = []
+    bsd_suffix: Word | None = None
+    i, n = 0, len(args)
+    while i < n:
+        word = args[i]
+        t = word.text
+        if t == "--":
+            operands.extend(args[i + 1:])
+            break
+        if t.startswith("--") and len(t) > 2:
+            key, eq, value = t.partition("=")
+            key = _long(key, ("--expression", "--file", "--in-place", "--line-length", "--sandbox", "--separate",
+                              "--follow-symlinks"))
+            if key in ("--expression", "--file"):
+                val = Word(value, word.dynamic) if eq else (args[i + 1] if i + 1 < n else Word(""))
+                i += 1 if eq else 2
+                if key == "--file":
+                    j.unknown(f"sed -f {val.text}: a script file proctor does not read")
+                    script_files = True
+                else:
+                    scripts.append(val)
+                continue
+            if key == "--in-place":
+                in_place = value if eq else ""
+            elif key == "--sandbox":
+                sandbox = True
+            elif key == "--follow-symlinks":
+                follow_links = True
+            elif key == "--line-length" and not eq:
+                i += 1
+            i += 1
+            continue
+        if t.startswith("-") and len(t) > 1:
+            i += 1
+            for k in range(1, len(t)):
+                ch = t[k]
+                if ch in "efl":
+                    val = Word(t[k + 1:], word.dynamic) if k + 1 < len(t) else (args[i] if i < n else Word(""))
+                    if k + 1 >= len(t):
+                        i += 1
+                    if ch == "e":
+                        scripts.append(val)
+                    elif ch == "f":
+                        j.unknown(f"sed -f {val.text}: a script file proctor does not read")
+                        script_files = True
+                    break
+                if ch == "i":
+                    in_place = t[k + 1:]
+                    if k + 1 == len(t) and i < n and not args[i].dynamic and \
+                            re.fullmatch(r"(\.[\w.~-]*)?", args[i].text):
+                        bsd_suffix = args[i]
+                    break
+            continue
+        operands.append(word)
+        i += 1
+    e_scripts = list(scripts)
+
+    def split(ops: list[Word]) -> tuple[list[Word], list[Word]]:
+        return (ops, e_scripts) if e_scripts or script_files else (ops[1:], ops[:1])
+
+    files, to_read = split(operands)
+    if bsd_suffix is not None:
+        # `sed -i '' SCRIPT FILE` is BSD's suffix, a word of its own; GNU reads '' as the script.
+        # A file either reading names counts (GNU's only when it exists: they are sed's to open).
+        k = next(k for k, w in enumerate(operands) if w is bsd_suffix)
+        bsd_files, bsd_read = split(operands[:k] + operands[k + 1:])
+        for word in files:
+            if not word.dynamic and all(word is not w for w in bsd_files):
+                path = j.target(word, cwd, "sed -i")
+                if path and os.path.lexists(path):
+                    bsd_files.append(word)
+        files = bsd_files
+        to_read = to_read + [w for w in bsd_read if all(w is not x for x in to_read)]
+    for script in to_read:
+        if script.dynamic:
+            j.unknown(f"sed {script.text[:40]}: a script built from an expansion")
+        elif not sandbox:
+            _sed_script(j, script.text, cwd)
+    if in_place is not None:
+        suffix = in_place or (bsd_suffix.text if bsd_suffix is not None else "")
+        for word in files:
+            path = j.write(word, cwd, "sed -i", follow=follow_links)
+            if path and suffix:
+                j.add(_backup(path, suffix))
+
+
+def _backup(path: str, suffix: str) -> str:
+    if "*" in suffix:
+        made = suffix.replace("*", os.path.basename(path))
+        return os.path.normpath(os.path.join(os.path.dirname(path), made))
+    return path + suffix
+
+
+def _sed_script(j: _Judge, script: str, cwd) -> None:
+    """The commands of a sed script that write files (w, W, s///w) or run commands (e, s///e)."""
+    i, n = 0, len(script)
+
+    def rest_of_line(k: int) -> tuple[str, int]:
+        end = script.find("\n", k)
+        end = n if end < 0 else end
+        return script[k:end].strip(), end
+
+    def skip_regex(k: int, delim: str) -> int:
+        while k < n and script[k] != delim:
+            if script[k] == "\\":
+                k += 1
+            elif script[k] == "\n":
+                return n
+            k += 1
+        return k + 1
+
+    while i < n:
+        while i < n and script[i] in " \t\n;":
+            i += 1
+        if i >= n:
+            return
+        # an address or two
+        for _ in range(2):
+            while i < n and script[i] in " \t":
+                i += 1
+            if i < n and script[i] == "/":
+                i = skip_regex(i + 1, "/")
+                while i < n and script[i] in "IM":
+                    i += 1
+            elif i < n and script[i] == "\\" and i + 1 < n:
+                i = skip_regex(i + 2, script[i + 1])
+                while i < n and script[i] in "IM":
+                    i += 1
+            else:
+                while i < n and (script[i].isdigit() or script[i] in "$~+"):
+                    i += 1
+            if i < n and script[i] == ",":
+                i += 1
+                continue
+            break
+        while i < n and script[i] in " \t!":
+            i += 1
+        if i >= n:
+            return
+        c = script[i]
+        i += 1
+        if c in "{}=dDgGhHlnNpPqQxzF":
+            while i < n and script[i].isdigit():
+                i += 1
+            continue
+        if c == "#" or c == ":":
+            _, i = rest_of_line(i)
+            continue
+        if c in "btTv":
+            while i < n and script[i] not in ";\n}":
+                i += 1
+            continue
+        if c in "aic":
+            _, i = rest_of_line(i)
+            while i < n and script[i - 1] == "\\":
+                _, i = rest_of_line(i + 1)
+            continue
+        if c in "rR":
+            _, i = rest_of_line(i)
+            continue
+        if c in "wW":
+            target, i = rest_of_line(i)
+            j.write(Word(target), cwd, f"sed {c}", stream=True)
+            continue
+        if c == "e":
+            command, i = rest_of_line(i)
+            if command:
+                j.script(command, cwd, None, child=True)
+            else:
+                j.unknown("sed e: runs its pattern space as a command; proctor cannot tell what it writes")
+            continue
+        if c in "sy" and i < n:
+            delim = script[i]
+            i = skip_regex(i + 1, delim)
+            i = skip_regex(i, delim)
+            if c == "s":
+                while i < n and script[i] in "gpiImMe0123456789w":
+                    if script[i] == "e":
+                        j.unknown("sed s///e: runs what it makes as a command; proctor cannot tell what it writes")
+                    if script[i] == "w":
+                        target, i = rest_of_line(i + 1)
+                        j.write(Word(target), cwd, "sed s///w", stream=True)
+                        break
+                    i += 1
+            continue
+        return  # an unknown command: sed refuses the script
+
+
+def _h_perl(j: _Judge, name, args, cwd, command):
+    scripts: list[str] = []
+    in_place: str | None = None
+    modules = False
+    i, n = 0, len(args)
+    while i < n:
+        t = args[i].text
+        if t == "--":
+            i += 1
+            break
+        if not t.startswith("-") or t == "-":
+            break
+        i += 1
+        if t in ("-v", "-V", "--version", "--help", "-h") and n == 1:
+            return
+        k = 1
+        while k < len(t):
+            ch = t[k]
+            if ch in "eE":
+                if k + 1 < len(t):
+                    scripts.append(t[k + 1:])
+                elif i < n:
+                    scripts.append(args[i].text)
+                    i += 1
+                break
+            if ch == "i":
+                in_place = t[k + 1:]
+                break
+            if ch in "MmIdDxC0lF":
+                if ch in "Mm":
+                    modules = True
+                if ch == "I" and k + 1 >= len(t) and i < n:
+                    i += 1
+                break
+            k += 1
+    operands = args[i:]
+    if not scripts:
+        j.unknown(f"perl {operands[0].text if operands else '-'}: runs a perl script; proctor cannot tell "
+                  f"what it writes")
+        files = operands[1:]
+    else:
+        files = operands
+    if in_place is None:
+        if scripts:
+            j.unknown("perl -e: runs perl code proctor cannot read; it cannot tell what it writes")
+        return
+    risky = re.compile(r"\b(system|exec|open|sysopen|unlink|rename|link|symlink|mkdir|rmdir|truncate|chmod|"
+                       r"chown|utime|qx|syscall|fork|pipe|kill|require|use|do|eval|glob|readpipe|socket|dump)\b|`"
+                       r"|\$\^I|<\*")
+    if modules or any(risky.search(s) for s in scripts) or any(w.dynamic for w in args[:i]):
+        j.unknown("perl -i: its script may write other files; proctor cannot tell")
+    for word in files:
+        path = j.write(word, cwd, "perl -i", follow=False)
+        if path and in_place:
+            j.add(_backup(path, in_place))
+
+
+def _h_awk(j: _Judge, name, args, cwd, command):
+    programs: list[Word] = []
+    in_place = False
+    sandbox = False
+    i, n = 0, len(args)
+    while i < n:
+        word = args[i]
+        t = word.text
+        if t == "--":
+            i += 1
+            break
+        if not t.startswith("-") or t == "-":
+            break
+        i += 1
+        if t.startswith("--"):
+            key, eq, value = t.partition("=")
+            key = _long(key, ("--field-separator", "--assign", "--file", "--source", "--include", "--load",
+                              "--exec", "--dump-variables", "--pretty-print", "--profile", "--sandbox"))
+            if key in ("--field-separator", "--assign", "--file", "--source", "--include", "--load", "--exec") \
+                    and not eq:
+                value = args[i].text if i < n else ""
+                i += 1
+            if key == "--source":
+                programs.append(Word(value, word.dynamic))
+            elif key in ("--file", "--exec"):
+                j.unknown(f"{name} -f {value}: a program file proctor does not read")
+            elif key == "--include":
+                if value in ("inplace", "inplace.awk"):
+                    in_place = True
+                else:
+                    j.unknown(f"{name} -i {value}: loads awk code proctor does not read")
+            elif key == "--load":
+                j.unknown(f"{name} -l {value}: loads an extension; proctor cannot tell what it writes")
+            elif key in ("--dump-variables", "--pretty-print", "--profile"):
+                default = "awkvars.out" if key == "--dump-variables" else "awkprof.out"
+                j.write(Word(value or default), cwd, f"{name} {key}", stream=True)
+            elif key == "--sandbox":
+                sandbox = True
+            continue
+        ch = t[1]
+        value = t[2:]
+        if ch in "FvfeEilW":
+            if not value:
+                value = args[i].text if i < n else ""
+                i += 1
+            if ch == "e":
+                programs.append(Word(value))
+            elif ch in "fE":
+                j.unknown(f"{name} -{ch} {value}: a program file proctor does not read")
+            elif ch == "i":
+                if value in ("inplace", "inplace.awk"):
+                    in_place = True
+                else:
+                    j.unknown(f"{name} -i {value}: loads awk code proctor does not read")
+            elif ch == "l":
+                j.unknown(f"{name} -l {value}: loads an extension; proctor cannot tell what it writes")
+            elif ch == "W" and value.startswith("exec"):
+                j.unknown(f"{name} -W {value}: a program file proctor does not read")
+        elif ch in "dop":
+            default = "awkvars.out" if ch == "d" else "awkprof.out"
+            j.write(Word(value or default), cwd, f"{name} -{ch}", stream=True)
+        elif ch == "S":
+            sandbox = True
+    operands = args[i:]
+    if not programs and operands:
+        programs.append(operands[0])
+        operands = operands[1:]
+    for program in programs:
+        if program.dynamic:
+            j.unknown(f"{name} {program.text[:40]}: a program built from an expansion")
+        elif not sandbox:
+            _awk_program(j, name, program.text, cwd)
+    if in_place:
+        for word in operands:
+            if not _is_assignment(word):
+                j.write(word, cwd, f"{name} -i inplace", follow=False)
+
+
+_AWK_OPERAND_BEFORE = frozenset(("", "(", ",", "{", "}", ";", "!", "~", "!~", "&&", "||", "?", ":", "=", "==",
+                                 "!=", "<", "<=", ">", ">=", "+", "-", "*", "/", "%", "^", "\n", "in", "print",
+                                 "printf", "return", "+=", "-=", "*=", "/=", "%=", "^=", "&", "|", "getline"))
+_AWK_STRING = r'"(?:[^"\\\n]|\\.)*"'
+
+
+def _awk_string(literal: str) -> str:
+    body = literal[1:-1]
+    if "\\" not in body:
+        return body
+    return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), body)
+
+
+def _awk_program(j: _Judge, name: str, program: str, cwd) -> None:
+    """Writes and commands in an awk program: print > "file", print | "cmd", "cmd" | getline,
+    system("cmd"), @include and @load. A comparison `a > b` outside print is no write."""
+    token = re.compile(r'[ \t\r]*(?:(#[^\n]*)|(' + _AWK_STRING + r')|(@?[A-Za-z_][A-Za-z0-9_]*)|'
+                       r'(\d+\.?\d*)|(\\\n)|(\|\||&&|>>|>=|<=|==|!=|\|&|!~|\+\+|--|[-+*/%^]=|\n|\S))')
+    call = re.compile(r"\s*\(\s*(" + _AWK_STRING + r")\s*\)")
+    pos, n = 0, len(program)
+    previous = ""
+    last_string: str | None = None
+    print_depth: int | None = None
+    depth = 0
+    redirect: str | None = None
+    while pos < n:
+        j.budget.left -= 1
+        if j.budget.left < 0:
+            raise _TooLarge()
+        m = token.match(program, pos)
+        if m is None:
+            break
+        pos = m.end()
+        comment, string, ident, number, continuation, op = m.groups()
+        if comment is not None or continuation is not None:
+            continue
+        if op == "/" and previous in _AWK_OPERAND_BEFORE:
+            k = pos
+            while k < n and program[k] not in "/\n":
+                k += 2 if program[k] == "\\" else 1
+            pos = k + 1
+            previous = "regex"
+            continue
+        if redirect is not None:
+            if string is not None:
+                if redirect == "|":
+                    j.script(_awk_string(string), cwd, None, child=True)
+                else:
+                    j.write(Word(_awk_string(string)), cwd, f"{name} print {redirect}", stream=True)
+            elif redirect == "|":
+                j.unknown(f"{name}: pipes to a command built at run time; proctor cannot tell what it writes")
+            else:
+                j.unknown(f"{name}: prints to a file named at run time; proctor cannot tell which")
+            redirect = None
+        if ident is not None:
+            if ident in ("@include", "@load"):
+                j.unknown(f"{name} {ident}: loads code proctor does not read")
+            elif ident in ("print", "printf"):
+                print_depth = depth
+            elif ident == "system":
+                c = call.match(program, pos)
+                if c is not None:
+                    j.script(_awk_string(c.group(1)), cwd, None, child=True)
+                    pos = c.end()
+                else:
+                    j.unknown(f"{name} system(): runs a command built at run time; proctor cannot tell what it "
+                              f"writes")
+            previous = ident
+            last_string = None
+            continue
+        if string is not None or number is not None:
+            previous = "value"
+            last_string = string
+            continue
+        if op in ("(", "["):
+            depth += 1
+        elif op in (")", "]"):
+            depth -= 1
+        elif op in (";", "{", "}", "\n"):
+            print_depth = None
+        elif op in ("|", "|&"):
+            if op == "|&":
+                j.unknown(f"{name} |&: runs a coprocess; proctor cannot tell what it writes")
+            elif program[pos:].lstrip().startswith("getline"):
+                if last_string is not None and previous == "value":
+                    j.script(_awk_string(last_string), cwd, None, child=True)
+                else:
+                    j.unknown(f"{name}: reads from a command built at run time; proctor cannot tell what it writes")
+            else:
+                redirect = "|"
+        elif op in (">", ">>") and print_depth is not None and depth == print_depth:
+            redirect = op
+        previous = op or ""
+        last_string = None
+    if redirect is not None:
+        j.unknown(f"{name}: an awk program proctor cannot read to its end")
+
+
+def _h_find(j: _Judge, name, args, cwd, command):
+    i, n = 0, len(args)
+    follow = False
+    while i < n and (args[i].text in ("-H", "-L", "-P") or args[i].text.startswith(("-D", "-O"))):
+        follow = follow or args[i].text == "-L"
+        i += 2 if args[i].text == "-D" else 1
+    starts: list[Word] = []
+    while i < n and not args[i].text.startswith("-") and args[i].text not in ("(", ")", "!", ","):
+        starts.append(args[i])
+        i += 1
+    shown = " ".join(w.text for w in starts) or "."
+    takes_value = {"-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename", "-regex", "-iregex",
+                   "-lname", "-ilname", "-type", "-xtype", "-size", "-perm", "-user", "-group", "-uid", "-gid",
+                   "-links", "-inum", "-samefile", "-newer", "-anewer", "-cnewer", "-maxdepth", "-mindepth",
+                   "-mtime", "-mmin", "-atime", "-amin", "-ctime", "-cmin", "-used", "-fstype", "-context",
+                   "-printf", "-regextype", "-files0-from"}
+    while i < n:
+        t = args[i].text
+        if t == "-follow":
+            follow = True
+        elif t == "-delete":
+            j.unknown(f"find {shown} -delete: removes what it matches; proctor cannot name it")
+        elif t in ("-fprint", "-fprint0", "-fls", "-fprintf"):
+            if i + 1 < n:
+                j.write(args[i + 1], cwd, f"find {t}", stream=True)
+            i += 2 if t == "-fprintf" else 1
+        elif t in ("-exec", "-execdir", "-ok", "-okdir"):
+            end = i + 1
+            while end < n and not (args[end].text == ";" or (args[end].text == "+" and args[end - 1].text == "{}")):
+                end += 1
+            why = "a name find produces" + (" through a followed link" if follow else "")
+            words = [Word(w.text, True, w.quoted, w.raw, why=why) if "{}" in w.text else w for w in args[i + 1:end]]
+            if words:
+                before = j.acts
+                j.sub_command(words, cwd if t in ("-exec", "-ok") else None, None)
+                if j.acts == before:
+                    j.status = None
+            i = end
+        elif t in takes_value or (t.startswith("-newer") and len(t) == 8):
+            i += 1
+        i += 1
+
+
+def _h_sort(j: _Judge, name, args, cwd, command):
+    opts, _ = _getopt(args, "kotST", ("--key", "--output", "--field-separator", "--buffer-size",
+                                      "--temporary-directory", "--batch-size", "--parallel", "--random-source",
+                                      "--compress-program", "--files0-from", "--sort"))
+    for o, v in opts:
+        if o in ("-o", "--output") and v is not None:
+            j.write(v, cwd, "sort -o", stream=True)
+        elif o == "--compress-program":
+            j.unknown(f"sort --compress-program={v.text if v else ''}: runs a program; proctor cannot tell "
+                      f"what it writes")
+
+
+def _second_operand_output(short_values: str, long_values: tuple = ()):
+    def handler(j: _Judge, name, args, cwd, command):
+        _, operands = _getopt(args, short_values, long_values)
+        if len(operands) >= 2 and operands[1].text != "-":
+            j.write(operands[1], cwd, name, stream=True)
+
+    return handler
+
+
+def _option_output(short_values: str, outputs: tuple, long_values: tuple = ()):
+    def handler(j: _Judge, name, args, cwd, command):
+        opts, _ = _getopt(args, short_values, long_values)
+        for o, v in opts:
+            if o in outputs and v is not None:
+                j.write(v, cwd, f"{name} {o}", stream=True)
+
+    return handler
+
+
+def _h_date(j: _Judge, name, args, cwd, command):
+    opts, _ = _getopt(args, "dfrs", ("--date", "--file", "--reference", "--set"), ("--iso-8601", "--rfc-3339"))
+    if _has(opts, "-s", "--set"):
+        j.quiet()
+
+
+def _h_hostname(j: _Judge, name, args, cwd, command):
+    opts, operands = _getopt(args, "F", ("--file",))
+    if operands or _has(opts, "-F", "--file"):
+        j.quiet()
+
+
+def _h_rg(j: _Judge, name, args, cwd, command):
+    for word in args:
+        if word.text == "--pre" or word.text.startswith("--pre="):
+            j.unknown("rg --pre: runs a preprocessor; proctor cannot tell what it writes")
+
+
+def _h_file(j: _Judge, name, args, cwd, command):
+    if any(w.text == "-C" or w.text == "--compile" for w in args):
+        j.unknown("file -C: compiles a magic file; proctor cannot tell where")
+
+
+def _h_quiet(j: _Judge, name, args, cwd, command):
+    j.quiet()
+
+
+def _h_dd(j: _Judge, name, args, cwd, command):
+    for word in args:
+        if word.text.startswith("of="):
+            j.write(Word(word.text[3:], word.dynamic, word.quoted, word.raw[3:] if word.raw.startswith("of=") else
+                         word.raw), cwd, "dd of=", stream=True)
+
+
+def _h_curl(j: _Judge, name, args, cwd, command):
+    j.quiet()
+    opts, operands = _getopt(args, "AbcCdDeEFHKmoPQrtTuUwxXyYz",
+                             ("--output", "--dump-header", "--cookie-jar", "--trace", "--trace-ascii", "--stderr",
+                              "--etag-save", "--libcurl", "--hsts", "--alt-svc", "--output-dir", "--config",
+                              "--write-out", "--cookie", "--data", "--header", "--user-agent", "--request", "--url",
+                              "--upload-file", "--form", "--user", "--proxy", "--max-time", "--range"))
+    out_dir = _value(opts, "--output-dir")
+    remote = _has(opts, "-O", "--remote-name", "--remote-name-all")
+    for o, v in opts:
+        if v is None:
+            continue
+        if o in ("-o", "--output"):
+            if v.text != "-":
+                if out_dir is not None and not v.text.startswith("/"):
+                    v = Word(out_dir.text.rstrip("/") + "/" + v.text, v.dynamic or out_dir.dynamic)
+                j.write(v, cwd, f"curl {o}", stream=True)
+        elif o in ("-D", "--dump-header", "-c", "--cookie-jar", "--trace", "--trace-ascii", "--stderr",
+                   "--etag-save", "--libcurl", "--hsts", "--alt-svc"):
+            if v.text != "-":
+                j.write(v, cwd, f"curl {o}", stream=True)
+        elif o in ("-K", "--config"):
+            j.unknown(f"curl -K {v.text}: options from a file proctor does not read")
+        elif o in ("-w", "--write-out") and "%output{" in v.text:
+            j.unknown("curl -w %output{}: writes a file named in its format; proctor cannot tell which")
+    if remote:
+        urls = [w for w in operands] + [v for o, v in opts if o == "--url" and v is not None]
+        if _has(opts, "-J", "--remote-header-name") or not urls or any(w.dynamic for w in urls):
+            j.unknown("curl -O: saves under a name the server gives; proctor cannot tell which")
+            return
+        for url in urls:
+            location = url.text.split("?", 1)[0].split("#", 1)[0].split("://", 1)[-1]
+            base = location.rsplit("/", 1)[-1] if "/" in location else ""
+            if not base:
+                j.unknown(f"curl -O {url.text}: saves under a name the server gives; proctor cannot tell which")
+                continue
+            path = base if out_dir is None else out_dir.text.rstrip("/") + "/" + base
+            j.write(Word(path, out_dir is not None and out_dir.dynamic), cwd, "curl -O", stream=True)
+
+
+def _h_wget(j: _Judge, name, args, cwd, command):
+    j.quiet()
+    opts, operands = _getopt(args, "OoaPiUeTtwYlAR", ("--output-document", "--output-file", "--append-output",
+                                                       "--directory-prefix", "--input-file", "--user-agent",
+                                                       "--execute", "--timeout", "--tries", "--wait", "--level",
+                                                       "--accept", "--reject", "--header", "--post-data"))
+    document = _value(opts, "-O", "--output-document")
+    for o, v in opts:
+        if o in ("-o", "--output-file", "-a", "--append-output") and v is not None:
+            j.write(v, cwd, f"wget {o}", stream=True)
+        if o in ("-e", "--execute"):
+            j.unknown("wget -e: runs wgetrc commands proctor does not read")
+    if _has(opts, "--spider"):
+        return
+    if document is not None:
+        if document.text != "-":
+            j.write(document, cwd, "wget -O", stream=True)
+        return
+    prefix = _value(opts, "-P", "--directory-prefix")
+    if _has(opts, "-r", "--recursive", "-m", "--mirror", "-p", "--page-requisites", "-i", "--input-file") \
+            or not operands or any(w.dynamic for w in operands):
+        if prefix is not None:
+            j.write(prefix, cwd, "wget -P")
+        else:
+            j.unknown("wget: saves under names the server gives; proctor cannot tell which")
+        return
+    for url in operands:
+        base = url.text.split("?", 1)[0].split("#", 1)[0].rsplit("/", 1)[-1] if "/" in url.text.split("://", 1)[-1] \
+            else ""
+        path = (base or "index.html") if prefix is None else prefix.text.rstrip("/") + "/" + (base or "index.html")
+        j.write(Word(path, prefix is not None and prefix.dynamic), cwd, "wget", stream=True)
+
+
+def _h_rsync(j: _Judge, name, args, cwd, command):
+    j.quiet()
+    opts, operands = _getopt(args, "efTBM", ("--rsh", "--rsync-path", "--filter", "--exclude", "--include",
+                                             "--exclude-from", "--include-from", "--files-from", "--temp-dir",
+                                             "--partial-dir", "--backup-dir", "--log-file", "--write-batch",
+                                             "--only-write-batch", "--suffix", "--compare-dest", "--copy-dest",
+                                             "--link-dest", "--chmod", "--chown", "--timeout", "--bwlimit",
+                                             "--max-size", "--min-size", "--port", "--out-format",
+                                             "--password-file", "--remote-option"))
+    if _has(opts, "-n", "--dry-run", "--list-only"):
+        return
+    for o, v in opts:
+        if o in ("--temp-dir", "-T", "--partial-dir", "--backup-dir", "--log-file", "--write-batch",
+                 "--only-write-batch") and v is not None:
+            j.write(v, cwd, f"rsync {o}")
+    if len(operands) < 2:
+        return
+    destination = operands[-1]
+    if ":" in destination.text.split("/", 1)[0] or destination.text.startswith("rsync://"):
+        return
+    j.write(destination, cwd, "rsync")
+    if _has(opts, "--remove-source-files"):
+        for word in operands[:-1]:
+            if ":" not in word.text.split("/", 1)[0]:
+                j.write(word, cwd, "rsync --remove-source-files", follow=False)
+
+
+def _h_scp(j: _Judge, name, args, cwd, command):
+    j.quiet()
+    opts, operands = _getopt(args, "cFiJloPSXD")
+    if _has(opts, "-S"):
+        j.unknown("scp -S: runs a program; proctor cannot tell what it writes")
+    if len(operands) >= 2 and ":" not in operands[-1].text.split("/", 1)[0]:
+        j.write(operands[-1], cwd, "scp")
+
+
+def _h_tar(j: _Judge, name, args, cwd, command):
+    """tar: -x writes its members into -C DIR (or unknown ones into the cwd), -c its archive."""
+    words = list(args)
+    if words and not words[0].text.startswith("-") and not words[0].dynamic:
+        # the old form: `tar xzf a.tgz` -- letters whose values follow in order
+        letters = words[0].text
+        values = [w for w in words[1:]]
+        rebuilt: list[Word] = []
+        k = 0
+        for ch in letters:
+            rebuilt.append(Word("-" + ch))
+            if ch in "fCTXbgHKLNVI" and k < len(values):
+                rebuilt.append(values[k])
+                k += 1
+        words = rebuilt + values[k:]
+    opts, operands = _getopt(words, "fCTXbgHKLNVIF",
+                             ("--file", "--directory", "--files-from", "--exclude-from", "--blocking-factor",
+                              "--listed-incremental", "--format", "--starting-file", "--tape-length",
+                              "--newer", "--label", "--use-compress-program", "--info-script",
+                              "--to-command", "--index-file", "--exclude", "--transform", "--owner", "--group",
+                              "--mode", "--mtime", "--strip-components", "--checkpoint-action",
+                              "--new-volume-script", "--rsh-command"),
+                             ("--checkpoint", "--backup"))
+    names = {o for o, _ in opts}
+    for o, v in opts:
+        if o in ("--to-command", "--info-script", "-F", "--new-volume-script", "--rsh-command") or (
+                o == "--checkpoint-action" and v is not None and "exec" in v.text) or (
+                o in ("-I", "--use-compress-program") and v is not None and " " in v.text):
+            j.unknown(f"tar {o}: runs a command; proctor cannot tell what it writes")
+        if o == "--index-file" and v is not None:
+            j.write(v, cwd, "tar --index-file", stream=True)
+    archive = _value(opts, "-f", "--file")
+    directory = cwd
+    for o, v in opts:
+        if o in ("-C", "--directory") and v is not None:
+            directory = j.directory(v, directory)
+    extract = names & {"-x", "--extract", "--get"}
+    create = names & {"-c", "--create", "-r", "--append", "-u", "--update", "-A", "--catenate",
+                      "--concatenate", "--delete"}
+    if extract:
+        if names & {"-O", "--to-stdout"}:
+            return
+        j.quiet()
+        if names & {"-C", "--directory"}:
+            if directory is None:
+                j.unknown("tar -x -C: into a directory held in a variable")
+            else:
+                j.add(directory)
+            return
+        members = [w for w in operands if not w.dynamic]
+        if members and len(members) == len(operands) and not names & {"--wildcards", "-T", "--files-from"}:
+            for word in members:
+                j.write(word, directory, "tar -x", follow=False)
+            return
+        j.unknown("tar -x: extracts members proctor cannot list; proctor cannot tell what it writes")
+        return
+    if create:
+        if archive is not None and archive.text != "-":
+            j.write(archive, cwd, "tar -c", stream=True)
+        elif archive is None:
+            j.quiet()  # the archive goes to $TAPE, or the default device
+        if names & {"--remove-files"}:
             for word in operands:
-                _add(found, word, cwd, "git restore")
-        elif any(t in ("-b", "-B", "--orphan") for t in texts) and len(operands) <= 1:
-            return  # a new branch where HEAD is: the tree stays as it is
-        elif len(operands) >= 2:
-            for word in operands[1:]:
-                _add(found, word, cwd, "git checkout <rev> path")
+                j.write(word, directory, "tar --remove-files", follow=False)
+
+
+def _h_unzip(j: _Judge, name, args, cwd, command):
+    words = list(args)
+    excluded = False
+    opts: list[str] = []
+    directory: Word | None = None
+    operands: list[Word] = []
+    k = 0
+    while k < len(words):
+        t = words[k].text
+        if t == "-d" and k + 1 < len(words):
+            directory = words[k + 1]
+            k += 2
+            continue
+        if t.startswith("-d") and len(t) > 2:
+            directory = Word(t[2:], words[k].dynamic)
+        elif t == "-x":
+            excluded = True
+        elif t.startswith("-"):
+            opts.append(t)
+            excluded = False
+        elif not excluded:
+            operands.append(words[k])
+        k += 1
+    flags = "".join(o[1:] for o in opts)
+    if any(ch in flags for ch in "lvtzZpcT") or "-Z" in opts:
+        return
+    j.quiet()
+    if directory is not None:
+        j.write(directory, cwd, "unzip -d")
+        return
+    members = operands[1:]
+    if members and not any(w.dynamic or _unquoted_glob(w.raw) for w in members):
+        for word in members:
+            j.write(Word(os.path.basename(word.text)) if "j" in flags else word, cwd, "unzip")
+        return
+    j.unknown("unzip: extracts members proctor cannot list; proctor cannot tell what it writes")
+
+
+def _h_zip(j: _Judge, name, args, cwd, command):
+    j.quiet()
+    opts, operands = _getopt(args, "bntxiPZsO", ("--temp-path", "--suffixes", "--exclude", "--include",
+                                                 "--password", "--compression-method", "--split-size",
+                                                 "--output-file", "--unzip-command"))
+    if any(w.text.startswith(("-TT", "--unzip-command")) for w in args):
+        j.unknown("zip -TT: runs a command; proctor cannot tell what it writes")
+    out = _value(opts, "-O", "--output-file")
+    if operands:
+        archive = operands[0]
+        if "." not in os.path.basename(archive.text) and not archive.dynamic:
+            archive = Word(archive.text + ".zip", raw=archive.raw)
+        j.write(out if out is not None else archive, cwd, "zip", stream=archive.text == "-")
+    if _has(opts, "-m", "--move"):
+        for word in operands[1:]:
+            j.write(word, cwd, "zip -m", follow=False)
+
+
+_COMPRESSED = {"gzip": (".gz", ("-d", "--decompress", "--uncompress")), "bzip2": (".bz2", ("-d", "--decompress")),
+               "xz": (".xz", ("-d", "--decompress", "--uncompress")), "lzma": (".lzma", ("-d", "--decompress")),
+               "zstd": (".zst", ("-d", "--decompress", "--uncompress")), "lz4": (".lz4", ("-d", "--decompress")),
+               "compress": (".Z", ("-d",)), "lzip": (".lz", ("-d", "--decompress"))}
+_DECOMPRESSORS = {"gunzip": "gzip", "bunzip2": "bzip2", "unxz": "xz", "unlzma": "lzma", "unzstd": "zstd",
+                  "lz4cat": "lz4", "uncompress": "compress"}
+
+
+def _h_compress(j: _Judge, name, args, cwd, command):
+    """gzip and its kin replace each operand by a new name (or write -o FILE)."""
+    tool = _DECOMPRESSORS.get(name, name)
+    suffix, decompress_flags = _COMPRESSED[tool]
+    opts, operands = _getopt(args, "SoTbBLCFM" if tool in ("zstd", "lz4") else "So",
+                             ("--suffix", "--output"))
+    names = {o for o, _ in opts}
+    if names & {"-c", "--stdout", "--to-stdout", "-t", "--test", "-l", "--list"} or not operands:
+        return
+    j.quiet()
+    decompress = name in _DECOMPRESSORS or bool(names & set(decompress_flags))
+    out = _value(opts, "-o", "--output")
+    if out is not None:
+        j.write(out, cwd, f"{name} -o")
+    suffix = (_value(opts, "-S", "--suffix") or Word(suffix)).text
+    keeps = tool in ("zstd", "lz4") and not names & {"--rm"} or bool(names & {"-k", "--keep"})
+    for word in operands:
+        if word.text == "-":
+            continue
+        if names & {"-r", "--recursive"}:
+            j.write(word, cwd, name, follow=False)
+            continue
+        if out is None:
+            if decompress:
+                base = word.text
+                for known in (suffix, ".tgz", ".taz", ".tbz2", ".txz", ".gz", ".z", ".Z", ".bz2", ".xz", ".zst"):
+                    if base.endswith(known):
+                        base = base[:-len(known)] + (".tar" if known.startswith(".t") and len(known) > 3 else "")
+                        break
+                made = Word(base, word.dynamic, raw=word.raw)
+            else:
+                made = Word(word.text + suffix, word.dynamic, raw=word.raw)
+            j.write(made, cwd, name, follow=False)
+        if not keeps:
+            j.write(word, cwd, name, follow=False)
+
+
+def _h_patch(j: _Judge, name, args, cwd, command):
+    j.quiet()
+    opts, operands = _getopt(args, "iodpBYzrDFVg", ("--input", "--output", "--directory", "--strip", "--prefix",
+                                                      "--basename-prefix", "--suffix", "--reject-file",
+                                                      "--ifdef", "--fuzz", "--version-control", "--get",
+                                                      "--quoting-style", "--backup-if-mismatch"))
+    if _has(opts, "--dry-run", "-C", "--check"):
+        return
+    directory = cwd
+    for o, v in opts:
+        if o in ("-d", "--directory") and v is not None:
+            directory = j.directory(v, directory)
+        if o in ("-r", "--reject-file") and v is not None and v.text != "-":
+            j.write(v, directory, "patch -r")
+    out = _value(opts, "-o", "--output")
+    if out is not None:
+        if out.text != "-":
+            j.write(out, cwd, "patch -o")
+        return
+    if operands:
+        j.write(operands[0], directory, "patch")
+        return
+    strip = _value(opts, "-p", "--strip")
+    if _value(opts, "-i", "--input") is None and command.stdin_script is not None and not command.stdin_dynamic:
+        names = diff_paths(command.stdin_script, int(strip.text) if strip and strip.text.isdigit() else None)
+        if names:
+            for path in names:
+                j.write(Word(path), directory, "patch")
+            return
+    j.unknown("patch: applies a diff proctor does not read; it cannot tell what it writes")
+
+
+def _h_split(j: _Judge, name, args, cwd, command):
+    j.quiet()
+    opts, operands = _getopt(args, "abClnt", ("--suffix-length", "--bytes", "--line-bytes", "--lines",
+                                              "--number", "--separator", "--additional-suffix", "--filter"),
+                             ("--numeric-suffixes", "--hex-suffixes"))
+    if _has(opts, "--filter"):
+        j.unknown("split --filter: runs a command; proctor cannot tell what it writes")
+        return
+    length = _value(opts, "-a", "--suffix-length")
+    width = int(length.text) if length is not None and length.text.isdigit() else 2
+    first = "0" * width if _has(opts, "-d", "-x", "--numeric-suffixes", "--hex-suffixes") else "a" * width
+    extra = _value(opts, "--additional-suffix")
+    prefix = operands[1] if len(operands) > 1 else Word("x")
+    j.write(Word(prefix.text + first + (extra.text if extra else ""), prefix.dynamic or bool(extra and extra.dynamic),
+                 raw=prefix.raw), cwd, "split")
+
+
+def _h_csplit(j: _Judge, name, args, cwd, command):
+    j.quiet()
+    opts, _ = _getopt(args, "bfn", ("--suffix-format", "--prefix", "--digits"))
+    prefix = _value(opts, "-f", "--prefix") or Word("xx")
+    digits = _value(opts, "-n", "--digits")
+    width = int(digits.text) if digits is not None and digits.text.isdigit() else 2
+    j.write(Word(prefix.text + "0" * width, prefix.dynamic, raw=prefix.raw), cwd, "csplit")
+
+
+def _h_ed(j: _Judge, name, args, cwd, command):
+    j.quiet()
+    _, operands = _getopt(args, "p", ("--prompt",))
+    script = command.stdin_script
+    if script is None or command.stdin_dynamic:
+        for word in operands[:1]:
+            j.write(word, cwd, "ed")
+        j.unknown(f"{name}: reads its commands from its input; proctor cannot tell what else they write")
+        return
+    text_mode = False
+    for line in script.split("\n"):
+        line = line.strip()
+        if text_mode:
+            text_mode = line != "."
+            continue
+        if re.fullmatch(r"[0-9,.$;'+-]*[aic]", line):
+            text_mode = True
+            continue
+        m = re.match(r"[0-9,.$;'a-z+-]*?([wW]q?|[eErR]|!)\s*(.*)$", line)
+        if m is None:
+            continue
+        letter, rest = m.groups()
+        if letter == "!" or rest.startswith("!"):
+            j.unknown(f"{name} !: runs a command; proctor cannot tell what it writes")
+        elif letter[0] in "wW" and rest:
+            j.write(Word(rest), cwd, "ed w")
+        elif letter[0] in "wW":
+            for word in operands[:1]:
+                j.write(word, cwd, "ed w")
+
+
+def _h_mktemp(j: _Judge, name, args, cwd, command):
+    opts, operands = _getopt(args, "p", ("--suffix",), ("--tmpdir",))
+    if _has(opts, "-u", "--dry-run"):
+        return
+    j.quiet()
+    directory = _value(opts, "-p", "--tmpdir")
+    if not operands:
+        if directory is not None:
+            j.write(Word(directory.text.rstrip("/") + "/tmp.XXXXXXXXXX", directory.dynamic), cwd, "mktemp")
+        return
+    template = operands[0]
+    if directory is not None:
+        template = Word(directory.text.rstrip("/") + "/" + template.text, directory.dynamic or template.dynamic)
+    elif _has(opts, "-t", "--tmpdir"):
+        return
+    j.write(template, cwd, "mktemp")
+
+
+def _h_fallocate(j: _Judge, name, args, cwd, command):
+    j.quiet()
+    _, operands = _getopt(args, "lo", ("--length", "--offset"))
+    for word in operands[-1:]:
+        j.write(word, cwd, "fallocate")
+
+
+def _h_git(j: _Judge, name, args, cwd, command):
+    _git(j, args, cwd, command)
+
+
+def _h_proctor(j: _Judge, name, args, cwd, command):
+    operands = [w.text for w in args if not w.text.startswith("-")]
+    if not operands or any(w.text in ("--help", "-h", "--version") for w in args):
+        return
+    sub, more = operands[0], operands[1:2]
+    if sub in ("ls", "describe", "query", "session", "config", "vcs", "doctor") or \
+            (sub == "monitor" and more in (["list"], ["events"])) or (sub == "server" and more == ["status"]):
+        return
+    if sub in ("job", "monitor", "server", "hook", "run"):
+        j.quiet()  # proctor's store; `run` runs a target of proctor.toml, which lease-gate judges
+        return
+    j.unknown(f"proctor {sub}: proctor cannot tell what it writes")
+
+
+def _h_apply_patch(j: _Judge, name, args, cwd, command):
+    j.quiet()
+    body = command.stdin_script if command.stdin_script is not None else " ".join(w.text for w in args)
+    if command.stdin_dynamic or any(w.dynamic for w in args):
+        j.unknown("apply_patch: a patch built from an expansion; proctor cannot name what it writes")
+        return
+    for path in patch_paths(body):
+        j.write(Word(path), cwd, "apply_patch")
+
+
+_PROGRAMS = {
+    "apply_patch": _h_apply_patch,
+    "tee": _h_tee,
+    "cp": _copy_like, "mv": _copy_like, "install": _copy_like, "ln": _copy_like,
+    "link": _h_link,
+    "rm": _operands_writer(follow=False),
+    "rmdir": _operands_writer(follow=False),
+    "unlink": _operands_writer(follow=False),
+    "shred": _operands_writer("ns", ("--iterations", "--size", "--random-source")),
+    "touch": _operands_writer("drt", ("--date", "--reference", "--time"), no_create="-c --no-create",
+                              no_follow="-h --no-dereference"),
+    "mkdir": _operands_writer("m", ("--mode",)),
+    "mkfifo": _operands_writer("m", ("--mode",)),
+    "mknod": _operands_writer("m", ("--mode",)),
+    "truncate": _operands_writer("sr", ("--size", "--reference"), no_create="-c --no-create"),
+    "fallocate": _h_fallocate,
+    "chmod": _h_chmod, "chown": _h_chmod, "chgrp": _h_chmod,
+    "sed": _h_sed, "gsed": _h_sed,
+    "perl": _h_perl,
+    "awk": _h_awk, "gawk": _h_awk, "mawk": _h_awk, "nawk": _h_awk,
+    "find": _h_find,
+    "dd": _h_dd,
+    "sort": _h_sort,
+    "uniq": _second_operand_output("fsw", ("--skip-fields", "--skip-chars", "--check-chars")),
+    "xxd": _second_operand_output("cglosn", ("-cols", "-groupsize", "-len", "-seek", "-name")),
+    "tree": _option_output("LPIHTo", ("-o",)),
+    "iconv": _option_output("fto", ("-o", "--output"), ("--from-code", "--to-code", "--output")),
+    "base64": _option_output("wio", ("-o", "--output"), ("--wrap", "--input", "--output")),
+    "base32": _option_output("wio", ("-o", "--output"), ("--wrap", "--input", "--output")),
+    "sdiff": _option_output("ow", ("-o", "--output"), ("--output", "--width")),
+    "date": _h_date,
+    "hostname": _h_hostname,
+    "rg": _h_rg,
+    "file": _h_file,
+    "kill": _h_quiet, "pkill": _h_quiet, "killall": _h_quiet, "renice": _h_quiet, "sync": _h_quiet,
+    "curl": _h_curl,
+    "wget": _h_wget,
+    "rsync": _h_rsync,
+    "scp": _h_scp,
+    "tar": _h_tar, "gtar": _h_tar, "bsdtar": _h_tar,
+    "unzip": _h_unzip,
+    "zip": _h_zip,
+    "patch": _h_patch,
+    "split": _h_split,
+    "csplit": _h_csplit,
+    "ed": _h_ed, "red": _h_ed,
+    "mktemp": _h_mktemp,
+    "git": _h_git,
+    "proctor": _h_proctor,
+    **{tool: _h_compress for tool in list(_COMPRESSED) + list(_DECOMPRESSORS)},
+}
+
+
+# -- git ------------------------------------------------------------------------------------
+
+_GIT_READS = frozenset("""
+    status log diff show blame annotate rev-parse ls-files ls-tree shortlog describe cat-file rev-list
+    for-each-ref show-ref merge-base name-rev var whatchanged count-objects check-ignore check-attr
+    check-ref-format check-mailmap ls-remote version help show-branch cherry range-diff diff-tree diff-files
+    diff-index verify-commit verify-tag verify-pack fsck get-tar-commit-id grep request-pull
+""".split())
+_GIT_QUIET = frozenset("""
+    add commit fetch push gc prune repack update-ref update-index symbolic-ref replace commit-tree hash-object
+    mktree mktag pack-refs prune-packed maintenance credential rerere fetch-pack send-pack unpack-objects
+    index-pack pack-objects multi-pack-index commit-graph
+""".split())
+_GIT_TREE_WIDE = frozenset(("merge", "rebase", "pull", "cherry-pick", "revert", "am", "switch", "bisect",
+                            "submodule", "sparse-checkout", "read-tree", "checkout-index", "mergetool",
+                            "filter-branch", "stash", "reset", "clean", "apply", "checkout"))
+_GIT_CODE_KEYS = frozenset(("command", "textconv", "driver", "cmd", "clean", "smudge", "process", "program",
+                            "helper", "path", "hookspath", "fsmonitor", "editor", "pager", "sshcommand", "askpass",
+                            "external", "packobjectshook", "gitproxy", "worktree", "templatedir", "tool",
+                            "trustexitcode"))
+
+
+def _git_key_runs_code(key: str) -> bool:
+    key = key.lower()
+    return key.startswith(("alias.", "pager.", "includeif.", "include.")) or key.rsplit(".", 1)[-1] in _GIT_CODE_KEYS
+
+
+def _git(j: _Judge, args: list[Word], cwd: str | None, command: Command) -> None:
+    i, n = 0, len(args)
+    work_tree: str | None | bool = False  # False: the default tree
+    prefix_tree = j.prefix.get("GIT_WORK_TREE")
+    if prefix_tree is not None:
+        work_tree = j.directory(Word(prefix_tree.text.split("=", 1)[1], prefix_tree.dynamic), cwd)
+    while i < n:
+        word = args[i]
+        t = word.text
+        if word.dynamic and t.startswith("-"):
+            j.unknown(f"git {t}: options held in a variable")
+            return
+        if t == "-C" and i + 1 < n:
+            cwd = j.directory(args[i + 1], cwd)
+            i += 2
+            continue
+        if t in ("-c", "--config-env") and i + 1 < n or t.startswith("--config-env="):
+            setting = args[i + 1].text if "=" not in t else t.split("=", 1)[1]
+            if _git_key_runs_code(setting.split("=", 1)[0]):
+                j.unknown(f"git -c {setting[:40]}: a setting that runs a program; proctor cannot tell what it writes")
+            i += 1 if "=" in t else 2
+            continue
+        if t in ("--work-tree", "--git-dir", "--namespace", "--super-prefix", "--list-cmds") and i + 1 < n:
+            if t == "--work-tree":
+                work_tree = j.directory(args[i + 1], cwd)
+            i += 2
+            continue
+        if t.startswith("--work-tree="):
+            work_tree = j.directory(Word(t.split("=", 1)[1], word.dynamic), cwd)
+            i += 1
+            continue
+        if t.startswith("--exec-path="):
+            j.unknown("git --exec-path: runs git commands from another directory; proctor cannot tell what they write")
+        if t in ("--version", "-v", "--help", "-h", "--html-path", "--man-path", "--info-path"):
+            return
+        if t.startswith("-"):
+            i += 1
+            continue
+        break
+    if i >= n:
+        return
+    sub_word, rest = args[i], args[i + 1:]
+    if sub_word.dynamic:
+        j.unknown(f"git {sub_word.text}: a git command held in a variable")
+        return
+    sub = sub_word.text
+    texts = [w.text for w in rest]
+    # where pathspecs resolve: the cwd, or the --work-tree's top when the cwd is outside it
+    base = cwd
+    if work_tree is None:
+        base = None
+    elif work_tree is not False and (cwd is None or not (cwd == work_tree or cwd.startswith(work_tree + "/"))):
+        base = work_tree
+
+    def whole_tree(what: str) -> None:
+        if work_tree is False:
+            j.unknown(f"git {what}: rewrites files across the work tree; proctor cannot name them")
+        elif work_tree is None:
+            j.unknown(f"git {what}: rewrites files in a work tree held in a variable")
+        else:
+            j.add(work_tree)
+
+    def outputs(*options: str) -> None:
+        opts, _ = _getopt(rest, "o" if "-o" in options else "", tuple(o for o in options if o.startswith("--")))
+        for o, v in opts:
+            if o in options and v is not None and v.text != "-":
+                j.write(v, cwd, f"git {sub} {o}", stream=True)
+
+    if sub in ("diff", "log", "show", "whatchanged", "range-diff"):
+        outputs("--output")
+        return
+    if sub == "grep":
+        if any(t in ("-O", "--open-files-in-pager") or t.startswith(("-O", "--open-files-in-pager=")) for t in texts):
+            j.unknown("git grep -O: opens a pager; proctor cannot tell what it writes")
+        return
+    if sub in _GIT_READS:
+        return
+    if sub in _GIT_QUIET:
+        j.quiet()
+        return
+    if sub == "branch":
+        opts, operands = _getopt(rest, "", ("--contains", "--no-contains", "--merged", "--no-merged",
+                                            "--points-at", "--sort", "--format", "--set-upstream-to"),
+                                 ("--abbrev", "--column", "--color"))
+        listing = not operands or _has(opts, "-l", "--list")
+        if not listing or _has(opts, "-d", "-D", "-m", "-M", "-c", "-C", "--delete", "--move", "--copy", "-u",
+                               "--set-upstream-to", "--unset-upstream", "--edit-description", "-f", "--force"):
+            j.quiet()
+        return
+    if sub == "tag":
+        opts, operands = _getopt(rest, "mFu", ("--message", "--file", "--local-user", "--contains",
+                                               "--no-contains", "--points-at", "--sort", "--format", "--merged",
+                                               "--no-merged"))
+        if operands and not _has(opts, "-l", "--list", "-v", "--verify"):
+            j.quiet()
+        elif _has(opts, "-d", "--delete"):
+            j.quiet()
+        return
+    if sub == "remote":
+        if texts[:1] not in ([], ["-v"], ["--verbose"], ["show"], ["get-url"]):
+            j.quiet()
+        return
+    if sub == "notes":
+        if texts[:1] not in ([], ["list"], ["show"]):
+            j.quiet()
+        return
+    if sub == "reflog":
+        if texts[:1] not in ([], ["show"], ["exists"]) and not (texts and texts[0].startswith("-")):
+            j.quiet()
+        return
+    if sub == "worktree":
+        opts, operands = _getopt(rest[1:], "bB", ("--reason",))
+        action = texts[0] if texts else ""
+        if action == "list":
+            return
+        j.quiet()
+        if action == "add" and operands:
+            j.write(operands[0], cwd, "git worktree add")
+        elif action in ("remove", "move"):
+            for word in operands[:2]:
+                j.write(word, cwd, f"git worktree {action}", follow=False)
+        return
+    if sub == "config":
+        _git_config(j, rest, cwd)
+        return
+    if sub == "init":
+        j.quiet()
+        _, operands = _getopt(rest, "b", ("--template", "--separate-git-dir", "--object-format",
+                                          "--initial-branch", "--shared"))
+        if operands:
+            j.write(operands[0], cwd, "git init")
+        return
+    if sub == "clone":
+        j.quiet()
+        opts, operands = _getopt(rest, "objuc", ("--origin", "--branch", "--upload-pack", "--reference",
+                                                 "--depth", "--shallow-since", "--shallow-exclude", "--config",
+                                                 "--template", "--separate-git-dir", "--jobs", "--filter",
+                                                 "--server-option", "--bundle-uri", "--reference-if-able"))
+        for o, v in opts:
+            if o in ("-c", "--config") and v is not None and _git_key_runs_code(v.text.split("=", 1)[0]):
+                j.unknown(f"git clone -c {v.text[:40]}: a setting that runs a program")
+            if o in ("-u", "--upload-pack", "--template"):
+                j.unknown(f"git clone {o}: runs a program; proctor cannot tell what it writes")
+        if len(operands) >= 2:
+            j.write(operands[1], cwd, "git clone")
         elif operands:
-            found.unknown.append(f"git checkout {operands[0].text} rewrites the work tree")
+            url = operands[0].text.rstrip("/")
+            base = url.rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+            base = base[:-4] if base.endswith(".git") else base
+            j.write(Word(base or "repository", operands[0].dynamic), cwd, "git clone")
+        return
+    if sub == "archive":
+        if any(t in ("-o", "--output") or t.startswith("--output=") for t in texts):
+            outputs("-o", "--output")
+        return
+    if sub == "bundle":
+        if texts[:1] == ["create"] and len(rest) > 1:
+            _, operands = _getopt(rest[1:])
+            if operands:
+                j.write(operands[0], cwd, "git bundle create", stream=True)
+        elif texts[:1] not in (["verify"], ["list-heads"]):
+            j.quiet()
+        return
+    if sub == "format-patch":
+        if "--stdout" in texts:
+            return
+        j.quiet()
+        opts, _ = _getopt(rest, "o", ("--output-directory",))
+        directory = _value(opts, "-o", "--output-directory")
+        if directory is not None:
+            j.write(directory, cwd, "git format-patch -o")
+        else:
+            j.unknown("git format-patch: writes patch files named after commits; proctor cannot name them")
+        return
+    if sub == "merge-file":
+        _, operands = _getopt(rest, "L")
+        if "-p" not in texts and "--stdout" not in texts and operands:
+            j.write(operands[0], base, "git merge-file")
+        return
+    if sub in ("checkout", "restore"):
+        _git_checkout(j, sub, rest, base, cwd, whole_tree)
         return
     if sub == "rm":
-        for word in _operands(rest, frozenset(("--pathspec-from-file",))):
-            _add(found, word, cwd, "git rm")
+        opts, operands = _getopt(rest, "", ("--pathspec-from-file",))
+        if _has(opts, "--pathspec-from-file"):
+            j.unknown("git rm --pathspec-from-file: removes paths listed in a file; proctor cannot name them")
+        if _has(opts, "--cached", "-n", "--dry-run"):
+            j.quiet()
+            return
+        for word in operands:
+            j.write(word, base, "git rm", follow=False)
+        if not operands:
+            j.quiet()
         return
     if sub == "mv":
-        for word, what in _copy_like(True)(rest):
-            _add(found, word, cwd, what)
+        _copy_like(j, "mv", [w for w in rest if w.text not in ("-k", "-f", "-n", "-v", "--dry-run", "--verbose")],
+                   base, command)
+        return
+    if sub == "stash":
+        action = texts[0] if texts and not texts[0].startswith("-") else "push"
+        if action in ("list", "show"):
+            return
+        j.quiet()
+        if action in ("drop", "clear", "create", "store"):
+            return
+        if action in ("push", "save") and "--" in texts:
+            for word in rest[texts.index("--") + 1:]:
+                j.write(word, base, "git stash push --")
+            return
+        whole_tree(f"stash {action}" if texts and not texts[0].startswith("-") else "stash")
+        return
+    if sub == "reset":
+        j.quiet()
+        if any(t in ("--hard", "--merge", "--keep") for t in texts):
+            whole_tree("reset " + next(t for t in texts if t in ("--hard", "--merge", "--keep")))
+        return
+    if sub == "clean":
+        opts, operands = _getopt(rest, "e", ("--exclude",))
+        if _has(opts, "-n", "--dry-run"):
+            return
+        j.quiet()
+        if _has(opts, "-i", "--interactive"):
+            j.unknown("git clean -i: asks which files to remove; proctor cannot name them")
+        if operands:
+            for word in operands:
+                j.write(word, base, "git clean", follow=False)
+        else:
+            j.unknown("git clean: removes untracked files under the current directory; proctor cannot name them")
+        return
+    if sub == "apply":
+        _git_apply(j, rest, base, command)
+        return
+    if sub == "checkout-index":
+        j.quiet()
+        opts, operands = _getopt(rest, "", ("--prefix", "--stage"))
+        prefix = _value(opts, "--prefix")
+        if _has(opts, "--temp"):
+            j.unknown("git checkout-index --temp: writes temporary files proctor cannot name")
+            return
+        if _has(opts, "-a", "--all", "--stdin") or not operands:
+            if prefix is not None:
+                j.write(prefix, cwd, "git checkout-index --prefix")
+            elif _has(opts, "-a", "--all", "--stdin"):
+                whole_tree("checkout-index -a")
+            return
+        for word in operands:
+            target = Word(prefix.text + word.text, prefix.dynamic or word.dynamic) if prefix is not None else word
+            j.write(target, base if prefix is None else cwd, "git checkout-index")
+        return
+    if sub == "read-tree":
+        j.quiet()
+        if "-u" in texts or "--reset" in texts and "-u" in texts:
+            whole_tree("read-tree -u")
+        return
+    if sub == "switch":
+        j.quiet()
+        opts, operands = _getopt(rest, "cC", ("--create", "--force-create", "--orphan"))
+        if _has(opts, "-c", "-C", "--create", "--force-create") and len(operands) <= 1:
+            return
+        whole_tree("switch")
+        return
+    if sub == "bisect":
+        if texts[:1] in (["log"], ["visualize"], ["view"], ["terms"]):
+            return
+        j.quiet()
+        whole_tree("bisect")
+        return
+    if sub == "submodule":
+        if texts[:1] in ([], ["status"], ["summary"]):
+            return
+        j.quiet()
+        j.unknown(f"git submodule {texts[0]}: writes submodules' files; proctor cannot name them")
+        return
+    if sub == "sparse-checkout":
+        if texts[:1] == ["list"]:
+            return
+        j.quiet()
+        whole_tree("sparse-checkout")
         return
     if sub in _GIT_TREE_WIDE:
-        harmless = _GIT_READ_SUBCOMMANDS.get(sub, ())
-        if sub == "reset" and not any(t in ("--hard", "--merge", "--keep") for t in texts):
-            return  # moves HEAD and the index, not the files
-        if texts[:1] and texts[0] in harmless:
+        j.quiet()
+        whole_tree(sub)
+        return
+    j.unknown(f"git {sub}: a git command proctor does not know; it cannot tell what it writes")
+
+
+def _git_checkout(j: _Judge, sub: str, rest: list[Word], base, cwd, whole_tree) -> None:
+    texts = [w.text for w in rest]
+    opts, operands = _getopt(rest, "bBsU", ("--orphan", "--source", "--conflict", "--pathspec-from-file",
+                                            "--unified"))
+    j.quiet()
+    if _has(opts, "--pathspec-from-file"):
+        j.unknown(f"git {sub} --pathspec-from-file: paths listed in a file; proctor cannot name them")
+        return
+    if _has(opts, "-p", "--patch"):
+        j.unknown(f"git {sub} -p: asks which hunks to take; proctor cannot name them")
+    if sub == "restore" and _has(opts, "-S", "--staged") and not _has(opts, "-W", "--worktree"):
+        return
+    if "--" in texts:
+        for word in rest[texts.index("--") + 1:]:
+            j.write(word, base, f"git {sub} --", follow=False)
+        return
+    if sub == "restore":
+        for word in operands:
+            j.write(word, base, "git restore", follow=False)
+        return
+    if _has(opts, "-b", "-B", "--orphan") and len(operands) <= 1:
+        return  # a new branch where HEAD is: the tree stays as it is
+    if len(operands) >= 2:
+        for word in operands[1:]:
+            j.write(word, base, "git checkout <rev> path", follow=False)
+        return
+    if operands:
+        word = operands[0]
+        path = None if word.dynamic or base is None else j.target(word, base, "git checkout")
+        if path and os.path.lexists(path):
+            j.write(word, base, "git checkout", follow=False)
             return
-        found.unknown.append(f"{_GIT_TREE_WIDE[sub]} rewrites files across the work tree")
-
-
-_WRITERS = {
-    "tee": _tee,
-    "cp": _copy_like(False),
-    "install": _copy_like(False),
-    "mv": _copy_like(True),
-    "ln": _copy_like(False),
-    "rm": _all_operands(),
-    "rmdir": _all_operands(),
-    "unlink": _all_operands(),
-    "shred": _all_operands(),
-    "touch": _all_operands(takes_value=frozenset(("-d", "-r", "-t", "--date", "--reference"))),
-    "mkdir": _all_operands(takes_value=frozenset(("-m", "--mode"))),
-    "truncate": _all_operands(takes_value=frozenset(("-s", "--size", "-r", "--reference"))),
-    "chmod": _all_operands(skip_first=1),
-    "chown": _all_operands(skip_first=1),
-    "chgrp": _all_operands(skip_first=1),
-    "sed": _sed,
-    "perl": _perl,
-    "dd": _dd,
-}
-
-
-def _resolve(text: str, cwd: str) -> str:
-    path = os.path.expanduser(text)
-    return os.path.normpath(path if os.path.isabs(path) else os.path.join(cwd, path))
-
-
-def _add(found: Writes, word: Word, cwd: str | None, what: str) -> None:
-    if word.dynamic or not word.text:
-        found.unknown.append(f"{what} to {word.text or 'an unnamed target'}")
+        whole_tree(f"checkout {word.text}")
         return
-    if word.text.startswith("&") or word.text in _DEVICES or word.text.startswith("/dev/fd/"):
-        return
-    if cwd is None and not os.path.isabs(os.path.expanduser(word.text)):
-        found.unknown.append(f"{what} to {word.text}, after a cd proctor cannot follow")
-        return
-    path = _resolve(word.text, cwd or "/")
-    if what.startswith(_INTO_IF_DIR) and os.path.isdir(path):
-        path = os.path.join(path, what[len(_INTO_IF_DIR):])
-    if path not in found.paths:
-        found.paths.append(path)
+    if _has(opts, "-f", "--force"):
+        whole_tree("checkout -f")
 
 
-def is_read_only(script: str, cwd: str) -> bool:
-    """Whether a script writes nothing proctor can see and nothing it cannot name."""
-    found = writes(script, cwd)
-    return not found.paths and not found.unknown
+def _git_apply(j: _Judge, rest: list[Word], base, command: Command) -> None:
+    opts, operands = _getopt(rest, "pC", ("--exclude", "--include", "--directory", "--whitespace",
+                                          "--build-fake-ancestor"))
+    if _has(opts, "--check", "--stat", "--numstat", "--summary") and not _has(opts, "--apply"):
+        return
+    j.quiet()
+    if _has(opts, "--cached") and not _has(opts, "--index"):
+        return
+    strip = _value(opts, "-p")
+    directory = _value(opts, "--directory")
+    if not operands and command.stdin_script is not None and not command.stdin_dynamic and \
+            (strip is None or strip.text.isdigit()):
+        names = diff_paths(command.stdin_script, int(strip.text) if strip is not None else 1)
+        if names:
+            for name in names:
+                path = (directory.text.rstrip("/") + "/" + name) if directory is not None else name
+                j.write(Word(path, directory is not None and directory.dynamic), base, "git apply")
+            return
+    shown = operands[0].text if operands else "-"
+    j.unknown(f"git apply {shown}: applies a diff proctor does not read; it cannot tell what it writes")
+
+
+def _git_config(j: _Judge, rest: list[Word], cwd) -> None:
+    texts = [w.text for w in rest]
+    opts, operands = _getopt(rest, "f", ("--file", "--blob", "--type", "--default", "--comment"))
+    reads = ("--get", "--get-all", "--get-regexp", "--get-urlmatch", "-l", "--list", "--get-color",
+             "--get-colorbool", "--show-origin", "--show-scope", "--name-only")
+    if _has(opts, *reads) or operands[:1] in ([Word("get")],) or texts[:1] in (["get"], ["list"]):
+        return
+    if operands and operands[0].text in ("get", "list"):
+        return
+    if len(operands) == 1 and not _has(opts, "--unset", "--unset-all", "--remove-section", "--rename-section",
+                                       "--add", "--replace-all", "-e", "--edit"):
+        return  # `git config KEY` reads it
+    if _has(opts, "-e", "--edit"):
+        j.unknown("git config -e: opens an editor; proctor cannot tell what it writes")
+        return
+    j.quiet()
+    keys = operands[1:2] if operands and operands[0].text in ("set", "unset") else operands[:1]
+    for key in keys:
+        if _git_key_runs_code(key.text):
+            j.unknown(f"git config {key.text}: a setting that runs a program; proctor cannot tell what it writes")
+    file = _value(opts, "-f", "--file")
+    if file is not None:
+        j.write(file, cwd, "git config --file")
+    elif _has(opts, "--global"):
+        j.write(Word(os.path.expanduser("~/.gitconfig")), cwd, "git config --global")
