@@ -51,3 +51,57 @@ def fill_common(call: Call, event: dict) -> None:
     call.tool_use_id = text(event.get("tool_use_id"))
     response = event.get("tool_response")
     call.response = response if isinstance(response, dict) else None
+
+
+# A tool this module does not know by name is a file tool when its input names a path: an MCP
+# server's (`mcp__<server>__<tool>` in Claude Code and Codex, `<server>_<tool>` in opencode,
+# Gemini CLI's with an mcp_context) or any other. Its name says whether it writes.
+_PATH_KEYS = ("path", "file_path", "filePath", "filepath", "file", "filename", "fileName", "notebook_path",
+              "absolute_path", "target", "target_path", "targetPath", "destination", "dest", "destination_path",
+              "source", "src", "source_path", "old_path", "new_path", "from", "to", "dir_path", "directory")
+_PATH_LISTS = ("paths", "files", "file_paths", "filePaths")
+_WRITE_VERBS = frozenset(("write", "edit", "create", "move", "rename", "delete", "remove", "rm", "mkdir", "patch",
+                          "replace", "append", "save", "put", "upload", "update", "insert", "apply", "copy", "cp",
+                          "mv", "touch", "truncate", "modify", "chmod", "unlink", "overwrite", "set", "change",
+                          "restore", "checkout", "commit", "format", "fix", "refactor", "generate", "new", "add"))
+
+
+def _words(name: str) -> set[str]:
+    out, word = [], ""
+    for char in name:
+        if char.isupper() and word and not word[-1].isupper():
+            out.append(word)
+            word = char.lower()
+        elif char.isalnum():
+            word += char.lower()
+        else:
+            if word:
+                out.append(word)
+            word = ""
+    if word:
+        out.append(word)
+    return set(out)
+
+
+def read_named_paths(call: Call, tool_input: dict) -> None:
+    """The paths of a tool proctor does not know by name: written when its name has a verb that
+    writes (write_file, edit_file, move_file, create_directory, ...), read otherwise; a copy
+    reads its source and writes its destination."""
+    tool = call.tool or ""
+    verbs = _words(tool.split("__")[-1] if "__" in tool else tool)
+    writes = bool(verbs & _WRITE_VERBS)
+    copying = bool(verbs & {"copy", "cp"})
+    for key in _PATH_KEYS:
+        value = tool_input.get(key)
+        if not text(value):
+            continue
+        if writes and not (copying and key in ("source", "src", "source_path", "from")):
+            call.writes.append(value)
+        else:
+            call.reads.append(value)
+    for key in _PATH_LISTS:
+        values = tool_input.get(key)
+        if isinstance(values, list):
+            for value in values[:1000]:
+                if text(value):
+                    (call.writes if writes else call.reads).append(value)

@@ -30,6 +30,7 @@ from proctor.paths import find_checkout, repo_state_dir
 from proctor.store import rows
 
 BAGGAGE_KEY = "proctor.lease"
+HARD_LINK_WALK_BUDGET = 50_000  # directory entries walked to find a hard link's other names
 RECORD_WAIT_SECONDS = 0.25  # how long the hook waits for another writer before skipping its records
 
 
@@ -106,6 +107,8 @@ class Context:
                 self.job = row
         self.settings = self._settings()
         self._writes: shell.Writes | None = None
+        self._written: list[str] | None = None
+        self.alias_unknown: list[str] = []  # writes through a hard link whose other names were not all found
 
     def _settings(self) -> dict:
         """The workspace's rule settings; under a lease, no looser than at the job's checkpoint.
@@ -300,19 +303,41 @@ class Context:
 
     # -- the call, resolved --------------------------------------------------------------------
 
-    def rel(self, path: str) -> str | None:
+    def rel(self, path: str, resolved: bool = False) -> str | None:
         """`path` relative to the repository root, or None when it lies outside. A path through a
-        symbolic link is judged where it leads: writing src/a.py that links to src/b.py writes b."""
-        full = os.path.normpath(path if os.path.isabs(path) else os.path.join(self.cwd, path))
-        real = os.path.realpath(full)
-        if real != full:
-            full = real
-        for base in (self.root, self.checkout.root):
+        symbolic link is judged where it leads: writing src/a.py that links to src/b.py writes b.
+        A path in another work tree of the same repository (the main checkout, seen from a
+        linked worktree, or a sibling worktree) is that tree's file of the same name: a holder
+        leased here is judged against its lease wherever it writes the repository's files."""
+        full = path if resolved else self.full_path(path)
+        for base in (self.root, self.checkout.root, *self.other_trees()):
             if full == base:
                 return "."
             if full.startswith(base.rstrip("/") + "/"):
                 return full[len(base.rstrip("/")) + 1:]
         return None
+
+    def other_trees(self) -> list[str]:
+        """The other work trees of this repository (read from git's files, once per call)."""
+        if getattr(self, "_other_trees", None) is None:
+            trees: list[str] = []
+            common = self.checkout.common_dir
+            if os.path.basename(common) == ".git":
+                trees.append(os.path.realpath(os.path.dirname(common)))
+            try:
+                names = os.listdir(os.path.join(common, "worktrees"))
+            except OSError:
+                names = []
+            for name in names[:256]:
+                try:
+                    with open(os.path.join(common, "worktrees", name, "gitdir"), encoding="utf-8") as handle:
+                        dot_git = handle.read().strip()
+                except OSError:
+                    continue
+                if dot_git:
+                    trees.append(os.path.realpath(os.path.dirname(dot_git)))
+            self._other_trees = [t for t in trees if t not in (self.root, os.path.realpath(self.checkout.root))]
+        return self._other_trees
 
     @property
     def shell_writes(self) -> shell.Writes:
@@ -321,12 +346,78 @@ class Context:
         return self._writes
 
     def written(self) -> list[str]:
-        """Repository paths this call writes, from file tools and from the shell."""
-        out = []
-        for path in list(self.call.writes) + list(self.shell_writes.paths):
-            rel = self.rel(path)
-            if rel is not None and rel not in out and not rel.startswith(".git/") and rel != ".git":
-                out.append(rel)
+        """Repository paths this call writes, from file tools and from the shell. A file with
+        more than one hard link is written under each of its names: the repository is searched
+        for the others (see `hard_links`)."""
+        if self._written is not None:
+            return self._written
+        out: list[str] = []
+        for full in self.written_paths():
+            names = [full]
+            try:
+                info = os.stat(full)
+            except OSError:
+                info = None
+            if info is not None and info.st_nlink > 1 and not os.path.isdir(full):
+                names.extend(self.hard_links(full, info))
+            for name in names:
+                rel = self.rel(name, resolved=True)
+                if rel is not None and rel not in out and not rel.startswith(".git/") and rel != ".git":
+                    out.append(rel)
+        self._written = out
+        return out
+
+    def hard_links(self, full: str, info) -> list[str]:
+        """The repository's other names for the file `info` describes (its device and inode),
+        found by walking the work tree; a tree too large to walk in budget is an unknown write."""
+        found: list[str] = []
+        budget = HARD_LINK_WALK_BUDGET
+        wanted = (info.st_dev, info.st_ino)
+        for top in (self.root, *self.other_trees()):
+            for directory, dirs, files in os.walk(top):
+                dirs[:] = [d for d in dirs if d != ".git"]
+                budget -= len(files) + len(dirs)
+                if budget < 0:
+                    self.alias_unknown.append(
+                        f"{full} has {info.st_nlink} hard links, and the repository is too large to search for "
+                        f"the others")
+                    return found
+                for name in files:
+                    path = os.path.join(directory, name)
+                    if path == full:
+                        continue
+                    try:
+                        other = os.lstat(path)
+                    except OSError:
+                        continue
+                    if (other.st_dev, other.st_ino) == wanted:
+                        found.append(path)
+        return found  # names outside the repository are nothing of a lease's
+
+    def full_path(self, path: str, follow: bool = True) -> str:
+        """An absolute path as the call reaches it: `/proc/self/cwd` is the call's own directory
+        (not the hook's), and symbolic links are followed; with `follow` False the last one is
+        not (rm, mv, ln -sf, sed -i replace a link, they do not write through it)."""
+        for alias in ("/proc/self/cwd", "/proc/thread-self/cwd"):
+            if path == alias or path.startswith(alias + "/"):
+                path = self.cwd + path[len(alias):]
+        full = os.path.normpath(path if os.path.isabs(path) else os.path.join(self.cwd, path))
+        if not follow:
+            return os.path.join(os.path.realpath(os.path.dirname(full)), os.path.basename(full))
+        return os.path.realpath(full)
+
+    def written_paths(self) -> list[str]:
+        """Every path this call writes, absolute and resolved, inside the repository or not."""
+        out: list[str] = []
+        no_follow = self.shell_writes.no_follow
+        for path in self.call.writes:
+            full = self.full_path(path)
+            if full not in out:
+                out.append(full)
+        for path in self.shell_writes.paths:
+            full = self.full_path(path, follow=path not in no_follow)
+            if full not in out:
+                out.append(full)
         return out
 
     def read(self) -> list[str]:

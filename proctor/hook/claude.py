@@ -9,12 +9,17 @@ would itself make Claude keep going.
 
 from __future__ import annotations
 
-from proctor.guard.call import OTHER, POST_TOOL, PRE_TOOL, STOP, SUBAGENT_STOP, Call, fill_common, text
+from proctor.guard.call import (OTHER, POST_TOOL, PRE_TOOL, STOP, SUBAGENT_STOP, Call, fill_common, read_named_paths,
+                                text)
 
 EVENTS = {"PreToolUse": PRE_TOOL, "PostToolUse": POST_TOOL, "Stop": STOP, "SubagentStop": SUBAGENT_STOP}
 WRITE_TOOLS = {"Write": "file_path", "Edit": "file_path", "MultiEdit": "file_path",
                "NotebookEdit": "notebook_path"}
 READ_TOOLS = {"Read": "file_path", "NotebookRead": "notebook_path", "Glob": "path", "Grep": "path", "LS": "path"}
+# Tools whose input is not a file path (a spawn's prompt is read below; apply_patch's body too).
+KNOWN_TOOLS = frozenset(("Bash", "Task", "Agent", "TodoWrite", "WebFetch", "WebSearch", "TaskStop", "TaskOutput",
+                         "BashOutput", "KillBash", "KillShell", "Skill", "AskUserQuestion", "ExitPlanMode",
+                         "EnterPlanMode", "apply_patch", "shell", "exec_command", "local_shell"))
 
 
 def parse(event: dict) -> Call:
@@ -38,6 +43,8 @@ def read_tool_input(call: Call, tool_input: object) -> None:
         call.writes.append(tool_input[WRITE_TOOLS[tool]])
     elif tool in READ_TOOLS and text(tool_input.get(READ_TOOLS[tool])):
         call.reads.append(tool_input[READ_TOOLS[tool]])
+    elif tool not in WRITE_TOOLS and tool not in READ_TOOLS and tool not in KNOWN_TOOLS and not call.command:
+        read_named_paths(call, tool_input)  # an MCP server's file tool, or any tool naming a path
     if isinstance(tool_input.get("old_string"), str) and isinstance(tool_input.get("new_string"), str):
         call.edits.append((tool_input["old_string"], tool_input["new_string"]))
     for edit in tool_input.get("edits") or () if isinstance(tool_input.get("edits"), list) else ():

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 
-from proctor.guard.call import OTHER, POST_TOOL, PRE_TOOL, STOP, Call, fill_common, text
+from proctor.guard.call import OTHER, POST_TOOL, PRE_TOOL, STOP, Call, fill_common, read_named_paths, text
 
 EVENTS = {"BeforeTool": PRE_TOOL, "AfterTool": POST_TOOL, "AfterAgent": STOP}
 WRITE_TOOLS = {"write_file": "file_path", "replace": "file_path", "edit": "file_path"}
@@ -30,6 +30,7 @@ READ_TOOLS = {"read_file": ("file_path", "absolute_path"), "list_directory": ("d
               "glob": ("dir_path", "path"), "grep_search": ("dir_path", "path"),
               "search_file_content": ("dir_path", "path")}
 SPAWN_TOOLS = ("invoke_agent",)
+KNOWN_TOOLS = ("run_shell_command", "web_fetch", "google_web_search", "save_memory", "write_todos", "activate_skill")
 CARRY_DIR = "gemini-advice"
 CARRY_MAX_AGE = 3600.0  # seconds: a carried advisory whose AfterTool never came is dropped
 
@@ -61,6 +62,8 @@ def parse(event: dict) -> Call:
         for key in ("include", "paths"):
             if isinstance(tool_input.get(key), list):
                 call.reads.extend(p for p in tool_input[key] if isinstance(p, str) and p)
+    elif tool not in SPAWN_TOOLS and tool not in KNOWN_TOOLS:
+        read_named_paths(call, tool_input)  # an MCP server's file tool (mcp_context), or any tool naming a path
     if isinstance(tool_input.get("old_string"), str) and isinstance(tool_input.get("new_string"), str):
         call.edits.append((tool_input["old_string"], tool_input["new_string"]))
     # A delegation is invoke_agent (a subagent gets the prompt); web_fetch's prompt is not one.

@@ -12,12 +12,15 @@ from proctor.store import rows
 NAME = "lease-store"
 DEFAULT = "deny"
 EVENTS = (PRE_TOOL,)
-SUMMARY = ("a leased session forks outside its own job, waits on a job not beneath it, manages monitors "
-           "without its job's secret, or runs the guard's hook itself")
+SUMMARY = ("a leased session forks outside its own job, takes, ends or waits on a job not its own or beneath "
+           "it, manages monitors without its job's secret, stops the server, or runs the guard's hook itself")
 CATCHES = ("`proctor job fork` by a session under a live job that names neither its own job (shrinking "
            "its write paths) nor --parent <its job> (as flags, or a --stdin record in a quoted "
-           "heredoc); `proctor job wait` on any job that is not one of its descendants; and `proctor hook`, "
-           "whose hand-made event could rebind the session or a subagent.")
+           "heredoc); `proctor job wait` on any job that is not one of its descendants; `proctor job "
+           "exit`, archive, trash or delete of a job that is neither its own nor beneath it; `proctor job "
+           "exec` of another job while its own is in flight (taking a lease is one-way); any proctor command "
+           "passed --lease naming another job; `proctor server stop`; and `proctor hook`, whose hand-made "
+           "event could rebind the session or a subagent.")
 WHY = ("One author per job: widening a boundary, changing the plan's shape and verifying a result "
        "are the forking session's. The store refuses these too; the guard refuses them at the call, "
        "with the caller's session known, before anything runs.")
@@ -42,7 +45,28 @@ def check(ctx) -> list[tuple[str, str]]:
             findings.append(("rule", f"proctor {' '.join(argv[:2])}: a session holding {lease} does not run the "
                                      f"guard's hook itself; its host runs it on every call, and a hand-made event "
                                      f"could bind this session or a subagent to another job"))
-        elif argv[:2] == ["job", "wait"]:
+        elif argv[:2] == ["server", "stop"]:
+            findings.append(("rule", f"proctor server stop: a session holding {lease} does not stop the server "
+                                     f"every job's monitors run in; that is the person's who started it"))
+        elif argv[:1] == ["job"] and argv[1:2] and argv[1] in ("exit", "archive", "trash", "delete"):
+            target = next(iter(ctx.positional(argv[2:])), None)
+            if target and target != lease and target not in ctx.descendants(lease):
+                findings.append(("rule", f"proctor job {argv[1]} {target}: a session holding {lease} ends only its "
+                                         f"own job or one forked beneath it; {target} is its forking session's"))
+        elif argv[:2] == ["job", "exec"]:
+            target = next(iter(ctx.positional(argv[2:])), None)
+            if target and target != lease and job["state"] in ("declared", "running"):
+                findings.append(("rule", f"proctor job exec {target}: this session holds {lease}, still "
+                                         f"{job['state']}; taking a lease is one-way while the job is in flight. "
+                                         f"Return it first (proctor job exit {lease} --stdin)"))
+        if "--lease" in argv or any(a.startswith("--lease=") for a in argv):
+            named = next((a.split("=", 1)[1] for a in argv if a.startswith("--lease=")), None)
+            if named is None and "--lease" in argv and argv.index("--lease") + 1 < len(argv):
+                named = argv[argv.index("--lease") + 1]
+            if named is not None and named != lease:
+                findings.append(("rule", f"proctor {' '.join(argv[:2])} --lease {named}: a session holding {lease} "
+                                         f"acts only as {lease}"))
+        if argv[:2] == ["job", "wait"]:
             target = next(iter(ctx.positional(argv[2:])), None)
             if target and target not in ctx.descendants(lease):
                 findings.append(("rule", f"proctor job wait {target}: a session holding {lease} waits only on "

@@ -30,11 +30,12 @@ def check(ctx) -> list[tuple[str, str]]:
         if any(claims.covers(d, rel) for d in denies):
             findings.append(("rule", f"{rel} is inside the deny paths of {job['id']} "
                                      f"({', '.join(job['deny_paths'])}); leave it to the job that owns it"))
-        elif not any(claims.covers(c, rel) for c in mine):
+        # a claim of everything under a directory covers the directory itself (chmod -R on it)
+        elif not any(claims.covers(c, rel) or c.path == rel + "/**" for c in mine):
             findings.append(("rule", f"{rel} is outside the write paths of {job['id']} "
                                      f"({', '.join(job['write_paths'])}); widening them is the forking "
                                      f"session's, or enter the path of the job that owns it"))
-    for unknown in ctx.shell_writes.unknown:
+    for unknown in list(ctx.shell_writes.unknown) + ctx.alias_unknown:
         findings.append(("advise", f"cannot tell what this writes ({unknown}); {job['id']} may write only "
                                    f"{', '.join(job['write_paths'])}"))
     return findings

@@ -1,0 +1,192 @@
+"""lease-tamper: a leased session reaches for the ground the guard and proctor's commits stand on."""
+
+from __future__ import annotations
+
+import os
+
+from proctor.guard.call import PRE_TOOL
+
+NAME = "lease-tamper"
+DEFAULT = "deny"
+EVENTS = (PRE_TOOL,)
+SUMMARY = ("a leased session writes into .git/, proctor's state, store or cache, or an agent host's hook "
+           "wiring; sets a git setting that runs commands; or reads the server token")
+CATCHES = ("Under a live job, whatever its write paths: a write (file tool or shell) into the repository's "
+           "git directories (a hook, config, a ref file), into proctor's state directory (the store, the "
+           "server's files) or cache (the guard's settings cache, transcript checkpoints), or into the "
+           "hook wiring of Claude Code, Codex, Gemini CLI or opencode (in the checkout or the home "
+           "directory), or into git's global configuration; a command that is not a read and names a path "
+           "in proctor's state or cache (sqlite3 on the store); `git config` of core.hooksPath or any "
+           "setting that makes git run a command (core.fsmonitor, filters, diff drivers, pagers, editors, "
+           "include paths, ...); and a read of the server token, by a file tool or the shell. git's own "
+           "commands that move refs, such as commit or reset --soft, are not this rule's.")
+WHY = ("A worker that can rewrite the store unbinds itself, one that can rewrite the settings cache turns "
+       "every rule off, one that can install a git hook forges the trailers of the commit proctor makes "
+       "for it, and one that can edit its host's hook wiring is no longer judged at all. None of these "
+       "is ever part of a job's work, so no write path lets them through. Reading the server token "
+       "would let a worker act as the person who runs the server.")
+
+# git settings that make git run a program (matched lower-case; `*` is one dotted part).
+_RUNS_COMMANDS = ("core.hookspath", "core.fsmonitor", "core.sshcommand", "core.editor", "core.pager",
+                  "core.askpass", "core.gitproxy", "sequence.editor", "diff.external", "gpg.program",
+                  "gpg.*.program", "credential.helper", "credential.*.helper", "include.path",
+                  "includeif.*.path", "uploadpack.packobjectshook", "diff.*.textconv", "diff.*.command",
+                  "merge.*.driver", "filter.*.clean", "filter.*.smudge", "filter.*.process", "pager.*",
+                  "core.worktree", "remote.*.uploadpack", "remote.*.receivepack", "protocol.*.allow",
+                  "interactive.difffilter", "web.browser", "browser.*.cmd", "man.*.cmd", "mergetool.*.cmd",
+                  "difftool.*.cmd", "ssh.variant")
+_CONFIG_READS = ("--get", "--get-all", "--get-regexp", "--get-urlmatch", "--list", "-l", "--show-origin",
+                 "--show-scope", "--name-only", "--unset", "--unset-all", "--remove-section", "get", "list")
+
+
+def _runs_commands(key: str) -> bool:
+    parts = key.lower().split(".")
+    for pattern in _RUNS_COMMANDS:
+        wanted = pattern.split(".")
+        if wanted[-1] == "*" and len(wanted) == 2:
+            if parts[0] == wanted[0] and len(parts) >= 2:
+                return True
+            continue
+        if len(wanted) == 3 and len(parts) >= 3 and parts[0] == wanted[0] and parts[-1] == wanted[2]:
+            return True
+        if parts == wanted:
+            return True
+    return False
+
+
+def ground(ctx) -> list[tuple[str, str]]:
+    """(directory or file, what it is) for everything this rule keeps a holder out of."""
+    from proctor.paths import cache_base, state_base
+
+    home = os.path.expanduser("~")
+    xdg_config = ctx.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    checkout = ctx.checkout
+    out = [
+        (os.path.join(ctx.root, ".git"), "the repository's git directory"),
+        (checkout.git_dir, "the repository's git directory"),
+        (checkout.common_dir, "the repository's git directory"),
+        (state_base(), "proctor's state (the store and the server's files)"),
+        (ctx.state_dir, "proctor's state (the store and the server's files)"),
+        (cache_base(), "proctor's cache (the guard's settings cache and checkpoints)"),
+        (os.path.join(home, ".gitconfig"), "git's global configuration"),
+        (os.path.join(xdg_config, "git"), "git's global configuration"),
+        ("/etc/gitconfig", "git's system configuration"),
+    ]
+    for base, what in ((ctx.root, "this checkout's"), (home, "the home directory's")):
+        for sub, host in ((".claude", "Claude Code"), (".codex", "Codex"), (".gemini", "Gemini CLI"),
+                          (".opencode", "opencode")):
+            out.append((os.path.join(base, sub, "settings.json") if base == home and sub == ".claude"
+                        else os.path.join(base, sub), f"{what} {host} configuration (its hook wiring)"))
+    out.append((os.path.join(home, ".claude", "settings.local.json"), "the home directory's Claude Code hook wiring"))
+    out.append((os.path.join(xdg_config, "opencode"), "opencode's configuration (its plugins)"))
+    out.append((os.path.join(ctx.root, "opencode.json"), "opencode's configuration (its plugins)"))
+    real = []
+    for path, what in out:
+        real.append((os.path.realpath(path), what))
+    return real
+
+
+def _inside(path: str, base: str) -> bool:
+    return path == base or path.startswith(base.rstrip("/") + "/")
+
+
+def _named_by(word: str, base: str, cwd: str) -> bool:
+    """Whether an argument names `base` or a path inside it (a glob's fixed head included)."""
+    text = os.path.expanduser(word.split("=", 1)[1] if word.startswith("-") and "=" in word else word)
+    if not text or text.startswith("-"):
+        return False
+    head = text
+    for index, char in enumerate(text):
+        if char in "*?[":
+            head = text[:index]
+            break
+    full = os.path.normpath(head if os.path.isabs(head) else os.path.join(cwd, head))
+    if head is not text:  # a glob: it may reach in whenever its fixed head leads there
+        return _inside(full, base) or base.startswith(full.rstrip("/") + "/") or full == "/"
+    return _inside(os.path.realpath(full), base) or _inside(full, base)
+
+
+def check(ctx) -> list[tuple[str, str]]:
+    job = ctx.job
+    if job is None:
+        return []
+    places = ground(ctx)
+    findings: list[tuple[str, str]] = []
+    said: set[str] = set()
+
+    def deny(message: str) -> None:
+        if message not in said:
+            said.add(message)
+            findings.append(("rule", message))
+
+    for path in ctx.written_paths():
+        for base, what in places:
+            if _inside(path, base):
+                deny(f"{path} is inside {what}; a session holding {job['id']} never writes there, whatever "
+                     f"its write paths")
+                break
+    token = os.path.realpath(os.path.join(ctx.state_dir, "server", "token"))
+    for path in ctx.call.reads:
+        full = os.path.realpath(path if os.path.isabs(path) else os.path.join(ctx.cwd, path))
+        if _inside(full, token) or _named_by(path, token, ctx.cwd):
+            deny(f"{path} is the server's token; a session holding {job['id']} does not read it")
+    from proctor.guard import shell
+
+    store_places = [(b, w) for b, w in places if w.startswith("proctor's")]
+    for argv in ctx.commands():
+        name = os.path.basename(argv[0]) if argv else ""
+        words = argv[1:]
+        if any(_named_by(w, token, ctx.cwd) for w in words):
+            deny(f"{' '.join(argv)[:200]} names the server's token; a session holding {job['id']} does not "
+                 f"read it")
+        if name == "git":
+            key = _git_config_key(words)
+            if key is not None:
+                deny(f"git config {key} makes git run a command (a hook or a program of the worker's choosing); a "
+                     f"session holding {job['id']} does not set it")
+            continue
+        if name == "proctor" or not words:
+            continue
+        # a path as an argument, or inside one (an interpreter's script naming the store)
+        reaching = [w for w in words for base, _ in store_places
+                    if _named_by(w, base, ctx.cwd) or (base in w and len(w) > len(base))]
+        if reaching and not shell.is_read(" ".join(_quote(w) for w in argv), ctx.cwd):
+            deny(f"{name} is handed {reaching[0]}, inside proctor's own state or cache; a session holding "
+                 f"{job['id']} changes proctor's records only through proctor's commands")
+    return findings
+
+
+def _quote(word: str) -> str:
+    return "'" + word.replace("'", "'\\''") + "'"
+
+
+def _git_config_key(words: list[str]) -> str | None:
+    """The key `git [global options] config ...` sets, when it is one that runs a command."""
+    i = 0
+    while i < len(words) and words[i].startswith("-"):
+        i += 2 if words[i] in ("-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path") else 1
+    if i >= len(words) or words[i] != "config":
+        return None
+    rest = words[i + 1:]
+    if any(w in _CONFIG_READS for w in rest[:3]):
+        return None
+    takes_value = {"--file", "-f", "--blob", "--type", "--default", "--comment", "--value"}
+    operands, skip = [], False
+    for word in rest:
+        if skip:
+            skip = False
+        elif word in takes_value:
+            skip = True
+        elif not word.startswith("-"):
+            operands.append(word)
+    if operands[:1] in (["set"], ["unset"]):
+        if operands[0] == "unset":
+            return None
+        operands = operands[1:]
+    if len(operands) >= 2 and _runs_commands(operands[0]):
+        return operands[0]
+    if len(operands) == 1 and "--edit" not in rest and _runs_commands(operands[0]):
+        return None  # a read of one key
+    if "--edit" in rest or "-e" in rest:
+        return "(its editor: any key)"
+    return None
