@@ -1,16 +1,20 @@
 """Benchmark: `proctor hook claude` on a PreToolUse Bash event and a Write event, with a live
-lease and 1,000 jobs in the store, beside a bare interpreter start of the same venv
-(`python -c pass`), interleaved in the same run. Medians of real processes.
+lease and 1,000 jobs in the store, beside a bare interpreter start (`python -I -S -c pass`),
+interleaved in the same run. Medians of real processes.
 
-    python bench/hook.py
+    python bench/hook.py                      # this checkout
+    BENCH_AGAINST=<revision> python bench/hook.py   # and that revision's hook, in the same run
 
-The package is byte-compiled first and PYTHONDONTWRITEBYTECODE is cleared for the runs, as a
-`pip install` leaves it: otherwise every run would compile proctor's sources again.
+The hook runs from a NON-editable install of this checkout in a scratch venv, as a worker's
+pinned hook runs it (`python -I -m proctor hook claude`); the editable venv's own start, which
+its import finder inflates, is shown beside it. With BENCH_AGAINST the hook of another
+revision (git archive, installed the same way) is measured in the same interleaved runs, so
+a change's cost shows as a ratio that machine load cannot fake. Needs the package registry for
+setuptools (pip's build isolation).
 """
 
 from __future__ import annotations
 
-import compileall
 import json
 import os
 import shutil
@@ -24,14 +28,38 @@ RUNS = int(os.environ.get("BENCH_RUNS", "41"))
 JOBS = 1000
 
 
+def install(source: str, venv: str) -> str:
+    """A non-editable install of `source` in a new venv; its python, byte-compiled."""
+    subprocess.run([sys.executable, "-m", "venv", venv], check=True)
+    python = os.path.join(venv, "bin", "python")
+    subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", source], check=True,
+                   stdout=subprocess.DEVNULL)
+    return python
+
+
+def export(revision: str, target: str) -> str:
+    """`revision` of this repository as a source tree (git archive)."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    os.makedirs(target)
+    archive = subprocess.run(["git", "archive", revision], cwd=here, check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", target], input=archive, check=True)
+    return target
+
+
 def main() -> None:
-    import proctor
     from _common import commit_all, isolated_env
     from jobs_store import fill
 
-    compileall.compile_dir(os.path.dirname(proctor.__file__), quiet=1)
     work = tempfile.mkdtemp(prefix="proctor-bench-")
     try:
+        print("installing proctor (non-editable) in scratch venvs ...", file=sys.stderr)
+        pythons = {"this checkout": install(export("HEAD", os.path.join(work, "src-head")), os.path.join(work, "v-head"))}
+        if subprocess.run(["git", "diff", "--quiet", "HEAD", "--", "proctor"],
+                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__)))).returncode != 0:
+            print("note: proctor/ has uncommitted changes; HEAD is what is measured", file=sys.stderr)
+        against = os.environ.get("BENCH_AGAINST")
+        if against:
+            pythons[against] = install(export(against, os.path.join(work, "src-against")), os.path.join(work, "v-against"))
         root = os.path.join(work, "repo")
         os.makedirs(root)
         env = isolated_env(work)
@@ -51,24 +79,35 @@ def main() -> None:
             "Write": {**base, "tool_name": "Write", "tool_input": {
                 "file_path": os.path.join(root, "pkg3/m3/f1.py"), "content": "x = 1\n"}},
         }
-        hook = [sys.executable, "-m", "proctor", "hook", "claude"]
-        for payload in events.values():  # warm the settings cache, and check the answers
-            proc = subprocess.run(hook, input=json.dumps(payload), capture_output=True, text=True, env=env, cwd=root)
+        runs: dict[str, tuple[list[str], bytes | None]] = {
+            "python -I -S -c pass": ([sys.executable, "-I", "-S", "-c", "pass"], None),
+            "editable venv: python -c pass": ([sys.executable, "-c", "pass"], None),
+        }
+        for label, python in pythons.items():
+            for name, payload in events.items():
+                runs[f"{label}: {name}"] = ([python, "-I", "-m", "proctor", "hook", "claude"],
+                                            json.dumps(payload).encode())
+        for argv, data in runs.values():  # warm the settings cache, and check the answers
+            proc = subprocess.run(argv, input=data, capture_output=True, env=env, cwd=root)
             assert proc.returncode == 0, proc.stderr
-        samples: dict[str, list[float]] = {"python -c pass": [], "Bash": [], "Write": []}
+            if data is not None:
+                assert b"deny" not in proc.stdout, proc.stdout  # inside the lease: judged, and let through
+        samples: dict[str, list[float]] = {name: [] for name in runs}
         for _ in range(RUNS):
-            for name in samples:
-                argv = [sys.executable, "-c", "pass"] if name == "python -c pass" else hook
-                data = None if name == "python -c pass" else json.dumps(events[name]).encode()
+            for name, (argv, data) in runs.items():
                 start = time.perf_counter()
                 subprocess.run(argv, input=data, stdout=subprocess.DEVNULL, env=env, cwd=root, check=True)
                 samples[name].append(time.perf_counter() - start)
-        baseline = statistics.median(samples["python -c pass"])
-        print(f"proctor hook claude, {JOBS} jobs in the store, a live lease (median of {RUNS} runs):")
-        print(f"  python -c pass        {baseline * 1000:7.1f} ms")
-        for name in ("Bash", "Write"):
+        baseline = statistics.median(samples["python -I -S -c pass"])
+        print(f"proctor hook claude (python -I -m proctor, non-editable install), {JOBS} jobs in the store, "
+              f"a live lease; median of {RUNS} interleaved runs:")
+        for name in runs:
             median = statistics.median(samples[name])
-            print(f"  PreToolUse {name:<6}     {median * 1000:7.1f} ms   {median / baseline:.2f}x interpreter start")
+            line = f"  {name:<34} {median * 1000:7.1f} ms   {median / baseline:5.2f}x python -I -S -c pass"
+            if against and name.startswith("this checkout: "):
+                other = statistics.median(samples[f"{against}: {name.split(': ', 1)[1]}"])
+                line += f"   {median / other:5.2f}x {against}"
+            print(line)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
