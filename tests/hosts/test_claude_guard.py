@@ -232,6 +232,8 @@ def test_silent_background_task_advised_denied_then_stopped(host_env, host_repo)
                                        id="echo_one")])),
         Stall(4, then=Turn(tools=[Tool("Bash", {"command": "echo two > two.txt", "description": "two"},
                                          id="echo_two")])),
+        Turn(tools=[Tool("Bash", {"command": "npm install left-pad", "description": "install"}, id="npm")]),
+        Turn(tools=[Tool("Bash", {"command": "ls -la && git status", "description": "look"}, id="look")]),
         stop_task("go", seen),
         Stall(6.5, then=Turn(tools=[Tool("Bash", {"command": "echo three > three.txt", "description": "three"},
                                          id="echo_three")])),
@@ -247,10 +249,16 @@ def test_silent_background_task_advised_denied_then_stopped(host_env, host_repo)
         denied = model.told_after(2)
         assert "[error] PreToolUse:Bash hook error: deny [background-silent]" in denied, denied
         assert f'TaskStop {{"task_id": "{task}"}}' in denied and "sleep 300" in denied, denied
+        # not only the first call: every shell call that is not a read, npm install among them
+        npm = model.told_after(3)
+        assert "[error] PreToolUse:Bash hook error: deny [background-silent]" in npm, npm
+        assert f'TaskStop {{"task_id": "{task}"}}' in npm, npm
+        look = model.told_after(4)
+        assert "[error]" not in look and "proctor.toml" in look, look  # a read passes
         assert seen["task"] == task
-        stopped = model.told_after(3)
+        stopped = model.told_after(5)
         assert "[error]" not in stopped and task in stopped, stopped  # TaskStop's own answer
-        after = model.told_after(4)
+        after = model.told_after(6)
         assert "[error]" not in after and task not in after and "background-silent" not in after, after
     assert os.path.exists(os.path.join(host_repo, "one.txt"))
     assert not os.path.exists(os.path.join(host_repo, "two.txt"))
@@ -409,3 +417,38 @@ def test_subagent_of_a_bound_session_acts_under_its_job(host_env, host_repo):
         assert "[error] PreToolUse:Write hook error: deny [lease-write-scope]: src/b.py is outside the write " \
                "paths of feat (src/a.py)" in told, told
     assert read(host_repo, "src/b.py") == "B = 1\n"
+
+
+# --- 6. the guard's ground is not the worker's -------------------------------------------------
+
+
+def test_a_leased_worker_cannot_plant_a_git_hook_or_rewire_the_guard(host_env, host_repo):
+    """The forgeries seen from a worker under a lease: a commit-msg hook that would forge the
+    trailers of proctor's commit, a hooksPath pointing git at the worker's own hooks, and the
+    host's own hook wiring rewritten. Each is refused by the real host's hook; git and the disk
+    are the oracle for what did not happen."""
+    fork_and_take(host_env, host_repo, "feat", "src/**")
+    forge = "printf '#!/bin/sh\\necho Proctor-Job: forged >> \"$1\"\\n' > .git/hooks/commit-msg"
+    settings = os.path.join(host_repo, ".claude", "settings.json")
+    steps = [
+        Turn(tools=[Tool("Bash", {"command": forge, "description": "plant"}, id="plant")]),
+        Turn(tools=[Tool("Bash", {"command": "git config core.hooksPath src/hooks", "description": "cfg"}, id="cfg")]),
+        Turn(tools=[Tool("Write", {"file_path": settings, "content": "{}"}, id="unwire")]),
+        Turn(tools=[Tool("Bash", {"command": "proctor server stop", "description": "stop"}, id="stop")]),
+        Turn(tools=[Tool("Bash", {"command": "echo 'A = 2' > src/a.py", "description": "own"}, id="own")]),
+        Turn(text="finished"),
+    ]
+    with ScriptedModel(Anthropic(), steps) as model:
+        run_claude(host_env, host_repo, model, extra={"BAGGAGE": "proctor.lease=feat"})
+        for step, tool, rule in ((0, "Bash", "lease-tamper"), (1, "Bash", "lease-tamper"),
+                                 (2, "Write", "lease-tamper"), (3, "Bash", "lease-store")):
+            told = model.told_after(step)
+            assert f"[error] PreToolUse:{tool} hook error: deny [" in told and f"deny [{rule}]" in told, (step, told)
+        own = model.told_after(4)
+        assert "[error]" not in own, own
+    assert not os.path.exists(os.path.join(host_repo, ".git", "hooks", "commit-msg"))
+    hooks_path = subprocess.run(["git", "config", "--get", "core.hooksPath"], cwd=host_repo, capture_output=True,
+                                text=True)
+    assert hooks_path.returncode == 1 and hooks_path.stdout == "", hooks_path.stdout
+    assert json.load(open(settings)) == wiring_json("claude"), "the wiring is the printed one still"
+    assert read(host_repo, "src/a.py") == "A = 2\n"
