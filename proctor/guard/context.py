@@ -30,6 +30,9 @@ from proctor.paths import find_checkout, repo_state_dir
 from proctor.store import rows
 
 BAGGAGE_KEY = "proctor.lease"
+PROCTOR_VALUE_OPTIONS = frozenset(("-o", "--output", "--lease", "--criteria", "--write-paths", "--deny-paths",
+                                   "--read-paths", "--check", "--parent", "--depends-on", "--timeout", "--model",
+                                   "--checkpoint", "--host"))
 HARD_LINK_WALK_BUDGET = 50_000  # directory entries walked to find a hard link's other names
 RECORD_WAIT_SECONDS = 0.25  # how long the hook waits for another writer before skipping its records
 
@@ -432,10 +435,9 @@ class Context:
         return self.shell_writes.commands
 
     @staticmethod
-    def positional(args: list[str]) -> list[str]:
-        """A proctor command's positional arguments: options and their values left out."""
-        takes_value = {"-o", "--output", "--lease", "--criteria", "--write-paths", "--deny-paths", "--read-paths",
-                       "--check", "--parent", "--depends-on", "--timeout", "--model", "--checkpoint", "--host"}
+    def positional(args: list[str], takes_value: frozenset | set = PROCTOR_VALUE_OPTIONS) -> list[str]:
+        """A command's positional arguments: options and their values (`takes_value`: by
+        default those of proctor's commands) left out."""
         out, skip = [], False
         for arg in args:
             if skip:

@@ -1166,25 +1166,31 @@ def _program(text: str) -> str | None:
     return None
 
 
+def _past_quote(raw: str, i: int) -> int:
+    """When `raw[i]` begins an escape or a quoted string, the index just past it; else -1."""
+    c, n = raw[i], len(raw)
+    if c == "\\":
+        return i + 2
+    if c == "'":
+        end = raw.find("'", i + 1)
+        return n if end < 0 else end + 1
+    if c == '"':
+        i += 1
+        while i < n and raw[i] != '"':
+            i += 2 if raw[i] == "\\" else 1
+        return i + 1
+    return -1
+
+
 def _unquoted_glob(raw: str) -> bool:
     """Whether the source of a word has a glob character outside quotes."""
     i, n = 0, len(raw)
     while i < n:
-        c = raw[i]
-        if c == "\\":
-            i += 2
+        after = _past_quote(raw, i)
+        if after >= 0:
+            i = after
             continue
-        if c == "'":
-            end = raw.find("'", i + 1)
-            i = n if end < 0 else end + 1
-            continue
-        if c == '"':
-            i += 1
-            while i < n and raw[i] != '"':
-                i += 2 if raw[i] == "\\" else 1
-            i += 1
-            continue
-        if c in "*?[":
+        if raw[i] in "*?[":
             return True
         i += 1
     return False
@@ -1196,20 +1202,11 @@ def _braces(raw: str, limit: int = _MAX_BRACE_WORDS, depth: int = 0) -> list[str
         return None
     i, n = 0, len(raw)
     while i < n:
+        after = _past_quote(raw, i)
+        if after >= 0:
+            i = after
+            continue
         c = raw[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c == "'":
-            end = raw.find("'", i + 1)
-            i = n if end < 0 else end + 1
-            continue
-        if c == '"':
-            i += 1
-            while i < n and raw[i] != '"':
-                i += 2 if raw[i] == "\\" else 1
-            i += 1
-            continue
         if c == "$" and i + 1 < n and raw[i + 1] in "({":
             depth, i = 0, i + 1
             while i < n:

@@ -170,15 +170,9 @@ def _git_config_key(words: list[str]) -> str | None:
     rest = words[i + 1:]
     if any(w in _CONFIG_READS for w in rest[:3]):
         return None
-    takes_value = {"--file", "-f", "--blob", "--type", "--default", "--comment", "--value"}
-    operands, skip = [], False
-    for word in rest:
-        if skip:
-            skip = False
-        elif word in takes_value:
-            skip = True
-        elif not word.startswith("-"):
-            operands.append(word)
+    from proctor.guard.context import Context
+
+    operands = Context.positional(rest, {"--file", "-f", "--blob", "--type", "--default", "--comment", "--value"})
     if operands[:1] in (["set"], ["unset"]):
         if operands[0] == "unset":
             return None
