@@ -152,7 +152,7 @@ def _root_commits(checkout: Checkout) -> list[str]:
             cwd=checkout.root,
             capture_output=True,
             text=True,
-            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},
+            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_NO_REPLACE_OBJECTS": "1"},
         )
     except OSError as exc:
         raise ProctorError(f"cannot run git ({exc}); install git and put it on PATH") from None

@@ -12,7 +12,7 @@ OTHER = "other"
 class Call:
     __slots__ = ("host", "event", "session", "subagent", "tool", "command", "writes", "reads",
                  "edits", "transcript", "agent_transcript", "cwd", "prompt", "spawn_label", "tool_use_id",
-                 "response", "background", "raw")
+                 "response", "background", "raw", "unknown_writes")
 
     def __init__(self, host: str, event: str) -> None:
         self.host = host
@@ -33,6 +33,7 @@ class Call:
         self.response: dict | None = None
         self.background = False
         self.raw: dict = {}
+        self.unknown_writes: list[str] = []  # a tool that writes and names no path proctor can read
 
 
 def text(value: object) -> str | None:
@@ -60,6 +61,7 @@ _PATH_KEYS = ("path", "file_path", "filePath", "filepath", "file", "filename", "
               "absolute_path", "target", "target_path", "targetPath", "destination", "dest", "destination_path",
               "source", "src", "source_path", "old_path", "new_path", "from", "to", "dir_path", "directory")
 _PATH_LISTS = ("paths", "files", "file_paths", "filePaths")
+_URI_KEYS = ("uri", "url", "file_uri", "fileUri")
 _WRITE_VERBS = frozenset(("write", "edit", "create", "move", "rename", "delete", "remove", "rm", "mkdir", "patch",
                           "replace", "append", "save", "put", "upload", "update", "insert", "apply", "copy", "cp",
                           "mv", "touch", "truncate", "modify", "chmod", "unlink", "overwrite", "set", "change",
@@ -99,9 +101,18 @@ def read_named_paths(call: Call, tool_input: dict) -> None:
             call.writes.append(value)
         else:
             call.reads.append(value)
+    for key in _URI_KEYS:
+        value = tool_input.get(key)
+        if text(value) and value.startswith("file://"):
+            path = value[len("file://"):]
+            (call.writes if writes else call.reads).append(path[path.index("/"):] if "/" in path else path)
     for key in _PATH_LISTS:
         values = tool_input.get(key)
         if isinstance(values, list):
             for value in values[:1000]:
                 if text(value):
                     (call.writes if writes else call.reads).append(value)
+    hints = ("file", "dir", "folder", "path", "uri", "url", "notebook")
+    if writes and not call.writes and (any(h in key.lower() for key in tool_input for h in hints)
+                                       or any(h in tool.lower() for h in hints)):
+        call.unknown_writes.append(f"{tool}: a file tool that writes, naming its file in a way proctor cannot read")

@@ -37,6 +37,40 @@ HARD_LINK_WALK_BUDGET = 50_000  # directory entries walked to find a hard link's
 RECORD_WAIT_SECONDS = 0.25  # how long the hook waits for another writer before skipping its records
 
 
+def _python_module_args(args: list[str], module: str) -> list[str] | None:
+    """The arguments after `-m <module>` in a python command line (its own options first:
+    `-I -m proctor`, `-Im proctor`, `-mproctor`), or None when it runs something else."""
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg in ("-X", "-W", "-Q"):
+            i += 2
+            continue
+        if not arg.startswith("-") or arg == "-" or arg == "-c":
+            return None  # a script, stdin, or -c: not the module
+        flags = arg[1:]
+        if "m" in flags and not arg.startswith("--"):
+            name = flags[flags.index("m") + 1:]
+            if not name:
+                name = args[i + 1] if i + 1 < len(args) else ""
+                i += 1
+            return args[i + 1:] if name == module else None
+        i += 1
+    return None
+
+
+def os_safe(path: str) -> str:
+    """A path as the system sees it: cut at a NUL (a C string ends there, as bash's own open()
+    does), and a lone surrogate turned into the bytes it stands for, so no os call raises."""
+    if "\0" in path:
+        path = path.split("\0", 1)[0]
+    try:
+        path.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        path = path.encode("utf-8", "surrogatepass").decode("utf-8", "surrogateescape")
+    return path
+
+
 def unquote(text: str) -> str:
     """Percent-decoding, as W3C baggage values use it (urllib.parse costs the hook 5 ms)."""
     if "%" not in text:
@@ -111,6 +145,7 @@ class Context:
         self.settings = self._settings()
         self._writes: shell.Writes | None = None
         self._written: list[str] | None = None
+        self._written_paths: list[str] | None = None
         self.alias_unknown: list[str] = []  # writes through a hard link whose other names were not all found
 
     def _settings(self) -> dict:
@@ -313,7 +348,8 @@ class Context:
         linked worktree, or a sibling worktree) is that tree's file of the same name: a holder
         leased here is judged against its lease wherever it writes the repository's files."""
         full = path if resolved else self.full_path(path)
-        for base in (self.root, self.checkout.root, *self.other_trees()):
+        # the deepest tree holding it: a worktree made inside this one is its own tree
+        for base in sorted({self.root, self.checkout.root, *self.other_trees()}, key=len, reverse=True):
             if full == base:
                 return "."
             if full.startswith(base.rstrip("/") + "/"):
@@ -349,36 +385,36 @@ class Context:
         return self._writes
 
     def written(self) -> list[str]:
-        """Repository paths this call writes, from file tools and from the shell. A file with
-        more than one hard link is written under each of its names: the repository is searched
-        for the others (see `hard_links`)."""
+        """Repository paths this call writes, from file tools and from the shell, every name of
+        a hard-linked file included (see `written_paths`)."""
         if self._written is not None:
             return self._written
         out: list[str] = []
         for full in self.written_paths():
-            names = [full]
-            try:
-                info = os.stat(full)
-            except OSError:
-                info = None
-            if info is not None and info.st_nlink > 1 and not os.path.isdir(full):
-                names.extend(self.hard_links(full, info))
-            for name in names:
-                rel = self.rel(name, resolved=True)
-                if rel is not None and rel not in out and not rel.startswith(".git/") and rel != ".git":
-                    out.append(rel)
+            rel = self.rel(full, resolved=True)
+            if rel is not None and rel not in out and not rel.startswith(".git/") and rel != ".git":
+                out.append(rel)
         self._written = out
         return out
 
     def hard_links(self, full: str, info) -> list[str]:
-        """The repository's other names for the file `info` describes (its device and inode),
-        found by walking the work tree; a tree too large to walk in budget is an unknown write."""
+        """The other names, in the repository's work trees and git directories, of the file
+        `info` describes (its device and inode), found by walking them; a walk past its budget
+        is an unknown write."""
         found: list[str] = []
         budget = HARD_LINK_WALK_BUDGET
         wanted = (info.st_dev, info.st_ino)
-        for top in (self.root, *self.other_trees()):
+        tops = [self.root, *self.other_trees(), os.path.realpath(self.checkout.common_dir)]
+        if os.path.realpath(self.checkout.git_dir) not in tops:
+            tops.append(os.path.realpath(self.checkout.git_dir))
+        walked: set[str] = set()
+        for top in tops:
             for directory, dirs, files in os.walk(top):
-                dirs[:] = [d for d in dirs if d != ".git"]
+                if directory in walked:
+                    dirs[:] = []
+                    continue
+                walked.add(directory)
+                dirs[:] = [d for d in dirs if os.path.join(directory, d) not in tops]
                 budget -= len(files) + len(dirs)
                 if budget < 0:
                     self.alias_unknown.append(
@@ -395,12 +431,15 @@ class Context:
                         continue
                     if (other.st_dev, other.st_ino) == wanted:
                         found.append(path)
+                        if len(found) + 1 >= info.st_nlink:
+                            return found
         return found  # names outside the repository are nothing of a lease's
 
     def full_path(self, path: str, follow: bool = True) -> str:
         """An absolute path as the call reaches it: `/proc/self/cwd` is the call's own directory
         (not the hook's), and symbolic links are followed; with `follow` False the last one is
         not (rm, mv, ln -sf, sed -i replace a link, they do not write through it)."""
+        path = os_safe(path)
         for alias in ("/proc/self/cwd", "/proc/thread-self/cwd"):
             if path == alias or path.startswith(alias + "/"):
                 path = self.cwd + path[len(alias):]
@@ -410,17 +449,28 @@ class Context:
         return os.path.realpath(full)
 
     def written_paths(self) -> list[str]:
-        """Every path this call writes, absolute and resolved, inside the repository or not."""
+        """Every path this call writes, absolute and resolved, inside the repository or not. A
+        file with more than one hard link is written under each of its names in the repository
+        (its work trees and its git directories)."""
+        if self._written_paths is not None:
+            return self._written_paths
         out: list[str] = []
         no_follow = self.shell_writes.no_follow
-        for path in self.call.writes:
-            full = self.full_path(path)
-            if full not in out:
-                out.append(full)
-        for path in self.shell_writes.paths:
-            full = self.full_path(path, follow=path not in no_follow)
-            if full not in out:
-                out.append(full)
+        targets = [(path, True) for path in self.call.writes]
+        targets += [(path, path not in no_follow) for path in self.shell_writes.paths]
+        for path, follow in targets:
+            full = self.full_path(path, follow=follow)
+            names = [full]
+            try:
+                info = os.stat(full) if follow else os.lstat(full)
+            except (OSError, ValueError):
+                info = None
+            if info is not None and info.st_nlink > 1 and not os.path.isdir(full):
+                names.extend(self.hard_links(full, info))
+            for name in names:
+                if name not in out:
+                    out.append(name)
+        self._written_paths = out
         return out
 
     def read(self) -> list[str]:
@@ -430,6 +480,12 @@ class Context:
             if rel is not None and rel not in out:
                 out.append(rel)
         return out
+
+    @property
+    def unknown_writes(self) -> list[str]:
+        """Writes this call may make that proctor cannot name: the shell's, a hard link's
+        other names it could not search for, a tool that writes naming no path."""
+        return list(self.shell_writes.unknown) + self.alias_unknown + list(self.call.unknown_writes)
 
     def commands(self) -> list[list[str]]:
         return self.shell_writes.commands
@@ -449,13 +505,26 @@ class Context:
         return out
 
     def proctor_commands(self) -> list[list[str]]:
-        """Each `proctor ...` (or `python -m proctor ...`) in the call, as its arguments."""
+        """Each `proctor ...` (or `python [options] -m proctor ...`) in the call, as its arguments."""
         out = []
         for argv in self.commands():
             if argv and os.path.basename(argv[0]) == "proctor":
                 out.append(argv[1:])
-            elif len(argv) >= 3 and os.path.basename(argv[0]).startswith("python") and argv[1:3] == ["-m", "proctor"]:
-                out.append(argv[3:])
+            elif argv and os.path.basename(argv[0]).startswith("python"):
+                rest = _python_module_args(argv[1:], "proctor")
+                if rest is not None:
+                    out.append(rest)
+        return out
+
+    def proctor_environments(self) -> list[list[str]]:
+        """The words before each proctor command (assignments, env and its options) and every
+        command that unsets or exports a variable: where a call could change BAGGAGE for it."""
+        out = []
+        for with_wrappers, argv, _ in self.shell_writes.simple:
+            if argv and (os.path.basename(argv[0]) == "proctor" or argv[1:3] == ["-m", "proctor"]):
+                out.append(with_wrappers[:len(with_wrappers) - len(argv)])
+            elif argv and argv[0] in ("unset", "export", "declare", "typeset", "readonly", "local"):
+                out.append(argv)
         return out
 
     # -- transcripts ---------------------------------------------------------------------------

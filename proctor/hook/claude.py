@@ -43,8 +43,9 @@ def read_tool_input(call: Call, tool_input: object) -> None:
         call.writes.append(tool_input[WRITE_TOOLS[tool]])
     elif tool in READ_TOOLS and text(tool_input.get(READ_TOOLS[tool])):
         call.reads.append(tool_input[READ_TOOLS[tool]])
-    elif tool not in WRITE_TOOLS and tool not in READ_TOOLS and tool not in KNOWN_TOOLS and not call.command:
-        read_named_paths(call, tool_input)  # an MCP server's file tool, or any tool naming a path
+    elif tool not in WRITE_TOOLS and tool not in READ_TOOLS and tool not in KNOWN_TOOLS and \
+            (not call.command or tool.startswith("mcp_")):
+        read_named_paths(call, tool_input)  # an MCP server's file tool (its command too), or any tool naming a path
     if isinstance(tool_input.get("old_string"), str) and isinstance(tool_input.get("new_string"), str):
         call.edits.append((tool_input["old_string"], tool_input["new_string"]))
     for edit in tool_input.get("edits") or () if isinstance(tool_input.get("edits"), list) else ():

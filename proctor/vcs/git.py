@@ -1,7 +1,10 @@
 """git, through subprocess, with plain functions. Nothing else in proctor runs git.
 
 Every call sets GIT_OPTIONAL_LOCKS=0 so a read (git status refreshes the index otherwise)
-writes nothing to the repository, and pins the diff options a user's config could change.
+writes nothing to the repository, GIT_NO_REPLACE_OBJECTS=1 so what proctor reads is the
+history itself (a `git replace` made in the tree cannot stand in for a commit or a file
+proctor grades or takes its settings from), and pins the diff options a user's config could
+change.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ _PINNED = (
 def _env() -> dict:
     env = dict(os.environ)
     env["GIT_OPTIONAL_LOCKS"] = "0"
+    env["GIT_NO_REPLACE_OBJECTS"] = "1"
     env.pop("GIT_DIR", None)
     env.pop("GIT_WORK_TREE", None)
     env.pop("GIT_INDEX_FILE", None)

@@ -24,6 +24,6 @@ def check(ctx) -> list[tuple[str, str]]:
                f"{job['id']} --stdin) or ask its forking session for a new job")
     if ctx.written():
         return [("rule", message)]
-    if ctx.shell_writes.unknown:  # a write proctor cannot name is advised, never refused
-        return [("advise", f"this may write ({ctx.shell_writes.unknown[0]}), and {message}")]
+    if ctx.unknown_writes:  # a write proctor cannot name is advised, never refused
+        return [("advise", f"this may write ({ctx.unknown_writes[0]}), and {message}")]
     return []

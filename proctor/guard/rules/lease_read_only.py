@@ -21,6 +21,6 @@ def check(ctx) -> list[tuple[str, str]]:
     if written:
         return [("rule", f"{job['id']} is read-only, and this writes {', '.join(written)}; report what you "
                          f"found in the job's result instead")]
-    if ctx.shell_writes.unknown:
-        return [("advise", f"{job['id']} is read-only, and this may write ({ctx.shell_writes.unknown[0]})")]
+    if ctx.unknown_writes:
+        return [("advise", f"{job['id']} is read-only, and this may write ({ctx.unknown_writes[0]})")]
     return []

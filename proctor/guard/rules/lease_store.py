@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import posixpath
 
 from proctor import claims
 from proctor.guard.call import PRE_TOOL
-from proctor.guard.context import Context
+from proctor.guard.context import BAGGAGE_KEY, Context, baggage
 from proctor.store import rows
 
 NAME = "lease-store"
@@ -32,6 +34,16 @@ def check(ctx) -> list[tuple[str, str]]:
         return []
     lease = job["id"]
     findings = []
+    for words in ctx.proctor_environments() if ctx.proctor_commands() else ():
+        changed = _baggage_change(words, lease)
+        if changed:
+            findings.append(("rule", f"{changed}: a session holding {lease} runs proctor as {lease}; the lease in "
+                                     f"its environment is not the session's to change"))
+            break
+    for argv in ctx.commands():
+        if argv and os.path.basename(argv[0]) in ("pkill", "killall") and any("proctor" in a for a in argv[1:]):
+            findings.append(("rule", f"{' '.join(argv)[:120]}: a session holding {lease} does not signal proctor's "
+                                     f"own processes (the server every job's monitors run in, a worker's runner)"))
     for argv in ctx.proctor_commands():
         if argv[:2] == ["job", "fork"]:
             verdict = _fork_refusal(ctx, argv[2:], job)
@@ -48,17 +60,20 @@ def check(ctx) -> list[tuple[str, str]]:
         elif argv[:2] == ["server", "stop"]:
             findings.append(("rule", f"proctor server stop: a session holding {lease} does not stop the server "
                                      f"every job's monitors run in; that is the person's who started it"))
-        elif argv[:1] == ["job"] and argv[1:2] and argv[1] in ("exit", "archive", "trash", "delete"):
+        elif argv[:1] == ["job"] and argv[1:2] and argv[1] in ("exit", "archive", "trash", "delete", "exec"):
             target = next(iter(ctx.positional(argv[2:])), None)
-            if target and target != lease and target not in ctx.descendants(lease):
+            if target is None or not _literal(target):
+                findings.append(("rule", f"proctor job {argv[1]} {target or ''}: a session holding {lease} names "
+                                         f"the job it {'takes' if argv[1] == 'exec' else 'ends'} literally, where "
+                                         f"the guard can read it (not from xargs, a variable or a substitution)"))
+            elif argv[1] == "exec":
+                if target != lease and job["state"] in ("declared", "running"):
+                    findings.append(("rule", f"proctor job exec {target}: this session holds {lease}, still "
+                                             f"{job['state']}; taking a lease is one-way while the job is in "
+                                             f"flight. Return it first (proctor job exit {lease} --stdin)"))
+            elif target != lease and target not in ctx.descendants(lease):
                 findings.append(("rule", f"proctor job {argv[1]} {target}: a session holding {lease} ends only its "
                                          f"own job or one forked beneath it; {target} is its forking session's"))
-        elif argv[:2] == ["job", "exec"]:
-            target = next(iter(ctx.positional(argv[2:])), None)
-            if target and target != lease and job["state"] in ("declared", "running"):
-                findings.append(("rule", f"proctor job exec {target}: this session holds {lease}, still "
-                                         f"{job['state']}; taking a lease is one-way while the job is in flight. "
-                                         f"Return it first (proctor job exit {lease} --stdin)"))
         if "--lease" in argv or any(a.startswith("--lease=") for a in argv):
             named = next((a.split("=", 1)[1] for a in argv if a.startswith("--lease=")), None)
             if named is None and "--lease" in argv and argv.index("--lease") + 1 < len(argv):
@@ -72,6 +87,25 @@ def check(ctx) -> list[tuple[str, str]]:
                 findings.append(("rule", f"proctor job wait {target}: a session holding {lease} waits only on "
                                          f"jobs forked beneath it; verifying {target} is its forking session's"))
     return findings
+
+
+def _literal(word: str) -> bool:
+    return bool(word) and not any(c in word for c in "$`{}*?[") and all(c.isalnum() or c in "_.-/" for c in word)
+
+
+def _baggage_change(words: list[str], lease: str) -> str | None:
+    """What in these words changes BAGGAGE for a proctor command, if anything does."""
+    for index, word in enumerate(words):
+        if word.startswith("BAGGAGE=") and baggage({"BAGGAGE": word[len("BAGGAGE="):]}).get(BAGGAGE_KEY) != lease:
+            return word[:80]
+        if word in ("-u", "--unset") and index + 1 < len(words) and words[index + 1] == "BAGGAGE":
+            return f"env {word} BAGGAGE"
+        if word.startswith("--unset=BAGGAGE") or (word in ("-i", "--ignore-environment", "-")
+                                                   and index > 0 and words[index - 1].endswith("env")):
+            return f"env {word}"
+        if word == "BAGGAGE" and words[0] in ("unset", "export", "declare", "typeset", "local", "readonly"):
+            return f"{words[0]} BAGGAGE"
+    return None
 
 
 def _flags(args: list[str]) -> dict:
@@ -102,6 +136,10 @@ def _fork_refusal(ctx, args: list[str], job: dict) -> str | None:
         return None
     record = _flags(args)
     if "--stdin" in args:
+        if len(ctx.shell_writes.heredocs) != 1:
+            return (f"proctor job fork --stdin: a session holding {lease} passes its record in the command's one "
+                    f"quoted heredoc (<<'EOF'); this command has {len(ctx.shell_writes.heredocs)}, and the guard "
+                    f"judges only a record it can tie to the fork")
         for body in ctx.shell_writes.heredocs:
             try:
                 parsed = json.loads(body)
@@ -126,7 +164,9 @@ def _fork_refusal(ctx, args: list[str], job: dict) -> str | None:
         if not isinstance(spelling, str):
             continue
         path, declaration, _ = claims.split_entry(spelling[2:] if spelling.startswith("./") else spelling)
-        if not any(claims.within(claims.Claim(path.rstrip("/") or ".", declaration), mine) for mine in own):
+        path = posixpath.normpath(path.rstrip("/") or ".")  # as the store reads it: plan/w1/../../docs is docs
+        if path == ".." or path.startswith("../") or path.startswith("/") or \
+                not any(claims.within(claims.Claim(path, declaration), mine) for mine in own):
             outside.append(spelling)
     if outside:
         what = "widens your write paths" if job_id == lease else f"lies outside {lease}'s write paths"

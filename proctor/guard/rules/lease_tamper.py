@@ -26,7 +26,7 @@ WHY = ("A worker that can rewrite the store unbinds itself, one that can rewrite
        "is ever part of a job's work, so no write path lets them through. Reading the server token "
        "would let a worker act as the person who runs the server.")
 
-# git settings that make git run a program (matched lower-case; `*` is one dotted part).
+# git settings that make git run a program (fnmatch patterns, matched lower-case).
 _RUNS_COMMANDS = ("core.hookspath", "core.fsmonitor", "core.sshcommand", "core.editor", "core.pager",
                   "core.askpass", "core.gitproxy", "sequence.editor", "diff.external", "gpg.program",
                   "gpg.*.program", "credential.helper", "credential.*.helper", "include.path",
@@ -34,24 +34,15 @@ _RUNS_COMMANDS = ("core.hookspath", "core.fsmonitor", "core.sshcommand", "core.e
                   "merge.*.driver", "filter.*.clean", "filter.*.smudge", "filter.*.process", "pager.*",
                   "core.worktree", "remote.*.uploadpack", "remote.*.receivepack", "protocol.*.allow",
                   "interactive.difffilter", "web.browser", "browser.*.cmd", "man.*.cmd", "mergetool.*.cmd",
-                  "difftool.*.cmd", "ssh.variant")
-_CONFIG_READS = ("--get", "--get-all", "--get-regexp", "--get-urlmatch", "--list", "-l", "--show-origin",
-                 "--show-scope", "--name-only", "--unset", "--unset-all", "--remove-section", "get", "list")
+                  "difftool.*.cmd", "ssh.variant", "gpg.ssh.defaultkeycommand", "core.alternaterefscommand",
+                  "submodule.*.update", "trailer.*.cmd", "trailer.*.command", "init.templatedir",
+                  "gpg.*.defaultkeycommand")
 
 
 def _runs_commands(key: str) -> bool:
-    parts = key.lower().split(".")
-    for pattern in _RUNS_COMMANDS:
-        wanted = pattern.split(".")
-        if wanted[-1] == "*" and len(wanted) == 2:
-            if parts[0] == wanted[0] and len(parts) >= 2:
-                return True
-            continue
-        if len(wanted) == 3 and len(parts) >= 3 and parts[0] == wanted[0] and parts[-1] == wanted[2]:
-            return True
-        if parts == wanted:
-            return True
-    return False
+    from fnmatch import fnmatchcase
+
+    return any(fnmatchcase(key.lower(), pattern) for pattern in _RUNS_COMMANDS)
 
 
 def ground(ctx) -> list[tuple[str, str]]:
@@ -80,10 +71,24 @@ def ground(ctx) -> list[tuple[str, str]]:
     out.append((os.path.join(home, ".claude", "settings.local.json"), "the home directory's Claude Code hook wiring"))
     out.append((os.path.join(xdg_config, "opencode"), "opencode's configuration (its plugins)"))
     out.append((os.path.join(ctx.root, "opencode.json"), "opencode's configuration (its plugins)"))
+    for system in ("/etc/claude-code", "/etc/codex", "/etc/gemini-cli", "/etc/opencode"):
+        out.append((system, "an agent host's system-wide settings (its hook wiring)"))
+    for tree in ctx.other_trees():  # a worktree's .git file names its git directory
+        out.append((os.path.join(tree, ".git"), "a work tree's git directory"))
     real = []
     for path, what in out:
         real.append((os.path.realpath(path), what))
     return real
+
+
+def _reaches(path: str, base: str, root: str) -> bool:
+    """Whether a write to `path` lands on `base`: inside it, or (for ground outside the
+    repository) into a directory holding it, as `cp -r x/. ~/.claude/` or `tar -x -C ~` do."""
+    if _inside(path, base):
+        return True
+    if any(char in path for char in "*?["):  # a glob the shell left unexpanded: whatever it may match
+        return _named_by(path, base, "/")
+    return not _inside(base, root) and _inside(base, path) and os.path.isdir(path)
 
 
 def _inside(path: str, base: str) -> bool:
@@ -91,19 +96,27 @@ def _inside(path: str, base: str) -> bool:
 
 
 def _named_by(word: str, base: str, cwd: str) -> bool:
-    """Whether an argument names `base` or a path inside it (a glob's fixed head included)."""
+    """Whether an argument names `base`, a path inside it, or (a glob) may match one of them."""
+    import fnmatch
+
     text = os.path.expanduser(word.split("=", 1)[1] if word.startswith("-") and "=" in word else word)
     if not text or text.startswith("-"):
         return False
-    head = text
-    for index, char in enumerate(text):
-        if char in "*?[":
-            head = text[:index]
-            break
-    full = os.path.normpath(head if os.path.isabs(head) else os.path.join(cwd, head))
-    if head is not text:  # a glob: it may reach in whenever its fixed head leads there
-        return _inside(full, base) or base.startswith(full.rstrip("/") + "/") or full == "/"
+    full = os.path.normpath(text if os.path.isabs(text) else os.path.join(cwd, text))
+    if any(char in full for char in "*?["):
+        parts = full.split("/")
+        target = base.split("/")
+        # the pattern matches the base, or a directory above it (from which a reader may walk in)
+        # as bash globs: a name starting with a dot is matched only by a pattern that does
+        return len(parts) <= len(target) and all(
+            fnmatch.fnmatchcase(t, p) and (p.startswith(".") or not t.startswith(".")) for p, t in zip(parts, target))
     return _inside(os.path.realpath(full), base) or _inside(full, base)
+
+
+def _holds(path: str, token: str, state: str) -> bool:
+    """Whether reading `path` reads the token: the token itself, or a directory on the way
+    down to it inside proctor's state (a recursive grep, a Glob, a tar of the directory)."""
+    return _inside(path, token) or (_inside(token, path) and _inside(path, state))
 
 
 def check(ctx) -> list[tuple[str, str]]:
@@ -121,15 +134,22 @@ def check(ctx) -> list[tuple[str, str]]:
 
     for path in ctx.written_paths():
         for base, what in places:
-            if _inside(path, base):
+            if _reaches(path, base, ctx.root):
                 deny(f"{path} is inside {what}; a session holding {job['id']} never writes there, whatever "
                      f"its write paths")
                 break
+    from proctor.paths import state_base
+
     token = os.path.realpath(os.path.join(ctx.state_dir, "server", "token"))
+    state = os.path.realpath(state_base())
     for path in ctx.call.reads:
-        full = os.path.realpath(path if os.path.isabs(path) else os.path.join(ctx.cwd, path))
-        if _inside(full, token) or _named_by(path, token, ctx.cwd):
-            deny(f"{path} is the server's token; a session holding {job['id']} does not read it")
+        if _holds(ctx.full_path(path), token, state) or _named_by(path, token, ctx.cwd):
+            deny(f"{path} holds the server's token; a session holding {job['id']} does not read it")
+    for path in getattr(ctx.shell_writes, "named", ()):
+        if _holds(path, token, state) or _named_by(path, token, ctx.cwd):
+            deny(f"this command reads {path}, which holds the server's token; a session holding {job['id']} "
+                 f"does not read it")
+            break
     from proctor.guard import shell
 
     store_places = [(b, w) for b, w in places if w.startswith("proctor's")]
@@ -144,6 +164,9 @@ def check(ctx) -> list[tuple[str, str]]:
             if key is not None:
                 deny(f"git config {key} makes git run a command (a hook or a program of the worker's choosing); a "
                      f"session holding {job['id']} does not set it")
+            if _git_subcommand(words)[:1] == ["replace"] and not {"-l", "--list"} & set(words):
+                deny(f"git replace makes every reader of the history, proctor included, see other objects; a "
+                     f"session holding {job['id']} does not replace objects")
             continue
         if name == "proctor" or not words:
             continue
@@ -160,27 +183,43 @@ def _quote(word: str) -> str:
     return "'" + word.replace("'", "'\\''") + "'"
 
 
-def _git_config_key(words: list[str]) -> str | None:
-    """The key `git [global options] config ...` sets, when it is one that runs a command."""
+_GIT_VALUE_OPTIONS = ("-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env",
+                      "--super-prefix", "--list-cmds", "--attr-source")
+
+
+def _git_subcommand(words: list[str]) -> list[str]:
+    """git's subcommand and its arguments, past git's own options."""
     i = 0
     while i < len(words) and words[i].startswith("-"):
-        i += 2 if words[i] in ("-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path") else 1
-    if i >= len(words) or words[i] != "config":
+        i += 2 if words[i] in _GIT_VALUE_OPTIONS else 1
+    return words[i:]
+
+
+def _git_config_key(words: list[str]) -> str | None:
+    """The key `git [global options] config ...` sets, when it is one that runs a command, or
+    one proctor cannot read (held in a variable)."""
+    sub = _git_subcommand(words)
+    if sub[:1] != ["config"]:
         return None
-    rest = words[i + 1:]
-    if any(w in _CONFIG_READS for w in rest[:3]):
-        return None
+    rest = sub[1:]
     from proctor.guard.context import Context
 
-    operands = Context.positional(rest, {"--file", "-f", "--blob", "--type", "--default", "--comment", "--value"})
-    if operands[:1] in (["set"], ["unset"]):
-        if operands[0] == "unset":
+    operands = Context.positional(rest, {"--file", "-f", "--blob", "--type", "--default", "--comment", "--value",
+                                         "--url"})
+    if operands[:1] in (["set"], ["unset"], ["get"], ["list"], ["edit"], ["rename-section"],
+                        ["remove-section"], ["get-color"], ["get-colorbool"]):
+        verb, operands = operands[0], operands[1:]
+        if verb == "edit":
+            return "(its editor: any key)"
+        if verb != "set":
             return None
-        operands = operands[1:]
-    if len(operands) >= 2 and _runs_commands(operands[0]):
-        return operands[0]
-    if len(operands) == 1 and "--edit" not in rest and _runs_commands(operands[0]):
-        return None  # a read of one key
-    if "--edit" in rest or "-e" in rest:
+    elif "--edit" in rest or "-e" in rest:
         return "(its editor: any key)"
-    return None
+    if len(operands) < 2 or any(flag in rest for flag in ("--unset", "--unset-all", "--get", "--get-all",
+                                                          "--get-regexp", "--get-urlmatch", "--remove-section",
+                                                          "--rename-section")):
+        return None  # a read, or a removal: nothing set (git takes a third operand as a value pattern)
+    key = operands[0]
+    if "$" in key or "`" in key:
+        return f"{key} (a key proctor cannot read)"
+    return key if _runs_commands(key) else None

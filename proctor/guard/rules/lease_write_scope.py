@@ -35,7 +35,7 @@ def check(ctx) -> list[tuple[str, str]]:
             findings.append(("rule", f"{rel} is outside the write paths of {job['id']} "
                                      f"({', '.join(job['write_paths'])}); widening them is the forking "
                                      f"session's, or enter the path of the job that owns it"))
-    for unknown in list(ctx.shell_writes.unknown) + ctx.alias_unknown:
+    for unknown in ctx.unknown_writes:
         findings.append(("advise", f"cannot tell what this writes ({unknown}); {job['id']} may write only "
                                    f"{', '.join(job['write_paths'])}"))
     return findings
