@@ -87,11 +87,14 @@ def main() -> None:
             for name, payload in events.items():
                 runs[f"{label}: {name}"] = ([python, "-I", "-m", "proctor", "hook", "claude"],
                                             json.dumps(payload).encode())
-        for argv, data in runs.values():  # warm the settings cache, and check the answers
+        decisions = {}
+        for name, (argv, data) in runs.items():  # warm the settings cache, and see the answers
             proc = subprocess.run(argv, input=data, capture_output=True, env=env, cwd=root)
             assert proc.returncode == 0, proc.stderr
             if data is not None:
-                assert b"deny" not in proc.stdout, proc.stdout  # inside the lease: judged, and let through
+                answer = json.loads(proc.stdout)
+                decisions[name] = answer.get("hookSpecificOutput", {}).get("permissionDecision") or \
+                    ("advise" if answer else "pass")
         samples: dict[str, list[float]] = {name: [] for name in runs}
         for _ in range(RUNS):
             for name, (argv, data) in runs.items():
@@ -104,6 +107,8 @@ def main() -> None:
         for name in runs:
             median = statistics.median(samples[name])
             line = f"  {name:<34} {median * 1000:7.1f} ms   {median / baseline:5.2f}x python -I -S -c pass"
+            if name in decisions:
+                line += f"   ({decisions[name]})"
             if against and name.startswith("this checkout: "):
                 other = statistics.median(samples[f"{against}: {name.split(': ', 1)[1]}"])
                 line += f"   {median / other:5.2f}x {against}"

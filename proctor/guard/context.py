@@ -24,7 +24,6 @@ import os
 import time
 
 from proctor import claims
-from proctor.guard import shell
 from proctor.guard.call import Call
 from proctor.paths import find_checkout, repo_state_dir
 from proctor.store import rows
@@ -100,6 +99,19 @@ def baggage(environ) -> dict[str, str]:
     return members
 
 
+class _NoCommand:
+    """A call with no shell command: shell.Writes with nothing in it."""
+
+    paths: list = []
+    unknown: list = []
+    commands: list = []
+    simple: list = []
+    heredocs: list = []
+    named: list = []
+    no_follow: frozenset = frozenset()
+    read = True
+
+
 class Context:
     def __init__(self, call: Call, flag_lease: str | None, environ) -> None:
         self.call = call
@@ -143,7 +155,7 @@ class Context:
             else:
                 self.job = row
         self.settings = self._settings()
-        self._writes: shell.Writes | None = None
+        self._writes = None  # shell.Writes, read on first use
         self._written: list[str] | None = None
         self._written_paths: list[str] | None = None
         self.alias_unknown: list[str] = []  # writes through a hard link whose other names were not all found
@@ -379,9 +391,16 @@ class Context:
         return self._other_trees
 
     @property
-    def shell_writes(self) -> shell.Writes:
+    def shell_writes(self):
+        """What the call's shell command writes (proctor.guard.shell.Writes). The shell reader is
+        imported only for a call that has a command: a file tool's call never loads it."""
         if self._writes is None:
-            self._writes = shell.writes(self.call.command, self.cwd) if self.call.command else shell.Writes()
+            if self.call.command:
+                from proctor.guard import shell
+
+                self._writes = shell.writes(self.call.command, self.cwd)
+            else:
+                self._writes = _NoCommand()
         return self._writes
 
     def written(self) -> list[str]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from proctor.guard import shell
 from proctor.guard.call import PRE_TOOL
 from proctor.guard.rules import _tasks
 
@@ -57,7 +56,7 @@ def check(ctx) -> list[tuple[str, str]]:
             silent.append(task)
     findings = []
     ceiling = ctx.option("background-unbounded", "ceiling_minutes", 120.0)
-    if silent_long and not shell.is_read(call.command, ctx.cwd):
+    if silent_long and not ctx.shell_writes.read:
         tasks = "; ".join(_tasks.describe(t, ctx.now) for t in silent_long)
         again = "; ".join(f"timeout {ceiling:g}m {t['command']}" for t in silent_long if t.get("command")) \
             or f"timeout {ceiling:g}m <command>"

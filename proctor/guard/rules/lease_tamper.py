@@ -150,8 +150,6 @@ def check(ctx) -> list[tuple[str, str]]:
             deny(f"this command reads {path}, which holds the server's token; a session holding {job['id']} "
                  f"does not read it")
             break
-    from proctor.guard import shell
-
     store_places = [(b, w) for b, w in places if w.startswith("proctor's")]
     for argv in ctx.commands():
         name = os.path.basename(argv[0]) if argv else ""
@@ -173,6 +171,8 @@ def check(ctx) -> list[tuple[str, str]]:
         # a path as an argument, or inside one (an interpreter's script naming the store)
         reaching = [w for w in words for base, _ in store_places
                     if _named_by(w, base, ctx.cwd) or (base in w and len(w) > len(base))]
+        from proctor.guard import shell  # (a call with a command has loaded it already)
+
         if reaching and not shell.is_read(" ".join(_quote(w) for w in argv), ctx.cwd):
             deny(f"{name} is handed {reaching[0]}, inside proctor's own state or cache; a session holding "
                  f"{job['id']} changes proctor's records only through proctor's commands")
