@@ -912,3 +912,189 @@ def test_parse_raises_on_what_it_cannot_read():
         parse("echo $(")
     with pytest.raises(ParseError):
         parse("echo " + "a " * (25 * 1024 * 1024))
+
+
+# -- the second adversarial review (tests/test_guard_adversary.py): bash as the oracle ------------
+
+@pytest.mark.parametrize("script, expected", [
+    # a new branch at another start point checks that point out; where HEAD is, the tree stays
+    ("git checkout -q -b x other", None), ("git checkout -bx other", None), ("git checkout -B x other", None),
+    ("git checkout --orphan x other", None), ("git switch -c x other", None), ("git switch -C x other", None),
+    ("git checkout -b x", []), ("git checkout -b x HEAD", []), ("git switch -c x", []),
+    # extglob: one word up to its `)`, a `#` inside no comment
+    ("shopt -s extglob\necho !(#) > src/eg", ["src/eg"]),
+    ("shopt -s extglob\ncase x in @(y|#)) ;; esac; touch src/eg2", ["src/eg2"]),
+    ("shopt -s extglob\nrm src/@(a|b)", None),
+    ("echo x@(y|#) > src/eg3", ["src/eg3"]),
+    # a bare CR is part of a word
+    ("echo x\r# > src/crh", ["src/crh"]),
+    ("cd src\r; touch x", ["x"]),
+    # descriptors holding a directory
+    ("exec 3<src; echo x > /dev/fd/3/fd1", ["src/fd1"]),
+    ("exec 3<src; echo x > /proc/self/fd/3/fd2", ["src/fd2"]),
+    ("{ echo x > /dev/fd/3/fd3; } 3<src", ["src/fd3"]),
+    ("echo x < src > /dev/stdin/f", ["src/f"]),
+    ("echo x > /dev/stdin/f < src", None),
+    ("exec 3<src; cd /dev/fd/3 && touch y", ["src/y"]),
+    ("exec 3<src; echo x > /dev/./fd/3/f; echo > /dev/fd/3/../z", ["src/f", "z"]),
+    ("exec 3<src 4<&3 3<&-; echo x > /dev/fd/4/g", ["src/g"]),
+    ("exec 3<src; exec 3<&-; echo x > /dev/fd/3/h", None),
+    ("echo x > /dev/fd/4/f", None),
+    ("echo x > /proc/1/fd/1", None),
+    # HOME and TMPDIR for one command, and a relative HOME
+    ("HOME=$PWD/src bash -c 'touch ~/h1'", ["src/h1"]),
+    ("HOME=$PWD/docs eval 'touch ~/h3'", ["docs/h3"]),
+    ("env HOME=$PWD/docs bash -c 'touch ~/h4'", ["docs/h4"]),
+    ("HOME=$PWD/docs env bash -c 'touch $HOME/h5'", ["docs/h5"]),
+    ("cd src/sub; HOME=..; cd; touch h6", ["src/h6"]),
+    ("TMPDIR=$PWD/src mktemp", ["src/tmp.XXXXXXXXXX"]),
+    ("TMPDIR=src mktemp -t x.XXXX", ["src/x.XXXX"]),
+    ("TMPDIR=src mktemp -p docs x.XXXX", ["docs/x.XXXX"]),
+    ("mktemp -t x.XXXX; mktemp", []),
+    # the working directory as bash has it
+    ("pushd -n plan/w1 > /dev/null; touch src/pn", ["src/pn"]),
+    ("pushd -n src > /dev/null; touch plan/w1/pdn", ["plan/w1/pdn"]),
+    ("pushd -n src; popd; touch x", ["src/x"]),
+    ("f() { cd plan/w1; }; unset -f f; f 2>/dev/null; touch src/un", ["src/un"]),
+    ("f() { touch src/fn; }; unset -f f; f 2>/dev/null; touch plan/w1/ok", ["plan/w1/ok"]),
+    ("f() { touch src/fn; }; unset f; f", ["src/fn"]),
+    ("enable -n exit; exit 2>/dev/null; touch src/ex", ["src/ex"]),
+    ("f() { cd src; return; cd ../plan/w1; }; f; touch fr", ["src/fr"]),
+    ("f() { if true; then return; fi; touch src/no; }; f; touch y", ["y"]),
+    ("return; touch x", ["x"]),
+    ("for i in 1; do cd src; break; cd ../plan/w1; done; touch br", ["src/br"]),
+    ("for i in 1; do for j in 2; do break 2; done; cd src; done; touch b", ["b"]),
+    ("for i in 1; do eval break; cd src; done; touch e", ["e"]),
+    ("while true; do cd src; continue; touch no; done; touch w", ["src/w"]),
+    ("break; touch x", ["x"]),
+    ("f() { break; cd src; }; for i in 1; do f; done; touch f", ["src/f"]),
+    ("for i in 1; do (break; touch l); done", ["l"]),
+    # which branch of a case runs is not known: an exit, return or break in one may not run
+    ("case $x in a) exit;; esac; touch y", ["y"]),
+    ("for i in 1; do case $i in 1) break;; esac; cd src; done; touch z", ["src/z"]),
+    ("f() { case $1 in a) return;; esac; cd src; }; f b; touch w", ["src/w"]),
+    # a [[ ]] decides nothing it cannot know: the status before it is not its status
+    ("false; if [[ -f x ]]; then touch y; fi", ["y"]),
+    ("cd plan/w1/srcdir && cd -P .. && touch cdp", ["cdp"]),
+    ("set -P; cd plan/w1/srcdir/..; touch sp", ["sp"]),
+    ("set -o physical; cd plan/w1/srcdir/..; touch sp2", ["sp2"]),
+    ("set -P; set +P; cd plan/w1/srcdir/..; touch lp", ["plan/w1/lp"]),
+    ("cd -P plan/w1/srcdir && cd -L .. && touch l2", ["l2"]),
+    # cp -P, -a, -d, -r copy a symbolic link as a link
+    ("cp -P plan/w1/link plan/w1/lc && echo x >> plan/w1/lc", ["plan/w1/lc", "src/a.py"]),
+    ("cp -a plan/w1/link plan/w1/lc2 && echo x > plan/w1/lc2", ["plan/w1/lc2", "src/a.py"]),
+    ("cp -d plan/w1/srcdir plan/w1/sd && touch plan/w1/sd/n", ["plan/w1/sd", "plan/w1/sd/n", "src/n"]),
+    ("cp -r plan/w1 plan/bk; echo x > plan/bk/link", ["plan/bk", "plan/bk/link", "src/a.py"]),
+    # a copy one level deeper: the same relative link leads elsewhere (plan/src/a.py, where no write lands)
+    ("cp -r plan/w1 plan/w1/bk; echo x > plan/w1/bk/link", ["plan/w1/bk", "plan/w1/bk/link"]),
+    ("cp plan/w1/link plan/w1/lc4 && echo x > plan/w1/lc4", ["plan/w1/lc4"]),
+    ("cp -L -r plan/w1 plan/w1/bk2; echo x > plan/w1/bk2/link", ["plan/w1/bk2", "plan/w1/bk2/link"]),
+    # NUL ends a $'...' string; bytes and lone surrogates stay as the file system gets them
+    ("echo hi > $'src/b.py\\x00'", ["src/b.py"]),
+    ("echo hi > $'src/b.py\\0'", ["src/b.py"]),
+    ("touch $'src/new\\c@x'y", ["src/newy"]),
+    ("touch $'src/\\xc3\\xa9'", ["src/\u00e9"]),
+    ("touch $'src/\\xff'", ["src/\udcff"]),
+    ("touch $'src/\\ud800'", ["src/\udced\udca0\udc80"]),
+    ("touch src/a\x00b", ["src/ab"]),
+    ("touch src/\ud800", ["src/\ufffd"]),
+    # git's global configuration and a template's hooks
+    ("HOME=$PWD/docs git maintenance register", ["docs/.gitconfig"]),
+    ("HOME=$PWD/docs git config --global user.name x", ["docs/.gitconfig"]),
+    ("git maintenance register --config-file plan/c", ["plan/c"]),
+    ("git init -q --template=plan/w1/tpl", [".git/hooks"]),
+    ("git init --template plan/w1/tpl --separate-git-dir=plan/g sub", ["sub", "plan/g/hooks"]),
+    ("git init --bare --template=t b", ["b", "b/hooks"]),
+    ("git init -q", []),
+    ("f() { touch src/cg2; }; compgen -F f x", ["src/cg2"]),
+    ("compgen -W '$(touch src/cw)' x", ["src/cw"]),
+    ("mapfile -C 'cd src' -c 1 a < f; touch m", ["src/m"]),
+])
+def test_the_second_review(tree, script, expected):
+    found = writes(script, tree)
+    assert not found.read, script
+    if expected is None:
+        assert found.unknown, (script, found.paths)
+    else:
+        assert rel(found, tree) == expected, (script, found.paths, found.unknown)
+        for path in found.paths:
+            os.path.lexists(path)  # never a string os functions refuse
+
+
+def test_home_and_tmpdir_set_for_one_command_are_not_kept():
+    assert writes("git maintenance register", "/r").paths == [os.path.expanduser("~/.gitconfig")]
+    assert writes("HOME=/h true; touch ~/x", "/r").paths == [os.path.expanduser("~/x")]
+    assert writes("env HOME=/h true; touch ~/x", "/r").paths == [os.path.expanduser("~/x")]
+    assert writes("TMPDIR=/r/src true; mktemp", "/r").paths == []
+    assert writes("export HOME=/h; touch ~/x", "/r").paths == ["/h/x"]
+    found = writes("echo x > /dev/fd/1; echo y > /proc/self/fd/2", "/r")
+    assert found.paths == [] and found.read
+
+
+@pytest.mark.parametrize("script", [
+    # code run by builtins proctor reads as reads
+    "mapfile -C 'touch src/mf' -c 1 a <<< x",
+    "readarray -C 'touch src/mf2' -c 1 a < plan/w1/list",
+    "compgen -C 'touch src/cg' x",
+    "compgen -F g x",
+    # a subscript that runs a command when bash evaluates it
+    "let 'a[$(touch src/ar1)]=1'",
+    "x='a[$(touch src/ar2)]'; echo $((x))",
+    "x='a[$(touch src/ar3)]'; [[ $x -eq 0 ]]",
+    "test -v 'a[$(touch src/ar4)]'",
+    "[[ -v 'a[$(touch src/ar4)]' ]]",
+    "printf -v 'a[$(touch src/ar5)]' %s x",
+    "read 'a[$(touch src/ar6)]' <<< x",
+    "declare -i n; n='a[$(touch src/ar7)]'",
+    "x='a[$(touch src/ar8)]'; a=(1 2); echo ${a[x]}",
+    "x='a[$(touch src/ar9)]'; echo ${PWD:x:1}",
+    "unset 'a[$(touch src/ar10)]'",
+    "declare 'a[$(touch src/ar11)]=1'",
+    # git options and transports that run a program
+    "git ls-remote --upload-pack='touch src/lsr; git-upload-pack' .",
+    "git ls-remote -u 'touch src/lsr' .",
+    "git fetch -q --upload-pack='touch src/fup' .",
+    "git push -q --receive-pack='touch src/rp' . HEAD:refs/heads/zz",
+    "git push -q --exec='touch src/rp2' . HEAD:zz",
+    "git archive --remote=. --exec='touch src/arx' HEAD",
+    "git fetch-pack --exec='touch src/fp' .",
+    "git -c protocol.ext.allow=always ls-remote origin",
+    "GIT_ALLOW_PROTOCOL=ext git ls-remote origin",
+    "git ls-remote 'ext::sh -c touch% src/ext'",
+    "git clone --origin=o ext::x y",
+    "git config remote.o.uploadpack 'touch src/x'",
+    # a builtin turned off, a function maybe removed
+    "enable -n cd; cd src",
+    "f() { :; }; unset f; f",
+])
+def test_more_code_proctor_cannot_see_is_unknown(script):
+    found = writes(script, "/r")
+    assert found.unknown and not found.read, (script, found.paths)
+
+
+@pytest.mark.parametrize("script", [
+    "let i++", "x=1; echo $((x + 1))", "read -r line < f", "printf -v x %s y", "mapfile -t lines < f",
+    "compgen -W 'a b' a", "unset x", "git ls-remote origin", "[[ -v x ]]", "test -v 'a[1]'",
+])
+def test_their_plain_forms_stay_reads(script):
+    found = writes(script, "/r")
+    assert found.read and not found.unknown, (script, found.paths, found.unknown)
+
+
+def test_named_holds_every_path_a_script_mentions(tree):
+    def named(script):
+        return [p[len(tree) + 1:] if p.startswith(tree + "/") else p for p in writes(script, tree).named]
+
+    assert named("cat < /s/server/token") == ["/s/server/token"]
+    assert named("x=$(</s/server/token); echo $x") == ["/s/server/token"]
+    assert named("while read l; do echo $l; done < /s/token") == ["/s/token", "l"]
+    assert named("cat /s/server/tok* /s/serve?/token") == ["/s/server/tok*", "/s/serve?/token"]
+    assert named("cd src && cat a.py") == ["src", "src/a.py"]
+    assert named("cd plan/w1/srcdir && cat ../x") == ["plan/w1/srcdir", "x"]
+    assert named("grep -r --file=/s/p . docs") == ["/s/p", tree, "docs"]
+    assert named("for f in /s/server/*; do cat \"$f\"; done") == ["/s/server/*"]
+    assert named("env -C /s cat token") == ["/s", "cat", "token", "/s/token"]
+    assert named("cat <<< /s/x; cat <<EOF\n/s/y\nEOF") == []
+    assert named("exec 3<src; cat /dev/fd/3/a.py") == ["src", "src/a.py"]
+    assert named("echo x > out 2>&1") == ["out", "x"]
+    assert len(writes("cat " + " ".join(f"f{i}" for i in range(5000)), tree).named) == 2000

@@ -6,7 +6,11 @@ redirections and here-documents turns a script into simple commands, each tagged
 subshell scope it runs in (( ), a pipeline element, a background list). Every substitution is
 parsed where it runs: $( ), backticks, <( ), >( ), and those inside ${x:-$(...)}, $(( )) and
 unquoted here-document bodies. A quoted string, a quoted here-document's body, [[ ]] and (( ))
-are data or tests, never commands or redirections.
+are data or tests, never commands or redirections. Words are cut as bash cuts them: a bare CR
+is part of a word (`x\r#` starts no comment), an extended glob (`@(a|#)`, `!(x)` once the
+script names extglob) is one word up to its `)`, a $'...' string ends at a NUL it decodes, and
+bytes that are no UTF-8 (`\xff`, a lone `\ud800`) are kept as surrogate escapes, so that os
+functions take every path; a NUL in the script itself is dropped, a lone surrogate replaced.
 
 Judging. Each simple command is expanded (braces, ~, $PWD and $HOME), unwrapped (env -S/-C,
 sudo, nice, timeout, xargs, flock, watch, script -c, taskset, exec -a, command, busybox, ...)
@@ -24,10 +28,22 @@ and looked up:
   read, and nothing to name;
 - anything else -- an interpreter, a script file, a build tool, a program proctor does not
   know, a path held in a variable -- is `unknown`, with a short reason: never silently nothing.
-Shell functions run their bodies where they are called, aliases expand once expand_aliases is
-on, `true`/`false`/`test` on literal words decide &&, || and if, and a definite `exit` ends the
-script. Links made in the same call (ln, ln -s, cp -l/-s) are followed: a write through one
-names its target too; /proc/self/cwd and /proc/$$/cwd are the command's own directory.
+Shell functions run their bodies where they are called (until a definite `return`; `unset -f`
+removes one), aliases expand once expand_aliases is on, `true`/`false`/`test` on literal words
+decide &&, || and if, a definite `exit` ends the script (unless `enable -n` turned it off) and a
+definite `break`/`continue` its loop. cd follows bash: `pushd -n` moves nothing, `cd -P` and
+`set -P` resolve links before `..`, a HOME or TMPDIR prefixed to a command holds for it alone
+(`HOME=x bash -c 'touch ~/y'`, `TMPDIR=d mktemp`). Links made in the same call (ln, ln -s,
+cp -l/-s, and the symbolic links cp -P/-a/-r copies as links) are followed: a write through one
+names its target too; /proc/self/cwd and /proc/$$/cwd are the command's own directory, and
+/dev/fd/N/... a directory the script holds open on N (`exec 3<dir`). Code bash runs where a
+reader is expected is unknown or judged: mapfile -C and compgen -C/-F/-W, a subscript that runs
+a command (`a[$(cmd)]` reaching let, read, printf -v, test -v, unset, declare, or arithmetic
+through a variable's value), git's --upload-pack/--receive-pack/--exec and ext:: transport.
+
+`named` lists every path the script mentions, read or written (its words, and its redirections'
+targets, `< f` and `$(< f)` included), resolved where each command runs, a glob as its pattern:
+for rules that refuse a read (proctor's server token).
 
 A script too large to judge within a fixed budget of steps is `unknown` ("too large to judge").
 Core: the standard library only, and cheap at import (the regular expressions are compiled on
@@ -45,6 +61,8 @@ _MAX_EXPANSION_DEPTH = 200  # ${ and quotes inside one another
 _MAX_BRACE_WORDS = 256  # words one brace expansion may make
 _MAX_UNKNOWN = 12  # unknown writes described; past it they are counted
 _MAX_GLOB = 256  # paths a glob of a directory part may name
+_MAX_NAMED = 2000  # paths Writes.named keeps
+_MAX_LINK_SCAN = 2000  # entries a copy of a tree is searched for symbolic links
 
 _OPERATORS = ("&&", "||", ";;&", ";;", ";&", "|&", ";", "&", "|", "(", ")")
 _REDIRECTS = ("&>>", "&>", ">>", ">|", ">&", "<<<", "<<-", "<<", "<&", "<>", ">", "<")
@@ -60,13 +78,14 @@ class _Rx:
     """The regular expressions, compiled on first use so that importing the module stays cheap."""
 
     def __init__(self) -> None:
-        self.plain = re.compile(r"[^ \t\r\n;&|()<>'\"\\$`]+")
-        self.plain_cond = re.compile(r"[^ \t\r\n'\"\\$`]+")
+        # a bare CR is a word character to bash, not a blank
+        self.plain = re.compile(r"[^ \t\n;&|()<>'\"\\$`]+")
+        self.plain_cond = re.compile(r"[^ \t\n'\"\\$`]+")
         self.plain_dq = re.compile(r'[^"\\$`]+')
         self.plain_brace = re.compile(r"[^}\\'\"$`]+")
         self.plain_arith = re.compile(r"[^()\[\]$`'\"\\]+")
         self.special = re.compile(r"[\\$`]")
-        self.blank = re.compile(r"(?:[ \t\r]+|\\\n)+")
+        self.blank = re.compile(r"(?:[ \t]+|\\\n)+")
         self.ansi = re.compile(r"[^\\']+")
         self.name = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
         self.assignment = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\[[^\]]*\])?\+?=")
@@ -108,14 +127,15 @@ class Command:
     `kind` is "simple", or "test" for [[ ]], (( )) and the words of a case or for header (only
     their substitutions run), "function" for a definition (`name`, `body`), "opaque" for code
     that runs unseen (`name` says why), or a branch marker (if, then, elif, else, fi, while,
-    until, do, done)."""
+    until, for, do, done, case, esac)."""
 
-    __slots__ = ("words", "redirects", "background", "scope", "stdin_script", "stdin_dynamic", "nested",
-                 "next_op", "kind", "name", "body", "line", "negated", "pipe_from")
+    __slots__ = ("words", "redirects", "fds", "background", "scope", "stdin_script", "stdin_dynamic", "nested",
+                 "next_op", "kind", "name", "body", "line", "negated", "pipe_from", "cond")
 
     def __init__(self, scope: tuple = (), kind: str = "simple") -> None:
         self.words: list[Word] = []
         self.redirects: list[tuple[str, Word]] = []
+        self.fds: list[str] = []  # the descriptor each redirection names ("" for its default)
         self.background = False
         self.scope = scope
         self.stdin_script: str | None = None  # its here-document or here-string, when it has one
@@ -128,6 +148,7 @@ class Command:
         self.line = 0
         self.negated = False
         self.pipe_from: Command | None = None  # the command piping into it, when it is a simple one
+        self.cond: list[Word] = []  # the words of a [[ ]], or of a for loop's list (on its "for" marker)
 
     @property
     def argv(self) -> list[str]:
@@ -145,12 +166,43 @@ class ParseError(ValueError):
     pass
 
 
+def _c_string(text: str) -> str:
+    """A $'...' string as bash makes it: a C string, so a NUL ends it; bytes that are no UTF-8
+    kept as the file system gets them (surrogate escapes), so that os functions take the text."""
+    cut = text.find("\0")
+    if cut >= 0:
+        text = text[:cut]
+    if not text.isascii():
+        try:
+            text = text.encode("utf-8", "surrogateescape").decode("utf-8", "surrogateescape")
+        except UnicodeError:
+            text = "".join("\ufffd" if 0xD800 <= ord(ch) < 0xDC80 else ch for ch in text)
+    return text
+
+
 class _TooLarge(Exception):
     pass
 
 
 class _Exit(Exception):
     """A definite `exit`: the shell running it ends there."""
+
+
+class _Return(Exception):
+    """A definite `return` in a function: its body ends there, in `state` (cwd, oldpwd)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.state: tuple | None = None
+
+
+class _Break(Exception):
+    """A definite `break` or `continue` of `levels` loops."""
+
+    def __init__(self, levels: int) -> None:
+        super().__init__()
+        self.levels = levels
+        self.state: tuple | None = None  # where an eval's break left the shell
 
 
 class _Budget:
@@ -164,19 +216,22 @@ class _Level:
     """An open compound command while parsing: where its current pipeline element and and-or
     list began (indices into the command list), and the header state of a for or case."""
 
-    __slots__ = ("kind", "scope", "start", "elem", "list", "piped", "state", "func", "coproc")
+    __slots__ = ("kind", "scope", "start", "elem", "list", "piped", "state", "func", "coproc", "head")
 
     def __init__(self, kind: str, scope: tuple, start: int, state: str | None = None,
                  func: str | None = None) -> None:
         self.kind, self.scope, self.start, self.state, self.func = kind, scope, start, state, func
         self.elem = self.list = start
         self.piped = self.coproc = False
+        self.head: Command | None = None  # a for loop's marker
 
 
 class _Parser:
     def __init__(self, text: str, budget: _Budget, nesting: int = 0, heredocs: list | None = None,
-                 env: dict | None = None) -> None:
+                 env: dict | None = None, extglob: bool = False) -> None:
         self.rx = _r()
+        # `shopt -s extglob` seen: `!(...)` at a word's start is a pattern too (else `! (...)`)
+        self.extglob = extglob
         self.text, self.n, self.pos = text, len(text), 0
         self.budget = budget
         self.nesting = nesting
@@ -265,6 +320,7 @@ class _Parser:
         start = pos = self.pos
         parts: list[str] = []
         dynamic = quoted = False
+        why = None
         plain = self.rx.plain_cond if cond else self.rx.plain
         budget = self.budget
         while pos < n:
@@ -327,6 +383,18 @@ class _Parser:
                 dynamic = True
                 pos = self.pos
                 continue
+            if not cond and c == "(" and pos > start and text[pos - 1] in "@*+?!" and \
+                    (pos - 2 < start or text[pos - 2] != "\\") and \
+                    (self.extglob or pos - 1 > start or text[pos - 1] != "!"):
+                # an extended glob: one word up to its `)`, blanks, `|` and `#` inside included (without
+                # extglob bash refuses the line, so reading it as a pattern never hides what runs)
+                self.pos = pos
+                self._extglob()
+                parts.append(text[pos:self.pos])
+                dynamic = True
+                why = "an extended glob pattern"
+                pos = self.pos
+                continue
             if not cond and c == "(" and parts and self.rx.assignment.fullmatch(text, start, pos):
                 self.pos = pos + 1
                 self._array()
@@ -336,7 +404,49 @@ class _Parser:
                 continue
             break
         self.pos = pos
-        return Word("".join(parts), dynamic, quoted, text[start:pos])
+        return Word("".join(parts), dynamic, quoted, text[start:pos], why)
+
+    def _extglob(self) -> None:
+        """An extended glob's `( ... )` at pos, up to its `)`: quotes and substitutions inside read."""
+        text, n = self.text, self.n
+        pos = self.pos + 1
+        depth = 0
+        while pos < n:
+            self._spend()
+            c = text[pos]
+            if c == ")":
+                if depth == 0:
+                    self.pos = pos + 1
+                    return
+                depth -= 1
+                pos += 1
+            elif c == "(":
+                depth += 1
+                pos += 1
+            elif c == "\\":
+                pos += 2
+            elif c == "'":
+                end = text.find("'", pos + 1)
+                if end < 0:
+                    raise ParseError("unterminated single quote")
+                pos = end + 1
+            elif c == '"' or c == "`" or c == "$":
+                if text.startswith("$'", pos):
+                    self.pos = pos + 2
+                    self._ansi_c()
+                elif c == '"':
+                    self.pos = pos + 1
+                    self._double()
+                elif c == "$":
+                    self.pos = pos
+                    self._dollar()
+                else:
+                    self.pos = pos
+                    self._backtick()
+                pos = self.pos
+            else:
+                pos += 1
+        raise ParseError("unterminated extended glob")
 
     def _array(self) -> None:
         """The elements of `name=( ... )`, up to its `)`."""
@@ -411,7 +521,7 @@ class _Parser:
                 continue
             if text[pos] == "'":
                 self.pos = pos + 1
-                return "".join(out)
+                return _c_string("".join(out))
             c = text[pos + 1] if pos + 1 < n else ""
             pos += 2
             if c in simple:
@@ -423,7 +533,13 @@ class _Parser:
                     end += 1
                 if end > pos:
                     code = int(text[pos:end], 16)
-                    out.append(chr(code) if code < 0x110000 else "")
+                    if c == "x" and code >= 0x80:
+                        out.append(chr(0xDC00 + code))  # a byte, as the file system gets it
+                    elif 0xD800 <= code < 0xE000:
+                        # a lone surrogate: bash writes its three bytes
+                        out.append(chr(code).encode("utf-8", "surrogatepass").decode("utf-8", "surrogateescape"))
+                    else:
+                        out.append(chr(code) if code < 0x110000 else "")
                     pos = end
                 else:
                     out.append("\\" + c)
@@ -431,7 +547,8 @@ class _Parser:
                 end = pos
                 while end < min(n, pos + 2) and text[end] in "01234567":
                     end += 1
-                out.append(chr(int(c + text[pos:end], 8) & 0xFF))
+                code = int(c + text[pos:end], 8) & 0xFF
+                out.append(chr(code) if code < 0x80 else chr(0xDC00 + code))
                 pos = end
             elif c == "c" and pos < n:
                 out.append(chr(ord(text[pos]) & 0x1F))
@@ -627,7 +744,7 @@ class _Parser:
         inner = "".join(out)
         if self.nesting >= _MAX_NESTING:
             raise ParseError("substitutions nested too deeply")
-        sub = _Parser(inner, self.budget, self.nesting + 1, self.heredocs)
+        sub = _Parser(inner, self.budget, self.nesting + 1, self.heredocs, extglob=self.extglob)
         self.subs.append(sub._list(None))
         if self.nesting == self.base:
             self.texts.append(inner)
@@ -652,7 +769,7 @@ class _Parser:
             command.stdin_script = body
             command.stdin_dynamic = False
             if not quoted and ("$" in body or "`" in body):
-                scanner = _Parser(body, self.budget, self.nesting + 1, self.heredocs)
+                scanner = _Parser(body, self.budget, self.nesting + 1, self.heredocs, extglob=self.extglob)
                 command.stdin_dynamic = scanner._expansions()
                 command.nested.extend(scanner.subs)
 
@@ -691,8 +808,9 @@ class _Parser:
         self.pos = end
         return True
 
-    def _cond(self) -> None:
+    def _cond(self) -> list[Word]:
         """The words of a [[ ... ]] after its `[[`, up to its `]]`: tests, never redirections."""
+        words: list[Word] = []
         while True:
             c = self._blank()
             if not c:
@@ -704,9 +822,10 @@ class _Parser:
             word = self._word(cond=True)
             if word.raw.startswith("]]"):
                 self.pos = start + 2
-                return
+                return words
             if self.pos == start:
                 raise ParseError("unreadable [[")
+            words.append(word)
 
     def _coproc_name(self) -> None:
         """After `coproc`: skip the NAME of `coproc NAME { ...; }` or `coproc NAME ( ... )`."""
@@ -751,7 +870,7 @@ class _Parser:
         def finish(op: str | None) -> None:
             nonlocal cur, negate, insert_at
             lvl = levels[-1]
-            if cur.words or cur.redirects or cur.nested:
+            if cur.words or cur.redirects or cur.nested or cur.cond:
                 cur.next_op = op
                 cur.negated = negate
                 if insert_at is not None and not cur.words:
@@ -809,8 +928,10 @@ class _Parser:
                 lvl = levels.pop()
                 if lvl.kind == "if":
                     commands.append(Command(lvl.scope, "fi"))
-                elif lvl.kind == "loop" and lvl.state in ("while", "until"):
+                elif lvl.kind == "loop":
                     commands.append(Command(lvl.scope, "done"))
+                elif lvl.kind == "case":
+                    commands.append(Command(lvl.scope, "esac"))
                 if lvl.func is not None:
                     body = commands[lvl.start:]
                     del commands[lvl.start:]
@@ -903,6 +1024,8 @@ class _Parser:
                     lvl.elem = lvl.list = len(commands)
                 else:
                     lvl.state = "list"
+                    if lvl.head is not None and len(lvl.head.cond) < 256:
+                        lvl.head.cond.append(word)
                     hold()
                 continue
             at_start = not cur.words and not cur.redirects
@@ -918,6 +1041,7 @@ class _Parser:
                     raise ParseError(f"a redirection {op} with no target")
                 target = self._word()
                 cur.redirects.append((op, target))
+                cur.fds.append(fd)
                 if op in ("<<", "<<-"):
                     self.pending.append((target.text, op == "<<-", target.quoted, cur))
                     cur.stdin_script, cur.stdin_dynamic = "", False
@@ -988,8 +1112,11 @@ class _Parser:
                     marker(t)
                 elif t in ("for", "select"):
                     push("loop", "name")
+                    marker("for")
+                    levels[-1].head = commands[-1]
                 elif t == "case":
                     push("case", "subject")
+                    marker("case")  # which branch runs is not known: nothing in one is sure
                 elif t in ("then", "else", "elif", "do"):
                     finish(";")
                     if t == "do" and levels[-1].kind == "loop" and levels[-1].state not in ("while", "until"):
@@ -1013,7 +1140,7 @@ class _Parser:
                 elif t == "function":
                     expect_name = True
                 elif t == "[[":
-                    self._cond()
+                    cur.cond = self._cond()
                     cur.kind = "test"
                     cur.nested.extend(self._take())
                 elif t == "coproc":
@@ -1042,7 +1169,8 @@ _RESERVED = frozenset(("{", "}", "if", "then", "else", "elif", "fi", "while", "u
 def parse(script: str) -> tuple[list[Command], list[str]]:
     """The simple commands of `script` (its own, not those of its substitutions or functions),
     and the scripts of its substitutions as text. Raises ParseError."""
-    parser = _Parser(script, _Budget(_MAX_STEPS))
+    script = _clean(script)
+    parser = _Parser(script, _Budget(_MAX_STEPS), extglob="extglob" in script)
     try:
         commands = parser.parse()
     except _TooLarge:
@@ -1091,8 +1219,8 @@ class Writes:
     """What a script writes: resolved paths (absolute), descriptions of writes it cannot name,
     and whether it is a read (every command on the read list, no redirection to a file)."""
 
-    __slots__ = ("paths", "unknown", "commands", "heredocs", "simple", "read", "no_follow", "_seen",
-                 "_unknown_seen", "_more")
+    __slots__ = ("paths", "unknown", "commands", "heredocs", "simple", "read", "no_follow", "named", "_seen",
+                 "_unknown_seen", "_more", "_named_seen")
 
     def __init__(self) -> None:
         self.simple: list[tuple[list[str], list[str], bool]] = []  # (argv with wrappers, argv, background)
@@ -1104,14 +1232,33 @@ class Writes:
         # paths whose last component is removed or replaced, not written through (rm, mv, ln -f,
         # sed -i, ...): a symbolic link there is the link itself, not where it leads
         self.no_follow: set[str] = set()
+        # every path the script names, read or written: its words and its redirections' targets
+        # (`< f` and `$(< f)` included), absolute, resolved where each command runs; a glob kept
+        # as its pattern. At most _MAX_NAMED.
+        self.named: list[str] = []
         self._seen: set[str] = set()
         self._unknown_seen: set[str] = set()
         self._more = 0
+        self._named_seen: set[str] = set()
+
+
+def _clean(script: str) -> str:
+    """The script as bash gets it: no NUL (bash drops one it reads; an argument ends at one), and
+    a lone surrogate (text no UTF-8 encodes) as the replacement character it is sent as."""
+    if "\0" in script:
+        script = script.replace("\0", "")
+    if not script.isascii():
+        try:
+            script.encode("utf-8")
+        except UnicodeEncodeError:
+            script = "".join("\ufffd" if 0xD800 <= ord(ch) < 0xE000 else ch for ch in script)
+    return script
 
 
 def writes(script: str, cwd: str, depth: int = 0) -> Writes:
     """Every path `script` writes, resolved against `cwd` (and any `cd` along the way); what it
     may write but cannot be named in `.unknown`; whether it is nothing but reads in `.read`."""
+    script = _clean(script)
     found = Writes()
     judge = _Judge(found)
     judge.depth = depth
@@ -1164,6 +1311,38 @@ def _program(text: str) -> str | None:
     if head in _SYSTEM_DIRS or (head.startswith("/nix/store/") and head.endswith("/bin")) or base == "proctor":
         return base
     return None
+
+
+_OWN_PROCESS = frozenset(("self", "thread-self", "$$", "${$}", "$BASHPID", "${BASHPID}"))
+
+
+def _through_fd(text: str) -> tuple[bool, str, str] | None:
+    """A path through a descriptor (/dev/fd/N/..., /dev/stdin/..., /proc/self/fd/N/...): whether
+    the descriptor is the shell's own, its number, and the rest of the path ("" for none)."""
+    if not text.startswith(("/dev", "/proc", "//", "/.")):
+        return None
+    parts = [p for p in text.split("/") if p and p != "."]
+    if ".." in parts[:3 if parts[:1] == ["proc"] else 2]:  # a `..` before the descriptor's number
+        return _through_fd(os.path.normpath("/" + "/".join(parts)))
+    if len(parts) < 2:
+        return None
+    if parts[0] == "dev":
+        if parts[1] == "fd" and len(parts) >= 3:
+            return True, parts[2], "/".join(parts[3:])
+        if parts[1] in ("stdin", "stdout", "stderr"):
+            return True, str(("stdin", "stdout", "stderr").index(parts[1])), "/".join(parts[2:])
+        return None
+    if parts[0] == "proc" and len(parts) >= 4 and parts[2] == "fd":
+        return parts[1] in _OWN_PROCESS, parts[3], "/".join(parts[4:])
+    return None
+
+
+def _subscript_code(text: str) -> bool:
+    """Whether a name or an arithmetic expression bash evaluates holds a subscript whose expansion
+    runs a command: `a[$(cmd)]`, which a quoted string passed to let, read, printf -v, test -v,
+    unset or declare -i reaches unseen by the parser."""
+    k = text.find("[")
+    return k >= 0 and ("$(" in text[k:] or "`" in text[k:] or "${" in text[k:] or "$[" in text[k:])
 
 
 def _past_quote(raw: str, i: int) -> int:
@@ -1422,6 +1601,15 @@ class _Judge:
         self.acts = 0  # writes, unknowns and non-reads so far
         self.positional: list[str] | None = None  # $1... when known
         self.prefix: dict[str, Word] = {}  # the assignments prefixed to the command being judged
+        self.extglob = False  # a script seen names extglob: its patterns are words
+        self.fds: dict[str, str] = {}  # a descriptor opened for reading (`exec 3<dir`) -> what it opened
+        self.physical = False  # set -P: cd resolves links
+        self.disabled: set[str] = set()  # builtins turned off by enable -n
+        self.unset_maybe: set[str] = set()  # functions `unset NAME` may have removed (or a variable)
+        self.tmpdir: str | None | bool = False  # TMPDIR as this script set it; False: as it was
+        self.in_function = 0  # function bodies being run
+        self.loops = 0  # loops open around the command being judged (in this function, this shell)
+        self.copied_trees: list[str] = []  # trees copied with their links, too large to search
 
     # -- what is found --------------------------------------------------------------------
 
@@ -1448,6 +1636,12 @@ class _Judge:
         self.acts += 1
         self.found.read = False
         self._record(path)
+        if self.copied_trees and follow:
+            for tree in self.copied_trees:
+                if path.startswith(tree + "/"):
+                    self.unknown(f"{path}: in a copy of a tree too large to search for the links it copied; "
+                                 f"where one leads proctor cannot tell")
+                    break
         if self.links and follow:
             for other in self._aliases(path):
                 if other not in self.found._seen and (os.path.dirname(other) in self.made or
@@ -1467,6 +1661,47 @@ class _Judge:
                 break
             self.made.add(parent)
         self.made.add(path)
+
+    def name(self, word: Word, cwd: str | None) -> None:
+        """Keep a path the script names (read or written) in found.named: absolute, a glob as its pattern."""
+        found = self.found
+        if word.dynamic or len(found.named) >= _MAX_NAMED:
+            return
+        text = word.text
+        if "=" in text:
+            if text[0] == "-" or _is_assignment(word):
+                text = text.split("=", 1)[1]
+        elif text[:1] == "-":
+            return
+        if not text or text in _DEVICES:
+            return
+        if text[0] != "/":
+            if cwd is None:
+                return
+            text = (cwd if cwd != "/" else "") + "/" + text
+        if "/." in text or "//" in text or text[-1] == "/" or text.startswith(("/dev/", "/proc/")):
+            path = self.resolve(text)
+        else:
+            path = text  # plain already
+        if path is not None and path not in found._named_seen:
+            found._named_seen.add(path)
+            found.named.append(path)
+
+    def resolve(self, text: str) -> str | None:
+        """An absolute path made plain: through a directory held on a descriptor, and `..` taken
+        physically (as the kernel does). None when it goes through a descriptor proctor cannot see."""
+        through = _through_fd(text)
+        if through is not None:
+            own, fd, rest = through
+            held = self.fds.get(fd) if own else None
+            if held is None:
+                return None if rest else text
+            text = held + "/" + rest if rest else held
+        if "/../" in text or text.endswith("/.."):
+            head, _, tail = text.rpartition("/")
+            head = os.path.realpath(head) if tail != ".." else os.path.realpath(text)
+            return head if tail == ".." else os.path.normpath(os.path.join(head, tail))
+        return os.path.normpath(text)
 
     def _aliases(self, path: str) -> list[str]:
         """Every other name a write of `path` reaches through links made in this call."""
@@ -1507,14 +1742,26 @@ class _Judge:
                     self.unknown(f"{who} {text}: a path through another process's "
                                  f"{'directory' if kind == 'cwd' else 'root'}")
                     return None
-            elif text.startswith("/proc/self/fd/") or text.startswith("/proc/thread-self/fd/"):
-                return ""
+        through = _through_fd(text)
+        if through is not None:
+            own, fd, rest = through
+            if not rest:
+                if own:
+                    return ""  # a stream
+                self.unknown(f"{who} {text}: a descriptor of another process")
+                return None
+            held = self.fds.get(fd) if own else None
+            if held is None:
+                self.unknown(f"{who} {text}: a path through descriptor {fd}, whose directory proctor cannot see")
+                return None
+            word = Word(held + "/" + rest, word.dynamic, raw=word.raw, why=word.why)
+            text = word.text
         if (text.startswith(("<(", ">(")) and word.raw.startswith(("<(", ">("))):
             return ""  # a pipe into a process substitution, judged as a script of its own
         if word.dynamic or not text:
             self.unknown(f"{who} {text or 'to an empty name'}: {_why(word)}")
             return None
-        if text in _DEVICES or text.startswith(("/dev/fd/", "/dev/pts/")):
+        if text in _DEVICES or text.startswith("/dev/pts/"):
             return ""
         if not text.startswith("/"):
             if cwd is None:
@@ -1581,6 +1828,12 @@ class _Judge:
                     rest = text[m.end():]
                     return None if "$" in rest else os.path.normpath(cwd + rest)
                 return None
+        through = _through_fd(text)
+        if through is not None:
+            held = self.fds.get(through[1]) if through[0] else None
+            if held is None:
+                return None
+            text = held + "/" + through[2] if through[2] else held
         if word.dynamic or not text:
             return None
         if not text.startswith("/"):
@@ -1608,6 +1861,45 @@ class _Judge:
             targets = [os.path.normpath((cwd or "/") + "/" + text)]
         self.links[link_path] = [t for t in targets if t != link_path]
 
+    def copied_links(self, path: str, source: Word, cwd: str | None) -> None:
+        """`cp -P source path`: the symbolic links among what is copied are copied as links."""
+        if cwd is None and not source.text.startswith("/"):
+            return
+        origin = os.path.normpath(os.path.join(cwd or "/", source.text))
+        if origin in self.links:
+            self.links[path] = list(self.links[origin])
+            return
+        if os.path.islink(origin):
+            self._copied_link(origin, path)
+            return
+        if not os.path.isdir(origin):
+            return
+        seen = 0
+        todo = [(origin, path)]
+        while todo:
+            here, there = todo.pop()
+            try:
+                entries = list(os.scandir(here))
+            except OSError:
+                continue
+            for entry in entries:
+                seen += 1
+                if seen > _MAX_LINK_SCAN:
+                    self.copied_trees.append(path)
+                    return
+                if entry.is_symlink():
+                    self._copied_link(entry.path, there + "/" + entry.name)
+                elif entry.is_dir(follow_symlinks=False):
+                    todo.append((entry.path, there + "/" + entry.name))
+
+    def _copied_link(self, origin: str, copy: str) -> None:
+        try:
+            text = os.readlink(origin)
+        except (OSError, ValueError):
+            return
+        target = text if text.startswith("/") else os.path.dirname(copy) + "/" + text
+        self.links[copy] = [os.path.normpath(target)]
+
     # -- scripts and commands -------------------------------------------------------------
 
     def script(self, text: str, cwd: str | None, oldpwd: str | None, child: bool) -> tuple[str | None, str | None]:
@@ -1616,39 +1908,50 @@ class _Judge:
         if self.depth > _MAX_NESTING:
             self.unknown("shell nested too deeply to read")
             return cwd, oldpwd
+        self.extglob = self.extglob or "extglob" in text
         try:
-            parser = _Parser(text, self.budget)
+            parser = _Parser(text, self.budget, extglob=self.extglob)
             commands = parser.parse()
         except ParseError as exc:
             self.unknown(f"unparseable shell ({exc})")
             return cwd, oldpwd
         self.found.heredocs.extend(parser.heredocs)
         self.scripts += 1
-        saved = self.script_id
+        saved = self.script_id, self.in_function, self.loops
         self.script_id = self.scripts
+        if child:
+            self.in_function = self.loops = 0  # a new shell: `return` or `break` there ends nothing of this one
         self.depth += 1
         try:
             return self.run(commands, cwd, oldpwd)
-        except _Exit:
+        except (_Exit, _Return, _Break):
             if not child:
                 raise
             return cwd, oldpwd
         finally:
             self.depth -= 1
-            self.script_id = saved
+            self.script_id, self.in_function, self.loops = saved
 
     def run(self, commands: list[Command], cwd: str | None, oldpwd: str | None) -> tuple[str | None, str | None]:
         """Judge commands in order; each scope starts where its parent is. Returns the state of
         the root scope at the end."""
         here: dict[tuple, tuple[str | None, str | None]] = {(): (cwd, oldpwd)}
-        frames: list[list] = []  # open if/while: [skipping before it, a branch surely taken, this branch skipped, sure]
+        # open if/while/for: [skipping before it, a branch surely taken, this branch skipped, sure, until,
+        # a loop, left by break]
+        frames: list[list] = []
         skipping = False
         previous: Command | None = None
         self.status = True
+        loops = self.loops
         for command in commands:
             kind = command.kind
             if kind not in ("simple", "test", "function", "opaque"):
+                if kind == "for" and command.cond and not skipping:
+                    state = here.get(command.scope) or here[()]
+                    for word in command.cond:
+                        self.name(self.expand_one(word, state[0], state[1]), state[0])
                 skipping = self._branch(kind, frames, skipping)
+                self.loops = loops + sum(1 for f in frames if f[5])
                 previous = None
                 continue
             if skipping:
@@ -1672,17 +1975,42 @@ class _Judge:
                 if scope == () and sure:
                     raise
                 new = None
+            except _Return as exc:
+                if scope == () and sure:
+                    if exc.state is None:
+                        exc.state = here[()]
+                    raise
+                new = None
+            except _Break as exc:
+                if scope != () or not sure:
+                    new = None
+                else:
+                    open_loops = [k for k, f in enumerate(frames) if f[5]]
+                    if not open_loops:
+                        if exc.state is None:
+                            exc.state = here[()]
+                        raise  # an eval's break, for the loop around the eval
+                    if exc.state is not None:
+                        here[()] = exc.state
+                    left = open_loops[-min(exc.levels, len(open_loops))]
+                    frames[left][6] = True
+                    for f in frames[left + 1:]:
+                        f[0] = True  # what is open inside the loop is skipped to its end
+                    skipping = True
+                    previous = None
+                    continue
             if command.negated and self.status is not None:
                 self.status = not self.status
             if new is not None:
                 here[scope] = new
             previous = command
+        self.loops = loops
         return here[()]
 
     def _branch(self, kind: str, frames: list[list], skipping: bool) -> bool:
         status = self.status
-        if kind in ("if", "while", "until"):
-            frames.append([skipping, False, False, True, kind == "until"])
+        if kind in ("if", "while", "until", "for", "case"):
+            frames.append([skipping, False, False, kind != "case", kind == "until", kind not in ("if", "case"), False])
             return skipping
         if not frames:
             return skipping
@@ -1716,14 +2044,17 @@ class _Judge:
         budget.left -= 1
         if budget.left < 0:
             raise _TooLarge()
+        loops = self.loops
         for sub in command.nested:
             try:
                 self.run(sub, cwd, oldpwd)
-            except _Exit:
+            except (_Exit, _Return, _Break):
                 pass
+            self.loops = loops
         self.status = None
         if command.kind == "function":
             self.functions[command.name or ""] = command.body
+            self.unset_maybe.discard(command.name or "")
             self.status = True
             if command.name == "command_not_found_handle":
                 self.unknown("command_not_found_handle: bash runs it for any program it cannot find; proctor "
@@ -1732,10 +2063,34 @@ class _Judge:
         if command.kind == "opaque":
             self.unknown(command.name or "code proctor cannot see")
             return None
-        for op, target in command.redirects:
-            if op in _OUTPUT_REDIRECTS or (op == ">&" and not (target.text.isdigit() or target.text == "-")):
-                self.write(self.expand_one(target, cwd, oldpwd), cwd, op, stream=True)
+        fds = command.fds
+        for k, (op, target) in enumerate(command.redirects):
+            fd = fds[k] if k < len(fds) else ""
+            if op in ("<<", "<<-", "<<<"):
+                continue
+            if op in (">&", "<&") and (target.text.isdigit() or target.text == "-"):
+                number = fd or ("0" if op == "<&" else "1")
+                if target.text == "-" or target.text not in self.fds:
+                    self.fds.pop(number, None)
+                else:
+                    self.fds[number] = self.fds[target.text]
+                continue
+            target = self.expand_one(target, cwd, oldpwd)
+            self.name(target, cwd)
+            if op == "<":
+                held = self.directory(target, cwd)
+                if held is not None:
+                    self.fds[fd or "0"] = self.resolve(held) or held
+                else:
+                    self.fds.pop(fd or "0", None)
+            else:
+                self.fds.pop(fd or ("0" if op == "<>" else "1"), None)
+            if op in _OUTPUT_REDIRECTS or op == ">&":
+                self.write(target, cwd, op, stream=True)
         if command.kind == "test":
+            for k, word in enumerate(command.cond[:-1]):
+                if word.text == "-v" and _subscript_code(command.cond[k + 1].text):
+                    self.unknown(f"[[ -v {command.cond[k + 1].text[:40]} ]]: a subscript that runs a command")
             return None
         if not command.words:
             if not command.redirects:
@@ -1810,24 +2165,44 @@ class _Judge:
                sure: bool) -> tuple[str | None, str | None] | None:
         i = 0
         prefix: dict[str, Word] = {}
+        saved = self.home, self.tmpdir
         while i < len(words) and _is_assignment(words[i]):
             name = self.assign(words[i], cwd, oldpwd, standalone=False)
             prefix[name] = words[i]
             i += 1
+        for k, word in enumerate(words):
+            if k != i or "/" in word.text:  # not a program's name, looked up in PATH
+                self.name(word, cwd)
         if i == len(words):
+            self.home, self.tmpdir = saved
             for word in words:
                 self.assign(word, cwd, oldpwd, standalone=True)
             self.status = True
             return None
+        temporary = ["HOME" in prefix or "TMPDIR" in prefix]
+        try:
+            return self._simple(words, i, prefix, command, cwd, oldpwd, sure, temporary)
+        finally:
+            if temporary[0]:
+                self.home, self.tmpdir = saved  # HOME=x cmd: for that command only
+
+    def _simple(self, words: list[Word], i: int, prefix: dict[str, Word], command: Command, cwd: str | None,
+                oldpwd: str | None, sure: bool, temporary: list[bool]) -> tuple[str | None, str | None] | None:
         argv = words[i:]
         first = argv[0]
         if first.raw in self.aliases and first.raw not in self.expanding and self.aliases_apply(first.raw, command):
             return self.alias(first.raw, argv[1:], cwd, oldpwd)
         self.prefix = prefix
+        saved = self.home, self.tmpdir
         unwrapped = self.unwrap(argv, cwd, oldpwd)
+        if (self.home, self.tmpdir) != saved:
+            temporary[0] = True  # env HOME=x cmd
         if unwrapped is None:
             return None
         argv, cwd_run, how = unwrapped
+        if cwd_run != cwd:
+            for word in argv[0 if "/" in argv[0].text else 1:]:
+                self.name(word, cwd_run)
         texts = [w.text for w in argv]
         tail = words[len(words) - len(argv):]
         raw = [w.text for w in words]
@@ -1895,8 +2270,16 @@ class _Judge:
                     break
         elif name == "CDPATH" and value:
             self.cdpath = True
-        elif name == "HOME" and standalone:
+        elif name == "HOME":
             self.home = None if value_word.dynamic else value
+        elif name == "TMPDIR":
+            self.tmpdir = None if value_word.dynamic else value
+        elif name == "GIT_ALLOW_PROTOCOL" and (value_word.dynamic or "ext" in value.split(":")):
+            self.unknown(f"GIT_ALLOW_PROTOCOL={value[:40]}: lets git's ext:: transport run a program named in a "
+                         f"URL; proctor cannot tell what it writes")
+        if not value_word.dynamic and _subscript_code(value):
+            self.unknown(f"{name}={value[:40]}: a value whose subscript runs a command when arithmetic reads it; "
+                         f"proctor cannot tell what it writes")
         return name
 
     def unwrap(self, words: list[Word], cwd: str | None, oldpwd: str | None
@@ -1940,10 +2323,21 @@ class _Judge:
             self.unknown(f"{word.text}: a program proctor does not know; it cannot tell what it writes")
             return None
         if how is None and "/" not in word.text and name in self.functions:
+            if name in self.unset_maybe:
+                # `unset NAME` removed a variable of that name, or else the function: either runs
+                self.unknown(f"{name}: a function `unset` may have removed; then a program of that name runs")
             return self.call(name, args, cwd, oldpwd)
         if name in ("test", "["):
+            for k, arg in enumerate(args[:-1]):
+                if arg.text == "-v" and _subscript_code(args[k + 1].text):
+                    self.unknown(f"{name} -v {args[k + 1].text[:40]}: a subscript that runs a command")
             self.status = self.test(name, args, cwd)
             return None
+        if name in self.disabled and (name in _BUILTINS or name in _READS):
+            self.status = None
+            if name in _BUILTINS:
+                self.unknown(f"{name}: a builtin turned off by enable -n; a program of that name runs, if there is one")
+                return None
         builtin = _BUILTINS.get(name)
         if builtin is not None:
             return builtin(self, name, args, command, cwd, oldpwd, sure)
@@ -2044,16 +2438,20 @@ class _Judge:
             return None
         body = self.functions[name]
         self.budget.left -= 8 + 4 * len(body)  # a call costs its body again
-        saved = self.positional
+        saved = self.positional, self.in_function, self.loops
         self.positional = None if any(w.dynamic for w in args) else [w.text for w in args]
         self.expanding.add(name)
         self.depth += 1
+        self.in_function += 1
+        self.loops = 0  # bash's break in a function leaves no loop of its caller
         try:
             return self.run(body, cwd, oldpwd)
+        except _Return as exc:
+            return exc.state
         finally:
             self.depth -= 1
             self.expanding.discard(name)
-            self.positional = saved
+            self.positional, self.in_function, self.loops = saved
 
     def sub_command(self, words: list[Word], cwd: str | None, oldpwd: str | None) -> None:
         """A command another program runs (find -exec, xargs): judged like one of the script's."""
@@ -2436,19 +2834,29 @@ _WRAPPERS = {
 
 
 def _b_cd(j: _Judge, name: str, args: list[Word], command: Command, cwd, oldpwd, sure):
-    physical = False
+    physical = j.physical
+    stay = False  # pushd -n, popd -n: the stack changes, the directory does not
     operands: list[Word] = []
     for k, word in enumerate(args):
         if word.text == "--":
             operands = args[k + 1:]
             break
-        if word.text.startswith("-") and len(word.text) > 1 and not word.dynamic:
-            physical = physical or "P" in word.text
+        if word.text.startswith("-") and len(word.text) > 1 and not word.dynamic and \
+                not (name != "cd" and word.text[1:].isdigit()):
+            for ch in word.text[1:]:
+                if ch in "PL":
+                    physical = ch == "P"
+                elif ch == "n" and name != "cd":
+                    stay = True
             continue
         operands = args[k:]
         break
     j.status = True
     if name == "popd":
+        if stay:
+            if j.dirstack and not operands:
+                j.dirstack.pop()
+            return None
         if any(w.text.startswith(("+", "-")) for w in args):
             return None, cwd
         if not j.dirstack:
@@ -2464,10 +2872,12 @@ def _b_cd(j: _Judge, name: str, args: list[Word], command: Command, cwd, oldpwd,
             j.dirstack.append(cwd)
             return new, cwd
         if operands[0].text.startswith(("+", "-")) and operands[0].text[1:].isdigit():
-            return None, cwd
+            return None if stay else (None, cwd)
     target = operands[0] if operands else None
     if target is None:
-        new = j.home
+        if j.home == "":
+            return None
+        new = None if j.home is None else j.directory(Word(j.home), cwd)
     elif target.text == "-" and not target.quoted:
         new = oldpwd
     elif target.text == "" and not target.dynamic:
@@ -2477,9 +2887,15 @@ def _b_cd(j: _Judge, name: str, args: list[Word], command: Command, cwd, oldpwd,
         new = None
     else:
         new = j.directory(target, cwd)
+    if new is not None and stay:
+        j.dirstack.append(new)
+        return None
     if new is not None:
         if physical:
-            new = os.path.realpath(new)
+            # cd -P: links resolved before `..` is taken
+            plain = target is not None and not target.dynamic and cwd is not None and \
+                not target.text.startswith("/") and target.text != "-"
+            new = os.path.realpath(cwd.rstrip("/") + "/" + target.text if plain else new)
         if not os.path.isdir(new) and new not in j.made:
             probe = new
             while probe not in ("/", "") and probe not in j.found._seen:
@@ -2535,6 +2951,13 @@ def _b_shopt(j: _Judge, name: str, args: list[Word], command: Command, cwd, oldp
 
 def _b_set(j: _Judge, name: str, args: list[Word], command: Command, cwd, oldpwd, sure):
     texts = [w.text for w in args]
+    for k, t in enumerate(texts):
+        if t == "--" or t[:1] not in ("-", "+") or len(t) < 2:
+            break
+        if "o" in t[1:] and k + 1 < len(texts) and texts[k + 1] == "physical":
+            j.physical = t[0] == "-"
+        if "P" in t[1:]:
+            j.physical = t[0] == "-"
     if "--" in texts:
         rest = args[texts.index("--") + 1:]
         j.positional = None if any(w.dynamic for w in rest) else [w.text for w in rest]
@@ -2544,10 +2967,132 @@ def _b_set(j: _Judge, name: str, args: list[Word], command: Command, cwd, oldpwd
 
 def _b_declare(j: _Judge, name: str, args: list[Word], command: Command, cwd, oldpwd, sure):
     for word in args:
-        if _is_assignment(word):
+        if word.text[:1] in ("-", "+"):
+            continue
+        if _subscript_code(word.text.split("=", 1)[0]):
+            j.unknown(f"{name} {word.text[:40]}: a subscript that runs a command")
+        elif _is_assignment(word) or _r().assignment.match(word.text):
             j.assign(word, cwd, oldpwd, standalone=True)
+        elif _subscript_code(word.text):
+            j.unknown(f"{name} {word.text[:40]}: a subscript that runs a command")
     j.status = True
     return None
+
+
+def _names(j: _Judge, name: str, words: list[Word]) -> None:
+    """Variable names a builtin sets or reads: a subscript in one runs a command bash evaluates."""
+    for word in words:
+        if word is not None and _subscript_code(word.text):
+            j.unknown(f"{name} {word.text[:40]}: a subscript that runs a command; proctor cannot tell what it writes")
+
+
+def _b_read(j: _Judge, name: str, args: list[Word], command: Command, cwd, oldpwd, sure):
+    opts, operands = _getopt(args, "adinNptu")
+    _names(j, name, operands + [v for o, v in opts if o == "-a" and v is not None])
+    j.status = None
+    return None
+
+
+def _b_printf(j: _Judge, name: str, args: list[Word], command: Command, cwd, oldpwd, sure):
+    if args and args[0].text.startswith("-v"):
+        variable = Word(args[0].text[2:]) if len(args[0].text) > 2 else (args[1] if len(args) > 1 else None)
+        _names(j, "printf -v", [variable] if variable is not None else [])
+        if any(_subscript_code(w.text) for w in args[1:]):
+            j.unknown("printf -v: a value whose subscript runs a command when arithmetic reads it")
+    j.status = None
+    return None
+
+
+def _b_let(j: _Judge, name: str, args: list[Word], command: Command, cwd, oldpwd, sure):
+    _names(j, name, args)
+    j.status = None
+    return None
+
+
+def _b_unset(j: _Judge, name: str, args: list[Word], command: Command, cwd, oldpwd, sure):
+    functions = variables = False
+    for word in args:
+        t = word.text
+        if t[:1] == "-" and len(t) > 1 and not word.dynamic:
+            functions = functions or "f" in t
+            variables = variables or "v" in t
+            continue
+        if word.dynamic:
+            if not variables:
+                j.unknown(f"unset {t[:40]}: a name held in a variable")
+            continue
+        _names(j, name, [word])
+        if functions:
+            j.functions.pop(t, None)
+            j.unset_maybe.discard(t)
+        elif not variables:
+            if t in j.functions:
+                j.unset_maybe.add(t)  # a variable of that name goes first, else the function
+            if t == "HOME":
+                j.home = None
+            elif t == "TMPDIR":
+                j.tmpdir = False
+    j.status = True
+    return None
+
+
+def _b_return(j: _Judge, name: str, args: list[Word], command: Command, cwd, oldpwd, sure):
+    if j.in_function and sure and command.scope == () and not command.background and \
+            command.next_op not in ("|", "|&"):
+        raise _Return()
+    return None
+
+
+def _b_break(j: _Judge, name: str, args: list[Word], command: Command, cwd, oldpwd, sure):
+    levels = int(args[0].text) if args and args[0].text.isdigit() and int(args[0].text) > 0 else 1
+    if j.loops and sure and command.scope == () and not command.background and command.next_op not in ("|", "|&") \
+            and not (args and args[0].dynamic):
+        raise _Break(levels)  # continue too: a body judged once ends there either way
+    return None
+
+
+def _b_mapfile(j: _Judge, name: str, args: list[Word], command: Command, cwd, oldpwd, sure):
+    opts, operands = _getopt(args, "dnOsucC")
+    _names(j, name, operands)
+    callback = _value(opts, "-C")
+    j.status = None
+    if callback is None:
+        return None
+    if callback.dynamic:
+        j.unknown(f"{name} -C {callback.text[:40]}: a callback built from an expansion")
+        return None
+    # bash evals the callback with the index and the line read appended
+    return j.script(callback.text + ' "$MAPFILE_INDEX" "$MAPFILE_LINE"', cwd, oldpwd, child=False)
+
+
+def _b_compgen(j: _Judge, name: str, args: list[Word], command: Command, cwd, oldpwd, sure):
+    opts, _ = _getopt(args, "oAGWFCXPSV")
+    j.status = None
+    state = None
+    for o, v in opts:
+        if v is None:
+            continue
+        if o == "-W" and ("$" in v.text or "`" in v.text):
+            # the word list is expanded: its substitutions run
+            try:
+                scanner = _Parser(v.text, j.budget, extglob=j.extglob)
+                scanner._expansions()
+            except ParseError:
+                j.unknown(f"compgen -W {v.text[:40]}: a word list proctor cannot read")
+                continue
+            for sub in scanner.subs:
+                j.run(sub, cwd, oldpwd)
+        elif o == "-C":
+            if v.dynamic:
+                j.unknown(f"compgen -C {v.text[:40]}: a command built from an expansion")
+            else:
+                j.script(v.text + ' "$COMP_COMMAND" "$COMP_WORD" "$COMP_PREVIOUS"', cwd, oldpwd, child=True)
+        elif o == "-F":
+            if not v.dynamic and v.text in j.functions:
+                state = j.call(v.text, [Word("$COMP_WORD", True)] * 3, cwd, oldpwd)
+            else:
+                j.unknown(f"compgen -F {v.text[:40]}: runs a function proctor has not seen")
+    return state
 
 
 def _b_trap(j: _Judge, name: str, args: list[Word], command: Command, cwd, oldpwd, sure):
@@ -2577,8 +3122,18 @@ def _b_hash(j: _Judge, name: str, args: list[Word], command: Command, cwd, oldpw
 def _b_enable(j: _Judge, name: str, args: list[Word], command: Command, cwd, oldpwd, sure):
     if any(w.text.startswith("-") and "f" in w.text for w in args):
         j.unknown("enable -f: loads a builtin from a file; proctor cannot tell what it writes")
-    else:
-        j.quiet()
+        return None
+    j.quiet()
+    off = any(w.text.startswith("-") and "n" in w.text for w in args)
+    for word in args:
+        if word.text.startswith("-"):
+            continue
+        if word.dynamic:
+            j.unknown(f"enable {word.text[:40]}: a builtin named by an expansion")
+        elif off:
+            j.disabled.add(word.text)
+        else:
+            j.disabled.discard(word.text)
     return None
 
 
@@ -2600,6 +3155,9 @@ _BUILTINS = {
     "set": _b_set,
     "export": _b_declare, "declare": _b_declare, "typeset": _b_declare, "local": _b_declare,
     "readonly": _b_declare,
+    "read": _b_read, "printf": _b_printf, "let": _b_let, "unset": _b_unset,
+    "return": _b_return, "break": _b_break, "continue": _b_break,
+    "mapfile": _b_mapfile, "readarray": _b_mapfile, "compgen": _b_compgen,
     "trap": _b_trap,
     "exit": _b_exit,
     "hash": _b_hash,
@@ -2616,8 +3174,8 @@ _READS = frozenset("""
     expand unexpand strings hexdump od basename dirname realpath readlink which whereis type ps pgrep pidof
     sleep id whoami groups logname users who uname uptime nproc free arch tty locale getconf seq expr factor
     numfmt cal printenv md5sum sha1sum sha224sum sha256sum sha384sum sha512sum b2sum cksum sum shasum md5 look
-    lsblk lscpu help times jobs dirs wait read mapfile readarray getopts let shift return break continue yes
-    logout unset umask ulimit caller compgen complete compopt disown fg bg suspend
+    lsblk lscpu help times jobs dirs wait getopts shift yes
+    logout umask ulimit caller complete compopt disown fg bg suspend
 """.split())
 
 _INTERPRETERS = frozenset("""
@@ -2685,6 +3243,11 @@ def _copy_like(j: _Judge, name, args, cwd, command):
         o == "--update" and v is not None and v.text == "none" for o, v in opts))
     # cp writes through a link at its destination; mv, ln and install replace it
     follow = name == "cp" and not _has(opts, "--remove-destination")
+    # cp -P, -d, -a (and -r without -L or -H) copy a symbolic link as a link: a write through the copy
+    # lands where the link leads, read from the copy's own directory
+    as_links = name == "cp" and not symbolic and not hard and not _has(opts, "-L", "--dereference") and (
+        _has(opts, "-P", "--no-dereference", "-d", "-a", "--archive") or
+        (_has(opts, "-r", "-R", "--recursive") and not _has(opts, "-H")))
     for source in sources:
         base = os.path.basename(source.text.rstrip("/")) or source.text
         if into_dir:
@@ -2703,6 +3266,8 @@ def _copy_like(j: _Judge, name, args, cwd, command):
                 j.links[path] = j.links[moved]
         if path and (symbolic or hard):
             j.link(path, source, cwd, symbolic, relative)
+        elif path and as_links and not source.dynamic:
+            j.copied_links(path, source, cwd)
 
 
 def _h_link(j: _Judge, name, args, cwd, command):
@@ -3663,16 +4228,21 @@ def _h_mktemp(j: _Judge, name, args, cwd, command):
         return
     j.quiet()
     directory = _value(opts, "-p", "--tmpdir")
-    if not operands:
-        if directory is not None:
-            j.write(Word(directory.text.rstrip("/") + "/tmp.XXXXXXXXXX", directory.dynamic), cwd, "mktemp")
+    if directory is not None and not directory.text and not directory.dynamic:
+        directory = None
+    template = operands[0] if operands else Word("tmp.XXXXXXXXXX")
+    if operands and not _has(opts, "-p", "--tmpdir", "-t"):
+        j.write(template, cwd, "mktemp")
         return
-    template = operands[0]
-    if directory is not None:
-        template = Word(directory.text.rstrip("/") + "/" + template.text, directory.dynamic or template.dynamic)
-    elif _has(opts, "-t", "--tmpdir"):
+    # in a directory: -t takes $TMPDIR before -p; otherwise -p, then $TMPDIR, then /tmp
+    env = j.tmpdir  # False: as the environment has it (outside the work tree); None: unknown
+    if env is None and (_has(opts, "-t") or directory is None):
+        j.unknown("mktemp: a file in a TMPDIR held in a variable")
         return
-    j.write(template, cwd, "mktemp")
+    base = Word(env) if env and (_has(opts, "-t") or directory is None) else directory
+    if base is None:
+        return  # /tmp, or the TMPDIR the shell has
+    j.write(Word(base.text.rstrip("/") + "/" + template.text, base.dynamic or template.dynamic), cwd, "mktemp")
 
 
 def _h_fallocate(j: _Judge, name, args, cwd, command):
@@ -3782,12 +4352,13 @@ _GIT_TREE_WIDE = frozenset(("merge", "rebase", "pull", "cherry-pick", "revert", 
 _GIT_CODE_KEYS = frozenset(("command", "textconv", "driver", "cmd", "clean", "smudge", "process", "program",
                             "helper", "path", "hookspath", "fsmonitor", "editor", "pager", "sshcommand", "askpass",
                             "external", "packobjectshook", "gitproxy", "worktree", "templatedir", "tool",
-                            "trustexitcode"))
+                            "trustexitcode", "uploadpack", "receivepack"))
 
 
 def _git_key_runs_code(key: str) -> bool:
     key = key.lower()
-    return key.startswith(("alias.", "pager.", "includeif.", "include.")) or key.rsplit(".", 1)[-1] in _GIT_CODE_KEYS
+    return key.startswith(("alias.", "pager.", "includeif.", "include.")) or key.rsplit(".", 1)[-1] in _GIT_CODE_KEYS \
+        or (key.startswith("protocol.") and key.endswith(".allow")) or "ext::" in key
 
 
 def _git(j: _Judge, args: list[Word], cwd: str | None, command: Command) -> None:
@@ -3808,7 +4379,7 @@ def _git(j: _Judge, args: list[Word], cwd: str | None, command: Command) -> None
             continue
         if t in ("-c", "--config-env") and i + 1 < n or t.startswith("--config-env="):
             setting = args[i + 1].text if "=" not in t else t.split("=", 1)[1]
-            if _git_key_runs_code(setting.split("=", 1)[0]):
+            if _git_key_runs_code(setting.split("=", 1)[0]) or "ext::" in setting:
                 j.unknown(f"git -c {setting[:40]}: a setting that runs a program; proctor cannot tell what it writes")
             i += 1 if "=" in t else 2
             continue
@@ -3837,6 +4408,12 @@ def _git(j: _Judge, args: list[Word], cwd: str | None, command: Command) -> None
         return
     sub = sub_word.text
     texts = [w.text for w in rest]
+    for t in texts:
+        option = t.split("=", 1)[0]
+        if (len(option) > 4 and any(o.startswith(option) for o in ("--upload-pack", "--receive-pack", "--exec"))) or (
+                option == "-u" and sub in ("ls-remote", "clone")) or t.startswith("ext::") or "=ext::" in t:
+            j.unknown(f"git {sub} {t[:40]}: runs a program named on its command line; proctor cannot tell what "
+                      f"it writes")
     # where pathspecs resolve: the cwd, or the --work-tree's top when the cwd is outside it
     base = cwd
     if work_tree is None:
@@ -3866,6 +4443,18 @@ def _git(j: _Judge, args: list[Word], cwd: str | None, command: Command) -> None
             j.unknown("git grep -O: opens a pager; proctor cannot tell what it writes")
         return
     if sub in _GIT_READS:
+        return
+    if sub == "maintenance" and texts[:1] in (["register"], ["unregister"], ["start"], ["stop"]):
+        j.quiet()
+        opts, _ = _getopt(rest[1:], "", ("--config-file", "--scheduler"))
+        file = _value(opts, "--config-file")
+        if file is not None:
+            j.write(file, cwd, f"git maintenance {texts[0]} --config-file")
+        else:
+            _git_global_config(j, f"git maintenance {texts[0]}", cwd)
+        if texts[0] in ("start", "stop"):
+            j.unknown(f"git maintenance {texts[0]}: changes the scheduler's tasks (crontab, systemd, launchd); "
+                      f"proctor cannot name them")
         return
     if sub in _GIT_QUIET:
         j.quiet()
@@ -3917,10 +4506,21 @@ def _git(j: _Judge, args: list[Word], cwd: str | None, command: Command) -> None
         return
     if sub == "init":
         j.quiet()
-        _, operands = _getopt(rest, "b", ("--template", "--separate-git-dir", "--object-format",
-                                          "--initial-branch", "--shared"))
+        opts, operands = _getopt(rest, "b", ("--template", "--separate-git-dir", "--object-format",
+                                             "--initial-branch", "--shared", "--ref-format"), ("--shared",))
         if operands:
             j.write(operands[0], cwd, "git init")
+        template = _value(opts, "--template")
+        if template is not None and template.text:
+            # the template's hooks are copied into the repository's git directory
+            git_dir = _value(opts, "--separate-git-dir")
+            if git_dir is None and "GIT_DIR" in j.prefix:
+                assigned = j.prefix["GIT_DIR"]
+                git_dir = Word(assigned.text.split("=", 1)[1], assigned.dynamic)
+            if git_dir is None:
+                top = operands[0] if operands else Word(".")
+                git_dir = top if _has(opts, "--bare") else Word(top.text.rstrip("/") + "/.git", top.dynamic)
+            j.write(Word(git_dir.text.rstrip("/") + "/hooks", git_dir.dynamic), cwd, "git init --template")
         return
     if sub == "clone":
         j.quiet()
@@ -4047,9 +4647,10 @@ def _git(j: _Judge, args: list[Word], cwd: str | None, command: Command) -> None
     if sub == "switch":
         j.quiet()
         opts, operands = _getopt(rest, "cC", ("--create", "--force-create", "--orphan"))
-        if _has(opts, "-c", "-C", "--create", "--force-create") and len(operands) <= 1:
-            return
-        whole_tree("switch")
+        if _has(opts, "-c", "-C", "--create", "--force-create") and (
+                not operands or operands[0].text in ("HEAD", "@")):
+            return  # a new branch where HEAD is; one at another start point checks that out
+        whole_tree("switch" + (f" {operands[0].text}" if operands else ""))
         return
     if sub == "bisect":
         if texts[:1] in (["log"], ["visualize"], ["view"], ["terms"]):
@@ -4096,8 +4697,11 @@ def _git_checkout(j: _Judge, sub: str, rest: list[Word], base, cwd, whole_tree) 
         for word in operands:
             j.write(word, base, "git restore", follow=False)
         return
-    if _has(opts, "-b", "-B", "--orphan") and len(operands) <= 1:
-        return  # a new branch where HEAD is: the tree stays as it is
+    if _has(opts, "-b", "-B", "--orphan"):
+        if not operands or operands[0].text in ("HEAD", "@"):
+            return  # a new branch where HEAD is: the tree stays as it is
+        whole_tree(f"checkout -b <branch> {operands[0].text}")  # its start point is checked out
+        return
     if len(operands) >= 2:
         for word in operands[1:]:
             j.write(word, base, "git checkout <rev> path", follow=False)
@@ -4160,4 +4764,19 @@ def _git_config(j: _Judge, rest: list[Word], cwd) -> None:
     if file is not None:
         j.write(file, cwd, "git config --file")
     elif _has(opts, "--global"):
-        j.write(Word(os.path.expanduser("~/.gitconfig")), cwd, "git config --global")
+        _git_global_config(j, "git config --global", cwd)
+    elif _has(opts, "--system"):
+        j.write(Word("/etc/gitconfig"), cwd, "git config --system")
+
+
+def _git_global_config(j: _Judge, who: str, cwd: str | None) -> None:
+    """git's global configuration, written: ~/.gitconfig (and the XDG file, when git uses it), with
+    the HOME the command runs under."""
+    if j.home is None:
+        j.unknown(f"{who}: writes ~/.gitconfig under a HOME held in a variable")
+        return
+    home = j.home.rstrip("/")
+    path = j.write(Word(home + "/.gitconfig"), cwd, who)
+    xdg = os.environ.get("XDG_CONFIG_HOME") or home + "/.config"
+    if path and not os.path.exists(path) and os.path.exists(os.path.join(cwd or "/", xdg, "git/config")):
+        j.write(Word(xdg + "/git/config"), cwd, who)

@@ -145,7 +145,7 @@ def check(ctx) -> list[tuple[str, str]]:
     for path in ctx.call.reads:
         if _holds(ctx.full_path(path), token, state) or _named_by(path, token, ctx.cwd):
             deny(f"{path} holds the server's token; a session holding {job['id']} does not read it")
-    for path in getattr(ctx.shell_writes, "named", ()):
+    for path in ctx.shell_writes.named:
         if _holds(path, token, state) or _named_by(path, token, ctx.cwd):
             deny(f"this command reads {path}, which holds the server's token; a session holding {job['id']} "
                  f"does not read it")
