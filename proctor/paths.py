@@ -40,7 +40,7 @@ def find_checkout(start: str | None = None) -> Checkout:
     probe = here
     while True:
         dot_git = os.path.join(probe, ".git")
-        if os.path.isdir(dot_git):
+        if os.path.isdir(dot_git) and _is_git_dir(dot_git):
             return Checkout(probe, dot_git, _common_dir(dot_git))
         if os.path.isfile(dot_git):
             git_dir = _read_gitdir_file(dot_git, probe)
@@ -53,6 +53,17 @@ def find_checkout(start: str | None = None) -> Checkout:
     raise ProctorError(
         f"{here} is not inside a git checkout; run proctor in a git repository (git init creates one)"
     )
+
+
+def _is_git_dir(path: str) -> bool:
+    """A git directory as git itself tells one (setup.c's is_git_directory): a HEAD, and objects
+    and refs of its own or through commondir. An empty `.git` made in a tree is not one: git
+    walks past it to the repository around it, and so does proctor."""
+    if not os.path.isfile(os.path.join(path, "HEAD")):
+        return False
+    if os.path.isfile(os.path.join(path, "commondir")):
+        return True
+    return os.path.isdir(os.path.join(path, "objects")) and os.path.isdir(os.path.join(path, "refs"))
 
 
 def _read_gitdir_file(dot_git: str, root: str) -> str | None:

@@ -36,6 +36,38 @@ HARD_LINK_WALK_BUDGET = 50_000  # directory entries walked to find a hard link's
 RECORD_WAIT_SECONDS = 0.25  # how long the hook waits for another writer before skipping its records
 
 
+def _checkout_with_store(cwd: str):
+    """(checkout, state dir) for a call made in `cwd`: the nearest enclosing checkout that has
+    a store, and past it the outermost enclosing checkout of the same repository. A repository
+    made inside a leased tree (`git init`, or a clone of this one) is a checkout of its own,
+    but the call is judged in the checkout around it. A call from outside any checkout is
+    judged where the hook runs, which hosts start in the project. With no store anywhere, the
+    nearest checkout."""
+    from proctor.errors import ProctorError
+
+    try:
+        checkout = find_checkout(cwd)
+    except ProctorError:
+        checkout = find_checkout(os.getcwd())  # raises, and the hook passes, outside any checkout
+    first = (checkout, repo_state_dir(checkout, create=False))
+    found = None
+    probe = checkout
+    for _ in range(32):
+        state_dir = repo_state_dir(probe, create=False)
+        if found is not None and state_dir != found[1]:
+            break
+        if os.path.exists(os.path.join(state_dir, "proctor.db")):
+            found = (probe, state_dir)  # and on outward: a clone made inside a leased tree is the tree's
+        parent = os.path.dirname(os.path.abspath(probe.root))
+        if parent == probe.root:
+            break
+        try:
+            probe = find_checkout(parent)
+        except ProctorError:
+            break
+    return found or first
+
+
 def _python_module_args(args: list[str], module: str) -> list[str] | None:
     """The arguments after `-m <module>` in a python command line (its own options first:
     `-I -m proctor`, `-Im proctor`, `-mproctor`), or None when it runs something else."""
@@ -118,10 +150,9 @@ class Context:
         self.environ = environ
         self.now = time.time()
         self.notes: list[str] = []  # what the guard could not do, for the hook's debug output
-        self.checkout = find_checkout(call.cwd if call.cwd and os.path.isdir(call.cwd) else None)
-        self.root = os.path.realpath(self.checkout.root)
         self.cwd = os.path.realpath(call.cwd) if call.cwd and os.path.isdir(call.cwd) else os.getcwd()
-        self.state_dir = repo_state_dir(self.checkout, create=False)
+        self.checkout, self.state_dir = _checkout_with_store(self.cwd)
+        self.root = os.path.realpath(self.checkout.root)
         self._store = None
         self.conn = None
         self.store_problem: str | None = None
@@ -140,11 +171,21 @@ class Context:
         self.allowed_only: list = []  # the same, dropped when the verdict denies
         self.baggage = baggage(environ)
         self.spawn_note: str | None = None  # why a subagent's spawn bound nothing
-        self.lease, self.lease_from = self._resolve_lease(flag_lease)
+        import sqlite3
+
+        try:
+            self.lease, self.lease_from = self._resolve_lease(flag_lease)
+            row = self.job_row(self.lease) if self.lease else None
+        except sqlite3.DatabaseError as exc:  # a damaged page: judged as with no store, and said so
+            self.store_problem = f"the store {db} is damaged ({exc})"
+            self.notes.append(self.store_problem)
+            self.close()
+            self._store = self.conn = None
+            self.lease, self.lease_from = self._resolve_lease(flag_lease)
+            row = None
         self.job: dict | None = None
         self.lease_note: str | None = self.spawn_note
         if self.lease:
-            row = self.job_row(self.lease)
             if row is None or not rows.is_live(row["state"]):
                 state = "names no job" if row is None else f"names a job that has ended ({row['state']})"
                 if self.conn is None and self.store_problem:
@@ -158,6 +199,7 @@ class Context:
         self._writes = None  # shell.Writes, read on first use
         self._written: list[str] | None = None
         self._written_paths: list[str] | None = None
+        self._link_budget = HARD_LINK_WALK_BUDGET
         self.alias_unknown: list[str] = []  # writes through a hard link whose other names were not all found
 
     def _settings(self) -> dict:
@@ -165,14 +207,18 @@ class Context:
         Settings that cannot be read are the defaults: every rule at its own decision."""
         from proctor.guard import settings as guard_settings
 
-        pinned = None
+        pinned: list[str] = []
         if self.job is not None:
-            for candidate in ((self.job.get("checkpoint") or "").split("+", 1)[0], self.job.get("base") or ""):
-                if 7 <= len(candidate) <= 64 and all(c in "0123456789abcdef" for c in candidate):
-                    pinned = candidate  # a revision, never an option git could read
-                    break
+            # the job's own checkpoint and every ancestor's: a holder cannot loosen its child's
+            # rules by committing a looser proctor.toml and forking the child from there
+            for row in [self.job] + [self.job_row(a) or {} for a in self.ancestors(self.job["id"])]:
+                for candidate in ((row.get("checkpoint") or "").split("+", 1)[0], row.get("base") or ""):
+                    if 7 <= len(candidate) <= 64 and all(c in "0123456789abcdef" for c in candidate):
+                        if candidate not in pinned:
+                            pinned.append(candidate)  # a revision, never an option git could read
+                        break
         try:
-            return guard_settings.load(self.checkout, pinned=pinned, verify_loosening=self.job is not None)
+            return guard_settings.load(self.checkout, pinned=tuple(pinned[:16]), verify_loosening=self.job is not None)
         except Exception as exc:
             self.notes.append(f"the settings could not be read ({type(exc).__name__}: {exc}); every rule at "
                               f"its default")
@@ -421,7 +467,11 @@ class Context:
         `info` describes (its device and inode), found by walking them; a walk past its budget
         is an unknown write."""
         found: list[str] = []
-        budget = HARD_LINK_WALK_BUDGET
+        budget = self._link_budget  # one budget for the whole call, however many names it writes
+        if budget <= 0:
+            self.alias_unknown.append(f"{full} has {info.st_nlink} hard links, and the call's search for other "
+                                      f"names is spent")
+            return found
         wanted = (info.st_dev, info.st_ino)
         tops = [self.root, *self.other_trees(), os.path.realpath(self.checkout.common_dir)]
         if os.path.realpath(self.checkout.git_dir) not in tops:
@@ -435,6 +485,7 @@ class Context:
                 walked.add(directory)
                 dirs[:] = [d for d in dirs if os.path.join(directory, d) not in tops]
                 budget -= len(files) + len(dirs)
+                self._link_budget = budget
                 if budget < 0:
                     self.alias_unknown.append(
                         f"{full} has {info.st_nlink} hard links, and the repository is too large to search for "

@@ -6,8 +6,8 @@ of HEAD, and read back as JSON after that. A rule's decision is the STRICTER of 
 tree's file and HEAD's: a tightening applies at once, a loosening only once committed. A
 rule's options (minutes) are the smaller of the two.
 
-Under a lease the job's checkpoint is a third source (`pinned`): a holder cannot loosen its
-own rules by editing or committing proctor.toml. The cache is a file any process of the
+Under a lease the checkpoints of the job and of its ancestors are sources too (`pinned`): a
+holder cannot loosen its own rules, or its child's, by editing or committing proctor.toml. The cache is a file any process of the
 user can rewrite, so under a lease a cached setting looser than the rule's default is not
 taken on trust: the settings are computed again from the files (`verify_loosening`). A
 workspace on the defaults, or one that only tightens, keeps the cache's speed.
@@ -34,11 +34,11 @@ def _stat_key(path: str) -> list | None:
     return [info.st_mtime_ns, info.st_size, info.st_ino]
 
 
-def load(checkout: Checkout, pinned: str | None = None, verify_loosening: bool = False) -> dict:
+def load(checkout: Checkout, pinned: tuple[str, ...] = (), verify_loosening: bool = False) -> dict:
     """`{"rules": {name: decision}, "gate": ..., "targets": {name: command}, "problems": [...]}`."""
     config_path = os.path.join(checkout.root, CONFIG_NAME)
     key = {"v": CACHE_VERSION, "toml": _stat_key(config_path), "head": head_revision(checkout),
-           "root": checkout.root, "pinned": pinned}
+           "root": checkout.root, "pinned": list(pinned)}
     cache_path = os.path.join(
         repo_cache_dir(checkout),
         f"guard-config-{zlib.crc32(checkout.root.encode('utf-8', 'surrogateescape')):08x}.json")
@@ -73,15 +73,15 @@ def looser_than_defaults(settings: dict) -> bool:
     return False
 
 
-def compute(checkout: Checkout, head: str | None, pinned: str | None = None) -> dict:
+def compute(checkout: Checkout, head: str | None, pinned: tuple[str, ...] = ()) -> dict:
     """Parse the configs (slow path: imports tomllib and runs git once or twice)."""
     from proctor import config as config_mod
     from proctor.guard.rules import ALL
 
     worktree = config_mod.load(checkout.root)
     others = [config_mod.parse(_committed_config(checkout.root, "HEAD") if head else b"", "HEAD:" + CONFIG_NAME)]
-    if pinned:
-        others.append(config_mod.parse(_committed_config(checkout.root, pinned), f"{pinned}:{CONFIG_NAME}"))
+    for revision in pinned:
+        others.append(config_mod.parse(_committed_config(checkout.root, revision), f"{revision}:{CONFIG_NAME}"))
     problems = list(worktree.problems)
     known = {rule.NAME for rule in ALL}
     for name in sorted(set(worktree.guard_rules) - known):

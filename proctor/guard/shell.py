@@ -4641,7 +4641,8 @@ def _git(j: _Judge, args: list[Word], cwd: str | None, command: Command) -> None
         return
     if sub == "read-tree":
         j.quiet()
-        if "-u" in texts or "--reset" in texts and "-u" in texts:
+        # -u updates the work tree, alone or clustered with other short flags (-mu, -um)
+        if any(t.startswith("-") and not t.startswith("--") and "u" in t[1:] for t in texts):
             whole_tree("read-tree -u")
         return
     if sub == "switch":

@@ -15,6 +15,7 @@ import os
 import sys
 
 HOSTS = ("claude", "codex", "gemini", "opencode")
+JSON_DEPTH = 10_000  # nesting the event is read to; past it the call is refused, never passed unread
 USAGE = "usage: proctor hook claude|codex|gemini|opencode [--lease ID]"
 
 
@@ -47,11 +48,22 @@ def judge(argv: list[str], stdin: bytes, environ: dict | None = None):
         lease = argv[index + 1] if index + 1 < len(argv) else None
     try:
         module = adapter(host)
+        limit = sys.getrecursionlimit()
         try:
+            sys.setrecursionlimit(max(limit, JSON_DEPTH))  # a tool input nested deep is still read
             event = json.loads(stdin.decode("utf-8"))
         except (UnicodeDecodeError, ValueError):
             _debug(env, "proctor hook: the event on stdin is not JSON; passing")
             return "{}\n", 0, done
+        except RecursionError:  # a tool input nested past reading: a way around the guard, refused
+            from proctor.guard.call import PRE_TOOL, Call
+            from proctor.guard.engine import DENY, Verdict
+
+            refused = Verdict([("guard", DENY, "this tool call's input is nested too deeply for proctor to read; "
+                                               "it refuses what it cannot read")])
+            return json.dumps(module.render(Call(host, PRE_TOOL), refused), separators=(",", ":")) + "\n", 0, done
+        finally:
+            sys.setrecursionlimit(limit)
         if not isinstance(event, dict):
             _debug(env, "proctor hook: the event on stdin is not a JSON object; passing")
             return "{}\n", 0, done

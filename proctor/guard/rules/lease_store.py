@@ -111,7 +111,9 @@ def _baggage_change(words: list[str], lease: str) -> str | None:
 def _flags(args: list[str]) -> dict:
     record: dict = {}
     i = 0
-    names = {"--parent": "parent", "--write-paths": "write_paths", "--check": "check"}
+    names = {"--parent": "parent", "--write-paths": "write_paths", "--check": "check", "--criteria": "criteria",
+             "--deny-paths": "deny_paths", "--read-paths": "read_paths", "--depends-on": "depends_on",
+             "--timeout": "timeout", "--model": "model", "--checkpoint": "checkpoint"}
     while i < len(args):
         arg = args[i]
         if arg in names and i + 1 < len(args):
@@ -155,6 +157,36 @@ def _fork_refusal(ctx, args: list[str], job: dict) -> str | None:
     if job_id != lease and parent != lease:
         return (f"proctor job fork {job_id or ''}: a session holding {lease} may fork only children of its own "
                 f"job (--parent {lease}) or shrink its own write paths; anything else is its forking session's")
+    if job_id == lease:
+        others = sorted(k for k, v in record.items() if k not in ("id", "write_paths", "schema_version")
+                        and v not in (None, "", [], False))
+        if others:
+            return (f"proctor job fork {lease}: a holder changes only its own write paths, by shrinking them; "
+                    f"{', '.join(others)} of {lease} are its forking session's")
+    else:
+        if not isinstance(job_id, str) or ctx.job_row(job_id) is not None:
+            return (f"proctor job fork {job_id}: a fork declares a NEW job, and {job_id} exists already; a session "
+                    f"holding {lease} does not rewrite another job's row")
+        family = {lease, *ctx.descendants(lease)}
+        depends = record.get("depends_on")
+        if isinstance(depends, str):
+            depends = [d.strip() for d in depends.split(",") if d.strip()]
+        outside_family = [d for d in depends or () if d not in family]
+        if outside_family:
+            return (f"proctor job fork {job_id}: depends_on {', '.join(map(str, outside_family))} reaches past "
+                    f"{lease}'s own jobs, and widens what the child may read; that is the forking session's")
+        reads = record.get("read_paths")
+        if isinstance(reads, str):
+            reads = [p.strip() for p in reads.split(",") if p.strip()]
+        if reads:
+            from proctor.guard.rules.lease_read_boundary import boundary
+
+            allowed = boundary(ctx, job)
+            wider = [r for r in reads if not isinstance(r, str) or not any(
+                claims.within(claims.Claim(posixpath.normpath(r.rstrip("/") or ".")), mine) for mine in allowed)]
+            if wider:
+                return (f"proctor job fork {job_id}: read_paths {', '.join(map(str, wider))} reach past what {lease} "
+                        f"may read; a holder hands a child no more than it holds")
     wanted = record.get("write_paths")
     if isinstance(wanted, str):
         wanted = [p.strip() for p in wanted.split(",") if p.strip()]

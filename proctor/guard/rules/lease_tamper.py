@@ -71,6 +71,30 @@ def ground(ctx) -> list[tuple[str, str]]:
     out.append((os.path.join(home, ".claude", "settings.local.json"), "the home directory's Claude Code hook wiring"))
     out.append((os.path.join(xdg_config, "opencode"), "opencode's configuration (its plugins)"))
     out.append((os.path.join(ctx.root, "opencode.json"), "opencode's configuration (its plugins)"))
+    env = ctx.environ
+    for variable, what in (("CLAUDE_CONFIG_DIR", "Claude Code's configuration (its hooks, its subagents' records)"),
+                           ("CODEX_HOME", "Codex's configuration (its hooks)"),
+                           ("GEMINI_CLI_HOME", "Gemini CLI's configuration (its hooks)"),
+                           ("OPENCODE_CONFIG_DIR", "opencode's configuration (its plugins)"),
+                           ("OPENCODE_CONFIG", "opencode's configuration (its plugins)"),
+                           ("GIT_CONFIG_GLOBAL", "git's global configuration"),
+                           ("GIT_CONFIG_SYSTEM", "git's system configuration")):
+        if env.get(variable) and os.path.isabs(env[variable]):
+            out.append((env[variable], what))
+    # Claude Code's record of each session and subagent (a subagent's spawn is read from it)
+    out.append((os.path.join(home, ".claude", "projects"), "Claude Code's session records"))
+    # the guard itself: proctor's code, and the interpreter and environment that run it, unless
+    # they are this checkout's own files (proctor developed under its own guard: the job's paths
+    # judge those)
+    import sys
+
+    import proctor
+
+    for path, what in ((os.path.dirname(os.path.abspath(proctor.__file__)), "proctor's own code"),
+                       (sys.prefix if sys.prefix != sys.base_prefix else "", "the environment proctor's hook runs in"),
+                       (sys.executable, "the interpreter proctor's hook runs in")):
+        if path and not _inside(os.path.realpath(path), ctx.root):
+            out.append((path, what))
     for system in ("/etc/claude-code", "/etc/codex", "/etc/gemini-cli", "/etc/opencode"):
         out.append((system, "an agent host's system-wide settings (its hook wiring)"))
     for tree in ctx.other_trees():  # a worktree's .git file names its git directory
@@ -79,6 +103,33 @@ def ground(ctx) -> list[tuple[str, str]]:
     for path, what in out:
         real.append((os.path.realpath(path), what))
     return real
+
+
+def _ground_inodes(places: list[tuple[str, str]], budget: int = 20_000) -> dict:
+    """(device, inode) of every hard-linked file in the ground, walked within a budget: a hard
+    link made to one of them (~/.gitconfig, the store, a repository key) is that file."""
+    found: dict = {}
+    for base, what in places:
+        if not os.path.isdir(base):
+            try:
+                info = os.stat(base)
+                found[(info.st_dev, info.st_ino)] = f"{base} ({what})"
+            except (OSError, ValueError):
+                pass
+            continue
+        for directory, dirs, files in os.walk(base):
+            budget -= len(files) + len(dirs)
+            if budget < 0:
+                return found
+            for name in files:
+                full = os.path.join(directory, name)
+                try:
+                    info = os.stat(full)
+                except OSError:
+                    continue
+                if info.st_nlink > 1:
+                    found[(info.st_dev, info.st_ino)] = f"{full} ({what})"
+    return found
 
 
 def _reaches(path: str, base: str, root: str) -> bool:
@@ -104,19 +155,40 @@ def _named_by(word: str, base: str, cwd: str) -> bool:
         return False
     full = os.path.normpath(text if os.path.isabs(text) else os.path.join(cwd, text))
     if any(char in full for char in "*?["):
+        if "**" in full:  # globstar: any depth
+            return fnmatch.fnmatchcase(base, full) or fnmatch.fnmatchcase(base, full.split("**", 1)[0] + "*")
         parts = full.split("/")
         target = base.split("/")
-        # the pattern matches the base, or a directory above it (from which a reader may walk in)
-        # as bash globs: a name starting with a dot is matched only by a pattern that does
-        return len(parts) <= len(target) and all(
-            fnmatch.fnmatchcase(t, p) and (p.startswith(".") or not t.startswith(".")) for p, t in zip(parts, target))
+        # the pattern matches the base, a directory above it, or a path inside it; as bash
+        # globs, a name starting with a dot is matched only by a pattern part that does
+        return all(fnmatch.fnmatchcase(t, p) and (p.startswith(".") or not t.startswith("."))
+                   for p, t in zip(parts, target))
     return _inside(os.path.realpath(full), base) or _inside(full, base)
 
 
-def _holds(path: str, token: str, state: str) -> bool:
-    """Whether reading `path` reads the token: the token itself, or a directory on the way
-    down to it inside proctor's state (a recursive grep, a Glob, a tar of the directory)."""
-    return _inside(path, token) or (_inside(token, path) and _inside(path, state))
+def _holds(path: str, token: str, state: str, recursive: bool = False) -> bool:
+    """Whether reading `path` reads the token: the token itself, a directory on the way down to
+    it inside proctor's state, or, for a reader that walks down (a recursive grep, find, tar, a
+    Grep or Glob tool), any directory above it but the filesystem's root."""
+    if _inside(path, token):
+        return True
+    return _inside(token, path) and (_inside(path, state) or (recursive and path != "/"))
+
+
+_WALKERS = frozenset(("find", "rg", "ag", "ack", "tar", "zip", "rsync", "cpio", "pax", "tree", "du", "fd",
+                      "fdfind", "locate"))
+
+
+def _walks(argv: list[str]) -> bool:
+    """Whether a command reads directories recursively (find, rg, tar; grep -r, cp -r, ls -R)."""
+    name = os.path.basename(argv[0]) if argv else ""
+    if name in _WALKERS:
+        return True
+    flags = "".join(w[1:] for w in argv[1:] if w.startswith("-") and not w.startswith("--"))
+    long = {w for w in argv[1:] if w.startswith("--")}
+    if name == "cp" and ("a" in flags or "--archive" in long):
+        return True
+    return bool(set(flags) & set("rR")) or bool(long & {"--recursive", "--dereference-recursive"})
 
 
 def check(ctx) -> list[tuple[str, str]]:
@@ -132,21 +204,34 @@ def check(ctx) -> list[tuple[str, str]]:
             said.add(message)
             findings.append(("rule", message))
 
+    linked: dict | None = None
     for path in ctx.written_paths():
         for base, what in places:
             if _reaches(path, base, ctx.root):
                 deny(f"{path} is inside {what}; a session holding {job['id']} never writes there, whatever "
                      f"its write paths")
                 break
+        else:
+            try:
+                info = os.stat(path)
+            except (OSError, ValueError):
+                continue
+            if info.st_nlink > 1 and not os.path.isdir(path):  # another name of a file in the ground?
+                linked = _ground_inodes(places) if linked is None else linked
+                what = linked.get((info.st_dev, info.st_ino))
+                if what:
+                    deny(f"{path} is a hard link to {what}; a session holding {job['id']} never writes there")
     from proctor.paths import state_base
 
     token = os.path.realpath(os.path.join(ctx.state_dir, "server", "token"))
     state = os.path.realpath(state_base())
+    walker = ctx.call.tool in ("Grep", "Glob", "LS", "grep_search", "glob", "search_file_content", "grep")
     for path in ctx.call.reads:
-        if _holds(ctx.full_path(path), token, state) or _named_by(path, token, ctx.cwd):
+        if _holds(ctx.full_path(path), token, state, walker) or _named_by(path, token, ctx.cwd):
             deny(f"{path} holds the server's token; a session holding {job['id']} does not read it")
+    walking = any(_walks(argv) for argv in ctx.commands())
     for path in ctx.shell_writes.named:
-        if _holds(path, token, state) or _named_by(path, token, ctx.cwd):
+        if _holds(path, token, state, walking) or _named_by(path, token, ctx.cwd):
             deny(f"this command reads {path}, which holds the server's token; a session holding {job['id']} "
                  f"does not read it")
             break
@@ -166,6 +251,12 @@ def check(ctx) -> list[tuple[str, str]]:
                 deny(f"git replace makes every reader of the history, proctor included, see other objects; a "
                      f"session holding {job['id']} does not replace objects")
             continue
+        if name == "ln" and not any(w in ("-s", "--symbolic") or (w.startswith("-") and not w.startswith("--")
+                                                                and "s" in w) for w in words):
+            linked_ground = [w for w in words for base, _ in places if _named_by(w, base, ctx.cwd)]
+            if linked_ground:
+                deny(f"ln {linked_ground[0]}: a hard link to a file in proctor's or git's ground would let a later "
+                     f"write reach it; a session holding {job['id']} does not make one")
         if name == "proctor" or not words:
             continue
         # a path as an argument, or inside one (an interpreter's script naming the store)
