@@ -29,54 +29,19 @@ import sys
 
 import pytest
 
-from proctor import api
 from proctor.hook import run as hook_run
-from tests.conftest import git, make_repo
+from tests.conftest import git
+from tests.guard_lease import CONFIG, home, state_dir, ws  # noqa: F401 (fixtures)
 from tests.test_shell_bash import Bench, classify, describe
 
-CONFIG = "[targets.test]\ncommand = 'true'\n"
 LOOSE = CONFIG + '\n[guard.rules]\nlease-write-scope = "off"\nlease-tamper = "off"\n'
 
 
 # -- fixtures and helpers -----------------------------------------------------------------------
 
 @pytest.fixture
-def ws(tmp_path, monkeypatch):
-    """The repository of tests/test_guard_bypasses.py: w1 holds plan/w1/**, other holds src/**."""
-    root = make_repo(tmp_path / "repo", CONFIG)
-    for path in ("plan/w1/a.py", "src/b.py", "docs/c.md"):
-        os.makedirs(os.path.dirname(os.path.join(root, path)), exist_ok=True)
-        with open(os.path.join(root, path), "w") as handle:
-            handle.write("x\n")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "files")
-    monkeypatch.chdir(root)
-    api.fork({"id": "w1", "write_paths": ["plan/w1/**"], "check": "test"}, cwd=root)
-    api.fork({"id": "w1/sub", "parent": "w1", "write_paths": ["plan/w1/sub/**"], "check": "test"}, cwd=root)
-    api.fork({"id": "other", "write_paths": ["src/**"], "check": "test"}, cwd=root)
-    return root
-
-
-@pytest.fixture
-def home(tmp_path, monkeypatch):
-    """A HOME of the test's own, so that hook wiring and git's global config can be written."""
-    path = tmp_path / "home"
-    (path / ".claude").mkdir(parents=True)
-    (path / ".claude" / "settings.json").write_text('{"hooks": {"PreToolUse": "proctor hook claude"}}\n')
-    monkeypatch.setenv("HOME", str(path))
-    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
-    return str(path)
-
-
-@pytest.fixture
 def bench(tmp_path):
     return Bench(str(tmp_path))
-
-
-def state_dir(root: str) -> str:
-    from proctor.paths import find_checkout, repo_state_dir
-
-    return repo_state_dir(find_checkout(root))
 
 
 def token_path(root: str) -> str:

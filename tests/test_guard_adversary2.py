@@ -24,41 +24,12 @@ import pytest
 
 from proctor import api
 from proctor.hook import run as hook_run
-from tests.conftest import git, make_repo
+from tests.conftest import git
+from tests.guard_lease import CONFIG, home, state_dir, ws  # noqa: F401 (fixtures)
 
-CONFIG = "[targets.test]\ncommand = 'true'\n"
 
 
 # -- fixtures and helpers -----------------------------------------------------------------------
-
-@pytest.fixture
-def ws(tmp_path, monkeypatch):
-    """The repository of tests/test_guard_bypasses.py: w1 holds plan/w1/**, other holds src/**."""
-    root = make_repo(tmp_path / "repo", CONFIG)
-    for path in ("plan/w1/a.py", "src/b.py", "docs/c.md"):
-        os.makedirs(os.path.dirname(os.path.join(root, path)), exist_ok=True)
-        with open(os.path.join(root, path), "w") as handle:
-            handle.write("x\n")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "files")
-    monkeypatch.chdir(root)
-    api.fork({"id": "w1", "write_paths": ["plan/w1/**"], "check": "test"}, cwd=root)
-    api.fork({"id": "w1/sub", "parent": "w1", "write_paths": ["plan/w1/sub/**"], "check": "test"}, cwd=root)
-    api.fork({"id": "other", "write_paths": ["src/**"], "check": "test"}, cwd=root)
-    return os.path.realpath(root)
-
-
-@pytest.fixture
-def home(tmp_path, monkeypatch):
-    """A HOME of the test's own, with hook wiring and a global git config to aim at."""
-    path = tmp_path / "home"
-    (path / ".claude").mkdir(parents=True)
-    (path / ".claude" / "settings.json").write_text('{"hooks": {"PreToolUse": "proctor hook claude"}}\n')
-    (path / ".gitconfig").write_text("[user]\n\tname = t\n")
-    monkeypatch.setenv("HOME", str(path))
-    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
-    return str(path)
-
 
 def hook(host: str, payload: dict, lease: str | None = "w1", env: dict | None = None) -> dict:
     environ = {k: v for k, v in os.environ.items() if k != "BAGGAGE"}
@@ -116,12 +87,6 @@ def shim(tmp_path) -> str:
     script.write_text(f"#!/bin/sh\nexec {sys.executable} -m proctor \"$@\"\n")
     script.chmod(0o755)
     return str(directory) + os.pathsep + os.environ["PATH"]
-
-
-def state_dir(root: str) -> str:
-    from proctor.paths import find_checkout, repo_state_dir
-
-    return repo_state_dir(find_checkout(root))
 
 
 def job_row(root, job_id) -> dict:

@@ -12,31 +12,9 @@ import pytest
 
 from proctor import api
 from proctor.hook import run as hook_run
-from tests.conftest import git, make_repo
+from tests.conftest import git
+from tests.guard_lease import state_dir, ws  # noqa: F401 (ws is a fixture)
 
-CONFIG = "[targets.test]\ncommand = 'true'\n"
-
-
-@pytest.fixture
-def ws(tmp_path, monkeypatch):
-    root = make_repo(tmp_path / "repo", CONFIG)
-    for path in ("plan/w1/a.py", "src/b.py", "docs/c.md"):
-        os.makedirs(os.path.dirname(os.path.join(root, path)), exist_ok=True)
-        with open(os.path.join(root, path), "w") as handle:
-            handle.write("x\n")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "files")
-    monkeypatch.chdir(root)
-    api.fork({"id": "w1", "write_paths": ["plan/w1/**"], "check": "test"}, cwd=root)
-    api.fork({"id": "w1/sub", "parent": "w1", "write_paths": ["plan/w1/sub/**"], "check": "test"}, cwd=root)
-    api.fork({"id": "other", "write_paths": ["src/**"], "check": "test"}, cwd=root)
-    return root
-
-
-def state_dir(root: str) -> str:
-    from proctor.paths import find_checkout, repo_state_dir
-
-    return repo_state_dir(find_checkout(root))
 
 
 def call(root, tool, tool_input, lease="w1", session="s1", cwd=None, **extra) -> dict:
