@@ -89,6 +89,13 @@ def check(ctx) -> list[tuple[str, str]]:
     return findings
 
 
+def _listed(value) -> list:
+    """A record's list field, as flags spell it (comma-separated) or as JSON gives it."""
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    return list(value) if isinstance(value, list) else []
+
+
 def _literal(word: str) -> bool:
     return bool(word) and not any(c in word for c in "$`{}*?[") and all(c.isalnum() or c in "_.-/" for c in word)
 
@@ -168,16 +175,11 @@ def _fork_refusal(ctx, args: list[str], job: dict) -> str | None:
             return (f"proctor job fork {job_id}: a fork declares a NEW job, and {job_id} exists already; a session "
                     f"holding {lease} does not rewrite another job's row")
         family = {lease, *ctx.descendants(lease)}
-        depends = record.get("depends_on")
-        if isinstance(depends, str):
-            depends = [d.strip() for d in depends.split(",") if d.strip()]
-        outside_family = [d for d in depends or () if d not in family]
+        outside_family = [d for d in _listed(record.get("depends_on")) if d not in family]
         if outside_family:
             return (f"proctor job fork {job_id}: depends_on {', '.join(map(str, outside_family))} reaches past "
                     f"{lease}'s own jobs, and widens what the child may read; that is the forking session's")
-        reads = record.get("read_paths")
-        if isinstance(reads, str):
-            reads = [p.strip() for p in reads.split(",") if p.strip()]
+        reads = _listed(record.get("read_paths"))
         if reads:
             from proctor.guard.rules.lease_read_boundary import boundary
 
@@ -187,12 +189,9 @@ def _fork_refusal(ctx, args: list[str], job: dict) -> str | None:
             if wider:
                 return (f"proctor job fork {job_id}: read_paths {', '.join(map(str, wider))} reach past what {lease} "
                         f"may read; a holder hands a child no more than it holds")
-    wanted = record.get("write_paths")
-    if isinstance(wanted, str):
-        wanted = [p.strip() for p in wanted.split(",") if p.strip()]
     own = rows.claims(job)
     outside = []
-    for spelling in wanted or ():
+    for spelling in _listed(record.get("write_paths")):
         if not isinstance(spelling, str):
             continue
         path, declaration, _ = claims.split_entry(spelling[2:] if spelling.startswith("./") else spelling)
