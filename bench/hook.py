@@ -79,17 +79,20 @@ def main() -> None:
             "Write": {**base, "tool_name": "Write", "tool_input": {
                 "file_path": os.path.join(root, "pkg3/m3/f1.py"), "content": "x = 1\n"}},
         }
-        runs: dict[str, tuple[list[str], bytes | None]] = {
-            "python -I -S -c pass": ([sys.executable, "-I", "-S", "-c", "pass"], None),
-            "editable venv: python -c pass": ([sys.executable, "-c", "pass"], None),
+        runs: dict[str, tuple[list[str], bytes | None, dict]] = {
+            "python -I -S -c pass": ([sys.executable, "-I", "-S", "-c", "pass"], None, env),
+            "editable venv: python -c pass": ([sys.executable, "-c", "pass"], None, env),
         }
-        for label, python in pythons.items():
+        for index, (label, python) in enumerate(pythons.items()):
+            # each revision its own cache: their settings caches differ in format, and sharing one
+            # would make every call of each recompute what the other just wrote
+            own = {**env, "XDG_CACHE_HOME": os.path.join(work, f"cache-{index}")}
             for name, payload in events.items():
                 runs[f"{label}: {name}"] = ([python, "-I", "-m", "proctor", "hook", "claude"],
-                                            json.dumps(payload).encode())
+                                            json.dumps(payload).encode(), own)
         decisions = {}
-        for name, (argv, data) in runs.items():  # warm the settings cache, and see the answers
-            proc = subprocess.run(argv, input=data, capture_output=True, env=env, cwd=root)
+        for name, (argv, data, run_env) in runs.items():  # warm the caches, and see the answers
+            proc = subprocess.run(argv, input=data, capture_output=True, env=run_env, cwd=root)
             assert proc.returncode == 0, proc.stderr
             if data is not None:
                 answer = json.loads(proc.stdout)
@@ -97,9 +100,9 @@ def main() -> None:
                     ("advise" if answer else "pass")
         samples: dict[str, list[float]] = {name: [] for name in runs}
         for _ in range(RUNS):
-            for name, (argv, data) in runs.items():
+            for name, (argv, data, run_env) in runs.items():
                 start = time.perf_counter()
-                subprocess.run(argv, input=data, stdout=subprocess.DEVNULL, env=env, cwd=root, check=True)
+                subprocess.run(argv, input=data, stdout=subprocess.DEVNULL, env=run_env, cwd=root, check=True)
                 samples[name].append(time.perf_counter() - start)
         baseline = statistics.median(samples["python -I -S -c pass"])
         print(f"proctor hook claude (python -I -m proctor, non-editable install), {JOBS} jobs in the store, "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 
 from proctor.guard.call import PRE_TOOL
@@ -99,10 +100,21 @@ def ground(ctx) -> list[tuple[str, str]]:
         out.append((system, "an agent host's system-wide settings (its hook wiring)"))
     for tree in ctx.other_trees():  # a worktree's .git file names its git directory
         out.append((os.path.join(tree, ".git"), "a work tree's git directory"))
-    real = []
+    real, parents = [], {}
     for path, what in out:
-        real.append((os.path.realpath(path), what))
+        real.append((_real(path, parents), what))
     return real
+
+
+def _real(path: str, parents: dict) -> str:
+    """os.path.realpath, resolving each parent directory once: the ground's ~45 places share a
+    handful of parents (home, the checkout, the state and cache bases)."""
+    parent, name = os.path.split(os.path.abspath(path))
+    resolved = parents.get(parent)
+    if resolved is None:
+        resolved = parents[parent] = os.path.realpath(parent)
+    full = os.path.join(resolved, name)
+    return os.path.realpath(full) if os.path.islink(full) else full
 
 
 def _ground_inodes(places: list[tuple[str, str]], budget: int = 20_000) -> dict:
@@ -163,7 +175,14 @@ def _named_by(word: str, base: str, cwd: str) -> bool:
         # globs, a name starting with a dot is matched only by a pattern part that does
         return all(fnmatch.fnmatchcase(t, p) and (p.startswith(".") or not t.startswith("."))
                    for p, t in zip(parts, target))
-    return _inside(os.path.realpath(full), base) or _inside(full, base)
+    return _inside(_realpath(full), base) or _inside(full, base)
+
+
+@functools.lru_cache(maxsize=4096)
+def _realpath(path: str) -> str:
+    """os.path.realpath, once per path for the call (a command's words are tried against
+    several places)."""
+    return os.path.realpath(path)
 
 
 def _holds(path: str, token: str, state: str, recursive: bool = False) -> bool:
@@ -195,6 +214,7 @@ def check(ctx) -> list[tuple[str, str]]:
     job = ctx.job
     if job is None:
         return []
+    _realpath.cache_clear()  # the file system as this call finds it
     places = ground(ctx)
     findings: list[tuple[str, str]] = []
     said: set[str] = set()
