@@ -17,12 +17,15 @@ EVENTS = (PRE_TOOL,)
 SUMMARY = ("a leased session forks outside its own job, takes, ends or waits on a job not its own or beneath "
            "it, manages monitors without its job's secret, stops the server, or runs the guard's hook itself")
 CATCHES = ("`proctor job fork` by a session under a live job that names neither its own job (shrinking "
-           "its write paths) nor --parent <its job> (as flags, or a --stdin record in a quoted "
-           "heredoc); `proctor job wait` on any job that is not one of its descendants; `proctor job "
-           "exit`, archive, trash or delete of a job that is neither its own nor beneath it; `proctor job "
-           "exec` of another job while its own is in flight (taking a lease is one-way); any proctor command "
-           "passed --lease naming another job; `proctor server stop`; and `proctor hook`, whose hand-made "
-           "event could rebind the session or a subagent.")
+           "its write paths, and changing nothing else of its row) nor --parent <its job> (as flags, or a "
+           "--stdin record in the command's one quoted heredoc) for a NEW job, whose read paths and "
+           "depends_on stay within what the holder may read; `proctor job wait` on any job that is not one "
+           "of its descendants; `proctor job exit`, archive, trash or delete of a job that is neither its own "
+           "nor beneath it, or one named through xargs, a variable or a substitution; `proctor job exec` of "
+           "another job while its own is in flight (taking a lease is one-way); any proctor command passed "
+           "--lease naming another job, or run with BAGGAGE changed or unset; `proctor server stop`, and "
+           "pkill or killall of proctor's processes; and `proctor hook`, whose hand-made event could rebind "
+           "the session or a subagent.")
 WHY = ("One author per job: widening a boundary, changing the plan's shape and verifying a result "
        "are the forking session's. The store refuses these too; the guard refuses them at the call, "
        "with the caller's session known, before anything runs.")
