@@ -4,7 +4,10 @@ hook wiring and a global git config to aim at. Import the fixtures by name."""
 
 from __future__ import annotations
 
+import json
 import os
+import sqlite3
+import sys
 
 import pytest
 
@@ -45,3 +48,41 @@ def state_dir(root: str) -> str:
     from proctor.paths import find_checkout, repo_state_dir
 
     return repo_state_dir(find_checkout(root))
+
+
+def job_row(root: str, job_id: str) -> dict:
+    """A job's row as the store holds it, read with sqlite3 itself."""
+    conn = sqlite3.connect(os.path.join(state_dir(root), "proctor.db"))
+    try:
+        row = conn.execute("SELECT doc FROM jobs WHERE id = ?", (job_id,)).fetchone()
+    finally:
+        conn.close()
+    assert row is not None, f"no job {job_id}"
+    return json.loads(row[0])
+
+
+def denied(answer: dict, rule: str | None = None) -> bool:
+    """Whether an answer is a deny (by `rule`, when named): Claude Code's form, or the
+    `decision`/`reason` of Gemini CLI and opencode."""
+    spec = answer.get("hookSpecificOutput", {})
+    if spec:
+        text = spec.get("permissionDecisionReason") or ""
+        return spec.get("permissionDecision") == "deny" and (rule is None or f"deny [{rule}]" in text)
+    return answer.get("decision") == "deny" and (rule is None or f"deny [{rule}]" in answer.get("reason", ""))
+
+
+def said(answer: dict) -> str:
+    """What an answer tells the model, for an assertion's message."""
+    spec = answer.get("hookSpecificOutput", {})
+    return (spec.get("permissionDecisionReason") or spec.get("additionalContext") or answer.get("reason")
+            or answer.get("advisory") or "pass ({})")
+
+
+def proctor_path(tmp_path) -> str:
+    """PATH with this checkout's proctor first, as a worker's shell has it."""
+    directory = tmp_path / "bin"
+    directory.mkdir(exist_ok=True)
+    script = directory / "proctor"
+    script.write_text(f"#!/bin/sh\nexec {sys.executable} -m proctor \"$@\"\n")
+    script.chmod(0o755)
+    return str(directory) + os.pathsep + os.environ["PATH"]

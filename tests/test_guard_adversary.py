@@ -23,15 +23,13 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import subprocess
-import sys
 
 import pytest
 
 from proctor.hook import run as hook_run
 from tests.conftest import git
-from tests.guard_lease import CONFIG, home, state_dir, ws  # noqa: F401 (fixtures)
+from tests.guard_lease import CONFIG, denied, home, job_row, proctor_path, said, state_dir, ws  # noqa: F401 (fixtures)
 from tests.test_shell_bash import Bench, classify, describe
 
 LOOSE = CONFIG + '\n[guard.rules]\nlease-write-scope = "off"\nlease-tamper = "off"\n'
@@ -64,27 +62,6 @@ def call(root, tool, tool_input, lease="w1", cwd=None) -> dict:
 
 def bash(root, command, **kw) -> dict:
     return call(root, "Bash", {"command": command}, **kw)
-
-
-def denied(answer, rule=None) -> bool:
-    spec = answer.get("hookSpecificOutput", {})
-    return spec.get("permissionDecision") == "deny" and (
-        rule is None or f"deny [{rule}]" in spec["permissionDecisionReason"])
-
-
-def said(answer) -> str:
-    spec = answer.get("hookSpecificOutput", {})
-    return spec.get("permissionDecisionReason") or spec.get("additionalContext") or "pass ({})"
-
-
-def shim(tmp_path) -> str:
-    """A PATH directory where `proctor` is this checkout's proctor, as a worker's shell has it."""
-    directory = tmp_path / "bin"
-    directory.mkdir(exist_ok=True)
-    script = directory / "proctor"
-    script.write_text(f"#!/bin/sh\nexec {sys.executable} -m proctor \"$@\"\n")
-    script.chmod(0o755)
-    return str(directory)
 
 
 def run(root, command, env=None) -> subprocess.CompletedProcess:
@@ -339,9 +316,9 @@ A
 {"schema_version": 1, "id": "rogue", "parent": "other", "write_paths": ["src/**", "docs/**"], "check": "test"}
 B"""
     answer = bash(ws, command)
-    ran = run(ws, command, env={"BAGGAGE": "proctor.lease=w1", "PATH": shim(tmp_path) + ":" + os.environ["PATH"]})
+    ran = run(ws, command, env={"BAGGAGE": "proctor.lease=w1", "PATH": proctor_path(tmp_path)})
     assert ran.returncode == 0, ran.stderr
-    assert _job(ws, "rogue")["write_paths"] == ["src/**", "docs/**"]
+    assert job_row(ws, "rogue")["write_paths"] == ["src/**", "docs/**"]
     assert denied(answer, "lease-store"), said(answer)
 
 
@@ -352,21 +329,11 @@ def test_a_fork_with_dot_dot_in_its_write_paths_widens_the_lease(ws, tmp_path):
     under the child writes docs/ freely."""
     command = "BAGGAGE= proctor job fork w1/esc --parent w1 --write-paths 'plan/w1/../../docs/**' --check test"
     answer = bash(ws, command)
-    ran = run(ws, command, env={"BAGGAGE": "proctor.lease=w1", "PATH": shim(tmp_path) + ":" + os.environ["PATH"]})
+    ran = run(ws, command, env={"BAGGAGE": "proctor.lease=w1", "PATH": proctor_path(tmp_path)})
     assert ran.returncode == 0, ran.stderr
-    assert _job(ws, "w1/esc")["write_paths"] == ["docs/**"]
+    assert job_row(ws, "w1/esc")["write_paths"] == ["docs/**"]
     assert not denied(bash(ws, "echo x > docs/c.md", lease="w1/esc")), "the child writes docs/"
     assert denied(answer, "lease-store"), said(answer)
-
-
-def _job(root, job_id) -> dict:
-    conn = sqlite3.connect(os.path.join(state_dir(root), "proctor.db"))
-    try:
-        row = conn.execute("SELECT doc FROM jobs WHERE id = ?", (job_id,)).fetchone()
-    finally:
-        conn.close()
-    assert row is not None, f"no job {job_id}"
-    return json.loads(row[0])
 
 
 @pytest.mark.parametrize("command", [

@@ -25,7 +25,7 @@ import pytest
 from proctor import api
 from proctor.hook import run as hook_run
 from tests.conftest import git
-from tests.guard_lease import CONFIG, home, state_dir, ws  # noqa: F401 (fixtures)
+from tests.guard_lease import CONFIG, denied, home, job_row, proctor_path, said, state_dir, ws  # noqa: F401 (fixtures)
 
 
 
@@ -59,44 +59,10 @@ def opencode_bash(root, command, workdir, lease="w1") -> dict:
     return hook("opencode", payload, lease)
 
 
-def denied(answer, rule=None) -> bool:
-    spec = answer.get("hookSpecificOutput", {})
-    if spec:
-        text = spec.get("permissionDecisionReason") or ""
-        return spec.get("permissionDecision") == "deny" and (rule is None or f"deny [{rule}]" in text)
-    return answer.get("decision") == "deny" and (rule is None or f"deny [{rule}]" in answer.get("reason", ""))
-
-
-def said(answer) -> str:
-    spec = answer.get("hookSpecificOutput", {})
-    return (spec.get("permissionDecisionReason") or spec.get("additionalContext") or answer.get("reason")
-            or answer.get("advisory") or "pass ({})")
-
-
 def run(cwd, command, env=None) -> subprocess.CompletedProcess:
     full = {k: v for k, v in os.environ.items() if k != "BAGGAGE"}
     full.update(env or {})
     return subprocess.run(["bash", "-c", command], cwd=cwd, env=full, capture_output=True, text=True, timeout=120)
-
-
-def shim(tmp_path) -> str:
-    """A PATH directory where `proctor` is this checkout's proctor, as a worker's shell has it."""
-    directory = tmp_path / "bin"
-    directory.mkdir(exist_ok=True)
-    script = directory / "proctor"
-    script.write_text(f"#!/bin/sh\nexec {sys.executable} -m proctor \"$@\"\n")
-    script.chmod(0o755)
-    return str(directory) + os.pathsep + os.environ["PATH"]
-
-
-def job_row(root, job_id) -> dict:
-    conn = sqlite3.connect(os.path.join(state_dir(root), "proctor.db"))
-    try:
-        row = conn.execute("SELECT doc FROM jobs WHERE id = ?", (job_id,)).fetchone()
-    finally:
-        conn.close()
-    assert row is not None, f"no job {job_id}"
-    return json.loads(row[0])
 
 
 def glob_of(path: str) -> str:
@@ -214,7 +180,7 @@ def test_a_subagent_bound_by_its_spawn_passes_its_own_job(ws, tmp_path):
     command = ("proctor job fork --stdin <<'EOF'\n"
                '{"id": "w1", "write_paths": ["plan/w1/**"], "check": "test", "state": "pass"}\nEOF')
     answer = bash(ws, command, lease=None, session="orch", agent="a1")
-    ran = run(ws, command, env={"PATH": shim(tmp_path)})
+    ran = run(ws, command, env={"PATH": proctor_path(tmp_path)})
     assert ran.returncode == 0, ran.stderr
     assert job_row(ws, "w1")["state"] == "pass", "the holder recorded its own job passed"
     after = bash(ws, "echo y > src/b.py", lease=None, session="orch", agent="a1")
@@ -232,7 +198,7 @@ def test_a_subagent_replaces_another_job_as_a_read_only_child(ws, tmp_path):
     spawn(ws, "lease: w1\nwork", "a1")
     command = "proctor job fork other --parent w1 --read-only"
     answer = bash(ws, command, lease=None, session="orch", agent="a1")
-    ran = run(ws, command, env={"PATH": shim(tmp_path)})
+    ran = run(ws, command, env={"PATH": proctor_path(tmp_path)})
     assert ran.returncode == 0, ran.stderr
     row = job_row(ws, "other")
     assert row["parent"] == "w1" and row["write_paths"] == [] and row["read_only"], row
@@ -298,7 +264,7 @@ def test_a_child_with_wider_read_paths_reads_past_the_holders_boundary(ws, tmp_p
                   "lease-read-boundary")
     command = "proctor job fork w1/c --parent w1 --write-paths 'plan/w1/c/**' --read-paths '**' --check test"
     answer = bash(ws, command, lease=None, env=leased)
-    ran = run(ws, command, env={"PATH": shim(tmp_path)})
+    ran = run(ws, command, env={"PATH": proctor_path(tmp_path)})
     assert ran.returncode == 0, ran.stderr
     assert job_row(ws, "w1/c")["read_paths"] == ["**"]
     spawn(ws, "lease: w1/c\nread", "a1", session="s1", env=leased)
@@ -330,7 +296,7 @@ def test_a_holder_loosens_the_rules_of_a_child_it_forks(ws, tmp_path):
     answers = []
     for step in steps:
         answers.append(bash(ws, step, lease=None, env=leased))
-        ran = run(ws, step, env={**leased, "PATH": shim(tmp_path)})
+        ran = run(ws, step, env={**leased, "PATH": proctor_path(tmp_path)})
         assert ran.returncode == 0, (step, ran.stderr)
     assert 'lease-tamper = "off"' in git(ws, "show", "HEAD:proctor.toml"), "the branch carries the loosening"
     spawn(ws, "lease: w1/c\nwork", "a1", session="s1", env=leased)

@@ -13,7 +13,7 @@ import pytest
 from proctor import api
 from proctor.hook import run as hook_run
 from tests.conftest import git
-from tests.guard_lease import state_dir, ws  # noqa: F401 (ws is a fixture)
+from tests.guard_lease import denied, state_dir, ws  # noqa: F401 (ws is a fixture)
 
 
 
@@ -31,11 +31,6 @@ def call(root, tool, tool_input, lease="w1", session="s1", cwd=None, **extra) ->
 
 def bash(root, command, **kw) -> dict:
     return call(root, "Bash", {"command": command}, **kw)
-
-
-def denied(answer, rule=None) -> bool:
-    spec = answer.get("hookSpecificOutput", {})
-    return spec.get("permissionDecision") == "deny" and (rule is None or f"deny [{rule}]" in spec["permissionDecisionReason"])
 
 
 def reason(answer) -> str:
