@@ -49,11 +49,11 @@ def _checkout_with_store(cwd: str):
         checkout = find_checkout(cwd)
     except ProctorError:
         checkout = find_checkout(os.getcwd())  # raises, and the hook passes, outside any checkout
-    first = (checkout, repo_state_dir(checkout, create=False))
-    found = None
+    first = found = None
     probe = checkout
     for _ in range(32):
         state_dir = repo_state_dir(probe, create=False)
+        first = first or (probe, state_dir)
         if found is not None and state_dir != found[1]:
             break
         if os.path.exists(os.path.join(state_dir, "proctor.db")):

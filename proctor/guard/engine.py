@@ -54,13 +54,6 @@ def spawn_job(prompt: str) -> str | None:
     return None
 
 
-def evaluate(call: Call, flag_lease: str | None, environ) -> Verdict:
-    """Judge the call and write its records; see `judge` for the verdict before any record."""
-    verdict = judge(call, flag_lease, environ)
-    verdict.finish()
-    return verdict
-
-
 def judge(call: Call, flag_lease: str | None, environ) -> Verdict:
     """The verdict, reached before anything is written. Its `finish()` then writes the call's
     records (bounded: a store not free at once is skipped, see Context.flush) and returns what
