@@ -105,6 +105,16 @@ def test_path_argument_is_refused(repo, proctor):
         result = proctor("vcs", "checkpoint", *args)
         assert result.code == 2
         assert "takes no path" in result.err and "whole" in result.err
+        assert result.err.startswith("PRC3055: "), result.err
+
+
+def test_path_argument_refusal_carries_its_code_in_json(repo, proctor_process):
+    for args in (("-o", "json", "src"), ("src", "-o", "json"), ("-o", "json", "--", "-x")):
+        result = proctor_process("vcs", "checkpoint", *args, cwd=repo)
+        assert result.code == 2, result.err
+        error = result.json()["error"]
+        assert error["code"] == "PRC3055" and "takes no path" in error["message"]
+        assert result.err.startswith("PRC3055: ") and "Traceback" not in result.err
 
 
 def test_writes_nothing_anywhere(repo, proctor, tmp_path):

@@ -7,7 +7,7 @@ import click
 from proctor import api
 from proctor.cli import emit_json
 from proctor.cli.options import output_option
-from proctor.errors import ProctorError
+from proctor.errors import CHECKPOINT_TAKES_NO_PATH, ProctorError
 from proctor.vcs.checkpoint import Checkpoint
 
 
@@ -33,7 +33,8 @@ def checkpoint(output: str, paths: tuple[str, ...]) -> None:
         raise ProctorError(
             f"proctor vcs checkpoint takes no path (got {' '.join(paths)}): it reports the whole "
             f"workspace's working state, and a path-scoped digest would be a different, narrower "
-            f"fact; run it without arguments"
+            f"fact; run it without arguments",
+            CHECKPOINT_TAKES_NO_PATH,
         )
     record = api.checkpoint()
     if output == "json":
