@@ -40,3 +40,44 @@ def test_footprint_against_real_git(repo):
     hunks = vgit.parse_hunks(patch)
     assert hunks["notes.sql"] == {"added": 1, "removed": 2, "new": [[3, 3]], "old": [[3, 3], [6, 6]]}
     assert hunks["tab\tname.txt"]["new"] == [[1, 1]]
+
+
+def _attributes(repo, text: str) -> None:
+    with open(os.path.join(repo, ".gitattributes"), "w") as handle:
+        handle.write(text)
+
+
+def test_diff_attribute_unset_is_not_unspecified(repo):
+    # `-diff`: git diffs the file as binary, so it has no driver; no rule: the caller may guess.
+    _attributes(repo, "*.py -diff\n*.txt -diff\n")
+    assert vgit.diff_attribute(repo, "src/a.py") == vgit.DIFF_UNSET == "unset"
+    assert vgit.diff_attribute(repo, "notes.txt") == "unset"
+    assert vgit.diff_attribute(repo, "notes.md") is None
+    assert vgit.diff_attribute(repo, "dir with space/b.py") == "unset"
+    # As git itself reads it: the file diffs as binary.
+    with open(os.path.join(repo, "a.py"), "w") as handle:
+        handle.write("x = 1\n")
+    git(repo, "add", "-N", "a.py")
+    assert b"Binary files" in vgit.run(repo, "diff", "--", "a.py").stdout
+
+
+def test_diff_attribute_driver_set_and_unspecified(repo):
+    _attributes(repo, "*.py diff=python\n*.weird diff=golang\n*.c diff\n*.h !diff\n*.e diff=\n")
+    assert vgit.diff_attribute(repo, "a.py") == "python"
+    assert vgit.diff_attribute(repo, "deep/x.weird") == "golang"
+    assert vgit.diff_attribute(repo, "a.c") == "default"
+    assert vgit.diff_attribute(repo, "a.h") is None
+    assert vgit.diff_attribute(repo, "a.e") is None
+    assert vgit.diff_attribute(repo, "a.txt") is None
+    _attributes(repo, "*.py diff\n")
+    assert vgit.diff_attribute(repo, "a.py") == "default"
+
+
+def test_diff_attribute_later_and_nested_rules_win(repo):
+    _attributes(repo, "*.py diff=python\n*.py -diff\n")
+    assert vgit.diff_attribute(repo, "a.py") == "unset"
+    os.makedirs(os.path.join(repo, "sub"))
+    with open(os.path.join(repo, "sub", ".gitattributes"), "w") as handle:
+        handle.write("*.py diff=python\n")
+    assert vgit.diff_attribute(repo, "sub/a.py") == "python"
+    assert vgit.diff_attribute(repo, "a.py") == "unset"

@@ -109,15 +109,30 @@ def head(root: str) -> str | None:
     return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
 
 
+# What diff_attribute answers for `-diff`: git treats the file as binary, with no diff driver.
+DIFF_UNSET = "unset"
+
+
 def diff_attribute(root: str, path: str) -> str | None:
-    """The `diff` attribute .gitattributes gives `path`: a driver name, or None if unset."""
+    """The `diff` attribute .gitattributes gives `path`, in four kinds of answer:
+
+    a driver name (`diff=python`); "default" when set bare (`diff`: git's text diff, no
+    driver named); DIFF_UNSET ("unset") when unset (`-diff`: git diffs the file as binary, so
+    it has no diff driver at all); None when unspecified (no rule, `!diff`, an empty `diff=`,
+    or git could not answer): the caller may fall back to its own guess.
+
+    git prints a driver literally named "unset" as it prints `-diff`, so that name reads as
+    unset here too, as git's own output leaves no way to tell them apart.
+    """
     proc = run(root, "check-attr", "diff", "--", path, check=False)
     if proc.returncode != 0:
         return None
     value = proc.stdout.decode("utf-8", "replace").rsplit(": ", 1)[-1].strip()
-    if value in ("unspecified", "unset", "set", ""):
-        return None if value != "set" else "default"
-    return value
+    if value in ("unspecified", ""):
+        return None
+    if value == "set":
+        return "default"
+    return value  # "unset" (DIFF_UNSET) or a driver's name
 
 
 def start(root: str, *args: str) -> subprocess.Popen:
