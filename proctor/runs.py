@@ -24,7 +24,7 @@ from proctor.timeutil import iso, now
 from proctor.vcs import checkpoint as vcs_checkpoint
 from proctor.workspace import Workspace
 
-_COLUMNS = ("id", "target", "command", "cwd", "checkout", "checkpoint", "lease", "exit_code",
+_COLUMNS = ("id", "target", "command", "cwd", "checkout", "checkpoint", "tree", "lease", "exit_code",
             "timed_out", "started", "ended", "output_ref", "output_bytes")
 
 
@@ -47,9 +47,11 @@ def run_target(ws: Workspace, name: str, caller: Caller, echo: BinaryIO | None) 
     cwd = os.path.join(ws.root, target.cwd) if target.cwd else ws.root
     if not os.path.isdir(cwd):
         raise errors.ProctorError(f"target {name}'s cwd {cwd} is not a directory; fix [targets.{name}] cwd")
-    # The tree's checkpoint is read beside the run, not before it: git works while the
-    # target starts. The tree is the one the target began on, give or take its own writes.
+    # The tree is read BEFORE the target starts: the checkpoint names it, and its content
+    # digest is what a check is later graded against (a run is evidence only for the tree it
+    # began on). The two reads run side by side.
     checkpoint_box: list[str | None] = [None]
+    tree_box: list[str | None] = [None]
 
     def read_checkpoint() -> None:
         try:
@@ -60,6 +62,11 @@ def run_target(ws: Workspace, name: str, caller: Caller, echo: BinaryIO | None) 
 
     reader = threading.Thread(target=read_checkpoint, daemon=True)
     reader.start()
+    try:
+        tree_box[0] = vcs_checkpoint.tree_digest(ws.root)
+    except errors.ProctorError:
+        pass  # recorded as None: such a run is evidence for no tree
+    reader.join()
     env = dict(os.environ)
     if caller.lease:
         env["PROCTOR_LEASE"] = caller.lease
@@ -100,12 +107,11 @@ def run_target(ws: Workspace, name: str, caller: Caller, echo: BinaryIO | None) 
     recorder.join()
     ended = now()
     output_ref = writer.close()
-    reader.join()
     checkpoint = checkpoint_box[0]
     run = {
         "id": f"run-{iso(started).replace(':', '').replace('-', '').replace('.', '')[:18]}-{os.urandom(3).hex()}",
         "target": name, "command": target.command, "cwd": cwd, "checkout": os.path.realpath(ws.root),
-        "checkpoint": checkpoint, "lease": caller.lease, "exit_code": finished.exit_code,
+        "checkpoint": checkpoint, "tree": tree_box[0], "lease": caller.lease, "exit_code": finished.exit_code,
         "timed_out": finished.timed_out, "started": iso(started), "ended": iso(ended),
         "output_ref": output_ref, "output_bytes": writer.size,
     }
@@ -155,6 +161,11 @@ def by_ref(conn: sqlite3.Connection, ref: str) -> list[dict]:
         f"SELECT {', '.join(_COLUMNS)} FROM runs WHERE output_ref = ? ORDER BY started DESC", (ref,)
     ).fetchall()
     return [_row_to_run(r) for r in rows]
+
+
+def get(conn: sqlite3.Connection, run_id: str) -> dict | None:
+    row = conn.execute(f"SELECT {', '.join(_COLUMNS)} FROM runs WHERE id = ?", (run_id,)).fetchone()
+    return _row_to_run(row) if row else None
 
 
 def latest(conn: sqlite3.Connection, target: str, since: str, checkout: str | None) -> dict | None:

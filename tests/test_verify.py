@@ -49,13 +49,18 @@ def write(path: str, text: str) -> None:
 
 
 def file_result(proctor, job: str, cwd: str, **fields):
-    record = {"schema_version": 1, **fields}
+    record = {"schema_version": 2, **fields}
     return proctor("job", "exit", job, "--stdin", stdin=json.dumps(record), cwd=cwd)
 
 
 def run(proctor, target: str, cwd: str, lease: str | None = None) -> dict:
     args = ["run", target, "-o", "json"] + (["--lease", lease] if lease else [])
     return proctor(*args, cwd=cwd).json()
+
+
+def cite(done: dict) -> dict:
+    """A validation entry naming one run, as proctor run printed it."""
+    return {"run": done["id"], "output_ref": done["output_ref"]}
 
 
 def base_job(**extra):
@@ -72,7 +77,7 @@ def test_round_trip_passes(world, proctor):
     done = run(proctor, "test", holder)
     assert done["exit_code"] == 0
     filed = file_result(proctor, "feat", holder, changed_paths=["src/a.py", "src/b.py"],
-                        validation=[{"command": "proctor run test", "output_ref": done["output_ref"]}],
+                        validation=[{"command": "proctor run test", **cite(done)}],
                         status="done", summary="made a ok")
     assert filed.code == 0, filed.err
     waited = proctor("job", "wait", "feat")
@@ -106,7 +111,7 @@ def test_change_outside_write_paths_and_inside_deny(world, proctor):
                    files={"src/a.py": "ok\n", "src/b.py": "denied\n", "stray.txt": "x\n"})
     done = run(proctor, "test", holder)
     assert file_result(proctor, "feat", holder, changed_paths=["src/a.py"],
-                       validation=[{"output_ref": done["output_ref"]}]).code == 0
+                       validation=[cite(done)]).code == 0
     reasons = _rejected(proctor)
     assert any(r.startswith("rule inside-write-paths: stray.txt changed outside") for r in reasons)
     assert any(r.startswith("rule outside-deny-paths: src/b.py changed inside the deny paths") for r in reasons)
@@ -139,32 +144,38 @@ def test_check_needs_a_passing_run_after_declaration(world, proctor):
     early = run(proctor, "test", holder)
     assert early["exit_code"] == 0
     _take_and_edit(proctor, holder)
-    assert file_result(proctor, "feat", holder, changed_paths=["src/a.py"],
-                       validation=[{"output_ref": early["output_ref"]}]).code == 0
-    reasons = _rejected(proctor)
-    assert any(r.startswith('goal "check": no recorded run of test since the job was declared') for r in reasons)
+    filed = file_result(proctor, "feat", holder, changed_paths=["src/a.py"], validation=[cite(early)])
+    assert filed.code == 1 and "PRC3056" in filed.err and f"run {early['id']} started at" in filed.err
+    assert "before feat was declared" in filed.err
 
 
-def test_latest_run_decides(world, proctor):
+def test_newest_cited_run_decides(world, proctor):
     root, holder = world
     _take_and_edit(proctor, holder, files={"src/a.py": "ok\n"})
-    assert run(proctor, "test", holder)["exit_code"] == 0
+    passed = run(proctor, "test", holder)
+    assert passed["exit_code"] == 0
     write(os.path.join(holder, "src", "a.py"), "bad\n")
     failed = run(proctor, "test", holder)
     assert failed["exit_code"] == 1
-    assert file_result(proctor, "feat", holder, changed_paths=["src/a.py"]).code == 0
+    stale = file_result(proctor, "feat", holder, changed_paths=["src/a.py"], validation=[cite(passed)])
+    assert stale.code == 1 and f"changed after run {passed['id']} started" in stale.err
+    assert file_result(proctor, "feat", holder, changed_paths=["src/a.py"], validation=[cite(failed)]).code == 0
     reasons = _rejected(proctor)
-    assert any(f'goal "check": the latest run of test ({failed["id"]}) exited 1' in r for r in reasons)
+    assert any(f'goal "check": the newest cited run of test ({failed["id"]}) exited 1' in r for r in reasons)
 
 
 def test_run_in_another_checkout_does_not_count(world, proctor):
     root, holder = world
     _take_and_edit(proctor, holder, files={"src/a.py": "ok\n"})
     write(os.path.join(root, "src", "a.py"), "ok\n")
-    assert run(proctor, "test", root)["exit_code"] == 0
+    elsewhere = run(proctor, "test", root)
+    assert elsewhere["exit_code"] == 0
+    filed = file_result(proctor, "feat", holder, changed_paths=["src/a.py"], validation=[cite(elsewhere)])
+    assert filed.code == 1 and f"was made in {os.path.realpath(root)}, not in {os.path.realpath(holder)}" in filed.err
     assert file_result(proctor, "feat", holder, changed_paths=["src/a.py"]).code == 0
     reasons = _rejected(proctor)
-    assert any("no recorded run of test" in r and holder in r for r in reasons)
+    assert any(r.startswith('goal "check": the result cites no run of test') and os.path.realpath(holder) in r
+               for r in reasons)
 
 
 def test_live_descendant_refuses_pass(world, proctor):
@@ -199,8 +210,9 @@ def test_goals_graded_on_observation(world, proctor):
         {"id": "sym", "kind": "symbol", "expect": "absent", "symbols": ["Legacy"]},
     ])
     _take_and_edit(proctor, holder, job, files={"src/a.py": "ok\n", "db/schema.sql": "x\n"})
-    run(proctor, "test", holder)
-    assert file_result(proctor, "feat", holder, changed_paths=["src/a.py", "db/migrations/001.sql"]).code == 0
+    done = run(proctor, "test", holder)
+    assert file_result(proctor, "feat", holder, changed_paths=["src/a.py", "db/migrations/001.sql"],
+                       validation=[cite(done)]).code == 0
     reasons = _rejected(proctor)
     text = "\n".join(reasons)
     assert 'goal "migration": nothing matching "db/migrations/**" changed since' in text
@@ -216,12 +228,16 @@ def test_describe_grades_now_and_writes_nothing(world, proctor):
     job = base_job(goals=[{"id": "b", "paths": ["src/b.py"]}])
     fork(proctor, job)
     first = proctor("describe", "job", "feat")
-    assert "Graded now:\n  check: unmet: no recorded run of test" in first.out
+    assert "Graded now:\n  check: unmet: no result is filed, so no run is cited" in first.out
     assert "  b: unmet: nothing matching \"src/b.py\" changed since" in first.out
     assert proctor("job", "exec", "feat", cwd=holder).code == 0
     write(os.path.join(holder, "src", "b.py"), "b\n")
     write(os.path.join(holder, "src", "a.py"), "ok\n")
-    run(proctor, "test", holder)
+    done = run(proctor, "test", holder)
+    unfiled = proctor("describe", "job", "feat")
+    assert f"check: unmet: no result is filed, so no run is cited; a check passes only on a cited run of test in " \
+           f"{os.path.realpath(holder)}; the latest run of test there is {done['id']}" in unfiled.out
+    assert file_result(proctor, "feat", holder, validation=[cite(done)]).code == 0
     from proctor.paths import find_checkout, repo_state_dir
     db = os.path.join(repo_state_dir(find_checkout(root)), "proctor.db")
     import sqlite3
@@ -231,7 +247,7 @@ def test_describe_grades_now_and_writes_nothing(world, proctor):
     assert now.out == proctor("describe", "job", "feat").out
     assert "check: met: test passed in run" in now.out and "b: met: every path is changed" in now.out
     assert count() == before
-    assert {r["id"]: r for r in proctor("ls", "jobs", "-o", "json").json()["jobs"]}["feat"]["state"] == "running"
+    assert {r["id"]: r for r in proctor("ls", "jobs", "-o", "json").json()["jobs"]}["feat"]["state"] == "exited"
 
 
 def test_read_only_job_has_no_diff_to_check(world, proctor):
@@ -239,8 +255,8 @@ def test_read_only_job_has_no_diff_to_check(world, proctor):
     fork(proctor, {"id": "survey", "read_only": True, "check": "lint"})
     assert proctor("job", "exec", "survey", cwd=holder).code == 0
     write(os.path.join(holder, "notes.txt"), "scratch\n")
-    run(proctor, "lint", holder)
-    assert file_result(proctor, "survey", holder).code == 0
+    done = run(proctor, "lint", holder)
+    assert file_result(proctor, "survey", holder, validation=[cite(done)]).code == 0
     waited = proctor("job", "wait", "survey")
     assert waited.code == 0, waited.out
     assert "footprint: none (a read-only job)" in waited.out
@@ -260,7 +276,9 @@ def test_wait_cannot_answer(world, proctor):
 
 @pytest.mark.parametrize("result, code, needle", [
     ({"schema_version": 1, "changed_paths": ["../outside.py"]}, 1, "PRC3041"),
-    ({"schema_version": 1, "validation": [{"output_ref": "sha256:" + "a" * 64}]}, 1, "PRC3051"),
+    ({"schema_version": 2, "validation": [{"run": "run-nope", "output_ref": "sha256:" + "a" * 64}]}, 1, "PRC3051"),
+    ({"schema_version": 2, "validation": [{"output_ref": "sha256:" + "a" * 64}]}, 2, "must name one run"),
+    ({"schema_version": 1, "validation": [{"output_ref": "sha256:" + "a" * 64}]}, 2, "version 2 names each run"),
     ({"schema_version": 1, "passed": True}, 2, "no passed field"),
     ({"schema_version": 1, "verdict": "ok"}, 2, "unknown result field 'verdict'"),
     ({"changed_paths": []}, 2, "needs schema_version"),
@@ -282,7 +300,7 @@ def test_result_citing_a_run_whose_output_is_gone(world, proctor):
     from proctor.paths import find_checkout, repo_state_dir
     digest = done["output_ref"].split(":")[1]
     os.remove(os.path.join(repo_state_dir(find_checkout(root)), "blobs", digest[:2], digest[2:]))
-    filed = file_result(proctor, "feat", holder, validation=[{"output_ref": done["output_ref"]}])
+    filed = file_result(proctor, "feat", holder, validation=[cite(done)])
     assert filed.code == 1 and "PRC3052" in filed.err
 
 
@@ -296,10 +314,12 @@ def test_undecodable_result(world, proctor):
 def test_result_schema_matches(world, proctor):
     import jsonschema
     schema = proctor("job", "exit", "--schema").json()
-    jsonschema.validate({"schema_version": 1, "changed_paths": ["a"], "validation": [
-        {"command": "proctor run test", "output_ref": "sha256:" + "0" * 64}], "status": "done"}, schema)
+    jsonschema.validate({"schema_version": 2, "changed_paths": ["a"], "validation": [
+        {"run": "run-1", "command": "proctor run test", "output_ref": "sha256:" + "0" * 64}], "status": "done"}, schema)
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate({"schema_version": 1, "passed": True}, schema)
+        jsonschema.validate({"schema_version": 2, "passed": True}, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"schema_version": 2, "validation": [{"output_ref": "sha256:" + "0" * 64}]}, schema)
 
 
 def test_leased_wait_only_on_descendants(world, proctor):
@@ -325,8 +345,8 @@ def test_refiling_is_refused(world, proctor):
 def test_wait_json(world, proctor):
     root, holder = world
     _take_and_edit(proctor, holder, files={"src/a.py": "ok\n"})
-    run(proctor, "test", holder)
-    assert file_result(proctor, "feat", holder, changed_paths=["src/a.py"]).code == 0
+    done = run(proctor, "test", holder)
+    assert file_result(proctor, "feat", holder, changed_paths=["src/a.py"], validation=[cite(done)]).code == 0
     waited = proctor("job", "wait", "feat", "-o", "json")
     assert waited.code == 0
     payload = waited.json()
@@ -373,10 +393,16 @@ def test_check_run_must_be_the_declared_command(world, proctor):
     original = open(toml).read()
     with open(toml, "w") as handle:
         handle.write(original.replace('command = "test -f src/a.py && grep -q ok src/a.py"', 'command = "true"'))
-    assert run(proctor, "test", holder)["exit_code"] == 0
+    loose = run(proctor, "test", holder)
+    assert loose["exit_code"] == 0
     with open(toml, "w") as handle:
         handle.write(original)
-    assert file_result(proctor, "feat", holder, changed_paths=["src/a.py"]).code == 0
+    restored = file_result(proctor, "feat", holder, changed_paths=["src/a.py"], validation=[cite(loose)])
+    assert restored.code == 1 and f"changed after run {loose['id']} started" in restored.err, \
+        "the tree the loose run saw (its proctor.toml included) is not the tree filed"
+    with open(toml, "w") as handle:
+        handle.write(original.replace('command = "test -f src/a.py && grep -q ok src/a.py"', 'command = "true"'))
+    assert file_result(proctor, "feat", holder, changed_paths=["src/a.py"], validation=[cite(loose)]).code == 0
     reasons = _rejected(proctor)
     assert any('goal "check": run' in r and "ran `true`" in r for r in reasons)
 
@@ -384,13 +410,18 @@ def test_check_run_must_be_the_declared_command(world, proctor):
 def test_check_run_must_see_the_final_tree(world, proctor):
     root, holder = world
     _take_and_edit(proctor, holder, files={"src/a.py": "ok\n"})
-    assert run(proctor, "test", holder)["exit_code"] == 0
-    import time as _time
-    _time.sleep(0.05)
+    done = run(proctor, "test", holder)
+    assert done["exit_code"] == 0
     write(os.path.join(holder, "src", "b.py"), "later\n")
-    assert file_result(proctor, "feat", holder, changed_paths=["src/a.py", "src/b.py"]).code == 0
+    refused = file_result(proctor, "feat", holder, changed_paths=["src/a.py", "src/b.py"], validation=[cite(done)])
+    assert refused.code == 1 and f"changed after run {done['id']} started" in refused.err
+    # filed on the right tree, changed afterwards: wait grades the tree as it is then
+    os.remove(os.path.join(holder, "src", "b.py"))
+    assert file_result(proctor, "feat", holder, changed_paths=["src/a.py"], validation=[cite(done)]).code == 0
+    write(os.path.join(holder, "src", "b.py"), "later\n")
+    os.utime(os.path.join(holder, "src", "b.py"), (0, 0))  # set back: the mtime is not what decides
     reasons = _rejected(proctor)
-    assert any("src/b.py changed after run" in r for r in reasons)
+    assert any(f"changed after run {done['id']} started" in r for r in reasons)
 
 
 def test_claim_cannot_undo_the_one_way_rule(world, proctor):

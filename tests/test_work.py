@@ -528,7 +528,8 @@ def test_prompt_asks_for_the_run_to_be_cited(repo_for):
     with Workspace(root) as ws:
         prompt = prompt_for(ws, {"id": "feat", "check": {"target": "test"}})
     assert prompt.startswith("lease: feat\n")
-    assert '"validation": [{"command": "proctor run test", "output_ref": "sha256:..."}]' in prompt
+    assert '"validation": [{"run": "run-...", "command": "proctor run test", "output_ref": "sha256:..."}]' in prompt
+    assert '{"schema_version": 2, ' in prompt and "only a run on your finished tree counts" in prompt
     assert "proctor job exit --schema" in prompt
 
 

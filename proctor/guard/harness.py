@@ -54,9 +54,11 @@ description: Split work across agents with proctor jobs and leases; verify retur
    Start every worker prompt with the line `lease: <id>` and export, in its environment,
    `BAGGAGE=proctor.lease=<id>` (add `proctor.spawner=<your label>`, and TRACEPARENT when you
    have one).
-5. A worker takes its job with `proctor job exec <id>`, runs its check with
-   `proctor run <target>`, and returns it with `proctor job exit <id> --stdin` citing the
-   output_ref of each run. There is no "passed" field: proctor grades evidence.
+5. A worker takes its job with `proctor job exec <id>` (best in a worktree of its own:
+   `proctor job exec <id> --worktree ../<dir>` makes one at the job's checkpoint), runs its
+   check with `proctor run <target>` on its finished tree, and returns it with
+   `proctor job exit <id> --stdin` citing each run as `{"run": <id>, "output_ref": <ref>}`,
+   the pair `proctor run` printed. There is no "passed" field: proctor grades evidence.
 6. Wait on evidence: `proctor job wait <id>` checks the real diff since the checkpoint, the
    recorded runs and the goals. Exit 0 pass, 1 rejected (every reason named), 2 no answer.
 7. A small change to a path a live job owns: enter it

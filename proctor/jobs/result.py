@@ -1,8 +1,9 @@
 """The result a holder files with `proctor job exit <id> --stdin`: what it says it did.
 
-Every field is a claim. `validation` names recorded runs by their output_ref; the run records
-are resolved now and filed beside the result, so whoever waits on the job (from any
-checkout) reads the same evidence. There is no `passed` field: a holder's verdict on its own
+Every field is a claim. `validation` names recorded runs, each by its run id with the
+output_ref that run printed; each is resolved now, in the holder's own checkout, and refused
+unless it can speak for this job (evidence.py says when it can). The run records are filed
+beside the result, so whoever waits on the job (from any checkout) reads the same evidence. There is no `passed` field: a holder's verdict on its own
 run is exactly what the output ref exists to replace.
 """
 
@@ -19,7 +20,7 @@ from proctor.jobs.model import DECLARED, EXITED, RUNNING, TERMINAL, check_job_id
 from proctor.timeutil import iso, now
 from proctor.workspace import Workspace
 
-RESULT_SCHEMA_VERSION = 1
+RESULT_SCHEMA_VERSION = 2
 RESULT_FIELDS = ("schema_version", "changed_paths", "validation", "descendants", "unresolved_risks",
                  "status", "summary")
 STATUSES = ("done", "blocked", "split")
@@ -42,9 +43,12 @@ def result_schema() -> dict:
                               "description": "repository-relative paths the holder changed"},
             "validation": {
                 "type": "array",
-                "description": "runs the holder made: the command and the output_ref proctor run printed",
-                "items": {"type": "object", "required": ["output_ref"], "additionalProperties": False,
-                          "properties": {"command": {"type": "string"},
+                "description": ("runs of the job's check the holder made, in its own checkout, on the finished "
+                                "tree: each names one run by the id and output_ref proctor run printed"),
+                "items": {"type": "object", "required": ["run", "output_ref"], "additionalProperties": False,
+                          "properties": {"run": {"type": "string", "minLength": 1,
+                                                 "description": "the run id proctor run printed (run-...)"},
+                                         "command": {"type": "string"},
                                          "output_ref": {"type": "string", "pattern": "^(sha256:)?[0-9a-f]{64}$"}}},
             },
             "descendants": {"type": "array", "items": {"type": "string"},
@@ -84,9 +88,13 @@ def normalize_result(record: Any, root: str, job_id: str) -> dict:
     version = record.get("schema_version")
     if version is None:
         raise _bad(f"a result needs schema_version ({RESULT_SCHEMA_VERSION})")
-    if isinstance(version, bool) or version != RESULT_SCHEMA_VERSION:
+    if isinstance(version, bool) or version not in (1, RESULT_SCHEMA_VERSION):
         raise _bad(f"result schema_version {version!r} is not supported; this proctor reads "
                    f"{RESULT_SCHEMA_VERSION}")
+    if version == 1 and record.get("validation"):
+        raise _bad("result schema_version 1 cited runs by output_ref alone, which any run with the same output "
+                   "matched; version 2 names each run: {\"run\": \"run-...\", \"output_ref\": \"sha256:...\"}, "
+                   "both as proctor run printed them")
     changed = []
     outside = []
     for raw in _strings(record, "changed_paths"):
@@ -104,17 +112,19 @@ def normalize_result(record: Any, root: str, job_id: str) -> dict:
         raise _bad("result field validation must be a list of {command, output_ref}")
     entries = []
     for index, entry in enumerate(validation):
-        if not isinstance(entry, dict) or not isinstance(entry.get("output_ref"), str):
-            raise _bad(f"validation[{index}] must be an object with an output_ref (as proctor run prints it)")
-        extra = sorted(set(entry) - {"command", "output_ref"})
+        if not isinstance(entry, dict) or not isinstance(entry.get("output_ref"), str) \
+                or not isinstance(entry.get("run"), str) or not entry["run"].strip():
+            raise _bad(f"validation[{index}] must name one run: {{\"run\": <id>, \"output_ref\": <ref>}}, both as "
+                       f"proctor run printed them (run run-..., output_ref sha256:...)")
+        extra = sorted(set(entry) - {"run", "command", "output_ref"})
         if extra:
-            raise _bad(f"validation[{index}] has unknown field {extra[0]!r}; it is {{command, output_ref}}")
+            raise _bad(f"validation[{index}] has unknown field {extra[0]!r}; it is {{run, output_ref, command}}")
         if "command" in entry and not isinstance(entry["command"], str):
             raise _bad(f"validation[{index}].command must be a string")
         ref = entry["output_ref"].strip()
         if not ref.startswith(trail.REF_PREFIX):
             ref = trail.REF_PREFIX + ref
-        entries.append({"command": entry.get("command", ""), "output_ref": ref})
+        entries.append({"run": entry["run"].strip(), "command": entry.get("command", ""), "output_ref": ref})
     descendants = [check_job_id(d, "descendants entry") for d in _strings(record, "descendants")]
     status = record.get("status")
     if status is not None and status not in STATUSES:
@@ -132,9 +142,23 @@ def normalize_result(record: Any, root: str, job_id: str) -> dict:
 def file_result(ws: Workspace, job_id: str, record: Any, caller: Caller) -> dict:
     """Record a holder's result: the job becomes exited, its evidence filed beside it."""
     from proctor import runs
+    from proctor.jobs import evidence
 
     check_job_id(job_id)
     result = normalize_result(record, ws.root, job_id)
+    # What takes time (the tree's digest, hashing each cited output) is read before the
+    # write lock is taken; the job is read again under it.
+    tree = None
+    blobs: dict[str, str | None] = {}
+    with ws.store.read() as conn:
+        before = rows.get(conn, job_id)
+        cited_runs = [r for r in (runs.get(conn, e["run"]) for e in result["validation"]) if r]
+    if before is not None and result["validation"]:
+        if not before.get("read_only"):
+            tree = evidence.Tree(evidence.checkout_of(before, ws.root))
+            tree.now()
+        for found in cited_runs:
+            blobs[found["id"]] = evidence.blob_problem(ws.state_dir, found)
     with ws.store.write() as conn:
         job = rows.get(conn, job_id)
         if job is None:
@@ -153,19 +177,30 @@ def file_result(ws: Workspace, job_id: str, record: Any, caller: Caller) -> dict
                 f"proctor job wait {job_id} verifies it")])
         reasons = []
         filed_runs = []
+        checkout = evidence.checkout_of(job, ws.root)
+        if job.get("read_only"):
+            tree = None
+        elif tree is None or tree.checkout != checkout:
+            tree = evidence.Tree(checkout)
         for entry in result["validation"]:
-            found = runs.by_ref(conn, entry["output_ref"])
-            if not found:
+            found = runs.get(conn, entry["run"])
+            if found is None:
                 reasons.append((errors.UNKNOWN_RUN,
-                    f"refused the result of {job_id}: validation names {entry['output_ref']}, which no "
-                    f"recorded run produced; cite the output_ref proctor run printed"))
+                    f"refused the result of {job_id}: validation names run {entry['run']!r}, which is not "
+                    f"recorded; cite the run id and output_ref proctor run printed"))
                 continue
-            if not trail.has_blob(ws.state_dir, entry["output_ref"]):
-                reasons.append((errors.BLOB_MISSING,
-                    f"refused the result of {job_id}: the output of run {found[0]['id']} "
-                    f"({entry['output_ref']}) is missing from the store; run the target again"))
+            if found["output_ref"] != entry["output_ref"]:
+                reasons.append((errors.EVIDENCE_NOT_THIS_JOB,
+                    f"refused the result of {job_id}: it cites {entry['output_ref']} as the output of run "
+                    f"{found['id']}, which printed {found['output_ref']}; cite the pair proctor run printed"))
                 continue
-            filed_runs.append(found[0])
+            missing = blobs[found["id"]] if found["id"] in blobs else evidence.blob_problem(ws.state_dir, found)
+            if missing:
+                reasons.append((errors.BLOB_MISSING, f"refused the result of {job_id}: {missing}"))
+                continue
+            for why in evidence.provenance(conn, job, found, checkout, tree):
+                reasons.append((errors.EVIDENCE_NOT_THIS_JOB, f"refused the result of {job_id}: {why}"))
+            filed_runs.append(found)
         if reasons:
             raise errors.Refused(reasons)
         at = now()
@@ -180,4 +215,25 @@ def file_result(ws: Workspace, job_id: str, record: Any, caller: Caller) -> dict
         rows.put(conn, job, job["_root"], job["_depth"])
         trail.append(conn, ws.state_dir, "job_exit", caller.actor, job_id,
                      {"state": EXITED, "status": result["status"]}, when=at)
+    return job
+
+
+def add_evidence(ws: Workspace, job_id: str, made: list[dict], caller: Caller) -> dict | None:
+    """Cite runs the forking side made itself (`proctor work` runs a job's check once its
+    worker stops) in the job's filed result, beside what the holder cited. An unleased
+    caller's move; the runs are held to the same checks when the job is graded."""
+    if caller.lease or not made:
+        return None
+    with ws.store.write() as conn:
+        job = rows.get(conn, job_id)
+        if job is None or job["state"] != EXITED or not job.get("result"):
+            return job
+        result = job["result"]
+        for run in made:
+            result.setdefault("validation", []).append(
+                {"run": run["id"], "command": f"proctor run {run['target']}", "output_ref": run["output_ref"],
+                 "by": caller.actor})
+            result.setdefault("runs", []).append({k: v for k, v in run.items() if k not in (
+                "ref", "duration_seconds", "pipe_held")})
+        rows.put(conn, job, job["_root"], job["_depth"])
     return job

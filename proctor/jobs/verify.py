@@ -125,9 +125,14 @@ def _revision(job: dict) -> str | None:
     return token.split("+")[0] or None
 
 
-def grade(conn: sqlite3.Connection, job: dict, fallback_checkout: str) -> Grade:
-    """Every rule and goal for `job`, against what proctor observes now. Writes nothing."""
+def grade(conn: sqlite3.Connection, job: dict, fallback_checkout: str, state_dir: str | None = None) -> Grade:
+    """Every rule and goal for `job`, against what proctor observes now. Writes nothing.
+
+    A check goal is graded on the runs the filed result cites (evidence.py), never on the
+    newest run anyone made; `state_dir` given, each cited output is also reopened and its
+    digest checked."""
     from proctor import runs
+    from proctor.jobs import evidence
 
     job_id = job["id"]
     outcomes: list[Outcome] = []
@@ -166,11 +171,22 @@ def grade(conn: sqlite3.Connection, job: dict, fallback_checkout: str) -> Grade:
                     f"{p} is claimed changed, but the diff since {short} does not carry it" for p in missing]
                     or ["every claimed path is in the diff"]))
 
-    live = [d for d in rows.descendants(conn, job_id) if is_live((rows.get(conn, d) or {}).get("state", "pass"))]
+    stored = rows.descendants(conn, job_id)
+    if result is not None:
+        claimed = list(dict.fromkeys(result.get("descendants") or ()))
+        false = [d for d in claimed if d not in stored]
+        unlisted = [d for d in stored if d not in claimed]
+        outcomes.append(Outcome("rule", "descendants-as-stored", not false and not unlisted, [
+            f"the result lists descendant {d}, which the store does not carry beneath {job_id}" for d in false] + [
+            f"the store carries descendant {d} beneath {job_id}, which the result does not list" for d in unlisted]
+            or [f"the result lists the {len(stored)} descendants the store carries"]))
+    live = [d for d in stored if is_live((rows.get(conn, d) or {}).get("state", "pass"))]
     outcomes.append(Outcome("rule", "descendants-ended", not live, [
         f"descendant {d} is still live; wait for it or end it (proctor job exit {d})" for d in live]
         or ["no descendant is live"]))
 
+    evidence_runs = evidence.cited(conn, result)
+    tree = evidence.Tree(observed.checkout) if observed is not None else None
     goal_ok: dict[str, bool] = {}
     for goal in _in_dependency_order(goal_list(job)):
         failed_prereqs = [d for d in goal.get("depends_on") or () if not goal_ok.get(d, False)]
@@ -178,7 +194,8 @@ def grade(conn: sqlite3.Connection, job: dict, fallback_checkout: str) -> Grade:
             subjects = [f'prerequisite goal "{d}" is unmet, so this goal is unmet' for d in failed_prereqs]
             ok = False
         else:
-            ok, subjects = _grade_goal(conn, job, goal, observed, short, fallback_checkout, runs)
+            ok, subjects = _grade_goal(conn, job, goal, observed, short, fallback_checkout, runs,
+                                       (evidence_runs, tree, state_dir))
         goal_ok[goal["id"]] = ok
         outcomes.append(Outcome("goal", goal["id"], ok, subjects))
     return Grade(job_id, outcomes, observed)
@@ -203,30 +220,42 @@ def _in_dependency_order(goals: list[dict]) -> list[dict]:
 
 
 def _grade_goal(conn, job: dict, goal: dict, observed: Observed | None, short: str, fallback: str,
-                runs) -> tuple[bool, list[str]]:
+                runs, cited) -> tuple[bool, list[str]]:
     kind = goal["kind"]
     if kind == "check":
+        from proctor.jobs import evidence
+
+        (cited_runs, problems), tree, state_dir = cited
         target = goal["check"]["target"]
-        checkout = job.get("checkout_root")
-        run = runs.latest(conn, target, job["created"], checkout)
-        if run is None:
-            where = f" in {checkout}" if checkout else ""
-            return False, [f"no recorded run of {target} since the job was declared ({job['created']}){where}; "
-                           f"run proctor run {target}"]
+        checkout = evidence.checkout_of(job, fallback)
+        mine = [r for r in cited_runs if r["target"] == target]
+        if not mine:
+            why = ("no result is filed, so no run is cited" if job.get("result") is None
+                   else f"the result cites no run of {target}")
+            hint = runs.latest(conn, target, job["created"], checkout)
+            remedy = (f"the latest run of {target} there is {hint['id']} (exit {hint['exit_code']}, output_ref "
+                      f"{hint['output_ref']})" if hint else f"run proctor run {target} there")
+            return False, [f"{why}; a check passes only on a cited run of {target} in {checkout}; {remedy}"] + problems
+        run = max(mine, key=lambda r: (r["started"], r["id"]))
+        reasons = evidence.provenance(conn, job, run, checkout, tree)
+        blob = evidence.blob_problem(state_dir, run) if state_dir else None
+        if blob:
+            reasons.append(blob)
+        if reasons:
+            late = _changed_after(observed, run)
+            if late and any("changed after run" in r for r in reasons):
+                reasons.append(f"written since run {run['id']} started: {', '.join(late[:5])}")
+            return False, reasons
         if run["timed_out"]:
-            return False, [f"the latest run of {target} ({run['id']}) timed out; its output is {run['output_ref']}"]
+            return False, [f"the newest cited run of {target} ({run['id']}) timed out; its output is {run['output_ref']}"]
         if run["exit_code"] != 0:
-            return False, [f"the latest run of {target} ({run['id']}) exited {run['exit_code']}; its output is "
+            return False, [f"the newest cited run of {target} ({run['id']}) exited {run['exit_code']}; its output is "
                            f"{run['output_ref']}"]
         expected = _target_command(job, target, fallback)
         if expected is not None and run["command"] != expected:
             return False, [f"run {run['id']} ran `{run['command']}`, but target {target} is `{expected}` in the "
                            f"proctor.toml of the job's checkpoint; a check is graded on the declared command"]
-        stale = _changed_after(observed, run)
-        if stale:
-            return False, [f"{', '.join(stale[:5])} changed after run {run['id']} of {target} started; run "
-                           f"proctor run {target} again on the finished tree"]
-        return True, [f"{target} passed in run {run['id']} ({run['output_ref']})"]
+        return True, [f"{target} passed in run {run['id']} ({run['output_ref']}), on the tree graded"]
     if kind == "paths":
         expect = goal["expect"]
         checkout = _checkout_of(job, fallback)

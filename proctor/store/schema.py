@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 MIGRATIONS: list[tuple[int, list[str]]] = [
     (
@@ -155,6 +155,14 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
                 via TEXT
             )""",
             "CREATE INDEX followups_job ON followups(job, delivered)",
+        ],
+    ),
+    (
+        5,
+        [
+            # The content identity of the tree a run started on (vcs.checkpoint.tree_digest):
+            # a check is graded only on a run whose tree is the job's tree now.
+            "ALTER TABLE runs ADD COLUMN tree TEXT",
         ],
     ),
 ]

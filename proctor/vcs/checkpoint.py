@@ -128,3 +128,65 @@ def parse_name(token: str) -> tuple[str, str | None]:
     if plus and (not digest or any(c not in "0123456789abcdef" for c in digest)):
         raise ValueError(f"{token!r} is not a checkpoint; after + comes the hex digest of the dirty tree")
     return revision, (digest or None)
+
+
+def tree_digest(root: str) -> str:
+    """The identity of the work tree's CONTENT: every tracked and untracked, non-ignored
+    file's path, mode and git blob id, hashed together. Unlike a checkpoint it does not move
+    when the same content is committed, and unlike a file's mtime it cannot be set back: a
+    run recorded on one digest was run on exactly that tree.
+
+    Unchanged tracked files are taken from the index (git's own stat cache); changed and
+    untracked ones are hashed as `git add` would (`hash-object --stdin-paths`, filters
+    applied, nothing written). Raises ProctorError when git cannot read the tree."""
+    import stat
+
+    staged = git.start(root, "ls-files", "-s", "-z")
+    changed = git.start(root, "diff-files", "--name-only", "-z")
+    others = git.start(root, "ls-files", "--others", "--exclude-standard", "-z")
+    entries: dict[bytes, bytes] = {}
+    for record in git.finish(staged, "ls-files").split(b"\0"):
+        if not record:
+            continue
+        meta, _, path = record.partition(b"\t")
+        mode, blob, stage = meta.split(b" ")
+        if stage == b"0":
+            entries[path] = mode + b" " + blob
+    rehash = [p for p in git.finish(changed, "diff-files").split(b"\0") if p]
+    rehash += [p for p in git.finish(others, "ls-files").split(b"\0") if p]
+    files: list[bytes] = []
+    base = os.fsencode(root)
+    for path in dict.fromkeys(rehash):
+        full = os.path.join(base, path)
+        try:
+            info = os.lstat(full)
+        except FileNotFoundError:
+            entries.pop(path, None)  # deleted from the work tree
+            continue
+        except OSError:
+            entries[path] = b"unreadable"
+            continue
+        if stat.S_ISLNK(info.st_mode):
+            target = os.readlink(full)
+            entries[path] = b"120000 " + hashlib.sha1(b"blob %d\0" % len(target) + target).hexdigest().encode()
+        elif stat.S_ISREG(info.st_mode):
+            files.append(path)
+            entries[path] = b"100755" if info.st_mode & 0o100 else b"100644"
+        elif stat.S_ISDIR(info.st_mode) and entries.get(path, b"").startswith(b"160000"):
+            continue  # a submodule: its recorded commit stands
+        else:
+            entries[path] = b"dir" if stat.S_ISDIR(info.st_mode) else b"special"
+    if files:
+        listed = b"".join(os.path.join(base, p) + b"\n" for p in files if b"\n" not in p)
+        blobs = git.run(root, "hash-object", "--stdin-paths", input=listed).stdout.split()
+        for path, blob in zip([p for p in files if b"\n" not in p], blobs):
+            entries[path] += b" " + blob
+        for path in files:
+            if b"\n" in path:  # hash-object reads one path per line: hash this one as git would, unfiltered
+                with open(os.path.join(base, path), "rb") as handle:
+                    data = handle.read()
+                entries[path] += b" " + hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest().encode()
+    h = hashlib.sha256()
+    for path in sorted(entries):
+        h.update(path + b"\0" + entries[path] + b"\0")
+    return h.hexdigest()[:32]

@@ -103,13 +103,13 @@ def prompt_for(ws: Workspace, job: dict) -> str:
     ]
     if check:
         lines.append(f"- The job's check is `proctor run {check}`. proctor runs it itself when you finish; "
-                     f"run it yourself first if you like. It prints an output_ref (sha256:...) that a result "
-                     f"may cite.")
-    validation = (f', "validation": [{{"command": "proctor run {check}", "output_ref": "sha256:..."}}]'
-                  if check else "")
+                     f"run it yourself first if you like. It prints the run's id (run-...) and its output_ref "
+                     f"(sha256:...), the pair a result may cite; only a run on your finished tree counts.")
+    validation = (f', "validation": [{{"run": "run-...", "command": "proctor run {check}", '
+                  f'"output_ref": "sha256:..."}}]' if check else "")
     lines += [
         f"- When you are done, file your result: proctor job exit {job['id']} --stdin with "
-        '{"schema_version": 1, "changed_paths": [...]' + validation
+        '{"schema_version": 2, "changed_paths": [...]' + validation
         + ', "status": "done" | "blocked" | "split", "summary": "..."}'
         " (proctor job exit --schema prints what it must satisfy).",
         "- Then end with a short reply saying what you did. Your account is a claim: proctor grades the diff and "
@@ -269,7 +269,7 @@ def _ensure_filed(ws: Workspace, job_id: str, caller: Caller, reply: str | None,
     if job is not None and job["state"] == EXITED:
         return job
     summary = (reply or "")[:4000]
-    return jresult.file_result(ws, job_id, {"schema_version": 1, "status": status if status in STATUS_WORDS else None,
+    return jresult.file_result(ws, job_id, {"schema_version": 2, "status": status if status in STATUS_WORDS else None,
                                             "summary": summary}, caller)
 
 
@@ -279,12 +279,12 @@ def _gates(ws: Workspace, job_id: str, attempt: runner.Attempt, caller: Caller):
     status = status_of(job, attempt.reply)
     job = _ensure_filed(ws, job_id, caller, attempt.reply, status)
     status = status_of(job, attempt.reply)
-    for goal in goal_list(job):
-        if goal["kind"] == "check":
-            runs.run_target(ws, goal["check"]["target"], Caller(job_id, "flag", caller.user), echo=None)
+    made = [runs.run_target(ws, goal["check"]["target"], Caller(job_id, "flag", caller.user), echo=None)
+            for goal in goal_list(job) if goal["kind"] == "check"]
+    jresult.add_evidence(ws, job_id, made, caller)
     with ws.store.read() as conn:
         job = rows.get(conn, job_id)
-        graded = grade(conn, job, ws.root)
+        graded = grade(conn, job, ws.root, ws.state_dir)
     gates = [("check " + g["check"]["target"]) if g["kind"] == "check" else f"goal {g['id']}" for g in goal_list(job)]
     if graded.observed is not None:
         gates.append("diff within the write paths")

@@ -20,7 +20,7 @@ from proctor.workspace import Workspace
 from tests.hosts.conftest import git, host_binary
 from tests.hosts.model import Anthropic, ScriptedModel, Stall, Tool, Turn, flatten
 
-OUTPUT_REF = re.compile(r"output_ref (sha256:[0-9a-f]{64})")
+OUTPUT_REF = re.compile(r"run (run-[0-9A-Za-z-]+), output_ref (sha256:[0-9a-f]{64})")
 
 
 def claude_env(model: ScriptedModel) -> dict:
@@ -133,9 +133,9 @@ def test_work_edits_runs_its_check_files_its_result_and_is_committed(host_env, h
         found = OUTPUT_REF.findall(Anthropic().told(record["body"]))
         if not found:  # the check never ran: say so, and let the assertions below tell why
             return Turn(text="I could not run the check.")
-        cited["ref"] = found[-1]
-        result = {"schema_version": 1, "changed_paths": ["src/a.py"],
-                  "validation": [{"command": "proctor run test", "output_ref": found[-1]}],
+        cited["run"], cited["ref"] = found[-1]
+        result = {"schema_version": 2, "changed_paths": ["src/a.py"],
+                  "validation": [{"run": cited["run"], "command": "proctor run test", "output_ref": cited["ref"]}],
                   "status": "done", "summary": "A is two; the check passed"}
         return Turn(tools=[Tool("Bash", {"command": f"proctor job exit feat --stdin <<'EOF'\n{json.dumps(result)}\nEOF",
                                          "description": "file the result"})])
@@ -173,7 +173,8 @@ def test_work_edits_runs_its_check_files_its_result_and_is_committed(host_env, h
     assert attempt["stop"] in (None, "grace") and attempt["session"], attempt
     with Workspace(host_repo) as ws, ws.store.read() as conn:
         result = rows.get(conn, "feat")["result"]
-    assert result["validation"] == [{"command": "proctor run test", "output_ref": cited["ref"]}], result
+    assert result["validation"][0] == {"run": cited["run"], "command": "proctor run test",
+                                       "output_ref": cited["ref"]}, result
     assert result["status"] == "done" and result["changed_paths"] == ["src/a.py"], result
 
 

@@ -452,9 +452,11 @@ def _exit_citing_the_run(job: str):
 
     def step(record: dict) -> Turn:
         told = Chat().told(record["body"])
-        ref = next((w for w in told.replace(",", " ").split() if w.startswith("sha256:")), "sha256:missing")
-        result = {"schema_version": 1, "status": "done", "changed_paths": ["src/a.py"], "summary": "A is 2",
-                  "validation": [{"command": "proctor run test", "output_ref": ref}]}
+        words = told.replace(",", " ").split()
+        ref = next((w for w in words if w.startswith("sha256:")), "sha256:missing")
+        run_id = next((w for w in words if w.startswith("run-")), "run-missing")
+        result = {"schema_version": 2, "status": "done", "changed_paths": ["src/a.py"], "summary": "A is 2",
+                  "validation": [{"run": run_id, "command": "proctor run test", "output_ref": ref}]}
         command = f"proctor job exit {job} --stdin <<'EOF'\n{json.dumps(result)}\nEOF"
         return Turn(tools=[Tool("bash", {"command": command, "description": "file the result"})])
 

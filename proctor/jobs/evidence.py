@@ -1,0 +1,129 @@
+"""Evidence: the recorded runs a job is graded on, and whether a run can speak for a job.
+
+A validation entry names ONE run: its id, with its output digest checked against it. A run
+speaks for a job only when it was made in the job's own checkout, after the job was
+declared, under no other job's lease (its own and its descendants' are its own), of a
+target the job is graded by, and, for a job that writes, on the very tree that checkout
+holds now (the run's recorded tree digest, `vcs.checkpoint.tree_digest`, against the tree's
+digest now: content, so committing the same work changes nothing and an mtime set back
+fools nothing). The same checks refuse a result at `proctor job exit` and fail a check goal
+at `proctor job wait`, since the tree can change between the two.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+
+from proctor import errors, trail
+from proctor.jobs.model import goal_list
+from proctor.store import rows
+
+
+def checkout_of(job: dict, fallback: str) -> str:
+    """Where the job is held: the checkout `proctor job exec` recorded, else `fallback`."""
+    return os.path.realpath(job.get("checkout_root") or fallback)
+
+
+def check_targets(job: dict) -> list[str]:
+    """Every target that grades the job: its check and its check goals'."""
+    out: list[str] = []
+    for goal in goal_list(job):
+        if goal["kind"] == "check" and goal["check"]["target"] not in out:
+            out.append(goal["check"]["target"])
+    return out
+
+
+class Tree:
+    """The digest of a checkout's tree, read once and only when a rule asks for it."""
+
+    def __init__(self, checkout: str) -> None:
+        self.checkout = checkout
+        self._read = False
+        self.digest: str | None = None
+        self.error: str | None = None
+
+    def now(self) -> tuple[str | None, str | None]:
+        if not self._read:
+            self._read = True
+            from proctor.vcs import checkpoint as vcs_checkpoint
+
+            if not os.path.isdir(self.checkout):
+                self.error = f"the checkout {self.checkout} no longer exists"
+            else:
+                try:
+                    self.digest = vcs_checkpoint.tree_digest(self.checkout)
+                except errors.ProctorError as exc:
+                    self.error = f"the tree in {self.checkout} could not be read ({exc.message})"
+        return self.digest, self.error
+
+
+def blob_problem(state_dir: str, run: dict) -> str | None:
+    """Why the run's recorded output cannot be reopened as what its ref names, or None."""
+    ref = run["output_ref"]
+    try:
+        path = os.path.join(trail.blob_dir(state_dir), ref[len(trail.REF_PREFIX):][:2],
+                            ref[len(trail.REF_PREFIX):][2:])
+        h = hashlib.sha256()
+        with open(path, "rb") as handle:
+            while chunk := handle.read(1 << 20):
+                h.update(chunk)
+    except FileNotFoundError:
+        return f"the output of run {run['id']} ({ref}) is missing from the store; run the target again"
+    except OSError as exc:
+        return f"the output of run {run['id']} ({ref}) cannot be read ({exc.strerror}); run the target again"
+    if trail.REF_PREFIX + h.hexdigest() != ref:
+        return (f"the output of run {run['id']} no longer matches its digest {ref}: the store's copy was "
+                f"altered; run the target again")
+    return None
+
+
+def provenance(conn: sqlite3.Connection, job: dict, run: dict, checkout: str, tree: Tree | None) -> list[str]:
+    """Every reason `run` cannot speak for `job` (whatever its exit code). `tree` is the job's
+    tree for a job that writes, None for a read-only job (its evidence need not freeze a
+    checkout others may share)."""
+    job_id, run_id = job["id"], run["id"]
+    reasons = []
+    if os.path.realpath(run["checkout"]) != checkout:
+        reasons.append(f"run {run_id} was made in {run['checkout']}, not in {checkout}, where {job_id} is held; "
+                       f"evidence is a run in the holder's own checkout")
+    targets = check_targets(job)
+    if run["target"] not in targets:
+        reasons.append(f"run {run_id} is of target {run['target']}, which grades nothing of {job_id} (graded by "
+                       f"{', '.join(targets) or 'no check'}); cite a run of its check")
+    if run["started"] < job["created"]:
+        reasons.append(f"run {run_id} started at {run['started']}, before {job_id} was declared "
+                       f"({job['created']}); run the check again")
+    lease = run.get("lease")
+    if lease and lease != job_id and job_id not in rows.ancestors(conn, lease):
+        reasons.append(f"run {run_id} ran under lease {lease}, another job's; it is that job's evidence")
+    if tree is not None:
+        now, error = tree.now()
+        if not run.get("tree"):
+            reasons.append(f"run {run_id} recorded no tree, so it cannot be tied to the tree graded; run "
+                           f"proctor run {run['target']} again")
+        elif error:
+            reasons.append(f"{error}, so run {run_id} cannot be tied to it")
+        elif run["tree"] != now:
+            reasons.append(f"the tree in {checkout} changed after run {run_id} started: it is evidence for a tree "
+                           f"that is gone; run proctor run {run['target']} again on the finished tree")
+    return reasons
+
+
+def cited(conn: sqlite3.Connection, result: dict | None) -> tuple[list[dict], list[str]]:
+    """The runs a filed result cites, read again from the store by id (the store is the truth,
+    not the copy filed beside the result), and why any could not be."""
+    from proctor import runs
+
+    found, problems = [], []
+    for entry in (result or {}).get("validation") or ():
+        run = runs.get(conn, entry.get("run") or "")
+        if run is None:
+            problems.append(f"run {entry.get('run')!r}, cited by the result, is not recorded")
+        elif run["output_ref"] != entry.get("output_ref"):
+            problems.append(f"the result cites {entry.get('output_ref')} as run {run['id']}'s output, but run "
+                            f"{run['id']} printed {run['output_ref']}")
+        else:
+            found.append(run)
+    return found, problems
