@@ -36,6 +36,8 @@ UNKNOWN_RUN = "PRC3051"
 BLOB_MISSING = "PRC3052"
 BAD_ENTRY = "PRC3053"
 NOT_FILED = "PRC3054"
+EVIDENCE_NOT_THIS_JOB = "PRC3056"  # a cited run that cannot speak for the job
+WORKTREE_UNMADE = "PRC3057"  # job exec --worktree could not make the worktree
 CHECKPOINT_TAKES_NO_PATH = "PRC3055"
 
 EXIT_OK = 0
