@@ -302,6 +302,22 @@ def test_gitattributes_driver_counts(repo, proctor, tmp_path):
     assert fork(proctor, "c", "--write-paths", "y.other", "--check", "test").code == 0
 
 
+def test_gitattributes_unset_diff_means_no_driver(repo, proctor, tmp_path):
+    """`*.py -diff`: git diffs Python as binary, so no declaration of one can be graded, and a
+    .py file shared across checkouts is recorded like any file without a driver."""
+    with open(os.path.join(repo, ".gitattributes"), "w") as handle:
+        handle.write("*.py -diff\n")
+    git(repo, "add", ".gitattributes")
+    git(repo, "commit", "-q", "-m", "attrs")
+    claim = fork(proctor, "d", "--write-paths", "src/a.py#main", "--check", "test")
+    assert claim.code == 1 and "PRC3031" in claim.err and "no diff driver" in claim.err, claim.err
+    wt = _worktree(repo, tmp_path, "w1")
+    assert fork(proctor, "a", "--write-paths", "src/a.py", "--check", "test").code == 0
+    assert proctor("job", "exec", "a", cwd=wt).code == 0
+    shared = fork(proctor, "b", "--write-paths", "src/a.py", "--check", "test")
+    assert shared.code == 0 and "PRC3032" not in shared.err, shared.err
+
+
 def test_workspace_load_file(repo, proctor, tmp_path):
     assert fork(proctor, "a", "--write-paths", "src/a.py,proctor.toml,*.toml", "--check", "test").code == 0
     assert fork(proctor, "cfg", "--write-paths", "proctor.toml", "--check", "test").code == 0, \

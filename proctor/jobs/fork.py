@@ -58,8 +58,11 @@ DIFF_DRIVERS = {
 
 
 def diff_driver(root: str, path: str) -> str | None:
-    """The diff driver for a file: .gitattributes' `diff`, else proctor's by extension."""
+    """The diff driver for a file: .gitattributes' `diff`, else proctor's by extension. A
+    file whose `diff` is unset (`*.py -diff`) has none: git diffs it as binary."""
     attribute = git.diff_attribute(root, path)
+    if attribute == git.DIFF_UNSET:
+        return None
     if attribute and attribute != "default":
         return attribute
     return DIFF_DRIVERS.get(os.path.splitext(path)[1].lower())
