@@ -130,28 +130,192 @@ def _common_dir_tag(common_dir: str) -> str:
 def repo_key(checkout: Checkout) -> str:
     """The repository's identity on this machine: its root commit.
 
-    A repository with no commit yet is keyed by its common git dir (`nocommit-<hash>`); its
+    A repository with no commit yet is keyed by its common git dir, the directory itself and
+    not only its path (`nocommit-<path hash>-<identity hash>`, see `_nocommit_key`); its
     store is carried over to the root-commit key by `repo_state_dir` once a commit exists.
-    The answer is cached per common git dir, since finding the root commit walks history.
+
+    The answer is cached per common git dir path, since finding the root commit walks history.
+    A cached root commit is used only while that commit is an object of this repository: a
+    repository made anew at the same path (`rm -rf`, `git init`) has other commits, and gets
+    a store of its own instead of inheriting the old one's jobs, leases and bindings. The
+    check reads git's object store directly (a loose object, else the pack indexes, else the
+    alternates), without running git.
     """
     tag = _common_dir_tag(checkout.common_dir)
     cache_file = os.path.join(cache_base(), "repo-keys", tag)
     try:
         with open(cache_file, encoding="ascii") as handle:
             cached = handle.read().strip()
-        if cached:
-            return cached
-    except OSError:
-        pass
+    except (OSError, ValueError):
+        cached = ""
+    if cached and has_object(os.path.join(checkout.common_dir, "objects"), cached):
+        return cached
     roots = _root_commits(checkout)
     if not roots:
-        return f"nocommit-{tag}"
+        return _nocommit_key(checkout.common_dir)
     key = min(roots)
-    try:
-        write_atomic(cache_file, key + "\n")
-    except OSError:
-        pass  # a cache we cannot write only costs the next call the same walk
+    if key != cached:
+        try:
+            write_atomic(cache_file, key + "\n")
+        except OSError:
+            pass  # a cache we cannot write only costs the next call the same walk
     return key
+
+
+def _nocommit_key(common_dir: str) -> str:
+    """The key of a repository with no commit yet: its git dir's path, and that directory's
+    identity, so a repository removed and made anew at the same path before any commit gets
+    a store of its own. A filesystem hands a freed inode number straight back (ext4 does), so
+    the identity holds, beside device and inode, what tells one life of that inode from the
+    next: its generation (Linux), else its birth time (macOS, BSD), else the time git wrote
+    `description`, which git never writes again. None of them changes while the repository
+    lives, so `repo_state_dir` finds this store again after the first commit."""
+    tag = _common_dir_tag(common_dir)
+    try:
+        st = os.stat(common_dir)
+    except OSError:
+        return f"nocommit-{tag}"
+    birth = _inode_generation(common_dir)
+    if birth is None:
+        birth = getattr(st, "st_birthtime_ns", None) or getattr(st, "st_birthtime", None)
+    if birth is None:
+        try:
+            birth = os.stat(os.path.join(common_dir, "description")).st_mtime_ns
+        except OSError:
+            birth = ""
+    identity = f"{st.st_dev}:{st.st_ino}:{birth}".encode()
+    return f"nocommit-{tag}-{zlib.crc32(identity):08x}"
+
+
+# FS_IOC_GETVERSION, _IOR('v', 1, long), on the architectures whose ioctl numbers follow
+# asm-generic's layout; elsewhere the generation is not asked for.
+_GETVERSION = {"x86_64": 0x80087601, "aarch64": 0x80087601, "arm64": 0x80087601,
+               "riscv64": 0x80087601, "s390x": 0x80087601, "i386": 0x80047601,
+               "i686": 0x80047601, "armv7l": 0x80047601}
+
+
+def _inode_generation(path: str) -> int | None:
+    """The inode generation of a directory (ext2/3/4, btrfs and others give a fresh one to
+    every inode they hand out), or None where the system or filesystem has none."""
+    uname = os.uname() if hasattr(os, "uname") else None
+    request = _GETVERSION.get(uname.machine) if uname and uname.sysname == "Linux" else None
+    if request is None:
+        return None
+    import fcntl
+    import sys
+
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return None
+    try:
+        raw = fcntl.ioctl(fd, request, bytes(8))
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return int.from_bytes(raw[:4], sys.byteorder) or None  # the kernel writes an int
+
+
+def has_object(objects_dir: str, name: str) -> bool:
+    """Whether the object named `name` (40 hex digits, SHA-1, or 64, SHA-256) is in the object
+    store `objects_dir`, read without git: a loose object, an entry of a pack index, or the
+    same in the stores objects/info/alternates names. False when unsure (an unreadable or
+    unknown index): the caller then asks git."""
+    if len(name) not in (40, 64) or name.strip("0123456789abcdef"):
+        return False
+    binary = bytes.fromhex(name)
+    seen: set[str] = set()
+    pending = [objects_dir]
+    while pending and len(seen) < 6:  # git follows alternates 5 deep
+        store = os.path.normpath(pending.pop(0))
+        if store in seen:
+            continue
+        seen.add(store)
+        if os.path.exists(os.path.join(store, name[:2], name[2:])):
+            return True
+        pack_dir = os.path.join(store, "pack")
+        try:
+            indexes = [entry for entry in os.listdir(pack_dir) if entry.endswith(".idx")]
+        except OSError:
+            indexes = []
+        for index in indexes:
+            index_path = os.path.join(pack_dir, index)
+            if _index_has(index_path, binary) and os.path.exists(index_path[:-4] + ".pack"):
+                return True  # an index without its pack is one git ignores too
+        pending.extend(_alternates(store))
+    return False
+
+
+def _alternates(store: str) -> list[str]:
+    try:
+        with open(os.path.join(store, "info", "alternates"), encoding="utf-8",
+                  errors="surrogateescape") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return []
+    out = []
+    for line in lines:
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith('"'):
+            from proctor.vcs.git import unquote_path
+
+            line = unquote_path(line)
+        out.append(os.path.join(store, line))  # a relative entry is relative to this store
+    return out
+
+
+_IDX_V2 = b"\377tOc\0\0\0\x02"
+
+
+def _index_has(path: str, name: bytes) -> bool:
+    """Binary search of one pack index (version 2, or the headerless version 1) for `name`,
+    reading only the two fanout entries and the names it probes. A short, truncated or
+    unknown index answers False."""
+    size = len(name)
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        head = os.pread(fd, 8, 0)
+        if head == _IDX_V2:
+            fanout, names, stride, skip = 8, 8 + 1024, size, 0
+        elif head[:4] == b"\377tOc":
+            return False  # a version this code does not know
+        else:
+            fanout, names, stride, skip = 0, 1024, size + 4, 4  # v1: (offset, name) entries
+        first = name[0]
+        if first:
+            bounds = os.pread(fd, 8, fanout + 4 * (first - 1))
+            if len(bounds) != 8:
+                return False
+            lo, hi = int.from_bytes(bounds[:4], "big"), int.from_bytes(bounds[4:], "big")
+        else:
+            bound = os.pread(fd, 4, fanout)
+            if len(bound) != 4:
+                return False
+            lo, hi = 0, int.from_bytes(bound, "big")
+        if hi < lo or hi > (1 << 31):
+            return False
+        while lo < hi:
+            mid = (lo + hi) // 2
+            probe = os.pread(fd, size, names + mid * stride + skip)
+            if len(probe) != size:
+                return False
+            if probe == name:
+                return True
+            if probe < name:
+                lo = mid + 1
+            else:
+                hi = mid
+        return False
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def _root_commits(checkout: Checkout) -> list[str]:
@@ -178,13 +342,15 @@ def repo_state_dir(checkout: Checkout, create: bool = True) -> str:
     key = repo_key(checkout)
     path = os.path.join(base, key)
     if create and not os.path.isdir(path):
-        # A store made before the first commit is carried forward to the root-commit key.
-        provisional = os.path.join(base, f"nocommit-{_common_dir_tag(checkout.common_dir)}")
-        if not key.startswith("nocommit-") and os.path.isdir(provisional):
-            try:
-                os.replace(provisional, path)
-            except OSError:
-                pass
+        # A store made before the first commit is carried forward to the root-commit key:
+        # the store of this very git dir, not of one removed from the same path before it.
+        if not key.startswith("nocommit-"):
+            provisional = os.path.join(base, _nocommit_key(checkout.common_dir))
+            if os.path.isdir(provisional):
+                try:
+                    os.replace(provisional, path)
+                except OSError:
+                    pass
         try:
             os.makedirs(path, exist_ok=True)
         except OSError as exc:
