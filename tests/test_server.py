@@ -245,6 +245,10 @@ def test_deleted_when_the_job_leaves_an_active_column(served):
 def test_cwd_falls_back_to_the_repository(served):
     _, monitor = served.add("card", "pwd", cwd=served.worktree)
     wait_for(lambda: served.events("card"), timeout=10)
+    # Returned first: a running job whose checkout is deleted is ended, monitors and all
+    # (test_server_reap.py); removing the worktree of a job that returned is the normal end,
+    # and its monitors, in the active Returned column, go on from the repository.
+    api.fork({"id": "card", "write_paths": ["src/a.py"], "check": "test", "state": "exited"}, cwd=served.root)
     import shutil
     shutil.rmtree(served.worktree)
     wait_for(lambda: any(e["line"] == os.path.realpath(served.root) for e in served.events("card")), timeout=20)

@@ -66,11 +66,13 @@ def _candidates(conn: sqlite3.Connection, stale_after: float, at: float) -> list
                 f"declared {format_duration(at - parse_iso(updated))} ago and never taken "
                 f"(jobs.stale_after = {format_config_duration(stale_after)})"
             ))
-    # Rule 1, cascading: a live job whose parent ended (or is ending now).
+    # Rule 1, cascading: a live job whose parent ended (or is ending now). Found from the
+    # live jobs, few, to their parents by key: a store keeps every job that ever ended, and
+    # the server runs this every two seconds.
     ended_parents: dict[str, str] = {
         r[0]: r[1] for r in conn.execute(
-            "SELECT p.id, p.state FROM jobs p WHERE p.live = 0 AND EXISTS "
-            "(SELECT 1 FROM jobs c WHERE c.parent = p.id AND c.live = 1)"
+            "SELECT DISTINCT p.id, p.state FROM jobs c JOIN jobs p ON p.id = c.parent "
+            "WHERE c.live = 1 AND p.live = 0"
         )
     }
     frontier = dict(ended_parents)

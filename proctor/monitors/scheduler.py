@@ -8,15 +8,25 @@ data_version) or a timer falls due, deletes monitors whose jobs left an active c
 hands ready follow-ups to finished `proctor work` workers. Runs, groups and deliveries are
 driven by events and timers set for when they are due; the one periodic tick, every two
 seconds, reads a single PRAGMA to learn whether another process changed the store.
+
+The server reads the store, so it reaps like every other reader (jobs/reap.py: a job whose
+ancestor ended, whose checkout is gone, or that nobody took, is ended no_return), at start,
+before each API read, and on every tick: a deleted checkout changes nothing in the store, so
+only a periodic look can see it. A pass is the reap's read-only candidate check (a few
+indexed queries and a stat per checkout) and writes only when there is something to end; it
+runs in a worker thread on a connection of its own, so a stat hanging on a dead mount stalls
+no monitor and no request, and the monitors of whatever it ended are deleted at once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import time
 
 from proctor import config as config_mod
+from proctor.jobs import reap
 from proctor.monitors import run, store as mstore
 from proctor.store import followups
 from proctor.store import Store
@@ -28,6 +38,7 @@ RECONCILE_SECONDS = 2.0
 
 class Scheduler:
     def __init__(self, state_dir: str, root: str, repo_root: str) -> None:
+        self.state_dir = state_dir
         self.store = Store(state_dir)
         self.root = root
         self.repo_root = repo_root
@@ -41,11 +52,18 @@ class Scheduler:
         self._batch_timers: dict[str, asyncio.TimerHandle] = {}
         self._reconciler: asyncio.Task | None = None
         self._delivering: set[str] = set()
+        self._reaping: asyncio.Task | None = None  # the tick's pass, while it runs
+        self._reap_failure: str | None = None  # the last pass's failure, logged once
+        self._config: tuple[object, config_mod.Config] | None = None  # (file stamp, config)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
     async def start(self) -> None:
         self._own_jobs("running", None)
+        try:
+            await self.reap_soon()  # no monitor of a job nobody holds starts
+        except Exception:  # logged; the tick tries again
+            pass
         self.reconcile_now()
         with self.store.read() as conn:
             monitors = mstore.live(conn)
@@ -56,6 +74,8 @@ class Scheduler:
     async def stop(self) -> None:
         if self._reconciler:
             self._reconciler.cancel()
+        if self._reaping is not None and not self._reaping.done():
+            await asyncio.wait([self._reaping], timeout=5)
         tasks = list(self.tasks.values())
         for task in tasks:
             task.cancel()
@@ -88,7 +108,11 @@ class Scheduler:
                 rows.put(conn, job, "proctor-server", 0 if parent is None else 1)
 
     def config(self) -> config_mod.Config:
-        return config_mod.load(self.root)
+        """The repository's proctor.toml, read again only when the file changed."""
+        stamp = self._config_stamp()
+        if self._config is None or self._config[0] != stamp:
+            self._config = (stamp, config_mod.load(self.root))
+        return self._config[1]
 
     # -- monitors ----------------------------------------------------------------------------
 
@@ -197,6 +221,27 @@ class Scheduler:
             "(SELECT 1 FROM events e WHERE e.job = f.job AND e.kind = 'worker_attempt')").fetchall()
         return [r[0] for r in rows_ if r[0] not in self._delivering]
 
+    def reap_soon(self) -> asyncio.Task:
+        """Start one reap pass; the task's result is what it ended, [(job, reason)]. Await it
+        to read after it (an API read does); a failure is logged and raised to whoever awaits."""
+        task = asyncio.ensure_future(self._reap(self.config()["jobs.stale_after"]))
+        task.add_done_callback(self._log_failure)
+        return task
+
+    def _log_failure(self, task: asyncio.Task) -> None:
+        """A failed pass is logged once, not every tick while the cause lasts."""
+        failure = None if task.cancelled() or task.exception() is None else str(task.exception())
+        if failure is not None and failure != self._reap_failure:
+            _log(f"proctor: reaping the jobs nobody holds failed: {failure}")
+        self._reap_failure = failure
+
+    async def _reap(self, stale_after: float) -> list[tuple[str, str]]:
+        found = await asyncio.to_thread(_reap_pass, self.state_dir, stale_after)
+        if found:
+            self.reconcile_now()  # their monitors are deleted and their runs ended now
+            self.bump()
+        return found
+
     def reconcile_now(self) -> None:
         cfg = self.config()
         with self.store.write() as conn:
@@ -218,6 +263,11 @@ class Scheduler:
         stamp = self._config_stamp()
         while True:
             await asyncio.sleep(RECONCILE_SECONDS)
+            if self._reaping is None or self._reaping.done():  # one pass at a time from the tick
+                try:
+                    self._reaping = self.reap_soon()
+                except Exception:
+                    pass
             version = self.store.conn.execute("PRAGMA data_version").fetchone()[0]
             config_now = self._config_stamp()  # a column made passive in proctor.toml counts too
             if version != self._data_version or config_now != stamp:
@@ -237,3 +287,18 @@ class Scheduler:
     async def _notify(self) -> None:
         async with self.changed:
             self.changed.notify_all()
+
+
+def _reap_pass(state_dir: str, stale_after: float) -> list[tuple[str, str]]:
+    """One pass of jobs/reap.py on a connection of its own (it runs in a worker thread; the
+    loop's connection stays the loop's). `ended <id>: <reason>` goes to the server's log."""
+    store = Store(state_dir)
+    try:
+        return reap.end_unheld(store, stale_after, _log)
+    finally:
+        store.close()
+
+
+def _log(line: str) -> None:
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()

@@ -137,6 +137,22 @@ def guarded(handler, allow_nonce: bool = True):
     return wrapped
 
 
+REAP_WAIT = 5.0
+
+
+async def _reaped(state: State) -> None:
+    """Every read of the store first ends the jobs nobody can hold (jobs/reap.py), and the
+    server's reads are no exception: a pass starts now and the monitors of what it ended are
+    deleted before the read. A pass stuck past REAP_WAIT (a stat on a dead mount) is left to
+    finish on its own and the read goes ahead: a job nobody can decide about stays live."""
+    if state.scheduler is None:
+        return
+    try:
+        await asyncio.wait_for(asyncio.shield(state.scheduler.reap_soon()), REAP_WAIT)
+    except asyncio.TimeoutError:
+        pass
+
+
 def _workspace(state: State):
     from proctor.workspace import Workspace
 
@@ -158,6 +174,7 @@ async def jobs(request: Request) -> Response:
     from proctor.jobs.listing import list_jobs
 
     state: State = request.app.state.proctor
+    await _reaped(state)
     with _workspace(state) as ws:
         listing = list_jobs(ws)
         cfg = ws.config
@@ -172,6 +189,7 @@ async def jobs(request: Request) -> Response:
 async def monitors_list(request: Request) -> Response:
     state: State = request.app.state.proctor
     job = request.state.scope or request.query_params.get("job")
+    await _reaped(state)
     with _workspace(state) as ws, ws.store.read() as conn:
         return JSONResponse({"monitors": mstore.live(conn, job)})
 
@@ -187,6 +205,7 @@ async def monitors_add(request: Request) -> Response:
             raise errors.ProctorError(f"{key} must be a string")
     if body.get("interval") is not None and not isinstance(body["interval"], (str, int, float)):
         raise errors.ProctorError("interval must be a duration such as 45s")
+    await _reaped(state)
     with _workspace(state) as ws:
         with ws.store.write() as conn:
             monitor = mstore.add(conn, ws.config, state.repo_root, job, body.get("command"), body.get("interval"),
@@ -218,6 +237,7 @@ async def events(request: Request) -> Response:
         limit = min(5000, int(request.query_params.get("limit", "1000")))
     except ValueError:
         limit = 1000
+    await _reaped(state)
     with _workspace(state) as ws, ws.store.read() as conn:
         return JSONResponse({"events": mstore.events(conn, job, limit)})
 
