@@ -73,9 +73,9 @@ def test_undecidable_checkout_stays_live(repo, proctor, tmp_path, monkeypatch):
             raise PermissionError(13, "Permission denied", path)
         return real_stat(path, *args, **kwargs)
 
-    from proctor.jobs import reap
+    from proctor.store import unheld
     with monkeypatch.context() as patched:
-        patched.setattr(reap.os, "stat", unreadable_mount)
+        patched.setattr(unheld.os, "stat", unreadable_mount)
         assert proctor("ls", "jobs").err == ""
     assert states(proctor)["j"][0] == "running"
 

@@ -31,7 +31,7 @@ from proctor.store import rows
 BAGGAGE_KEY = "proctor.lease"
 PROCTOR_VALUE_OPTIONS = frozenset(("-o", "--output", "--lease", "--criteria", "--write-paths", "--deny-paths",
                                    "--read-paths", "--check", "--parent", "--depends-on", "--timeout", "--model",
-                                   "--checkpoint", "--host"))
+                                   "--checkpoint", "--host", "--worktree"))
 HARD_LINK_WALK_BUDGET = 50_000  # directory entries walked to find a hard link's other names
 RECORD_WAIT_SECONDS = 0.25  # how long the hook waits for another writer before skipping its records
 
@@ -173,6 +173,7 @@ class Context:
         self.spawn_note: str | None = None  # why a subagent's spawn bound nothing
         import sqlite3
 
+        self.ended: dict[str, str] = {}  # jobs proctor can prove nobody holds: judged ended now
         try:
             self.lease, self.lease_from = self._resolve_lease(flag_lease)
             row = self.job_row(self.lease) if self.lease else None
@@ -181,6 +182,7 @@ class Context:
             self.notes.append(self.store_problem)
             self.close()
             self._store = self.conn = None
+            self.ended = {}
             self.lease, self.lease_from = self._resolve_lease(flag_lease)
             row = None
         self.job: dict | None = None
@@ -196,11 +198,40 @@ class Context:
             else:
                 self.job = row
         self.settings = self._settings()
+        if self.conn is not None:
+            try:
+                self.ended = self._unheld(self.settings.get("stale_after"))
+            except sqlite3.DatabaseError as exc:
+                self.notes.append(f"the jobs nobody holds could not be read ({exc})")
+            if self.job is not None and self.job["id"] in self.ended:
+                self.lease_note = (f"lease {self.lease} (from {self.lease_from}) names a job proctor ended now "
+                                   f"(no_return: {self.ended[self.job['id']]}); nothing is enforced for this "
+                                   f"session, and its writes are unattributed")
+                self.job = None
         self._writes = None  # shell.Writes, read on first use
         self._written: list[str] | None = None
         self._written_paths: list[str] | None = None
         self._link_budget = HARD_LINK_WALK_BUDGET
         self.alias_unknown: list[str] = []  # writes through a hard link whose other names were not all found
+
+    def _unheld(self, stale_after) -> dict[str, str]:
+        """Every read of the store first ends what proctor can prove nobody holds, this one
+        included: the jobs found are judged ended now (job_row, holders_of, the acting lease),
+        and ended in the store once the answer is out. A few indexed reads and a stat per
+        taken checkout."""
+        from proctor.store import unheld
+
+        stale = float(stale_after) if isinstance(stale_after, (int, float)) else 2 * 3600.0
+        found = dict(unheld.candidates(self.conn, stale, self.now))
+        if found:
+            at = self.now
+
+            def action(conn, state_dir):
+                unheld.end(conn, state_dir, stale, at)
+
+            self.later(action)
+            self.notes.extend(f"ended {job}: {why}" for job, why in found.items())
+        return found
 
     def _settings(self) -> dict:
         """The workspace's rule settings; under a lease, no looser than at the job's checkpoint.
@@ -374,7 +405,12 @@ class Context:
         if self.conn is None:
             return None
         row = self.conn.execute("SELECT doc FROM jobs WHERE id = ?", (job_id,)).fetchone()
-        return json.loads(row[0]) if row else None
+        if row is None:
+            return None
+        job = json.loads(row[0])
+        if job_id in self.ended:
+            job.update(state="no_return", end_reason=self.ended[job_id])
+        return job
 
     def holders_of(self, rel: str) -> list[tuple[dict, claims.Claim]]:
         """Live jobs (other than the acting one) whose write claims cover repository file `rel`."""
@@ -386,7 +422,7 @@ class Context:
             for claim in near[job_id]:
                 if claims.covers(claim, rel):
                     row = self.job_row(job_id)
-                    if row is not None:
+                    if row is not None and job_id not in self.ended:
                         out.append((row, claim))
                     break
         return out

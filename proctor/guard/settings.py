@@ -23,7 +23,7 @@ from proctor.paths import Checkout, head_revision, repo_cache_dir, write_atomic
 
 CONFIG_NAME = "proctor.toml"
 STRICTNESS = {"off": 0, "advise": 1, "deny": 2}
-CACHE_VERSION = 3
+CACHE_VERSION = 4
 
 
 def _stat_key(path: str) -> list | None:
@@ -108,6 +108,7 @@ def compute(checkout: Checkout, head: str | None, pinned: tuple[str, ...] = ()) 
         "options": options,
         "gate": worktree.gate,
         "targets": {name: target.command for name, target in worktree.targets.items()},
+        "stale_after": worktree["jobs.stale_after"],  # the guard's lease lookup reaps with it
         "problems": problems,
     }
 
