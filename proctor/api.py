@@ -9,7 +9,9 @@ Every function opens the workspace containing `cwd` (default: the current direct
 first ends the jobs proctor can prove nobody holds (printing `ended <id>: <reason>` on
 `warn`, stderr by default), and raises proctor.errors.ProctorError (Refused for a refusal)
 exactly where the CLI exits non-zero. A caller's lease is `lease`, else `BAGGAGE`'s
-proctor.lease in `environ` (default os.environ), else the checkout's recorded binding.
+proctor.lease in `environ` (default os.environ), else the checkout's recorded binding;
+`lease=api.ORCHESTRATOR` acts as the orchestrator, holding none, whatever the checkout's
+binding says (the CLI's --orchestrator).
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from proctor.jobs import lease as _lease
 from proctor.jobs import reap as _reap
 from proctor.paths import find_checkout
 from proctor.workspace import Workspace
+
+ORCHESTRATOR = _lease.ORCHESTRATOR
 
 # Each door function imports the capability it calls, so a command pays only for its own.
 
@@ -59,12 +63,14 @@ def fork(record: dict, *, lease: str | None = None, cwd: str | None = None,
 
 
 def exec_job(job_id: str, *, lease: str | None = None, cwd: str | None = None,
-             environ: dict | None = None, warn: Warn | None = None) -> dict:
-    """Take the job's lease in this checkout; return the row."""
+             environ: dict | None = None, warn: Warn | None = None, worktree: str | None = None) -> dict:
+    """Take the job's lease in this checkout, or with `worktree` in a new worktree made there
+    at the job's checkpoint; return the row, with `nonce` (the job's secret, on a first take),
+    `retake` and `notes` (what the caller should know) beside it."""
     from proctor.jobs import take as _take
 
     with _opened(cwd, warn) as ws:
-        return _public(_take.exec_job(ws, job_id, _caller(ws, lease, environ)))
+        return _public(_take.exec_job(ws, job_id, _caller(ws, lease, environ), worktree))
 
 
 def exit_job(job_id: str, result: dict | None = None, *, lease: str | None = None,
@@ -177,6 +183,9 @@ def _public(job: dict) -> dict:
     out = {k: v for k, v in job.items() if not k.startswith("_")}
     if "_nonce" in job:
         out["nonce"] = job["_nonce"]  # shown once, to the caller that took the lease
+    for key in ("_notes", "_retake"):
+        if key in job:
+            out[key[1:]] = job[key]
     return out
 
 

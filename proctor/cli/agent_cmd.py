@@ -36,8 +36,8 @@ def install(lease: str | None) -> None:
             caller = resolve(conn, ws.root, lease)
         if caller.lease:
             raise errors.Refused([(errors.NOT_YOUR_JOB,
-                f"refused proctor agent harness install: this caller acts under lease {caller.lease} (from "
-                f"{caller.lease_from}); the skills steer every holder, so only an unbound caller rewrites them")])
+                f"refused proctor agent harness install: {caller.whence()}; the skills steer every holder, so "
+                f"only an unbound caller rewrites them{caller.remedy()}")])
         for path in install_skill(ws.root):
             click.echo(f"wrote {path}")
         click.echo(f"wrote {install_plugin(ws.root)}")

@@ -12,12 +12,12 @@ import os
 import click
 
 from proctor.cli import emit_json
-from proctor.cli.options import output_option
+from proctor.cli.options import orchestrated, output_option
 
 
-def _call(method: str, path: str, body: dict | None = None) -> dict:
+def _call(method: str, path: str, body: dict | None = None, orchestrator: bool = False) -> dict:
     from proctor import errors
-    from proctor.jobs.lease import resolve
+    from proctor.jobs.lease import ORCHESTRATOR, resolve
     from proctor.server import daemon
     from proctor.workspace import Workspace
 
@@ -25,13 +25,13 @@ def _call(method: str, path: str, body: dict | None = None) -> dict:
     with Workspace() as ws:
         if nonce is None:
             with ws.store.read() as conn:
-                caller = resolve(conn, ws.root, None)
+                caller = resolve(conn, ws.root, ORCHESTRATOR if orchestrator else None)
             if caller.lease:
                 # an agent manages monitors with its job's secret, scoped to that job; the server
                 # token is a person's
                 raise errors.Refused([(errors.NOT_YOUR_JOB,
-                    f"this caller acts under lease {caller.lease} (from {caller.lease_from}); manage its "
-                    f"monitors with the job's secret in PROCTOR_NONCE (proctor job exec prints it)")])
+                    f"{caller.whence()}; manage its monitors with the job's secret in PROCTOR_NONCE (proctor job "
+                    f"exec prints it){caller.remedy()}")])
         return daemon.request(ws, method, path, body, nonce=nonce)
 
 
@@ -46,13 +46,14 @@ def monitor() -> None:
 @click.option("--description", default=None, help="Default: a readable excerpt of the command.")
 @click.option("--allow-unsandboxed", is_flag=True, help="Acknowledge: it runs outside the agent sandbox.")
 @click.option("--job", "job_id", default=None, metavar="ID", help="The job (card) it belongs to.")
+@orchestrated
 @output_option("text", "json")
 def add(command: str, interval: str, description: str | None, allow_unsandboxed: bool, job_id: str | None,
-        output: str) -> None:
+        output: str, orchestrator: bool) -> None:
     """Add a monitor; it runs at once and then every interval."""
     created = _call("POST", "/api/v1/monitors", {
         "job": job_id, "command": command, "interval": interval, "description": description,
-        "cwd": os.getcwd(), "allow_unsandboxed": allow_unsandboxed})
+        "cwd": os.getcwd(), "allow_unsandboxed": allow_unsandboxed}, orchestrator)
     if output == "json":
         emit_json(created)
     else:
@@ -61,12 +62,13 @@ def add(command: str, interval: str, description: str | None, allow_unsandboxed:
 
 @monitor.command(name="list")
 @click.option("--job", "job_id", default=None, metavar="ID")
+@orchestrated
 @output_option("text", "json")
-def list_(job_id: str | None, output: str) -> None:
+def list_(job_id: str | None, output: str, orchestrator: bool) -> None:
     """The live monitors (of one job with --job)."""
     from urllib.parse import quote
 
-    found = _call("GET", "/api/v1/monitors" + (f"?job={quote(job_id)}" if job_id else ""))
+    found = _call("GET", "/api/v1/monitors" + (f"?job={quote(job_id)}" if job_id else ""), None, orchestrator)
     if output == "json":
         emit_json(found)
         return
@@ -78,22 +80,24 @@ def list_(job_id: str | None, output: str) -> None:
 
 @monitor.command()
 @click.argument("monitor_id", type=int, metavar="ID")
-def remove(monitor_id: int) -> None:
+@orchestrated
+def remove(monitor_id: int, orchestrator: bool) -> None:
     """Remove a monitor: its command (and its descendants) are ended."""
-    removed = _call("DELETE", f"/api/v1/monitors/{monitor_id}")
+    removed = _call("DELETE", f"/api/v1/monitors/{monitor_id}", None, orchestrator)
     click.echo(f"removed monitor {removed['id']} of {removed['job']}")
 
 
 @monitor.command()
 @click.option("--job", "job_id", default=None, metavar="ID")
 @click.option("--limit", default=1000, show_default=True)
+@orchestrated
 @output_option("text", "json")
-def events(job_id: str | None, limit: int, output: str) -> None:
+def events(job_id: str | None, limit: int, output: str, orchestrator: bool) -> None:
     """Monitor events: monitor, run, time, truncation, and the follow-up each went out in (or pending)."""
     from urllib.parse import quote
 
     query = f"?limit={limit}" + (f"&job={quote(job_id)}" if job_id else "")
-    found = _call("GET", "/api/v1/events" + query)
+    found = _call("GET", "/api/v1/events" + query, None, orchestrator)
     if output == "json":
         emit_json({"events": [{k: e[k] for k in ("monitor", "run", "time", "line", "truncated", "followup")}
                               for e in found["events"]]})

@@ -19,12 +19,13 @@ DENY, ADVISE, PASS = "deny", "advise", "pass"
 
 
 class Verdict:
-    __slots__ = ("decision", "findings", "lease", "lease_from", "finish")
+    __slots__ = ("decision", "findings", "lease", "lease_from", "finish", "checkout")
 
     def __init__(self, findings: list[tuple[str, str, str]], lease: str | None = None,
-                 lease_from: str | None = None) -> None:
+                 lease_from: str | None = None, checkout: str | None = None) -> None:
         self.findings = findings  # (rule, level, message)
         self.lease, self.lease_from = lease, lease_from
+        self.checkout = checkout  # the checkout whose record answered, for marker and contested
         levels = {level for _, level, _ in findings}
         self.decision = DENY if DENY in levels else ADVISE if ADVISE in levels else PASS
         self.finish = lambda: []  # writes the call's records after the answer; returns notes
@@ -32,7 +33,11 @@ class Verdict:
     def text(self) -> str:
         ordered = [f for f in self.findings if f[1] == DENY] + [f for f in self.findings if f[1] == ADVISE]
         lines = [f"{level} [{rule}]: {message}" for rule, level, message in ordered]
-        if self.lease:
+        if self.lease and self.lease_from in ("marker", "contested") and self.checkout:
+            lines.append(f"(acting under lease {self.lease}, from {self.lease_from}: the record of checkout "
+                         f"{self.checkout}, where proctor job exec {self.lease} was run; every caller there that "
+                         f"reports no session acts under it)")
+        elif self.lease:
             lines.append(f"(acting under lease {self.lease}, from {self.lease_from})")
         return "\n".join(lines)
 
@@ -92,7 +97,7 @@ def judge(call: Call, flag_lease: str | None, environ) -> Verdict:
                     # "advise": one the rule only ever advises (an uncertainty, an opt-in boundary).
                     level = decision if strength == "rule" else ADVISE
                     findings.append((rule.NAME, level, message))
-            verdict = Verdict(findings, ctx.lease, ctx.lease_from)
+            verdict = Verdict(findings, ctx.lease, ctx.lease_from, ctx.root)
             if call.event == PRE_TOOL and verdict.decision != DENY:
                 ctx.pending.extend(ctx.allowed_only)
                 _guarded(ctx, "binding proctor job exec", lambda: _bind_exec(ctx))
@@ -152,6 +157,8 @@ def _bind_exec(ctx) -> None:
     for argv in ctx.proctor_commands():
         if argv[:2] != ["job", "exec"]:
             continue
+        if any(a == "--worktree" or a.startswith("--worktree=") for a in argv):
+            continue  # taken for whoever works in the new worktree, not for the caller making it
         job = next(iter(ctx.positional(argv[2:])), None)
         row = ctx.job_row(job) if job else None
         if row is None or row["state"] not in ("declared", "running"):

@@ -53,7 +53,8 @@ def enter(ws: Workspace, record: dict, caller: Caller) -> dict:
         if caller.lease == job_id:
             raise refuse("you hold it; write the path directly")
         if caller.lease and job_id not in rows.descendants(conn, caller.lease):
-            raise refuse(f"it was not forked beneath your job {caller.lease}; ask its forking session")
+            raise refuse(f"it was not forked beneath your job {caller.lease}; ask its forking session "
+                         f"({caller.whence()}){caller.remedy()}")
         if not any(jpaths.covers(c, claim.path) if claim.declaration is None else c == claim
                    for c in rows.claims(job)):
             raise refuse(f"{claim.spelling} is outside its write paths "

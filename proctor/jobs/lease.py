@@ -21,18 +21,51 @@ from proctor.store.rows import agent_scope, checkout_scope  # noqa: F401  (re-ex
 from proctor.timeutil import iso, now
 
 BAGGAGE_KEY = "proctor.lease"
+# `lease=ORCHESTRATOR` (the CLI's --orchestrator): act as the orchestrator, holding no lease,
+# whatever the checkout's record or BAGGAGE say. Not a job id: no id holds a colon.
+ORCHESTRATOR = ":orchestrator"
 SPAWNER_KEY = "proctor.spawner"
 
 
 @dataclass(frozen=True)
 class Caller:
     lease: str | None
-    lease_from: str | None  # "flag", "env", "marker" (the checkout's record)
+    lease_from: str | None  # "flag", "env", "marker" (the checkout's record), "contested", "orchestrator"
     user: str
+    checkout: str | None = None  # the checkout whose record answered, for marker and contested
+    claim: str | None = None  # what BAGGAGE claimed, when a record overruled it
 
     @property
     def actor(self) -> str:
         return f"job:{self.lease}" if self.lease else f"user:{self.user}"
+
+    @property
+    def from_checkout(self) -> bool:
+        """Whether the lease came from the checkout's record, which every caller there that
+        reports no session reads: the CLI cannot tell the holder from anyone else."""
+        return self.lease_from in ("marker", "contested")
+
+    def whence(self) -> str:
+        """Where this caller's lease came from, as a refusal says it."""
+        if self.lease_from == "flag":
+            return f"you act under lease {self.lease}, named by --lease"
+        if self.lease_from == "env":
+            return f"you act under lease {self.lease}, claimed by BAGGAGE (proctor.lease={self.lease})"
+        if self.from_checkout:
+            over = (f"; it overrules BAGGAGE's claim proctor.lease={self.claim}" if self.lease_from == "contested"
+                    else "")
+            return (f"you act under lease {self.lease} because this checkout ({self.checkout}) is bound to it: "
+                    f"proctor job exec {self.lease} was run here, and every caller here that reports no session "
+                    f"acts under it (tier {self.lease_from}{over})")
+        return f"you act under lease {self.lease}"
+
+    def remedy(self) -> str:
+        """For a lease read from the checkout's record: the ways out that hurt nobody."""
+        if not self.from_checkout:
+            return ""
+        return (f". If you are not {self.lease}'s holder: take jobs in worktrees of their own (proctor job exec "
+                f"<id> --worktree ../<dir>), or act as the orchestrator explicitly with --orchestrator (the guard "
+                f"refuses it to any session under a lease)")
 
 
 def parse_baggage(header: str) -> dict[str, str]:
@@ -58,8 +91,13 @@ def _user() -> str:
 
 def resolve(conn: sqlite3.Connection | None, root: str, flag: str | None = None,
             environ: dict | None = None) -> Caller:
+    """The lease a command acts under. `flag` ORCHESTRATOR is the caller saying it holds none
+    (`--orchestrator`): the checkout's record and BAGGAGE are not read. The guard refuses the
+    flag to any session under a lease; the CLI itself cannot tell who ran it."""
     env = os.environ if environ is None else environ
     user = _user()
+    if flag == ORCHESTRATOR:
+        return Caller(None, "orchestrator", user)
     if flag:
         return Caller(check_job_id(flag, "--lease"), "flag", user)
     claim = None
@@ -72,13 +110,14 @@ def resolve(conn: sqlite3.Connection | None, root: str, flag: str | None = None,
     # the holder exited, or the job ended, the checkout is free and the next exec takes the
     # next job. BAGGAGE is the caller's own claim: it answers when no record does, and a
     # record that disagrees with it wins (contested), or a claim would undo the one-way rule.
+    checkout = os.path.realpath(root)
     bound = rows.bound_job(conn, checkout_scope(root)) if conn is not None else None
     if bound and claim and claim != bound:
-        return Caller(bound, "contested", user)
+        return Caller(bound, "contested", user, checkout, claim)
     if claim:
         return Caller(claim, "env", user)
     if bound:
-        return Caller(bound, "marker", user)
+        return Caller(bound, "marker", user, checkout)
     return Caller(None, None, user)
 
 

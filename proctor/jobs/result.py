@@ -167,7 +167,7 @@ def file_result(ws: Workspace, job_id: str, record: Any, caller: Caller) -> dict
         if caller.lease and caller.lease != job_id:
             raise errors.Refused([(errors.NOT_YOUR_JOB,
                 f"refused exit of {job_id}: a session holding lease {caller.lease} may end only its own "
-                f"job; ending {job_id} is the forking session's")])
+                f"job; ending {job_id} is the forking session's ({caller.whence()}){caller.remedy()}")])
         if job["state"] in TERMINAL:
             raise errors.Refused([(errors.NOT_LIVE,
                 f"refused exit of {job_id}: it has ended ({job['state']}); nothing more can be filed")])

@@ -33,7 +33,8 @@ def wait(ws: Workspace, job_id: str, caller: Caller) -> tuple[dict, Grade | None
         if caller.lease and job_id not in rows.descendants(conn, caller.lease):
             raise errors.Refused([(errors.NOT_YOUR_JOB,
                 f"refused wait on {job_id}: a session holding lease {caller.lease} may wait only on "
-                f"jobs forked beneath its own; verifying {job_id} is the forking session's")])
+                f"jobs forked beneath its own; verifying {job_id} is the forking session's ({caller.whence()})"
+                f"{caller.remedy()}")])
         if job["state"] in (PASS, FAIL):
             return job, None
         if job["state"] == NO_RETURN:

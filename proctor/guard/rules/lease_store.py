@@ -23,7 +23,8 @@ CATCHES = ("`proctor job fork` by a session under a live job that names neither 
            "of its descendants; `proctor job exit`, archive, trash or delete of a job that is neither its own "
            "nor beneath it, or one named through xargs, a variable or a substitution; `proctor job exec` of "
            "another job while its own is in flight (taking a lease is one-way); any proctor command passed "
-           "--lease naming another job, or run with BAGGAGE changed or unset; `proctor server stop`, and "
+           "--lease naming another job or --orchestrator (or an option the guard cannot read: a variable or a "
+           "substitution), or run with BAGGAGE changed or unset; `proctor server stop`, and "
            "pkill or killall of proctor's processes; and `proctor hook`, whose hand-made event could rebind "
            "the session or a subagent.")
 WHY = ("One author per job: widening a boundary, changing the plan's shape and verifying a result "
@@ -48,6 +49,13 @@ def check(ctx) -> list[tuple[str, str]]:
             findings.append(("rule", f"{' '.join(argv)[:120]}: a session holding {lease} does not signal proctor's "
                                      f"own processes (the server every job's monitors run in, a worker's runner)"))
     for argv in ctx.proctor_commands():
+        hidden = [a for a in argv[1:] if a == "--orchestrator" or a.startswith("--orchestrator=")
+                  or a[:1] in ("$", "`") or (a.startswith("-") and ("$" in a or "`" in a))]
+        if hidden:
+            findings.append(("rule", f"proctor {' '.join(argv[:2])} {hidden[0][:60]}: a session holding {lease} acts "
+                                     f"as {lease}, never as the orchestrator (--orchestrator is the forking "
+                                     f"session's), and passes proctor's options literally, where the guard can "
+                                     f"read them"))
         if argv[:2] == ["job", "fork"]:
             verdict = _fork_refusal(ctx, argv[2:], job)
             if verdict:
@@ -173,6 +181,10 @@ def _fork_refusal(ctx, args: list[str], job: dict) -> str | None:
         if others:
             return (f"proctor job fork {lease}: a holder changes only its own write paths, by shrinking them; "
                     f"{', '.join(others)} of {lease} are its forking session's")
+        if "write_paths" in record and not _listed(record.get("write_paths")) and job.get("write_paths"):
+            return (f"proctor job fork {lease}: shrinking the write paths to none leaves no boundary at all (an "
+                    f"empty write set scopes nothing); keep the paths still being written, or return the job "
+                    f"(proctor job exit {lease} --stdin)")
     else:
         if not isinstance(job_id, str) or ctx.job_row(job_id) is not None:
             return (f"proctor job fork {job_id}: a fork declares a NEW job, and {job_id} exists already; a session "
