@@ -100,6 +100,10 @@ def fork(job_id, criteria, write_paths, deny_paths, read_paths, check, parent, d
         emit_json(stored)
     elif output == "name":
         click.echo(stored["id"])
+    elif "enter" in record:
+        entry = (stored.get("entries") or [{}])[-1]
+        click.echo(f"entered {entry.get('path', record['enter'])} of {stored['id']} for one write; the guard lets "
+                   f"the next write there through and stamps the entry consumed")
     else:
         proof = f", write_proof {stored['write_proof']}" if stored.get("write_proof") else ""
         click.echo(f"forked {stored['id']} ({stored['state']}{proof})")
@@ -110,21 +114,38 @@ def fork(job_id, criteria, write_paths, deny_paths, read_paths, check, parent, d
 
 @job.command(name="exec")
 @click.argument("job_id", metavar="ID")
+@click.option("--worktree", metavar="PATH", default=None,
+              help="Make a new worktree at PATH on the job's checkpoint and take the job there.")
 @lease_option
 @output_option("text", "json")
-def exec_(job_id: str, lease: str | None, output: str) -> None:
-    """Take the job's lease in this checkout, recording the base this tree landed on."""
-    taken = api.exec_job(job_id, lease=lease)
+def exec_(job_id: str, worktree: str | None, lease: str | None, output: str) -> None:
+    """Take the job's lease in this checkout, recording the base this tree landed on.
+
+    Every caller in that checkout that reports no session acts under the job from then on, so
+    take jobs in worktrees of their own: --worktree PATH makes one at the job's checkpoint
+    (its uncommitted work carried over while the declaring checkout still holds it). Taking
+    the job already held here again only records the new base; its secret is unchanged.
+    """
+    taken = api.exec_job(job_id, lease=lease, worktree=worktree)
     if output == "json":
         emit_json(taken)
         return
-    click.echo(f"took {job_id} in {taken['checkout_root']}")
+    for note in taken.get("notes") or ():
+        click.echo(f"note: {note}", err=True)
+    if taken.get("retake"):
+        click.echo(f"retook {job_id} in {taken['checkout_root']}: recorded the base {taken['base']}")
+    else:
+        click.echo(f"took {job_id} in {taken['checkout_root']}")
     if taken.get("base_diverges"):
         click.echo(f"note: this tree ({taken['base']}) diverges from the checkpoint the job was "
                    f"handed ({taken['checkpoint']}); recorded")
+    if worktree is not None:
+        click.echo(f"cd {taken['checkout_root']}")
     click.echo(f"export BAGGAGE=proctor.lease={job_id}")
     if taken.get("nonce"):
         click.echo(f"export PROCTOR_NONCE={taken['nonce']}")
+    elif taken.get("retake"):
+        click.echo("PROCTOR_NONCE is unchanged: the secret handed when the job was first taken still holds")
 
 
 @job.command(name="exit")
@@ -188,13 +209,19 @@ def wait(job_id: str, lease: str | None, output: str) -> int:
             if not outcome["ok"]:
                 for subject in outcome["subjects"]:
                     click.echo(f"  {outcome['label']}: {subject}")
-    from proctor.jobs.verify import Observed
+    from proctor.jobs.verify import Observed, render_entries
     observed = None
     if graded.get("checkout") is not None:
-        observed = Observed(graded["checkout"], None, graded["changed"], graded["footprint"])
-    for line in render_footprint(observed):
+        observed = Observed(graded["checkout"], graded.get("revision") or _revision(job), graded["changed"],
+                            graded["footprint"])
+    entries = job.get("entries") or []
+    for line in render_footprint(observed, entries) + render_entries(entries):
         click.echo(line)
     return 0 if passed else 1
+
+
+def _revision(job: dict) -> str | None:
+    return (job.get("checkpoint") or "").split("+")[0] or None
 
 
 def _put_away(how: str):

@@ -162,8 +162,12 @@ def fork(ws: Workspace, record_in: dict, caller: Caller) -> dict:
 
     if entries.is_entry_record(record_in):
         return entries.enter(ws, record_in, caller)
-    record = normalize_record(record_in)
+    ignored: list[str] = []
+    record = normalize_record(record_in, ignored)
     job_id = record["id"]
+    if ignored:
+        ws.warn(f"proctor: ignored {', '.join(ignored)} in the record of {job_id}: output-only, the store "
+                f"writes {'it' if len(ignored) == 1 else 'them'}")
     cfg = ws.config
     root = os.path.realpath(ws.root)
     reasons: list[tuple[str, str]] = []
@@ -292,16 +296,16 @@ def _one_author(conn: sqlite3.Connection, caller: Caller, record: dict, existing
     lease = caller.lease
     held = rows.get(conn, lease)
     remedy = (f"that change is the forking session's: ask the session that forked {lease} to make it "
-              f"(you act under lease {lease}, from {caller.lease_from})")
+              f"({caller.whence()}){caller.remedy()}")
     if held is None:
         raise errors.Refused([(errors.NOT_YOUR_JOB,
-            f"refused fork of {record['id']}: your lease {lease} (from {caller.lease_from}) names no job; "
-            f"a leased session may only change its own job and fork children of it")])
+            f"refused fork of {record['id']}: your lease {lease} names no job ({caller.whence()}); "
+            f"a leased session may only change its own job and fork children of it{caller.remedy()}")])
     if record["id"] == lease:
         if not is_live(held["state"]):
             raise errors.Refused([(errors.NOT_LIVE,
                 f"refused fork of {lease}: your job has ended ({held['state']}); take the next job "
-                f"with proctor job exec <id>")])
+                f"with proctor job exec <id> ({caller.whence()}){caller.remedy()}")])
         changed = []
         for field, value in record.items():
             if field in ("id", "write_paths"):
@@ -314,6 +318,12 @@ def _one_author(conn: sqlite3.Connection, caller: Caller, record: dict, existing
         reasons = [(errors.NOT_YOUR_JOB,
                     f"refused fork of {lease}: a holder may only shrink its write paths; {field} is "
                     f"the forking session's to change; {remedy}") for field in changed]
+        if "write_paths" in record and not record["write_paths"] and held.get("write_paths") \
+                and not held.get("read_only"):
+            reasons.append((errors.EMPTY_WRITE_SET,
+                f"refused fork of {lease}: it would shrink your write paths to none, and an empty write set "
+                f"is no boundary at all (it scopes nothing, so every path nobody else holds would be yours); "
+                f"keep the paths you still write, or return the job (proctor job exit {lease} --stdin)"))
         if "write_paths" in record:
             own = rows.claims(held)
             widened = [c.spelling for c in parsed.get("write_paths", [])
@@ -334,7 +344,7 @@ def _one_author(conn: sqlite3.Connection, caller: Caller, record: dict, existing
     if not is_live(held["state"]):
         raise errors.Refused([(errors.NOT_LIVE,
             f"refused fork of {record['id']}: your job {lease} has ended ({held['state']}), so it "
-            f"cannot take children")])
+            f"cannot take children ({caller.whence()}){caller.remedy()}")])
     if "state" in record:
         raise errors.Refused([(errors.NOT_YOUR_JOB,
             f"refused fork of {record['id']}: a holder may not set a child's state; a child starts "
@@ -345,7 +355,7 @@ def _one_author(conn: sqlite3.Connection, caller: Caller, record: dict, existing
         raise errors.Refused([(errors.CHILD_EXCEEDS_PARENT,
             f"refused fork of {record['id']}: {', '.join(outside)} lies outside your job {lease}'s "
             f"write paths ({', '.join(held.get('write_paths') or []) or 'none'}); a child may claim only "
-            f"what its parent holds")])
+            f"what its parent holds ({caller.whence()}){caller.remedy()}")])
     return False
 
 

@@ -28,6 +28,10 @@ INPUT_FIELDS = (
 OUTPUT_FIELDS = (
     "actor", "created", "updated", "releases", "unattributed", "entries", "write_proof",
     "checkout_root", "end_reason", "deadline", "base", "holder", "declared_in",
+    # what the store adds as a job moves, and what a listing (ls jobs, the console) adds to a row
+    "base_diverges", "taken", "handed", "result", "verdict", "previous_results", "nonce_sha256",
+    "worker_pid", "commit", "archived", "trashed", "depth", "age_seconds", "stale", "overdue",
+    "overlaps_with", "notes", "column",
 )
 PATH_FIELDS = ("write_paths", "deny_paths", "read_paths")
 
@@ -207,9 +211,11 @@ def check_text(value: Any, where: str = "the record") -> None:
             check_text(item, where)
 
 
-def normalize_record(record: Any) -> dict:
+def normalize_record(record: Any, ignored: list[str] | None = None) -> dict:
     """Check a client record's shape; return it normalized, with only the fields it named.
 
+    Output-only fields (what the store writes, what a listing adds) are left out, and their
+    names appended to `ignored`, so a row from `ls jobs -o json` can be fed back to fork.
     Rules that need the store or the tree (paths, targets, limits) are fork's.
     """
     if not isinstance(record, dict):
@@ -217,7 +223,9 @@ def normalize_record(record: Any) -> dict:
     check_text(record)
     output_only = sorted(set(record) & set(OUTPUT_FIELDS))
     if output_only:
-        raise _bad(f"field {output_only[0]!r} is output-only: the store writes it; remove it from the record")
+        if ignored is not None:
+            ignored.extend(output_only)
+        record = {k: v for k, v in record.items() if k not in OUTPUT_FIELDS}
     unknown = sorted(set(record) - set(INPUT_FIELDS))
     if unknown:
         raise _bad(f"unknown field {unknown[0]!r}; a job record has {', '.join(INPUT_FIELDS)} "
@@ -306,7 +314,7 @@ def record_schema() -> dict:
         "title": "proctor job record",
         "description": (
             "One job, as `proctor job fork --stdin` reads it. The store adds "
-            + ", ".join(OUTPUT_FIELDS) + "; a record carrying any of them is refused."
+            + ", ".join(OUTPUT_FIELDS) + "; a record carrying any of them has them ignored, with a note."
         ),
         "type": "object",
         "required": ["id"],
@@ -314,9 +322,9 @@ def record_schema() -> dict:
         "properties": {
             "schema_version": {"const": RECORD_SCHEMA_VERSION},
             "id": {**_JOB_ID_SCHEMA, "description": "the job's id; fork replaces a job with the same id"},
-            "parent": {**_JOB_ID_SCHEMA, "description": "the job this one was forked from"},
+            "parent": {**_JOB_ID_SCHEMA, "type": ["string", "null"], "description": "the job this one was forked from"},
             "criteria": {"type": "string", "description": "the acceptance criteria, prose a person grades"},
-            "checkpoint": {"type": "string", "pattern": r"^[0-9a-f]{4,64}(\+[0-9a-f]+)?$",
+            "checkpoint": {"type": ["string", "null"], "pattern": r"^[0-9a-f]{4,64}(\+[0-9a-f]+)?$",
                            "description": "as `proctor vcs checkpoint -o name` prints it; default: now"},
             "write_paths": _path_list_schema(
                 "files, globs or file#declaration claims the job may write; no existing directory"),
@@ -324,8 +332,8 @@ def record_schema() -> dict:
             "read_paths": _path_list_schema("paths the job may read; write_paths stand in when empty"),
             "depends_on": {"type": "array", "items": _JOB_ID_SCHEMA,
                            "description": "jobs that must land before this one"},
-            "model": {"type": "string"},
-            "check": _CHECK_SCHEMA,
+            "model": {"type": ["string", "null"]},
+            "check": {**_CHECK_SCHEMA, "oneOf": [*_CHECK_SCHEMA["oneOf"], {"type": "null"}]},
             "goals": {
                 "type": "array",
                 "items": {
@@ -349,7 +357,9 @@ def record_schema() -> dict:
                       "description": "enter one path of a live job for one write: a record of only id and enter"},
             "timeout": {
                 "description": "a deadline this long after fork: 30m, 2h, or seconds",
-                "oneOf": [{"type": "string"}, {"type": "number", "exclusiveMinimum": 0}],
+                "oneOf": [{"type": "string"}, {"type": "number", "exclusiveMinimum": 0}, {"type": "null"}],
             },
+            **{name: {"description": "output-only: the store writes it; ignored in a record, with a note"}
+               for name in OUTPUT_FIELDS},
         },
     }

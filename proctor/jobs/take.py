@@ -32,20 +32,47 @@ def _get_live(conn, job_id: str, verb: str) -> dict:
     return job
 
 
-def exec_job(ws: Workspace, job_id: str, caller: Caller) -> dict:
+def _mint_nonce(job: dict) -> str:
+    """The job's secret, handed to the agent that works it: with it the agent manages this
+    job's monitors and nothing else. Only its digest is stored."""
+    import hashlib
+
+    nonce = os.urandom(18).hex()
+    job["nonce_sha256"] = hashlib.sha256(nonce.encode()).hexdigest()
+    return nonce
+
+
+def _retake_diverges(root: str, job: dict, previous: str | None, base: str | None) -> bool:
+    """Whether a retake's new base diverges from what the job was handed. The holder's own
+    edits and commits on top of where it landed are its work, not a divergence: a base on the
+    same revision keeps the first take's answer, and a new revision diverges only when the
+    checkpoint's revision is not beneath it."""
+    handed = (job.get("checkpoint") or "").split("+")[0]
+    new_revision = (base or "").split("+")[0]
+    if not handed or not new_revision:
+        return bool(job.get("checkpoint")) and base != job.get("checkpoint")
+    if previous and previous.split("+")[0] == new_revision:
+        return bool(job.get("base_diverges"))
+    from proctor.vcs import git
+
+    below = git.run(root, "merge-base", "--is-ancestor", handed, new_revision, check=False).returncode == 0
+    return not below or (new_revision == handed and bool(job.get("base_diverges")))
+
+
+def exec_job(ws: Workspace, job_id: str, caller: Caller, worktree: str | None = None) -> dict:
+    """Take `job_id` in this checkout (or, with `worktree`, in a new worktree made at the job's
+    checkpoint). The row carries `_nonce` (the job's secret, minted on a first take only) and
+    `_notes` (what the caller should know), which the store does not keep."""
     check_job_id(job_id)
+    if worktree is not None:
+        return _exec_in_worktree(ws, job_id, caller, worktree)
     root = os.path.realpath(ws.root)
     taken = vcs_checkpoint.take(ws.root)
     base = taken.name if taken.revision else None
+    notes: list[str] = []
     with ws.store.write() as conn:
         job = _get_live(conn, job_id, "exec")
-        if caller.lease and caller.lease != job_id:
-            held = rows.get(conn, caller.lease)
-            if held is not None and held["state"] in (DECLARED, RUNNING):
-                raise errors.Refused([(errors.LEASE_HELD,
-                    f"refused exec of {job_id}: you hold {caller.lease} ({held['state']}, from "
-                    f"{caller.lease_from}), and taking a lease is one-way while a job is in flight; "
-                    f"return it first (proctor job exit {caller.lease})")])
+        _refuse_second_lease(conn, job_id, caller)
         if job["state"] == EXITED:
             raise errors.Refused([(errors.NOT_LIVE,
                 f"refused exec of {job_id}: it has exited and waits for verification "
@@ -56,30 +83,132 @@ def exec_job(ws: Workspace, job_id: str, caller: Caller) -> dict:
                 f"refused exec of {job_id}: it is taken in {job['checkout_root']}; end it there "
                 f"(proctor job exit {job_id}) or fork a new job")])
         at = now()
-        if not retake or not job.get("base"):
-            # the tree this checkout LANDED on; a retake keeps it, since the holder's own edits
-            # since then are not a divergence from what it was handed
+        nonce = None
+        if retake:
+            # Taking the lease it already holds only records the base: the secret, when and
+            # where it was taken, and everything else stay as they were.
+            previous = job.get("base")
+            job["base"] = base
+            job["base_diverges"] = _retake_diverges(root, job, previous, base)
+            if not job.get("nonce_sha256"):
+                nonce = _mint_nonce(job)
+        else:
             job["base"] = base
             job["base_diverges"] = bool(job.get("checkpoint")) and base != job.get("checkpoint")
-        job["checkout_root"] = root
-        job["state"] = RUNNING
-        job["updated"] = iso(at)
-        job.setdefault("taken", iso(at))
-        if not retake:
+            job["checkout_root"] = root
+            job["state"] = RUNNING
             job["taken"] = iso(at)
-        # the job's secret, handed to the agent that works it: with it the agent manages this
-        # job's monitors and nothing else. Only its digest is stored.
-        import hashlib
-
-        nonce = os.urandom(18).hex()
-        job["nonce_sha256"] = hashlib.sha256(nonce.encode()).hexdigest()
+            nonce = _mint_nonce(job)
+            if os.path.realpath(job.get("declared_in") or "") == root:
+                notes.append(
+                    f"{job_id} was declared in this checkout ({root}): until it exits or ends, every caller here "
+                    f"that reports no session (the CLI, proctor.api, a host hook without session ids) acts under "
+                    f"{job_id}, the orchestrator's own commands included. To keep this checkout the "
+                    f"orchestrator's, take jobs in worktrees of their own (proctor job exec {job_id} --worktree "
+                    f"../<dir>), or act as the orchestrator here with --orchestrator")
+        job["updated"] = iso(at)
         rows.put(conn, job, job["_root"], job["_depth"])
         bind_checkout(conn, root, job_id)
         trail.append(conn, ws.state_dir, "job_exec", caller.actor, job_id,
                      {"checkout": root, "base": base, "checkpoint": job.get("checkpoint"),
                       "diverges": job["base_diverges"], "retake": retake}, when=at)
-    job["_nonce"] = nonce
+    if nonce is not None:
+        job["_nonce"] = nonce
+    job["_notes"] = notes
+    job["_retake"] = retake
     return job
+
+
+def _refuse_second_lease(conn, job_id: str, caller: Caller) -> None:
+    """Taking a lease is one-way while the held job is in flight."""
+    if caller.lease and caller.lease != job_id:
+        held = rows.get(conn, caller.lease)
+        if held is not None and held["state"] in (DECLARED, RUNNING):
+            way_out = (caller.remedy()[2:] if caller.from_checkout
+                       else f"return it first (proctor job exit {caller.lease} --stdin)")
+            raise errors.Refused([(errors.LEASE_HELD,
+                f"refused exec of {job_id}: {caller.whence()}, still {held['state']}, and taking a lease "
+                f"is one-way while a job is in flight; {way_out}")])
+
+
+def _exec_in_worktree(ws: Workspace, job_id: str, caller: Caller, path: str) -> dict:
+    """Make a worktree at the job's checkpoint and take the job there. A dirty checkpoint's
+    uncommitted work is carried over from the checkout it was declared in while that checkout
+    still holds exactly it; otherwise the worktree lands on the revision and the divergence is
+    recorded, as any exec records it."""
+    from proctor.vcs import git
+    from proctor.workspace import Workspace as _Workspace
+
+    target = os.path.abspath(path)
+    with ws.store.read() as conn:
+        job = _get_live(conn, job_id, "exec")
+        _refuse_second_lease(conn, job_id, caller)
+    if job["state"] != DECLARED:
+        raise errors.Refused([(errors.NOT_LIVE if job["state"] == EXITED else errors.LEASE_HELD,
+            f"refused exec of {job_id} --worktree: it is {job['state']}"
+            + (f" in {job['checkout_root']}" if job.get("checkout_root") else "")
+            + "; a new worktree takes a job nobody has taken yet")])
+    if os.path.lexists(target) and not (os.path.isdir(target) and not os.listdir(target)):
+        raise errors.Refused([(errors.WORKTREE_UNMADE,
+            f"refused exec of {job_id} --worktree {path}: {target} exists and is not an empty directory; "
+            f"name a new path")])
+    token = job.get("checkpoint") or ""
+    revision, _, digest = token.partition("+")
+    revision = revision or git.head(ws.root)
+    if not revision:
+        raise errors.ProctorError(f"refused exec of {job_id} --worktree: the job has no checkpoint and this "
+                                  f"repository no commit to make a worktree at", errors.WORKTREE_UNMADE)
+    made = git.run(ws.root, "worktree", "add", "--detach", target, revision, check=False)
+    if made.returncode != 0:
+        message = made.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise errors.ProctorError(
+            f"could not make a worktree for {job_id} at {target}: git worktree add said "
+            f"{message[-1] if message else 'exit ' + str(made.returncode)}", errors.WORKTREE_UNMADE)
+    notes = [f"made a worktree at {target} on {revision[:12]}"]
+    try:
+        if digest:
+            notes.append(_carry_handed(job, target, revision, token))
+        with _Workspace(target, ws.warn) as there:
+            taken = exec_job(there, job_id, caller)
+    except BaseException:
+        git.run(ws.root, "worktree", "remove", "--force", target, check=False)
+        raise
+    taken["_notes"] = notes + taken.get("_notes", [])
+    return taken
+
+
+def _carry_handed(job: dict, target: str, revision: str, token: str) -> str:
+    """Copy the uncommitted work a dirty checkpoint names into the new worktree, from the
+    checkout the job was declared in, if that checkout still holds exactly that checkpoint."""
+    import shutil
+
+    from proctor.vcs import git
+
+    source = job.get("declared_in")
+    if not source or not os.path.isdir(source):
+        return (f"the checkpoint {token} carries uncommitted work, and the checkout it was declared in is gone; "
+                f"the worktree holds {revision[:12]} alone, and the divergence is recorded")
+    try:
+        now_there = vcs_checkpoint.take(source)
+    except errors.ProctorError:
+        now_there = None
+    if now_there is None or now_there.name != token:
+        return (f"the checkpoint {token} carries uncommitted work that {source} no longer holds; the worktree "
+                f"holds {revision[:12]} alone, and the divergence is recorded")
+    patch = git.diff_patch(source, revision)
+    if patch:
+        git.run(target, "apply", "--binary", "--whitespace=nowarn", "-", input=patch)
+    _revision, _branch, _changed, untracked = git.status(source)
+    for raw in untracked:
+        rel = os.fsdecode(raw)
+        destination = os.path.join(target, rel)
+        os.makedirs(os.path.dirname(destination) or target, exist_ok=True)
+        shutil.copy2(os.path.join(source, rel), destination, follow_symlinks=False)
+    landed = vcs_checkpoint.take(target).name
+    if landed == token:
+        return f"carried the uncommitted work of {token} over from {source}"
+    return (f"carried the uncommitted work over from {source}, but the worktree reads {landed}, not {token}; "
+            f"the divergence is recorded")
 
 
 def abandon(ws: Workspace, job_id: str, caller: Caller) -> dict:
@@ -90,7 +219,7 @@ def abandon(ws: Workspace, job_id: str, caller: Caller) -> dict:
         if caller.lease and caller.lease != job_id:
             raise errors.Refused([(errors.NOT_YOUR_JOB,
                 f"refused exit of {job_id}: a session holding lease {caller.lease} may end only its own "
-                f"job; ending {job_id} is the forking session's")])
+                f"job; ending {job_id} is the forking session's ({caller.whence()}){caller.remedy()}")])
         at = now()
         job["state"] = NO_RETURN
         job["end_reason"] = f"abandoned by {caller.actor}: proctor job exit without a result"
@@ -107,7 +236,8 @@ def reopen(ws: Workspace, job_id: str, caller: Caller) -> dict:
     check_job_id(job_id)
     if caller.lease:
         raise errors.Refused([(errors.NOT_YOUR_JOB,
-            f"refused to reopen {job_id}: only its forking session (an unleased caller) puts it back to work")])
+            f"refused to reopen {job_id}: only its forking session (an unleased caller) puts it back to work "
+            f"({caller.whence()}){caller.remedy()}")])
     with ws.store.write() as conn:
         job = rows.get(conn, job_id)
         if job is None or job["state"] != EXITED:
@@ -127,7 +257,7 @@ def put_away(ws: Workspace, job_id: str, how: str, caller: Caller) -> dict | Non
     if caller.lease:
         raise errors.Refused([(errors.NOT_YOUR_JOB,
             f"refused to {how} {job_id}: a session holding lease {caller.lease} may not; it is the forking "
-            f"session's")])
+            f"session's ({caller.whence()}){caller.remedy()}")])
     with ws.store.write() as conn:
         job = rows.get(conn, job_id)
         if job is None:

@@ -67,6 +67,7 @@ class Grade:
             "changed": self.observed.changed if self.observed else [],
             "footprint": self.observed.footprint if self.observed else {},
             "checkout": self.observed.checkout if self.observed else None,
+            "revision": self.observed.revision if self.observed else None,
         }
 
 
@@ -340,13 +341,15 @@ def _exists(checkout: str, pattern: str) -> bool:
     return False
 
 
-def render_footprint(observed: Observed | None) -> list[str]:
+def render_footprint(observed: Observed | None, entries: list[dict] | tuple = ()) -> list[str]:
+    """The footprint, one line per changed file; a file in an entered path (an entry let one
+    write of someone else's into it) is marked with the entry."""
     if observed is None:
         return ["footprint: none (a read-only job)"]
     if observed.error:
         return [f"footprint: unreadable ({observed.error})"]
     if not observed.footprint:
-        return [f"footprint: nothing changed since {(observed.revision or '')[:8]}"]
+        return [f"footprint: nothing changed since {(observed.revision or 'its checkpoint')[:12]}"]
     lines = ["footprint:"]
     for path in sorted(observed.footprint):
         entry = observed.footprint[path]
@@ -357,5 +360,22 @@ def render_footprint(observed: Observed | None) -> list[str]:
             where.append("removed at old " + ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in entry["old"]))
         note = " (untracked)" if entry.get("untracked") else " (binary or mode change)" if entry.get("binary") else ""
         detail = f" [{'; '.join(where)}]" if where else ""
-        lines.append(f"  {path}: +{entry['added']} -{entry['removed']}{note}{detail}")
+        entered = [e for e in entries if _entered(e, path)]
+        marks = "".join(f" (entered by {e['by']} at {e['entered']}, "
+                        f"{'written ' + e['consumed'] if e.get('consumed') else 'not written yet'})" for e in entered)
+        lines.append(f"  {path}: +{entry['added']} -{entry['removed']}{note}{detail}{marks}")
     return lines
+
+
+def _entered(entry: dict, path: str) -> bool:
+    claim_path, declaration, _ = jpaths.split_entry(entry["path"])
+    return jpaths.covers(jpaths.Claim(claim_path, declaration), path)
+
+
+def render_entries(entries: list[dict] | tuple) -> list[str]:
+    """The job's entries: who entered which path, when, and whether the one write was made."""
+    if not entries:
+        return []
+    return ["entries:"] + [
+        f"  {e['path']}: entered by {e['by']} at {e['entered']}, "
+        + (f"written {e['consumed']}" if e.get("consumed") else "not written yet") for e in entries]

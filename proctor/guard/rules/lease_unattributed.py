@@ -27,7 +27,11 @@ def check(ctx) -> list[tuple[str, str]]:
     for rel in ctx.written():
         if rel in entered:
             continue
-        for other, claim in ctx.holders_of(rel):
+        # the live job that owns the path: of a root and the child it handed the path to, the
+        # child (the one whose holder will be asked about it), then the narrowest claim
+        owners = sorted(ctx.holders_of(rel), key=lambda pair: (-len(ctx.ancestors(pair[0]["id"])),
+                                                                pair[1].glob, -len(pair[1].path), pair[0]["id"]))
+        for other, claim in owners:
             findings.append(("rule", f"{rel} belongs to {other['id']} ({claim.spelling}), updated "
                                        f"{age(other, ctx.now)} ago; this write is recorded as unattributed "
                                        f"on it; enter its path, or end it with proctor job exit {other['id']}"))
