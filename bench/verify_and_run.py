@@ -74,8 +74,9 @@ def main() -> None:
             sh([*argv, "job", "fork", job, "--check", "check", "--write-paths", "src/**",
                 "--checkpoint", base], root, env)
             sh([*argv, "job", "exec", job], root, env)
-            sh([*argv, "run", "check"], root, env)
-            result = json.dumps({"schema_version": 1, "changed_paths": changed, "status": "done"}).encode()
+            made = json.loads(sh([*argv, "run", "check", "-o", "json"], root, env, out=subprocess.PIPE).stdout)
+            result = json.dumps({"schema_version": 2, "changed_paths": changed, "status": "done", "validation": [
+                {"run": made["id"], "output_ref": made["output_ref"]}]}).encode()
             sh([*argv, "job", "exit", job, "--stdin"], root, env, stdin=result)
             start = time.perf_counter()
             verdict = sh([*argv, "job", "wait", job], root, env)

@@ -68,8 +68,28 @@ def test_stdin_record_and_schema(repo, proctor):
     assert row["timeout"] == 7200 and row["deadline"]
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"id": "x", "passed": True}, schema)
-    with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate({"id": "x", "created": "now"}, schema)
+    jsonschema.validate({"id": "x", "created": "now"}, schema)  # output-only: accepted, then ignored
+
+
+def test_a_listed_row_feeds_back_to_fork(repo, proctor, tmp_path):
+    """A row from `ls jobs -o json`, output-only fields and all, is a record fork takes back:
+    those fields are ignored with one note on stderr, and the declaration is unchanged."""
+    import jsonschema
+
+    assert fork(proctor, "j", "--write-paths", "a.py,b.py", "--check", "test", "--criteria", "c",
+                "--timeout", "2h").code == 0
+    wt = _worktree(repo, tmp_path, "w1")
+    assert proctor("job", "exec", "j", cwd=wt).code == 0
+    row = jobs_by_id(proctor)["j"]
+    assert {"created", "updated", "actor", "releases", "stale", "age_seconds", "taken"} <= set(row)
+    jsonschema.validate(row, proctor("job", "fork", "--schema").json())
+    again = fork(proctor, "--stdin", stdin=json.dumps(row))
+    assert again.code == 0, again.err
+    [note] = [line for line in again.err.splitlines() if "ignored" in line]
+    assert "output-only" in note and "created" in note and "age_seconds" in note
+    after = jobs_by_id(proctor)["j"]
+    for field in ("write_paths", "check", "criteria", "timeout", "state", "checkout_root", "created"):
+        assert after[field] == row[field], field
 
 
 @pytest.mark.parametrize("stdin, needle", [
@@ -77,7 +97,6 @@ def test_stdin_record_and_schema(repo, proctor):
     ("[1, 2]", "one JSON object"),
     ("", "read nothing"),
     ('{"id": "x", "check": "test", "passed": true}', "unknown field 'passed'"),
-    ('{"id": "x", "check": "test", "created": "2020"}', "output-only"),
     ('{"id": "x", "check": "test", "schema_version": 9}', "schema_version 9"),
     ('{"id": "x", "check": "test", "write_paths": [1]}', "must be a list of strings"),
     ('{"id": "x", "check": "test", "timeout": "soon"}', "timeout"),
@@ -356,10 +375,15 @@ def test_leased_holder_shrinks_and_releases(repo, proctor):
         assert digests["gone.py"] == "absent"
         assert digests["sock"] == "unreadable"
         assert all(r["by"] == "job:j" for r in row["releases"])
-        release_all = fork(proctor, "j", "--write-paths", "", env=env)
-        assert release_all.code == 0
+        # Shrinking to nothing would be no boundary at all (an empty write set scopes nothing):
+        # refused (PRC3039) in every spelling, and the row keeps its last path.
+        for spelling in (("--write-paths", ""), ("--write-paths", " , ")):
+            release_all = fork(proctor, "j", *spelling, env=env)
+            assert release_all.code == 1 and codes(release_all) == ["PRC3039"], release_all.err
+        as_record = fork(proctor, "--stdin", env=env, stdin=json.dumps({"id": "j", "write_paths": []}))
+        assert as_record.code == 1 and codes(as_record) == ["PRC3039"], as_record.err
         row = jobs_by_id(proctor)["j"]
-        assert row["write_paths"] == [] and row["releases"][-1] == {**row["releases"][-1], "path": "later", "digest": "dir"}
+        assert row["write_paths"] == ["later"] and [r["path"] for r in row["releases"]] == ["kept.py", "gone.py", "sock"]
     finally:
         server.close()
 
@@ -399,21 +423,58 @@ def test_holder_forks_children_inside_its_paths_only(repo, proctor):
 def test_lease_sources(repo, proctor):
     assert fork(proctor, "j", "--write-paths", "a.py", "--check", "test").code == 0
     assert fork(proctor, "k", "--write-paths", "b.py", "--check", "test").code == 0
-    # The checkout's binding, recorded by exec, makes this checkout's caller j's holder.
+    # The checkout's binding, recorded by exec, makes this checkout's caller j's holder, and
+    # every refusal that comes from it says so: which checkout, which job, which tier, and the
+    # ways out that hurt nobody (a worktree, or --orchestrator).
     assert proctor("job", "exec", "j").code == 0
     bound = fork(proctor, "k", "--criteria", "x", "--check", "test")
-    assert bound.code == 1 and "from marker" in bound.err
+    assert bound.code == 1 and "tier marker" in bound.err, bound.err
+    assert f"because this checkout ({os.path.realpath(repo)}) is bound to it: proctor job exec j was run here" \
+        in bound.err
+    assert "--worktree" in bound.err and "--orchestrator" in bound.err
     # An explicit --lease outranks it; a BAGGAGE claim that disagrees with the record loses.
     flagged = fork(proctor, "k", "--criteria", "x", "--check", "test", "--lease", "k")
-    assert flagged.code == 1 and "from flag" in flagged.err
+    assert flagged.code == 1 and "named by --lease" in flagged.err and "--orchestrator" not in flagged.err
     contested = fork(proctor, "k", "--criteria", "x", "--check", "test", env={"BAGGAGE": "proctor.lease=k"})
-    assert contested.code == 1 and "lease j, from contested" in contested.err
+    assert contested.code == 1 and "you act under lease j because" in contested.err
+    assert "tier contested; it overrules BAGGAGE's claim proctor.lease=k" in contested.err
+    # the orchestrator says who it is; the record does not answer for it
+    assert fork(proctor, "k", "--criteria", "x", "--check", "test", "--orchestrator").code == 0
+    both = fork(proctor, "k", "--check", "test", "--orchestrator", "--lease", "j")
+    assert both.code == 2 and "contradict" in both.err
     # with no record, the claim answers
     assert proctor("job", "exit", "j").code == 0
-    env = fork(proctor, "k", "--criteria", "x", "--check", "test", env={"BAGGAGE": "proctor.lease=k"})
-    assert env.code == 1 and "criteria" in env.err and "from env" in env.err
+    env = fork(proctor, "k", "--criteria", "y", "--check", "test", env={"BAGGAGE": "proctor.lease=k"})
+    assert env.code == 1 and "criteria" in env.err and "claimed by BAGGAGE" in env.err
     unknown = fork(proctor, "k", "--check", "test", "--lease", "nope")
     assert unknown.code == 1 and "names no job" in unknown.err
+
+
+def test_orchestrator_in_a_taken_checkout(repo, proctor):
+    """After `proctor job exec A` in the orchestrator's own checkout: exec says what it did to
+    every caller there; the orchestrator's refusals name the record and the remedies; with
+    --orchestrator it forks, waits and is refused PRC3033 (not masked by PRC3042); and a
+    second exec's PRC3049 no longer tells a stranger to end A."""
+    assert fork(proctor, "a", "--write-paths", "a.py", "--check", "test").code == 0
+    assert fork(proctor, "b", "--write-paths", "b.py", "--check", "test").code == 0
+    taken = proctor("job", "exec", "a")
+    assert taken.code == 0
+    assert "note: a was declared in this checkout" in taken.err and "every caller here that reports no " \
+        "session" in taken.err and "--worktree" in taken.err, taken.err
+    as_json = proctor("job", "exec", "a", "-o", "json").json()
+    assert as_json["retake"] is True and as_json["notes"] == [] and "nonce" not in as_json
+    second = proctor("job", "exec", "b")
+    assert second.code == 1 and codes(second) == ["PRC3049"]
+    assert "proctor job exit a" not in second.err and "--worktree" in second.err, second.err
+    cfg = fork(proctor, "cfg", "--write-paths", "proctor.toml", "--check", "test")
+    assert codes(cfg) == ["PRC3042"] and "tier marker" in cfg.err
+    cfg = fork(proctor, "cfg", "--write-paths", "proctor.toml", "--check", "test", "--orchestrator")
+    assert codes(cfg) == ["PRC3033"], cfg.err
+    waited = proctor("job", "wait", "b", "--orchestrator")
+    assert waited.code == 2 and "nothing was filed for b" in waited.err
+    from proctor import api
+    assert api.fork({"id": "c", "write_paths": ["c.py"], "check": "test"}, lease=api.ORCHESTRATOR,
+                    cwd=repo)["actor"].startswith("user:")
 
 
 def test_unleased_caller_writes_anything(repo, proctor):

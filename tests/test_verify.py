@@ -362,16 +362,27 @@ def test_goal_paths_outside_the_repository_are_refused(world, proctor):
         assert refused.code == 1 and "PRC3041" in refused.err
 
 
-def test_retake_keeps_the_base(world, proctor):
+def test_retake_records_the_new_base_and_keeps_the_secret(world, proctor):
+    """Taking the lease already held only records the base the tree is on now: the job's
+    secret, when and where it was taken stay, and the holder's own edits are no divergence."""
+    import hashlib
+
     root, holder = world
     fork(proctor, base_job())
-    first = proctor("job", "exec", "feat", cwd=holder, env={}).code
-    assert first == 0
+    first = proctor("job", "exec", "feat", "-o", "json", cwd=holder, env={})
+    assert first.code == 0
+    taken = first.json()
     write(os.path.join(holder, "src", "a.py"), "edited\n")
     again = proctor("job", "exec", "feat", cwd=holder)
     assert again.code == 0 and "diverges" not in again.out
+    assert again.out.startswith("retook feat") and "PROCTOR_NONCE is unchanged" in again.out
+    assert "export PROCTOR_NONCE" not in again.out
     row = {r["id"]: r for r in proctor("ls", "jobs", "-o", "json").json()["jobs"]}["feat"]
-    assert row["base_diverges"] is False and "+" not in row["base"]
+    now = proctor("vcs", "checkpoint", "-o", "name", cwd=holder).out.strip()
+    assert row["base"] == now and "+" in now and row["base"] != taken["base"], "the new base is recorded"
+    assert row["base_diverges"] is False
+    assert row["nonce_sha256"] == hashlib.sha256(taken["nonce"].encode()).hexdigest(), "the secret is kept"
+    assert row["taken"] == taken["taken"] and row["checkout_root"] == taken["checkout_root"]
 
 
 def test_handed_dirty_work_is_not_the_holders(world, proctor):

@@ -1,0 +1,421 @@
+"""Leases and evidence, held to what they promise against a holder that tries to get around
+them: every cited ref names one run of this job, in its checkout, on its tree; a boundary
+cannot shrink to nothing; the checkout's record says it is the one answering; a retake keeps
+the secret; the guard's lease lookup reaps; and the small truths of the round trip.
+
+Real git repositories and worktrees, proctor's own CLI and hook; the store is read back with
+sqlite3 itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from proctor import api
+from proctor.hook import run as hook_run
+from tests.conftest import git, make_repo
+from tests.guard_lease import denied, job_row, said
+
+# `test` prints nothing whether it passes or fails, so a failing run's output is byte for
+# byte a passing run's: the ref alone cannot tell them apart. `lint` is another target.
+CONFIG = """
+[targets.test]
+command = "grep -q ok src/a.py"
+[targets.lint]
+command = "true"
+"""
+
+
+@pytest.fixture
+def world(tmp_path, monkeypatch):
+    """The orchestrator's checkout, and two worktrees: the holder's and a stranger's."""
+    root = make_repo(tmp_path / "main", CONFIG)
+    os.makedirs(os.path.join(root, "src"))
+    for name in ("a.py", "b.py"):
+        with open(os.path.join(root, "src", name), "w") as handle:
+            handle.write("x = 1\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "src")
+    holder, stranger = str(tmp_path / "holder"), str(tmp_path / "stranger")
+    git(root, "worktree", "add", "-q", "-b", "holder", holder)
+    git(root, "worktree", "add", "-q", "-b", "stranger", stranger)
+    monkeypatch.chdir(root)
+    return os.path.realpath(root), os.path.realpath(holder), os.path.realpath(stranger)
+
+
+def write(path: str, text: str) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as handle:
+        handle.write(text)
+
+
+def run(target: str, cwd: str, lease: str | None = None) -> dict:
+    return api.run_target(target, cwd=cwd, lease=lease, warn=lambda _line: None)
+
+
+def cite(made: dict, ref: str | None = None) -> dict:
+    return {"run": made["id"], "output_ref": ref or made["output_ref"]}
+
+
+def file(job: str, cwd: str, *entries: dict) -> tuple[bool, str]:
+    """File a result citing `entries`; (filed, the refusal's text)."""
+    from proctor import errors
+
+    try:
+        api.exit_job(job, {"schema_version": 2, "changed_paths": ["src/a.py"], "validation": list(entries)},
+                     cwd=cwd, warn=lambda _line: None)
+    except errors.ProctorError as exc:
+        return False, "\n".join(exc.lines())
+    return True, ""
+
+
+# -- 1. evidence names one run ----------------------------------------------------------------
+
+
+def test_a_holder_citing_other_runs_is_refused_each_time_with_the_reason(world):
+    """The adversary of item 1: one after another, a ref from another checkout, from another
+    target, from a run before the last change, and from a run of the right target whose
+    output happens to match a passing one; each refused, the reason named."""
+    root, holder, stranger = world
+    api.fork({"id": "feat", "write_paths": ["src/a.py"], "check": "test"}, cwd=root)
+    api.exec_job("feat", cwd=holder)
+    write(os.path.join(holder, "src", "a.py"), "ok = 1\n")
+    write(os.path.join(stranger, "src", "a.py"), "ok = 1\n")
+    elsewhere = run("test", stranger)
+    other_target = run("lint", holder)
+    before = run("test", holder)
+    assert elsewhere["exit_code"] == other_target["exit_code"] == before["exit_code"] == 0
+    write(os.path.join(holder, "src", "a.py"), "bad = 1\n")  # the last change: the check fails now
+    failing = run("test", holder)
+    assert failing["exit_code"] == 1 and failing["output_ref"] == elsewhere["output_ref"], \
+        "a failing run whose output is byte for byte a passing run's"
+
+    filed, why = file("feat", holder, cite(elsewhere))
+    assert not filed and "PRC3056" in why and f"run {elsewhere['id']} was made in {stranger}, not in {holder}" in why
+    filed, why = file("feat", holder, cite(other_target))
+    assert not filed and f"run {other_target['id']} is of target lint, which grades nothing of feat" in why
+    filed, why = file("feat", holder, cite(before))
+    assert not filed and f"the tree in {holder} changed after run {before['id']} started" in why
+    filed, why = file("feat", holder, cite(failing, elsewhere["output_ref"]) | {"run": elsewhere["id"]})
+    assert not filed and "was made in" in why
+    filed, why = file("feat", holder, {"output_ref": failing["output_ref"]})
+    assert not filed and "must name one run" in why
+    forged = "sha256:" + hashlib.sha256(b"all tests passed\n").hexdigest()
+    filed, why = file("feat", holder, cite(failing, forged))
+    assert not filed and f"as the output of run {failing['id']}, which printed {failing['output_ref']}" in why
+    assert job_row(root, "feat")["state"] == "running", "nothing refused was filed"
+    # the honest citation files, and grades on what the run did: it failed
+    assert file("feat", holder, cite(failing)) == (True, "")
+    waited = api.wait_job("feat", cwd=root)
+    assert waited["job"]["state"] == "fail"
+    [check] = [o for o in waited["grade"]["outcomes"] if o["name"] == "check"]
+    assert check["subjects"] == [f"the newest cited run of test ({failing['id']}) exited 1; its output is "
+                                 f"{failing['output_ref']}"]
+
+
+def test_no_combination_of_other_runs_makes_a_job_pass(world):
+    """Every subset (up to three) of runs from another checkout, another target, before the
+    job was declared, before its last change, and the holder's own failing run, each cited with
+    its own ref or another's: none is filed as passing evidence, and none grades pass."""
+    from proctor import errors
+    from proctor.jobs import take
+    from proctor.jobs.lease import Caller
+    from proctor.jobs.verify import grade
+    from proctor.workspace import Workspace
+
+    root, holder, stranger = world
+    write(os.path.join(holder, "src", "a.py"), "ok = 1\n")
+    early = run("test", holder)  # before the job exists
+    api.fork({"id": "feat", "write_paths": ["src/a.py", "src/b.py"], "check": "test"}, cwd=root)
+    api.exec_job("feat", cwd=holder)
+    write(os.path.join(stranger, "src", "a.py"), "ok = 1\n")
+    pool = [early, run("test", stranger), run("lint", holder), run("test", holder)]
+    write(os.path.join(holder, "src", "b.py"), "y = 2\n")  # the last change, after the passing runs
+    write(os.path.join(holder, "src", "a.py"), "no = 1\n")
+    pool.append(run("test", holder))  # the one run on the final tree: it fails
+    assert [r["exit_code"] for r in pool] == [0, 0, 0, 0, 1]
+    refs = sorted({r["output_ref"] for r in pool})
+    entries = [cite(r, ref) for r in pool for ref in refs]
+    tried = passed = 0
+    for size in (1, 2, 3):
+        for combo in itertools.combinations(entries, size):
+            tried += 1
+            filed, _why = file("feat", holder, *combo)
+            if not filed:
+                continue
+            with Workspace(root) as ws, ws.store.read() as conn:
+                from proctor.store import rows
+
+                graded = grade(conn, rows.get(conn, "feat"), ws.root, ws.state_dir)
+                passed += graded.passed
+            with Workspace(root) as ws:
+                take.reopen(ws, "feat", Caller(None, None, "t"))
+    assert tried == 25 and passed == 0  # five citable entries (every output is empty: one ref for all)
+    with pytest.raises(errors.Refused):
+        api.exit_job("feat", {"schema_version": 2, "validation": [cite(pool[1])]}, cwd=holder)
+
+
+def test_the_tree_not_the_mtime_decides(world):
+    """A run stands for the content it saw: a later edit set back in time still makes it stale,
+    and committing the very same content does not."""
+    root, holder, _ = world
+    api.fork({"id": "feat", "write_paths": ["src/a.py"], "check": "test"}, cwd=root)
+    api.exec_job("feat", cwd=holder)
+    write(os.path.join(holder, "src", "a.py"), "ok = 1\n")
+    made = run("test", holder)
+    git(holder, "commit", "-qam", "the work")  # same content, committed: still the tree the run saw
+    assert file("feat", holder, cite(made)) == (True, "")
+    write(os.path.join(holder, "src", "a.py"), "ok = 2\n")
+    os.utime(os.path.join(holder, "src", "a.py"), (0, 0))
+    waited = api.wait_job("feat", cwd=root)
+    assert waited["job"]["state"] == "fail"
+    [check] = [o for o in waited["grade"]["outcomes"] if o["name"] == "check"]
+    assert any(f"changed after run {made['id']} started" in s for s in check["subjects"]), check
+
+
+def test_an_altered_output_is_not_evidence(world):
+    root, holder, _ = world
+    api.fork({"id": "feat", "write_paths": ["src/a.py"], "check": "lint"}, cwd=root)
+    api.exec_job("feat", cwd=holder)
+    write(os.path.join(holder, "src", "a.py"), "ok = 1\n")
+    made = run("lint", holder)
+    assert file("feat", holder, cite(made)) == (True, "")
+    from proctor.paths import find_checkout, repo_state_dir
+
+    digest = made["output_ref"].split(":")[1]
+    blob = os.path.join(repo_state_dir(find_checkout(root)), "blobs", digest[:2], digest[2:])
+    with open(blob, "wb") as handle:
+        handle.write(b"all tests passed\n")
+    waited = api.wait_job("feat", cwd=root)
+    assert waited["job"]["state"] == "fail"
+    assert "no longer matches its digest" in json.dumps(waited["grade"])
+
+
+# -- 2. a boundary cannot be shrunk to nothing --------------------------------------------------
+
+
+def hook(payload: dict, env: dict) -> dict:
+    environ = {k: v for k, v in os.environ.items() if k != "BAGGAGE"}
+    environ.update(env)
+    out, code = hook_run(["claude"], json.dumps(payload).encode(), environ)
+    assert code == 0
+    return json.loads(out)
+
+
+def bash(root: str, command: str, env: dict, session: str = "s1") -> dict:
+    return hook({"session_id": session, "transcript_path": "/tmp/none.jsonl", "cwd": root,
+                 "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": command},
+                 "tool_use_id": "toolu_1"}, env)
+
+
+def write_call(root: str, path: str, env: dict, session: str = "s1") -> dict:
+    return hook({"session_id": session, "transcript_path": "/tmp/none.jsonl", "cwd": root,
+                 "hook_event_name": "PreToolUse", "tool_name": "Write",
+                 "tool_input": {"file_path": path, "content": "x\n"}, "tool_use_id": "toolu_2"}, env)
+
+
+def test_shrinking_to_nothing_is_refused_and_the_boundary_holds(world, proctor):
+    root, holder, _ = world
+    api.fork({"id": "feat", "write_paths": ["src/a.py"], "check": "test", "parent": None}, cwd=root)
+    api.fork({"id": "feat/c", "parent": "feat", "write_paths": ["src/a.py"], "check": "test"}, cwd=root)
+    env = {"BAGGAGE": "proctor.lease=feat/c"}
+    api.exec_job("feat/c", cwd=holder, environ={})
+    for command in ("proctor job fork feat/c --write-paths ''",
+                    "proctor job fork --stdin <<'EOF'\n{\"id\": \"feat/c\", \"write_paths\": []}\nEOF"):
+        answer = bash(holder, command, env)
+        assert denied(answer, "lease-store") and "no boundary at all" in said(answer), said(answer)
+    refused = proctor("job", "fork", "feat/c", "--write-paths", "", cwd=holder, env=env)
+    assert refused.code == 1 and "PRC3039" in refused.err
+    assert job_row(root, "feat/c")["write_paths"] == ["src/a.py"]
+    answer = write_call(holder, os.path.join(holder, "src", "b.py"), env)
+    assert denied(answer, "lease-write-scope"), said(answer)
+
+
+# -- 3. the checkout's record, and the orchestrator --------------------------------------------
+
+
+def test_the_guard_refuses_the_orchestrator_flag_under_a_lease(world):
+    root, holder, _ = world
+    api.fork({"id": "feat", "write_paths": ["src/a.py"], "check": "test"}, cwd=root)
+    api.fork({"id": "other", "write_paths": ["src/b.py"], "check": "test"}, cwd=root)
+    env = {"BAGGAGE": "proctor.lease=feat", "PATH": os.environ["PATH"]}
+    for command in ("proctor job fork other --criteria mine --orchestrator",
+                    "proctor job wait other --orchestrator",
+                    "python3 -m proctor job exit other --orchestrator",
+                    'F=--orchestrator; proctor job fork other --criteria mine "$F"',
+                    "proctor job fork other --criteria mine $(printf -- --orchestrator)",
+                    "proctor monitor list --orchestrator"):
+        answer = bash(holder, command, env)
+        assert denied(answer, "lease-store"), (command, said(answer))
+    # a session under no lease is the orchestrator; the flag is its own to pass
+    free = bash(root, "proctor job fork other --criteria theirs --orchestrator", {})
+    assert not denied(free), said(free)
+
+
+def test_exec_worktree_takes_the_job_where_it_belongs(world, proctor, tmp_path):
+    """`job exec ID --worktree PATH`: a worktree at the job's checkpoint, the job taken there;
+    the orchestrator's checkout stays unbound, and a session running it is not bound."""
+    root, holder, _ = world
+    write(os.path.join(root, "src", "b.py"), "handed = True\n")  # uncommitted work the job is handed
+    api.fork({"id": "feat", "write_paths": ["src/a.py"], "check": "test"}, cwd=root)
+    checkpoint = job_row(root, "feat")["checkpoint"]
+    assert "+" in checkpoint
+    answer = bash(root, f"proctor job exec feat --worktree {tmp_path}/w1", {})
+    assert not denied(answer), said(answer)
+    made = proctor("job", "exec", "feat", "--worktree", str(tmp_path / "w1"), "-o", "json")
+    assert made.code == 0, made.err
+    taken = made.json()
+    w1 = os.path.realpath(tmp_path / "w1")
+    assert taken["checkout_root"] == w1 and taken["base"] == checkpoint and taken["base_diverges"] is False
+    assert any("carried the uncommitted work" in n for n in taken["notes"]), taken["notes"]
+    with open(os.path.join(w1, "src", "b.py")) as handle:
+        assert handle.read() == "handed = True\n"
+    assert proctor("vcs", "checkpoint", "-o", "name", cwd=w1).out.strip() == checkpoint
+    # the orchestrator's checkout is bound to nobody: it forks as before
+    assert proctor("job", "fork", "next", "--write-paths", "src/c.py", "--check", "test").code == 0
+    # the session that ran it was not bound to feat
+    outside = write_call(root, os.path.join(root, "README"), {})
+    assert not denied(outside) and "lease feat" not in said(outside), said(outside)
+    # refusals: a path in use, a job already taken, an unknown job; nothing is left behind
+    again = proctor("job", "exec", "feat", "--worktree", str(tmp_path / "w2"))
+    assert again.code == 1 and "a new worktree takes a job nobody has taken yet" in again.err
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "x").write_text("x")
+    assert proctor("job", "fork", "two", "--write-paths", "src/d.py", "--check", "test").code == 0
+    taken_path = proctor("job", "exec", "two", "--worktree", str(busy))
+    assert taken_path.code == 1 and "PRC3057" in taken_path.err and "not an empty directory" in taken_path.err
+    assert not os.path.exists(tmp_path / "w2")
+    assert "two" not in git(root, "worktree", "list")
+
+
+def test_a_stale_handed_checkpoint_lands_on_its_revision_and_says_so(world, proctor, tmp_path):
+    root, _, _ = world
+    write(os.path.join(root, "src", "b.py"), "handed = True\n")
+    api.fork({"id": "feat", "write_paths": ["src/a.py"], "check": "test"}, cwd=root)
+    write(os.path.join(root, "src", "b.py"), "moved on\n")  # the declaring checkout no longer holds it
+    made = proctor("job", "exec", "feat", "--worktree", str(tmp_path / "w1"), "-o", "json").json()
+    assert made["base_diverges"] is True
+    assert any("no longer holds" in n for n in made["notes"]), made["notes"]
+
+
+# -- 4. a retake keeps the secret ---------------------------------------------------------------
+
+
+def test_a_retake_keeps_the_monitors_secret(tmp_path, monkeypatch):
+    """With the server up, the worker's PROCTOR_NONCE still manages its monitors after it
+    takes its own job again (a retake used to mint a new one: UNAUTHORIZED)."""
+    from tests.test_server import Server, cli
+
+    root = make_repo(tmp_path / "repo", "[targets.test]\ncommand = 'true'\n")
+    monkeypatch.chdir(root)
+    api.fork({"id": "card", "write_paths": ["src/a.py"], "check": "test"}, cwd=root)
+    wt = str(tmp_path / "wt")
+    git(root, "worktree", "add", "-q", "-b", "wt", wt)
+    taken = api.exec_job("card", cwd=wt)
+    cli(root, "server", "start")
+    try:
+        Server(root)
+        env = {"PROCTOR_NONCE": taken["nonce"]}
+        assert cli(wt, "monitor", "list", env=env).returncode == 0
+        retaken = cli(wt, "job", "exec", "card")
+        assert "PROCTOR_NONCE is unchanged" in retaken.stdout and "export PROCTOR_NONCE" not in retaken.stdout
+        after = cli(wt, "monitor", "list", env=env, check=False)
+        assert after.returncode == 0, after.stderr
+        made = cli(wt, "monitor", "add", "--cmd", "true", "--interval", "10s", "--allow-unsandboxed", env=env,
+                   check=False)
+        assert made.returncode == 0 and "on card" in made.stdout, made.stderr
+    finally:
+        cli(root, "server", "stop", check=False)
+
+
+# -- 5. every read reaps, the guard's lease lookup included ------------------------------------
+
+
+def test_a_deleted_checkout_ends_its_job_at_the_next_hook_call(world):
+    root, holder, stranger = world
+    api.fork({"id": "feat", "write_paths": ["src/a.py"], "check": "test"}, cwd=root)
+    api.fork({"id": "feat/c", "parent": "feat", "write_paths": ["src/a.py"], "check": "test"}, cwd=root)
+    api.exec_job("feat", cwd=holder)
+    env = {"BAGGAGE": "proctor.lease=feat"}
+    assert denied(write_call(root, os.path.join(root, "src", "b.py"), env), "lease-write-scope")
+    shutil.rmtree(holder)
+    answer = write_call(root, os.path.join(root, "src", "b.py"), env)
+    assert not denied(answer), said(answer)
+    assert f"names a job proctor ended now (no_return: taken in {holder}, which no longer exists)" in said(answer)
+    # ended in the store by that call, the tree with it, with no CLI command run
+    row = job_row(root, "feat")
+    assert row["state"] == "no_return" and row["end_reason"] == f"taken in {holder}, which no longer exists"
+    child = job_row(root, "feat/c")
+    assert child["state"] == "no_return" and child["end_reason"] == "its parent feat ended in no_return"
+    # and its path no longer belongs to anyone: another session writes it unadvised
+    free = write_call(root, os.path.join(root, "src", "a.py"), {}, session="s2")
+    assert "belongs to" not in said(free), said(free)
+
+
+# -- 7. round trips and small truths ------------------------------------------------------------
+
+
+def test_wait_lists_entries_and_marks_entered_lines(world, proctor):
+    root, holder, _ = world
+    api.fork({"id": "feat", "write_paths": ["src/a.py", "src/b.py"], "check": "lint"}, cwd=root)
+    api.exec_job("feat", cwd=holder)
+    entered = proctor("job", "fork", "--stdin", stdin=json.dumps({"id": "feat", "enter": "src/b.py"}))
+    assert entered.code == 0 and entered.out.startswith("entered src/b.py of feat for one write"), entered.out
+    write(os.path.join(holder, "src", "a.py"), "ok = 1\n")
+    write(os.path.join(holder, "src", "b.py"), "entered = 1\n")
+    made = run("lint", holder)
+    assert proctor("job", "exit", "feat", "--stdin", cwd=holder, stdin=json.dumps(
+        {"schema_version": 2, "changed_paths": ["src/a.py", "src/b.py"], "validation": [cite(made)]})).code == 0
+    waited = proctor("job", "wait", "feat")
+    assert waited.code == 0, waited.out
+    lines = waited.out.splitlines()
+    assert any(line.startswith("  src/b.py: +1 -1") and "(entered by user:" in line for line in lines), waited.out
+    assert not any(line.startswith("  src/a.py") and "entered" in line for line in lines)
+    assert "entries:" in lines and any(line.startswith("  src/b.py: entered by user:") for line in lines)
+
+
+def test_nothing_changed_names_the_checkpoint(world, proctor):
+    root, holder, _ = world
+    api.fork({"id": "feat", "write_paths": ["src/a.py"], "check": "lint"}, cwd=root)
+    api.exec_job("feat", cwd=holder)
+    made = run("lint", holder)
+    assert proctor("job", "exit", "feat", "--stdin", cwd=holder, stdin=json.dumps(
+        {"schema_version": 2, "validation": [cite(made)]})).code == 0
+    waited = proctor("job", "wait", "feat")
+    revision = job_row(root, "feat")["checkpoint"].split("+")[0]
+    assert f"footprint: nothing changed since {revision[:12]}" in waited.out, waited.out
+
+
+def test_wait_checks_descendants_against_the_store(world, proctor):
+    root, holder, _ = world
+    api.fork({"id": "feat", "write_paths": ["src/a.py", "src/b.py"], "check": "lint"}, cwd=root)
+    api.exec_job("feat", cwd=holder)
+    api.fork({"id": "feat/kid", "parent": "feat", "read_only": True}, cwd=holder)
+    api.exit_job("feat/kid", cwd=holder, lease="feat/kid")
+    write(os.path.join(holder, "src", "a.py"), "ok = 1\n")
+    made = run("lint", holder)
+    assert proctor("job", "exit", "feat", "--stdin", cwd=holder, stdin=json.dumps(
+        {"schema_version": 2, "changed_paths": ["src/a.py"], "validation": [cite(made)],
+         "descendants": ["feat/ghost"]})).code == 0
+    waited = proctor("job", "wait", "feat")
+    assert waited.code == 1
+    assert "the result lists descendant feat/ghost, which the store does not carry beneath feat" in waited.out
+    assert "the store carries descendant feat/kid beneath feat, which the result does not list" in waited.out
+
+
+def test_an_unattributed_write_is_recorded_on_the_job_that_owns_the_path(world):
+    root, _, _ = world
+    api.fork({"id": "plan", "write_paths": ["src/**"], "check": "test"}, cwd=root)
+    api.fork({"id": "plan/a", "parent": "plan", "write_paths": ["src/a.py"], "check": "test"}, cwd=root)
+    answer = write_call(root, os.path.join(root, "src", "a.py"), {})
+    assert "src/a.py belongs to plan/a" in said(answer), said(answer)
+    assert [u["path"] for u in job_row(root, "plan/a").get("unattributed", [])] == ["src/a.py"]
+    assert not job_row(root, "plan").get("unattributed")
