@@ -48,7 +48,6 @@ def export(revision: str, target: str) -> str:
 
 def main() -> None:
     from _common import commit_all, isolated_env
-    from jobs_store import fill
 
     work = tempfile.mkdtemp(prefix="proctor-bench-")
     try:
@@ -67,8 +66,6 @@ def main() -> None:
         with open(os.path.join(root, "proctor.toml"), "w") as handle:
             handle.write("[targets.test]\ncommand = 'true'\n")
         commit_all(root, env)
-        os.environ.update({k: env[k] for k in ("PROCTOR_STATE_DIR", "XDG_CACHE_HOME")})
-        fill(root, JOBS)
         lease = "g3/j1"  # writes pkg3/m3/f1.py
         env["BAGGAGE"] = f"proctor.lease={lease}"
         base = {"session_id": "bench", "transcript_path": "/tmp/x.jsonl", "cwd": root, "permission_mode": "default",
@@ -83,10 +80,15 @@ def main() -> None:
             "python -I -S -c pass": ([sys.executable, "-I", "-S", "-c", "pass"], None, env),
             "editable venv: python -c pass": ([sys.executable, "-c", "pass"], None, env),
         }
+        bench_dir = os.path.dirname(os.path.abspath(__file__))
         for index, (label, python) in enumerate(pythons.items()):
-            # each revision its own cache: their settings caches differ in format, and sharing one
-            # would make every call of each recompute what the other just wrote
-            own = {**env, "XDG_CACHE_HOME": os.path.join(work, f"cache-{index}")}
+            # each revision its own cache and its own store, filled by its own code: their settings
+            # caches differ in format, and a revision cannot read a store of a newer schema (it
+            # would judge nothing and look fast)
+            own = {**env, "XDG_CACHE_HOME": os.path.join(work, f"cache-{index}"),
+                   "PROCTOR_STATE_DIR": os.path.join(work, f"state-{index}")}
+            subprocess.run([python, "-I", "-c", f"import sys; sys.path.insert(0, {bench_dir!r}); "
+                            f"from jobs_store import fill; fill({root!r}, {JOBS})"], env=own, cwd=root, check=True)
             for name, payload in events.items():
                 runs[f"{label}: {name}"] = ([python, "-I", "-m", "proctor", "hook", "claude"],
                                             json.dumps(payload).encode(), own)

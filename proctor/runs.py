@@ -24,7 +24,7 @@ from proctor.timeutil import iso, now
 from proctor.vcs import checkpoint as vcs_checkpoint
 from proctor.workspace import Workspace
 
-_COLUMNS = ("id", "target", "command", "cwd", "checkout", "checkpoint", "tree", "lease", "exit_code",
+_COLUMNS = ("id", "target", "command", "cwd", "checkout", "checkpoint", "tree", "tree_end", "lease", "exit_code",
             "timed_out", "started", "ended", "output_ref", "output_bytes")
 
 
@@ -51,7 +51,6 @@ def run_target(ws: Workspace, name: str, caller: Caller, echo: BinaryIO | None) 
     # digest is what a check is later graded against (a run is evidence only for the tree it
     # began on). The two reads run side by side.
     checkpoint_box: list[str | None] = [None]
-    tree_box: list[str | None] = [None]
 
     def read_checkpoint() -> None:
         try:
@@ -62,10 +61,7 @@ def run_target(ws: Workspace, name: str, caller: Caller, echo: BinaryIO | None) 
 
     reader = threading.Thread(target=read_checkpoint, daemon=True)
     reader.start()
-    try:
-        tree_box[0] = vcs_checkpoint.tree_digest(ws.root)
-    except errors.ProctorError:
-        pass  # recorded as None: such a run is evidence for no tree
+    before = _tree(ws.root)
     reader.join()
     env = dict(os.environ)
     if caller.lease:
@@ -107,11 +103,17 @@ def run_target(ws: Workspace, name: str, caller: Caller, echo: BinaryIO | None) 
     recorder.join()
     ended = now()
     output_ref = writer.close()
+    after = _tree(ws.root)
+    moved = sorted(p.decode("utf-8", "surrogateescape") for p in set(before or {}) | set(after or {})
+                   if (before or {}).get(p) != (after or {}).get(p)) if before is not None and after is not None else []
     checkpoint = checkpoint_box[0]
     run = {
         "id": f"run-{iso(started).replace(':', '').replace('-', '').replace('.', '')[:18]}-{os.urandom(3).hex()}",
         "target": name, "command": target.command, "cwd": cwd, "checkout": os.path.realpath(ws.root),
-        "checkpoint": checkpoint, "tree": tree_box[0], "lease": caller.lease, "exit_code": finished.exit_code,
+        "checkpoint": checkpoint,
+        "tree": vcs_checkpoint.digest_of(before) if before is not None else None,
+        "tree_end": vcs_checkpoint.digest_of(after) if after is not None else None,
+        "lease": caller.lease, "exit_code": finished.exit_code,
         "timed_out": finished.timed_out, "started": iso(started), "ended": iso(ended),
         "output_ref": output_ref, "output_bytes": writer.size,
     }
@@ -124,9 +126,19 @@ def run_target(ws: Workspace, name: str, caller: Caller, echo: BinaryIO | None) 
             "run": run["id"], "target": name, "exit_code": finished.exit_code,
             "timed_out": finished.timed_out, "output_ref": output_ref}, when=ended)
     run["ref"] = output_ref
+    run["tree_moved"] = moved  # paths that changed while it ran: its own output, or someone's edits
     run["duration_seconds"] = round(ended - started, 3)
     run["pipe_held"] = finished.pipe_held
     return run
+
+
+def _tree(root: str) -> dict[bytes, bytes] | None:
+    """The tree's entries (vcs.checkpoint.tree_entries), or None when git cannot read it: such
+    a run is evidence for no tree."""
+    try:
+        return vcs_checkpoint.tree_entries(root)
+    except errors.ProctorError:
+        return None
 
 
 class Terminated(KeyboardInterrupt):

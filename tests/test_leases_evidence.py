@@ -419,3 +419,168 @@ def test_an_unattributed_write_is_recorded_on_the_job_that_owns_the_path(world):
     assert "src/a.py belongs to plan/a" in said(answer), said(answer)
     assert [u["path"] for u in job_row(root, "plan/a").get("unattributed", [])] == ["src/a.py"]
     assert not job_row(root, "plan").get("unattributed")
+
+
+# -- an adversary's breaks, each first run for real ---------------------------------------------
+
+
+def test_a_run_whose_environment_the_holder_changed_is_refused_by_the_guard(world, tmp_path):
+    """`PATH=<fake>:$PATH proctor run test` really passes a check that fails (the oracle: the run
+    itself); under a lease the guard refuses the call, in every spelling of the change."""
+    root, holder, _ = world
+    api.fork({"id": "feat", "write_paths": ["src/a.py"], "check": "test"}, cwd=root)
+    fake = tmp_path / "fake"
+    fake.mkdir()
+    (fake / "grep").write_text("#!/bin/sh\nexit 0\n")
+    (fake / "grep").chmod(0o755)
+    env = {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}"}
+    proc = subprocess.run([os.sys.executable, "-m", "proctor", "run", "test"], cwd=holder, env=env,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, "the fake grep passes a check the tree fails: the attack is real"
+    lease = {"BAGGAGE": "proctor.lease=feat"}
+    for command in (f"PATH={fake}:$PATH proctor run test", f"env PATH={fake} proctor run test",
+                    f"export PATH={fake}:$PATH; proctor run test", "LD_PRELOAD=/tmp/x.so python3 -m proctor run test"):
+        answer = bash(holder, command, lease)
+        assert denied(answer, "lease-store") and "environment it was given" in said(answer), (command, said(answer))
+    assert not denied(bash(holder, "proctor run test", lease))
+
+
+def test_a_flag_that_hides_the_disk_from_git_fails_the_job(world):
+    """skip-worktree: the committed file is bad, the disk good; the run reads the disk and passes,
+    git's diff reads the index. wait fails the job: the tree git reports is not the disk."""
+    root, holder, _ = world
+    api.fork({"id": "feat", "write_paths": ["src/a.py"], "check": "test"}, cwd=root)
+    api.exec_job("feat", cwd=holder)
+    write(os.path.join(holder, "src", "a.py"), "bad = 1\n")
+    git(holder, "commit", "-qam", "bad")
+    git(holder, "update-index", "--skip-worktree", "src/a.py")
+    write(os.path.join(holder, "src", "a.py"), "ok = 1\n")
+    made = run("test", holder)
+    assert made["exit_code"] == 0
+    assert git(holder, "show", "HEAD:src/a.py") == "bad = 1\n", "what would be integrated is the bad file"
+    assert file("feat", holder, cite(made)) == (True, "")
+    waited = api.wait_job("feat", cwd=root)
+    assert waited["job"]["state"] == "fail"
+    assert "the tree git reports" in json.dumps(waited["grade"]) and "src/a.py" in json.dumps(waited["grade"])
+
+
+def test_an_executable_bit_git_is_told_to_ignore_fails_the_job(world):
+    root, holder, _ = world
+    with open(os.path.join(holder, "proctor.toml"), "a") as handle:
+        handle.write('[targets.tool]\ncommand = "./tool.sh"\n')
+    write(os.path.join(holder, "tool.sh"), "#!/bin/sh\nexit 0\n")
+    git(holder, "add", "-A")
+    git(holder, "commit", "-qm", "tool, not executable")
+    api.fork({"id": "feat", "write_paths": ["src/a.py"], "check": "tool"}, cwd=holder)
+    api.exec_job("feat", cwd=holder, environ={})
+    git(holder, "config", "core.fileMode", "false")
+    os.chmod(os.path.join(holder, "tool.sh"), 0o755)
+    write(os.path.join(holder, "src", "a.py"), "ok = 1\n")
+    made = run("tool", holder)
+    assert made["exit_code"] == 0
+    assert file("feat", holder, cite(made)) == (True, "")
+    waited = api.wait_job("feat", cwd=holder, lease=api.ORCHESTRATOR)
+    assert waited["job"]["state"] == "fail" and "tool.sh" in json.dumps(waited["grade"])
+
+
+def test_a_tree_changed_while_the_run_ran_is_no_evidence(world):
+    """A check that writes a file the repository does not ignore: the run says which, it is no
+    evidence, and once the file is ignored the same check is."""
+    root, holder, _ = world
+    with open(os.path.join(holder, "proctor.toml"), "a") as handle:
+        handle.write('[targets.cov]\ncommand = "date +%N > .coverage"\n')
+    git(holder, "commit", "-qam", "cov")
+    api.fork({"id": "feat", "write_paths": ["src/a.py"], "check": "cov"}, cwd=holder)
+    api.exec_job("feat", cwd=holder, environ={})
+    write(os.path.join(holder, "src", "a.py"), "ok = 1\n")
+    proc = subprocess.run([os.sys.executable, "-m", "proctor", "run", "cov"], cwd=holder, capture_output=True,
+                          text=True)
+    assert "the tree changed while cov ran (.coverage)" in proc.stderr and ".gitignore" in proc.stderr, proc.stderr
+    made = run("cov", holder)
+    filed, why = file("feat", holder, cite(made))
+    assert not filed and f"changed while run {made['id']} ran" in why
+    write(os.path.join(holder, ".gitignore"), ".coverage\n")
+    made = run("cov", holder)
+    assert made["tree"] == made["tree_end"]
+    assert file("feat", holder, cite(made)) == (True, "")
+
+
+def test_exec_worktree_carries_bytes_and_survives_a_nested_repository(world, tmp_path):
+    """Handed work under eol=crlf arrives byte for byte; an untracked nested repository in the
+    declaring checkout is left out, said so, with no traceback; a failed exec leaves the empty
+    directory the caller named as it was."""
+    root, _, _ = world
+    write(os.path.join(root, ".gitattributes"), "*.txt text eol=crlf\n")
+    git(root, "add", ".gitattributes")
+    git(root, "commit", "-qm", "attrs")
+    write(os.path.join(root, "src", "b.txt"), "handed\n")  # LF on disk, uncommitted
+    make_repo(tmp_path / "main" / "inner")  # an untracked nested repository
+    api.fork({"id": "feat", "write_paths": ["src/a.py"], "check": "test"}, cwd=root)
+    taken = api.exec_job("feat", cwd=root, worktree=str(tmp_path / "w1"))
+    with open(tmp_path / "w1" / "src" / "b.txt", "rb") as handle:
+        assert handle.read() == b"handed\n"
+    assert any("not carried: inner" in n for n in taken["notes"]), taken["notes"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    from proctor import errors
+
+    with pytest.raises(errors.ProctorError):
+        api.exec_job("feat", cwd=root, worktree=str(empty))  # taken already: refused before git runs
+    assert empty.is_dir() and not list(empty.iterdir())
+    inside = api.fork({"id": "two", "write_paths": ["src/c.py"], "check": "test"}, cwd=root)
+    assert inside["id"] == "two"
+    with pytest.raises(errors.Refused, match="inside the git directory"):
+        api.exec_job("two", cwd=root, worktree=os.path.join(root, ".git", "wt"))
+
+
+def test_a_worktree_inside_the_checkout_is_judged_by_its_own_binding(world, proctor):
+    """`job exec --worktree .worktrees/w1` (the spec's own layout): a caller there that reports
+    no session acts under that worktree's job, as the CLI there does."""
+    root, _, _ = world
+    api.fork({"id": "feat", "write_paths": ["src/a.py"], "check": "test"}, cwd=root)
+    api.exec_job("feat", cwd=root, worktree=os.path.join(root, ".worktrees", "w1"))
+    inner = os.path.join(root, ".worktrees", "w1")
+    payload = {"cwd": inner, "hook_event_name": "PreToolUse", "tool_name": "Bash",
+               "tool_input": {"command": "echo x > src/b.py"}}
+    out, code = hook_run(["claude"], json.dumps(payload).encode(), {k: v for k, v in os.environ.items()
+                                                                    if k != "BAGGAGE"})
+    answer = json.loads(out)
+    assert denied(answer, "lease-write-scope") and "from marker" in said(answer), said(answer)
+    refused = proctor("job", "fork", "other", "--check", "test", cwd=inner)
+    assert refused.code == 1 and "tier marker" in refused.err
+
+
+def test_orchestrator_is_refused_to_a_worker_however_it_is_reached(world, proctor, tmp_path):
+    """The store's side of --orchestrator, for the spellings the guard cannot read: refused in a
+    process whose BAGGAGE names a job in flight, and in a worker's worktree."""
+    root, holder, _ = world
+    api.fork({"id": "feat", "write_paths": ["src/a.py"], "check": "test"}, cwd=root)
+    api.exec_job("feat", cwd=root, worktree=str(tmp_path / "w1"))
+    script = tmp_path / "escape.sh"
+    script.write_text("proctor job fork feat --write-paths '' --check test --orchestrator\n")
+    env = {**os.environ, "PATH": f"{os.path.dirname(os.sys.executable)}:{os.environ['PATH']}"}
+    worker = subprocess.run(["sh", str(script)], cwd=str(tmp_path / "w1"), capture_output=True, text=True, env=env)
+    assert worker.returncode == 1 and "it is that job's worker's" in worker.stderr, worker.stderr
+    env["BAGGAGE"] = "proctor.lease=feat"
+    claimed = subprocess.run(["sh", str(script)], cwd=root, capture_output=True, text=True, env=env)
+    assert claimed.returncode == 1 and "BAGGAGE names lease feat" in claimed.stderr, claimed.stderr
+    assert job_row(root, "feat")["write_paths"] == ["src/a.py"]
+    # the orchestrator in its own checkout, bound to a job it declared there, may
+    api.fork({"id": "here", "write_paths": ["src/b.py"], "check": "test"}, cwd=root)
+    api.exec_job("here", cwd=root)
+    assert proctor("job", "fork", "next", "--write-paths", "src/c.py", "--check", "test", "--orchestrator").code == 0
+
+
+@pytest.mark.parametrize("replacement", ["file", "empty directory"])
+def test_a_checkout_replaced_by_something_else_is_gone(world, replacement):
+    root, holder, _ = world
+    api.fork({"id": "feat", "write_paths": ["src/a.py"], "check": "test"}, cwd=root)
+    api.exec_job("feat", cwd=holder)
+    shutil.rmtree(holder)
+    if replacement == "file":
+        open(holder, "w").close()
+    else:
+        os.mkdir(holder)
+    answer = write_call(root, os.path.join(root, "src", "b.py"), {"BAGGAGE": "proctor.lease=feat"})
+    assert not denied(answer) and "proctor ended now" in said(answer), said(answer)
+    assert job_row(root, "feat")["state"] == "no_return"

@@ -30,4 +30,9 @@ def run(target: str, lease: str | None, output: str) -> int:
         status = ("timed out" if record["timed_out"] else f"exit {record['exit_code']}")
         sys.stderr.write(f"proctor: {target} {status} in {record['duration_seconds']:.1f}s; "
                          f"run {record['id']}, output_ref {record['output_ref']}\n")
+    moved = record.get("tree_moved") or []
+    if moved:
+        shown = ", ".join(moved[:5]) + (f" and {len(moved) - 5} more" if len(moved) > 5 else "")
+        sys.stderr.write(f"proctor: note: the tree changed while {target} ran ({shown}), so this run is evidence "
+                         f"for no tree; if the target writes these itself, ignore them (.gitignore)\n")
     return 0 if record["exit_code"] == 0 and not record["timed_out"] else 1

@@ -40,7 +40,8 @@ def _checkout_with_store(cwd: str):
     """(checkout, state dir) for a call made in `cwd`: the nearest enclosing checkout that has
     a store, and past it the outermost enclosing checkout of the same repository. A repository
     made inside a leased tree (`git init`, or a clone of this one) is a checkout of its own,
-    but the call is judged in the checkout around it. A call from outside any checkout is
+    but the call is judged in the checkout around it; a linked worktree of the same clone made
+    inside one (`.worktrees/w2`) is a checkout in its own right, with its own binding. A call from outside any checkout is
     judged where the hook runs, which hosts start in the project. With no store anywhere, the
     nearest checkout."""
     from proctor.errors import ProctorError
@@ -62,9 +63,12 @@ def _checkout_with_store(cwd: str):
         if parent == probe.root:
             break
         try:
-            probe = find_checkout(parent)
+            outer = find_checkout(parent)
         except ProctorError:
             break
+        if os.path.realpath(outer.common_dir) == os.path.realpath(probe.common_dir):
+            break  # a linked worktree of the same clone (`git worktree add` inside a tree) is its own checkout
+        probe = outer
     return found or first
 
 

@@ -100,7 +100,11 @@ def provenance(conn: sqlite3.Connection, job: dict, run: dict, checkout: str, tr
         reasons.append(f"run {run_id} ran under lease {lease}, another job's; it is that job's evidence")
     if tree is not None:
         now, error = tree.now()
-        if not run.get("tree"):
+        if run.get("tree") and run.get("tree_end") and run["tree_end"] != run["tree"]:
+            reasons.append(f"the tree in {run['checkout']} changed while run {run_id} ran (proctor run named the "
+                           f"paths), so it is evidence for no tree; if the target writes them itself, ignore them "
+                           f"(.gitignore), then run proctor run {run['target']} again")
+        elif not run.get("tree") or not run.get("tree_end"):
             reasons.append(f"run {run_id} recorded no tree, so it cannot be tied to the tree graded; run "
                            f"proctor run {run['target']} again")
         elif error:

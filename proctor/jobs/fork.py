@@ -323,7 +323,8 @@ def _one_author(conn: sqlite3.Connection, caller: Caller, record: dict, existing
             reasons.append((errors.EMPTY_WRITE_SET,
                 f"refused fork of {lease}: it would shrink your write paths to none, and an empty write set "
                 f"is no boundary at all (it scopes nothing, so every path nobody else holds would be yours); "
-                f"keep the paths you still write, or return the job (proctor job exit {lease} --stdin)"))
+                f"keep the paths you still write, or return the job (proctor job exit {lease} --stdin) "
+                f"({caller.whence()}){caller.remedy()}"))
         if "write_paths" in record:
             own = rows.claims(held)
             widened = [c.spelling for c in parsed.get("write_paths", [])

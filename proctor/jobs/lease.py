@@ -97,7 +97,7 @@ def resolve(conn: sqlite3.Connection | None, root: str, flag: str | None = None,
     env = os.environ if environ is None else environ
     user = _user()
     if flag == ORCHESTRATOR:
-        return Caller(None, "orchestrator", user)
+        return _orchestrator(conn, root, env, user)
     if flag:
         return Caller(check_job_id(flag, "--lease"), "flag", user)
     claim = None
@@ -119,6 +119,30 @@ def resolve(conn: sqlite3.Connection | None, root: str, flag: str | None = None,
     if bound:
         return Caller(bound, "marker", user, checkout)
     return Caller(None, None, user)
+
+
+def _orchestrator(conn: sqlite3.Connection | None, root: str, env, user: str) -> Caller:
+    """--orchestrator, refused where it can only be a worker's escape: in a process whose
+    BAGGAGE names a job in flight (a worker's environment), and in a checkout bound to a job
+    declared in another checkout (a worker's worktree). The orchestrator's own checkout, bound
+    to a job it declared there, is where the flag is needed."""
+    from proctor import errors
+
+    if conn is not None:
+        claim = parse_baggage(env.get("BAGGAGE") or "").get(BAGGAGE_KEY) or None
+        held = rows.get(conn, claim) if claim else None
+        if held is not None and held["state"] in ("declared", "running"):
+            raise errors.Refused([(errors.NOT_YOUR_JOB,
+                f"refused --orchestrator: BAGGAGE names lease {claim} ({held['state']}), so this process works a "
+                f"job; the orchestrator runs without it")])
+        bound = rows.bound_job(conn, checkout_scope(root))
+        job = rows.get(conn, bound) if bound else None
+        if job is not None and os.path.realpath(job.get("declared_in") or "") != os.path.realpath(root):
+            raise errors.Refused([(errors.NOT_YOUR_JOB,
+                f"refused --orchestrator: this checkout ({os.path.realpath(root)}) is bound to {bound}, declared in "
+                f"{job.get('declared_in')}: it is that job's worker's; act as the orchestrator from the checkout "
+                f"the job was declared in")])
+    return Caller(None, "orchestrator", user)
 
 
 def bind_checkout(conn: sqlite3.Connection, root: str, job_id: str) -> None:

@@ -152,6 +152,13 @@ def _exec_in_worktree(ws: Workspace, job_id: str, caller: Caller, path: str) -> 
         raise errors.Refused([(errors.WORKTREE_UNMADE,
             f"refused exec of {job_id} --worktree {path}: {target} exists and is not an empty directory; "
             f"name a new path")])
+    real = os.path.realpath(target)
+    for git_dir in {os.path.realpath(ws.checkout.common_dir), os.path.realpath(ws.checkout.git_dir)}:
+        if real == git_dir or real.startswith(git_dir + os.sep):
+            raise errors.Refused([(errors.WORKTREE_UNMADE,
+                f"refused exec of {job_id} --worktree {path}: {target} lies inside the git directory {git_dir}; "
+                f"name a path outside it")])
+    existed = os.path.isdir(target)
     token = job.get("checkpoint") or ""
     revision, _, digest = token.partition("+")
     revision = revision or git.head(ws.root)
@@ -172,14 +179,18 @@ def _exec_in_worktree(ws: Workspace, job_id: str, caller: Caller, path: str) -> 
             taken = exec_job(there, job_id, caller)
     except BaseException:
         git.run(ws.root, "worktree", "remove", "--force", target, check=False)
+        if existed:
+            os.makedirs(target, exist_ok=True)  # the empty directory the caller named was theirs
         raise
     taken["_notes"] = notes + taken.get("_notes", [])
     return taken
 
 
 def _carry_handed(job: dict, target: str, revision: str, token: str) -> str:
-    """Copy the uncommitted work a dirty checkpoint names into the new worktree, from the
-    checkout the job was declared in, if that checkout still holds exactly that checkpoint."""
+    """Copy the uncommitted work a dirty checkpoint names into the new worktree, byte for byte
+    from the checkout the job was declared in, if that checkout still holds exactly that
+    checkpoint: every changed tracked file (a deleted one deleted) and every untracked one. An
+    untracked nested repository is not carried; the note says so."""
     import shutil
 
     from proctor.vcs import git
@@ -195,20 +206,27 @@ def _carry_handed(job: dict, target: str, revision: str, token: str) -> str:
     if now_there is None or now_there.name != token:
         return (f"the checkpoint {token} carries uncommitted work that {source} no longer holds; the worktree "
                 f"holds {revision[:12]} alone, and the divergence is recorded")
-    patch = git.diff_patch(source, revision)
-    if patch:
-        git.run(target, "apply", "--binary", "--whitespace=nowarn", "-", input=patch)
-    _revision, _branch, _changed, untracked = git.status(source)
-    for raw in untracked:
-        rel = os.fsdecode(raw)
-        destination = os.path.join(target, rel)
-        os.makedirs(os.path.dirname(destination) or target, exist_ok=True)
-        shutil.copy2(os.path.join(source, rel), destination, follow_symlinks=False)
+    _revision, _branch, changed, untracked = git.status(source)
+    skipped = []
+    for raw in changed + untracked:
+        rel = os.fsdecode(raw).rstrip("/")
+        origin, destination = os.path.join(source, rel), os.path.join(target, rel)
+        if os.path.isdir(origin) and not os.path.islink(origin):
+            skipped.append(rel)  # a nested repository: its own work is not this checkpoint's to copy
+            continue
+        if os.path.lexists(destination) and (os.path.isdir(destination) and not os.path.islink(destination)):
+            shutil.rmtree(destination)
+        elif os.path.lexists(destination):
+            os.unlink(destination)
+        if os.path.lexists(origin):
+            os.makedirs(os.path.dirname(destination) or target, exist_ok=True)
+            shutil.copy2(origin, destination, follow_symlinks=False)
     landed = vcs_checkpoint.take(target).name
+    note = f"; not carried: {', '.join(skipped)} (nested repositories)" if skipped else ""
     if landed == token:
-        return f"carried the uncommitted work of {token} over from {source}"
+        return f"carried the uncommitted work of {token} over from {source}{note}"
     return (f"carried the uncommitted work over from {source}, but the worktree reads {landed}, not {token}; "
-            f"the divergence is recorded")
+            f"the divergence is recorded{note}")
 
 
 def abandon(ws: Workspace, job_id: str, caller: Caller) -> dict:

@@ -93,6 +93,14 @@ def observe(checkout: str, revision: str | None, handed: dict[str, str] | None =
     except errors.ProctorError as exc:
         seen.error = f"the diff since {revision[:12]} could not be read in {checkout}: {exc.message}"
         return seen
+    hidden = hidden_from_git(checkout)
+    if hidden:
+        shown = ", ".join(hidden[:5]) + (f" and {len(hidden) - 5} more" if len(hidden) > 5 else "")
+        seen.error = (f"the tree git reports in {checkout} is not the files on disk: {shown} (flagged "
+                      f"skip-worktree or assume-unchanged, or an executable bit core.fileMode=false hides); a "
+                      f"check ran on the disk, so clear it (git update-index --no-skip-worktree "
+                      f"--no-assume-unchanged <path>; git config core.fileMode true)")
+        return seen
     if handed:
         from proctor.vcs.checkpoint import file_digest
 
@@ -107,6 +115,46 @@ def observe(checkout: str, revision: str | None, handed: dict[str, str] | None =
         seen.footprint[path] = {"added": _line_count(os.path.join(checkout, path)), "removed": 0,
                                 "new": [], "old": [], "untracked": True}
     return seen
+
+
+def hidden_from_git(checkout: str) -> list[str]:
+    """Tracked files whose content or executable bit on disk differs from what git reports for
+    them, because git was told not to look: entries flagged skip-worktree or assume-unchanged,
+    and, with core.fileMode false, the executable bit. A check runs on the disk; a diff and a
+    commit read git's account. A flagged file absent from disk (a sparse checkout) hides
+    nothing."""
+    import stat
+
+    tagged = git.run(checkout, "ls-files", "-v", "-z").stdout
+    flagged = [r[2:] for r in tagged.split(b"\0") if len(r) > 2 and (r[:1] == b"S" or r[:1].islower())]
+    mode_blind = git.run(checkout, "config", "--bool", "core.fileMode", check=False).stdout.strip() == b"false"
+    if not flagged and not mode_blind:
+        return []
+    index: dict[bytes, tuple[bytes, bytes]] = {}
+    for record in git.run(checkout, "ls-files", "-s", "-z").stdout.split(b"\0"):
+        meta, _, path = record.partition(b"\t")
+        if path and meta.endswith(b" 0"):
+            mode, blob, _stage = meta.split(b" ")
+            index[path] = (mode, blob)
+    base = os.fsencode(checkout)
+    hidden: set[bytes] = set()
+    present = [p for p in flagged if p in index and b"\n" not in p and os.path.isfile(os.path.join(base, p))
+               and not os.path.islink(os.path.join(base, p))]
+    if present:
+        listed = b"".join(os.path.join(base, p) + b"\n" for p in present)
+        blobs = git.run(checkout, "hash-object", "--stdin-paths", input=listed).stdout.split()
+        hidden.update(p for p, blob in zip(present, blobs) if blob != index[p][1])
+    if mode_blind:
+        for path, (mode, _blob) in index.items():
+            if mode not in (b"100644", b"100755"):
+                continue
+            try:
+                info = os.lstat(os.path.join(base, path))
+            except OSError:
+                continue
+            if stat.S_ISREG(info.st_mode) and bool(info.st_mode & 0o100) != (mode == b"100755"):
+                hidden.add(path)
+    return sorted(p.decode("utf-8", "surrogateescape") for p in hidden)
 
 
 def _line_count(path: str) -> int:

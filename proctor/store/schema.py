@@ -163,6 +163,8 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             # The content identity of the tree a run started on (vcs.checkpoint.tree_digest):
             # a check is graded only on a run whose tree is the job's tree now.
             "ALTER TABLE runs ADD COLUMN tree TEXT",
+            # ... and of the tree it ended on: a run is evidence only for a tree that stood still.
+            "ALTER TABLE runs ADD COLUMN tree_end TEXT",
         ],
     ),
 ]

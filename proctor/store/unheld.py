@@ -22,14 +22,21 @@ HOLDER_SESSION = "session"
 
 
 def checkout_gone(path: str, cache: dict[str, bool | None]) -> bool | None:
-    """True gone, False present, None undecidable."""
+    """True gone, False present, None undecidable. A checkout is gone when nothing is at its
+    path, when something other than a directory is, or when the directory there holds no
+    `.git` (removed and made again, it is not the checkout the job was taken in). A path that
+    cannot be read (a mount, a permission) is undecidable."""
     if path not in cache:
+        import stat
+
         try:
-            os.stat(path)
-            cache[path] = False
-        except FileNotFoundError:
-            cache[path] = True
-        except NotADirectoryError:
+            info = os.stat(path)
+            if not stat.S_ISDIR(info.st_mode):
+                cache[path] = True
+            else:
+                os.lstat(os.path.join(path, ".git"))
+                cache[path] = False
+        except (FileNotFoundError, NotADirectoryError):
             cache[path] = True
         except OSError:
             cache[path] = None

@@ -131,6 +131,18 @@ def parse_name(token: str) -> tuple[str, str | None]:
 
 
 def tree_digest(root: str) -> str:
+    """tree_entries(root), hashed: see there."""
+    return digest_of(tree_entries(root))
+
+
+def digest_of(entries: dict[bytes, bytes]) -> str:
+    h = hashlib.sha256()
+    for path in sorted(entries):
+        h.update(path + b"\0" + entries[path] + b"\0")
+    return h.hexdigest()[:32]
+
+
+def tree_entries(root: str) -> dict[bytes, bytes]:
     """The identity of the work tree's CONTENT: every tracked and untracked, non-ignored
     file's path, mode and git blob id, hashed together. Unlike a checkpoint it does not move
     when the same content is committed, and unlike a file's mtime it cannot be set back: a
@@ -142,7 +154,8 @@ def tree_digest(root: str) -> str:
     import stat
 
     staged = git.start(root, "ls-files", "-s", "-z")
-    changed = git.start(root, "diff-files", "--name-only", "-z")
+    # core.fileMode pinned on: a mode changed on disk is a change whatever the checkout's config
+    changed = git.start(root, "-c", "core.fileMode=true", "diff-files", "--name-only", "-z")
     others = git.start(root, "ls-files", "--others", "--exclude-standard", "-z")
     entries: dict[bytes, bytes] = {}
     for record in git.finish(staged, "ls-files").split(b"\0"):
@@ -186,7 +199,4 @@ def tree_digest(root: str) -> str:
                 with open(os.path.join(base, path), "rb") as handle:
                     data = handle.read()
                 entries[path] += b" " + hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest().encode()
-    h = hashlib.sha256()
-    for path in sorted(entries):
-        h.update(path + b"\0" + entries[path] + b"\0")
-    return h.hexdigest()[:32]
+    return entries

@@ -24,7 +24,9 @@ CATCHES = ("`proctor job fork` by a session under a live job that names neither 
            "nor beneath it, or one named through xargs, a variable or a substitution; `proctor job exec` of "
            "another job while its own is in flight (taking a lease is one-way); any proctor command passed "
            "--lease naming another job or --orchestrator (or an option the guard cannot read: a variable or a "
-           "substitution), or run with BAGGAGE changed or unset; `proctor server stop`, and "
+           "substitution), or run with BAGGAGE changed or unset; `proctor run` with its environment changed "
+           "(an assignment or env before it, an export or unset beside it), which would make the run "
+           "evidence of another command; `proctor server stop`, and "
            "pkill or killall of proctor's processes; and `proctor hook`, whose hand-made event could rebind "
            "the session or a subagent.")
 WHY = ("One author per job: widening a boundary, changing the plan's shape and verifying a result "
@@ -44,6 +46,12 @@ def check(ctx) -> list[tuple[str, str]]:
             findings.append(("rule", f"{changed}: a session holding {lease} runs proctor as {lease}; the lease in "
                                      f"its environment is not the session's to change"))
             break
+    changed_env = _check_environment(ctx)
+    if changed_env:
+        findings.append(("rule", f"proctor run with {changed_env[:80]}: a session holding {lease} runs its check "
+                                 f"in the environment it was given, or the run is evidence of another command "
+                                 f"(a PATH, PYTHONPATH or LD_PRELOAD of its own picks what the check runs); put "
+                                 f"what the target needs in its command in proctor.toml"))
     for argv in ctx.commands():
         if argv and os.path.basename(argv[0]) in ("pkill", "killall") and any("proctor" in a for a in argv[1:]):
             findings.append(("rule", f"{' '.join(argv)[:120]}: a session holding {lease} does not signal proctor's "
@@ -98,6 +106,31 @@ def check(ctx) -> list[tuple[str, str]]:
                 findings.append(("rule", f"proctor job wait {target}: a session holding {lease} waits only on "
                                          f"jobs forked beneath it; verifying {target} is its forking session's"))
     return findings
+
+
+def _check_environment(ctx) -> str | None:
+    """What in this call changes the environment of a `proctor run` in it, if anything: an
+    assignment or env option before it, or an export, unset or declare beside it."""
+    runs = []
+    changes = []
+    for with_wrappers, argv, _ in ctx.shell_writes.simple:
+        if not argv:
+            continue
+        name = os.path.basename(argv[0])
+        args = argv[1:] if name == "proctor" else None
+        if args is None and name.startswith("python"):
+            from proctor.guard.context import _python_module_args
+
+            args = _python_module_args(argv[1:], "proctor")
+        if args is not None:
+            if args[:1] == ["run"]:
+                before = with_wrappers[:len(with_wrappers) - len(argv)]
+                runs.append(next((w for w in before if "=" in w or w.startswith("-") or w == "env"), None))
+        elif argv[0] in ("export", "unset", "declare", "typeset", "readonly", "local", "set") and len(argv) > 1:
+            changes.append(" ".join(argv[:2]))
+    if not runs:
+        return None
+    return next((w for w in runs if w), None) or (changes[0] if changes else None)
 
 
 def _listed(value) -> list:
