@@ -47,9 +47,10 @@ def run_target(ws: Workspace, name: str, caller: Caller, echo: BinaryIO | None) 
     cwd = os.path.join(ws.root, target.cwd) if target.cwd else ws.root
     if not os.path.isdir(cwd):
         raise errors.ProctorError(f"target {name}'s cwd {cwd} is not a directory; fix [targets.{name}] cwd")
-    # The tree is read BEFORE the target starts: the checkpoint names it, and its content
-    # digest is what a check is later graded against (a run is evidence only for the tree it
-    # began on). The two reads run side by side.
+    # The tree's content is digested BEFORE the target starts and again after it ends: a run
+    # is evidence only for a tree that stood still, and that digest is what a check is graded
+    # against. The checkpoint, a name for the record, is read beside the run (git works while
+    # the target starts).
     checkpoint_box: list[str | None] = [None]
 
     def read_checkpoint() -> None:
@@ -61,8 +62,8 @@ def run_target(ws: Workspace, name: str, caller: Caller, echo: BinaryIO | None) 
 
     reader = threading.Thread(target=read_checkpoint, daemon=True)
     reader.start()
-    before = _tree(ws.root)
-    reader.join()
+    hashed: dict = {}  # blob ids of the files hashed before, reused after where nothing moved
+    before = _tree(ws.root, hashed)
     env = dict(os.environ)
     if caller.lease:
         env["PROCTOR_LEASE"] = caller.lease
@@ -103,7 +104,8 @@ def run_target(ws: Workspace, name: str, caller: Caller, echo: BinaryIO | None) 
     recorder.join()
     ended = now()
     output_ref = writer.close()
-    after = _tree(ws.root)
+    after = _tree(ws.root, hashed)
+    reader.join()
     moved = sorted(p.decode("utf-8", "surrogateescape") for p in set(before or {}) | set(after or {})
                    if (before or {}).get(p) != (after or {}).get(p)) if before is not None and after is not None else []
     checkpoint = checkpoint_box[0]
@@ -132,11 +134,11 @@ def run_target(ws: Workspace, name: str, caller: Caller, echo: BinaryIO | None) 
     return run
 
 
-def _tree(root: str) -> dict[bytes, bytes] | None:
+def _tree(root: str, hashed: dict) -> dict[bytes, bytes] | None:
     """The tree's entries (vcs.checkpoint.tree_entries), or None when git cannot read it: such
     a run is evidence for no tree."""
     try:
-        return vcs_checkpoint.tree_entries(root)
+        return vcs_checkpoint.tree_entries(root, hashed)
     except errors.ProctorError:
         return None
 

@@ -584,3 +584,34 @@ def test_a_checkout_replaced_by_something_else_is_gone(world, replacement):
     answer = write_call(root, os.path.join(root, "src", "b.py"), {"BAGGAGE": "proctor.lease=feat"})
     assert not denied(answer) and "proctor ended now" in said(answer), said(answer)
     assert job_row(root, "feat")["state"] == "no_return"
+
+
+def test_the_run_memo_reuses_a_hash_only_while_nothing_moved(world, monkeypatch):
+    """A run digests the tree before and after; files hashed before are not hashed again when
+    their inode, size, mtime and ctime stand still. An edit of the same size with its mtime set
+    back still moves the ctime, so it is hashed again and seen."""
+    from proctor.vcs import checkpoint, git as vgit
+
+    root, holder, _ = world
+    monkeypatch.setattr(checkpoint, "RACY_SECONDS", -1.0)  # trust any ctime in the past, for the test
+    path = os.path.join(holder, "src", "a.py")
+    write(path, "ok = 1\n")
+    hashed_paths: list[bytes] = []
+    real_run = vgit.run
+
+    def counting(root_, *args, **kwargs):
+        if "hash-object" in args:
+            hashed_paths.extend(kwargs.get("input", b"").split(b"\n")[:-1])
+        return real_run(root_, *args, **kwargs)
+
+    monkeypatch.setattr(vgit, "run", counting)
+    memo: dict = {}
+    first = checkpoint.tree_entries(holder, memo)
+    assert hashed_paths and memo
+    hashed_paths.clear()
+    assert checkpoint.tree_entries(holder, memo) == first and hashed_paths == [], "nothing moved: nothing hashed"
+    stat = os.stat(path)
+    write(path, "no = 1\n")  # the same size
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert os.stat(path).st_mtime_ns == stat.st_mtime_ns and os.stat(path).st_size == stat.st_size
+    assert checkpoint.digest_of(checkpoint.tree_entries(holder, memo)) != checkpoint.digest_of(first)

@@ -142,7 +142,12 @@ def digest_of(entries: dict[bytes, bytes]) -> str:
     return h.hexdigest()[:32]
 
 
-def tree_entries(root: str) -> dict[bytes, bytes]:
+# A file whose status changed this recently may change again within the filesystem's timestamp
+# granularity without its status moving: its hash is never reused (git's "racily clean").
+RACY_SECONDS = 2.0
+
+
+def tree_entries(root: str, hashed: dict | None = None) -> dict[bytes, bytes]:
     """The identity of the work tree's CONTENT: every tracked and untracked, non-ignored
     file's path, mode and git blob id, hashed together. Unlike a checkpoint it does not move
     when the same content is committed, and unlike a file's mtime it cannot be set back: a
@@ -150,8 +155,14 @@ def tree_entries(root: str) -> dict[bytes, bytes]:
 
     Unchanged tracked files are taken from the index (git's own stat cache); changed and
     untracked ones are hashed as `git add` would (`hash-object --stdin-paths`, filters
-    applied, nothing written). Raises ProctorError when git cannot read the tree."""
+    applied, nothing written). Raises ProctorError when git cannot read the tree.
+
+    `hashed`, given, is a memo shared by calls on one tree (a run's before and after): a file
+    whose inode, size, mtime and ctime are unchanged since it was hashed, and whose status
+    changed more than RACY_SECONDS before, keeps its blob id. Setting an mtime back moves the
+    ctime, so the memo cannot be fooled the way a stat cache keyed on mtime alone can."""
     import stat
+    import time
 
     staged = git.start(root, "ls-files", "-s", "-z")
     # core.fileMode pinned on: a mode changed on disk is a change whatever the checkout's config
@@ -183,8 +194,15 @@ def tree_entries(root: str) -> dict[bytes, bytes]:
             target = os.readlink(full)
             entries[path] = b"120000 " + hashlib.sha1(b"blob %d\0" % len(target) + target).hexdigest().encode()
         elif stat.S_ISREG(info.st_mode):
-            files.append(path)
             entries[path] = b"100755" if info.st_mode & 0o100 else b"100644"
+            key = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+            memo = hashed.get(path) if hashed is not None else None
+            if memo is not None and memo[0] == key:
+                entries[path] += b" " + memo[1]
+            else:
+                files.append(path)
+                if hashed is not None and time.time() - info.st_ctime_ns / 1e9 > RACY_SECONDS:
+                    hashed[path] = (key, None)  # filled once hashed below
         elif stat.S_ISDIR(info.st_mode) and entries.get(path, b"").startswith(b"160000"):
             continue  # a submodule: its recorded commit stands
         else:
@@ -194,6 +212,8 @@ def tree_entries(root: str) -> dict[bytes, bytes]:
         blobs = git.run(root, "hash-object", "--stdin-paths", input=listed).stdout.split()
         for path, blob in zip([p for p in files if b"\n" not in p], blobs):
             entries[path] += b" " + blob
+            if hashed is not None and path in hashed and hashed[path][1] is None:
+                hashed[path] = (hashed[path][0], blob)
         for path in files:
             if b"\n" in path:  # hash-object reads one path per line: hash this one as git would, unfiltered
                 with open(os.path.join(base, path), "rb") as handle:
