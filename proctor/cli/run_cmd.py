@@ -18,9 +18,12 @@ from proctor.cli.options import lease_option, output_option
 def run(target: str, lease: str | None, output: str) -> int:
     """Run TARGET from [targets.TARGET] in proctor.toml, streaming its output, and record it.
 
-    The record (exit code, times, lease, checkout, and the whole output as a content-addressed
-    blob, its output_ref) is the evidence `proctor job wait` grades a check on. Exit 0 when the
-    target passed, 1 when it failed or timed out. With -o json the output streams to stderr.
+    The record (its id, exit code, times, lease, checkout, the content digest of the tree
+    before and after, and the whole output as a content-addressed blob, its output_ref) is
+    the evidence `proctor job wait` grades a check on: a result cites it as {"run": <id>,
+    "output_ref": <ref>}, and it counts only for the tree it ran on, unchanged while it ran.
+    Exit 0 when the target passed, 1 when it failed or timed out. With -o json the output
+    streams to stderr.
     """
     echo = sys.stderr.buffer if output == "json" else sys.stdout.buffer
     record = api.run_target(target, lease=lease, echo=echo)
