@@ -316,7 +316,11 @@ A
 {"schema_version": 1, "id": "rogue", "parent": "other", "write_paths": ["src/**", "docs/**"], "check": "test"}
 B"""
     answer = bash(ws, command)
-    ran = run(ws, command, env={"BAGGAGE": "proctor.lease=w1", "PATH": proctor_path(tmp_path)})
+    # a worker started with BAGGAGE keeps its job whatever the command clears: the store refuses
+    inherited = run(ws, command, env={"BAGGAGE": "proctor.lease=w1", "PATH": proctor_path(tmp_path)})
+    assert inherited.returncode == 1 and "was started with BAGGAGE proctor.lease=w1" in inherited.stderr
+    # a worker the guard bound by its session alone (no BAGGAGE anywhere): only the guard stops it
+    ran = run(ws, command, env={"PATH": proctor_path(tmp_path)})
     assert ran.returncode == 0, ran.stderr
     assert job_row(ws, "rogue")["write_paths"] == ["src/**", "docs/**"]
     assert denied(answer, "lease-store"), said(answer)
@@ -329,7 +333,11 @@ def test_a_fork_with_dot_dot_in_its_write_paths_widens_the_lease(ws, tmp_path):
     under the child writes docs/ freely."""
     command = "BAGGAGE= proctor job fork w1/esc --parent w1 --write-paths 'plan/w1/../../docs/**' --check test"
     answer = bash(ws, command)
-    ran = run(ws, command, env={"BAGGAGE": "proctor.lease=w1", "PATH": proctor_path(tmp_path)})
+    # the worker's shell (an agent's, started with BAGGAGE) stays the command's parent: "; exit $?"
+    # keeps bash from exec'ing proctor in its place
+    inherited = run(ws, command + "; exit $?", env={"BAGGAGE": "proctor.lease=w1", "PATH": proctor_path(tmp_path)})
+    assert inherited.returncode == 1 and "PRC3043" in inherited.stderr, "the store reads the inherited lease"
+    ran = run(ws, command, env={"PATH": proctor_path(tmp_path)})  # a worker bound by its session alone
     assert ran.returncode == 0, ran.stderr
     assert job_row(ws, "w1/esc")["write_paths"] == ["docs/**"]
     assert not denied(bash(ws, "echo x > docs/c.md", lease="w1/esc")), "the child writes docs/"

@@ -615,3 +615,165 @@ def test_the_run_memo_reuses_a_hash_only_while_nothing_moved(world, monkeypatch)
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     assert os.stat(path).st_mtime_ns == stat.st_mtime_ns and os.stat(path).st_size == stat.st_size
     assert checkpoint.digest_of(checkpoint.tree_entries(holder, memo)) != checkpoint.digest_of(first)
+
+
+# -- a second adversary's breaks ------------------------------------------------------------------
+
+
+def _wait_fails_naming(root: str, needle: str) -> None:
+    waited = api.wait_job("feat", cwd=root, lease=api.ORCHESTRATOR)
+    assert waited["job"]["state"] == "fail", json.dumps(waited["grade"], indent=1)
+    assert needle in json.dumps(waited["grade"]), json.dumps(waited["grade"], indent=1)
+
+
+def _taken(world) -> tuple[str, str]:
+    root, holder, _ = world
+    api.fork({"id": "feat", "write_paths": ["src/a.py"], "check": "test"}, cwd=root)
+    api.exec_job("feat", cwd=holder)
+    return root, holder
+
+
+def test_a_stat_cache_told_to_look_away_does_not_hide_a_rewrite(world):
+    """core.trustctime false, the same size, the mtime set back: git's stat check calls the
+    rewritten file clean. proctor's reads pin the checks back on, so the run on the old content
+    is stale."""
+    root, holder = _taken(world)
+    path = os.path.join(holder, "src", "a.py")
+    write(path, "ok = 1\n")
+    os.utime(path, (os.stat(path).st_atime - 100, os.stat(path).st_mtime - 100))  # not racily clean
+    git(holder, "add", "src/a.py")
+    made = run("test", holder)
+    assert made["exit_code"] == 0
+    before = os.stat(path)
+    git(holder, "config", "core.trustctime", "false")
+    git(holder, "config", "core.checkStat", "minimal")
+    write(path, "no = 1\n")
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert subprocess.run(["git", "diff", "--quiet"], cwd=holder).returncode == 0, "git itself is fooled"
+    filed, why = file("feat", holder, cite(made))
+    assert not filed and f"changed after run {made['id']} started" in why
+
+
+@pytest.mark.parametrize("how", ["ident", "clean filter"])
+def test_content_git_would_store_as_something_else_fails_the_job(world, how):
+    root, holder = _taken(world)
+    if how == "ident":
+        attributes = os.path.join(holder, "..", "attrs")
+        write(attributes, "src/a.py ident\n")
+        git(holder, "config", "core.attributesFile", attributes)
+        write(os.path.join(holder, "src", "a.py"), "# $Id: ok $\n")
+    else:
+        git(holder, "config", "filter.fold.clean", "sed s/ok/no/")
+        info = git(holder, "rev-parse", "--git-path", "info/attributes").strip()
+        write(os.path.join(holder, info), "src/a.py filter=fold\n")
+        write(os.path.join(holder, "src", "a.py"), "ok = 1\n")
+    made = run("test", holder)
+    assert made["exit_code"] == 0
+    git(holder, "add", "src/a.py")
+    stored = git(holder, "show", ":src/a.py")
+    assert "ok" not in stored, f"what git stores fails the check: {stored!r}"
+    assert file("feat", holder, cite(made)) == (True, "")
+    _wait_fails_naming(root, "does not check out as this file")
+
+
+def test_a_flagged_file_missing_from_disk_fails_the_job(world):
+    root, holder = _taken(world)
+    write(os.path.join(holder, "src", "a.py"), "ok = 1\n")
+    git(holder, "update-index", "--skip-worktree", "src/b.py")
+    os.remove(os.path.join(holder, "src", "b.py"))
+    made = run("test", holder)
+    assert file("feat", holder, cite(made)) == (True, "")
+    _wait_fails_naming(root, "src/b.py: flagged and missing from disk")
+
+
+def test_a_symlink_out_of_the_checkout_fails_the_job(world, tmp_path):
+    root, holder = _taken(world)
+    outside = tmp_path / "ext.py"
+    outside.write_text("ok = 1\n")
+    os.remove(os.path.join(holder, "src", "a.py"))
+    os.symlink(outside, os.path.join(holder, "src", "a.py"))
+    made = run("test", holder)
+    assert made["exit_code"] == 0
+    assert file("feat", holder, cite(made)) == (True, "")
+    outside.write_text("no = 1\n")  # the content changes where no digest looks
+    _wait_fails_naming(root, "a symbolic link out of the checkout")
+
+
+def test_a_handed_symlink_is_not_the_holders_change(world):
+    root, _, _ = world
+    os.symlink("a.py", os.path.join(root, "src", "lnk"))  # uncommitted, handed with the checkpoint
+    api.fork({"id": "feat", "write_paths": ["src/a.py"], "check": "test"}, cwd=root)
+    api.exec_job("feat", cwd=root, environ={})
+    write(os.path.join(root, "src", "a.py"), "ok = 1\n")
+    made = run("test", root)
+    assert file("feat", root, cite(made)) == (True, "")
+    waited = api.wait_job("feat", cwd=root, lease=api.ORCHESTRATOR)
+    assert waited["job"]["state"] == "pass", json.dumps(waited["grade"], indent=1)
+
+
+def test_a_run_where_the_target_was_moved_fails(world):
+    root, holder = _taken(world)
+    write(os.path.join(holder, "src", "a.py"), "ok = 1\n")
+    write(os.path.join(holder, "src", "src", "a.py"), "ok = 1\n")
+    with open(os.path.join(holder, "proctor.toml"), "a") as handle:
+        handle.write('\n[targets.test]\ncommand = "grep -q ok src/a.py"\ncwd = "src"\n')
+    text = open(os.path.join(holder, "proctor.toml")).read()
+    # one [targets.test] only: the moved one
+    write(os.path.join(holder, "proctor.toml"), text.replace('[targets.test]\ncommand = "grep -q ok src/a.py"\n[targets',
+                                                              '[targets', 1))
+    made = run("test", holder)
+    assert made["exit_code"] == 0 and made["cwd"].endswith("/src")
+    assert file("feat", holder, cite(made)) == (True, "")
+    _wait_fails_naming(root, "a check is graded where it was declared")
+
+
+def test_a_worker_unsetting_its_baggage_still_works_its_job(world):
+    """From inside a process started with BAGGAGE (an agent's), a command that empties it and
+    runs proctor in the orchestrator's unbound checkout still acts as the holder: the store
+    reads the BAGGAGE the ancestor was started with. And the guard refuses the spelling it sees."""
+    root, holder = _taken(world)
+    env = {**os.environ, "BAGGAGE": "proctor.lease=feat",
+           "PATH": f"{os.path.dirname(os.sys.executable)}:{os.environ['PATH']}"}
+    escape = subprocess.run(["sh", "-c", "BAGGAGE= proctor job fork feat --write-paths src/a.py,src/b.py "
+                                         "--check test; echo rc=$?"], cwd=root, env=env, capture_output=True, text=True)
+    assert "rc=1" in escape.stdout and "was started with BAGGAGE proctor.lease=feat" in escape.stderr, escape.stderr
+    assert job_row(root, "feat")["write_paths"] == ["src/a.py"]
+    orchestrate = subprocess.run(["sh", "-c", "env -u BAGGAGE proctor job fork x --check test --orchestrator"],
+                                 cwd=root, env=env, capture_output=True, text=True)
+    assert orchestrate.returncode == 1 and "refused --orchestrator" in orchestrate.stderr, orchestrate.stderr
+    answer = bash(root, 'BAGGAGE= python3 -c "import os; os.system(\'proctor ls jobs\')"', {"BAGGAGE": "proctor.lease=feat"})
+    assert denied(answer, "lease-store") and "not the session's to change" in said(answer), said(answer)
+
+
+@pytest.mark.parametrize("replacement", [".git emptied", ".git pointing nowhere", "a new repository",
+                                         "a symlink to another checkout"])
+def test_a_checkout_that_is_no_longer_this_repository_is_gone(world, replacement, tmp_path):
+    root, holder = _taken(world)
+    shutil.rmtree(holder)
+    if replacement == ".git emptied":
+        os.makedirs(os.path.join(holder, ".git"))
+    elif replacement == ".git pointing nowhere":
+        write(os.path.join(holder, ".git"), "gitdir: /nonexistent/worktrees/holder\n")
+    elif replacement == "a new repository":
+        make_repo(__import__("pathlib").Path(holder))
+    else:
+        os.symlink(root, holder)
+    answer = write_call(root, os.path.join(root, "src", "b.py"), {"BAGGAGE": "proctor.lease=feat"})
+    assert not denied(answer) and "proctor ended now" in said(answer), said(answer)
+    assert job_row(root, "feat")["state"] == "no_return"
+
+
+def test_a_submodule_is_digested_by_what_it_holds(tmp_path):
+    from proctor.vcs import checkpoint
+
+    lib = make_repo(tmp_path / "lib")
+    root = make_repo(tmp_path / "app")
+    git(root, "-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "lib")
+    git(root, "commit", "-qm", "lib")
+    git(os.path.join(root, "lib"), "config", "--local", "core.trustctime", "true")
+    before = checkpoint.tree_digest(root)
+    with open(os.path.join(root, "lib", "README"), "w") as handle:
+        handle.write("changed inside the submodule\n")
+    git(root, "config", "submodule.lib.ignore", "all")  # git is told to look away
+    assert subprocess.run(["git", "diff", "--quiet"], cwd=root).returncode == 0
+    assert checkpoint.tree_digest(root) != before

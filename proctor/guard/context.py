@@ -226,7 +226,7 @@ class Context:
         from proctor.store import unheld
 
         stale = float(stale_after) if isinstance(stale_after, (int, float)) else 2 * 3600.0
-        found = dict(unheld.candidates(self.conn, stale, self.now))
+        found = dict(unheld.candidates(self.conn, stale, self.now, unheld.repository_of(self.state_dir)))
         if found:
             at = self.now
 

@@ -34,6 +34,7 @@ class Caller:
     user: str
     checkout: str | None = None  # the checkout whose record answered, for marker and contested
     claim: str | None = None  # what BAGGAGE claimed, when a record overruled it
+    inherited: str | None = None  # the ancestor process whose BAGGAGE answered, when one did
 
     @property
     def actor(self) -> str:
@@ -49,6 +50,10 @@ class Caller:
         """Where this caller's lease came from, as a refusal says it."""
         if self.lease_from == "flag":
             return f"you act under lease {self.lease}, named by --lease"
+        if self.inherited:
+            return (f"you act under lease {self.lease}: {self.inherited} was started with BAGGAGE "
+                    f"proctor.lease={self.lease}, and a process beneath it works that job whatever its own "
+                    f"environment says")
         if self.lease_from == "env":
             return f"you act under lease {self.lease}, claimed by BAGGAGE (proctor.lease={self.lease})"
         if self.from_checkout:
@@ -106,6 +111,13 @@ def resolve(conn: sqlite3.Connection | None, root: str, flag: str | None = None,
         claim = parse_baggage(baggage).get(BAGGAGE_KEY) or None
         if claim:
             check_job_id(claim, "BAGGAGE proctor.lease")
+    inherited = _inherited_claim(conn)
+    via = None
+    if inherited and inherited[0] != claim and not (claim and conn is not None
+                                                     and inherited[0] in rows.ancestors(conn, claim)):
+        # a process started under a job (its BAGGAGE, read from /proc) whose own claim was
+        # unset or changed: it still works that job, or a job beneath it; nothing else
+        claim, via = inherited[0], inherited[1]
     # A checkout's binding holds only while its job is in flight (declared or running): once
     # the holder exited, or the job ended, the checkout is free and the next exec takes the
     # next job. BAGGAGE is the caller's own claim: it answers when no record does, and a
@@ -115,10 +127,42 @@ def resolve(conn: sqlite3.Connection | None, root: str, flag: str | None = None,
     if bound and claim and claim != bound:
         return Caller(bound, "contested", user, checkout, claim)
     if claim:
-        return Caller(claim, "env", user)
+        return Caller(claim, "env", user, inherited=via)
     if bound:
         return Caller(bound, "marker", user, checkout)
     return Caller(None, None, user)
+
+
+def _inherited_claim(conn: sqlite3.Connection | None) -> tuple[str, str] | None:
+    """(job, "process <pid> (<name>)") for the nearest ancestor process that was started with
+    BAGGAGE naming a job in flight, read from /proc (the environment a process was started
+    with, which it cannot unset for its parent). None elsewhere, or when no ancestor has one."""
+    if conn is None or not os.path.isdir("/proc/self"):
+        return None
+    pid = os.getppid()
+    for _ in range(64):
+        if pid <= 1:
+            return None
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as handle:
+                environ = handle.read()
+            with open(f"/proc/{pid}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            return None
+        for item in environ.split(b"\0"):
+            if item.startswith(b"BAGGAGE="):
+                job = parse_baggage(item[8:].decode("utf-8", "replace")).get(BAGGAGE_KEY)
+                if job:
+                    row = conn.execute("SELECT state FROM jobs WHERE id = ?", (job,)).fetchone()
+                    if row and row[0] in ("declared", "running"):
+                        name = stat[stat.find(b"(") + 1:stat.rfind(b")")].decode("utf-8", "replace")
+                        return job, f"process {pid} ({name})"
+        try:
+            pid = int(stat[stat.rfind(b")") + 2:].split()[1])
+        except (ValueError, IndexError):
+            return None
+    return None
 
 
 def _orchestrator(conn: sqlite3.Connection | None, root: str, env, user: str) -> Caller:
@@ -135,6 +179,11 @@ def _orchestrator(conn: sqlite3.Connection | None, root: str, env, user: str) ->
             raise errors.Refused([(errors.NOT_YOUR_JOB,
                 f"refused --orchestrator: BAGGAGE names lease {claim} ({held['state']}), so this process works a "
                 f"job; the orchestrator runs without it")])
+        inherited = _inherited_claim(conn)
+        if inherited:
+            raise errors.Refused([(errors.NOT_YOUR_JOB,
+                f"refused --orchestrator: {inherited[1]} was started with BAGGAGE proctor.lease={inherited[0]}, so "
+                f"every process beneath it works that job; the orchestrator runs outside it")])
         bound = rows.bound_job(conn, checkout_scope(root))
         job = rows.get(conn, bound) if bound else None
         if job is not None and os.path.realpath(job.get("declared_in") or "") != os.path.realpath(root):

@@ -27,7 +27,7 @@ def end_unheld(store: Store, stale_after: float, warn: Callable[[str], None]) ->
     """End every job the rules prove unheld; print `ended <id>: <reason>` for each."""
     at = now()
     with store.read() as conn:
-        if not unheld.candidates(conn, stale_after, at):
+        if not unheld.candidates(conn, stale_after, at, unheld.repository_of(store.state_dir)):
             return []
     with store.write() as conn:
         found = unheld.end(conn, store.state_dir, stale_after, at)

@@ -93,19 +93,17 @@ def observe(checkout: str, revision: str | None, handed: dict[str, str] | None =
     except errors.ProctorError as exc:
         seen.error = f"the diff since {revision[:12]} could not be read in {checkout}: {exc.message}"
         return seen
-    hidden = hidden_from_git(checkout)
+    hidden = hidden_from_git(checkout, sorted(set(tracked) | set(untracked)))
     if hidden:
-        shown = ", ".join(hidden[:5]) + (f" and {len(hidden) - 5} more" if len(hidden) > 5 else "")
-        seen.error = (f"the tree git reports in {checkout} is not the files on disk: {shown} (flagged "
-                      f"skip-worktree or assume-unchanged, or an executable bit core.fileMode=false hides); a "
-                      f"check ran on the disk, so clear it (git update-index --no-skip-worktree "
-                      f"--no-assume-unchanged <path>; git config core.fileMode true)")
+        shown = "; ".join(hidden[:5]) + (f"; and {len(hidden) - 5} more" if len(hidden) > 5 else "")
+        seen.error = (f"the tree git reports in {checkout} is not the files on disk ({shown}): a check runs on "
+                      f"the disk, and git's diff and commits would carry something else")
         return seen
     if handed:
-        from proctor.vcs.checkpoint import file_digest
+        from proctor.vcs.checkpoint import handed_digest
 
         kept = {p for p in set(tracked) | set(untracked)
-                if p not in handed or file_digest(os.path.join(checkout, p)) != handed[p]}
+                if p not in handed or handed_digest(os.path.join(checkout, p)) != handed[p]}
         tracked = [p for p in tracked if p in kept]
         untracked = [p for p in untracked if p in kept]
     seen.changed = sorted(set(tracked) | set(untracked))
@@ -117,33 +115,40 @@ def observe(checkout: str, revision: str | None, handed: dict[str, str] | None =
     return seen
 
 
-def hidden_from_git(checkout: str) -> list[str]:
-    """Tracked files whose content or executable bit on disk differs from what git reports for
-    them, because git was told not to look: entries flagged skip-worktree or assume-unchanged,
-    and, with core.fileMode false, the executable bit. A check runs on the disk; a diff and a
-    commit read git's account. A flagged file absent from disk (a sparse checkout) hides
-    nothing."""
+def hidden_from_git(checkout: str, changed: list[str]) -> list[str]:
+    """Where the files on disk differ from what git reports for them, each with its remedy. A
+    check runs on the disk; a diff and a commit read git's account. Found: entries flagged
+    skip-worktree or assume-unchanged whose file differs on disk or is missing from it; with
+    core.fileMode false, an executable bit git does not see; and among the `changed` paths, a
+    symbolic link that leads out of the checkout (its content is in no tree), and a file a
+    clean filter or ident would store as something that does not check out as the file."""
     import stat
 
+    base = os.fsencode(checkout)
     tagged = git.run(checkout, "ls-files", "-v", "-z").stdout
     flagged = [r[2:] for r in tagged.split(b"\0") if len(r) > 2 and (r[:1] == b"S" or r[:1].islower())]
     mode_blind = git.run(checkout, "config", "--bool", "core.fileMode", check=False).stdout.strip() == b"false"
-    if not flagged and not mode_blind:
-        return []
+    found: dict[bytes, str] = {}
     index: dict[bytes, tuple[bytes, bytes]] = {}
-    for record in git.run(checkout, "ls-files", "-s", "-z").stdout.split(b"\0"):
-        meta, _, path = record.partition(b"\t")
-        if path and meta.endswith(b" 0"):
-            mode, blob, _stage = meta.split(b" ")
-            index[path] = (mode, blob)
-    base = os.fsencode(checkout)
-    hidden: set[bytes] = set()
-    present = [p for p in flagged if p in index and b"\n" not in p and os.path.isfile(os.path.join(base, p))
-               and not os.path.islink(os.path.join(base, p))]
+    if flagged or mode_blind:
+        for record in git.run(checkout, "ls-files", "-s", "-z").stdout.split(b"\0"):
+            meta, _, path = record.partition(b"\t")
+            if path and meta.endswith(b" 0"):
+                mode, blob, _stage = meta.split(b" ")
+                index[path] = (mode, blob)
+    unflag = "clear the flag: git update-index --no-skip-worktree --no-assume-unchanged"
+    present = []
+    for path in flagged:
+        full = os.path.join(base, path)
+        if not os.path.lexists(full):
+            found[path] = f"flagged and missing from disk; {unflag}"
+        elif path in index and b"\n" not in path and os.path.isfile(full) and not os.path.islink(full):
+            present.append(path)
     if present:
-        listed = b"".join(os.path.join(base, p) + b"\n" for p in present)
-        blobs = git.run(checkout, "hash-object", "--stdin-paths", input=listed).stdout.split()
-        hidden.update(p for p, blob in zip(present, blobs) if blob != index[p][1])
+        blobs = _hash(checkout, present)
+        for path, blob in zip(present, blobs):
+            if blob != index[path][1]:
+                found[path] = f"flagged, and the file differs from git's copy; {unflag}"
     if mode_blind:
         for path, (mode, _blob) in index.items():
             if mode not in (b"100644", b"100755"):
@@ -153,8 +158,66 @@ def hidden_from_git(checkout: str) -> list[str]:
             except OSError:
                 continue
             if stat.S_ISREG(info.st_mode) and bool(info.st_mode & 0o100) != (mode == b"100755"):
-                hidden.add(path)
-    return sorted(p.decode("utf-8", "surrogateescape") for p in hidden)
+                found[path] = "an executable bit core.fileMode=false hides; git config core.fileMode true"
+    real_root = os.path.realpath(checkout)
+    regular = []
+    for rel in changed:
+        full = os.path.join(checkout, rel)
+        if os.path.islink(full):
+            target = os.path.realpath(full)
+            if os.path.exists(target) and not (target == real_root or target.startswith(real_root + os.sep)):
+                found[os.fsencode(rel)] = f"a symbolic link out of the checkout, to {target}, whose content no tree holds"
+        elif os.path.isfile(full) and "\n" not in rel:
+            regular.append(rel)
+    if regular:
+        found.update(_not_reproducible(checkout, regular))
+    # a rewrite git's stat check cannot see (the same size, an mtime set back within its second,
+    # or ctime checks turned off): the file differs from the index, and git says it does not
+    from proctor.vcs.checkpoint import tree_entries
+
+    stale: list[bytes] = []
+    tree_entries(checkout, stale=stale)
+    if stale:
+        seen_by_git = set(git.run(checkout, "diff-files", "--name-only", "-z").stdout.split(b"\0"))
+        for path in stale:
+            if path not in seen_by_git:
+                found[path] = ("rewritten where git's stat check cannot see it; git update-index --really-refresh "
+                               "shows git the file")
+    return sorted(f"{p.decode('utf-8', 'surrogateescape')}: {why}" for p, why in found.items())
+
+
+def _hash(checkout: str, paths: list[bytes], *flags: str) -> list[bytes]:
+    """git's blob ids of files named relative to `checkout` (an absolute path would miss every
+    .gitattributes pattern with a slash in it)."""
+    listed = b"".join(p + b"\n" for p in paths)
+    return git.run(checkout, "hash-object", *flags, "--stdin-paths", input=listed).stdout.split()
+
+
+def _not_reproducible(checkout: str, changed: list[str]) -> dict[bytes, str]:
+    """Changed files git would store as something that does not check out as the file: where
+    a clean filter or ident applies and what it stores, smudged back, is not the file's bytes.
+    Line-ending conversion alone changes nothing a check reads, and is not looked into."""
+    names = [os.fsencode(p) for p in changed]
+    raw = _hash(checkout, names, "--no-filters")
+    clean = _hash(checkout, names)
+    differs = [(p, os.path.join(checkout, p)) for p, a, b in zip(changed, raw, clean) if a != b]
+    if not differs:
+        return {}
+    listed = "".join(f"{p}\0" for p, _ in differs).encode("utf-8", "surrogateescape")
+    attrs = git.run(checkout, "check-attr", "-z", "--stdin", "filter", "ident", input=listed).stdout.split(b"\0")
+    converted = {attrs[i].decode("utf-8", "surrogateescape") for i in range(0, len(attrs) - 2, 3)
+                 if attrs[i + 2] not in (b"unspecified", b"unset", b"")}
+    out: dict[bytes, str] = {}
+    for rel, path in differs:
+        if rel not in converted:
+            continue
+        blob = git.run(checkout, "hash-object", "-w", "--", rel).stdout.strip().decode()
+        back = git.run(checkout, "cat-file", "--filters", f"--path={rel}", blob, check=False)
+        with open(path, "rb") as handle:
+            if back.returncode != 0 or back.stdout != handle.read():
+                out[os.fsencode(rel)] = ("a clean filter or ident stores something that does not check out as "
+                                        "this file; git's commit would not hold what the check ran on")
+    return out
 
 
 def _line_count(path: str) -> int:
@@ -300,10 +363,15 @@ def _grade_goal(conn, job: dict, goal: dict, observed: Observed | None, short: s
         if run["exit_code"] != 0:
             return False, [f"the newest cited run of {target} ({run['id']}) exited {run['exit_code']}; its output is "
                            f"{run['output_ref']}"]
-        expected = _target_command(job, target, fallback)
-        if expected is not None and run["command"] != expected:
-            return False, [f"run {run['id']} ran `{run['command']}`, but target {target} is `{expected}` in the "
-                           f"proctor.toml of the job's checkpoint; a check is graded on the declared command"]
+        declared = _target_spec(job, target, fallback)
+        if declared is not None and run["command"] != declared.command:
+            return False, [f"run {run['id']} ran `{run['command']}`, but target {target} is `{declared.command}` in "
+                           f"the proctor.toml of the job's checkpoint; a check is graded on the declared command"]
+        if declared is not None:
+            where = os.path.realpath(os.path.join(checkout, declared.cwd) if declared.cwd else checkout)
+            if os.path.realpath(run["cwd"]) != where:
+                return False, [f"run {run['id']} ran in {run['cwd']}, but target {target} runs in {where} by the "
+                               f"proctor.toml of the job's checkpoint; a check is graded where it was declared"]
         return True, [f"{target} passed in run {run['id']} ({run['output_ref']}), on the tree graded"]
     if kind == "paths":
         expect = goal["expect"]
@@ -335,9 +403,9 @@ def _grade_goal(conn, job: dict, goal: dict, observed: Observed | None, short: s
         f"could not make fails the goal rather than pass it"]
 
 
-def _target_command(job: dict, target: str, fallback: str) -> str | None:
-    """The target's command as the job's checkpoint declared it (its committed proctor.toml),
-    else as the working tree's proctor.toml has it now."""
+def _target_spec(job: dict, target: str, fallback: str):
+    """The target as the job's checkpoint declared it (its committed proctor.toml), else as
+    the working tree's proctor.toml has it now; None when neither declares it."""
     from proctor import config as config_mod
 
     checkout = _checkout_of(job, fallback)
@@ -347,9 +415,8 @@ def _target_command(job: dict, target: str, fallback: str) -> str | None:
         if proc.returncode == 0:
             spec = config_mod.parse(proc.stdout, config_mod.CONFIG_NAME).targets.get(target)
             if spec is not None:
-                return spec.command
-    spec = config_mod.load(checkout).targets.get(target) if os.path.isdir(checkout) else None
-    return spec.command if spec is not None else None
+                return spec
+    return config_mod.load(checkout).targets.get(target) if os.path.isdir(checkout) else None
 
 
 def _changed_after(observed: Observed | None, run: dict) -> list[str]:

@@ -21,21 +21,15 @@ RUNNING, DECLARED, NO_RETURN = "running", "declared", "no_return"
 HOLDER_SESSION = "session"
 
 
-def checkout_gone(path: str, cache: dict[str, bool | None]) -> bool | None:
+def checkout_gone(path: str, cache: dict[str, bool | None], repository: str | None = None) -> bool | None:
     """True gone, False present, None undecidable. A checkout is gone when nothing is at its
-    path, when something other than a directory is, or when the directory there holds no
-    `.git` (removed and made again, it is not the checkout the job was taken in). A path that
-    cannot be read (a mount, a permission) is undecidable."""
+    path, or something else is: not a directory (a file, a symbolic link), a directory with no
+    git directory (`.git` missing, empty, or naming one that is not there), or a checkout of
+    another repository (its objects do not hold `repository`, this store's root commit). A
+    path that cannot be read (a mount, a permission) is undecidable."""
     if path not in cache:
-        import stat
-
         try:
-            info = os.stat(path)
-            if not stat.S_ISDIR(info.st_mode):
-                cache[path] = True
-            else:
-                os.lstat(os.path.join(path, ".git"))
-                cache[path] = False
+            cache[path] = _gone(path, repository)
         except (FileNotFoundError, NotADirectoryError):
             cache[path] = True
         except OSError:
@@ -43,7 +37,47 @@ def checkout_gone(path: str, cache: dict[str, bool | None]) -> bool | None:
     return cache[path]
 
 
-def candidates(conn: sqlite3.Connection, stale_after: float, at: float) -> list[tuple[str, str]]:
+def _gone(path: str, repository: str | None) -> bool:
+    import stat
+
+    info = os.lstat(path)
+    if not stat.S_ISDIR(info.st_mode):
+        return True  # a file or a symbolic link where the checkout was: nobody works there
+    dot = os.path.join(path, ".git")
+    dot_info = os.lstat(dot)
+    if stat.S_ISDIR(dot_info.st_mode):
+        git_dir = dot
+    elif stat.S_ISREG(dot_info.st_mode):
+        with open(dot, encoding="utf-8", errors="replace") as handle:
+            first = handle.readline().strip()
+        if not first.startswith("gitdir:"):
+            return True
+        git_dir = os.path.normpath(os.path.join(path, first[len("gitdir:"):].strip()))
+    else:
+        return True
+    if not os.path.isfile(os.path.join(git_dir, "HEAD")):
+        return True
+    if repository is None:
+        return False
+    from proctor.paths import _common_dir, has_object
+
+    if has_object(os.path.join(_common_dir(git_dir), "objects"), repository):
+        return False
+    import subprocess
+
+    asked = subprocess.run(["git", "cat-file", "-e", repository], cwd=path, capture_output=True,
+                           env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_NO_REPLACE_OBJECTS": "1"})
+    return asked.returncode != 0
+
+
+def repository_of(state_dir: str) -> str | None:
+    """The root commit a store is keyed by, from its directory's name (None before a commit)."""
+    name = os.path.basename(os.path.normpath(state_dir))
+    return name if len(name) in (40, 64) and not name.strip("0123456789abcdef") else None
+
+
+def candidates(conn: sqlite3.Connection, stale_after: float, at: float,
+               repository: str | None = None) -> list[tuple[str, str]]:
     """(job id, reason) for every job the rules end now, cascade included."""
     ended: dict[str, str] = {}
     gone_cache: dict[str, bool | None] = {}
@@ -51,7 +85,7 @@ def candidates(conn: sqlite3.Connection, stale_after: float, at: float) -> list[
         "SELECT id, checkout_root FROM jobs WHERE live = 1 AND state = ? AND checkout_root IS NOT NULL "
         "AND holder = ?", (RUNNING, HOLDER_SESSION),
     ):
-        if checkout_gone(checkout, gone_cache):
+        if checkout_gone(checkout, gone_cache, repository):
             ended[job_id] = f"taken in {checkout}, which no longer exists"
     if stale_after > 0:
         cutoff = iso(at - stale_after)
@@ -109,7 +143,7 @@ def end(conn: sqlite3.Connection, state_dir: str, stale_after: float, at: float)
 
     found: list[tuple[str, str]] = []
     while True:
-        batch = candidates(conn, stale_after, at)
+        batch = candidates(conn, stale_after, at, repository_of(state_dir))
         if not batch:
             return found
         for job_id, reason in batch:

@@ -90,8 +90,21 @@ def handed_digests(root: str, limit: int = 5000) -> dict[str, str]:
     out: dict[str, str] = {}
     for raw in (changed + untracked)[:limit]:
         rel = raw.decode("utf-8", "surrogateescape")
-        out[rel] = file_digest(os.path.join(root, rel), hashlib)
+        out[rel] = handed_digest(os.path.join(root, rel))
     return out
+
+
+def handed_digest(path: str) -> str:
+    """What a handed path holds, a symbolic link as its own (its target's text), never the
+    file it leads to: `link:<sha256>`, else as file_digest."""
+    import hashlib
+
+    try:
+        if os.path.islink(path):
+            return "link:" + hashlib.sha256(os.fsencode(os.readlink(path))).hexdigest()
+    except OSError:
+        return "unreadable"
+    return file_digest(path)
 
 
 def file_digest(path: str, hashlib=None) -> str:
@@ -142,12 +155,17 @@ def digest_of(entries: dict[bytes, bytes]) -> str:
     return h.hexdigest()[:32]
 
 
+# `git ls-files -s --debug -z`: an entry, then its cached stat data.
+_INDEX_ENTRY = __import__("re").compile(
+    rb"(\d{6}) ([0-9a-f]+) (\d)\t([^\0]*)\0  ctime: (\d+):(\d+)\n  mtime: (\d+):(\d+)\n"
+    rb"  dev: (\d+)\tino: (\d+)\n  uid: \d+\tgid: \d+\n  size: (\d+)\tflags: [0-9a-f]+\n")
+
 # A file whose status changed this recently may change again within the filesystem's timestamp
 # granularity without its status moving: its hash is never reused (git's "racily clean").
 RACY_SECONDS = 2.0
 
 
-def tree_entries(root: str, hashed: dict | None = None) -> dict[bytes, bytes]:
+def tree_entries(root: str, hashed: dict | None = None, stale: list | None = None) -> dict[bytes, bytes]:
     """The identity of the work tree's CONTENT: every tracked and untracked, non-ignored
     file's path, mode and git blob id, hashed together. Unlike a checkpoint it does not move
     when the same content is committed, and unlike a file's mtime it cannot be set back: a
@@ -155,7 +173,8 @@ def tree_entries(root: str, hashed: dict | None = None) -> dict[bytes, bytes]:
 
     Unchanged tracked files are taken from the index (git's own stat cache); changed and
     untracked ones are hashed as `git add` would (`hash-object --stdin-paths`, filters
-    applied, nothing written). Raises ProctorError when git cannot read the tree.
+    applied, nothing written). Raises ProctorError when git cannot read the tree. `stale`,
+    given, receives the tracked paths whose file differs from the index's blob.
 
     `hashed`, given, is a memo shared by calls on one tree (a run's before and after): a file
     whose inode, size, mtime and ctime are unchanged since it was hashed, and whose status
@@ -164,22 +183,52 @@ def tree_entries(root: str, hashed: dict | None = None) -> dict[bytes, bytes]:
     import stat
     import time
 
-    staged = git.start(root, "ls-files", "-s", "-z")
-    # core.fileMode pinned on: a mode changed on disk is a change whatever the checkout's config
-    changed = git.start(root, "-c", "core.fileMode=true", "diff-files", "--name-only", "-z")
+    staged = git.start(root, "ls-files", "-s", "--debug", "-z")
     others = git.start(root, "ls-files", "--others", "--exclude-standard", "-z")
     entries: dict[bytes, bytes] = {}
-    for record in git.finish(staged, "ls-files").split(b"\0"):
-        if not record:
+    index_blobs: dict[bytes, bytes] = {}
+    rehash: list[bytes] = []
+    base = os.fsencode(root)
+    # git's own stat check is not trusted: a checkout's config can turn parts of it off
+    # (core.trustctime, core.checkStat, core.fileMode, a flag on the entry), and without
+    # nanoseconds it cannot see a rewrite of the same size within the second its mtime is
+    # set back to. Every entry's stat data, nanoseconds included, is held to the file's here,
+    # and an entry as new as the index itself is racy and hashed again, as git would.
+    try:
+        from proctor.paths import find_checkout
+
+        index_mtime = os.stat(os.path.join(find_checkout(root).git_dir, "index")).st_mtime_ns
+    except (OSError, ProctorError):
+        index_mtime = 0
+    listing = git.finish(staged, "ls-files")
+    matches = list(_INDEX_ENTRY.finditer(listing))
+    if len(matches) != listing.count(b"\0  ctime: "):
+        raise ProctorError(f"the index of {root} could not be read entry by entry (git ls-files --debug)")
+    for match in matches:
+        mode, blob, stage, path = match.group(1), match.group(2), match.group(3), match.group(4)
+        if stage != b"0":
+            rehash.append(path)
             continue
-        meta, _, path = record.partition(b"\t")
-        mode, blob, stage = meta.split(b" ")
-        if stage == b"0":
-            entries[path] = mode + b" " + blob
-    rehash = [p for p in git.finish(changed, "diff-files").split(b"\0") if p]
+        entries[path] = mode + b" " + blob
+        index_blobs[path] = blob
+        if mode == b"160000":
+            continue
+        ctime = int(match.group(5)) * 1_000_000_000 + int(match.group(6))
+        mtime = int(match.group(7)) * 1_000_000_000 + int(match.group(8))
+        try:
+            info = os.lstat(os.path.join(base, path))
+        except OSError:
+            rehash.append(path)
+            continue
+        on_disk = (b"120000" if stat.S_ISLNK(info.st_mode) else
+                   b"100755" if stat.S_ISREG(info.st_mode) and info.st_mode & 0o100 else
+                   b"100644" if stat.S_ISREG(info.st_mode) else b"other")
+        if (on_disk != mode or info.st_ctime_ns != ctime or info.st_mtime_ns != mtime
+                or info.st_ino % 2**32 != int(match.group(10)) or info.st_size % 2**32 != int(match.group(11))
+                or mtime >= index_mtime):
+            rehash.append(path)
     rehash += [p for p in git.finish(others, "ls-files").split(b"\0") if p]
     files: list[bytes] = []
-    base = os.fsencode(root)
     for path in dict.fromkeys(rehash):
         full = os.path.join(base, path)
         try:
@@ -204,13 +253,28 @@ def tree_entries(root: str, hashed: dict | None = None) -> dict[bytes, bytes]:
                 if hashed is not None and time.time() - info.st_ctime_ns / 1e9 > RACY_SECONDS:
                     hashed[path] = (key, None)  # filled once hashed below
         elif stat.S_ISDIR(info.st_mode) and entries.get(path, b"").startswith(b"160000"):
-            continue  # a submodule: its recorded commit stands
+            continue  # a submodule: read below, whether git calls it changed or not
         else:
             entries[path] = b"dir" if stat.S_ISDIR(info.st_mode) else b"special"
+    for path, entry in list(entries.items()):
+        if entry.startswith(b"160000") and os.path.isdir(os.path.join(base, path, b".git")) or \
+                entry.startswith(b"160000") and os.path.isfile(os.path.join(base, path, b".git")):
+            # a checked-out submodule: what it holds, not only the commit recorded for it (its
+            # own config can tell git to ignore its changes)
+            inner = os.fsdecode(os.path.join(base, path))
+            try:
+                entries[path] = entry + b" " + (git.head(inner) or "").encode() + b" " + \
+                    digest_of(tree_entries(inner)).encode()
+            except ProctorError:
+                entries[path] = entry + b" unreadable"
     if files:
-        listed = b"".join(os.path.join(base, p) + b"\n" for p in files if b"\n" not in p)
+        # paths relative to the root, as git run there names them: an absolute path misses every
+        # .gitattributes pattern with a slash in it, and with it the filters git add applies
+        listed = b"".join(p + b"\n" for p in files if b"\n" not in p)
         blobs = git.run(root, "hash-object", "--stdin-paths", input=listed).stdout.split()
         for path, blob in zip([p for p in files if b"\n" not in p], blobs):
+            if stale is not None and path in index_blobs and index_blobs[path] != blob:
+                stale.append(path)
             entries[path] += b" " + blob
             if hashed is not None and path in hashed and hashed[path][1] is None:
                 hashed[path] = (hashed[path][0], blob)

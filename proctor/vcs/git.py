@@ -23,6 +23,10 @@ _PINNED = (
     "-c", "diff.mnemonicPrefix=false",
     "-c", "diff.relative=false",
     "-c", "color.ui=false",
+    # and the stat checks that decide whether a file changed: a holder's config must not make
+    # git call a rewritten file clean (an mtime set back, with ctime or checkStat turned off)
+    "-c", "core.trustctime=true",
+    "-c", "core.checkStat=default",
 )
 
 

@@ -40,11 +40,12 @@ def check(ctx) -> list[tuple[str, str]]:
         return []
     lease = job["id"]
     findings = []
-    for words in ctx.proctor_environments() if ctx.proctor_commands() else ():
+    for words in _environments(ctx):
         changed = _baggage_change(words, lease)
         if changed:
-            findings.append(("rule", f"{changed}: a session holding {lease} runs proctor as {lease}; the lease in "
-                                     f"its environment is not the session's to change"))
+            findings.append(("rule", f"{changed}: a session holding {lease} runs everything as {lease} (any "
+                                     f"program can run proctor); the lease in its environment is not the "
+                                     f"session's to change"))
             break
     changed_env = _check_environment(ctx)
     if changed_env:
@@ -106,6 +107,20 @@ def check(ctx) -> list[tuple[str, str]]:
                 findings.append(("rule", f"proctor job wait {target}: a session holding {lease} waits only on "
                                          f"jobs forked beneath it; verifying {target} is its forking session's"))
     return findings
+
+
+def _environments(ctx) -> list[list[str]]:
+    """The words before every command of the call (assignments, env and its options), and every
+    command that unsets or exports a variable."""
+    out = []
+    for with_wrappers, argv, _ in ctx.shell_writes.simple:
+        if not argv:
+            continue
+        if argv[0] in ("unset", "export", "declare", "typeset", "readonly", "local"):
+            out.append(argv)
+        else:
+            out.append(with_wrappers[:len(with_wrappers) - len(argv)])
+    return out
 
 
 def _check_environment(ctx) -> str | None:
