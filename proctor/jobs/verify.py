@@ -28,6 +28,7 @@ class Observed:
     changed: list[str] = field(default_factory=list)  # every path that differs, untracked included
     footprint: dict[str, dict] = field(default_factory=dict)
     error: str | None = None  # why the diff could not be read
+    tree: object = None  # evidence.Tree of the checkout, its digest read with the diff
 
 
 @dataclass
@@ -93,7 +94,10 @@ def observe(checkout: str, revision: str | None, handed: dict[str, str] | None =
     except errors.ProctorError as exc:
         seen.error = f"the diff since {revision[:12]} could not be read in {checkout}: {exc.message}"
         return seen
-    hidden = hidden_from_git(checkout, sorted(set(tracked) | set(untracked)))
+    from proctor.jobs.evidence import Tree
+
+    seen.tree = Tree(os.path.realpath(checkout))
+    hidden = hidden_from_git(checkout, sorted(set(tracked) | set(untracked)), seen.tree)
     if hidden:
         shown = "; ".join(hidden[:5]) + (f"; and {len(hidden) - 5} more" if len(hidden) > 5 else "")
         seen.error = (f"the tree git reports in {checkout} is not the files on disk ({shown}): a check runs on "
@@ -115,7 +119,7 @@ def observe(checkout: str, revision: str | None, handed: dict[str, str] | None =
     return seen
 
 
-def hidden_from_git(checkout: str, changed: list[str]) -> list[str]:
+def hidden_from_git(checkout: str, changed: list[str], tree=None) -> list[str]:
     """Where the files on disk differ from what git reports for them, each with its remedy. A
     check runs on the disk; a diff and a commit read git's account. Found: entries flagged
     skip-worktree or assume-unchanged whose file differs on disk or is missing from it; with
@@ -175,8 +179,12 @@ def hidden_from_git(checkout: str, changed: list[str]) -> list[str]:
     # or ctime checks turned off): the file differs from the index, and git says it does not
     from proctor.vcs.checkpoint import tree_entries
 
+    from proctor.vcs.checkpoint import digest_of
+
     stale: list[bytes] = []
-    tree_entries(checkout, stale=stale)
+    digest = digest_of(tree_entries(checkout, stale=stale))
+    if tree is not None:
+        tree.digest, tree.error, tree._read = digest, None, True  # read once, for the check goals too
     if stale:
         seen_by_git = set(git.run(checkout, "diff-files", "--name-only", "-z").stdout.split(b"\0"))
         for path in stale:
@@ -197,23 +205,22 @@ def _not_reproducible(checkout: str, changed: list[str]) -> dict[bytes, str]:
     """Changed files git would store as something that does not check out as the file: where
     a clean filter or ident applies and what it stores, smudged back, is not the file's bytes.
     Line-ending conversion alone changes nothing a check reads, and is not looked into."""
-    names = [os.fsencode(p) for p in changed]
+    listed = "".join(f"{p}\0" for p in changed).encode("utf-8", "surrogateescape")
+    attrs = git.run(checkout, "check-attr", "-z", "--stdin", "filter", "ident", input=listed).stdout.split(b"\0")
+    converted = sorted({attrs[i].decode("utf-8", "surrogateescape") for i in range(0, len(attrs) - 2, 3)
+                        if attrs[i + 2] not in (b"unspecified", b"unset", b"")})
+    if not converted:
+        return {}
+    names = [os.fsencode(p) for p in converted]
     raw = _hash(checkout, names, "--no-filters")
     clean = _hash(checkout, names)
-    differs = [(p, os.path.join(checkout, p)) for p, a, b in zip(changed, raw, clean) if a != b]
-    if not differs:
-        return {}
-    listed = "".join(f"{p}\0" for p, _ in differs).encode("utf-8", "surrogateescape")
-    attrs = git.run(checkout, "check-attr", "-z", "--stdin", "filter", "ident", input=listed).stdout.split(b"\0")
-    converted = {attrs[i].decode("utf-8", "surrogateescape") for i in range(0, len(attrs) - 2, 3)
-                 if attrs[i + 2] not in (b"unspecified", b"unset", b"")}
     out: dict[bytes, str] = {}
-    for rel, path in differs:
-        if rel not in converted:
+    for rel, a, b in zip(converted, raw, clean):
+        if a == b:
             continue
         blob = git.run(checkout, "hash-object", "-w", "--", rel).stdout.strip().decode()
         back = git.run(checkout, "cat-file", "--filters", f"--path={rel}", blob, check=False)
-        with open(path, "rb") as handle:
+        with open(os.path.join(checkout, rel), "rb") as handle:
             if back.returncode != 0 or back.stdout != handle.read():
                 out[os.fsencode(rel)] = ("a clean filter or ident stores something that does not check out as "
                                         "this file; git's commit would not hold what the check ran on")
@@ -298,7 +305,7 @@ def grade(conn: sqlite3.Connection, job: dict, fallback_checkout: str, state_dir
         or ["no descendant is live"]))
 
     evidence_runs = evidence.cited(conn, result)
-    tree = evidence.Tree(observed.checkout) if observed is not None else None
+    tree = (observed.tree or evidence.Tree(observed.checkout)) if observed is not None else None
     goal_ok: dict[str, bool] = {}
     for goal in _in_dependency_order(goal_list(job)):
         failed_prereqs = [d for d in goal.get("depends_on") or () if not goal_ok.get(d, False)]

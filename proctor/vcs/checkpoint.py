@@ -189,6 +189,8 @@ def tree_entries(root: str, hashed: dict | None = None, stale: list | None = Non
     index_blobs: dict[bytes, bytes] = {}
     rehash: list[bytes] = []
     base = os.fsencode(root)
+    prefix = base.rstrip(b"/") + b"/"
+    looked: dict[bytes, os.stat_result] = {}  # what the stat check read, not read twice
     # git's own stat check is not trusted: a checkout's config can turn parts of it off
     # (core.trustctime, core.checkStat, core.fileMode, a flag on the entry), and without
     # nanoseconds it cannot see a rewrite of the same size within the second its mtime is
@@ -216,7 +218,7 @@ def tree_entries(root: str, hashed: dict | None = None, stale: list | None = Non
         ctime = int(match.group(5)) * 1_000_000_000 + int(match.group(6))
         mtime = int(match.group(7)) * 1_000_000_000 + int(match.group(8))
         try:
-            info = os.lstat(os.path.join(base, path))
+            info = os.lstat(prefix + path)
         except OSError:
             rehash.append(path)
             continue
@@ -227,12 +229,13 @@ def tree_entries(root: str, hashed: dict | None = None, stale: list | None = Non
                 or info.st_ino % 2**32 != int(match.group(10)) or info.st_size % 2**32 != int(match.group(11))
                 or mtime >= index_mtime):
             rehash.append(path)
+            looked[path] = info
     rehash += [p for p in git.finish(others, "ls-files").split(b"\0") if p]
     files: list[bytes] = []
     for path in dict.fromkeys(rehash):
-        full = os.path.join(base, path)
+        full = prefix + path
         try:
-            info = os.lstat(full)
+            info = looked.get(path) or os.lstat(full)
         except FileNotFoundError:
             entries.pop(path, None)  # deleted from the work tree
             continue
