@@ -777,3 +777,117 @@ def test_a_submodule_is_digested_by_what_it_holds(tmp_path):
     git(root, "config", "submodule.lib.ignore", "all")  # git is told to look away
     assert subprocess.run(["git", "diff", "--quiet"], cwd=root).returncode == 0
     assert checkpoint.tree_digest(root) != before
+
+
+# -- a third adversary's breaks ----------------------------------------------------------------
+
+
+def _as_worker(cwd: str, script: str, job: str) -> subprocess.CompletedProcess:
+    """`script` run by a shell started with BAGGAGE naming `job`, as an agent's is; `; exit $?`
+    keeps the shell the parent of what it runs."""
+    env = {**os.environ, "BAGGAGE": f"proctor.lease={job}",
+           "PATH": f"{os.path.dirname(os.sys.executable)}:{os.environ['PATH']}"}
+    return subprocess.run(["sh", "-c", script + "; exit $?"], cwd=cwd, env=env, capture_output=True, text=True)
+
+
+def test_a_worker_stays_its_job_after_filing(world):
+    """Filed (exited), the job still is the worker's: a process beneath it that clears BAGGAGE
+    cannot record its own pass, nor act as the orchestrator."""
+    root, holder = _taken(world)
+    write(os.path.join(holder, "src", "a.py"), "no = 1\n")
+    made = run("test", holder)
+    assert file("feat", holder, cite(made)) == (True, "")
+    record = json.dumps({"id": "feat", "write_paths": ["src/a.py"], "check": "test", "state": "pass"})
+    forged = _as_worker(root, f"printf '%s' '{record}' | BAGGAGE= proctor job fork --stdin", "feat")
+    assert forged.returncode == 1 and "PRC3042" in forged.stderr, forged.stderr
+    orchestrate = _as_worker(root, f"printf '%s' '{record}' | BAGGAGE= proctor job fork --stdin --orchestrator",
+                             "feat")
+    assert orchestrate.returncode == 1 and "refused --orchestrator" in orchestrate.stderr
+    assert job_row(root, "feat")["state"] == "exited"
+
+
+def test_an_inherited_job_is_not_traded_for_the_checkouts_record(world):
+    """A worker of feat in a checkout bound to another job acts as feat there, not as that job."""
+    root, holder = _taken(world)
+    api.fork({"id": "mine", "write_paths": ["src/b.py"], "check": "test"}, cwd=root)
+    api.exec_job("mine", cwd=root, environ={})
+    ended = _as_worker(root, "BAGGAGE= proctor job exit mine", "feat")
+    assert ended.returncode == 1 and "PRC3042" in ended.stderr, ended.stderr
+    assert job_row(root, "mine")["state"] == "running"
+
+
+def test_what_git_does_not_list_fails_the_job(world):
+    """An untracked nested repository and a submodule directory never checked out hold files no
+    git listing shows: they are digested by what they hold, and a job whose tree has them fails."""
+    root, holder = _taken(world)
+    write(os.path.join(holder, "src", "a.py"), "ok = 1\n")
+    make_repo(__import__("pathlib").Path(holder) / "src" / "vendor")
+    made = run("test", holder)
+    assert file("feat", holder, cite(made)) == (True, "")
+    _wait_fails_naming(root, "an untracked nested repository")
+
+
+def test_a_submodule_directory_not_checked_out_holds_no_hidden_files(tmp_path):
+    from proctor.jobs.verify import hidden_from_git
+    from proctor.vcs import checkpoint
+
+    lib = make_repo(tmp_path / "lib")
+    app = make_repo(tmp_path / "app")
+    git(app, "-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "lib")
+    git(app, "commit", "-qm", "lib")
+    wt = str(tmp_path / "wt")
+    git(app, "worktree", "add", "-q", wt)  # submodules are not checked out in a new worktree
+    assert os.listdir(os.path.join(wt, "lib")) == []
+    before = checkpoint.tree_digest(wt)
+    write(os.path.join(wt, "lib", "planted.py"), "x = 1\n")
+    assert git(wt, "status", "--porcelain") == "", "git lists nothing"
+    assert checkpoint.tree_digest(wt) != before
+    assert any("not checked out" in h for h in hidden_from_git(wt, []))
+
+
+def test_links_and_names_the_filters_cannot_check(world, tmp_path):
+    root, holder = _taken(world)
+    os.remove(os.path.join(holder, "src", "a.py"))
+    os.symlink(tmp_path / "gone.py", os.path.join(holder, "src", "a.py"))  # dangling, out of the tree
+    info = git(holder, "rev-parse", "--git-path", "info/attributes").strip()
+    write(os.path.join(holder, info), "* ident\n")
+    write(os.path.join(holder, "src", "x\ny.py"), "# $Id: ok $\n")
+    from proctor.jobs.verify import hidden_from_git
+
+    found = "\n".join(hidden_from_git(holder, ["src/a.py", "src/x\ny.py"]))
+    assert "a symbolic link out of the checkout" in found and "a name holding a newline" in found, found
+
+
+def test_honest_sparse_and_ident_checkouts_pass(world, tmp_path):
+    """False rejections: a checkout taken sparse leaves files out by design; an edited file under
+    `ident` still carries its old blob's id until git checks it out again."""
+    root, _, _ = world
+    write(os.path.join(root, "lib", "keep.c"), "/* $Id$ */\nint x = 1;\n")
+    write(os.path.join(root, ".gitattributes"), "*.c ident\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "c with ident")
+    sparse = str(tmp_path / "sparse")
+    git(root, "worktree", "add", "-q", "--no-checkout", sparse)
+    git(sparse, "sparse-checkout", "set", "src")
+    git(sparse, "checkout", "-q")
+    assert not os.path.exists(os.path.join(sparse, "lib", "keep.c"))
+    api.fork({"id": "feat", "write_paths": ["src/a.py"], "check": "test"}, cwd=root)
+    api.exec_job("feat", cwd=sparse)
+    write(os.path.join(sparse, "src", "a.py"), "ok = 1\n")
+    made = run("test", sparse)
+    assert file("feat", sparse, cite(made)) == (True, "")
+    assert api.wait_job("feat", cwd=root, lease=api.ORCHESTRATOR)["job"]["state"] == "pass"
+    # ident: the holder edits another line of an ident file in a full checkout
+    full = str(tmp_path / "full")
+    git(root, "worktree", "add", "-q", full)
+    api.fork({"id": "c", "write_paths": ["lib/keep.c", "src/a.py"], "check": "test"}, cwd=root)
+    api.exec_job("c", cwd=full)
+    with open(os.path.join(full, "lib", "keep.c")) as handle:
+        text = handle.read()
+    assert "$Id: " in text
+    write(os.path.join(full, "lib", "keep.c"), text.replace("int x = 1;", "int x = 2;"))
+    write(os.path.join(full, "src", "a.py"), "ok = 1\n")
+    made = run("test", full)
+    assert file("c", full, {"run": made["id"], "output_ref": made["output_ref"]}) == (True, "")
+    waited = api.wait_job("c", cwd=root, lease=api.ORCHESTRATOR)
+    assert waited["job"]["state"] == "pass", json.dumps(waited["grade"], indent=1)

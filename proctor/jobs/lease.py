@@ -66,7 +66,7 @@ class Caller:
 
     def remedy(self) -> str:
         """For a lease read from the checkout's record: the ways out that hurt nobody."""
-        if not self.from_checkout:
+        if not self.from_checkout or self.inherited:
             return ""
         return (f". If you are not {self.lease}'s holder: take jobs in worktrees of their own (proctor job exec "
                 f"<id> --worktree ../<dir>), or act as the orchestrator explicitly with --orchestrator (the guard "
@@ -113,11 +113,21 @@ def resolve(conn: sqlite3.Connection | None, root: str, flag: str | None = None,
             check_job_id(claim, "BAGGAGE proctor.lease")
     inherited = _inherited_claim(conn)
     via = None
-    if inherited and inherited[0] != claim and not (claim and conn is not None
-                                                     and inherited[0] in rows.ancestors(conn, claim)):
-        # a process started under a job (its BAGGAGE, read from /proc) whose own claim was
-        # unset or changed: it still works that job, or a job beneath it; nothing else
-        claim, via = inherited[0], inherited[1]
+    within = None
+    if inherited:
+        # A process started under a job (BAGGAGE, read from /proc for the outermost ancestor
+        # that names a live one) works that job, or one beneath it, whatever it or a process
+        # between unsets or claims: a claim outside it is overruled, and so is the record of a
+        # checkout bound to a job outside it.
+        outer, via = inherited
+
+        def within(job: str) -> bool:
+            return job == outer or (conn is not None and outer in rows.ancestors(conn, job))
+
+        if claim is None or not within(claim):
+            claim = outer
+        else:
+            via = None  # its own claim, beneath the inherited job, answers as a claim does
     # A checkout's binding holds only while its job is in flight (declared or running): once
     # the holder exited, or the job ended, the checkout is free and the next exec takes the
     # next job. BAGGAGE is the caller's own claim: it answers when no record does, and a
@@ -125,6 +135,8 @@ def resolve(conn: sqlite3.Connection | None, root: str, flag: str | None = None,
     checkout = os.path.realpath(root)
     bound = rows.bound_job(conn, checkout_scope(root)) if conn is not None else None
     if bound and claim and claim != bound:
+        if within is not None and not within(bound):
+            return Caller(claim, "contested", user, checkout, claim, inherited=inherited[1])
         return Caller(bound, "contested", user, checkout, claim)
     if claim:
         return Caller(claim, "env", user, inherited=via)
@@ -134,35 +146,38 @@ def resolve(conn: sqlite3.Connection | None, root: str, flag: str | None = None,
 
 
 def _inherited_claim(conn: sqlite3.Connection | None) -> tuple[str, str] | None:
-    """(job, "process <pid> (<name>)") for the nearest ancestor process that was started with
-    BAGGAGE naming a job in flight, read from /proc (the environment a process was started
-    with, which it cannot unset for its parent). None elsewhere, or when no ancestor has one."""
+    """(job, "process <pid> (<name>)") for the OUTERMOST ancestor process that was started with
+    BAGGAGE naming a live job (declared, running, or exited and waiting to be verified), read
+    from /proc: the environment a process was started with, which nothing beneath it can
+    unset. The outermost, since a process beneath could start a child with a BAGGAGE of its
+    choosing. None elsewhere, or when no ancestor has one."""
     if conn is None or not os.path.isdir("/proc/self"):
         return None
     pid = os.getppid()
-    for _ in range(64):
+    found = None
+    for _ in range(128):
         if pid <= 1:
-            return None
+            break
         try:
             with open(f"/proc/{pid}/environ", "rb") as handle:
                 environ = handle.read()
             with open(f"/proc/{pid}/stat", "rb") as handle:
                 stat = handle.read()
         except OSError:
-            return None
+            break
         for item in environ.split(b"\0"):
             if item.startswith(b"BAGGAGE="):
                 job = parse_baggage(item[8:].decode("utf-8", "replace")).get(BAGGAGE_KEY)
                 if job:
                     row = conn.execute("SELECT state FROM jobs WHERE id = ?", (job,)).fetchone()
-                    if row and row[0] in ("declared", "running"):
+                    if row and row[0] in ("declared", "running", "exited"):
                         name = stat[stat.find(b"(") + 1:stat.rfind(b")")].decode("utf-8", "replace")
-                        return job, f"process {pid} ({name})"
+                        found = (job, f"process {pid} ({name})")
         try:
             pid = int(stat[stat.rfind(b")") + 2:].split()[1])
         except (ValueError, IndexError):
-            return None
-    return None
+            break
+    return found
 
 
 def _orchestrator(conn: sqlite3.Connection | None, root: str, env, user: str) -> Caller:

@@ -69,6 +69,9 @@ def exec_job(ws: Workspace, job_id: str, caller: Caller, worktree: str | None = 
     root = os.path.realpath(ws.root)
     taken = vcs_checkpoint.take(ws.root)
     base = taken.name if taken.revision else None
+    from proctor.vcs import git
+
+    sparse = git.run(ws.root, "config", "--bool", "core.sparseCheckout", check=False).stdout.strip() == b"true"
     notes: list[str] = []
     with ws.store.write() as conn:
         job = _get_live(conn, job_id, "exec")
@@ -96,6 +99,8 @@ def exec_job(ws: Workspace, job_id: str, caller: Caller, worktree: str | None = 
             job["base"] = base
             job["base_diverges"] = bool(job.get("checkpoint")) and base != job.get("checkpoint")
             job["checkout_root"] = root
+            # a sparse checkout leaves files out by design; one made sparse later hides them
+            job["sparse"] = sparse
             job["state"] = RUNNING
             job["taken"] = iso(at)
             nonce = _mint_nonce(job)

@@ -72,7 +72,8 @@ class Grade:
         }
 
 
-def observe(checkout: str, revision: str | None, handed: dict[str, str] | None = None) -> Observed:
+def observe(checkout: str, revision: str | None, handed: dict[str, str] | None = None,
+            sparse: bool = False) -> Observed:
     """The diff of `checkout`'s work tree since `revision`, untracked files included, less the
     uncommitted work the job was HANDED (paths still holding what they held at fork)."""
     seen = Observed(checkout, revision)
@@ -90,14 +91,15 @@ def observe(checkout: str, revision: str | None, handed: dict[str, str] | None =
         others = git.start(checkout, "ls-files", "--others", "--exclude-standard", "-z")
         tracked = [p.decode("utf-8", "surrogateescape") for p in git.finish(names, "diff").split(b"\0") if p]
         hunks = git.parse_hunks(git.finish(patch, "diff"))
-        untracked = [p.decode("utf-8", "surrogateescape") for p in git.finish(others, "ls-files").split(b"\0") if p]
+        untracked = [p.decode("utf-8", "surrogateescape").rstrip("/")
+                     for p in git.finish(others, "ls-files").split(b"\0") if p]
     except errors.ProctorError as exc:
         seen.error = f"the diff since {revision[:12]} could not be read in {checkout}: {exc.message}"
         return seen
     from proctor.jobs.evidence import Tree
 
     seen.tree = Tree(os.path.realpath(checkout))
-    hidden = hidden_from_git(checkout, sorted(set(tracked) | set(untracked)), seen.tree)
+    hidden = hidden_from_git(checkout, sorted(set(tracked) | set(untracked)), seen.tree, sparse)
     if hidden:
         shown = "; ".join(hidden[:5]) + (f"; and {len(hidden) - 5} more" if len(hidden) > 5 else "")
         seen.error = (f"the tree git reports in {checkout} is not the files on disk ({shown}): a check runs on "
@@ -119,7 +121,7 @@ def observe(checkout: str, revision: str | None, handed: dict[str, str] | None =
     return seen
 
 
-def hidden_from_git(checkout: str, changed: list[str], tree=None) -> list[str]:
+def hidden_from_git(checkout: str, changed: list[str], tree=None, sparse: bool = False) -> list[str]:
     """Where the files on disk differ from what git reports for them, each with its remedy. A
     check runs on the disk; a diff and a commit read git's account. Found: entries flagged
     skip-worktree or assume-unchanged whose file differs on disk or is missing from it; with
@@ -134,18 +136,23 @@ def hidden_from_git(checkout: str, changed: list[str], tree=None) -> list[str]:
     mode_blind = git.run(checkout, "config", "--bool", "core.fileMode", check=False).stdout.strip() == b"false"
     found: dict[bytes, str] = {}
     index: dict[bytes, tuple[bytes, bytes]] = {}
-    if flagged or mode_blind:
-        for record in git.run(checkout, "ls-files", "-s", "-z").stdout.split(b"\0"):
-            meta, _, path = record.partition(b"\t")
-            if path and meta.endswith(b" 0"):
-                mode, blob, _stage = meta.split(b" ")
-                index[path] = (mode, blob)
+    for record in git.run(checkout, "ls-files", "-s", "-z").stdout.split(b"\0"):
+        meta, _, path = record.partition(b"\t")
+        if path and meta.endswith(b" 0"):
+            mode, blob, _stage = meta.split(b" ")
+            index[path] = (mode, blob)
+            if mode == b"160000":
+                inner = os.path.join(base, path)
+                if not os.path.lexists(os.path.join(inner, b".git")) and os.path.isdir(inner) and os.listdir(inner):
+                    found[path] = ("files in a submodule's directory that is not checked out, which no git listing "
+                                   "shows and no commit carries; remove them, or git submodule update")
     unflag = "clear the flag: git update-index --no-skip-worktree --no-assume-unchanged"
     present = []
     for path in flagged:
         full = os.path.join(base, path)
         if not os.path.lexists(full):
-            found[path] = f"flagged and missing from disk; {unflag}"
+            if not sparse:  # a sparse checkout taken as one leaves files out by design
+                found[path] = f"flagged and missing from disk; {unflag}"
         elif path in index and b"\n" not in path and os.path.isfile(full) and not os.path.islink(full):
             present.append(path)
     if present:
@@ -169,10 +176,13 @@ def hidden_from_git(checkout: str, changed: list[str], tree=None) -> list[str]:
         full = os.path.join(checkout, rel)
         if os.path.islink(full):
             target = os.path.realpath(full)
-            if os.path.exists(target) and not (target == real_root or target.startswith(real_root + os.sep)):
+            if not (target == real_root or target.startswith(real_root + os.sep)):
                 found[os.fsencode(rel)] = f"a symbolic link out of the checkout, to {target}, whose content no tree holds"
-        elif os.path.isfile(full) and "\n" not in rel:
+        elif os.path.isfile(full):
             regular.append(rel)
+        elif os.path.isdir(full) and os.path.lexists(os.path.join(full, ".git")):
+            found[os.fsencode(rel)] = ("an untracked nested repository, whose files a commit of this checkout "
+                                       "would not carry; make it a submodule, or move it out")
     if regular:
         found.update(_not_reproducible(checkout, regular))
     # a rewrite git's stat check cannot see (the same size, an mtime set back within its second,
@@ -211,20 +221,33 @@ def _not_reproducible(checkout: str, changed: list[str]) -> dict[bytes, str]:
                         if attrs[i + 2] not in (b"unspecified", b"unset", b"")})
     if not converted:
         return {}
-    names = [os.fsencode(p) for p in converted]
-    raw = _hash(checkout, names, "--no-filters")
-    clean = _hash(checkout, names)
     out: dict[bytes, str] = {}
+    for rel in [p for p in converted if "\n" in p]:  # hash-object reads one name per line
+        out[os.fsencode(rel)] = ("a name holding a newline under a clean filter or ident, which git's filters "
+                                 "cannot be checked on; rename it")
+    converted = [p for p in converted if "\n" not in p]
+    names = [os.fsencode(p) for p in converted]
+    raw = _hash(checkout, names, "--no-filters") if names else []
+    clean = _hash(checkout, names) if names else []
     for rel, a, b in zip(converted, raw, clean):
         if a == b:
             continue
         blob = git.run(checkout, "hash-object", "-w", "--", rel).stdout.strip().decode()
         back = git.run(checkout, "cat-file", "--filters", f"--path={rel}", blob, check=False)
         with open(os.path.join(checkout, rel), "rb") as handle:
-            if back.returncode != 0 or back.stdout != handle.read():
+            if back.returncode != 0 or _unident(back.stdout) != _unident(handle.read()):
                 out[os.fsencode(rel)] = ("a clean filter or ident stores something that does not check out as "
                                         "this file; git's commit would not hold what the check ran on")
     return out
+
+
+_IDENT = __import__("re").compile(rb"\$Id: [0-9a-f]{40}(?:[0-9a-f]{24})? \$")
+
+
+def _unident(data: bytes) -> bytes:
+    """`$Id: <blob id> $` as git writes it folded back to `$Id$`: an edited file still carries
+    its old blob's id until git checks it out again. Anything else inside `$Id: $` is content."""
+    return _IDENT.sub(b"$Id$", data)
 
 
 def _line_count(path: str) -> int:
@@ -258,7 +281,8 @@ def grade(conn: sqlite3.Connection, job: dict, fallback_checkout: str, state_dir
     revision = _revision(job)
     short = revision[:8] if revision else "its checkpoint"
     writes = not job.get("read_only")
-    observed = observe(_checkout_of(job, fallback_checkout), revision, job.get("handed")) if writes else None
+    observed = observe(_checkout_of(job, fallback_checkout), revision, job.get("handed"),
+                       bool(job.get("sparse"))) if writes else None
     result = job.get("result")
 
     if observed is not None:

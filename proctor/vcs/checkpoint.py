@@ -80,6 +80,19 @@ def _content_digest(path: bytes) -> bytes:
         return b"unreadable\0"
 
 
+def _directory_digest(path: bytes) -> bytes:
+    """Every file under a directory git does not look into, by path and content (a nested
+    repository, a submodule directory that was never checked out)."""
+    h = hashlib.sha256()
+    for dirpath, dirnames, filenames in os.walk(path):
+        dirnames[:] = sorted(d for d in dirnames if d != b".git")  # its files, not git's bookkeeping
+        for name in sorted(filenames) + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
+            full = os.path.join(dirpath, name)
+            h.update(os.path.relpath(full, path) + b"\0")
+            h.update(_content_digest(full) + b"\0")
+    return h.hexdigest()[:32].encode()
+
+
 def handed_digests(root: str, limit: int = 5000) -> dict[str, str]:
     """For a dirty tree: each uncommitted path with the digest of what it holds now. Stored
     on a job at fork, so verification can tell the uncommitted work that was HANDED OUT from
@@ -257,19 +270,26 @@ def tree_entries(root: str, hashed: dict | None = None, stale: list | None = Non
                     hashed[path] = (key, None)  # filled once hashed below
         elif stat.S_ISDIR(info.st_mode) and entries.get(path, b"").startswith(b"160000"):
             continue  # a submodule: read below, whether git calls it changed or not
+        elif stat.S_ISDIR(info.st_mode):
+            # an untracked nested repository (git lists it, not what it holds): what it holds
+            entries[path.rstrip(b"/")] = b"repository " + _directory_digest(full.rstrip(b"/"))
         else:
-            entries[path] = b"dir" if stat.S_ISDIR(info.st_mode) else b"special"
+            entries[path] = b"special"
     for path, entry in list(entries.items()):
-        if entry.startswith(b"160000") and os.path.isdir(os.path.join(base, path, b".git")) or \
-                entry.startswith(b"160000") and os.path.isfile(os.path.join(base, path, b".git")):
-            # a checked-out submodule: what it holds, not only the commit recorded for it (its
-            # own config can tell git to ignore its changes)
-            inner = os.fsdecode(os.path.join(base, path))
+        if not entry.startswith(b"160000"):
+            continue
+        # a submodule: what it holds, not only the commit recorded for it (its own config can
+        # tell git to ignore its changes); one not checked out holds nothing, or files no git
+        # listing shows
+        inner = os.path.join(base, path)
+        if os.path.lexists(os.path.join(inner, b".git")):
             try:
-                entries[path] = entry + b" " + (git.head(inner) or "").encode() + b" " + \
-                    digest_of(tree_entries(inner)).encode()
+                entries[path] = entry + b" " + (git.head(os.fsdecode(inner)) or "").encode() + b" " + \
+                    digest_of(tree_entries(os.fsdecode(inner))).encode()
             except ProctorError:
                 entries[path] = entry + b" unreadable"
+        elif os.path.isdir(inner) and os.listdir(inner):
+            entries[path] = entry + b" files " + _directory_digest(inner)
     if files:
         # paths relative to the root, as git run there names them: an absolute path misses every
         # .gitattributes pattern with a slash in it, and with it the filters git add applies
