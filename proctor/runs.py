@@ -15,6 +15,7 @@ import os
 import queue
 import sqlite3
 import threading
+import time
 from typing import BinaryIO
 
 from proctor import errors, trail
@@ -63,6 +64,7 @@ def run_target(ws: Workspace, name: str, caller: Caller, echo: BinaryIO | None) 
     reader = threading.Thread(target=read_checkpoint, daemon=True)
     reader.start()
     hashed: dict = {}  # blob ids of the files hashed before, reused after where nothing moved
+    begun = time.time_ns()  # a file whose status changes after this moved while the run ran
     before = _tree(ws.root, hashed)
     env = dict(os.environ)
     if caller.lease:
@@ -104,10 +106,15 @@ def run_target(ws: Workspace, name: str, caller: Caller, echo: BinaryIO | None) 
     recorder.join()
     ended = now()
     output_ref = writer.close()
-    after = _tree(ws.root, hashed)
+    changed_status: dict[bytes, int] = {}
+    after = _tree(ws.root, hashed, changed_status)
     reader.join()
     moved = sorted(p.decode("utf-8", "surrogateescape") for p in set(before or {}) | set(after or {})
-                   if (before or {}).get(p) != (after or {}).get(p)) if before is not None and after is not None else []
+                   if (before or {}).get(p) != (after or {}).get(p)
+                   or changed_status.get(p, 0) > begun) if before is not None and after is not None else []
+    if moved and after is not None:
+        # written while it ran, even if put back since: the run is evidence for no tree
+        after = {**after, b"\0moved": "\0".join(moved).encode("utf-8", "surrogateescape")}
     checkpoint = checkpoint_box[0]
     run = {
         "id": f"run-{iso(started).replace(':', '').replace('-', '').replace('.', '')[:18]}-{os.urandom(3).hex()}",
@@ -134,11 +141,11 @@ def run_target(ws: Workspace, name: str, caller: Caller, echo: BinaryIO | None) 
     return run
 
 
-def _tree(root: str, hashed: dict) -> dict[bytes, bytes] | None:
+def _tree(root: str, hashed: dict, ctimes: dict | None = None) -> dict[bytes, bytes] | None:
     """The tree's entries (vcs.checkpoint.tree_entries), or None when git cannot read it: such
     a run is evidence for no tree."""
     try:
-        return vcs_checkpoint.tree_entries(root, hashed)
+        return vcs_checkpoint.tree_entries(root, hashed, ctimes=ctimes)
     except errors.ProctorError:
         return None
 

@@ -891,3 +891,78 @@ def test_honest_sparse_and_ident_checkouts_pass(world, tmp_path):
     assert file("c", full, {"run": made["id"], "output_ref": made["output_ref"]}) == (True, "")
     waited = api.wait_job("c", cwd=root, lease=api.ORCHESTRATOR)
     assert waited["job"]["state"] == "pass", json.dumps(waited["grade"], indent=1)
+
+
+# -- a fourth adversary's breaks -----------------------------------------------------------------
+
+
+def test_deep_nesting_and_an_ended_job_leave_a_worker_a_worker(world, tmp_path):
+    """Nesting 150 shells beneath the worker, or its job ending in fail, does not turn a
+    process started under the job into the orchestrator."""
+    root, holder = _taken(world)
+    record = json.dumps({"id": "feat", "write_paths": ["src/a.py"], "check": "test", "state": "pass"})
+    bottom = tmp_path / "bottom.sh"
+    bottom.write_text(f"printf '%s' '{record}' | proctor job fork --stdin\n")
+    for level in range(150):
+        nxt = tmp_path / f"n{level}.sh"
+        nxt.write_text(f"sh {bottom}; exit $?\n")
+        bottom = nxt
+    deep = _as_worker(root, f"env -u BAGGAGE sh {bottom}", "feat")
+    assert deep.returncode == 1 and "was started with BAGGAGE proctor.lease=feat" in deep.stderr, deep.stderr[-500:]
+    api.exit_job("feat", cwd=holder, lease="feat")  # ended: no_return
+    ended = _as_worker(root, f"printf '%s' '{record}' | BAGGAGE= proctor job fork --stdin", "feat")
+    assert ended.returncode == 1 and "PRC3047" in ended.stderr, ended.stderr
+    assert job_row(root, "feat")["state"] == "no_return"
+
+
+def test_lease_flag_cannot_name_a_job_outside_the_inherited_one(world):
+    root, holder = _taken(world)
+    api.fork({"id": "other", "write_paths": ["src/b.py"], "check": "test"}, cwd=root)
+    ended = _as_worker(root, "proctor job exit other --lease other", "feat")
+    assert ended.returncode == 1 and "PRC3042" in ended.stderr, ended.stderr
+    assert job_row(root, "other")["state"] == "declared"
+
+
+def test_a_file_swapped_during_the_run_and_back_makes_it_no_evidence(world):
+    root, holder, _ = world
+    for checkout in (root, holder):
+        with open(os.path.join(checkout, "proctor.toml"), "a") as handle:
+            handle.write('[targets.slow]\ncommand = "sleep 1.5; grep -q ok src/a.py; r=$?; sleep 2; exit $r"\n')
+        git(checkout, "commit", "-qam", "slow")
+    api.fork({"id": "slow", "write_paths": ["src/a.py"], "check": "slow"}, cwd=root)
+    api.exec_job("slow", cwd=holder)
+    path = os.path.join(holder, "src", "a.py")
+    write(path, "no = 1\n")
+    # good from 0.5 s to 2.5 s of a run that reads it at 1.5 s and ends at 3.5 s: a second each side
+    swapper = subprocess.Popen(["sh", "-c", f"sleep 0.5; printf 'ok = 1\\n' > {path}; sleep 2; "
+                                            f"printf 'no = 1\\n' > {path}"])
+    made = run("slow", holder)
+    swapper.wait()
+    assert made["exit_code"] == 0, "the check saw the good file"
+    assert made["tree_moved"] == ["src/a.py"] and made["tree"] != made["tree_end"]
+    filed, why = file("slow", holder, cite(made))
+    assert not filed and "changed while run" in why
+
+
+def test_a_symlink_to_an_ignored_file_fails_the_job(world):
+    root, holder = _taken(world)
+    write(os.path.join(holder, ".gitignore"), "build/\n")
+    write(os.path.join(holder, "build", "a.py"), "ok = 1\n")
+    os.remove(os.path.join(holder, "src", "a.py"))
+    os.symlink("../build/a.py", os.path.join(holder, "src", "a.py"))
+    made = run("test", holder)
+    assert made["exit_code"] == 0
+    assert file("feat", holder, cite(made)) == (True, "")
+    _wait_fails_naming(root, "which git ignores")
+
+
+def test_a_read_only_jobs_run_is_tied_to_its_tree(world):
+    root, holder, _ = world
+    api.fork({"id": "look", "read_only": True, "check": "test"}, cwd=root)
+    api.exec_job("look", cwd=holder)
+    path = os.path.join(holder, "src", "a.py")
+    write(path, "ok = 1\n")
+    made = run("test", holder)
+    git(holder, "checkout", "--", "src/a.py")  # reverted: the check fails on the tree there is
+    filed, why = file("look", holder, cite(made))
+    assert not filed and "changed after run" in why

@@ -81,8 +81,7 @@ def blob_problem(state_dir: str, run: dict) -> str | None:
 
 def provenance(conn: sqlite3.Connection, job: dict, run: dict, checkout: str, tree: Tree | None) -> list[str]:
     """Every reason `run` cannot speak for `job` (whatever its exit code). `tree` is the job's
-    tree for a job that writes, None for a read-only job (its evidence need not freeze a
-    checkout others may share)."""
+    checkout's tree, read-only jobs' included: a run speaks for the tree it ran on."""
     job_id, run_id = job["id"], run["id"]
     reasons = []
     if os.path.realpath(run["checkout"]) != checkout:

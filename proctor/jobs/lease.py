@@ -104,7 +104,12 @@ def resolve(conn: sqlite3.Connection | None, root: str, flag: str | None = None,
     if flag == ORCHESTRATOR:
         return _orchestrator(conn, root, env, user)
     if flag:
-        return Caller(check_job_id(flag, "--lease"), "flag", user)
+        check_job_id(flag, "--lease")
+        inherited = _inherited_claim(conn)
+        if inherited and flag != inherited[0] and inherited[0] not in rows.ancestors(conn, flag):
+            # a worker names only its own job, or one beneath it
+            return Caller(inherited[0], "contested", user, claim=flag, inherited=inherited[1])
+        return Caller(flag, "flag", user)
     claim = None
     baggage = env.get("BAGGAGE")
     if baggage:
@@ -147,17 +152,17 @@ def resolve(conn: sqlite3.Connection | None, root: str, flag: str | None = None,
 
 def _inherited_claim(conn: sqlite3.Connection | None) -> tuple[str, str] | None:
     """(job, "process <pid> (<name>)") for the OUTERMOST ancestor process that was started with
-    BAGGAGE naming a live job (declared, running, or exited and waiting to be verified), read
-    from /proc: the environment a process was started with, which nothing beneath it can
-    unset. The outermost, since a process beneath could start a child with a BAGGAGE of its
-    choosing. None elsewhere, or when no ancestor has one."""
+    BAGGAGE naming a job of this store (in any state: a worker whose job ended is still no
+    orchestrator), read from /proc: the environment a process was started with, which nothing
+    beneath it can unset. The outermost, since a process beneath could start a child with a
+    BAGGAGE of its choosing. None elsewhere, or when no ancestor has one."""
     if conn is None or not os.path.isdir("/proc/self"):
         return None
     pid = os.getppid()
     found = None
-    for _ in range(128):
-        if pid <= 1:
-            break
+    walked: set[int] = set()
+    while pid > 1 and pid not in walked:  # to init, however deep: nesting shells is no way out
+        walked.add(pid)
         try:
             with open(f"/proc/{pid}/environ", "rb") as handle:
                 environ = handle.read()
@@ -170,7 +175,7 @@ def _inherited_claim(conn: sqlite3.Connection | None) -> tuple[str, str] | None:
                 job = parse_baggage(item[8:].decode("utf-8", "replace")).get(BAGGAGE_KEY)
                 if job:
                     row = conn.execute("SELECT state FROM jobs WHERE id = ?", (job,)).fetchone()
-                    if row and row[0] in ("declared", "running", "exited"):
+                    if row:  # ended too: a job's worker never becomes the orchestrator
                         name = stat[stat.find(b"(") + 1:stat.rfind(b")")].decode("utf-8", "replace")
                         found = (job, f"process {pid} ({name})")
         try:
@@ -190,15 +195,15 @@ def _orchestrator(conn: sqlite3.Connection | None, root: str, env, user: str) ->
     if conn is not None:
         claim = parse_baggage(env.get("BAGGAGE") or "").get(BAGGAGE_KEY) or None
         held = rows.get(conn, claim) if claim else None
-        if held is not None and held["state"] in ("declared", "running"):
+        if held is not None:
             raise errors.Refused([(errors.NOT_YOUR_JOB,
-                f"refused --orchestrator: BAGGAGE names lease {claim} ({held['state']}), so this process works a "
-                f"job; the orchestrator runs without it")])
+                f"refused --orchestrator: BAGGAGE names lease {claim} ({held['state']}), so this process is a "
+                f"job's worker; the orchestrator runs without it")])
         inherited = _inherited_claim(conn)
         if inherited:
             raise errors.Refused([(errors.NOT_YOUR_JOB,
                 f"refused --orchestrator: {inherited[1]} was started with BAGGAGE proctor.lease={inherited[0]}, so "
-                f"every process beneath it works that job; the orchestrator runs outside it")])
+                f"every process beneath it is that job's worker; the orchestrator runs outside it")])
         bound = rows.bound_job(conn, checkout_scope(root))
         job = rows.get(conn, bound) if bound else None
         if job is not None and os.path.realpath(job.get("declared_in") or "") != os.path.realpath(root):

@@ -154,9 +154,8 @@ def file_result(ws: Workspace, job_id: str, record: Any, caller: Caller) -> dict
         before = rows.get(conn, job_id)
         cited_runs = [r for r in (runs.get(conn, e["run"]) for e in result["validation"]) if r]
     if before is not None and result["validation"]:
-        if not before.get("read_only"):
-            tree = evidence.Tree(evidence.checkout_of(before, ws.root))
-            tree.now()
+        tree = evidence.Tree(evidence.checkout_of(before, ws.root))
+        tree.now()
         for found in cited_runs:
             blobs[found["id"]] = evidence.blob_problem(ws.state_dir, found)
     with ws.store.write() as conn:
@@ -178,9 +177,7 @@ def file_result(ws: Workspace, job_id: str, record: Any, caller: Caller) -> dict
         reasons = []
         filed_runs = []
         checkout = evidence.checkout_of(job, ws.root)
-        if job.get("read_only"):
-            tree = None
-        elif tree is None or tree.checkout != checkout:
+        if tree is None or tree.checkout != checkout:
             tree = evidence.Tree(checkout)
         for entry in result["validation"]:
             found = runs.get(conn, entry["run"])

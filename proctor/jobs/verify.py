@@ -178,6 +178,10 @@ def hidden_from_git(checkout: str, changed: list[str], tree=None, sparse: bool =
             target = os.path.realpath(full)
             if not (target == real_root or target.startswith(real_root + os.sep)):
                 found[os.fsencode(rel)] = f"a symbolic link out of the checkout, to {target}, whose content no tree holds"
+            elif git.run(checkout, "check-ignore", "-q", "--", os.path.relpath(target, real_root),
+                         check=False).returncode == 0:
+                found[os.fsencode(rel)] = (f"a symbolic link to {os.path.relpath(target, real_root)}, which git "
+                                           f"ignores: its content is in no tree and no commit")
         elif os.path.isfile(full):
             regular.append(rel)
         elif os.path.isdir(full) and os.path.lexists(os.path.join(full, ".git")):
@@ -329,7 +333,10 @@ def grade(conn: sqlite3.Connection, job: dict, fallback_checkout: str, state_dir
         or ["no descendant is live"]))
 
     evidence_runs = evidence.cited(conn, result)
-    tree = (observed.tree or evidence.Tree(observed.checkout)) if observed is not None else None
+    # a read-only job's run is tied to its checkout's tree too: no diff is graded, but what the
+    # check saw must be the tree as it is
+    tree = (observed.tree or evidence.Tree(observed.checkout)) if observed is not None else \
+        evidence.Tree(evidence.checkout_of(job, fallback_checkout))
     goal_ok: dict[str, bool] = {}
     for goal in _in_dependency_order(goal_list(job)):
         failed_prereqs = [d for d in goal.get("depends_on") or () if not goal_ok.get(d, False)]

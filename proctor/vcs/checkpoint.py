@@ -178,7 +178,8 @@ _INDEX_ENTRY = __import__("re").compile(
 RACY_SECONDS = 2.0
 
 
-def tree_entries(root: str, hashed: dict | None = None, stale: list | None = None) -> dict[bytes, bytes]:
+def tree_entries(root: str, hashed: dict | None = None, stale: list | None = None,
+                 ctimes: dict | None = None) -> dict[bytes, bytes]:
     """The identity of the work tree's CONTENT: every tracked and untracked, non-ignored
     file's path, mode and git blob id, hashed together. Unlike a checkpoint it does not move
     when the same content is committed, and unlike a file's mtime it cannot be set back: a
@@ -187,7 +188,8 @@ def tree_entries(root: str, hashed: dict | None = None, stale: list | None = Non
     Unchanged tracked files are taken from the index (git's own stat cache); changed and
     untracked ones are hashed as `git add` would (`hash-object --stdin-paths`, filters
     applied, nothing written). Raises ProctorError when git cannot read the tree. `stale`,
-    given, receives the tracked paths whose file differs from the index's blob.
+    given, receives the tracked paths whose file differs from the index's blob; `ctimes`, given,
+    each listed file's status-change time (ns), which no writer can set back.
 
     `hashed`, given, is a memo shared by calls on one tree (a run's before and after): a file
     whose inode, size, mtime and ctime are unchanged since it was hashed, and whose status
@@ -235,6 +237,8 @@ def tree_entries(root: str, hashed: dict | None = None, stale: list | None = Non
         except OSError:
             rehash.append(path)
             continue
+        if ctimes is not None:
+            ctimes[path] = info.st_ctime_ns
         on_disk = (b"120000" if stat.S_ISLNK(info.st_mode) else
                    b"100755" if stat.S_ISREG(info.st_mode) and info.st_mode & 0o100 else
                    b"100644" if stat.S_ISREG(info.st_mode) else b"other")
@@ -249,6 +253,8 @@ def tree_entries(root: str, hashed: dict | None = None, stale: list | None = Non
         full = prefix + path
         try:
             info = looked.get(path) or os.lstat(full)
+            if ctimes is not None:
+                ctimes[path] = info.st_ctime_ns
         except FileNotFoundError:
             entries.pop(path, None)  # deleted from the work tree
             continue
