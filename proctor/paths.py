@@ -87,6 +87,19 @@ def _common_dir(git_dir: str) -> str:
     return os.path.realpath(os.path.join(git_dir, target))
 
 
+def linked_worktree(checkout: str, rel: str) -> bool:
+    """Whether `rel` in `checkout` is a linked worktree of the same repository (one made inside
+    the tree, `.worktrees/w1`): a checkout of its own, not content of this one."""
+    root = os.path.join(checkout, rel)
+    dot = os.path.join(root, ".git")
+    if not os.path.isfile(dot):
+        return False
+    git_dir = _read_gitdir_file(dot, root)
+    mine = os.path.join(checkout, ".git")
+    here = _read_gitdir_file(mine, checkout) if os.path.isfile(mine) else mine
+    return bool(git_dir and here) and os.path.realpath(_common_dir(git_dir)) == os.path.realpath(_common_dir(here))
+
+
 def write_atomic(path: str, text: str, mode: int = 0o644) -> None:
     """Replace `path` with `text` in one step: a reader sees the old file or the new, never
     half of one. Creates the directory. Raises OSError; callers of caches ignore it."""

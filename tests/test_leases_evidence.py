@@ -966,3 +966,92 @@ def test_a_read_only_jobs_run_is_tied_to_its_tree(world):
     git(holder, "checkout", "--", "src/a.py")  # reverted: the check fails on the tree there is
     filed, why = file("look", holder, cite(made))
     assert not filed and "changed after run" in why
+
+
+# -- a fifth review: what an honest user hit -----------------------------------------------------
+
+
+def test_redeclaring_a_running_job_keeps_what_taking_it_recorded(world, proctor):
+    import hashlib
+
+    root, holder, _ = world
+    api.fork({"id": "feat", "write_paths": ["src/a.py"], "check": "test", "timeout": "2h"}, cwd=root)
+    taken = api.exec_job("feat", cwd=holder)
+    before = job_row(root, "feat")
+    row = {r["id"]: r for r in proctor("ls", "jobs", "-o", "json").json()["jobs"]}["feat"]
+    again = proctor("job", "fork", "--stdin", stdin=json.dumps({**row, "criteria": "clearer now"}))
+    assert again.code == 0, again.err
+    after = job_row(root, "feat")
+    assert after["criteria"] == "clearer now"
+    for field in ("nonce_sha256", "taken", "checkout_root", "base", "sparse", "deadline"):
+        assert after.get(field) == before.get(field), field
+    assert after["nonce_sha256"] == hashlib.sha256(taken["nonce"].encode()).hexdigest()
+
+
+def test_a_file_touched_but_unchanged_is_no_change(world):
+    root, holder = _taken(world)
+    write(os.path.join(holder, "src", "a.py"), "ok = 1\n")
+    import time as _time
+
+    _time.sleep(1.1)  # past the index's own second: git trusts its stat data, and sees it moved
+    readme = os.path.join(holder, "README")
+    with open(readme + ".new", "w") as handle:
+        handle.write(open(readme).read())
+    os.replace(readme + ".new", readme)  # as sed -i does: the same bytes, a new inode
+    made = run("test", holder)
+    assert file("feat", holder, cite(made)) == (True, "")
+    waited = api.wait_job("feat", cwd=root, lease=api.ORCHESTRATOR)
+    assert waited["job"]["state"] == "pass", json.dumps(waited["grade"], indent=1)
+    assert waited["grade"]["changed"] == ["src/a.py"]
+
+
+def test_a_worktree_inside_the_checkout_is_not_its_content(world):
+    """A job taken with --worktree .worktrees/w1 does not make the orchestrator's own checkout
+    carry an "untracked nested repository"."""
+    root, _, _ = world
+    write(os.path.join(root, ".gitignore"), "")  # not ignored: the worktree shows as untracked
+    git(root, "add", ".gitignore")
+    git(root, "commit", "-qm", "ignore nothing")
+    api.fork({"id": "far", "write_paths": ["src/b.py"], "check": "test"}, cwd=root)
+    api.exec_job("far", cwd=root, worktree=os.path.join(root, ".worktrees", "w1"))
+    api.fork({"id": "here", "write_paths": ["src/a.py"], "check": "test"}, cwd=root)
+    api.exec_job("here", cwd=root, environ={})
+    write(os.path.join(root, "src", "a.py"), "ok = 1\n")
+    made = run("test", root)
+    assert file("here", root, cite(made)) == (True, "")
+    waited = api.wait_job("here", cwd=root, lease=api.ORCHESTRATOR)
+    assert waited["job"]["state"] == "pass", json.dumps(waited["grade"], indent=1)
+
+
+def test_a_holder_ends_a_job_beneath_its_own(world, proctor):
+    root, holder = _taken(world)
+    api.fork({"id": "feat/c", "parent": "feat", "read_only": True}, cwd=holder)
+    assert proctor("job", "exit", "feat/c", cwd=holder).code == 0
+    assert job_row(root, "feat/c")["state"] == "no_return"
+
+
+def test_exec_prints_shell_lines_that_eval_safely(world, proctor, tmp_path):
+    root, _, _ = world
+    api.fork({"id": "feat", "write_paths": ["src/a.py"], "check": "test"}, cwd=root)
+    target = tmp_path / "a dir;echo pwned"
+    took = proctor("job", "exec", "feat", "--worktree", str(target))
+    assert took.code == 0, took.err
+    lines = [line for line in took.out.splitlines() if line.startswith(("cd ", "export "))]
+    script = "\n".join(lines) + "\npwd\nprintf '%s\\n' \"$BAGGAGE\"\n"
+    done = subprocess.run(["sh", "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0 and "pwned" not in done.stdout.replace(str(target), ""), done.stdout
+    assert done.stdout.splitlines()[-2:] == [os.path.realpath(target), "proctor.lease=feat"]
+
+
+def test_the_server_is_nobodys_worker(world):
+    from tests.test_server import Server, cli
+
+    root, holder = _taken(world)
+    env = {"BAGGAGE": "proctor.lease=feat"}
+    cli(root, "server", "start", env=env)
+    try:
+        pid = Server(root).pid
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            assert b"BAGGAGE=" not in handle.read()
+    finally:
+        cli(root, "server", "stop", check=False)

@@ -139,11 +139,13 @@ def exec_(job_id: str, worktree: str | None, lease: str | None, output: str) -> 
     if taken.get("base_diverges"):
         click.echo(f"note: this tree ({taken['base']}) diverges from the checkpoint the job was "
                    f"handed ({taken['checkpoint']}); recorded")
+    from shlex import quote
+
     if worktree is not None:
-        click.echo(f"cd {taken['checkout_root']}")
-    click.echo(f"export BAGGAGE=proctor.lease={job_id}")
+        click.echo(f"cd {quote(taken['checkout_root'])}")
+    click.echo(f"export BAGGAGE={quote('proctor.lease=' + job_id)}")
     if taken.get("nonce"):
-        click.echo(f"export PROCTOR_NONCE={taken['nonce']}")
+        click.echo(f"export PROCTOR_NONCE={quote(taken['nonce'])}")
     elif taken.get("retake"):
         click.echo("PROCTOR_NONCE is unchanged: the secret handed when the job was first taken still holds")
 
@@ -224,8 +226,15 @@ def _revision(job: dict) -> str | None:
     return (job.get("checkpoint") or "").split("+")[0] or None
 
 
+_PUT_AWAY_HELP = {
+    "archive": "Archive a job: off the board; its monitors are deleted for good.",
+    "trash": "Trash a job: off the board; its monitors are deleted for good.",
+    "delete": "Delete a job's row for good; its monitors go with it.",
+}
+
+
 def _put_away(how: str):
-    @job.command(name=how)
+    @job.command(name=how, help=_PUT_AWAY_HELP[how])
     @click.argument("job_id", metavar="ID")
     @lease_option
     def command(job_id: str, lease: str | None) -> None:
@@ -239,11 +248,6 @@ def _put_away(how: str):
             take.put_away(ws, job_id, how, caller)
         click.echo(f"{how}d {job_id}" if how != "delete" else f"deleted {job_id}")
 
-    command.__doc__ = {
-        "archive": "Archive a job: off the board; its monitors are deleted for good.",
-        "trash": "Trash a job: off the board; its monitors are deleted for good.",
-        "delete": "Delete a job's row for good; its monitors go with it.",
-    }[how]
     return command
 
 

@@ -61,5 +61,5 @@ def lease_option(function: Callable) -> Callable:
 
     return click.option(
         "--lease", metavar="ID", default=None,
-        help="Act under this job's lease (else BAGGAGE's proctor.lease, else this checkout's binding).",
+        help="Act under this job's lease (else this checkout's binding, else BAGGAGE's proctor.lease).",
     )(_orchestrator_flag(wrapper))

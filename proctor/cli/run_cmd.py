@@ -36,6 +36,8 @@ def run(target: str, lease: str | None, output: str) -> int:
     moved = record.get("tree_moved") or []
     if moved:
         shown = ", ".join(moved[:5]) + (f" and {len(moved) - 5} more" if len(moved) > 5 else "")
-        sys.stderr.write(f"proctor: note: the tree changed while {target} ran ({shown}), so this run is evidence "
-                         f"for no tree; if the target writes these itself, ignore them (.gitignore)\n")
+        sys.stderr.write(f"proctor: note: the tree changed while {target} ran ({shown}): written during the run, "
+                         f"even if back as they were, so this run is evidence for no tree. If the target writes "
+                         f"them itself: ignore an untracked output (.gitignore); a tracked file it must not "
+                         f"rewrite (npm ci rather than npm install, a formatter in --check mode)\n")
     return 0 if record["exit_code"] == 0 and not record["timed_out"] else 1

@@ -280,11 +280,18 @@ def _new_row(ws: Workspace, record: dict, existing: dict | None, caller: Caller,
     else:
         job["state"] = DECLARED
     if existing is not None and is_live(existing["state"]) and is_live(job["state"]):
-        job["checkout_root"] = existing.get("checkout_root")
-        job["base"] = existing.get("base")
+        # re-declared while live: what taking it and working it recorded stays (its secret, where
+        # and when it was taken, a filed result), or its holder loses its monitors and its result
+        for field in ("checkout_root", "base", "base_diverges", "taken", "nonce_sha256", "sparse", "result",
+                      "previous_results", "worker_pid"):
+            if field in existing:
+                job[field] = existing[field]
     timeout = record.get("timeout") or ws.config["jobs.default_timeout"]
     job["timeout"] = timeout
     job["deadline"] = iso(at + timeout) if timeout else None
+    if existing is not None and is_live(existing["state"]) and existing.get("deadline") \
+            and existing.get("timeout") == timeout:
+        job["deadline"] = existing["deadline"]  # the same timeout re-declared does not move it
     if not is_live(job["state"]):
         job["end_reason"] = f"recorded {job['state']} by {caller.actor}"
     return job

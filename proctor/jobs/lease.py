@@ -61,7 +61,7 @@ class Caller:
                     else "")
             return (f"you act under lease {self.lease} because this checkout ({self.checkout}) is bound to it: "
                     f"proctor job exec {self.lease} was run here, and every caller here that reports no session "
-                    f"acts under it (tier {self.lease_from}{over})")
+                    f"acts under it (the checkout's record, tier {self.lease_from}{over})")
         return f"you act under lease {self.lease}"
 
     def remedy(self) -> str:

@@ -239,10 +239,11 @@ def abandon(ws: Workspace, job_id: str, caller: Caller) -> dict:
     check_job_id(job_id)
     with ws.store.write() as conn:
         job = _get_live(conn, job_id, "exit")
-        if caller.lease and caller.lease != job_id:
+        if caller.lease and caller.lease != job_id and job_id not in rows.descendants(conn, caller.lease):
             raise errors.Refused([(errors.NOT_YOUR_JOB,
                 f"refused exit of {job_id}: a session holding lease {caller.lease} may end only its own "
-                f"job; ending {job_id} is the forking session's ({caller.whence()}){caller.remedy()}")])
+                f"job and those forked beneath it; ending {job_id} is the forking session's "
+                f"({caller.whence()}){caller.remedy()}")])
         at = now()
         job["state"] = NO_RETURN
         job["end_reason"] = f"abandoned by {caller.actor}: proctor job exit without a result"

@@ -96,6 +96,14 @@ def observe(checkout: str, revision: str | None, handed: dict[str, str] | None =
     except errors.ProctorError as exc:
         seen.error = f"the diff since {revision[:12]} could not be read in {checkout}: {exc.message}"
         return seen
+    from proctor.paths import linked_worktree
+
+    untracked = [p for p in untracked if not linked_worktree(checkout, p)]
+    try:
+        tracked = _content_changed(checkout, revision, tracked, hunks)
+    except errors.ProctorError as exc:
+        seen.error = f"the diff since {revision[:12]} could not be read in {checkout}: {exc.message}"
+        return seen
     from proctor.jobs.evidence import Tree
 
     seen.tree = Tree(os.path.realpath(checkout))
@@ -121,6 +129,35 @@ def observe(checkout: str, revision: str | None, handed: dict[str, str] | None =
     return seen
 
 
+def _content_changed(checkout: str, revision: str, tracked: list[str], hunks: dict) -> list[str]:
+    """The tracked paths whose content or mode differs from `revision`: diff-index names a file
+    whose stat data alone moved (a `touch`, a rewrite of the same bytes) until git's index is
+    refreshed, and proctor does not rewrite a holder's index. Those without a hunk are held to
+    the revision's blob and mode."""
+    quiet = [p for p in tracked if p not in hunks and "\n" not in p]
+    if not quiet:
+        return tracked
+    listed = git.run(checkout, "ls-tree", "-r", "-z", "--full-tree", revision).stdout
+    recorded: dict[str, tuple[bytes, bytes]] = {}
+    wanted = set(quiet)
+    for record in listed.split(b"\0"):
+        meta, _, path = record.partition(b"\t")
+        name = path.decode("utf-8", "surrogateescape")
+        if name in wanted:
+            mode, _kind, blob = meta.split(b" ")
+            recorded[name] = (mode, blob)
+    present = [p for p in quiet if p in recorded and os.path.isfile(os.path.join(checkout, p))
+               and not os.path.islink(os.path.join(checkout, p))]
+    blobs = dict(zip(present, _hash(checkout, [os.fsencode(p) for p in present]))) if present else {}
+    same = set()
+    for path in present:
+        info = os.lstat(os.path.join(checkout, path))
+        mode = b"100755" if info.st_mode & 0o100 else b"100644"
+        if recorded[path] == (mode, blobs.get(path)):
+            same.add(path)
+    return [p for p in tracked if p not in same]
+
+
 def hidden_from_git(checkout: str, changed: list[str], tree=None, sparse: bool = False) -> list[str]:
     """Where the files on disk differ from what git reports for them, each with its remedy. A
     check runs on the disk; a diff and a commit read git's account. Found: entries flagged
@@ -129,6 +166,8 @@ def hidden_from_git(checkout: str, changed: list[str], tree=None, sparse: bool =
     symbolic link that leads out of the checkout (its content is in no tree), and a file a
     clean filter or ident would store as something that does not check out as the file."""
     import stat
+
+    from proctor.paths import linked_worktree
 
     base = os.fsencode(checkout)
     tagged = git.run(checkout, "ls-files", "-v", "-z").stdout
@@ -184,7 +223,8 @@ def hidden_from_git(checkout: str, changed: list[str], tree=None, sparse: bool =
                                            f"ignores: its content is in no tree and no commit")
         elif os.path.isfile(full):
             regular.append(rel)
-        elif os.path.isdir(full) and os.path.lexists(os.path.join(full, ".git")):
+        elif os.path.isdir(full) and os.path.lexists(os.path.join(full, ".git")) and \
+                not linked_worktree(checkout, rel):
             found[os.fsencode(rel)] = ("an untracked nested repository, whose files a commit of this checkout "
                                        "would not carry; make it a submodule, or move it out")
     if regular:

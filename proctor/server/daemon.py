@@ -131,7 +131,10 @@ def start_background(ws: Workspace, port: int | None) -> dict:
     # The server is the workspace's, not the worker's that may have started it: it drops the
     # worker's tag (a worker's stop ends every process carrying it), and it names its state
     # directory, whose server.json records its pid, so a worker's stop spares it (runner.py).
-    env = {k: v for k, v in os.environ.items() if k != "PROCTOR_WORKER_TAG"}
+    # the server is nobody's worker: a BAGGAGE or secret it started with would make every
+    # monitor it runs, for any job, act as that job's worker
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PROCTOR_WORKER_TAG", "BAGGAGE", "PROCTOR_NONCE", "PROCTOR_LEASE")}
     env["PROCTOR_SERVER_DIR"] = server_dir(ws)
     with open(log, "ab") as handle:
         subprocess.Popen(argv, cwd=ws.root, env=env, stdin=subprocess.DEVNULL, stdout=handle, stderr=handle,

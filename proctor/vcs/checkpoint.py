@@ -277,6 +277,10 @@ def tree_entries(root: str, hashed: dict | None = None, stale: list | None = Non
         elif stat.S_ISDIR(info.st_mode) and entries.get(path, b"").startswith(b"160000"):
             continue  # a submodule: read below, whether git calls it changed or not
         elif stat.S_ISDIR(info.st_mode):
+            from proctor.paths import linked_worktree
+
+            if linked_worktree(root, os.fsdecode(path.rstrip(b"/"))):
+                continue  # a worktree of this repository made inside the tree: a checkout of its own
             # an untracked nested repository (git lists it, not what it holds): what it holds
             entries[path.rstrip(b"/")] = b"repository " + _directory_digest(full.rstrip(b"/"))
         else:
