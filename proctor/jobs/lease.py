@@ -121,9 +121,9 @@ def resolve(conn: sqlite3.Connection | None, root: str, flag: str | None = None,
     within = None
     if inherited:
         # A process started under a job (BAGGAGE, read from /proc for the outermost ancestor
-        # that names a live one) works that job, or one beneath it, whatever it or a process
-        # between unsets or claims: a claim outside it is overruled, and so is the record of a
-        # checkout bound to a job outside it.
+        # that names a job of this store) works that job, or one beneath it, whatever it or a
+        # process between unsets or claims: a claim outside it is overruled, and so is the
+        # record of a checkout bound to a job outside it.
         outer, via = inherited
 
         def within(job: str) -> bool:
