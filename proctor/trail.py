@@ -23,7 +23,7 @@ def blob_dir(state_dir: str) -> str:
     return os.path.join(state_dir, "blobs")
 
 
-def _blob_path(state_dir: str, ref: str) -> str:
+def blob_path(state_dir: str, ref: str) -> str:
     if not ref.startswith(REF_PREFIX):
         raise ProctorError(f"{ref!r} is not a blob reference (sha256:<hex>)")
     digest = ref[len(REF_PREFIX):]
@@ -37,7 +37,7 @@ def put_blob(state_dir: str, data: bytes) -> str:
     import hashlib
 
     ref = REF_PREFIX + hashlib.sha256(data).hexdigest()
-    path = _blob_path(state_dir, ref)
+    path = blob_path(state_dir, ref)
     if os.path.exists(path):
         return ref
     os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -78,7 +78,7 @@ class BlobWriter:
         """Finish the blob; return its reference."""
         self._handle.close()
         ref = REF_PREFIX + self._hash.hexdigest()
-        path = _blob_path(self.state_dir, ref)
+        path = blob_path(self.state_dir, ref)
         if os.path.exists(path):
             os.unlink(self._tmp)
         else:
@@ -96,13 +96,13 @@ class BlobWriter:
 
 def has_blob(state_dir: str, ref: str) -> bool:
     try:
-        return os.path.exists(_blob_path(state_dir, ref))
+        return os.path.exists(blob_path(state_dir, ref))
     except ProctorError:
         return False
 
 
 def get_blob(state_dir: str, ref: str) -> bytes:
-    path = _blob_path(state_dir, ref)
+    path = blob_path(state_dir, ref)
     try:
         with open(path, "rb") as handle:
             return handle.read()

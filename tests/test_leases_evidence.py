@@ -699,16 +699,21 @@ def test_a_symlink_out_of_the_checkout_fails_the_job(world, tmp_path):
     _wait_fails_naming(root, "a symbolic link out of the checkout")
 
 
+def _passes(checkout: str, job: str) -> None:
+    """The honest finish: src/a.py made to pass, the check run and cited, and wait records pass."""
+    write(os.path.join(checkout, "src", "a.py"), "ok = 1\n")
+    made = run("test", checkout)
+    assert file(job, checkout, cite(made)) == (True, "")
+    waited = api.wait_job(job, cwd=checkout, lease=api.ORCHESTRATOR)
+    assert waited["job"]["state"] == "pass", json.dumps(waited["grade"], indent=1)
+
+
 def test_a_handed_symlink_is_not_the_holders_change(world):
     root, _, _ = world
     os.symlink("a.py", os.path.join(root, "src", "lnk"))  # uncommitted, handed with the checkpoint
     api.fork({"id": "feat", "write_paths": ["src/a.py"], "check": "test"}, cwd=root)
     api.exec_job("feat", cwd=root, environ={})
-    write(os.path.join(root, "src", "a.py"), "ok = 1\n")
-    made = run("test", root)
-    assert file("feat", root, cite(made)) == (True, "")
-    waited = api.wait_job("feat", cwd=root, lease=api.ORCHESTRATOR)
-    assert waited["job"]["state"] == "pass", json.dumps(waited["grade"], indent=1)
+    _passes(root, "feat")
 
 
 def test_a_run_where_the_target_was_moved_fails(world):
@@ -1016,11 +1021,7 @@ def test_a_worktree_inside_the_checkout_is_not_its_content(world):
     api.exec_job("far", cwd=root, worktree=os.path.join(root, ".worktrees", "w1"))
     api.fork({"id": "here", "write_paths": ["src/a.py"], "check": "test"}, cwd=root)
     api.exec_job("here", cwd=root, environ={})
-    write(os.path.join(root, "src", "a.py"), "ok = 1\n")
-    made = run("test", root)
-    assert file("here", root, cite(made)) == (True, "")
-    waited = api.wait_job("here", cwd=root, lease=api.ORCHESTRATOR)
-    assert waited["job"]["state"] == "pass", json.dumps(waited["grade"], indent=1)
+    _passes(root, "here")
 
 
 def test_a_holder_ends_a_job_beneath_its_own(world, proctor):

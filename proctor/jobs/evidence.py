@@ -44,6 +44,10 @@ class Tree:
         self.digest: str | None = None
         self.error: str | None = None
 
+    def known(self, digest: str) -> None:
+        """The digest, read already by whoever read the tree for another reason."""
+        self._read, self.digest, self.error = True, digest, None
+
     def now(self) -> tuple[str | None, str | None]:
         if not self._read:
             self._read = True
@@ -63,8 +67,7 @@ def blob_problem(state_dir: str, run: dict) -> str | None:
     """Why the run's recorded output cannot be reopened as what its ref names, or None."""
     ref = run["output_ref"]
     try:
-        path = os.path.join(trail.blob_dir(state_dir), ref[len(trail.REF_PREFIX):][:2],
-                            ref[len(trail.REF_PREFIX):][2:])
+        path = trail.blob_path(state_dir, ref)
         h = hashlib.sha256()
         with open(path, "rb") as handle:
             while chunk := handle.read(1 << 20):
@@ -73,6 +76,8 @@ def blob_problem(state_dir: str, run: dict) -> str | None:
         return f"the output of run {run['id']} ({ref}) is missing from the store; run the target again"
     except OSError as exc:
         return f"the output of run {run['id']} ({ref}) cannot be read ({exc.strerror}); run the target again"
+    except errors.ProctorError as exc:  # a ref that is no blob reference at all
+        return f"the output of run {run['id']} cannot be read: {exc.message}"
     if trail.REF_PREFIX + h.hexdigest() != ref:
         return (f"the output of run {run['id']} no longer matches its digest {ref}: the store's copy was "
                 f"altered; run the target again")

@@ -11,14 +11,17 @@ verify must not certify, or breaking the observation would be the cheapest way p
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 from dataclasses import dataclass, field
 
 from proctor import errors
 from proctor import claims as jpaths
 from proctor.store import rows
+from proctor.jobs import evidence
 from proctor.jobs.model import goal_list, is_live
 from proctor.vcs import git
+from proctor.vcs.checkpoint import digest_of, hash_paths, tree_entries
 
 
 @dataclass
@@ -104,9 +107,7 @@ def observe(checkout: str, revision: str | None, handed: dict[str, str] | None =
     except errors.ProctorError as exc:
         seen.error = f"the diff since {revision[:12]} could not be read in {checkout}: {exc.message}"
         return seen
-    from proctor.jobs.evidence import Tree
-
-    seen.tree = Tree(os.path.realpath(checkout))
+    seen.tree = evidence.Tree(os.path.realpath(checkout))
     hidden = hidden_from_git(checkout, sorted(set(tracked) | set(untracked)), seen.tree, sparse)
     if hidden:
         shown = "; ".join(hidden[:5]) + (f"; and {len(hidden) - 5} more" if len(hidden) > 5 else "")
@@ -148,7 +149,7 @@ def _content_changed(checkout: str, revision: str, tracked: list[str], hunks: di
             recorded[name] = (mode, blob)
     present = [p for p in quiet if p in recorded and os.path.isfile(os.path.join(checkout, p))
                and not os.path.islink(os.path.join(checkout, p))]
-    blobs = dict(zip(present, _hash(checkout, [os.fsencode(p) for p in present]))) if present else {}
+    blobs = dict(zip(present, hash_paths(checkout, [os.fsencode(p) for p in present]))) if present else {}
     same = set()
     for path in present:
         info = os.lstat(os.path.join(checkout, path))
@@ -175,16 +176,18 @@ def hidden_from_git(checkout: str, changed: list[str], tree=None, sparse: bool =
     mode_blind = git.run(checkout, "config", "--bool", "core.fileMode", check=False).stdout.strip() == b"false"
     found: dict[bytes, str] = {}
     index: dict[bytes, tuple[bytes, bytes]] = {}
-    for record in git.run(checkout, "ls-files", "-s", "-z").stdout.split(b"\0"):
-        meta, _, path = record.partition(b"\t")
-        if path and meta.endswith(b" 0"):
-            mode, blob, _stage = meta.split(b" ")
-            index[path] = (mode, blob)
-            if mode == b"160000":
-                inner = os.path.join(base, path)
-                if not os.path.lexists(os.path.join(inner, b".git")) and os.path.isdir(inner) and os.listdir(inner):
-                    found[path] = ("files in a submodule's directory that is not checked out, which no git listing "
-                                   "shows and no commit carries; remove them, or git submodule update")
+    # the tree's digest, read once here for the check goals too; and with it the index, and the
+    # files that differ from it
+    stale: list[bytes] = []
+    digest = digest_of(tree_entries(checkout, stale=stale, index=index))
+    if tree is not None:
+        tree.known(digest)
+    for path, (mode, _blob) in index.items():
+        if mode == b"160000":
+            inner = os.path.join(base, path)
+            if not os.path.lexists(os.path.join(inner, b".git")) and os.path.isdir(inner) and os.listdir(inner):
+                found[path] = ("files in a submodule's directory that is not checked out, which no git listing "
+                               "shows and no commit carries; remove them, or git submodule update")
     unflag = "clear the flag: git update-index --no-skip-worktree --no-assume-unchanged"
     present = []
     for path in flagged:
@@ -195,7 +198,7 @@ def hidden_from_git(checkout: str, changed: list[str], tree=None, sparse: bool =
         elif path in index and b"\n" not in path and os.path.isfile(full) and not os.path.islink(full):
             present.append(path)
     if present:
-        blobs = _hash(checkout, present)
+        blobs = hash_paths(checkout, present)
         for path, blob in zip(present, blobs):
             if blob != index[path][1]:
                 found[path] = f"flagged, and the file differs from git's copy; {unflag}"
@@ -231,14 +234,6 @@ def hidden_from_git(checkout: str, changed: list[str], tree=None, sparse: bool =
         found.update(_not_reproducible(checkout, regular))
     # a rewrite git's stat check cannot see (the same size, an mtime set back within its second,
     # or ctime checks turned off): the file differs from the index, and git says it does not
-    from proctor.vcs.checkpoint import tree_entries
-
-    from proctor.vcs.checkpoint import digest_of
-
-    stale: list[bytes] = []
-    digest = digest_of(tree_entries(checkout, stale=stale))
-    if tree is not None:
-        tree.digest, tree.error, tree._read = digest, None, True  # read once, for the check goals too
     if stale:
         seen_by_git = set(git.run(checkout, "diff-files", "--name-only", "-z").stdout.split(b"\0"))
         for path in stale:
@@ -246,13 +241,6 @@ def hidden_from_git(checkout: str, changed: list[str], tree=None, sparse: bool =
                 found[path] = ("rewritten where git's stat check cannot see it; git update-index --really-refresh "
                                "shows git the file")
     return sorted(f"{p.decode('utf-8', 'surrogateescape')}: {why}" for p, why in found.items())
-
-
-def _hash(checkout: str, paths: list[bytes], *flags: str) -> list[bytes]:
-    """git's blob ids of files named relative to `checkout` (an absolute path would miss every
-    .gitattributes pattern with a slash in it)."""
-    listed = b"".join(p + b"\n" for p in paths)
-    return git.run(checkout, "hash-object", *flags, "--stdin-paths", input=listed).stdout.split()
 
 
 def _not_reproducible(checkout: str, changed: list[str]) -> dict[bytes, str]:
@@ -271,8 +259,8 @@ def _not_reproducible(checkout: str, changed: list[str]) -> dict[bytes, str]:
                                  "cannot be checked on; rename it")
     converted = [p for p in converted if "\n" not in p]
     names = [os.fsencode(p) for p in converted]
-    raw = _hash(checkout, names, "--no-filters") if names else []
-    clean = _hash(checkout, names) if names else []
+    raw = hash_paths(checkout, names, "--no-filters") if names else []
+    clean = hash_paths(checkout, names) if names else []
     for rel, a, b in zip(converted, raw, clean):
         if a == b:
             continue
@@ -285,7 +273,7 @@ def _not_reproducible(checkout: str, changed: list[str]) -> dict[bytes, str]:
     return out
 
 
-_IDENT = __import__("re").compile(rb"\$Id: [0-9a-f]{40}(?:[0-9a-f]{24})? \$")
+_IDENT = re.compile(rb"\$Id: [0-9a-f]{40}(?:[0-9a-f]{24})? \$")
 
 
 def _unident(data: bytes) -> bytes:
@@ -302,10 +290,6 @@ def _line_count(path: str) -> int:
         return 0
 
 
-def _checkout_of(job: dict, fallback: str) -> str:
-    return job.get("checkout_root") or os.path.realpath(fallback)
-
-
 def _revision(job: dict) -> str | None:
     token = job.get("checkpoint") or ""
     return token.split("+")[0] or None
@@ -318,14 +302,13 @@ def grade(conn: sqlite3.Connection, job: dict, fallback_checkout: str, state_dir
     newest run anyone made; `state_dir` given, each cited output is also reopened and its
     digest checked."""
     from proctor import runs
-    from proctor.jobs import evidence
 
     job_id = job["id"]
     outcomes: list[Outcome] = []
     revision = _revision(job)
     short = revision[:8] if revision else "its checkpoint"
     writes = not job.get("read_only")
-    observed = observe(_checkout_of(job, fallback_checkout), revision, job.get("handed"),
+    observed = observe(evidence.checkout_of(job, fallback_checkout), revision, job.get("handed"),
                        bool(job.get("sparse"))) if writes else None
     result = job.get("result")
 
@@ -413,8 +396,6 @@ def _grade_goal(conn, job: dict, goal: dict, observed: Observed | None, short: s
                 runs, cited) -> tuple[bool, list[str]]:
     kind = goal["kind"]
     if kind == "check":
-        from proctor.jobs import evidence
-
         (cited_runs, problems), tree, state_dir = cited
         target = goal["check"]["target"]
         checkout = evidence.checkout_of(job, fallback)
@@ -453,7 +434,7 @@ def _grade_goal(conn, job: dict, goal: dict, observed: Observed | None, short: s
         return True, [f"{target} passed in run {run['id']} ({run['output_ref']}), on the tree graded"]
     if kind == "paths":
         expect = goal["expect"]
-        checkout = _checkout_of(job, fallback)
+        checkout = evidence.checkout_of(job, fallback)
         failing = []
         if expect == "changed":
             if observed is None:
@@ -486,7 +467,7 @@ def _target_spec(job: dict, target: str, fallback: str):
     the working tree's proctor.toml has it now; None when neither declares it."""
     from proctor import config as config_mod
 
-    checkout = _checkout_of(job, fallback)
+    checkout = evidence.checkout_of(job, fallback)
     revision = _revision(job)
     if revision and os.path.isdir(checkout):
         proc = git.run(checkout, "show", f"{revision}:{config_mod.CONFIG_NAME}", check=False)

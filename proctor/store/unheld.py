@@ -17,8 +17,8 @@ import sqlite3
 from proctor.store import rows
 from proctor.timeutil import format_config_duration, format_duration, iso, parse_iso
 
-RUNNING, DECLARED, NO_RETURN = "running", "declared", "no_return"
-HOLDER_SESSION = "session"
+DECLARED, RUNNING, _EXITED, _PASS, _FAIL, NO_RETURN = rows.STATES
+HOLDER_SESSION = "session"  # jobs.model's: a core module does not import the jobs package
 
 
 def checkout_gone(path: str, cache: dict[str, bool | None], repository: str | None = None) -> bool | None:

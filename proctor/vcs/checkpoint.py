@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from dataclasses import asdict, dataclass
 
 from proctor.errors import ProctorError
@@ -169,7 +170,7 @@ def digest_of(entries: dict[bytes, bytes]) -> str:
 
 
 # `git ls-files -s --debug -z`: an entry, then its cached stat data.
-_INDEX_ENTRY = __import__("re").compile(
+_INDEX_ENTRY = re.compile(
     rb"(\d{6}) ([0-9a-f]+) (\d)\t([^\0]*)\0  ctime: (\d+):(\d+)\n  mtime: (\d+):(\d+)\n"
     rb"  dev: (\d+)\tino: (\d+)\n  uid: \d+\tgid: \d+\n  size: (\d+)\tflags: [0-9a-f]+\n")
 
@@ -178,18 +179,27 @@ _INDEX_ENTRY = __import__("re").compile(
 RACY_SECONDS = 2.0
 
 
+def hash_paths(root: str, paths: list[bytes], *flags: str) -> list[bytes]:
+    """git's blob ids of files named relative to `root`, as `git add` would store them
+    (`hash-object --stdin-paths`, run in `root`, nothing written). Relative: an absolute path
+    misses every .gitattributes pattern with a slash in it, and with it the filters."""
+    listed = b"".join(p + b"\n" for p in paths)
+    return git.run(root, "hash-object", *flags, "--stdin-paths", input=listed).stdout.split()
+
+
 def tree_entries(root: str, hashed: dict | None = None, stale: list | None = None,
-                 ctimes: dict | None = None) -> dict[bytes, bytes]:
+                 ctimes: dict | None = None, index: dict | None = None) -> dict[bytes, bytes]:
     """The identity of the work tree's CONTENT: every tracked and untracked, non-ignored
     file's path, mode and git blob id, hashed together. Unlike a checkpoint it does not move
     when the same content is committed, and unlike a file's mtime it cannot be set back: a
     run recorded on one digest was run on exactly that tree.
 
-    Unchanged tracked files are taken from the index (git's own stat cache); changed and
-    untracked ones are hashed as `git add` would (`hash-object --stdin-paths`, filters
-    applied, nothing written). Raises ProctorError when git cannot read the tree. `stale`,
-    given, receives the tracked paths whose file differs from the index's blob; `ctimes`, given,
-    each listed file's status-change time (ns), which no writer can set back.
+    A tracked file whose stat data matches its index entry, nanoseconds included, is taken
+    from the index; changed and untracked ones are hashed as `git add` would (hash_paths).
+    Raises ProctorError when git cannot read the tree. `stale`, given, receives the tracked
+    paths whose file differs from the index's blob; `ctimes`, given, each listed file's
+    status-change time (ns), which no writer can set back; `index`, given, each stage-0
+    entry's (mode, blob) as the index holds it.
 
     `hashed`, given, is a memo shared by calls on one tree (a run's before and after): a file
     whose inode, size, mtime and ctime are unchanged since it was hashed, and whose status
@@ -228,6 +238,8 @@ def tree_entries(root: str, hashed: dict | None = None, stale: list | None = Non
             continue
         entries[path] = mode + b" " + blob
         index_blobs[path] = blob
+        if index is not None:
+            index[path] = (mode, blob)
         if mode == b"160000":
             continue
         ctime = int(match.group(5)) * 1_000_000_000 + int(match.group(6))
@@ -301,11 +313,8 @@ def tree_entries(root: str, hashed: dict | None = None, stale: list | None = Non
         elif os.path.isdir(inner) and os.listdir(inner):
             entries[path] = entry + b" files " + _directory_digest(inner)
     if files:
-        # paths relative to the root, as git run there names them: an absolute path misses every
-        # .gitattributes pattern with a slash in it, and with it the filters git add applies
-        listed = b"".join(p + b"\n" for p in files if b"\n" not in p)
-        blobs = git.run(root, "hash-object", "--stdin-paths", input=listed).stdout.split()
-        for path, blob in zip([p for p in files if b"\n" not in p], blobs):
+        named = [p for p in files if b"\n" not in p]
+        for path, blob in zip(named, hash_paths(root, named)):
             if stale is not None and path in index_blobs and index_blobs[path] != blob:
                 stale.append(path)
             entries[path] += b" " + blob
