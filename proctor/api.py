@@ -169,6 +169,8 @@ def config_show(cwd: str | None = None) -> dict:
             for s in cfg.settings.values()
         ],
         "problems": cfg.problems,
+        # the number a worker is held to, which jobs.idle_minutes leaves unset when derived
+        "idle_limit": {"seconds": cfg.idle_limit_seconds, "source": cfg.idle_limit_source},
     }
 
 

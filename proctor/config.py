@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import shlex
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -30,6 +31,10 @@ DEFAULT_BOARD = (
 )
 EXECUTORS = ("claude", "opencode", "codex", "gemini", "command")
 GRACE_RANGE = (5.0, 3600.0)
+IDLE_FLOOR_MINUTES = 15.0
+DEFAULT_WALL_MINUTES = 60.0
+# These CLIs report tokens, never dollars: a dollar limit on them could never fire.
+TOKENS_ONLY = ("codex", "gemini")
 RULE_DECISIONS = ("off", "advise", "deny")  # in order of strictness
 
 _TARGET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -87,7 +92,20 @@ class Config:
         if configured is not None:
             return configured * 60
         longest = max((t.timeout for t in self.targets.values()), default=0.0)
-        return max(15 * 60.0, 1.5 * longest)
+        return max(IDLE_FLOOR_MINUTES * 60, 1.5 * longest)
+
+    @property
+    def idle_limit_source(self) -> str:
+        """Where idle_limit_seconds comes from, said so a person can tell which setting to change."""
+        if self.settings["jobs.idle_minutes"].value is not None:
+            return f"[jobs] idle_minutes in {CONFIG_NAME}"
+        longest = max(self.targets.values(), key=lambda t: t.timeout, default=None)
+        if longest is None:
+            return f"derived: the {IDLE_FLOOR_MINUTES:g}-minute floor; no target is defined"
+        timeout = format_config_duration(longest.timeout)
+        if 1.5 * longest.timeout > IDLE_FLOOR_MINUTES * 60:
+            return f"derived: 1.5 x [targets.{longest.name}] timeout {timeout}"
+        return f"derived: the {IDLE_FLOOR_MINUTES:g}-minute floor; longest target timeout {timeout}"
 
     def __getitem__(self, key: str) -> Any:
         return self.settings[key].value
@@ -120,6 +138,14 @@ class Clamped(ValueError):
         self.value = value
 
 
+def _duration(value: Any, unit_seconds: float) -> float:
+    """Seconds, more than 0, from `20m`, `90s`, `1h30m` or a bare number in the key's unit."""
+    seconds = parse_duration(value, unit_seconds)
+    if seconds <= 0:
+        raise ValueError("must be more than 0")
+    return seconds
+
+
 def _positive(value: Any, unit: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError(f"expected a number of {unit}, got {_describe(value)}")
@@ -130,18 +156,18 @@ def _positive(value: Any, unit: str) -> float:
     return float(value)
 
 
-def _optional_minutes(value: Any) -> float | None:
-    """Minutes, fractions allowed; unset (None) derives the value elsewhere."""
-    return _positive(value, "minutes")
+def _minutes(value: Any) -> float:
+    """Minutes, fractions allowed, from a duration or a bare number of minutes."""
+    return _duration(value, 60) / 60
 
 
 def _grace_seconds(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value) or math.isinf(value):
-        raise ValueError(f"expected a finite number of seconds, got {_describe(value)}")
+    seconds = _duration(value, 1)
     low, high = GRACE_RANGE
-    if not low <= value <= high:
-        raise Clamped(f"clamped to {low:g}..{high:g} seconds", min(high, max(low, float(value))))
-    return float(value)
+    if not low <= seconds <= high:
+        # a window under the floor would kill Claude before it saves its session file
+        raise Clamped(f"clamped to {low:g}..{high:g} seconds", min(high, max(low, seconds)))
+    return seconds
 
 
 def _commit_body(value: Any) -> str:
@@ -202,7 +228,7 @@ KEYS: dict[str, Key] = {
             "end untaken jobs untouched this long, and mark taken ones stale; 0 = never"),
         Key("jobs.gate", _name, "ci", str,
             "the target that is the release gate: run once, in the orchestrator's tree"),
-        Key("jobs.idle_minutes", _optional_minutes, None,
+        Key("jobs.idle_minutes", _minutes, None,
             lambda v: "derived" if v is None else f"{v:g}",
             "minutes of silence before a worker is stopped; unset derives it from the targets' timeouts"),
         Key("jobs.grace_seconds", _grace_seconds, 60.0, lambda v: f"{v:g}",
@@ -220,7 +246,9 @@ class Worker:
     command: tuple[str, ...] | None  # argv; None runs the executor's own CLI
     model: str | None
     max_spend_usd: float | None
-    wall_minutes: float | None
+    wall_minutes: float  # always bounded: DEFAULT_WALL_MINUTES unless set
+    # at most this many workers of this executor at once on the machine; None = unlimited
+    slots: int | None = None
 
 
 def load(root: str) -> Config:
@@ -296,6 +324,9 @@ def _apply(data: dict, config: Config) -> None:
             continue
         config.settings[key.name] = Setting(key.name, value, source, key.show(value))
     _apply_targets(data.get("targets", {}), config)
+    idle = config.settings["jobs.idle_minutes"]
+    if idle.value is None:
+        idle.shown = f"{config.idle_limit_seconds / 60:g} ({config.idle_limit_source})"
     _apply_guard(data.get("guard", {}), config)
     _apply_workers(data.get("workers", {}), config)
     _apply_board(data.get("board"), config)
@@ -354,7 +385,7 @@ def _apply_workers(workers: Any, config: Config) -> None:
         if not isinstance(table, dict):
             config.problems.append(f"{CONFIG_NAME}: {where} must be a table with an executor; ignored")
             continue
-        for extra in sorted(set(table) - {"executor", "command", "model", "max_spend_usd", "wall_minutes"}):
+        for extra in sorted(set(table) - {"executor", "command", "model", "max_spend_usd", "wall_minutes", "slots"}):
             config.problems.append(f"{CONFIG_NAME}: unknown key {extra} in {where}; ignored")
         executor = table.get("executor")
         if executor not in EXECUTORS:
@@ -373,28 +404,38 @@ def _apply_workers(workers: Any, config: Config) -> None:
         if model is not None and not isinstance(model, str):
             config.problems.append(f"{CONFIG_NAME}: {where} model must be a string; using the CLI's default")
             model = None
-        limits = {}
-        for key in ("max_spend_usd", "wall_minutes"):
-            raw = table.get(key)
-            if raw is None:
-                limits[key] = None
-                continue
+        rejected: dict[str, str] = {}  # key -> the problem that kept its default
+
+        def reject(key: str, reason: str, kept: str) -> None:
+            rejected[key] = f"{CONFIG_NAME}: {where} {key} = {_render_raw(table[key])} is invalid ({reason}); {kept}"
+            config.problems.append(rejected[key])
+
+        spend = None
+        if "max_spend_usd" in table:
             try:
-                limits[key] = _positive(raw, "dollars" if key == "max_spend_usd" else "minutes")
+                spend = _positive(table["max_spend_usd"], "dollars")
             except ValueError as exc:
-                config.problems.append(f"{CONFIG_NAME}: {where} {key} = {_render_raw(raw)} is invalid ({exc}); "
-                                       f"using the default (none)")
-                limits[key] = None
-        if executor in ("codex", "gemini") and limits["max_spend_usd"] is not None:
-            # Codex and Gemini CLI report tokens, never dollars: a dollar limit could never fire
-            config.problems.append(f"{CONFIG_NAME}: {where} max_spend_usd cannot be enforced on a {executor} worker "
-                                   f"({executor} reports tokens, not dollars); no spend limit, "
-                                   f"bound it with wall_minutes")
-            limits["max_spend_usd"] = None
-        config.workers[name] = Worker(name, executor, tuple(command) if command else None, model,
-                                      limits["max_spend_usd"], limits["wall_minutes"])
-        prefix = f"workers.{name}"
-        config.settings[f"{prefix}.executor"] = Setting(f"{prefix}.executor", executor, CONFIG_NAME, executor)
+                reject("max_spend_usd", str(exc), "using the default (none)")
+        if executor in TOKENS_ONLY and spend is not None:
+            rejected["max_spend_usd"] = (f"{CONFIG_NAME}: {where} max_spend_usd cannot be enforced on a {executor} "
+                                         f"worker ({executor} reports tokens, not dollars); no spend limit, "
+                                         f"bound it with wall_minutes")
+            config.problems.append(rejected["max_spend_usd"])
+            spend = None
+        wall = DEFAULT_WALL_MINUTES
+        if "wall_minutes" in table:
+            try:
+                wall = _minutes(table["wall_minutes"])
+            except ValueError as exc:
+                reject("wall_minutes", str(exc), f"using the default ({DEFAULT_WALL_MINUTES:g})")
+        slots = table.get("slots")
+        if slots is not None and (isinstance(slots, bool) or not isinstance(slots, int) or slots < 1):
+            reject("slots", f"expected a whole number, 1 or more, got {_describe(slots)}",
+                   "using the default (unlimited)")
+            slots = None
+        worker = Worker(name, executor, tuple(command) if command else None, model, spend, wall, slots)
+        config.workers[name] = worker
+        _show_worker(config, worker, set(table), rejected)
     ladder = workers.get("ladder")
     if ladder is not None:
         if not isinstance(ladder, list) or not all(isinstance(n, str) for n in ladder):
@@ -421,6 +462,26 @@ def _apply_workers(workers: Any, config: Config) -> None:
     config.settings["workers.attempts"] = Setting("workers.attempts", config.attempts,
                                                   CONFIG_NAME if attempts is not None else "default",
                                                   str(config.attempts))
+
+
+def _show_worker(config: Config, worker: Worker, given: set[str], rejected: dict[str, str]) -> None:
+    """A worker's limits as settings, so `config show` says what bounds it and where that came from."""
+    tokens_only = worker.executor in TOKENS_ONLY
+    shown = {
+        "executor": worker.executor,
+        "command": shlex.join(worker.command) if worker.command else f"{worker.executor} (the executor's default)",
+        "model": worker.model or "the CLI's default",
+        "wall_minutes": f"{worker.wall_minutes:g}",
+        "max_spend_usd": (f"not enforceable: {worker.executor} reports tokens" if tokens_only
+                          else "none" if worker.max_spend_usd is None else f"{worker.max_spend_usd:g}"),
+        "slots": _show_count(worker.slots),
+    }
+    for key, text in shown.items():
+        value = getattr(worker, key)
+        value = list(value) if isinstance(value, tuple) else value
+        from_file = key in given and key not in rejected and value is not None
+        name = f"workers.{worker.name}.{key}"
+        config.settings[name] = Setting(name, value, CONFIG_NAME if from_file else "default", text, rejected.get(key))
 
 
 def _apply_guard(guard: Any, config: Config) -> None:
@@ -524,7 +585,8 @@ def _apply_targets(targets: Any, config: Config) -> None:
 TEMPLATE = """\
 # proctor.toml: how proctor supervises agents in this repository.
 # `proctor config show` prints every effective value and where it came from.
-# Durations are written 30s, 15m, 2h or 1h30m; a bare number is seconds.
+# Durations are written 30s, 15m, 2h or 1h30m; a bare number is in the key's unit:
+# minutes for a key named *_minutes, else seconds.
 # A bad value is reported and its default kept: it never stops a command.
 
 [jobs]

@@ -29,7 +29,8 @@ def show(output: str) -> None:
     for setting in shown["settings"]:
         source = setting["source"]
         if setting["problem"]:
-            source += " (proctor.toml value rejected)"
+            # a value still read from the file despite a problem is one brought back into its range
+            source += " (clamped)" if source != "default" else " (proctor.toml value rejected)"
         click.echo(f"{setting['key'].ljust(width)}  {setting['shown'].ljust(vwidth)}  {source}")
     if shown["problems"]:
         click.echo("")
