@@ -200,12 +200,13 @@ def test_executor_argv_sandbox_and_resume(tmp_path, monkeypatch):
     monkeypatch.chdir(repo)
     # this repository's state and cache only, not the bases every repository's store lives under
     roots = json.dumps([str(tmp_path / "state" / key), str(tmp_path / "cache" / "proctor" / key)]).replace(", ", ",")
-    first = codex.argv(worker, "lease: j\ndo it")
+    first = codex.argv(worker, "lease: j\ndo it", lease="j")
     assert first == ["codex", "exec", "--json", "-c", 'sandbox_mode="workspace-write"',
                      "-c", f"sandbox_workspace_write.writable_roots={roots}", "-c", "allow_login_shell=false",
-                     "-m", "gpt-5.5", "lease: j\ndo it"]
-    resumed = codex.argv(worker, "follow-up", resume="01a2-id")
+                     *codex.hook_overrides("j"), "-m", "gpt-5.5", "lease: j\ndo it"]
+    resumed = codex.argv(worker, "follow-up", resume="01a2-id", lease="j")
     assert resumed[:3] == ["codex", "exec", "resume"] and resumed[-2:] == ["01a2-id", "follow-up"]
+    assert "features.hooks=true" in resumed  # the guard comes with a resume too
     assert "-c" in resumed and 'sandbox_mode="workspace-write"' in resumed
     for argv in (first, resumed):
         assert "--full-auto" not in argv and "-s" not in argv and "--sandbox" not in argv
@@ -404,6 +405,94 @@ def test_stop_block_hands_the_follow_up_to_the_model(host_env, host_repo):
     assert sum(e["type"] == "turn.started" for e in events) == 1  # the same turn carried on
 
 
+# --- the executor's own argv: the guard handed on the command line, nothing wired ---------------------
+
+
+def worker_argv(prompt: str, lease: str | None = JOB, command: list | None = None) -> list[str]:
+    """The argv proctor's codex executor builds for a worker of `lease`, run with the real binary."""
+    from proctor.config import Worker
+    from proctor.workers.executors import codex
+
+    worker = Worker("cx", "codex", command, None, None, None)
+    argv = codex.argv(worker, prompt, lease=lease)
+    if argv[0] == "codex":
+        argv[0] = host_binary("codex")
+    return argv
+
+
+@pytest.mark.parametrize("checkout_says", ["nothing", "hooks off"])
+def test_executor_argv_hands_the_guard_with_nothing_wired(host_env, host_repo, checkout_says):
+    """No hook anywhere in the person's config or the checkout, no trust recorded: the worker's
+    own command line carries proctor's hooks, trusted, and Codex runs them. Nor can the
+    checkout's trusted `.codex/config.toml` switch hooks off, or its `.codex/hooks.json` add
+    state for them (a project layer's hook state is never read)."""
+    fork_and_take(host_env, host_repo, JOB, "src/a.py")
+    extra_argv = []
+    if checkout_says == "hooks off":
+        os.makedirs(os.path.join(host_repo, ".codex"))
+        with open(os.path.join(host_repo, ".codex", "config.toml"), "w") as handle:
+            handle.write('[features]\nhooks = false\n\n[hooks.state."/<session-flags>/config.toml:pre_tool_use:0:0"]\n'
+                         'enabled = false\n')
+        git(host_repo, "add", ".codex")
+        git(host_repo, "commit", "-q", "-m", "a checkout that turns hooks off")
+        extra_argv = ["--trust"]  # the project's .codex/ loads only in a trusted project
+    with ScriptedModel(Responses(), [
+        Turn(text="Writing b.", tools=[Tool("exec_command", {"cmd": "echo 'B = 2' > src/b.py"})]),
+        Turn(tools=[Tool("exec_command", {"cmd": "printf 'A = 2\\n' > src/a.py"})]),
+        Turn(text="finished"),
+    ]) as model:
+        _write_codex_config(host_env.home, provider(model))  # the model, and nothing else
+        argv = worker_argv("do the task")
+        argv[argv.index("exec") + 1:argv.index("exec") + 1] = extra_argv
+        # no BAGGAGE, and a PATH without proctor: the pinned hook needs neither
+        path = os.pathsep.join(p for p in host_env.env["PATH"].split(os.pathsep)
+                               if p != os.path.dirname(sys.executable))
+        proc = host_env.run(argv, cwd=host_repo, extra={"PATH": path}, timeout=180)
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+        assert "Command blocked by PreToolUse hook: deny [lease-write-scope]: src/b.py is outside the write " \
+               "paths of plan/w1 (src/a.py)" in model.told_after(0), model.told_after(0)
+        assert "Process exited with code 0" in model.told_after(1), model.told_after(1)
+    assert read(host_repo, "src/b.py") == "B = 1\n"
+    assert read(host_repo, "src/a.py") == "A = 2\n"
+
+
+def test_a_command_of_ones_own_still_gets_the_guard(host_env, host_repo):
+    """`[workers.X] command` keeps its own say about the sandbox (none is added), and the
+    hooks are handed all the same."""
+    fork_and_take(host_env, host_repo, JOB, "src/a.py")
+    with ScriptedModel(Responses(), [Turn(tools=[Tool("exec_command", {"cmd": "echo 'B = 2' > src/b.py"})]),
+                                     Turn(text="finished")]) as model:
+        _write_codex_config(host_env.home, provider(model))
+        argv = worker_argv("do the task", command=[host_binary("codex"), "-s", "workspace-write"])
+        assert 'sandbox_mode="workspace-write"' not in argv and "features.hooks=true" in argv
+        proc = host_env.run(argv, cwd=host_repo, timeout=180)
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+        assert "blocked by PreToolUse hook: deny [lease-write-scope]: src/b.py" in model.told_after(0)
+    assert read(host_repo, "src/b.py") == "B = 1\n"
+
+
+def test_the_persons_own_trusted_hooks_still_run_beside_the_handed_ones(host_env, host_repo, tmp_path):
+    """The handed trust (`-c hooks.state={...}`) is a layer of its own: the trust the person
+    recorded in config.toml for their own hooks still counts."""
+    from proctor.hook.codex import trust_hash
+
+    fork_and_take(host_env, host_repo, JOB, "src/a.py")
+    marker = tmp_path / "marker"
+    handler = {"type": "command", "command": f"touch {marker}; echo '{{}}'", "timeout": 30}
+    config = os.path.join(host_env.home, ".codex", "config.toml")
+    with ScriptedModel(Responses(), [Turn(tools=[Tool("exec_command", {"cmd": "echo 'B = 2' > src/b.py"})]),
+                                     Turn(text="finished")]) as model:
+        _write_codex_config(host_env.home, provider(model) + (
+            f'[[hooks.PreToolUse]]\n[[hooks.PreToolUse.hooks]]\ntype = "command"\ncommand = "{handler["command"]}"\n'
+            f'timeout = 30\n\n[hooks.state."{config}:pre_tool_use:0:0"]\n'
+            f'trusted_hash = "{trust_hash("PreToolUse", handler)}"\n'))
+        proc = host_env.run(worker_argv("do the task"), cwd=host_repo, timeout=180)
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+        assert "blocked by PreToolUse hook: deny [lease-write-scope]: src/b.py" in model.told_after(0)
+    assert marker.exists(), "the person's own trusted hook did not run"
+    assert read(host_repo, "src/b.py") == "B = 1\n"
+
+
 # --- proctor work with executor = "codex" ------------------------------------------------------------
 
 
@@ -433,6 +522,8 @@ RESULT = json.dumps({"schema_version": 1, "status": "done", "summary": "set A"})
 
 
 def test_work_with_codex_passes_a_job_and_resumes_it(host_env, host_repo, state_outside_tmp):
+    """Nothing is wired: no hook in the person's config.toml or the checkout, no trust recorded.
+    The guard comes with the worker's command line, so its write outside the lease is denied."""
     host_binary("codex")
     assert host_env.proctor("init", "--force", cwd=host_repo).returncode == 0  # the store in the new state dir
     with open(os.path.join(host_repo, "proctor.toml"), "w") as handle:
@@ -445,6 +536,7 @@ def test_work_with_codex_passes_a_job_and_resumes_it(host_env, host_repo, state_
     assert proc.returncode == 0, proc.stderr
     resumed = lambda record: FOLLOW_UP in json.dumps(record["body"].get("input"))
     with ScriptedModel(Responses(), [
+        Turn(text="Writing b.", tools=[Tool("exec_command", {"cmd": "echo 'B = 2' > src/b.py"})]),
         Turn(tools=[Tool("exec_command", {"cmd": "printf 'A = 2\\n' > src/a.py"})]),
         Turn(tools=[Tool("exec_command", {"cmd": "proctor run test"})]),
         Turn(tools=[Tool("exec_command", {"cmd": f"echo '{RESULT}' | proctor job exit {JOB} --stdin"})]),
@@ -452,15 +544,17 @@ def test_work_with_codex_passes_a_job_and_resumes_it(host_env, host_repo, state_
         Turn(tools=[Tool("exec_command", {"cmd": "proctor run test"})], when=resumed),
         Turn(text="Checked again.\n\nDONE", when=resumed),
     ]) as model:
-        wire(host_env, host_repo, model)
+        _write_codex_config(host_env.home, provider(model))  # the model only: no hooks, no trust
         proc = host_env.proctor("work", JOB, "-o", "json", cwd=host_repo, timeout=300)
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
         outcome = json.loads(proc.stdout)["jobs"][0]
         attempt = outcome["attempts"][0]
         assert outcome["passed"] and outcome["commit"] and attempt["executor"] == "codex"
         assert attempt["outcome"] == "finished" and attempt["reply_kind"] == "completed" and attempt["session"]
+        assert "Command blocked by PreToolUse hook: deny [lease-write-scope]: src/b.py is outside the write " \
+               "paths of plan/w1 (src/a.py)" in model.told_after(0), model.told_after(0)
         # the worker ran proctor run and proctor job exit inside Codex's sandbox, and both worked
-        for step in (1, 2):
+        for step in (2, 3):
             told = model.told_after(step)
             assert "Process exited with code 0" in told and "Read-only file system" not in told, told
         assert git(host_repo, "show", "HEAD:src/a.py") == "A = 2\n"
@@ -469,9 +563,9 @@ def test_work_with_codex_passes_a_job_and_resumes_it(host_env, host_repo, state_
         # proctor's resume path: a follow-up wakes the finished worker with `codex exec resume`
         proc = host_env.run([sys.executable, "-c", RESUME, host_repo, JOB, FOLLOW_UP], cwd=host_repo, timeout=300)
         assert proc.returncode == 0 and proc.stdout.strip().endswith("True"), proc.stdout + proc.stderr
-        request = next(r for r in model.main_requests() if r.get("step") == 4)
+        request = next(r for r in model.main_requests() if r.get("step") == 5)
         # the same conversation, carried on: the first attempt's command outputs are in its input
         assert "set A to 2" in json.dumps(request["body"]["input"]) and FOLLOW_UP in model.dialect.told(request["body"])
-        assert model.wait_consumed(6, timeout=5)
-        told = model.told_after(4)
+        assert model.wait_consumed(7, timeout=5)
+        told = model.told_after(5)
         assert "Process exited with code 0" in told and "Read-only file system" not in told, told

@@ -246,6 +246,120 @@ def test_project_wiring_loads_only_where_gemini_starts(host_env, host_repo, tmp)
     assert read(host_repo, "src/b.py") == "B = 2\n"
 
 
+# --- the executor's own argv and env: the guard handed by proctor, nothing wired --------------
+
+
+@pytest.fixture
+def root_owned_state(host_env, monkeypatch):
+    """proctor's state and cache in a directory root owns all the way up, closed to group and
+    others (not under /tmp): where Gemini CLI loads a system settings file from. Only as root."""
+    import shutil
+    import tempfile
+
+    if os.geteuid() != 0:
+        reason = "Gemini CLI loads proctor's system settings only for a worker run as root"
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    place = os.path.join(os.path.expanduser("~"), ".cache")
+    os.makedirs(place, exist_ok=True)
+    base = tempfile.mkdtemp(prefix="proctor-gemini-test-", dir=place)
+    for name, value in (("PROCTOR_STATE_DIR", os.path.join(base, "state")),
+                        ("XDG_CACHE_HOME", os.path.join(base, "cache"))):
+        host_env.env[name] = value
+        monkeypatch.setenv(name, value)
+    from proctor.workers.executors import gemini
+
+    handed, why = gemini.hooks_handed()
+    if not handed:
+        pytest.skip(f"{place}: {why}")
+    yield base
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def init_store(env, repo: str) -> None:
+    """The store in the new state directory; proctor.toml as the repository had it."""
+    from tests.hosts.conftest import HOST_CONFIG
+
+    assert env.proctor("init", "--force", cwd=repo).returncode == 0
+    with open(os.path.join(repo, "proctor.toml"), "w", encoding="utf-8") as handle:
+        handle.write(HOST_CONFIG)
+    git(repo, "add", "-A")
+    if git(repo, "status", "--porcelain"):
+        git(repo, "commit", "-q", "-m", "proctor")
+
+
+def start_worker(env, repo: str, model: ScriptedModel, tmp, prompt: str = "do the task",
+                 command: list | None = None, timeout: float = 180):
+    """A worker as proctor starts it: the executor's argv and env(lease), in an environment
+    with no BAGGAGE and no proctor on PATH (the pinned hooks need neither)."""
+    from proctor.config import Worker
+    from proctor.workers.executors import gemini
+
+    argv = gemini.argv(Worker("gm", "gemini", command, None, None, None), prompt, lease=JOB)
+    if argv[0] == "gemini":
+        argv[0] = host_binary("gemini")
+    variables = model_env(model, str(tmp), lease=None)
+    variables.update(gemini.env(JOB))
+    variables["PATH"] = os.pathsep.join(p for p in env.env["PATH"].split(os.pathsep)
+                                        if p != os.path.dirname(sys.executable))
+    proc = env.run(argv, cwd=repo, extra=variables, timeout=timeout)
+    return proc, json_lines(proc.stdout), variables
+
+
+@pytest.mark.parametrize("checkout_says", ["nothing", "hooks off"])
+def test_executor_env_hands_the_guard_with_nothing_wired(host_env, host_repo, tmp, root_owned_state,
+                                                         checkout_says):
+    """No hook in the person's settings or the checkout's: the worker's environment points
+    Gemini at system settings proctor wrote, and its write outside the lease is denied, its own
+    passes. A trusted checkout whose settings turn hooks off, or disable proctor's by command,
+    has no say: system settings outrank it, and the hooks' names are made for each start."""
+    host_binary("gemini")
+    init_store(host_env, host_repo)
+    user_settings(host_env)  # the auth type only
+    if checkout_says == "hooks off":
+        from proctor.workers.executors import pinned_hook
+
+        os.makedirs(os.path.join(host_repo, ".gemini"))
+        with open(os.path.join(host_repo, ".gemini", "settings.json"), "w", encoding="utf-8") as handle:
+            json.dump({"hooksConfig": {"enabled": False, "disabled": [
+                "proctor hook gemini", pinned_hook(JOB, "gemini")]}}, handle)
+        git(host_repo, "add", ".gemini")
+        git(host_repo, "commit", "-q", "-m", "a checkout that turns hooks off")
+    fork_and_take(host_env, host_repo, JOB, "src/a.py")
+    steps = [Turn(text="Writing b.", tools=[shell("echo 'B = 2' > src/b.py")]),
+             Turn(tools=[Tool("write_file", {"file_path": "src/b.py", "content": "B = 5\n"})]),
+             Turn(tools=[Tool("write_file", {"file_path": "src/a.py", "content": "A = 2\n"})]),
+             Turn(text="finished")]
+    with ScriptedModel(Gemini(), steps) as model:
+        proc, events, variables = start_worker(host_env, host_repo, model, tmp)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert model.consumed() == len(steps), model.summary()
+        for step in (0, 1):
+            assert BLOCKED in model.told_after(step), (step, model.told_after(step))
+        assert "Tool execution blocked" not in model.told_after(2), model.told_after(2)
+    assert read(host_repo, "src/b.py") == "B = 1\n"
+    assert read(host_repo, "src/a.py") == "A = 2\n"
+    settings = variables["GEMINI_CLI_SYSTEM_SETTINGS_PATH"]
+    assert settings.startswith(root_owned_state) and not settings.startswith(host_repo)
+    assert "Security Warning" not in proc.stderr and "Invalid configuration" not in proc.stderr, proc.stderr[-2000:]
+    assert git(host_repo, "status", "--porcelain", "--", ".gemini") == ""  # nothing written in the checkout
+
+
+def test_a_command_of_ones_own_still_gets_the_guard(host_env, host_repo, tmp, root_owned_state):
+    """`[workers.X] command` keeps its own approval mode (none is added); the hooks come with
+    the environment all the same."""
+    host_binary("gemini")
+    init_store(host_env, host_repo)
+    user_settings(host_env)
+    fork_and_take(host_env, host_repo, JOB, "src/a.py")
+    with ScriptedModel(Gemini(), deny_b_steps()) as model:
+        proc, _, _ = start_worker(host_env, host_repo, model, tmp, command=[host_binary("gemini"), "--yolo"])
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert BLOCKED in model.told_after(0), model.told_after(0)
+    assert read(host_repo, "src/b.py") == "B = 1\n"
+
+
 # --- proctor work with executor = "gemini" -------------------------------------------------
 
 

@@ -7,6 +7,7 @@
     Parser.RELEVANT (optional): byte strings; a line holding none of them is output only
     Parser.TAIL (optional): only this many last lines of each read are fed
     ENV (optional): variables set in the worker's environment (its attempts and resumes)
+    env(lease) (optional): more such variables, made for the worker's job (gemini's hook settings)
 
 Events: Event("session", value=id), Event("final", text=reply), Event("step") (work resumed
 after a final-looking reply), Event("cost", value=total usd so far), Event("fatal", text=...),
@@ -35,6 +36,26 @@ def decode(line: str) -> dict | None:
     except ValueError:
         return None
     return event if isinstance(event, dict) else None
+
+
+def pinned_hook(lease: str, host: str) -> str:
+    """`proctor hook <host> --lease <job>` as a shell command line, run by this proctor's own
+    interpreter (`-I`: no PYTHON* variable, no script directory on sys.path) in an environment
+    of proctor's choosing (`env -i`): no variable a host's settings or a checkout's files set
+    reaches it, so none can point the hook at another proctor, an empty store or no lease.
+    (claude.pinned_hook is this, for host claude.)"""
+    import os
+    import shlex
+    import sys
+
+    from proctor.paths import cache_base, state_base
+
+    keep = {"PATH": os.pathsep.join([os.path.dirname(sys.executable), "/usr/local/bin", "/usr/bin", "/bin"]),
+            "HOME": os.path.expanduser("~"), "LANG": "C.UTF-8",
+            "PROCTOR_STATE_DIR": state_base(), "XDG_CACHE_HOME": os.path.dirname(cache_base())}
+    words = ["/usr/bin/env", "-i", *(f"{key}={value}" for key, value in keep.items()),
+             sys.executable, "-I", "-m", "proctor", "hook", host, "--lease", lease]
+    return " ".join(shlex.quote(word) for word in words)
 
 
 def module(executor: str):

@@ -12,13 +12,28 @@ and `proctor job exit`, which write there. Its commands run without a login shel
 failure; a top-level `error` event is a failure too (an `item.completed` of type `error` is a
 warning, not a failure). Codex reports tokens, never dollars: `max_spend_usd` cannot be
 enforced on a Codex worker and `proctor config show` says so (see proctor/config.py).
+
+The guard is handed over on the command line, whatever the checkout or the person wired: the
+hooks `proctor describe harness --host codex` prints, as `-c hooks.<Event>=[...]` overrides
+(Codex's session-flags layer, which outranks the user's and the project's config.toml), each
+command pinned (`pinned_hook`: `env -i`, this interpreter, `proctor hook codex --lease <job>`).
+`codex exec` silently skips a hook nobody trusted, so the trust Codex's `/hooks` review would
+record for exactly these hooks goes with them (`-c hooks.state={...}`, keyed by the layer's
+name `/<session-flags>/config.toml`; the session-flags layer is one of those whose hook state
+Codex reads, a project's is not), and `-c features.hooks=true` outranks a `[features] hooks =
+false` anywhere below. Not `--dangerously-bypass-hook-trust`: that would run every other hook
+the person left untrusted too. Hooks come with a person's `command` as well; the sandbox
+options do not (a command of one's own says how it runs).
 """
 
 from __future__ import annotations
 
-from proctor.workers.executors import Event, decode
+from proctor.workers.executors import Event, decode, pinned_hook
 
 PROMPT_ON_STDIN = False
+# How Codex names the hooks of its `-c` overrides in hook-state keys (codex-rs/hooks discovery.rs:
+# ConfigLayerSource::SessionFlags => "<session-flags>/config.toml", resolved against "/").
+SESSION_FLAGS_SOURCE = "/<session-flags>/config.toml"
 
 
 def writable_roots() -> list[str]:
@@ -51,6 +66,27 @@ def _toml_list(items: list[str]) -> str:
     return "[" + ",".join(json.dumps(item) for item in items) + "]"
 
 
+def hook_overrides(lease: str | None = None) -> list[str]:
+    """`-c` overrides handing Codex proctor's hooks (with the worker's job, each command pinned),
+    trusted and switched on: Codex runs them whatever the checkout's and the person's config say
+    (a managed policy, such as allow_managed_hooks_only, still can refuse them)."""
+    import json
+
+    from proctor.hook import codex as wiring
+
+    command = pinned_hook(lease, "codex") if lease else wiring.COMMAND
+    handler = {"type": "command", "command": command, "timeout": wiring.TIMEOUT}
+    inline = "{" + f'type="command",command={json.dumps(command)},timeout={wiring.TIMEOUT}' + "}"
+    out = ["-c", "features.hooks=true"]
+    states = []
+    for event in wiring.WIRED_EVENTS:
+        out += ["-c", f"hooks.{event}=[{{hooks=[{inline}]}}]"]
+        key = f"{SESSION_FLAGS_SOURCE}:{wiring.EVENT_LABELS[event]}:0:0"
+        trusted = json.dumps(wiring.trust_hash(event, handler))
+        states.append(f"{json.dumps(key)}={{enabled=true,trusted_hash={trusted}}}")
+    return out + ["-c", "hooks.state={" + ",".join(states) + "}"]
+
+
 def argv(worker, prompt: str, resume: str | None = None, lease: str | None = None) -> list[str]:
     base = list(worker.command) if worker.command else ["codex"]
     out = base + ["exec"]
@@ -64,6 +100,7 @@ def argv(worker, prompt: str, resume: str | None = None, lease: str | None = Non
                 # commands run in the worker's environment: a login shell's profile resets PATH,
                 # and `proctor` (say, in a virtualenv) is then not found
                 "-c", "allow_login_shell=false"]
+    out += hook_overrides(lease)  # the guard, whatever the checkout wires or the person trusted
     if worker.model:
         out += ["-m", worker.model]
     if resume:
