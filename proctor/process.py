@@ -4,6 +4,14 @@ a group (SIGTERM, a short wait, SIGKILL, reaped), output drained with a bound.
 Never `communicate()`: on Python 3.11 it does not return while a grandchild holds the pipe
 open (CPython issue 119710). The reader watches the pipe with a selector and the deadline
 with its timeout, so a silent child costs no CPU.
+
+Also here, for the worker runner (workers/runner.py): the ways to find and end everything a
+process started, wherever it went. A cgroup v2 of its own where one can be made (`Cgroup`:
+nothing below the worker leaves it short of writing to a cgroup.procs file, and `cgroup.kill`
+ends all of it at once, race-free); its process tree by parent links (`Tree`), as a child
+subreaper or not; every process carrying a tag in its environment (`tagged`); its process
+group (`kill_group`, `group_members`); and the parent-death signal (`child_setup`), so the
+worker dies with the process that started it, SIGKILL included.
 """
 
 from __future__ import annotations
@@ -322,3 +330,289 @@ def run_shell(command: str, cwd: str, timeout: float | None, sink: Callable[[byt
     proc.stdout.close()
     code = None if timed_out else proc.returncode
     return Finished(code, timed_out, pipe_held)
+
+
+def _pgrp(pid: int | str) -> int | None:
+    """The process group of `pid`, from /proc/<pid>/stat, or None."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            raw = handle.read()
+        return int(raw[raw.rfind(b")") + 2:].split()[2])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def group_members(pgid: int) -> list[int]:
+    """The live processes in process group `pgid` (zombies left out; never this process)."""
+    own = os.getpid()
+    members = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return members
+    for entry in entries:
+        if entry.isdigit() and int(entry) != own and _pgrp(entry) == pgid:
+            stat = _stat(entry)
+            if stat is not None and stat[1] not in ("Z", "X"):
+                members.append(int(entry))
+    return members
+
+
+def end_group(pgid: int, grace: float = TERM_GRACE, rounds: int = 20) -> list[int]:
+    """End process group `pgid` from a process that is not its leader's parent (see `_end`)."""
+    return _end(lambda: group_members(pgid), grace, rounds)
+
+
+# ---------------------------------------------------------------------------------- cgroup v2
+
+PR_SET_PDEATHSIG = 1
+CGROUP_WAIT = 5.0  # seconds a killed cgroup may take to empty
+_FREEZE_WAIT = 1.0
+
+
+def _unescape(field: str) -> str:
+    """A path from /proc/self/mountinfo, where space, tab, newline and backslash are octal escapes."""
+    import re
+
+    return re.sub(r"\\([0-7]{3})", lambda match: chr(int(match.group(1), 8)), field)
+
+
+def cgroup_home() -> tuple[str, str] | None:
+    """(the cgroup2 mount point, this process's own cgroup directory under it), or None: no
+    cgroup v2 hierarchy mounted (cgroup v1 only), or this process's cgroup not under it."""
+    try:
+        with open("/proc/self/cgroup", encoding="utf-8", errors="surrogateescape") as handle:
+            own = next((line[3:].rstrip("\n") for line in handle if line.startswith("0::")), None)
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as handle:
+            mounts = handle.read().splitlines()
+    except OSError:
+        return None
+    if not own or not own.startswith("/") or own.endswith(" (deleted)"):
+        return None
+    for line in mounts:
+        left, separator, right = line.partition(" - ")
+        if not separator or not right.startswith("cgroup2 "):
+            continue
+        fields = left.split()
+        if len(fields) < 5:
+            continue
+        root, point = _unescape(fields[3]).rstrip("/"), _unescape(fields[4])
+        if own == root or own.startswith(root + "/"):
+            return point, os.path.normpath(point + own[len(root):])
+    return None
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+def _write(path: str, text: str) -> bool:
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        os.write(fd, text.encode())
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def cgroup_populated(path: str) -> bool:
+    """Whether a process still lives in cgroup `path` or below it (zombies do not count)."""
+    events = _read(os.path.join(path, "cgroup.events"))
+    return events is not None and "populated 1" in events
+
+
+def cgroup_pids(path: str) -> list[int]:
+    """The processes in cgroup `path` and in the cgroups below it."""
+    pids: list[int] = []
+    for directory, _subdirs, _files in os.walk(path):
+        text = _read(os.path.join(directory, "cgroup.procs")) or ""
+        pids.extend(int(word) for word in text.split() if word.isdigit())
+    return pids
+
+
+class Cgroup:
+    """A cgroup v2 for one worker: made before the worker starts, joined by the worker itself
+    between fork and exec (`child_setup` writes 0 into the cgroup.procs file opened here, which
+    moves the writer), so nothing the worker runs is ever outside it unless it writes to a
+    cgroup.procs file itself; ended with `cgroup_end` (cgroup.kill) and removed."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.procs_fd: int | None = None
+
+    @classmethod
+    def make(cls, name: str) -> "Cgroup | None":
+        """A new cgroup `name` below this process's own, or None where none can be made."""
+        home = cgroup_home()
+        if home is None:
+            return None
+        path = os.path.join(home[1], name)
+        try:
+            os.mkdir(path)
+        except OSError:
+            return None
+        _remove_stale(home[1], name)
+        group = cls(path)
+        try:
+            group.procs_fd = os.open(os.path.join(path, "cgroup.procs"), os.O_WRONLY | os.O_CLOEXEC)
+        except OSError:
+            group.close()
+            _remove_cgroup(path, time.monotonic())
+            return None
+        return group
+
+    def close(self) -> None:
+        if self.procs_fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.procs_fd)
+            self.procs_fd = None
+
+    def end(self, spare: Callable[[int], bool] | None = None, wait: float = CGROUP_WAIT) -> bool:
+        self.close()
+        return cgroup_end(self.path, spare, wait)
+
+
+def cgroup_end(path: str, spare: Callable[[int], bool] | None = None, wait: float = CGROUP_WAIT) -> bool:
+    """Kill every process in cgroup `path` and below it, wait (up to `wait` seconds) until it is
+    empty, remove it. A process for which `spare(pid)` is true is moved out first, into the
+    cgroup above, with its descendants: the cgroup is frozen meanwhile, so none of them forks
+    a child that stays behind. Callable from any process (the watchdog of a `proctor work`
+    killed with SIGKILL calls it). True when the cgroup is gone."""
+    deadline = time.monotonic() + wait
+    if not os.path.isdir(path):
+        return True
+    if cgroup_populated(path):
+        if spare is not None and any(spare(pid) for pid in cgroup_pids(path)):
+            _release(path, spare)
+        if not _write(os.path.join(path, "cgroup.kill"), "1"):
+            _kill_each(path, deadline)  # a kernel before 5.14: no cgroup.kill
+        while cgroup_populated(path) and time.monotonic() < deadline:
+            time.sleep(0.005)
+    return _remove_cgroup(path, deadline)
+
+
+def _release(path: str, spare: Callable[[int], bool]) -> None:
+    """Freeze cgroup `path`, move the spared processes and their descendants out of it."""
+    if _write(os.path.join(path, "cgroup.freeze"), "1"):
+        until = time.monotonic() + _FREEZE_WAIT
+        while "frozen 1" not in (_read(os.path.join(path, "cgroup.events")) or "frozen 1") and \
+                time.monotonic() < until:
+            time.sleep(0.002)
+    inside = set(cgroup_pids(path))
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _state, _start) in _table().items():
+        children.setdefault(ppid, []).append(pid)
+    moving: list[int] = []
+    for pid in sorted(inside):
+        if pid in moving or not spare(pid):
+            continue
+        queue = [pid]
+        while queue:
+            current = queue.pop()
+            if current in inside and current not in moving:
+                moving.append(current)
+            queue.extend(children.get(current, ()))
+    target = os.path.join(os.path.dirname(path), "cgroup.procs")
+    for pid in moving:
+        _write(target, str(pid))
+
+
+def _kill_each(path: str, deadline: float) -> None:
+    for _ in range(50):
+        pids = cgroup_pids(path)
+        if not pids or time.monotonic() >= deadline:
+            return
+        for pid in pids:
+            _signal(pid, signal.SIGKILL)
+        time.sleep(0.01)
+
+
+CGROUP_STALE = 3600.0  # seconds: an empty cgroup of ours older than this was left by a runner that died
+
+
+def _remove_stale(parent: str, made: str) -> None:
+    """Remove the empty cgroups a runner killed with SIGKILL left behind (nobody swept them):
+    siblings named as ours are, empty, and made more than CGROUP_STALE seconds ago. One still in
+    use is not empty; an empty one being ended by its runner may go twice, which is harmless."""
+    prefix = made.split("-", 1)[0] + "-"
+    try:
+        entries = os.listdir(parent)
+    except OSError:
+        return
+    now = time.time()
+    for entry in entries:
+        if not entry.startswith(prefix) or entry == made:
+            continue
+        path = os.path.join(parent, entry)
+        try:
+            old = now - os.stat(path).st_mtime > CGROUP_STALE
+        except OSError:
+            continue
+        if old and not cgroup_populated(path) and os.path.exists(os.path.join(path, "cgroup.events")):
+            _remove_cgroup(path, time.monotonic())
+
+
+def _remove_cgroup(path: str, deadline: float) -> bool:
+    """rmdir `path` and the cgroups below it (a nested `proctor work` may have left its own),
+    the deepest first; retried while the kernel still counts a process in one."""
+    while True:
+        busy = False
+        for directory, _subdirs, _files in os.walk(path, topdown=False):
+            try:
+                os.rmdir(directory)
+            except FileNotFoundError:
+                pass
+            except OSError:
+                busy = True
+        if not busy or time.monotonic() >= deadline:
+            return not os.path.isdir(path)
+        time.sleep(0.01)
+
+
+_PRCTL = None
+
+
+def _prctl_function():
+    """libc's prctl, bound once in the parent: a child between fork and exec loads nothing."""
+    global _PRCTL
+    if _PRCTL is None:
+        try:
+            import ctypes
+
+            _PRCTL = ctypes.CDLL(None, use_errno=True).prctl
+        except (OSError, AttributeError):
+            _PRCTL = False
+    return _PRCTL or None
+
+
+def child_setup(procs_fd: int | None, mask=None) -> Callable[[], None]:
+    """A `preexec_fn` for a worker: in the child, between fork and exec, put back the signal
+    mask `mask` (the parent blocks signals while it starts the worker), join a cgroup by
+    writing 0 into its cgroup.procs file `procs_fd` (an error is raised, and the worker does
+    not start outside its cgroup: the caller starts it again without one), and ask for SIGKILL
+    when the parent dies (PR_SET_PDEATHSIG; exiting at once when it is already gone)."""
+    prctl = _prctl_function()
+    parent = os.getpid()
+
+    def setup() -> None:
+        if mask is not None:
+            try:
+                signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+            except BaseException:  # noqa: BLE001 - nothing may stop the child here but the cgroup
+                pass
+        if procs_fd is not None:
+            os.write(procs_fd, b"0")
+        if prctl is not None:
+            prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+            if os.getppid() != parent:  # the parent died before the signal was asked for
+                os._exit(128 + int(signal.SIGKILL))
+    return setup

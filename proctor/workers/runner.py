@@ -5,16 +5,40 @@ The stops, as specified:
   for the limit has its whole process group killed: aborted, a provider error, not counted
   against the worker ("stopped: no output for N minutes");
 - the grace window: after the final reply only `grace_seconds` remain (for Claude the idle
-  clock no longer applies once its result arrived; an opencode worker that starts a new step
-  hands back to the idle clock); when the window ends the group is killed and the attempt is
-  finished;
+  clock no longer applies once its final reply arrived; an opencode worker that starts a new
+  step hands back to the idle clock); when the window ends the group is killed and the
+  attempt is finished;
 - the wall clock (`wall_minutes`), the spend limit (`max_spend_usd`, not counted against the
-  worker), and 20 seconds after a fatal error (opencode).
+  worker), and 20 seconds after a fatal error (opencode). A spend crossed before any final
+  reply stops the worker at once (aborted, not counted); crossed after it (Claude reports
+  its cost only in its result, which comes after its final reply), the worker keeps at least
+  SPEND_FLOOR seconds from its final reply, the floor the grace window keeps so Claude can
+  save its session file, and the attempt is finished and counts;
+- proctor itself interrupted: `proctor work` turns SIGTERM and SIGHUP into `Interrupted`,
+  SIGINT is KeyboardInterrupt; either, arriving while the attempt runs, ends the worker like
+  any stop and the attempt is returned `interrupted` (not counted), never lost.
 
-The watcher sleeps in a selector on the worker's pipes and its pidfd with a timeout set to
-the nearest deadline: a silent worker costs no CPU.
+The watcher sleeps in a selector on the worker's pipes, its pidfd and, while the prompt is
+still being written, its stdin (written without blocking: a worker that never reads its
+stdin never holds the watch), with a timeout set to the nearest deadline: a silent worker
+costs no CPU. Its output is read a megabyte at a time (the pipe is made that large); lines are
+counted, not split (only a line still arriving is held, and only whole lines count), the last
+one kept for the live display, and only a line holding one of the parser's RELEVANT markers is
+cut out and fed to it: the markers are searched in C over the whole read (libc's strstr), a
+parser with `skim` is shown the stretches between fed lines to keep what it needs cheaply, and
+one with TAIL only the last lines of each read. A million lines of Claude's stream go through
+in under twice the time `cat | cat` takes (bench/work.py). Every byte read is appended to
+`stream_path` as it is read, one write a read (stderr to `stream_path + ".stderr"`), and what
+is left in the pipes once the worker is gone is drained into them.
 
-A stop, and a worker's own exit, end everything the worker started, in three sweeps:
+A stop, and a worker's own exit, end everything the worker started:
+0. with cgroup v2 (`containment()` says what holds on this machine): the worker runs in a
+   cgroup of its own, made before it starts and joined by the worker itself between fork and
+   exec, so no process of it runs outside it; after the three sweeps below, `cgroup.kill`
+   ends whatever is left in it, however it left the group, session and tree, and the cgroup
+   is removed once empty. The worker also dies with this process (PR_SET_PDEATHSIG, SIGKILL),
+   and `sweep(info)` (the `on_spawn` information) ends all of it from another process, the
+   watchdog of a `proctor work` killed with SIGKILL;
 1. its process group (SIGTERM, a short wait, SIGKILL, reaped), grandchildren that hold the
    pipe open included;
 2. its process tree, by parent links in /proc (`process.Tree`): Claude Code runs each shell
@@ -30,17 +54,26 @@ A stop, and a worker's own exit, end everything the worker started, in three swe
    monitor commands as its own children concurrently, and while it was a subreaper their
    orphans would become its children too, indistinguishable from the worker's by parent or
    start time, and left as zombies; there the tree holds what was still linked to the worker
-   when it was read, and the tag (3) the rest;
+   when it was read, and the tag (3) and the cgroup (0) the rest;
 3. every process that still carries the attempt's tag (PROCTOR_WORKER_TAG, a fresh value per
    attempt, in the worker's environment): the fallback for an orphan reparented outside the
    tree (to init, where no group or parent chain reaches it) that kept its environment.
+Signals (SIGINT, SIGTERM, SIGHUP) are blocked while the worker starts and while it is swept:
+a second Ctrl-C cannot cut a sweep short; one that arrived meanwhile is taken after it.
 A `proctor server` the worker started is the workspace's, not the worker's: its daemon does
-not carry the tag (daemon.py drops it) and it is spared by the tree sweep with everything
-below it (its monitor commands) when it is this repository's server: this interpreter running
+not carry the tag (daemon.py drops it), it is spared by the tree sweep with everything
+below it (its monitor commands), and moved out of the worker's cgroup (frozen meanwhile)
+before the cgroup is killed, when it is this repository's server: this interpreter running
 `-m proctor server start --foreground`, its environment naming exactly this repository's server
 directory (PROCTOR_SERVER_DIR), whose server.json holds its pid. A variable, or a server.json of
 the worker's own, spares nothing; a server that has not yet written server.json (the worker
 was stopped while it started) is ended.
+
+Events a parser hands back (executors/__init__.py) are handled here; besides those listed
+there, Event("confirm", text, value) is a final reply confirmed later (Claude's result after
+its Stop hook): it changes the reply and its kind, not the grace window. A parser may offer
+`partial() -> str | None`, what the worker has said so far: an attempt that ends without a
+final reply keeps it (`reply_kind = "partial"`).
 """
 
 from __future__ import annotations
@@ -50,24 +83,43 @@ import os
 import secrets
 import selectors
 import signal
-import sys
 import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from proctor.process import (Tree, kill_group, kill_tagged, kill_tree, reap_adopted, set_subreaper, start_time,
-                             subreaper)
+from proctor.process import (Cgroup, Tree, cgroup_end, cgroup_home, child_setup, end_group, kill_group, kill_tagged,
+                             kill_tree, reap_adopted, set_subreaper, start_time, subreaper)
 from proctor.workers.executors import Event
 
 FATAL_GRACE = 20.0
 STOP_GRACE = 0.5  # seconds between SIGTERM and SIGKILL when a worker is stopped
 DRAIN_AFTER_EXIT = 1.0
+SPEND_FLOOR = 5.0  # seconds a worker keeps after its final reply, whatever it spent (spec: the grace floor)
 MAX_LINE = 16 << 20  # a longer line is cut here and counted as a line
 STDERR_KEEP = 64 << 10
+READ_SIZE = 1 << 20  # bytes read at once from the worker's stdout
+PIPE_SIZE = 1 << 20  # the worker's pipes are made this large (F_SETPIPE_SZ) where Linux allows
+ARGV_MAX = 100_000  # bytes: Linux refuses one argument over 128 KiB (MAX_ARG_STRLEN); room left
 TAG = "PROCTOR_WORKER_TAG"  # in the worker's environment: what its descendants are found by
 SERVER_DIR = "PROCTOR_SERVER_DIR"  # in a started server's environment (daemon.py): its state directory
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_F_SETPIPE_SZ = 1031
+
+
+class Interrupted(BaseException):
+    """Proctor itself was told to stop: `proctor work`'s SIGTERM and SIGHUP handlers raise it
+    (SIGINT arrives as KeyboardInterrupt). Raised while `run_attempt` watches, it ends the
+    worker and the attempt is returned `interrupted`."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+    def __str__(self) -> str:
+        return f"interrupted by {_signal_name(self.signum)}"
 
 
 @dataclass
@@ -82,14 +134,14 @@ class Limits:
 class Attempt:
     started: float
     ended: float = 0.0
-    outcome: str = "finished"  # finished | aborted
-    stop: str | None = None  # idle | grace | wall | spend | fatal | None (exited by itself)
+    outcome: str = "finished"  # finished | aborted | interrupted
+    stop: str | None = None  # idle | grace | wall | spend | fatal | interrupted | None (exited by itself)
     reason: str = ""
     provider_error: bool = False
     counts: bool = True  # against the worker: uses an attempt on its rung
     exit_code: int | None = None
     reply: str | None = None
-    reply_kind: str | None = None
+    reply_kind: str | None = None  # the parser's kind of final reply, or "partial": what it had said so far
     session: str | None = None
     cost: float = 0.0
     lines: int = 0
@@ -97,6 +149,8 @@ class Attempt:
     stderr_tail: str = ""
     stopped_at: float | None = None  # when the stop fired, for "gone within N s of the limit"
     gone_at: float | None = None  # when the process group was gone
+    interrupted_by: int | None = None  # the signal that interrupted proctor during the attempt
+    stream_path: str | None = None  # where its whole stdout was kept (stderr: + ".stderr"), if it was
     events: list = field(default_factory=list)
 
     def to_json(self) -> dict:
@@ -108,227 +162,748 @@ def _minutes(seconds: float) -> str:
     return f"{value:g}" if value != int(value) else str(int(value))
 
 
+def _signal_name(signum: int | None) -> str:
+    try:
+        return signal.Signals(signum).name
+    except (ValueError, TypeError):
+        return f"signal {signum}"
+
+
+def _signum(exc: BaseException) -> int:
+    return int(getattr(exc, "signum", signal.SIGINT))
+
+
+def fits_argv(text: str) -> bool:
+    """Whether `text` can be one command-line argument (Linux refuses one over 128 KiB,
+    MAX_ARG_STRLEN; under ARGV_MAX bytes leaves room). When not, put it in a file."""
+    if len(text) * 4 < ARGV_MAX:
+        return True
+    return len(text.encode("utf-8", "surrogatepass")) < ARGV_MAX
+
+
+# ------------------------------------------------------------------------------ containment
+
+_CONTAINMENT: str | None = None
+
+
+def containment() -> str:
+    """Which mechanism holds a worker's processes on this machine, in a sentence (for the
+    README and `proctor doctor`): a cgroup v2 per attempt where one can be made and joined,
+    else the process group, subreaper and tree, tag and parent-death signal alone."""
+    global _CONTAINMENT
+    if _CONTAINMENT is None:
+        _CONTAINMENT = _probe()
+    return _CONTAINMENT
+
+
+def _probe() -> str:
+    fallback = "the process group, the process tree (as a child subreaper), the tag and the parent-death signal"
+    home = cgroup_home()
+    if home is None:
+        return f"no writable cgroup (no cgroup v2 hierarchy holds this process): {fallback}"
+    group = Cgroup.make(f"proctor-probe-{os.getpid()}-{secrets.token_hex(4)}")
+    if group is None:
+        return f"no writable cgroup (cgroup v2 at {home[0]} is not writable here): {fallback}"
+    try:
+        joined = True
+        true = next((p for p in ("/bin/true", "/usr/bin/true") if os.path.exists(p)), None)
+        if true is not None:
+            try:
+                subprocess.run([true], preexec_fn=child_setup(group.procs_fd), check=False)
+            except (subprocess.SubprocessError, OSError):
+                joined = False
+        kill = os.path.exists(os.path.join(group.path, "cgroup.kill"))
+    finally:
+        group.end(wait=1.0)
+    if not joined:
+        return f"no writable cgroup (cgroup v2 at {home[0]}: a process cannot be moved into one here): {fallback}"
+    ending = "cgroup.kill" if kill else "SIGKILL to each of its processes (no cgroup.kill before Linux 5.14)"
+    return (f"cgroup v2 at {home[0]}: each attempt runs in a cgroup of its own, ended with {ending}; "
+            f"besides, {fallback}")
+
+
+# ------------------------------------------------------------------------------ signals
+
+def _block() -> list[int]:
+    """Signals blocked (SIGINT, SIGTERM, SIGHUP) until `_restore`; one that arrives meanwhile
+    waits. Python handlers run only in the main thread: elsewhere this is harmless."""
+    raised: list[int] = []
+    while True:
+        try:
+            signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+            return raised
+        except (Interrupted, KeyboardInterrupt) as exc:  # arrived just before the block took hold
+            raised.append(_signum(exc))
+
+
+def _restore(mask) -> list[int]:
+    """Put the signal mask back; the signals that arrived while blocked are taken here, and
+    returned instead of raised."""
+    raised: list[int] = []
+    while True:
+        try:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+            return raised
+        except (Interrupted, KeyboardInterrupt) as exc:
+            raised.append(_signum(exc))
+
+
+def _mask():
+    return signal.pthread_sigmask(signal.SIG_BLOCK, [])
+
+
+# ------------------------------------------------------------------------------ sweeping from outside
+
+def sweep(info: dict) -> None:
+    """End everything of one attempt, from another process (the watchdog of a `proctor work`
+    killed with SIGKILL), given what `on_spawn` handed out: its cgroup (cgroup.kill, wait until
+    empty, removed; this repository's server moved out first), its process group (when its
+    leader is the worker still, or gone: a group's id is not reused while a member lives), and
+    every process carrying its tag."""
+    mask = _mask()
+    _block()
+    try:
+        directory = info.get("server_dir")
+        spare = (lambda pid: _workspace_server(pid, directory)) if directory else None
+        if info.get("cgroup"):
+            cgroup_end(info["cgroup"], spare)
+        pgid = info.get("pgid") or info.get("pid")
+        if isinstance(pgid, int) and pgid > 1:
+            leader = start_time(pgid)
+            if leader is None or leader == info.get("start_time"):
+                end_group(pgid, grace=STOP_GRACE)
+        if info.get("tag"):
+            kill_tagged(TAG, info["tag"], grace=STOP_GRACE)
+    finally:
+        taken = _restore(mask)
+        if taken:  # a signal that came while sweeping: delivered again, now that all is swept
+            signal.raise_signal(taken[0])
+
+
+# ------------------------------------------------------------------------------ fast search
+
+_LIBC: list = []
+
+
+def _libc():
+    """libc's strstr and memmem through ctypes, loaded once, or None."""
+    if not _LIBC:
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None)
+            strstr, memmem = libc.strstr, libc.memmem
+            strstr.restype = memmem.restype = ctypes.c_void_p
+            strstr.argtypes = (ctypes.c_void_p, ctypes.c_char_p)
+            memmem.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t)
+            _LIBC.append((strstr, memmem, ctypes))
+        except (OSError, AttributeError):
+            _LIBC.append(None)
+    return _LIBC[0]
+
+
+class _Search:
+    """`find(data, needle, start, end, terminated)`: data.find(needle, start, end) for a bytes
+    `data`, in C over a long stretch: libc's strstr (vectorised: ten to twenty times faster than
+    CPython's search on stream text) when `terminated` (no NUL from `start` on: a bytes object
+    holds one after its last byte; a match past `end` is none), else memmem."""
+
+    def __init__(self) -> None:
+        loaded = _libc()
+        self.strstr, self.memmem, self.ctypes = loaded if loaded else (None, None, None)
+
+    def find(self, data: bytes, needle: bytes, start: int, end: int, terminated: bool = False) -> int:
+        if self.memmem is None or end - start < 4096:
+            return data.find(needle, start, end)
+        base = self.ctypes.cast(self.ctypes.c_char_p(data), self.ctypes.c_void_p).value
+        if terminated:
+            found = self.strstr(base + start, needle)
+        else:
+            found = self.memmem(base + start, end - start, needle, len(needle))
+        if found is None or found - base + len(needle) > end:
+            return -1
+        return found - base
+
+    @staticmethod
+    def terminated(data: bytes, start: int) -> bool:
+        """Whether data[start:] is a C string: no NUL in it (memchr: microseconds a megabyte)."""
+        return data.find(b"\0", start) < 0
+
+
+class _Lines:
+    """The worker's stdout, a read at a time: counts whole lines, keeps the last one, hands the
+    parser the lines it asks for (RELEVANT markers, or its TAIL), and the rest to its `skim`."""
+
+    DENSE = 32  # bytes a line: below it lines are counted with bytes.count, above by deleting newlines
+
+    def __init__(self, parser, attempt: Attempt, handle: Callable[[list], None]) -> None:
+        self.parser, self.attempt, self.handle = parser, attempt, handle
+        self.search = _Search()
+        self.tail = getattr(parser, "TAIL", None)
+        self.skim = getattr(parser, "skim", None)
+        self.held: list[bytes] = []  # pieces of a line still arriving
+        self.held_size = 0
+        self.dense = False
+
+    def feed(self, raw) -> None:
+        self.handle(self.parser.feed(raw.decode("utf-8", "replace")))
+
+    def count(self, data: bytes) -> int:
+        """The newlines in `data`. bytes.count tests every byte (about 1.5 GB/s here); replace
+        finds each newline with memchr and copies the rest (several times faster for lines of
+        stream JSON, slower for very short ones): whichever the last read's lines favour."""
+        if self.dense:
+            found = data.count(b"\n")
+        else:
+            found = len(data) - len(data.replace(b"\n", b""))
+        self.dense = found * self.DENSE > len(data)
+        return found
+
+    def chunk(self, chunk: bytes) -> bool:
+        """A read; True when it completed a line."""
+        size = len(chunk)
+        end = chunk.rfind(b"\n") + 1
+        if end == 0:
+            self.held.append(chunk)  # only a whole line counts as output
+            self.held_size += size
+            if self.held_size > MAX_LINE:
+                self.cut()
+                return True
+            return False
+        found = self.count(chunk)
+        start = 0
+        if self.held:  # the line that was arriving ends here: it alone is joined
+            start = chunk.find(b"\n") + 1
+            self.held.append(chunk[:start])
+            block = b"".join(self.held)
+            self.held, self.held_size = [], 0
+            self.lines(block, 0, len(block), 1)
+            found -= 1
+        if start < end:
+            self.lines(chunk, start, end, found)
+        if end < size:
+            self.held, self.held_size = [chunk[end:]], size - end
+        return True
+
+    def cut(self) -> None:
+        """A line longer than MAX_LINE: counted as a line here; what follows is the next one."""
+        raw = b"".join(self.held)
+        self.held, self.held_size = [], 0
+        self.attempt.lines += 1
+        self.attempt.last_line = raw[:300].decode("utf-8", "replace")
+        if self.tail or getattr(self.parser, "RELEVANT", None) is None or self._relevant(raw, 0, len(raw)):
+            self.feed(raw)
+
+    def finish(self) -> None:
+        """The stream ended: a last line without its newline still counts."""
+        if self.held:
+            raw = b"".join(self.held)
+            self.held, self.held_size = [], 0
+            self.attempt.lines += 1
+            self.attempt.last_line = raw[:300].decode("utf-8", "replace")
+            self.feed(raw)
+
+    def _relevant(self, data: bytes, start: int, end: int, terminated: bool = False) -> list[bytes]:
+        markers = getattr(self.parser, "RELEVANT", None) or ()
+        return [m for m in markers if self.search.find(data, m, start, end, terminated) >= 0]
+
+    def lines(self, data: bytes, start: int, end: int, count: int) -> None:
+        """`data[start:end]` is `count` whole lines, the last one ending at `end - 1`."""
+        attempt = self.attempt
+        attempt.lines += count
+        last = data.rfind(b"\n", start, end - 1) + 1 or start
+        attempt.last_line = data[last:min(end - 1, last + 300)].decode("utf-8", "replace")
+        if self.tail:  # only the last lines matter
+            cut, fed = end - 1, 0  # cut: the newline before the first line fed
+            while fed < self.tail:
+                cut = data.rfind(b"\n", start, cut)
+                if cut < 0:
+                    cut = start - 1
+                    break
+                fed += 1
+            for raw in data[cut + 1:end - 1].split(b"\n"):
+                self.feed(raw)
+            return
+        markers = getattr(self.parser, "RELEVANT", None)
+        if markers is None:  # every line
+            for raw in data[start:end - 1].split(b"\n"):
+                self.feed(raw)
+            return
+        terminated = self.search.terminated(data, start)
+        found = self._relevant(data, start, end, terminated)
+        if not found:
+            if self.skim is not None:
+                self.skim(data, start, end)
+            return
+        spans = {}
+        for marker in found:
+            at = self.search.find(data, marker, start, end, terminated)
+            while at >= 0:
+                begin = data.rfind(b"\n", start, at) + 1 or start
+                stop = data.find(b"\n", at, end)
+                spans[begin] = stop
+                at = self.search.find(data, marker, stop + 1, end, terminated)
+        position = start
+        for begin in sorted(spans):
+            stop = spans[begin]
+            if self.skim is not None and begin > position:
+                self.skim(data, position, begin)
+            self.feed(data[begin:stop])
+            position = stop + 1
+        if self.skim is not None and position < end:
+            self.skim(data, position, end)
+
+
+class _Sink:
+    """An append-only file every byte read is written to, as it is read, one write a read; its
+    first error stops the writing (the attempt goes on). (A thread writing it a few reads behind
+    was measured slower: it and the watch contend for the interpreter.)"""
+
+    def __init__(self, path: str | None) -> None:
+        self.fd: int | None = None
+        self.error: str | None = None
+        if path:
+            try:
+                os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+                self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+            except OSError as exc:
+                self.error = f"{path}: {exc.strerror}"
+
+    def write(self, data: bytes) -> None:
+        if self.fd is None:
+            return
+        try:
+            written = os.write(self.fd, data)
+            if written < len(data):
+                view = memoryview(data)[written:]
+                while view:
+                    view = view[os.write(self.fd, view):]
+        except OSError as exc:
+            self.error = exc.strerror
+            self.close()
+
+    def close(self) -> None:
+        if self.fd is not None:
+            try:
+                os.close(self.fd)
+            except OSError:
+                pass
+            self.fd = None
+
+
+def _pipe_size(fd: int) -> None:
+    try:
+        import fcntl
+
+        fcntl.fcntl(fd, _F_SETPIPE_SZ, PIPE_SIZE)
+    except (ImportError, OSError):
+        pass  # the default size only costs speed
+
+
+def _spawn(argv, cwd, env, stdin: bool, group: Cgroup | None, mask) -> tuple[subprocess.Popen, Cgroup | None]:
+    """Start the worker in a session of its own, in `group` when there is one (started again
+    without it when it cannot join), with the parent-death signal and `mask` put back."""
+    while True:
+        try:
+            proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                                    preexec_fn=child_setup(group.procs_fd if group else None, mask))
+            if group is not None:
+                group.close()
+            return proc, group
+        except subprocess.SubprocessError:
+            if group is None:
+                raise
+            group.end(wait=1.0)  # it could not join: no cgroup here
+            group = None
+
+
 def run_attempt(argv: list[str], parser, limits: Limits, cwd: str, env: dict, stdin_text: str | None = None,
-                on_event: Callable[[str, Attempt], None] | None = None, adopt_orphans: bool = False) -> Attempt:
+                on_event: Callable[[str, Attempt], None] | None = None, adopt_orphans: bool = False,
+                stream_path: str | None = None, on_spawn: Callable[[dict], None] | None = None) -> Attempt:
     """Run one worker process to its end or its stop; with `adopt_orphans`, as a child
     subreaper while it runs (see the module's docstring: never in a process that runs other
-    children meanwhile, such as the server)."""
+    children meanwhile, such as the server). `stream_path`: where its whole stdout is kept
+    (its stderr in `stream_path + ".stderr"`). `on_spawn(info)`: called once it started, with
+    what `sweep(info)` needs to end it from another process: {"pid", "start_time", "pgid",
+    "tag", "cgroup" (a path or None), "server_dir"}."""
     attempt = Attempt(started=time.time())
     tag = secrets.token_hex(12)
     env = {**env, TAG: tag, "PWD": os.path.abspath(cwd)}  # opencode takes its project from $PWD, not its cwd
-    adopting = adopt_orphans and not subreaper() and set_subreaper(True)  # cleared again at the end
-    try:
-        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-    except OSError as exc:
-        attempt.outcome, attempt.reason, attempt.counts = "aborted", f"could not start {argv[0]}: {exc.strerror}", False
-        attempt.provider_error = True
+    mask = _mask()
+    late = _block()  # no signal between the worker's start and the watch whose end sweeps it
+    if late:  # interrupted before anything started
+        _restore(mask)
+        _interrupted(attempt, late[0])
         attempt.ended = time.time()
+        return attempt
+    out_sink, err_sink = _Sink(stream_path), _Sink(stream_path + ".stderr" if stream_path else None)
+    attempt.stream_path = stream_path if out_sink.fd is not None else None
+    adopting = adopt_orphans and not subreaper() and set_subreaper(True)  # cleared again at the end
+    group = Cgroup.make(f"proctor-{tag}")
+    try:
+        proc, group = _spawn(argv, cwd, env, stdin_text is not None, group, mask)
+    except (OSError, subprocess.SubprocessError) as exc:
+        attempt.outcome, attempt.counts = "aborted", False
+        attempt.reason = f"could not start {argv[0]}: {getattr(exc, 'strerror', None) or exc}"
+        attempt.provider_error = True
+        if group is not None:
+            group.end(wait=1.0)
+        out_sink.close()
+        err_sink.close()
         if adopting:
             set_subreaper(False)
+        late += _restore(mask)
+        if late:
+            _interrupted(attempt, late[0])
+        attempt.ended = time.time()
         return attempt
     started = start_time(proc.pid)  # readable until the worker is reaped, which only we do
     adopted_since = started if adopt_orphans and started is not None and subreaper() else None
     server_directory = _server_directory(cwd)
-    tree = Tree(proc.pid, adopted_since=adopted_since,
-                spare=lambda pid: _workspace_server(pid, server_directory))
+    spare = lambda pid: _workspace_server(pid, server_directory)  # noqa: E731
+    tree = Tree(proc.pid, adopted_since=adopted_since, spare=spare)
+    info = {"pid": proc.pid, "start_time": started, "pgid": proc.pid, "tag": tag,
+            "cgroup": group.path if group is not None else None, "server_dir": server_directory}
     reaping = None
     if (adopted_since is not None and threading.current_thread() is threading.main_thread()
             and signal.getsignal(signal.SIGCHLD) is not None):  # None: a handler Python cannot put back
         # an adopted orphan that ends is reaped at once, not left a zombie until the sweep
         reaping = signal.signal(signal.SIGCHLD, lambda signum, frame: reap_adopted(adopted_since, proc.pid))
-    if stdin_text is not None:
-        try:
-            proc.stdin.write(stdin_text.encode("utf-8", "replace"))
-            proc.stdin.close()
-        except OSError:
-            pass
-    notify = on_event or (lambda kind, a: None)
-    selector = selectors.DefaultSelector()
-    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
-    selector.register(out_fd, selectors.EVENT_READ, "out")
-    selector.register(err_fd, selectors.EVENT_READ, "err")
+    watch = _Watch(proc, parser, limits, attempt, on_event, out_sink, err_sink, stdin_text)
+    interrupted: int | None = None
+    restored = False
     try:
-        exit_fd = os.pidfd_open(proc.pid)
-        selector.register(exit_fd, selectors.EVENT_READ, "exit")
-    except (AttributeError, OSError):
-        exit_fd = None
-    monotonic_start = time.monotonic()
-    last_output = monotonic_start
-    final_at: float | None = None
-    idle_applies = True
-    fatal_at: float | None = None
-    exited_at: float | None = None
-    buffer = b""
-    held: list[bytes] = []  # pieces of a line still arriving, joined once it is whole
-    held_size = 0
-    relevant = getattr(parser, "RELEVANT", None)
-    tail = getattr(parser, "TAIL", None)  # a parser that needs only the last lines
-    open_fds = {out_fd, err_fd}
-    stop: tuple[str, str] | None = None
+        try:
+            try:
+                if on_spawn is not None:
+                    on_spawn(dict(info))
+                raised = _restore(mask)  # a signal that came while the worker started is taken here
+                if raised:
+                    raise Interrupted(raised[0])
+                watch.run()
+            except (Interrupted, KeyboardInterrupt) as exc:
+                interrupted = _signum(exc)
+            finally:
+                while True:  # the sweeps run whole: a signal that arrives meanwhile waits, or they run again
+                    try:
+                        late = _block()
+                        if late and interrupted is None:
+                            interrupted = late[0]
+                        _sweep(watch, proc, tree, group, tag, spare,
+                               stopped=watch.stop is not None or interrupted is not None)
+                        break
+                    except (Interrupted, KeyboardInterrupt) as exc:
+                        interrupted = interrupted if interrupted is not None else _signum(exc)
+                if reaping is not None:
+                    signal.signal(signal.SIGCHLD, reaping)
+                if adopting:
+                    set_subreaper(False)
+                if adopted_since is not None:
+                    reap_adopted(adopted_since, proc.pid)
+                attempt.gone_at = time.time()
+        except (Interrupted, KeyboardInterrupt) as exc:  # a second signal while the first was handled
+            interrupted = interrupted if interrupted is not None else _signum(exc)
+        watch.finish()
+        late = _restore(mask)
+        restored = True
+        if late and interrupted is None:
+            interrupted = late[0]
+        if interrupted is not None:
+            _interrupted(attempt, interrupted)
+        return attempt
+    finally:
+        if not restored:  # an error of another kind on its way out: the mask is put back all the same
+            _restore(mask)
 
-    def handle(events: list[Event]) -> None:
-        nonlocal final_at, idle_applies, fatal_at
+
+def _interrupted(attempt: Attempt, signum: int) -> None:
+    attempt.outcome, attempt.stop, attempt.counts = "interrupted", "interrupted", False
+    attempt.interrupted_by = signum
+    attempt.reason = f"stopped: proctor was interrupted ({_signal_name(signum)})"
+
+
+def _sweep(watch: "_Watch", proc: subprocess.Popen, tree: Tree, group: Cgroup | None, tag: str,
+           spare: Callable[[int], bool], stopped: bool) -> None:
+    """End everything of the worker's (the module's docstring): its group, its tree, its tag,
+    its cgroup. Each step is idempotent: run again whole when a signal cut it short."""
+    watch.close_selector()
+    tree.scan()  # while the worker's links still stand: its members are remembered
+    if stopped or proc.poll() is None or watch.open_fds:
+        if watch.attempt.stopped_at is None:
+            watch.attempt.stopped_at = time.time()
+        kill_group(proc, grace=STOP_GRACE)
+    else:
+        _reap_group(proc)
+    kill_tree(tree, grace=STOP_GRACE)  # what left the group: setsid'd shells, adopted orphans
+    kill_tagged(TAG, tag, grace=STOP_GRACE)  # orphans outside the tree that kept the tag
+    if group is not None:
+        group.end(spare)  # whatever is left, however it left the group, the tree and its tag
+    watch.drain()
+
+
+class _Watch:
+    """The watch over one running worker: its pipes, its exit, its deadlines."""
+
+    def __init__(self, proc: subprocess.Popen, parser, limits: Limits, attempt: Attempt, on_event,
+                 out_sink: _Sink, err_sink: _Sink, stdin_text: str | None) -> None:
+        self.proc, self.parser, self.limits, self.attempt = proc, parser, limits, attempt
+        self.notify = on_event or (lambda kind, a: None)
+        self.out_sink, self.err_sink = out_sink, err_sink
+        self.stop: tuple[str, str] | None = None
+        self.final_at: float | None = None
+        self.idle_applies = True
+        self.fatal_at: float | None = None
+        self.spend_crossed = False
+        self.spend_before_final = False
+        self.stderr = bytearray()
+        self.selector = selectors.DefaultSelector()
+        self.out_fd, self.err_fd = proc.stdout.fileno(), proc.stderr.fileno()
+        _pipe_size(self.out_fd)
+        self.open_fds = {self.out_fd, self.err_fd}
+        self.selector.register(self.out_fd, selectors.EVENT_READ, "out")
+        self.selector.register(self.err_fd, selectors.EVENT_READ, "err")
+        try:
+            self.exit_fd: int | None = os.pidfd_open(proc.pid)
+            self.selector.register(self.exit_fd, selectors.EVENT_READ, "exit")
+        except (AttributeError, OSError):
+            self.exit_fd = None
+        self.prompt: memoryview | None = None
+        self.in_fd: int | None = None
+        if stdin_text is not None:
+            self.in_fd = proc.stdin.fileno()
+            self.prompt = memoryview(stdin_text.encode("utf-8", "replace"))
+            _pipe_size(self.in_fd)
+            os.set_blocking(self.in_fd, False)
+            if self.prompt:
+                self.selector.register(self.in_fd, selectors.EVENT_WRITE, "in")
+            else:
+                self.close_stdin()
+        self.lines = _Lines(parser, attempt, self.handle)
+
+    # -- events
+
+    def handle(self, events: list[Event]) -> None:
+        attempt, limits = self.attempt, self.limits
         for event in events:
             if event.kind == "session":
                 attempt.session = event.value
             elif event.kind == "cost":
                 attempt.cost = float(event.value)
-            elif event.kind == "final":
-                if final_at is None:
+                if limits.spend is not None and attempt.cost > limits.spend and not self.spend_crossed:
+                    self.spend_crossed = True
+                    self.spend_before_final = self.final_at is None
+            elif event.kind == "final" or (event.kind == "confirm" and self.final_at is None):
+                if self.final_at is None:
                     # the first final reply starts the grace window; later output buys no time
                     attempt.reply, attempt.reply_kind = event.text or "", event.value
-                    final_at = time.monotonic()
-                    idle_applies = False  # from the final reply on, only the grace window counts
-                    notify("final", attempt)
+                    self.final_at = time.monotonic()
+                    self.idle_applies = False  # from the final reply on, only the grace window counts
+                    self.notify("final", attempt)
+            elif event.kind == "confirm":
+                attempt.reply = event.text or attempt.reply
+                attempt.reply_kind = event.value
             elif event.kind == "step":
-                if final_at is not None:
-                    final_at, idle_applies = None, True  # it carried on working
-                    notify("step", attempt)
+                if self.final_at is not None:
+                    self.final_at, self.idle_applies = None, True  # it carried on working
+                    self.notify("step", attempt)
             elif event.kind == "fatal":
                 attempt.provider_error = True
-                if fatal_at is None:
-                    fatal_at = time.monotonic()
+                if self.fatal_at is None:
+                    self.fatal_at = time.monotonic()
                 attempt.reason = f"fatal error: {event.text}"
             elif event.kind == "provider_error":
                 attempt.provider_error = True
 
-    try:
+    # -- the loop
+
+    def run(self) -> None:
+        limits, proc = self.limits, self.proc
+        monotonic_start = time.monotonic()
+        last_output = monotonic_start
+        exited_at: float | None = None
+        select = self.selector.select
         while True:
             now = time.monotonic()
             deadlines = []
-            if idle_applies:
+            if self.idle_applies:
                 deadlines.append((last_output + limits.idle, "idle"))
-            if final_at is not None:
-                deadlines.append((final_at + limits.grace, "grace"))
+            if self.final_at is not None:
+                deadlines.append((self.final_at + limits.grace, "grace"))
             if limits.wall is not None:
                 deadlines.append((monotonic_start + limits.wall, "wall"))
-            if fatal_at is not None:
-                deadlines.append((fatal_at + FATAL_GRACE, "fatal"))
+            if self.fatal_at is not None:
+                deadlines.append((self.fatal_at + FATAL_GRACE, "fatal"))
             if exited_at is not None:
                 deadlines.append((exited_at + DRAIN_AFTER_EXIT, "drained"))
-            if limits.spend is not None and attempt.cost > limits.spend:
-                stop = ("spend", f"stopped: spend ${attempt.cost:.2f} past max_spend_usd ${limits.spend:g}")
-                break
+            if self.spend_crossed:
+                if self.spend_before_final or self.final_at is None:
+                    self.stop = ("spend", f"stopped: spend ${self.attempt.cost:.2f} past max_spend_usd "
+                                          f"${limits.spend:g}")
+                    return
+                # after the final reply: the worker keeps its floor to save its session
+                deadlines.append((self.final_at + min(SPEND_FLOOR, limits.grace), "spend"))
             due = min(deadlines, default=None)
             if due is not None and now >= due[0]:
                 kind = due[1]
                 if kind == "drained":
-                    break
-                stop = (kind, {
+                    return
+                self.stop = (kind, {
                     "idle": f"stopped: no output for {_minutes(limits.idle)} minutes",
                     "grace": f"stopped: {limits.grace:g} s after the final reply",
                     "wall": f"stopped: wall clock of {_minutes(limits.wall or 0)} minutes",
-                    "fatal": f"stopped: {FATAL_GRACE:g} s after a fatal error ({attempt.reason})",
+                    "fatal": f"stopped: {FATAL_GRACE:g} s after a fatal error ({self.attempt.reason})",
+                    "spend": f"stopped: spend ${self.attempt.cost:.2f} past max_spend_usd ${limits.spend or 0:g}, "
+                             f"after the final reply",
                 }[kind])
-                break
-            if not open_fds and exited_at is None:
-                # both pipes closed: the process is ending; its pidfd (or a short wait) says when
-                if exit_fd is None:
-                    try:
-                        proc.wait(timeout=max(0.0, due[0] - now) if due else None)
-                    except subprocess.TimeoutExpired:
-                        continue
-                    exited_at = time.monotonic()
-                    break
+                return
+            if not self.open_fds and exited_at is None and self.exit_fd is None:
+                # both pipes closed and no pidfd: a short wait says when the process ends
+                try:
+                    proc.wait(timeout=max(0.0, due[0] - now) if due else None)
+                except subprocess.TimeoutExpired:
+                    continue
+                return
             timeout = max(0.0, due[0] - now) if due is not None else None
-            ready = selector.select(timeout)
-            for key, _mask in ready:
-                if key.data == "exit":
-                    selector.unregister(exit_fd)
-                    os.close(exit_fd)
-                    exit_fd = None
-                    exited_at = time.monotonic()
-                    continue
-                chunk = os.read(key.fd, 1 << 16)
-                if not chunk:
-                    selector.unregister(key.fd)
-                    open_fds.discard(key.fd)
-                    continue
-                if key.data == "err":
-                    last_output = time.monotonic()
-                    attempt.stderr_tail = (attempt.stderr_tail + chunk.decode("utf-8", "replace"))[-STDERR_KEEP:]
-                    continue
-                if b"\n" not in chunk:
-                    held.append(chunk)  # a line still arriving: only a whole line counts as output
-                    held_size += len(chunk)
-                    if held_size <= MAX_LINE:
+            for key, _mask in select(timeout):
+                kind = key.data
+                if kind == "out":
+                    chunk = os.read(self.out_fd, READ_SIZE)
+                    if not chunk:
+                        self._closed(self.out_fd)
                         continue
-                    chunk = b""
-                if held:
-                    buffer += b"".join(held)
-                    held.clear()
-                    held_size = 0
-                buffer += chunk
-                parts = buffer.split(b"\n")
-                buffer = parts.pop()
-                if len(buffer) > MAX_LINE:
-                    parts.append(buffer)
-                    buffer = b""
-                if not parts:
-                    continue
-                last_output = time.monotonic()
-                attempt.lines += len(parts)
-                attempt.last_line = parts[-1][:300].decode("utf-8", "replace")
-                for raw in parts[-tail:] if tail else parts:
-                    # most lines of a stream carry nothing but activity; parse only the rest
-                    if relevant is None or any(marker in raw for marker in relevant):
-                        handle(parser.feed(raw.decode("utf-8", "replace")))
-                notify("line", attempt)
-            if not open_fds and exited_at is not None:
-                break
-            if exited_at is not None and exit_fd is None and not open_fds:
-                break
-    finally:
-        selector.close()
-        if exit_fd is not None:
-            os.close(exit_fd)
-        tree.scan()  # while the worker's links still stand: its members are remembered
-        if stop is not None or proc.poll() is None or open_fds:
-            attempt.stopped_at = time.time()
-            kill_group(proc, grace=STOP_GRACE)
-        else:
-            _reap_group(proc)
-        kill_tree(tree, grace=STOP_GRACE)  # what left the group: setsid'd shells, adopted orphans
-        kill_tagged(TAG, tag, grace=STOP_GRACE)  # orphans outside the tree that kept the tag
-        if reaping is not None:
-            signal.signal(signal.SIGCHLD, reaping)
-        if adopting:
-            set_subreaper(False)
-        attempt.gone_at = time.time()
+                    self.out_sink.write(chunk)
+                    if self.lines.chunk(chunk):
+                        last_output = time.monotonic()
+                        self.notify("line", self.attempt)
+                elif kind == "err":
+                    chunk = os.read(self.err_fd, 1 << 16)
+                    if not chunk:
+                        self._closed(self.err_fd)
+                        continue
+                    self.err_sink.write(chunk)
+                    last_output = time.monotonic()
+                    self._keep_stderr(chunk)
+                elif kind == "in":
+                    self._write_prompt()
+                else:  # exit
+                    self.selector.unregister(self.exit_fd)
+                    os.close(self.exit_fd)
+                    self.exit_fd = None
+                    exited_at = time.monotonic()
+            if not self.open_fds and exited_at is not None:
+                return
+
+    def _closed(self, fd: int) -> None:
+        self.selector.unregister(fd)
+        self.open_fds.discard(fd)
+
+    def _keep_stderr(self, chunk: bytes) -> None:
+        self.stderr += chunk
+        if len(self.stderr) > 2 * STDERR_KEEP:
+            del self.stderr[:-STDERR_KEEP]
+
+    def _write_prompt(self) -> None:
+        """Write what the pipe takes now; never wait for a worker to read."""
+        try:
+            written = os.write(self.in_fd, self.prompt[:PIPE_SIZE])
+        except BlockingIOError:
+            return
+        except OSError:  # it closed its stdin, or exited: the rest is not wanted
+            self.close_stdin()
+            return
+        self.prompt = self.prompt[written:]
+        if not self.prompt:
+            self.close_stdin()
+
+    def close_stdin(self) -> None:
+        if self.in_fd is None:
+            return
+        try:
+            self.selector.unregister(self.in_fd)
+        except (KeyError, ValueError, RuntimeError):
+            pass
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        self.in_fd, self.prompt = None, None
+
+    # -- the end
+
+    def close_selector(self) -> None:
+        self.close_stdin()
+        if self.exit_fd is not None:
+            try:
+                os.close(self.exit_fd)
+            except OSError:
+                pass
+            self.exit_fd = None
+        try:
+            self.selector.close()
+        except (OSError, RuntimeError):
+            pass
+
+    def drain(self) -> None:
+        """After the sweeps nothing writes to the pipes any more: what is left in them goes to
+        the stream files (not to the parser: the attempt already ended)."""
+        for fd, sink in ((self.out_fd, self.out_sink), (self.err_fd, self.err_sink)):
+            if fd not in self.open_fds:
+                continue
+            try:
+                os.set_blocking(fd, False)
+                while True:
+                    chunk = os.read(fd, READ_SIZE)
+                    if not chunk:
+                        break
+                    sink.write(chunk)
+            except OSError:
+                pass
+            self.open_fds.discard(fd)
+
+    def finish(self) -> None:
+        """The attempt's record, once the worker and everything of it is gone."""
+        attempt, proc, parser = self.attempt, self.proc, self.parser
         for stream in (proc.stdout, proc.stderr):
             try:
                 stream.close()
             except OSError:
                 pass
-    buffer += b"".join(held)
-    if buffer:
-        attempt.lines += 1
-        handle(parser.feed(buffer.decode("utf-8", "replace")))
-    attempt.exit_code = proc.returncode
-    handle(parser.close(proc.returncode))
-    attempt.ended = time.time()
-    if stop is None:
-        if attempt.reply is None:
-            attempt.outcome = "aborted"
-            attempt.reason = attempt.reason or f"exited with code {proc.returncode} without a final reply"
+        self.out_sink.close()
+        self.err_sink.close()
+        self.lines.finish()
+        attempt.exit_code = proc.returncode
+        self.handle(parser.close(proc.returncode))
+        attempt.stderr_tail = bytes(self.stderr[-STDERR_KEEP:]).decode("utf-8", "replace")
+        attempt.ended = time.time()
+        if self.stop is None:
+            if attempt.reply is None:
+                attempt.outcome = "aborted"
+                attempt.reason = attempt.reason or f"exited with code {proc.returncode} without a final reply"
+            else:
+                attempt.outcome = "finished"
+                attempt.reason = attempt.reason or f"exited with code {proc.returncode}"
+            attempt.counts = not attempt.provider_error
         else:
-            attempt.outcome = "finished"
-            attempt.reason = attempt.reason or f"exited with code {proc.returncode}"
-        attempt.counts = not attempt.provider_error
-        return attempt
-    kind, reason = stop
-    attempt.stop, attempt.reason = kind, reason
-    if kind == "grace":
-        attempt.outcome, attempt.counts = "finished", True
-    elif kind == "idle":
-        attempt.outcome, attempt.provider_error, attempt.counts = "aborted", True, False
-    elif kind in ("spend", "fatal"):
-        attempt.outcome, attempt.counts = "aborted", False
-        attempt.provider_error = attempt.provider_error or kind == "fatal"
-    else:  # wall
-        attempt.outcome, attempt.counts = "aborted", True
-    return attempt
+            kind, reason = self.stop
+            if kind == "grace" and self.spend_crossed:
+                kind, reason = "spend", (f"stopped: spend ${attempt.cost:.2f} past max_spend_usd "
+                                         f"${self.limits.spend or 0:g}, after the final reply")
+            attempt.stop, attempt.reason = kind, reason
+            if kind == "grace" or (kind == "spend" and not self.spend_before_final and attempt.reply is not None):
+                attempt.outcome, attempt.counts = "finished", True
+            elif kind == "idle":
+                attempt.outcome, attempt.provider_error, attempt.counts = "aborted", True, False
+            elif kind in ("spend", "fatal"):
+                attempt.outcome, attempt.counts = "aborted", False
+                attempt.provider_error = attempt.provider_error or kind == "fatal"
+            else:  # wall
+                attempt.outcome, attempt.counts = "aborted", True
+        if attempt.reply is None:
+            partial = getattr(parser, "partial", None)
+            said = partial() if callable(partial) else None
+            if said:
+                attempt.reply, attempt.reply_kind = said, "partial"
 
 
 def _reap_group(proc: subprocess.Popen) -> None:

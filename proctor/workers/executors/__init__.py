@@ -8,10 +8,15 @@
     Parser.TAIL (optional): only this many last lines of each read are fed
     ENV (optional): variables set in the worker's environment (its attempts and resumes)
     env(lease) (optional): more such variables, made for the worker's job (gemini's hook settings)
+    Parser().partial() (optional) -> str | None      what the worker has said so far: the reply
+                                                     kept when it is stopped before a final one
+    Parser().skim(data, start, end) (optional)       shown the stretches of whole lines not fed
 
-Events: Event("session", value=id), Event("final", text=reply), Event("step") (work resumed
-after a final-looking reply), Event("cost", value=total usd so far), Event("fatal", text=...),
-Event("provider_error", text=...). Adding a CLI is adding a module and a line in MODULES.
+Events: Event("session", value=id), Event("final", text=reply), Event("confirm", text=reply,
+value=kind) (a final reply confirmed later: the text and kind, no new grace window),
+Event("step") (work resumed after a final-looking reply), Event("cost", value=total usd so
+far), Event("fatal", text=...), Event("provider_error", text=...). Adding a CLI is adding a
+module and a line in MODULES.
 """
 
 from __future__ import annotations

@@ -139,5 +139,9 @@ class Parser:
             out.append(Event("provider_error", text=str(event.get("message") or "codex error")))
         return out
 
+    def partial(self) -> str | None:
+        """What the worker has said so far: its last agent message."""
+        return self.last_message or None
+
     def close(self, exit_code: int | None) -> list[Event]:
         return []

@@ -260,6 +260,10 @@ class Parser:
             out.append(Event("final", text=reply, value=status))
         return out
 
+    def partial(self) -> str | None:
+        """What the worker has said so far: its reply since its last tool call."""
+        return "".join(self.reply) or None
+
     def close(self, exit_code: int | None) -> list[Event]:
         if exit_code == EXIT_UNTRUSTED and not self.final_seen:
             return [Event("provider_error", text="gemini exited 55: the folder is not trusted "

@@ -71,6 +71,10 @@ class Parser:
             out.append(Event("fatal", text=error_text(event.get("error"))))
         return out
 
+    def partial(self) -> str | None:
+        """What the worker has said so far: its current step's text, else its last text."""
+        return "\n".join(self.step_text) or self.last_text or None
+
     def close(self, exit_code: int | None) -> list[Event]:
         return []
 
