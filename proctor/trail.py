@@ -94,6 +94,25 @@ class BlobWriter:
             pass
 
 
+def adopt_blob(state_dir: str, path: str) -> str:
+    """Move the file at `path` into the blob store (a stream written as it arrived); return its
+    reference. The file is read once to hash it, then renamed, never copied."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    ref = REF_PREFIX + digest.hexdigest()
+    target = blob_path(state_dir, ref)
+    if os.path.exists(target):
+        os.unlink(path)
+    else:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        os.replace(path, target)
+    return ref
+
+
 def has_blob(state_dir: str, ref: str) -> bool:
     try:
         return os.path.exists(blob_path(state_dir, ref))

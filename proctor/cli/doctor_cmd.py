@@ -11,8 +11,9 @@ from proctor import errors
 
 @click.command()
 def doctor() -> int:
-    """Check the store, the config, the hook wiring of each host found, the job tree, and
-    whether this checkout's lease is live and actually judged."""
+    """Check the store, the config, the hook wiring of each host found, the job tree,
+    whether this checkout's lease is live and actually judged, and (with workers defined)
+    what ends every process of a worker on this machine."""
     from proctor.guard.harness import HOSTS, host_present, wired
     from proctor.jobs import listing, reap
     from proctor.jobs.lease import resolve
@@ -62,6 +63,11 @@ def doctor() -> int:
         here = os.path.realpath(where) == os.path.realpath(ws.root)
         line(True, f"bound lease: {caller.lease} (from {caller.lease_from}) is live and judged; taken "
                    f"{'in this checkout' if here else 'in ' + where}")
+    if cfg.workers:
+        from proctor.workers import runner
+
+        held = runner.containment()
+        line(True, f"worker containment: {held}")
     built = listing.build(jobs, cfg, __import__("time").time())
     stale = [row for row in built["jobs"] if row["stale"] or row["overdue"]]
     line(not stale, "job tree: " + ("no stale or overdue jobs" if not stale else

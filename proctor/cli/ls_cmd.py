@@ -31,14 +31,33 @@ def jobs(output: str) -> None:
 
 @ls.command()
 @click.argument("job_id", metavar="JOB")
+@click.option("--stream", "stream_of", type=int, metavar="N",
+              help="Print attempt N's whole stream (what the worker printed), byte for byte.")
 @output_option("text", "json")
-def attempts(job_id: str, output: str) -> None:
-    """The attempts `proctor work` made on JOB: worker, how it ended, the worker's claim."""
+def attempts(job_id: str, stream_of: int | None, output: str) -> None:
+    """The attempts `proctor work` made on JOB: worker, how it ended, its claim, the gate
+    failures and where its stream is kept (--stream N prints it)."""
+    from proctor import trail
     from proctor.workers.work import attempts_of
     from proctor.workspace import Workspace
 
     with Workspace() as ws:
         found = attempts_of(ws, job_id)
+        if stream_of is not None:
+            chosen = [a for a in found if a.get("number") == stream_of and a.get("stream")]
+            if not chosen:
+                numbers = ", ".join(str(a.get("number")) for a in found if a.get("stream")) or "none"
+                raise click.ClickException(f"no stream kept for attempt {stream_of} of {job_id} "
+                                           f"(attempts with a stream: {numbers})")
+            with open(trail.blob_path(ws.state_dir, chosen[-1]["stream"]), "rb") as handle:
+                import sys
+
+                sys.stdout.flush()
+                out = sys.stdout.buffer
+                for chunk in iter(lambda: handle.read(1 << 20), b""):
+                    out.write(chunk)
+                out.flush()
+            return
     if output == "json":
         emit_json({"attempts": found})
         return
@@ -51,3 +70,10 @@ def attempts(job_id: str, output: str) -> None:
         click.echo(f"#{a.get('number')} {a.get('worker')} ({a.get('executor')}): {a.get('outcome')} - "
                    f"{a.get('reason')}; status {a.get('status')}; {'passed' if a.get('passed') else 'failed'}"
                    + (f" [{flags}]" if flags else "") + (f"; spend ${a['cost']:.2f}" if a.get("cost") else ""))
+        claim = " ".join((a.get("claim") or "").split())
+        if claim:
+            click.echo(f"    claim (not verified): {claim[:300]}")
+        for failure in (a.get("failures") or [])[:10]:
+            click.echo(f"    gate: {failure}")
+        if a.get("stream"):
+            click.echo(f"    stream: {a['stream']} (proctor ls attempts {job_id} --stream {a.get('number')})")

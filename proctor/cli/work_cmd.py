@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import shutil
+import signal
 import sys
+import threading
 import time
 
 import click
@@ -10,31 +14,131 @@ import click
 from proctor.cli import emit_json
 from proctor.cli.options import output_option
 
+HEARTBEAT = 60.0  # seconds between status lines when stderr is no terminal
+
+
+def _span(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+def words(line: str) -> str:
+    """A stream line in words: what the worker last did, not the first characters of raw JSON."""
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return line.strip()[:200]
+    if not isinstance(event, dict):
+        return line.strip()[:200]
+    kind = str(event.get("type") or "")
+    message = event.get("message") if isinstance(event.get("message"), dict) else {}
+    part = event.get("part") if isinstance(event.get("part"), dict) else {}
+    item = event.get("item") if isinstance(event.get("item"), dict) else {}
+    if kind in ("assistant", "user") and isinstance(message.get("content"), list):
+        for block in message["content"]:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "tool_use":
+                detail = block.get("input") if isinstance(block.get("input"), dict) else {}
+                target = detail.get("command") or detail.get("file_path") or detail.get("description") or ""
+                return f"runs {block.get('name')}: {str(target).splitlines()[0] if target else ''}".rstrip(": ")
+            if block.get("type") == "tool_result":
+                return "reads a tool's result" + (" (an error)" if block.get("is_error") else "")
+            if block.get("type") == "text" and block.get("text"):
+                return "says: " + " ".join(str(block["text"]).split())
+            if block.get("type") == "thinking":
+                return "thinks"
+    if kind == "system":
+        sub = event.get("subtype") or ""
+        if sub in ("hook_started", "hook_response"):
+            return f"hook {event.get('hook_name') or ''} {'starts' if sub == 'hook_started' else 'answered'}"
+        return f"system: {sub}" + (f" ({event.get('description')})" if event.get("description") else "")
+    if kind == "result":
+        return f"result: {event.get('subtype') or event.get('status') or ''}"
+    if kind == "tool_use":
+        tool = part.get("tool") or event.get("tool_name") or ""
+        return f"runs {tool}"
+    if kind == "text" and part.get("text"):
+        return "says: " + " ".join(str(part["text"]).split())
+    if kind == "message" and isinstance(event.get("content"), str):
+        return "says: " + " ".join(event["content"].split())
+    if kind.startswith("item.") and item:
+        text = item.get("text") or item.get("command") or ""
+        return f"{item.get('type') or 'item'}: " + " ".join(str(text).split())
+    if kind:
+        return kind.replace("_", " ")
+    return line.strip()[:200]
+
 
 class Display:
-    """What a person sees: one line per event; for a terminal the current line is rewritten in
-    place. It updates on the worker's own output, never on a timer: the silence is shown as
-    the time of the last output, so a silent worker costs no CPU here either."""
+    """What a person sees. For a terminal, one line rewritten in place: attempt, worker,
+    elapsed, silence against the idle limit, the next deadline, spend and the last event in
+    words, cut to the terminal's width and ticking every second; otherwise one line per event
+    and a heartbeat line every minute."""
 
     def __init__(self, stream) -> None:
         self.stream = stream
         self.tty = stream.isatty()
-        self.header = ""
+        self.lock = threading.Lock()
+        self.live: dict | None = None
+        self.stopped = threading.Event()
+        self.ticker = threading.Thread(target=self._tick, daemon=True)
+        self.ticker.start()
+
+    def close(self) -> None:
+        self.stopped.set()
 
     def __call__(self, kind: str, data: dict) -> None:
+        with self.lock:
+            self._event(kind, data)
+
+    def _event(self, kind: str, data: dict) -> None:
+        at = time.monotonic()
         if kind == "start":
-            self.header = (f"{data['job']}: attempt {data['attempt']} on {data['worker']} ({data['executor']}), "
-                           f"rung {data['rung']}/{data['rungs']}")
-            self._line(self.header + ", starting", final=True)
-        elif kind == "line" and self.tty:
-            last = time.strftime("%H:%M:%S")
-            text = data["last_line"].replace("\n", " ")[:80]
-            self._line(f"{self.header}: last output {last}, spend ${data['cost']:.2f}: {text}")
-        elif kind == "final":
-            self._line(f"{self.header}: final reply received; grace window running", final=True)
+            self.live = {"job": data["job"], "worker": data["worker"], "executor": data["executor"],
+                         "attempt": data["attempt"], "started": at, "output": at, "final": None,
+                         "idle": data.get("idle"), "grace": data.get("grace"), "wall": data.get("wall"),
+                         "cost": 0.0, "last": "starting"}
+            resumed = ", resuming its last session" if data.get("resumed") else ""
+            self._line(f"{data['job']}: attempt {data['attempt']} on {data['worker']} ({data['executor']}), "
+                       f"rung {data['rung']}/{data['rungs']}{resumed}, in {data.get('worktree')}", final=True)
+            if data.get("note"):
+                self._line(f"    {data['note']}", final=True)
+        elif kind == "line" and self.live is not None:
+            attempt = data["data"]
+            self.live.update(output=at, cost=attempt.cost, last=words(attempt.last_line))
+            if self.tty:
+                self._line(self._status())
+        elif kind == "final" and self.live is not None:
+            self.live["final"] = at
+            self._line(f"{self.live['job']}: final reply received; {self.live['grace']:g} s of grace", final=True)
+        elif kind == "step" and self.live is not None:
+            self.live["final"] = None
+        elif kind == "waiting":
+            self._line(f"{data['job']}: waiting for a {data['executor']} slot ({data['slots']} on this machine, held "
+                       f"by pid {', '.join(data['holders']) or '?'})", final=True)
         elif kind == "skip":
             self._line(f"{data['job']}: worker {data['worker']} skipped: {data['reason']}", final=True)
+        elif kind == "retry":
+            self._line(f"{data['job']}: declared again (--retry); its history stays", final=True)
+        elif kind == "landing":
+            self._line(f"{data['job']}: passed, but not landed: {data['reason']}", final=True)
+        elif kind == "root":
+            if data.get("skipped"):
+                self._line(f"{data['job']}: {data['skipped']}", final=True)
+            else:
+                self._line(f"{data['job']}: its own check on the landed steps: "
+                           f"{'passed' if data['passed'] else 'failed'}", final=True)
+                for failure in data.get("failures", [])[:8]:
+                    self._line(f"    {failure}", final=True)
         elif kind == "attempt":
+            self.live = None
             verdict = "passed its gates" if data["passed"] else "did not pass"
             spend = f", spend ${data['cost']:.2f}" if data.get("cost") else ""
             self._line(f"{data['job']}: attempt {data['number']} {data['outcome']} ({data['reason']}){spend}; "
@@ -42,38 +146,100 @@ class Display:
             for failure in data.get("failures", [])[:8]:
                 self._line(f"    {failure}", final=True)
 
+    def _status(self) -> str:
+        live, at = self.live, time.monotonic()
+        silent = at - live["output"]
+        deadlines = []
+        if live["final"] is None and live["idle"]:
+            deadlines.append((live["output"] + live["idle"], "idle stop"))
+        if live["final"] is not None:
+            deadlines.append((live["final"] + live["grace"], "grace ends"))
+        if live["wall"]:
+            deadlines.append((live["started"] + live["wall"], "wall clock"))
+        due = min(deadlines, default=None)
+        parts = [f"{live['job']}: attempt {live['attempt']} {live['worker']}", _span(at - live["started"]),
+                 f"silent {_span(silent)}/{_span(live['idle'])}"]
+        if due:
+            parts.append(f"{due[1]} in {_span(due[0] - at)}")
+        parts.append(f"${live['cost']:.2f}")
+        parts.append(live["last"])
+        return " · ".join(parts)
+
+    def _tick(self) -> None:
+        last_beat = time.monotonic()
+        while not self.stopped.wait(1.0):
+            with self.lock:
+                if self.live is None:
+                    continue
+                if self.tty:
+                    self._line(self._status())
+                elif time.monotonic() - last_beat >= HEARTBEAT:
+                    last_beat = time.monotonic()
+                    self._line(self._status(), final=True)
+
     def _line(self, text: str, final: bool = False) -> None:
-        if self.tty:
-            self.stream.write("\r\x1b[K" + text + ("\n" if final else ""))
-        elif final:
-            self.stream.write(text + "\n")
-        self.stream.flush()
+        try:
+            if self.tty:
+                width = shutil.get_terminal_size((100, 20)).columns
+                shown = text if final else text[:max(10, width - 1)]
+                self.stream.write("\r\x1b[K" + shown + ("\n" if final else ""))
+            elif final:
+                self.stream.write(text + "\n")
+            self.stream.flush()
+        except (OSError, ValueError):
+            pass  # a closed terminal does not stop the work
 
 
 @click.command()
 @click.argument("job_id", metavar="JOB")
 @click.option("--worker", "worker_name", metavar="NAME", help="Run this worker only (default: the ladder).")
+@click.option("--retry", "again", is_flag=True,
+              help="Work JOB (or its children) again where it failed or ended without a return, keeping its history.")
 @output_option("text", "json")
-def work(job_id: str, worker_name: str | None, output: str) -> int:
+def work(job_id: str, worker_name: str | None, again: bool, output: str) -> int:
     """Run JOB (or its children, in depends_on order) with the workers of proctor.toml.
 
     Each worker is an agent CLI ([workers.NAME] executor = claude, codex, gemini, opencode or
-    command), started with BAGGAGE=proctor.lease=<job> (a claude worker is also handed
-    proctor's hooks), stopped when silent past the idle limit, after the grace window that
-    follows its final reply, at its wall clock or spend limit; a stop ends every process of
-    the attempt, detached ones included. proctor
-    runs the job's check itself, grades with the code of `proctor job wait`, and commits only
-    the job's changed paths inside its write paths when they pass. Exit 0 when every job
-    passed, 1 when one ran out of attempts and rungs, 2 when it could not start.
+    command), started with BAGGAGE=proctor.lease=<job> and proctor's hooks, in a git worktree
+    of its own at the step's checkpoint (the tree after the steps it depends on landed); it is
+    stopped when silent past the idle limit, after the grace window that follows its final
+    reply, at its wall clock (an hour unless set) or spend limit; a stop, and proctor's own
+    interruption or death, end every process of the attempt. proctor runs the job's check,
+    grades with the code of `proctor job wait`, and commits, hooks off, only the job's changed
+    paths inside its write paths when they pass; an attempt that committed or moved a ref
+    fails. After every child passed the root's own check runs. One `proctor work` per job.
+    Exit 0 when every job passed, 1 when one ran out of attempts and rungs, 2 when it could
+    not start, 128+N when interrupted by signal N.
     """
     from proctor.jobs import reap
+    from proctor.workers import runner
+    from proctor.workers.work import WorkInterrupted
     from proctor.workers.work import work as run_work
     from proctor.workspace import Workspace
 
     display = Display(sys.stderr) if output == "json" else Display(sys.stdout)
-    with Workspace() as ws:
-        reap.end_unheld(ws.store, ws.config["jobs.stale_after"], ws.warn)
-        outcomes = run_work(ws, job_id, worker_name, display)
+
+    def interrupted(signum, frame):
+        raise runner.Interrupted(signum)
+
+    previous = {s: signal.signal(s, interrupted) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        with Workspace() as ws:
+            reap.end_unheld(ws.store, ws.config["jobs.stale_after"], ws.warn)
+            outcomes = run_work(ws, job_id, worker_name, display, again=again)
+    except WorkInterrupted as exc:
+        display.close()
+        click.echo(f"proctor work: {exc.message}; the worker was ended and the attempt recorded "
+                   f"(proctor ls attempts {job_id}); proctor work {job_id} starts it again", err=True)
+        sys.exit(128 + (exc.signum or 2))
+    except KeyboardInterrupt:
+        display.close()
+        click.echo(f"proctor work: interrupted; proctor ls attempts {job_id} shows what was recorded", err=True)
+        sys.exit(130)
+    finally:
+        display.close()
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
     passed = all(o.passed for o in outcomes)
     if not outcomes and output != "json":
         click.echo(f"every child of {job_id} has passed; nothing to work")

@@ -283,7 +283,7 @@ def _new_row(ws: Workspace, record: dict, existing: dict | None, caller: Caller,
         # re-declared while live: what taking it and working it recorded stays (its secret, where
         # and when it was taken, a filed result), or its holder loses its monitors and its result
         for field in ("checkout_root", "base", "base_diverges", "taken", "nonce_sha256", "sparse", "result",
-                      "previous_results", "worker_pid"):
+                      "previous_results", "worker_pid", "runner_start"):
             if field in existing:
                 job[field] = existing[field]
     timeout = record.get("timeout") or ws.config["jobs.default_timeout"]

@@ -31,7 +31,7 @@ OUTPUT_FIELDS = (
     # what the store adds as a job moves, and what a listing (ls jobs, the console) adds to a row
     "base_diverges", "taken", "handed", "result", "verdict", "previous_results", "nonce_sha256",
     "worker_pid", "commit", "archived", "trashed", "depth", "age_seconds", "stale", "overdue",
-    "overlaps_with", "notes", "column", "sparse",
+    "overlaps_with", "notes", "column", "sparse", "runner_start", "forked_checkpoint", "previous_verdicts",
 )
 PATH_FIELDS = ("write_paths", "deny_paths", "read_paths")
 

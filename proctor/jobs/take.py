@@ -179,7 +179,7 @@ def _exec_in_worktree(ws: Workspace, job_id: str, caller: Caller, path: str) -> 
     notes = [f"made a worktree at {target} on {revision[:12]}"]
     try:
         if digest:
-            notes.append(_carry_handed(job, target, revision, token))
+            notes.append(carry_uncommitted(job.get("declared_in"), target, revision, token))
         with _Workspace(target, ws.warn) as there:
             taken = exec_job(there, job_id, caller)
     except BaseException:
@@ -191,16 +191,15 @@ def _exec_in_worktree(ws: Workspace, job_id: str, caller: Caller, path: str) -> 
     return taken
 
 
-def _carry_handed(job: dict, target: str, revision: str, token: str) -> str:
+def carry_uncommitted(source: str | None, target: str, revision: str, token: str) -> str:
     """Copy the uncommitted work a dirty checkpoint names into the new worktree, byte for byte
-    from the checkout the job was declared in, if that checkout still holds exactly that
-    checkpoint: every changed tracked file (a deleted one deleted) and every untracked one. An
-    untracked nested repository is not carried; the note says so."""
+    from `source` (the checkout the job was declared in), if that checkout still holds exactly
+    that checkpoint: every changed tracked file (a deleted one deleted) and every untracked one.
+    An untracked nested repository is not carried; the note says so."""
     import shutil
 
     from proctor.vcs import git
 
-    source = job.get("declared_in")
     if not source or not os.path.isdir(source):
         return (f"the checkpoint {token} carries uncommitted work, and the checkout it was declared in is gone; "
                 f"the worktree holds {revision[:12]} alone, and the divergence is recorded")
@@ -251,6 +250,32 @@ def abandon(ws: Workspace, job_id: str, caller: Caller) -> dict:
         rows.put(conn, job, job["_root"], job["_depth"])
         trail.append(conn, ws.state_dir, "job_exit", caller.actor, job_id,
                      {"state": NO_RETURN, "abandoned": True}, when=at)
+    return job
+
+
+def release(ws: Workspace, job_id: str, caller: Caller, reason: str) -> dict:
+    """Hand a job `proctor work` took back to declared, for its next attempt in a fresh checkout:
+    a filed result goes to `previous_results`, the checkout it was taken in is forgotten (its
+    binding with it), its secret and history stay. The runner's move, an unleased caller's."""
+    check_job_id(job_id)
+    if caller.lease:
+        raise errors.Refused([(errors.NOT_YOUR_JOB,
+            f"refused to release {job_id}: only its forking session (an unleased caller) puts it back "
+            f"({caller.whence()}){caller.remedy()}")])
+    with ws.store.write() as conn:
+        job = rows.get(conn, job_id)
+        if job is None or job["state"] not in (RUNNING, EXITED):
+            return job or {}
+        if job.get("result") is not None:
+            job.setdefault("previous_results", []).append(job.pop("result"))
+        old = job.get("checkout_root")
+        if old:
+            conn.execute("DELETE FROM bindings WHERE scope = ? AND job = ?", (rows.checkout_scope(old), job_id))
+        at = now()
+        job.update(state=DECLARED, checkout_root=None, base=None, base_diverges=False, taken=None, updated=iso(at))
+        rows.put(conn, job, job["_root"], job["_depth"])
+        trail.append(conn, ws.state_dir, "job_released", caller.actor, job_id, {"checkout": old, "reason": reason},
+                     when=at)
     return job
 
 

@@ -25,8 +25,10 @@ def _load(conn, job_id: str) -> dict:
     return job
 
 
-def wait(ws: Workspace, job_id: str, caller: Caller) -> tuple[dict, Grade | None]:
-    """The job after verification, and the grade made now (None when it was already decided)."""
+def wait(ws: Workspace, job_id: str, caller: Caller, also: list | None = None) -> tuple[dict, Grade | None]:
+    """The job after verification, and the grade made now (None when it was already decided).
+    `also`: outcomes the caller observed itself (`proctor work`: an attempt that moved a ref),
+    graded with the job's own rules and goals."""
     check_job_id(job_id)
     with ws.store.read() as conn:
         job = _load(conn, job_id)
@@ -46,6 +48,7 @@ def wait(ws: Workspace, job_id: str, caller: Caller) -> tuple[dict, Grade | None
                 f"nothing was filed for {job_id} (it is {job['state']}); its holder returns it with "
                 f"proctor job exit {job_id} --stdin", errors.NOT_FILED)
         graded = grade(conn, job, ws.root, ws.state_dir)
+        graded.outcomes.extend(also or ())
     filed = job["result"]["filed"]
     with ws.store.write() as conn:
         job = _load(conn, job_id)

@@ -54,9 +54,22 @@ def deliver_to_worker(root: str, job_id: str) -> bool:
         limits = runner.Limits(idle=ws.config.idle_limit_seconds, grace=ws.config["jobs.grace_seconds"],
                                wall=worker.wall_minutes * 60 if worker.wall_minutes else None,
                                spend=worker.max_spend_usd)
-        attempt = runner.run_attempt(argv, module.Parser(), limits, job.get("checkout_root") or ws.root,
-                                     worker_env(job_id, nonce, module),
-                                     stdin_text=ready["text"] if module.PROMPT_ON_STDIN else None)
+        # the attempt's worktree is gone once proctor work ended the job: the session is resumed
+        # in a fresh one at the same path (a CLI finds a session by its project directory), on the
+        # landed tree, and removed after
+        from proctor.vcs import git
+        from proctor.workers import work as jwork
+
+        where, made = job.get("checkout_root"), None
+        if not where or not os.path.isdir(where):
+            head = git.head(ws.root)
+            made = where = jwork._make_worktree(ws, job_id, head, head)[0] if head else ws.root
+        try:
+            attempt = runner.run_attempt(argv, module.Parser(), limits, where, worker_env(job_id, nonce, module),
+                                         stdin_text=ready["text"] if module.PROMPT_ON_STDIN else None)
+        finally:
+            if made and made != ws.root:
+                jwork._remove_worktree(ws.root, made)
         if attempt.reason.startswith("could not start"):
             return False  # not handed over: it stays ready for the next chance
         with ws.store.write() as conn:

@@ -27,6 +27,11 @@ _PINNED = (
     # git call a rewritten file clean (an mtime set back, with ctime or checkStat turned off)
     "-c", "core.trustctime=true",
     "-c", "core.checkStat=default",
+    # and none of the repository's hooks run on proctor's git calls: a worker can write
+    # .git/hooks (shared by every worktree) or set core.hooksPath, and a hook of its choosing
+    # would run with proctor's authority (a post-checkout on `worktree add`, a commit-msg
+    # adding a trailer to the commit proctor makes)
+    "-c", "core.hooksPath=/dev/null",
 )
 
 

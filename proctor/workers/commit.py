@@ -51,13 +51,24 @@ def message(job: dict, kind: str, gates: list[str], summary: str | None, status:
 
 
 def commit_paths(root: str, paths: list[str], text: str) -> str:
-    """Commit exactly `paths` (additions, changes and deletions) with `text`; return the sha."""
+    """Commit exactly `paths` (additions, changes and deletions) with `text`; return the sha.
+
+    No hook runs (git.run pins core.hooksPath to nothing, and --no-verify besides), and the
+    message is recorded verbatim whatever the person's commit.cleanup or the repository's
+    encoding say: what proctor wrote is what the commit carries."""
     if not paths:
         raise errors.ProctorError("nothing to commit: the job changed no path inside its write paths")
+    before = git.run(root, "rev-parse", "--verify", "-q", "HEAD", check=False).stdout.decode().strip() or None
     git.run(root, "add", "-A", "--", *paths)
-    proc = git.run(root, "commit", "-q", "--only", "-F", "-", "--", *paths, check=False, input=text.encode("utf-8"))
+    proc = git.run(root, "-c", "i18n.commitEncoding=UTF-8", "commit", "-q", "--no-verify", "--cleanup=verbatim",
+                   "--only", "-F", "-", "--", *paths, check=False, input=text.encode("utf-8"))
     if proc.returncode != 0:
         git.run(root, "reset", "-q", "--", *paths, check=False)  # leave the index as it was
         detail = (proc.stderr or proc.stdout).decode("utf-8", "replace").strip().splitlines()
         raise errors.ProctorError(f"git commit failed: {detail[-1] if detail else 'exit ' + str(proc.returncode)}")
-    return git.run(root, "rev-parse", "HEAD").stdout.decode().strip()
+    sha = git.run(root, "rev-parse", "HEAD").stdout.decode().strip()
+    parent = git.run(root, "rev-parse", "--verify", "-q", sha + "^", check=False).stdout.decode().strip() or None
+    if parent != before:
+        raise errors.ProctorError(f"git commit made {sha[:12]} on {(parent or 'no parent')[:12]}, not on "
+                                  f"{(before or 'an unborn branch')[:12]}: something else committed meanwhile")
+    return sha

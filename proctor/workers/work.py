@@ -1,19 +1,39 @@
 """`proctor work <job>`: run a job (or its children, in depends_on order) with agent CLIs.
 
-For each job: take its lease here, render the worker's prompt from `proctor describe job`
-(the terms, never a recollection), start the worker with BAGGAGE=proctor.lease=<id>, watch
-and stop it (runner.py), run the job's check itself, and grade with the code `proctor job
-wait` uses. A pass is recorded and committed; a failure tries again: gates failing uses an
-attempt on the rung, while an idle, spend or provider stop moves up the ladder of workers
-without using one. Every reply lands on the trail as a `worker_claim`.
+A step is one job worked to its verdict. Its checkpoint is the tree its worker starts on:
+the person's checkout as it stands when the step starts, after the steps it depends on have
+landed (recorded on the row, the checkpoint it was forked on kept as `forked_checkpoint`).
+Each attempt runs in a git worktree of its own made at that checkpoint (the person's
+uncommitted work carried over byte for byte), so a failed attempt's changes reach neither the
+next attempt nor the person's checkout, and the person's own work is never touched.
+
+For each attempt: render the worker's prompt from `proctor describe job` (the terms, never a
+recollection), start the worker with BAGGAGE=proctor.lease=<id> in that worktree, watch and
+stop it (runner.py), run the job's check itself, and grade with the code `proctor job wait`
+uses. An attempt that committed, amended, reset or moved a ref (HEAD of either checkout, a
+branch, a tag), or changed the repository's hooks or config, fails with that named: no commit
+a worker made is passed work. A pass is committed by proctor alone (hooks off, its own
+message, commit.py) in the person's checkout, on the revision the step started from, with only
+the job's changed paths inside its write paths, and only where the person left those paths
+as they were; then recorded. Gates failing use an attempt on the rung; an idle, spend or
+provider stop moves up the ladder without using one. A later attempt on the same worker
+resumes the previous attempt's session (where its CLI can) with the gate failures as its
+prompt. Every reply lands on the trail as a `worker_claim`, every attempt's whole stream as a
+blob. After every child passed, the root's own check runs and the root is recorded.
+
+One runner per job: the job's row names the runner's pid (and its start time), and a second
+`proctor work` on a job being worked is refused naming it. A watchdog process (watchdog.py)
+ends the worker and records the attempt when this process dies without saying goodbye.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import shutil
 import sys
+import time
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -24,15 +44,29 @@ from proctor.jobs import describe as jdescribe
 from proctor.jobs import result as jresult
 from proctor.jobs import take, wait
 from proctor.jobs.lease import Caller, parse_baggage
-from proctor.jobs.model import EXITED, PASS, goal_list, is_live
-from proctor.jobs.verify import grade
+from proctor.jobs.model import DECLARED, EXITED, FAIL, NO_RETURN, PASS, RUNNING, goal_list, is_live
+from proctor.jobs.verify import Outcome, grade
+from proctor.process import start_time
 from proctor.store import rows
+from proctor.timeutil import iso, now
+from proctor.vcs import checkpoint as vcs_checkpoint
+from proctor.vcs import git
 from proctor.workers import commit as jcommit
 from proctor.workers import runner
 from proctor.workers.executors import module as executor_module
 from proctor.workspace import Workspace
 
 STATUS_WORDS = ("done", "blocked", "split")
+ACTOR = "proctor-work"
+
+
+class WorkInterrupted(Exception):
+    """proctor work was interrupted; what was in flight is recorded and put back."""
+
+    def __init__(self, signum: int, message: str) -> None:
+        super().__init__(message)
+        self.signum = signum
+        self.message = message
 
 
 @dataclass
@@ -48,8 +82,11 @@ class JobOutcome:
                 "reason": self.reason}
 
 
+# ---------------------------------------------------------------------------------- the plan
+
+
 def plan(ws: Workspace, job_id: str) -> list[dict]:
-    """The jobs `work` runs: the job itself, or its live children in depends_on order."""
+    """The jobs `work` runs: the job itself, or its children not yet passed in depends_on order."""
     with ws.store.read() as conn:
         job = rows.get(conn, job_id)
         if job is None:
@@ -57,10 +94,13 @@ def plan(ws: Workspace, job_id: str) -> list[dict]:
         every_child = rows.where(conn, "parent = ?", (job_id,))
     children = [c for c in every_child if c["state"] != PASS]
     if every_child and not children:
-        return []  # every child passed: nothing left to work
+        return []  # every child passed: only the root's own verdict is left
     if not children:
         if not is_live(job["state"]):
-            raise errors.ProctorError(f"{job_id} has ended ({job['state']}); nothing to work", errors.NOT_LIVE)
+            raise errors.ProctorError(
+                f"{job_id} has ended ({job['state']}); nothing to work" +
+                (f" (proctor work {job_id} --retry works it again)" if job["state"] in (FAIL, NO_RETURN) else ""),
+                errors.NOT_LIVE)
         return [job]
     by_id = {c["id"]: c for c in children}
     ordered: list[dict] = []
@@ -84,8 +124,37 @@ def plan(ws: Workspace, job_id: str) -> list[dict]:
     if ended:
         raise errors.Refused([(errors.NOT_LIVE,
             f"{job_id} has children that ended without passing ({', '.join(ended)}); their dependents cannot "
-            f"land on them; fork them again or end {job_id}")])
+            f"land on them; work them again with proctor work {job_id} --retry, or end {job_id}")])
     return ordered
+
+
+def retry(ws: Workspace, job_id: str) -> list[str]:
+    """`--retry`: the job, or its children, that failed or ended without a return are declared
+    again (their verdicts kept in `previous_verdicts`, their history on the trail)."""
+    again = []
+    with ws.store.write() as conn:
+        job = rows.get(conn, job_id)
+        if job is None:
+            raise errors.ProctorError(f"no job {job_id}; proctor ls jobs lists them", errors.UNKNOWN_JOB)
+        family = [job] + rows.where(conn, "parent = ?", (job_id,))
+        for row in family:
+            if row["state"] not in (FAIL, NO_RETURN, EXITED):
+                continue
+            if row["state"] == EXITED and row.get("result") is not None:
+                row.setdefault("previous_results", []).append(row.pop("result"))
+            if row.get("verdict"):
+                row.setdefault("previous_verdicts", []).append(row.pop("verdict"))
+            if row.get("result") is not None:
+                row.setdefault("previous_results", []).append(row.pop("result"))
+            was = row["state"]
+            row.update(state=DECLARED, checkout_root=None, base=None, taken=None, end_reason=None, updated=iso(now()))
+            rows.put(conn, row, row["_root"], row["_depth"])
+            trail.append(conn, ws.state_dir, "job_retried", ACTOR, row["id"], {"was": was})
+            again.append(row["id"])
+    return again
+
+
+# ---------------------------------------------------------------------------------- prompts
 
 
 def prompt_for(ws: Workspace, job: dict) -> str:
@@ -100,6 +169,8 @@ def prompt_for(ws: Workspace, job: dict) -> str:
         "",
         "How to work it:",
         "- Write only inside the write paths above; the guard refuses other writes.",
+        "- Do not commit, amend, reset or move any git ref: proctor commits what passes. An attempt that "
+        "commits fails.",
     ]
     if check:
         lines.append(f"- The job's check is `proctor run {check}`. proctor runs it itself when you finish; "
@@ -118,11 +189,37 @@ def prompt_for(ws: Workspace, job: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def retry_prompt(job: dict, failures: list[str], checkpoint: str) -> str:
+    """What a resumed session is told: why its work did not pass, and that it starts over."""
+    shown = "\n".join(f"- {f}" for f in failures[:20]) or "- (no gate named a failure; the attempt ended early)"
+    return (f"lease: {job['id']}\n\nYour previous attempt at this job did not pass its gates:\n{shown}\n\n"
+            f"The tree was put back to the step's checkpoint ({checkpoint[:12]}): none of your previous changes "
+            f"are there. Make the change again, within your write paths, run the check, file your result "
+            f"(proctor job exit {job['id']} --stdin) and end with a short reply, as your first instructions "
+            f"say (proctor describe job {job['id']} prints your terms again).\n")
+
+
+def deliverable(ws: Workspace, prompt: str, number: int, job_id: str) -> str:
+    """The prompt itself, or, too long for one argument, a short one naming a file that holds it."""
+    if runner.fits_argv(prompt):
+        return prompt
+    directory = os.path.join(ws.state_dir, "prompts")
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, f"{_safe(job_id)}-{os.getpid()}-{number}.md")
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(prompt)
+    return (f"lease: {job_id}\n\nYour instructions are too long to pass on the command line; they are in the "
+            f"file {path}. Read that file whole first, then do what it says.\n")
+
+
 def worker_env(job_id: str, nonce: str | None = None, module=None) -> dict:
     """The worker's environment: this one, its lease in BAGGAGE, its job's secret, and what its
-    executor module adds (`ENV`, e.g. gemini's workspace trust)."""
+    executor module adds (`ENV`, e.g. gemini's workspace trust, or `env(lease)`)."""
     env = dict(os.environ)
     env.update(getattr(module, "ENV", {}))
+    extra = getattr(module, "env", None)
+    if callable(extra):
+        env.update(extra(job_id))
     # The worker runs `proctor` (its check, its result) and its host runs `proctor hook`: when
     # no proctor is on PATH, the one running this is put there.
     own = os.path.join(os.path.dirname(sys.executable), "proctor")
@@ -137,21 +234,276 @@ def worker_env(job_id: str, nonce: str | None = None, module=None) -> dict:
     return env
 
 
-def status_of(job: dict | None, reply: str | None) -> str:
+def status_of(job: dict | None) -> str:
+    """The filed result's status, else unknown: a worker's prose is never read for one."""
     result = (job or {}).get("result") or {}
-    if result.get("status") in STATUS_WORDS:
-        return result["status"]
-    match = re.search(r"\bstatus\W{0,3}(done|blocked|split)\b", reply or "", re.I)
-    if match:
-        return match.group(1).lower()
-    tail = (reply or "").strip().splitlines()[-1:] if reply else []
-    if tail and tail[0].strip().upper() in ("DONE", "BLOCKED", "SPLIT"):
-        return tail[0].strip().lower()
-    return "unknown"
+    return result["status"] if result.get("status") in STATUS_WORDS else "unknown"
+
+
+# ---------------------------------------------------------------------------------- one runner, slots
+
+
+def _safe(job_id: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "~", job_id)
+
+
+def _runner_alive(job: dict) -> int | None:
+    pid = job.get("worker_pid")
+    if not isinstance(pid, int) or pid <= 0:
+        return None
+    started = start_time(pid)
+    if started is None:
+        return None
+    recorded = job.get("runner_start")
+    if recorded is not None and recorded != started:
+        return None  # the pid was reused by another process
+    return pid
+
+
+def claim(ws: Workspace, ids: list[str]) -> None:
+    """Name this process as the runner of `ids`, or refuse naming the one already running."""
+    pid, started = os.getpid(), start_time(os.getpid())
+    with ws.store.write() as conn:
+        found = [rows.get(conn, i) for i in ids]
+        for job in found:
+            other = job and _runner_alive(job)
+            if other and other != pid:
+                raise errors.ProctorError(
+                    f"refused: {job['id']} is being worked by proctor work (pid {other}); wait for it to end, "
+                    f"or stop it (kill {other}: its worker is ended and its attempt recorded)", errors.LEASE_HELD)
+        for job in found:
+            if job is not None:
+                job["worker_pid"], job["runner_start"] = pid, started
+                rows.put(conn, job, job["_root"], job["_depth"])
+
+
+def unclaim(ws: Workspace, ids: list[str], pid: int | None = None) -> None:
+    pid = pid or os.getpid()
+    with ws.store.write() as conn:
+        for job_id in ids:
+            job = rows.get(conn, job_id)
+            if job is not None and job.get("worker_pid") == pid:
+                job["worker_pid"], job["runner_start"] = None, None
+                rows.put(conn, job, job["_root"], job["_depth"])
+
+
+class Slot:
+    """One of `[workers.NAME] slots` places for workers of one CLI on this machine: a lock file
+    under proctor's state base, held while the worker runs and let go when this process ends,
+    however it ends."""
+
+    def __init__(self, worker: Worker, notify) -> None:
+        self.worker, self.notify, self.handle = worker, notify, None
+
+    def __enter__(self) -> "Slot":
+        count = getattr(self.worker, "slots", None)
+        if not count:
+            return self
+        from proctor.paths import state_base
+
+        directory = os.path.join(state_base(), "slots", self.worker.executor)
+        os.makedirs(directory, exist_ok=True)
+        told = False
+        while True:
+            for index in range(count):
+                handle = open(os.path.join(directory, f"{index}.lock"), "a+")
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:
+                    handle.close()
+                    continue
+                handle.seek(0)
+                handle.truncate()
+                handle.write(f"{os.getpid()}\n")
+                handle.flush()
+                self.handle = handle
+                return self
+            if not told:
+                holders = []
+                for index in range(count):
+                    try:
+                        with open(os.path.join(directory, f"{index}.lock")) as held:
+                            holders.append(held.read().strip() or "?")
+                    except OSError:
+                        pass
+                self.notify("waiting", {"worker": self.worker.name, "executor": self.worker.executor,
+                                        "slots": count, "holders": holders})
+                told = True
+            time.sleep(0.5)
+
+    def __exit__(self, *exc) -> None:
+        if self.handle is not None:
+            self.handle.close()  # closing lets go of the lock
+            self.handle = None
+
+
+# ---------------------------------------------------------------------------------- refs and the git dir
+
+
+def _refs(checkout: str, worktree: str) -> dict[str, str]:
+    """HEAD of both checkouts, every branch and tag: what a worker's commit, amend, reset or
+    branch move changes."""
+    seen = {}
+    listed = git.run(checkout, "for-each-ref", "--format=%(refname) %(objectname)", "refs/heads", "refs/tags",
+                     check=False).stdout.decode("utf-8", "replace")
+    for line in listed.splitlines():
+        name, _, sha = line.partition(" ")
+        seen[name] = sha
+    for label, where in (("HEAD of your checkout", checkout), ("HEAD of the attempt's worktree", worktree)):
+        head = git.run(where, "rev-parse", "-q", "--verify", "HEAD", check=False).stdout.decode().strip()
+        branch = git.run(where, "symbolic-ref", "-q", "HEAD", check=False).stdout.decode().strip()
+        seen[label] = f"{head} {branch}".strip()
+    return seen
+
+
+_GIT_DIR_WATCHED = ("config", "config.worktree", "hooks", "info/attributes", "info/exclude", "commondir")
+
+
+def _git_dir_state(ws: Workspace) -> dict[str, tuple]:
+    """What in the repository's git directory changes how git behaves for the person: its
+    config and hooks, each file's (digest, bytes, mode) so a change can be put back."""
+    out = {}
+    common = ws.checkout.common_dir
+    for name in _GIT_DIR_WATCHED:
+        path = os.path.join(common, name)
+        entries = [(f"{name}/{e}", os.path.join(path, e)) for e in sorted(os.listdir(path))] \
+            if os.path.isdir(path) and not os.path.islink(path) else [(name, path)] if os.path.lexists(path) else []
+        for label, full in entries:
+            digest = vcs_checkpoint.handed_digest(full)
+            data, mode = None, None
+            try:
+                if os.path.isfile(full) and not os.path.islink(full) and os.path.getsize(full) <= 1 << 20:
+                    with open(full, "rb") as handle:
+                        data = handle.read()
+                    mode = os.stat(full).st_mode & 0o7777
+            except OSError:
+                pass
+            out[label] = (digest, data, mode)
+    return out
+
+
+def _put_back(ws: Workspace, before: dict[str, tuple], after: dict[str, tuple]) -> list[str]:
+    """Put the git directory's config and hooks back as they were before the attempt; name
+    each change (and what could not be put back)."""
+    common = ws.checkout.common_dir
+    out = []
+    for name in sorted(set(before) | set(after)):
+        old, new = before.get(name), after.get(name)
+        if (old and old[0]) == (new and new[0]):
+            continue
+        full = os.path.join(common, name)
+        how = "added" if old is None else "removed" if new is None else "rewritten"
+        try:
+            if old is None:
+                if os.path.isdir(full) and not os.path.islink(full):
+                    shutil.rmtree(full)
+                elif os.path.lexists(full):
+                    os.unlink(full)
+                back = "proctor removed it"
+            elif old[1] is not None:
+                if os.path.lexists(full) and (os.path.islink(full) or not os.path.isdir(full)):
+                    os.unlink(full)
+                with open(full, "wb") as handle:
+                    handle.write(old[1])
+                os.chmod(full, old[2])
+                back = "proctor put it back"
+            else:
+                back = "proctor could not put it back; look at it"
+        except OSError as exc:
+            back = f"proctor could not put it back ({exc.strerror}); look at it"
+        out.append(f"the attempt changed .git/{name} ({how}; {back}): a worker never touches the repository's "
+                   f"hooks or config")
+    return out
+
+
+def _landed_by_proctor(ws: Workspace, old: str | None, new: str | None) -> list[str] | None:
+    """The commits from `old` to `new` when every one of them is a commit `proctor work` landed
+    (another job's, run beside this one), else None: such a move is no worker's doing."""
+    if not old or not new:
+        return None
+    if git.run(ws.root, "merge-base", "--is-ancestor", old, new, check=False).returncode != 0:
+        return None
+    between = git.run(ws.root, "rev-list", f"{old}..{new}", check=False).stdout.decode().split()
+    with ws.store.read() as conn:
+        landed = {(e["data"] or {}).get("commit") for e in trail.events(conn, kind="job_commit")}
+    return between if between and all(c in landed for c in between) else None
+
+
+def _moved(ws: Workspace, before: dict[str, str], after: dict[str, str]) -> list[str]:
+    out = []
+    for name in sorted(set(before) | set(after)):
+        old, new = before.get(name), after.get(name)
+        old_sha, _, old_ref = (old or "").partition(" ")
+        new_sha, _, new_ref = (new or "").partition(" ")
+        if old != new and old_ref == new_ref and _landed_by_proctor(ws, old_sha, new_sha):
+            continue
+        if old != new:
+            out.append(f"the attempt moved {name} from {(old or 'nothing')[:12]} to {(new or 'nothing')[:12]}: a "
+                       f"worker never commits, amends, resets or moves a ref; its commits are not passed work")
+    return out
+
+
+# ---------------------------------------------------------------------------------- worktrees
+
+
+def _worktree_path(ws: Workspace, job_id: str) -> str:
+    """Where a job's attempts run: one path per job (a resumed Claude session finds its project
+    by its directory), under the temporary directory, never under proctor's state or cache,
+    which the guard keeps every leased writer out of."""
+    import tempfile
+
+    from proctor.paths import repo_key
+
+    return os.path.join(tempfile.gettempdir(), f"proctor-work-{os.getuid()}", repo_key(ws.checkout), _safe(job_id))
+
+
+def _remove_worktree(root: str, path: str | None) -> None:
+    if not path:
+        return
+    git.run(root, "worktree", "remove", "--force", "--force", path, check=False)
+    if os.path.lexists(path):
+        shutil.rmtree(path, ignore_errors=True)
+    git.run(root, "worktree", "prune", check=False)
+
+
+def _make_worktree(ws: Workspace, job_id: str, revision: str, token: str) -> tuple[str, str | None]:
+    """A fresh worktree at the step's checkpoint, the person's uncommitted work carried over."""
+    path = _worktree_path(ws, job_id)
+    _remove_worktree(ws.root, path)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    made = git.run(ws.root, "worktree", "add", "--detach", path, revision, check=False)
+    if made.returncode != 0:
+        message = made.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise errors.ProctorError(f"could not make a worktree for {job_id} at {path}: git worktree add said "
+                                  f"{message[-1] if message else 'exit ' + str(made.returncode)}", errors.WORKTREE_UNMADE)
+    note = None
+    if "+" in token:
+        note = take.carry_uncommitted(ws.root, path, revision, token)
+    return path, note
+
+
+def _set_checkpoint(ws: Workspace, job_id: str, token: str, handed: dict | None) -> None:
+    with ws.store.write() as conn:
+        job = rows.get(conn, job_id)
+        if job.get("checkpoint") == token and (job.get("handed") or None) == (handed or None):
+            return
+        job.setdefault("forked_checkpoint", job.get("checkpoint"))
+        previous = job.get("checkpoint")
+        job["checkpoint"] = token
+        if handed:
+            job["handed"] = handed
+        else:
+            job.pop("handed", None)
+        job["updated"] = iso(now())
+        rows.put(conn, job, job["_root"], job["_depth"])
+        trail.append(conn, ws.state_dir, "job_checkpoint", ACTOR, job_id, {"from": previous, "to": token})
+
+
+# ---------------------------------------------------------------------------------- work
 
 
 def work(ws: Workspace, job_id: str, worker_name: str | None = None,
-         on_event: Callable[[str, dict], None] | None = None) -> list[JobOutcome]:
+         on_event: Callable[[str, dict], None] | None = None, again: bool = False) -> list[JobOutcome]:
     cfg = ws.config
     if worker_name is not None and worker_name not in cfg.workers:
         known = ", ".join(cfg.workers) or "none defined"
@@ -161,170 +513,326 @@ def work(ws: Workspace, job_id: str, worker_name: str | None = None,
     if not rungs:
         raise errors.ProctorError("no workers are defined; add [workers.NAME] with executor = \"claude\" (or "
                                   "opencode, codex, command) to proctor.toml")
-    outcomes = []
-    for job in plan(ws, job_id):
-        outcome = _run_job(ws, job, rungs, on_event or (lambda kind, data: None))
-        outcomes.append(outcome)
-        if not outcome.passed:
-            break
+    notify = on_event or (lambda kind, data: None)
+    with ws.store.read() as conn:
+        named = rows.get(conn, job_id)
+    if named is not None and _runner_alive(named) not in (None, os.getpid()):
+        claim(ws, [job_id])  # refuses, naming the runner, before --retry touches anything
+    if again:
+        for retried in retry(ws, job_id):
+            notify("retry", {"job": retried})
+    steps = plan(ws, job_id)
+    claimed = [job_id] + [s["id"] for s in steps if s["id"] != job_id]
+    claim(ws, claimed)
+    from proctor.workers.watchdog import Watchdog
+
+    dog = Watchdog.start(ws, claimed)
+    outcomes: list[JobOutcome] = []
+    try:
+        for step in steps:
+            outcome = _run_step(ws, step, rungs, notify, dog)
+            outcomes.append(outcome)
+            if not outcome.passed:
+                break
+        if all(o.passed for o in outcomes) and not (len(steps) == 1 and steps[0]["id"] == job_id):
+            root = _grade_root(ws, job_id, notify, dog)
+            if root is not None:
+                outcomes.append(root)
+    finally:
+        unclaim(ws, claimed)
+        dog.close()
     return outcomes
 
 
-def _run_job(ws: Workspace, job: dict, rungs: list[Worker], notify) -> JobOutcome:
-    orchestrator = Caller(None, None, "proctor-work")
+def _run_step(ws: Workspace, job: dict, rungs: list[Worker], notify, dog) -> JobOutcome:
     job_id = job["id"]
+    orchestrator = Caller(None, None, ACTOR)
     outcome = JobOutcome(job_id, False)
-    try:
-        taken = take.exec_job(ws, job_id, orchestrator)
-    except errors.Refused as exc:
-        raise errors.ProctorError(f"could not start {job_id}: " + "; ".join(exc.lines()), exc.code) from None
-    nonce = taken.get("_nonce")
-    _set_worker_pid(ws, job_id, os.getpid())
-    try:
-        return _attempts(ws, job, rungs, notify, orchestrator, outcome, nonce)
-    finally:
-        _set_worker_pid(ws, job_id, None)
-
-
-def _set_worker_pid(ws: Workspace, job_id: str, pid: int | None) -> None:
-    with ws.store.write() as conn:
-        row = rows.get(conn, job_id)
-        if row is not None:
-            row["worker_pid"] = pid
-            rows.put(conn, row, row["_root"], row["_depth"])
-
-
-def _attempts(ws, job, rungs, notify, orchestrator, outcome, nonce) -> JobOutcome:
-    cfg = ws.config
-    job_id = job["id"]
-    prompt = prompt_for(ws, job)
-    started_any = False
-    number = 0
-    last_failures: list[str] = []
-    last_reply, last_status = None, "unknown"
-    for rung_index, worker in enumerate(rungs):
-        used = 0
-        while used < cfg.attempts:
-            number += 1
-            module = executor_module(worker.executor)
-            argv = module.argv(worker, prompt, lease=job["id"])
-            if shutil.which(argv[0]) is None and not os.path.exists(argv[0]):
-                reason = f"could not start: {argv[0]} is not on PATH"
-                notify("skip", {"job": job_id, "worker": worker.name, "reason": reason})
-                outcome.attempts.append({"number": number, "worker": worker.name, "outcome": "aborted",
-                                         "reason": reason, "counts": False})
-                break  # this rung cannot run at all: up the ladder
-            started_any = True
-            limits = runner.Limits(idle=cfg.idle_limit_seconds, grace=cfg["jobs.grace_seconds"],
-                                   wall=worker.wall_minutes * 60 if worker.wall_minutes else None,
-                                   spend=worker.max_spend_usd)
-            notify("start", {"job": job_id, "worker": worker.name, "executor": worker.executor, "attempt": number,
-                             "rung": rung_index + 1, "rungs": len(rungs), "of": cfg.attempts})
-            attempt = runner.run_attempt(
-                argv, module.Parser(), limits, ws.root, worker_env(job_id, nonce, module),
-                stdin_text=prompt if module.PROMPT_ON_STDIN else None, adopt_orphans=True,
-                on_event=lambda kind, a: notify(kind, {"job": job_id, "worker": worker.name, "attempt": number,
-                                                        "lines": a.lines, "last_line": a.last_line, "cost": a.cost}))
-            passed, gates, failures, graded, status = _gates(ws, job_id, attempt, orchestrator)
-            record = {"number": number, "worker": worker.name, "executor": worker.executor, **attempt.to_json(),
-                      "status": status, "passed": passed, "failures": failures}
-            record.pop("reply", None)
-            outcome.attempts.append(record)
-            _ledger(ws, job_id, worker, number, attempt, status, passed)
-            notify("attempt", {"job": job_id, **record})
-            if passed:
-                with ws.store.read() as conn:
-                    current = rows.get(conn, job_id)
-                try:
-                    # commit first: a job is recorded pass only once what passed is committed
-                    outcome.commit = _commit(ws, current, graded, gates, attempt, status)
-                except errors.ProctorError:
-                    take.reopen(ws, job_id, orchestrator)  # a rerun can pick it up again
-                    raise
-                finished = wait.wait(ws, job_id, orchestrator)[0]
-                outcome.passed = finished["state"] == PASS
-                if outcome.passed:
-                    _note_commit(ws, job_id, outcome.commit)
-                    outcome.reason = "passed its gates"
-                    return outcome
-            last_failures, last_reply, last_status = failures, attempt.reply, status
-            take.reopen(ws, job_id, orchestrator)  # the next attempt starts from running
-            if attempt.counts:
-                used += 1  # the gates failed this worker: one attempt of its rung used
-            else:
-                break  # an idle, spend or provider stop: up the ladder without using an attempt
-    if not started_any:
+    with ws.store.read() as conn:
+        current = rows.get(conn, job_id)
+    if current["state"] in (RUNNING, EXITED) and os.path.realpath(current.get("checkout_root") or "") != \
+            os.path.realpath(_worktree_path(ws, job_id)):
         raise errors.ProctorError(
-            f"could not start any worker for {job_id}: " + "; ".join(a["reason"] for a in outcome.attempts))
-    # Out of attempts and rungs: the last attempt's account is filed and graded as the verdict.
-    _ensure_filed(ws, job_id, orchestrator, last_reply, last_status)
-    finished, _ = wait.wait(ws, job_id, orchestrator)
-    outcome.reason = "out of attempts and rungs: " + ("; ".join(last_failures[:5]) or finished["state"])
-    return outcome
+            f"could not start {job_id}: it is {current['state']} in {current.get('checkout_root')}, taken there by "
+            f"its holder; end it there (proctor job exit {job_id}) or fork a new job", errors.LEASE_HELD)
+    if current["state"] in (RUNNING, EXITED):
+        take.release(ws, job_id, orchestrator, "proctor work starts it again from a fresh worktree")
+    start = vcs_checkpoint.take(ws.root)
+    if not start.revision:
+        raise errors.ProctorError(f"could not start {job_id}: proctor work needs a commit to start a worktree "
+                                  f"on (git commit first)")
+    handed = vcs_checkpoint.handed_digests(ws.root) if start.dirty else None
+    _set_checkpoint(ws, job_id, start.name, handed)
+    notify("step", {"job": job_id, "checkpoint": start.name})
+    cfg = ws.config
+    first_prompt: str | None = None
+    started_any = False
+    number = len(attempts_of(ws, job_id))
+    last: dict = {}
+    worktree: str | None = None
+    try:
+        for rung_index, worker in enumerate(rungs):
+            used = 0
+            session: str | None = None  # the previous attempt's, on this rung
+            failures: list[str] = []
+            while used < cfg.attempts:
+                module = executor_module(worker.executor)
+                probe = module.argv(worker, "x", lease=job_id)
+                if shutil.which(probe[0]) is None and not os.path.exists(probe[0]):
+                    reason = f"could not start: {probe[0]} is not on PATH"
+                    notify("skip", {"job": job_id, "worker": worker.name, "reason": reason})
+                    outcome.attempts.append({"number": number + 1, "worker": worker.name, "outcome": "aborted",
+                                             "reason": reason, "counts": False})
+                    break  # this rung cannot run at all: up the ladder
+                number += 1
+                if worktree is not None:  # the previous attempt's tree: gone before the next starts
+                    take.release(ws, job_id, orchestrator, f"attempt {number - 1} did not pass")
+                    _remove_worktree(ws.root, worktree)
+                    worktree = None
+                worktree, note = _make_worktree(ws, job_id, start.revision, start.name)
+                dog.tell(job=job_id, worktree=worktree, attempt=None)
+                with Workspace(worktree, ws.warn) as there:
+                    taken = take.exec_job(there, job_id, orchestrator)
+                if first_prompt is None:
+                    first_prompt = prompt_for(ws, job)
+                resume = session if session and _resumable(module) else None
+                prompt = retry_prompt(job, failures, start.revision) if resume else first_prompt
+                if failures and not resume:
+                    prompt = first_prompt + "\nA previous attempt at this job did not pass:\n" + \
+                        "\n".join(f"- {f}" for f in failures[:20]) + "\nThe tree is back at the checkpoint.\n"
+                prompt = deliverable(ws, prompt, number, job_id)
+                argv = module.argv(worker, prompt, resume=resume, lease=job_id)
+                started_any = True
+                limits = runner.Limits(idle=cfg.idle_limit_seconds, grace=cfg["jobs.grace_seconds"],
+                                       wall=worker.wall_minutes * 60 if worker.wall_minutes else None,
+                                       spend=worker.max_spend_usd)
+                refs_before, dir_before = _refs(ws.root, worktree), _git_dir_state(ws)
+                stream = os.path.join(ws.state_dir, "streams", f"{os.getpid()}-{_safe(job_id)}-{number}.out")
+                with Slot(worker, lambda kind, data: notify(kind, dict(data, job=job_id))):
+                    notify("start", {"job": job_id, "worker": worker.name, "executor": worker.executor,
+                                     "attempt": number, "rung": rung_index + 1, "rungs": len(rungs),
+                                     "of": cfg.attempts, "worktree": worktree, "resumed": bool(resume),
+                                     "note": note, "idle": limits.idle, "grace": limits.grace,
+                                     "wall": limits.wall, "spend": limits.spend})
+                    attempt = runner.run_attempt(
+                        argv, module.Parser(), limits, worktree, worker_env(job_id, taken.get("_nonce"), module),
+                        stdin_text=prompt if module.PROMPT_ON_STDIN else None, adopt_orphans=True,
+                        stream_path=stream,
+                        on_spawn=lambda info: dog.tell(job=job_id, worktree=worktree, attempt=dict(
+                            info, number=number, worker=worker.name, executor=worker.executor, stream=stream)),
+                        on_event=lambda kind, a: notify(kind, {"job": job_id, "worker": worker.name,
+                                                                "attempt": number, "data": a}))
+                stream_ref = _keep_stream(ws, stream)
+                dog.tell(job=job_id, worktree=worktree, attempt=None)
+                if attempt.outcome == "interrupted":
+                    _record(ws, job_id, worker, number, attempt, "unknown", False, [], stream_ref)
+                    raise WorkInterrupted(attempt.interrupted_by or 0, attempt.reason)
+                moved = _moved(ws, refs_before, _refs(ws.root, worktree)) + \
+                    _put_back(ws, dir_before, _git_dir_state(ws))
+                passed, gates, failures, graded, status = _gates(ws, worktree, job_id, attempt, orchestrator, moved)
+                record = _record(ws, job_id, worker, number, attempt, status, passed, failures, stream_ref)
+                outcome.attempts.append(record)
+                notify("attempt", {"job": job_id, **record})
+                last = {"moved": moved, "failures": failures}
+                if passed:
+                    with ws.store.read() as conn:
+                        current = rows.get(conn, job_id)
+                    try:
+                        # commit first: a job is recorded pass only once what passed is committed
+                        outcome.commit = _land(ws, worktree, current, graded, gates, attempt, status, start)
+                    except errors.ProctorError as exc:
+                        # not the worker's doing: the job goes back to declared for a later run
+                        notify("landing", {"job": job_id, "reason": exc.message})
+                        _note_unlanded(ws, job_id, number, exc.message)
+                        raise errors.ProctorError(f"{job_id} passed its gates but was not landed: {exc.message}",
+                                                  exc.code) from None
+                    if passed:
+                        with Workspace(worktree, ws.warn) as there:
+                            finished = wait.wait(there, job_id, orchestrator)[0]
+                        outcome.passed = finished["state"] == PASS
+                        if outcome.passed:
+                            _note_commit(ws, job_id, outcome.commit)
+                            outcome.reason = "passed its gates"
+                            return outcome
+                session = attempt.session if attempt.session and not attempt.provider_error else None
+                if attempt.counts:
+                    used += 1  # the gates failed this worker: one attempt of its rung used
+                else:
+                    break  # an idle, spend or provider stop: up the ladder without using an attempt
+        if not started_any:
+            raise errors.ProctorError(
+                f"could not start any worker for {job_id}: " + "; ".join(a["reason"] for a in outcome.attempts))
+        # Out of attempts and rungs: the last attempt's account is the verdict, graded where it was made.
+        also = [Outcome("rule", "attempt-kept-refs", False, last["moved"])] if last.get("moved") else []
+        with Workspace(worktree, ws.warn) as there:
+            _ensure_filed(there, job_id, orchestrator, None)
+            finished, _ = wait.wait(there, job_id, orchestrator, also=also)
+        outcome.reason = "out of attempts and rungs: " + ("; ".join((last.get("failures") or [])[:5])
+                                                           or finished["state"])
+        return outcome
+    except (KeyboardInterrupt, runner.Interrupted) as exc:
+        signum = getattr(exc, "signum", 2)
+        raise WorkInterrupted(signum, f"proctor work was interrupted ({_signal_name(signum)})") from None
+    except WorkInterrupted:
+        raise
+    finally:
+        with ws.store.read() as conn:
+            current = rows.get(conn, job_id)
+        if current is not None and current["state"] in (RUNNING, EXITED):
+            take.release(ws, job_id, orchestrator, "proctor work ended before a verdict")
+        _remove_worktree(ws.root, worktree)
+        dog.tell(job=None, worktree=None, attempt=None)
 
 
-def _ensure_filed(ws: Workspace, job_id: str, caller: Caller, reply: str | None, status: str) -> dict:
+def _signal_name(signum: int) -> str:
+    import signal
+
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+def _resumable(module) -> bool:
+    import inspect
+
+    return "resume" in inspect.signature(module.argv).parameters and module.__name__.rsplit(".", 1)[-1] != "command"
+
+
+def _keep_stream(ws: Workspace, path: str) -> str | None:
+    """The attempt's whole stream, moved into the blob store; its reference."""
+    if not os.path.exists(path):
+        return None
+    ref = trail.adopt_blob(ws.state_dir, path)
+    for extra in (path + ".stderr",):
+        if os.path.exists(extra):
+            try:
+                os.unlink(extra) if os.path.getsize(extra) == 0 else None
+            except OSError:
+                pass
+    return ref
+
+
+def _ensure_filed(ws: Workspace, job_id: str, caller: Caller, reply: str | None) -> dict:
     with ws.store.read() as conn:
         job = rows.get(conn, job_id)
     if job is not None and job["state"] == EXITED:
         return job
     summary = (reply or "")[:4000]
-    return jresult.file_result(ws, job_id, {"schema_version": 2, "status": status if status in STATUS_WORDS else None,
-                                            "summary": summary}, caller)
+    return jresult.file_result(ws, job_id, {"schema_version": 2, "status": None, "summary": summary}, caller)
 
 
-def _gates(ws: Workspace, job_id: str, attempt: runner.Attempt, caller: Caller):
-    with ws.store.read() as conn:
-        job = rows.get(conn, job_id)
-    status = status_of(job, attempt.reply)
-    job = _ensure_filed(ws, job_id, caller, attempt.reply, status)
-    status = status_of(job, attempt.reply)
-    made = [runs.run_target(ws, goal["check"]["target"], Caller(job_id, "flag", caller.user), echo=None)
-            for goal in goal_list(job) if goal["kind"] == "check"]
-    jresult.add_evidence(ws, job_id, made, caller)
-    with ws.store.read() as conn:
-        job = rows.get(conn, job_id)
-        graded = grade(conn, job, ws.root, ws.state_dir)
+def _gates(ws: Workspace, worktree: str, job_id: str, attempt, caller: Caller, moved: list[str]):
+    with Workspace(worktree, ws.warn) as there:
+        job = _ensure_filed(there, job_id, caller, attempt.reply)
+        status = status_of(job)
+        made = [runs.run_target(there, goal["check"]["target"], Caller(job_id, "flag", caller.user), echo=None)
+                for goal in goal_list(job) if goal["kind"] == "check"]
+        jresult.add_evidence(there, job_id, made, caller)
+        with there.store.read() as conn:
+            job = rows.get(conn, job_id)
+            graded = grade(conn, job, there.root, there.state_dir)
     gates = [("check " + g["check"]["target"]) if g["kind"] == "check" else f"goal {g['id']}" for g in goal_list(job)]
     if graded.observed is not None:
         gates.append("diff within the write paths")
-    failures = [f"{o.label}: {s}" for o in graded.failures() for s in o.subjects]
-    return graded.passed, gates, failures, graded, status
+    failures = [f"{o.label}: {s}" for o in graded.failures() for s in o.subjects] + moved
+    return graded.passed and not moved, gates, failures, graded, status
 
 
-def _ledger(ws: Workspace, job_id: str, worker: Worker, number: int, attempt: runner.Attempt, status: str,
-            passed: bool) -> None:
+def _record(ws: Workspace, job_id: str, worker: Worker, number: int, attempt, status: str, passed: bool,
+            failures: list[str], stream_ref: str | None) -> dict:
+    data = {"number": number, "worker": worker.name, "executor": worker.executor, **attempt.to_json(),
+            "status": status, "passed": passed, "failures": failures[:50], "stream": stream_ref,
+            "claim": (attempt.reply or "")[:500]}
+    data.pop("reply", None)
+    data.pop("stream_path", None)  # moved into the blob store: `stream` names it
     with ws.store.write() as conn:
-        data = {"number": number, "worker": worker.name, "executor": worker.executor, **attempt.to_json(),
-                "status": status, "passed": passed}
-        data.pop("reply", None)
         trail.append(conn, ws.state_dir, "worker_attempt", f"worker:{worker.name}", job_id, data)
         trail.append(conn, ws.state_dir, "worker_claim", f"worker:{worker.name}", job_id, {
-            "attempt": number, "status": status, "aborted": attempt.outcome == "aborted",
+            "attempt": number, "status": status, "aborted": attempt.outcome != "finished",
             "idle_stopped": attempt.stop == "idle", "reply_kind": attempt.reply_kind,
+            "interrupted": attempt.outcome == "interrupted",
         }, payload=(attempt.reply or "").encode("utf-8", "replace"))
+    return data
 
 
-def _commit(ws: Workspace, job: dict, graded, gates: list[str], attempt: runner.Attempt, status: str) -> str | None:
+def _land(ws: Workspace, worktree: str, job: dict, graded, gates: list[str], attempt, status: str, start) -> str | None:
+    """Commit what passed in the person's checkout: the job's changed paths inside its write
+    paths, copied byte for byte from the attempt's worktree, on the revision the step started
+    from, where the person left those paths as they were. None when there is nothing to commit."""
     if job.get("read_only") or graded.observed is None:
         return None
     mine = rows.claims(job)
     denies = rows.claims(job, "deny_paths")
     paths = [p for p in graded.observed.changed
              if any(covers(c, p) for c in mine) and not any(covers(d, p) for d in denies)]
-    # only what is not committed yet (an earlier step may have committed the same path)
-    from proctor.vcs import git as vgit
-
-    if paths:
-        pending = vgit.run(ws.root, "status", "--porcelain", "-z", "--untracked-files=all", "--", *paths).stdout
-        dirty = {entry[3:].decode("utf-8", "surrogateescape") for entry in pending.split(b"\0") if len(entry) > 3}
-        paths = [p for p in paths if p in dirty]
     if not paths:
         return None
+    head = git.head(ws.root)
+    beside = _landed_by_proctor(ws, start.revision, head) if head != start.revision else None
+    if beside:
+        # other jobs landed meanwhile: this one lands on top only where they touched none of its paths
+        theirs = set(git.run(ws.root, "diff", "--name-only", "--no-renames", start.revision, head)
+                     .stdout.decode("utf-8", "surrogateescape").splitlines())
+        overlap = sorted(theirs & set(paths))
+        if overlap:
+            raise errors.ProctorError(
+                f"{', '.join(overlap[:5])} changed on your branch since {start.revision[:12]} (proctor landed "
+                f"{len(beside)} other job commit(s) meanwhile); the job is not landed on a tree it was not graded "
+                f"on (proctor work {job['id']} works it again on the new one)")
+    elif head != start.revision:
+        raise errors.ProctorError(
+            f"your checkout's HEAD moved from {start.revision[:12]} to {(head or 'nothing')[:12]} while the job "
+            f"ran; proctor lands a job only on the revision it started from (proctor work {job['id']} "
+            f"works it again on the new one)")
+    handed = job.get("handed") or {}
+    _revision, _branch, changed, untracked = git.status(ws.root)
+    dirty = {os.fsdecode(p).rstrip("/") for p in changed + untracked}
+    touched = [p for p in paths if p in dirty and
+               (p not in handed or vcs_checkpoint.handed_digest(os.path.join(ws.root, p)) != handed[p])]
+    if touched:
+        raise errors.ProctorError(
+            f"you changed {', '.join(touched[:5])} in your checkout while the job ran; proctor never overwrites "
+            f"your work (commit or stash it, then proctor work {job['id']})")
+    import tempfile
+
     summary = ((job.get("result") or {}).get("summary")) or attempt.reply
     kind = "step" if job.get("parent") else "job"
     text = jcommit.message(job, kind, gates, summary, status, ws.config["jobs.commit_body"])
-    return jcommit.commit_paths(ws.root, paths, text)
+    for rel in paths:
+        destination = os.path.join(ws.root, rel)
+        if os.path.lexists(destination) and os.path.isdir(destination) and not os.path.islink(destination):
+            raise errors.ProctorError(f"{rel} is a directory in your checkout; proctor does not replace it")
+    with tempfile.TemporaryDirectory(prefix="proctor-land-") as kept:
+        saved = {}
+        for index, rel in enumerate(paths):
+            destination = os.path.join(ws.root, rel)
+            if os.path.lexists(destination):
+                saved[rel] = os.path.join(kept, str(index))
+                shutil.copy2(destination, saved[rel], follow_symlinks=False)
+        try:
+            for rel in paths:
+                origin, destination = os.path.join(worktree, rel), os.path.join(ws.root, rel)
+                if os.path.lexists(destination):
+                    os.unlink(destination)
+                if os.path.lexists(origin):
+                    os.makedirs(os.path.dirname(destination) or ws.root, exist_ok=True)
+                    shutil.copy2(origin, destination, follow_symlinks=False)
+            return jcommit.commit_paths(ws.root, paths, text)
+        except BaseException:
+            # not landed: the person's checkout holds exactly what it held before
+            for rel in paths:
+                destination = os.path.join(ws.root, rel)
+                if os.path.lexists(destination):
+                    os.unlink(destination)
+                if rel in saved:
+                    shutil.copy2(saved[rel], destination, follow_symlinks=False)
+            raise
+
+
+def _note_unlanded(ws: Workspace, job_id: str, number: int, reason: str) -> None:
+    with ws.store.write() as conn:
+        trail.append(conn, ws.state_dir, "job_unlanded", ACTOR, job_id, {"attempt": number, "reason": reason})
 
 
 def _note_commit(ws: Workspace, job_id: str, sha: str | None) -> None:
@@ -335,7 +843,58 @@ def _note_commit(ws: Workspace, job_id: str, sha: str | None) -> None:
         if row is not None:
             row["commit"] = sha
             rows.put(conn, row, row["_root"], row["_depth"])
-            trail.append(conn, ws.state_dir, "job_commit", "proctor-work", job_id, {"commit": sha})
+            trail.append(conn, ws.state_dir, "job_commit", ACTOR, job_id, {"commit": sha})
+
+
+def _grade_root(ws: Workspace, job_id: str, notify, dog) -> JobOutcome | None:
+    """Every child passed: the root's own check runs on the landed tree, and the root is
+    recorded pass or fail. A root someone took is theirs to file and wait on."""
+    orchestrator = Caller(None, None, ACTOR)
+    with ws.store.read() as conn:
+        root = rows.get(conn, job_id)
+    if root is None or root["state"] in (PASS, FAIL, NO_RETURN):
+        return None
+    if root["state"] != DECLARED:
+        notify("root", {"job": job_id, "skipped": f"{job_id} is {root['state']} in {root.get('checkout_root')}; "
+                                                  f"its holder files and waits on it"})
+        return None
+    outcome = JobOutcome(job_id, False)
+    head = git.head(ws.root)
+    path = _worktree_path(ws, job_id)
+    _remove_worktree(ws.root, path)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    git.run(ws.root, "worktree", "add", "--detach", path, head)
+    dog.tell(job=job_id, worktree=path, attempt=None)
+    try:
+        token = root.get("checkpoint") or ""
+        if "+" in token:
+            take.carry_uncommitted(ws.root, path, token.split("+")[0], token)
+        with Workspace(path, ws.warn) as there:
+            take.exec_job(there, job_id, orchestrator)
+            with there.store.read() as conn:
+                children = rows.where(conn, "parent = ?", (job_id,))
+                beneath = rows.descendants(conn, job_id)
+            summary = "proctor work: every step passed: " + ", ".join(
+                f"{c['id']} ({(c.get('commit') or 'no commit')[:12]})" for c in children)
+            jresult.file_result(there, job_id, {"schema_version": 2, "status": "done", "summary": summary,
+                                                "descendants": beneath}, orchestrator)
+            made = [runs.run_target(there, goal["check"]["target"], Caller(job_id, "flag", orchestrator.user),
+                                    echo=None) for goal in goal_list(root) if goal["kind"] == "check"]
+            jresult.add_evidence(there, job_id, made, orchestrator)
+            finished, graded = wait.wait(there, job_id, orchestrator)
+        outcome.passed = finished["state"] == PASS
+        failures = [f"{o.label}: {s}" for o in graded.failures() for s in o.subjects] if graded else []
+        outcome.reason = "its own check passed on the landed steps" if outcome.passed else \
+            "the landed steps fail the root: " + "; ".join(failures[:5])
+        notify("root", {"job": job_id, "passed": outcome.passed, "failures": failures})
+        return outcome
+    finally:
+        with ws.store.read() as conn:
+            current = rows.get(conn, job_id)
+        if current is not None and current["state"] in (RUNNING, EXITED):
+            take.release(ws, job_id, orchestrator, "proctor work ended before the root's verdict")
+        _remove_worktree(ws.root, path)
+        dog.tell(job=None, worktree=None, attempt=None)
 
 
 def attempts_of(ws: Workspace, job_id: str) -> list[dict]:

@@ -71,6 +71,14 @@ def job_row(env, repo: str) -> dict:
     return {job["id"]: job for job in json.loads(proc.stdout)["jobs"]}["feat"]
 
 
+def tree(repo: str, job: str = "feat") -> str:
+    """The worktree proctor work runs the job's attempts in (a real model is told its cwd)."""
+    from proctor.workers.work import _worktree_path
+
+    with Workspace(repo) as ws:
+        return _worktree_path(ws, job)
+
+
 def read(repo: str, rel: str) -> str:
     with open(os.path.join(repo, rel), encoding="utf-8") as handle:
         return handle.read()
@@ -140,7 +148,7 @@ def test_work_edits_runs_its_check_files_its_result_and_is_committed(host_env, h
         return Turn(tools=[Tool("Bash", {"command": f"proctor job exit feat --stdin <<'EOF'\n{json.dumps(result)}\nEOF",
                                          "description": "file the result"})])
 
-    steps = edit_a(host_repo) + [
+    steps = edit_a(tree(host_repo)) + [
         Turn(tools=[Tool("Bash", {"command": "proctor run test", "description": "run the job's check"})]),
         exit_with_result,
         Turn(text="Set A to 2, ran the check, filed the result.\nDONE"),
@@ -183,11 +191,11 @@ def test_work_edits_runs_its_check_files_its_result_and_is_committed(host_env, h
 
 def test_worker_write_outside_the_write_paths_is_denied(host_env, host_repo):
     declare(host_env, host_repo)
-    b = os.path.join(host_repo, "src", "b.py")
+    b = os.path.join(tree(host_repo), "src", "b.py")
     steps = [
         Turn(tools=[Tool("Write", {"file_path": b, "content": "B = 2\n"})]),
         Turn(tools=[Tool("Bash", {"command": "echo 'B = 3' > src/b.py", "description": "overwrite b"})]),
-        *edit_a(host_repo),
+        *edit_a(tree(host_repo)),
         Turn(text="A is two; b was refused.\nDONE"),
     ]
     with ScriptedModel(Anthropic(), steps) as model:
@@ -204,7 +212,7 @@ def test_worker_write_outside_the_write_paths_is_denied(host_env, host_repo):
 
 def test_a_checkout_turning_hooks_off_does_not_turn_off_the_workers_guard(host_env, host_repo):
     declare(host_env, host_repo, claude_settings={"disableAllHooks": True})
-    b = os.path.join(host_repo, "src", "b.py")
+    b = os.path.join(tree(host_repo), "src", "b.py")
     steps = [Turn(tools=[Tool("Write", {"file_path": b, "content": "B = 2\n"})]), Turn(text="DONE")]
     with ScriptedModel(Anthropic(), steps) as model:
         work(host_env, host_repo, model)
@@ -233,13 +241,13 @@ def test_idle_stop_leaves_no_process(host_env, host_repo):
     assert attempt["stop"] == "idle" and attempt["reason"] == "stopped: no output for 0.1 minutes", attempt
     assert attempt["counts"] is False and attempt["provider_error"] is True, attempt
     assert code == 1 and job["passed"] is False, job
-    assert survivors(host_repo, marker) == []
+    assert survivors(host_repo, marker) == [] and survivors(tree(host_repo), marker) == []
 
 
 def test_grace_stop_leaves_no_process(host_env, host_repo):
     declare(host_env, host_repo, "grace_seconds = 5\n")
     marker, sleeps = background_sleep()
-    steps = [*sleeps, *edit_a(host_repo), Turn(text="A is two.\nDONE")]
+    steps = [*sleeps, *edit_a(tree(host_repo)), Turn(text="A is two.\nDONE")]
     with ScriptedModel(Anthropic(), steps) as model:
         code, out, stderr = work(host_env, host_repo, model)
         started, detached = model.told_after(0), model.told_after(1)
@@ -250,6 +258,6 @@ def test_grace_stop_leaves_no_process(host_env, host_repo):
     # claude -p stays alive after its result while a background shell runs: the grace window ends it
     assert attempt["stop"] == "grace" and attempt["reason"] == "stopped: 5 s after the final reply", attempt
     assert attempt["outcome"] == "finished" and attempt["reply_kind"] == "success", attempt
-    assert survivors(host_repo, marker) == []
+    assert survivors(host_repo, marker) == [] and survivors(tree(host_repo), marker) == []
     assert code == 0 and job["passed"] is True, job
     assert git(host_repo, "show", "--name-only", "--format=", "HEAD").split() == ["src/a.py"]

@@ -14,7 +14,7 @@ import shlex
 import stat
 
 from tests.hosts.model import Anthropic, ScriptedModel, Stall, Tool, Turn
-from tests.hosts.test_claude_work import declare, read, work
+from tests.hosts.test_claude_work import declare, read, tree, work
 
 DENIED = "[error] PreToolUse:Write hook error: deny [lease-write-scope]: src/b.py"
 
@@ -33,7 +33,7 @@ def _hostile_env(tmp_path) -> dict:
 
 def test_checkout_settings_env_does_not_redirect_the_workers_hooks(host_env, host_repo, tmp_path):
     declare(host_env, host_repo, claude_settings={"env": _hostile_env(tmp_path)})
-    b = os.path.join(host_repo, "src", "b.py")
+    b = os.path.join(tree(host_repo), "src", "b.py")
     steps = [Turn(tools=[Tool("Write", {"file_path": b, "content": "B = 2\n"})]), Turn(text="DONE")]
     with ScriptedModel(Anthropic(), steps) as model:
         work(host_env, host_repo, model)
@@ -46,17 +46,17 @@ def test_worker_writing_its_own_settings_mid_session_keeps_its_guard(host_env, h
     declare(host_env, host_repo)
     hostile = _hostile_env(tmp_path)
     code = ("import os, sys; os.makedirs('.cl' + 'aude', exist_ok=True); "
-            "open('.cl' + 'aude/settings.local.json', 'w').write(sys.argv[1])")
+            "open('.cl' + 'aude/settings.local.json', 'w').write(sys.argv[1]); print('planted')")
     plant = " ".join(shlex.quote(w) for w in ["python3", "-c", code,
                                                 json.dumps({"env": hostile, "disableAllHooks": True})])
-    b = os.path.join(host_repo, "src", "b.py")
+    b = os.path.join(tree(host_repo), "src", "b.py")
     steps = [Turn(tools=[Tool("Bash", {"command": plant, "description": "plant settings"})]),
              # Claude Code watches its settings files: give it time to load the planted one
              Stall(4, then=Turn(tools=[Tool("Write", {"file_path": b, "content": "B = 2\n"})])),
              Turn(text="DONE")]
     with ScriptedModel(Anthropic(), steps) as model:
         work(host_env, host_repo, model)
-        planted = os.path.exists(os.path.join(host_repo, ".claude", "settings.local.json"))
+        planted = "planted" in model.told_after(0)
         told = model.told_after(1)
     assert planted, "the worker's own settings file was written (the attack ran)"
     assert DENIED in told, told

@@ -511,7 +511,9 @@ def test_work_passes_a_job_from_a_subdirectory(host_env, host_repo):
     assert attempt["reply_kind"] == "stop" and attempt["exit_code"] == 0
     # opencode worked in the repository root, not in the subdirectory proctor work was run from
     system = "\n".join(m["content"] for m in first["messages"] if m["role"] == "system")
-    assert f"Working directory: {host_repo}\n" in system
+    from tests.hosts.test_claude_work import tree
+
+    assert f"Working directory: {tree(host_repo, 'plan/w1')}\n" in system
     assert "lease: plan/w1" in json.dumps(first["messages"])
     assert not os.path.exists(os.path.join(subdir, "src"))
     assert told_edit.strip() == "Edit applied successfully."
@@ -536,7 +538,7 @@ def test_work_passes_a_job_from_a_subdirectory(host_env, host_repo):
     conversation = json.dumps(again["messages"])
     assert "lease: plan/w1" in conversation and "Set A to 2, ran the check" in conversation
     assert FOLLOW_UP in conversation
-    assert f"Working directory: {host_repo}\n" in "\n".join(
+    assert f"Working directory: {tree(host_repo, 'plan/w1')}\n" in "\n".join(
         m["content"] for m in again["messages"] if m["role"] == "system")
     listed = host_env.proctor("ls", "attempts", "plan/w1", "-o", "json", cwd=host_repo).stdout
     sessions = [a.get("session") for a in _attempt_rows(json.loads(listed))]

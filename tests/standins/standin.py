@@ -11,6 +11,9 @@ Configured by environment variables (arguments are the real CLI's and are ignore
                    ticks_forever (a line every 0.2 s), slow:S (S seconds between lines),
                    slow_append:S (S seconds after each appended line)
   STANDIN_APPEND   extra raw lines to print after the stream (\n-separated)
+  STANDIN_SHELL    a shell command run (sh -c) after the writes, before the result is filed:
+                   what a misbehaving worker does with git, per lease ($BAGGAGE) if it likes
+  STANDIN_ARGV_LOG a file each run appends its argv to (one JSON line)
 """
 
 import json
@@ -28,6 +31,11 @@ def main() -> int:
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         with open(path, "w") as handle:
             handle.write(content.replace("\\n", "\n"))
+    if os.environ.get("STANDIN_ARGV_LOG"):
+        with open(os.environ["STANDIN_ARGV_LOG"], "a") as handle:
+            handle.write(json.dumps(sys.argv[1:]) + "\n")
+    if os.environ.get("STANDIN_SHELL"):
+        subprocess.run(["sh", "-c", os.environ["STANDIN_SHELL"]], stdout=subprocess.DEVNULL)
     if "stderr_ticks" in options:
         for n in range(int(options["stderr_ticks"])):
             sys.stderr.write(f"thinking {n}\n")

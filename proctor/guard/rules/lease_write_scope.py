@@ -9,10 +9,13 @@ from proctor.guard.rules._common import own_claims
 NAME = "lease-write-scope"
 DEFAULT = "deny"
 EVENTS = (PRE_TOOL,)
-SUMMARY = "a leased session writes outside its job's write paths, or inside its deny paths"
+SUMMARY = ("a leased session writes outside its job's write paths, inside its deny paths, or in another "
+           "checkout than the one its job was taken in")
 CATCHES = ("A file tool or a shell command (redirections, tee, cp/mv targets, rm, touch, sed -i, "
            "git checkout -- path, bash -c ...) of a session acting under a live job that writes a "
-           "repository path the job's write paths do not cover, or one its deny paths do.")
+           "repository path the job's write paths do not cover, or one its deny paths do; or that "
+           "writes the repository's files in another work tree than the one its job was taken in "
+           "(a `proctor work` worker writing the person's checkout instead of its attempt's worktree).")
 WHY = ("The job row is the boundary its forking session declared, and the diff is graded against "
        "it when the job returns; a write outside it fails the job later or collides with another "
        "job now. Refusing the write at the call says so while it is still cheap to change course. "
@@ -26,6 +29,21 @@ def check(ctx) -> list[tuple[str, str]]:
     mine = own_claims(job)
     denies = own_claims(job, "deny_paths")
     findings = []
+    taken = job.get("checkout_root")
+    if taken:
+        import os
+
+        taken = os.path.realpath(taken)
+        trees = sorted({ctx.root, ctx.checkout.root, *ctx.other_trees()}, key=len, reverse=True)
+        for full in ctx.written_paths():
+            tree = next((t for t in trees if full == t or full.startswith(t.rstrip("/") + "/")), None)
+            if tree is None or os.path.realpath(tree) == taken:
+                continue
+            inner = full[len(tree.rstrip("/")) + 1:]
+            if inner == ".git" or inner.startswith(".git/"):
+                continue  # the git directory is lease-tamper's
+            findings.append(("rule", f"{full} is in {tree}, another checkout of the repository; {job['id']} is "
+                                     f"taken in {taken}, and its work is written there"))
     for rel in ctx.written():
         if any(claims.covers(d, rel) for d in denies):
             findings.append(("rule", f"{rel} is inside the deny paths of {job['id']} "
