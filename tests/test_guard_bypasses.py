@@ -13,7 +13,7 @@ import pytest
 from proctor import api
 from proctor.hook import run as hook_run
 from tests.conftest import git
-from tests.guard_lease import denied, state_dir, ws  # noqa: F401 (ws is a fixture)
+from tests.guard_lease import denied, said, state_dir, ws  # noqa: F401 (ws is a fixture)
 
 
 
@@ -206,6 +206,20 @@ def test_a_holder_in_a_linked_worktree_writing_the_main_checkout(ws, tmp_path):
     assert not denied(call(ws, "Write", {"file_path": os.path.join(ws, "plan/w1/a.py"), "content": "y"}, cwd=tree))
     # and from the main checkout, a sibling worktree's file is the same repository path
     assert denied(call(ws, "Write", {"file_path": os.path.join(tree, "src/b.py"), "content": "y"}), "lease-write-scope")
+
+
+def test_a_job_taken_in_a_worktree_writes_there_and_not_in_another_checkout(ws, tmp_path):
+    """proctor work takes each attempt's job in a worktree of its own: its worker may write its
+    write paths there, never the same paths in the person's checkout (or another worktree)."""
+    tree = str(tmp_path / "tree")
+    git(ws, "worktree", "add", "-q", "--detach", tree)
+    api.exec_job("w1", cwd=tree)
+    inside_main = os.path.join(ws, "plan/w1/a.py")
+    answer = call(ws, "Write", {"file_path": inside_main, "content": "y"}, cwd=tree)
+    assert denied(answer, "lease-write-scope") and "another checkout of the repository" in said(answer)
+    assert denied(bash(ws, f"echo y > {inside_main}", cwd=tree), "lease-write-scope")
+    assert not denied(call(ws, "Write", {"file_path": os.path.join(tree, "plan/w1/a.py"), "content": "y"}, cwd=tree))
+    assert not denied(bash(ws, "echo y > plan/w1/a.py", cwd=tree))
 
 
 @pytest.mark.parametrize("tool, tool_input, rule", [

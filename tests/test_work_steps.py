@@ -506,3 +506,19 @@ def test_the_live_line_in_words_fits_the_terminal_and_a_heartbeat_without_one(mo
     display.close()
     live = [part for part in tty.getvalue().split("\r\x1b[K") if part and not part.endswith("\n")]
     assert live and all(len(part) <= 39 for part in live)
+
+
+def test_a_prompt_too_long_for_one_argument_goes_in_a_file_the_short_prompt_names(repo, proctor, tmp_path):
+    root = repo()
+    criteria = "make a ok\n\n" + "a detail the worker must read. " * 6000  # ~190 KB: over MAX_ARG_STRLEN
+    fork(root, {"id": "feat", "criteria": criteria, "write_paths": ["src/a.py"], "check": "test"})
+    log = tmp_path / "argv.log"
+    result = proctor("work", "feat", "-o", "json", env=standin_env(STANDIN_ARGV_LOG=str(log)))
+    assert result.code == 0, result.out + result.err
+    argv = json.loads(log.read_text().splitlines()[0])
+    prompt = argv[argv.index("-p") + 1]
+    assert len(prompt.encode()) < 100_000 and "Your instructions are too long" in prompt
+    named = prompt.split("they are in the file ", 1)[1].split(". Read", 1)[0]
+    with open(named, encoding="utf-8") as handle:
+        whole = handle.read()
+    assert whole.startswith("lease: feat\n") and criteria.splitlines()[-1].strip() in whole

@@ -75,5 +75,7 @@ def attempts(job_id: str, stream_of: int | None, output: str) -> None:
             click.echo(f"    claim (not verified): {claim[:300]}")
         for failure in (a.get("failures") or [])[:10]:
             click.echo(f"    gate: {failure}")
+        for notice in a.get("noticed") or []:
+            click.echo(f"    note: {notice}")
         if a.get("stream"):
             click.echo(f"    stream: {a['stream']} (proctor ls attempts {job_id} --stream {a.get('number')})")

@@ -145,6 +145,8 @@ class Display:
                        f"status {data['status']}; {verdict}", final=True)
             for failure in data.get("failures", [])[:8]:
                 self._line(f"    {failure}", final=True)
+            for notice in data.get("noticed", []):
+                self._line(f"    note: {notice}", final=True)
 
     def _status(self) -> str:
         live, at = self.live, time.monotonic()

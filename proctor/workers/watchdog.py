@@ -101,6 +101,16 @@ def clean_up(hello: dict, state: dict) -> None:
             runner.sweep(attempt)
         except Exception:
             pass
+    gates = state.get("gates")
+    if gates:
+        from proctor.process import kill_tagged
+
+        try:
+            kill_tagged(runner.TAG, gates["tag"])  # the check proctor was running
+        except Exception:
+            pass
+    if state.get("worktree"):
+        _end_inside(state["worktree"])  # what left every group, tree and tag but still works there
     from proctor import trail
     from proctor.jobs import take
     from proctor.jobs.lease import Caller
@@ -110,6 +120,25 @@ def clean_up(hello: dict, state: dict) -> None:
 
     root, job_id, runner_pid = hello["root"], state.get("job"), hello.get("runner")
     with Workspace(root, warn=lambda line: None) as ws:
+        landing = state.get("landing")
+        if landing:
+            from proctor.vcs import git
+
+            if git.head(landing["root"]) == landing["head"]:  # not committed: the person's files go back
+                work.restore_landing(landing["root"], landing["saved"], landing["paths"])
+            import shutil
+
+            shutil.rmtree(landing.get("kept") or "", ignore_errors=True)
+        changed: list[str] = []
+        if attempt and attempt.get("before"):
+            from proctor.workers import integrity
+
+            try:
+                changed = integrity.Snapshot.load(attempt["before"]).settle(
+                    lambda old, new: bool(work._landed_by_proctor(ws, old, new)))
+            except (OSError, ValueError, KeyError):
+                pass
+            work._forget(attempt["before"])
         if attempt and job_id:
             reply = _said(attempt)
             stream = attempt.get("stream")
@@ -118,7 +147,7 @@ def clean_up(hello: dict, state: dict) -> None:
                     "executor": attempt.get("executor"), "outcome": "interrupted", "stop": "interrupted",
                     "reason": f"stopped: proctor work (pid {runner_pid}) died without ending its worker; its "
                               f"watchdog ended it", "counts": False, "passed": False, "status": "unknown",
-                    "failures": [], "stream": ref, "claim": (reply or "")[:500], "reply_kind":
+                    "failures": changed, "stream": ref, "claim": (reply or "")[:500], "reply_kind":
                     "partial" if reply else None}
             with ws.store.write() as conn:
                 trail.append(conn, ws.state_dir, "worker_attempt", f"worker:{attempt.get('worker')}", job_id, data)
@@ -134,6 +163,26 @@ def clean_up(hello: dict, state: dict) -> None:
         work.unclaim(ws, hello.get("claimed") or [], runner_pid)
         if state.get("worktree"):
             work._remove_worktree(ws.root, state["worktree"])
+
+
+def _end_inside(worktree: str) -> None:
+    """Kill every process whose working directory is inside the attempt's worktree: the
+    worktree is removed next, and nothing of the attempt works there any more."""
+    import signal
+
+    real = os.path.realpath(worktree)
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            cwd = os.readlink(f"/proc/{entry}/cwd")
+        except OSError:
+            continue
+        if cwd == real or cwd.startswith(real + os.sep):
+            try:
+                os.kill(int(entry), signal.SIGKILL)
+            except OSError:
+                pass
 
 
 def _said(attempt: dict) -> str | None:

@@ -52,7 +52,7 @@ from proctor.timeutil import iso, now
 from proctor.vcs import checkpoint as vcs_checkpoint
 from proctor.vcs import git
 from proctor.workers import commit as jcommit
-from proctor.workers import runner
+from proctor.workers import integrity, runner
 from proctor.workers.executors import module as executor_module
 from proctor.workspace import Workspace
 
@@ -340,82 +340,6 @@ class Slot:
 # ---------------------------------------------------------------------------------- refs and the git dir
 
 
-def _refs(checkout: str, worktree: str) -> dict[str, str]:
-    """HEAD of both checkouts, every branch and tag: what a worker's commit, amend, reset or
-    branch move changes."""
-    seen = {}
-    listed = git.run(checkout, "for-each-ref", "--format=%(refname) %(objectname)", "refs/heads", "refs/tags",
-                     check=False).stdout.decode("utf-8", "replace")
-    for line in listed.splitlines():
-        name, _, sha = line.partition(" ")
-        seen[name] = sha
-    for label, where in (("HEAD of your checkout", checkout), ("HEAD of the attempt's worktree", worktree)):
-        head = git.run(where, "rev-parse", "-q", "--verify", "HEAD", check=False).stdout.decode().strip()
-        branch = git.run(where, "symbolic-ref", "-q", "HEAD", check=False).stdout.decode().strip()
-        seen[label] = f"{head} {branch}".strip()
-    return seen
-
-
-_GIT_DIR_WATCHED = ("config", "config.worktree", "hooks", "info/attributes", "info/exclude", "commondir")
-
-
-def _git_dir_state(ws: Workspace) -> dict[str, tuple]:
-    """What in the repository's git directory changes how git behaves for the person: its
-    config and hooks, each file's (digest, bytes, mode) so a change can be put back."""
-    out = {}
-    common = ws.checkout.common_dir
-    for name in _GIT_DIR_WATCHED:
-        path = os.path.join(common, name)
-        entries = [(f"{name}/{e}", os.path.join(path, e)) for e in sorted(os.listdir(path))] \
-            if os.path.isdir(path) and not os.path.islink(path) else [(name, path)] if os.path.lexists(path) else []
-        for label, full in entries:
-            digest = vcs_checkpoint.handed_digest(full)
-            data, mode = None, None
-            try:
-                if os.path.isfile(full) and not os.path.islink(full) and os.path.getsize(full) <= 1 << 20:
-                    with open(full, "rb") as handle:
-                        data = handle.read()
-                    mode = os.stat(full).st_mode & 0o7777
-            except OSError:
-                pass
-            out[label] = (digest, data, mode)
-    return out
-
-
-def _put_back(ws: Workspace, before: dict[str, tuple], after: dict[str, tuple]) -> list[str]:
-    """Put the git directory's config and hooks back as they were before the attempt; name
-    each change (and what could not be put back)."""
-    common = ws.checkout.common_dir
-    out = []
-    for name in sorted(set(before) | set(after)):
-        old, new = before.get(name), after.get(name)
-        if (old and old[0]) == (new and new[0]):
-            continue
-        full = os.path.join(common, name)
-        how = "added" if old is None else "removed" if new is None else "rewritten"
-        try:
-            if old is None:
-                if os.path.isdir(full) and not os.path.islink(full):
-                    shutil.rmtree(full)
-                elif os.path.lexists(full):
-                    os.unlink(full)
-                back = "proctor removed it"
-            elif old[1] is not None:
-                if os.path.lexists(full) and (os.path.islink(full) or not os.path.isdir(full)):
-                    os.unlink(full)
-                with open(full, "wb") as handle:
-                    handle.write(old[1])
-                os.chmod(full, old[2])
-                back = "proctor put it back"
-            else:
-                back = "proctor could not put it back; look at it"
-        except OSError as exc:
-            back = f"proctor could not put it back ({exc.strerror}); look at it"
-        out.append(f"the attempt changed .git/{name} ({how}; {back}): a worker never touches the repository's "
-                   f"hooks or config")
-    return out
-
-
 def _landed_by_proctor(ws: Workspace, old: str | None, new: str | None) -> list[str] | None:
     """The commits from `old` to `new` when every one of them is a commit `proctor work` landed
     (another job's, run beside this one), else None: such a move is no worker's doing."""
@@ -426,21 +350,13 @@ def _landed_by_proctor(ws: Workspace, old: str | None, new: str | None) -> list[
     between = git.run(ws.root, "rev-list", f"{old}..{new}", check=False).stdout.decode().split()
     with ws.store.read() as conn:
         landed = {(e["data"] or {}).get("commit") for e in trail.events(conn, kind="job_commit")}
-    return between if between and all(c in landed for c in between) else None
-
-
-def _moved(ws: Workspace, before: dict[str, str], after: dict[str, str]) -> list[str]:
-    out = []
-    for name in sorted(set(before) | set(after)):
-        old, new = before.get(name), after.get(name)
-        old_sha, _, old_ref = (old or "").partition(" ")
-        new_sha, _, new_ref = (new or "").partition(" ")
-        if old != new and old_ref == new_ref and _landed_by_proctor(ws, old_sha, new_sha):
-            continue
-        if old != new:
-            out.append(f"the attempt moved {name} from {(old or 'nothing')[:12]} to {(new or 'nothing')[:12]}: a "
-                       f"worker never commits, amends, resets or moves a ref; its commits are not passed work")
-    return out
+    if not between or not all(c in landed for c in between):
+        return None
+    for sha in between:  # a commit proctor made carries no trailer, whatever a record says
+        message = git.run(ws.root, "log", "-1", "--format=%B", sha, check=False).stdout
+        if git.run(ws.root, "interpret-trailers", "--parse", check=False, input=message).stdout.strip():
+            return None
+    return between
 
 
 # ---------------------------------------------------------------------------------- worktrees
@@ -606,8 +522,9 @@ def _run_step(ws: Workspace, job: dict, rungs: list[Worker], notify, dog) -> Job
                 limits = runner.Limits(idle=cfg.idle_limit_seconds, grace=cfg["jobs.grace_seconds"],
                                        wall=worker.wall_minutes * 60 if worker.wall_minutes else None,
                                        spend=worker.max_spend_usd)
-                refs_before, dir_before = _refs(ws.root, worktree), _git_dir_state(ws)
                 stream = os.path.join(ws.state_dir, "streams", f"{os.getpid()}-{_safe(job_id)}-{number}.out")
+                before = integrity.Snapshot.take(ws.root, ws.checkout.common_dir, worktree)
+                before.save(stream + ".before.json")  # for the watchdog, should this process die
                 with Slot(worker, lambda kind, data: notify(kind, dict(data, job=job_id))):
                     notify("start", {"job": job_id, "worker": worker.name, "executor": worker.executor,
                                      "attempt": number, "rung": rung_index + 1, "rungs": len(rungs),
@@ -619,18 +536,22 @@ def _run_step(ws: Workspace, job: dict, rungs: list[Worker], notify, dog) -> Job
                         stdin_text=prompt if module.PROMPT_ON_STDIN else None, adopt_orphans=True,
                         stream_path=stream,
                         on_spawn=lambda info: dog.tell(job=job_id, worktree=worktree, attempt=dict(
-                            info, number=number, worker=worker.name, executor=worker.executor, stream=stream)),
+                            info, number=number, worker=worker.name, executor=worker.executor, stream=stream,
+                            before=stream + ".before.json")),
                         on_event=lambda kind, a: notify(kind, {"job": job_id, "worker": worker.name,
                                                                 "attempt": number, "data": a}))
                 stream_ref = _keep_stream(ws, stream)
+                moved = before.settle(lambda old, new: bool(_landed_by_proctor(ws, old, new)))
+                noticed = before.noticed()
+                _forget(stream + ".before.json")
                 dog.tell(job=job_id, worktree=worktree, attempt=None)
                 if attempt.outcome == "interrupted":
-                    _record(ws, job_id, worker, number, attempt, "unknown", False, [], stream_ref)
+                    _record(ws, job_id, worker, number, attempt, "unknown", False, moved, stream_ref)
                     raise WorkInterrupted(attempt.interrupted_by or 0, attempt.reason)
-                moved = _moved(ws, refs_before, _refs(ws.root, worktree)) + \
-                    _put_back(ws, dir_before, _git_dir_state(ws))
-                passed, gates, failures, graded, status = _gates(ws, worktree, job_id, attempt, orchestrator, moved)
-                record = _record(ws, job_id, worker, number, attempt, status, passed, failures, stream_ref)
+                passed, gates, failures, graded, status = _gates(ws, worktree, job_id, attempt, orchestrator, moved,
+                                                                 dog)
+                record = _record(ws, job_id, worker, number, attempt, status, passed, failures, stream_ref,
+                                 noticed)
                 outcome.attempts.append(record)
                 notify("attempt", {"job": job_id, **record})
                 last = {"moved": moved, "failures": failures}
@@ -639,7 +560,7 @@ def _run_step(ws: Workspace, job: dict, rungs: list[Worker], notify, dog) -> Job
                         current = rows.get(conn, job_id)
                     try:
                         # commit first: a job is recorded pass only once what passed is committed
-                        outcome.commit = _land(ws, worktree, current, graded, gates, attempt, status, start)
+                        outcome.commit = _land(ws, worktree, current, graded, gates, attempt, status, start, dog)
                     except errors.ProctorError as exc:
                         # not the worker's doing: the job goes back to declared for a later run
                         notify("landing", {"job": job_id, "reason": exc.message})
@@ -699,6 +620,13 @@ def _resumable(module) -> bool:
     return "resume" in inspect.signature(module.argv).parameters and module.__name__.rsplit(".", 1)[-1] != "command"
 
 
+def _forget(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
 def _keep_stream(ws: Workspace, path: str) -> str | None:
     """The attempt's whole stream, moved into the blob store; its reference."""
     if not os.path.exists(path):
@@ -718,15 +646,16 @@ def _ensure_filed(ws: Workspace, job_id: str, caller: Caller, reply: str | None)
         job = rows.get(conn, job_id)
     if job is not None and job["state"] == EXITED:
         return job
-    summary = (reply or "")[:4000]
+    # what a stream held need not be text proctor can store (a lone surrogate from a cut emoji)
+    summary = (reply or "")[:4000].encode("utf-8", "replace").decode("utf-8")
     return jresult.file_result(ws, job_id, {"schema_version": 2, "status": None, "summary": summary}, caller)
 
 
-def _gates(ws: Workspace, worktree: str, job_id: str, attempt, caller: Caller, moved: list[str]):
+def _gates(ws: Workspace, worktree: str, job_id: str, attempt, caller: Caller, moved: list[str], dog):
     with Workspace(worktree, ws.warn) as there:
         job = _ensure_filed(there, job_id, caller, attempt.reply)
         status = status_of(job)
-        made = [runs.run_target(there, goal["check"]["target"], Caller(job_id, "flag", caller.user), echo=None)
+        made = [_tagged_run(there, goal["check"]["target"], Caller(job_id, "flag", caller.user), dog, worktree)
                 for goal in goal_list(job) if goal["kind"] == "check"]
         jresult.add_evidence(there, job_id, made, caller)
         with there.store.read() as conn:
@@ -739,11 +668,34 @@ def _gates(ws: Workspace, worktree: str, job_id: str, attempt, caller: Caller, m
     return graded.passed and not moved, gates, failures, graded, status
 
 
+def _tagged_run(ws: Workspace, target: str, caller: Caller, dog, worktree: str) -> dict:
+    """A check proctor runs itself, its processes tagged (PROCTOR_WORKER_TAG in their
+    environment) so the watchdog can end them should this process die while they run."""
+    import secrets
+
+    tag = secrets.token_hex(12)
+    previous = os.environ.get(runner.TAG)
+    os.environ[runner.TAG] = tag
+    dog.tell(attempt=None, gates={"tag": tag, "worktree": worktree})
+    try:
+        return runs.run_target(ws, target, caller, echo=None)
+    finally:
+        if previous is None:
+            os.environ.pop(runner.TAG, None)
+        else:
+            os.environ[runner.TAG] = previous
+        dog.tell(gates=None)
+
+
 def _record(ws: Workspace, job_id: str, worker: Worker, number: int, attempt, status: str, passed: bool,
-            failures: list[str], stream_ref: str | None) -> dict:
+            failures: list[str], stream_ref: str | None, noticed: list[str] | None = None) -> dict:
     data = {"number": number, "worker": worker.name, "executor": worker.executor, **attempt.to_json(),
             "status": status, "passed": passed, "failures": failures[:50], "stream": stream_ref,
             "claim": (attempt.reply or "")[:500]}
+    if noticed:
+        data["noticed"] = [f"your checkout changed while the attempt ran: {', '.join(noticed[:10])}"
+                           + (f" and {len(noticed) - 10} more" if len(noticed) > 10 else "")
+                           + "; proctor did not write it, and lands nothing over it (if you did not, the worker did)"]
     data.pop("reply", None)
     data.pop("stream_path", None)  # moved into the blob store: `stream` names it
     with ws.store.write() as conn:
@@ -756,7 +708,8 @@ def _record(ws: Workspace, job_id: str, worker: Worker, number: int, attempt, st
     return data
 
 
-def _land(ws: Workspace, worktree: str, job: dict, graded, gates: list[str], attempt, status: str, start) -> str | None:
+def _land(ws: Workspace, worktree: str, job: dict, graded, gates: list[str], attempt, status: str, start,
+          dog) -> str | None:
     """Commit what passed in the person's checkout: the job's changed paths inside its write
     paths, copied byte for byte from the attempt's worktree, on the revision the step started
     from, where the person left those paths as they were. None when there is nothing to commit."""
@@ -794,40 +747,127 @@ def _land(ws: Workspace, worktree: str, job: dict, graded, gates: list[str], att
         raise errors.ProctorError(
             f"you changed {', '.join(touched[:5])} in your checkout while the job ran; proctor never overwrites "
             f"your work (commit or stash it, then proctor work {job['id']})")
-    import tempfile
-
     summary = ((job.get("result") or {}).get("summary")) or attempt.reply
     kind = "step" if job.get("parent") else "job"
     text = jcommit.message(job, kind, gates, summary, status, ws.config["jobs.commit_body"])
+    graded = _graded_objects(worktree, paths)
     for rel in paths:
         destination = os.path.join(ws.root, rel)
         if os.path.lexists(destination) and os.path.isdir(destination) and not os.path.islink(destination):
             raise errors.ProctorError(f"{rel} is a directory in your checkout; proctor does not replace it")
-    with tempfile.TemporaryDirectory(prefix="proctor-land-") as kept:
-        saved = {}
+    kept = os.path.join(ws.state_dir, "landing", f"{os.getpid()}-{_safe(job['id'])}")
+    shutil.rmtree(kept, ignore_errors=True)
+    os.makedirs(kept)
+    saved = {}
+    head = git.head(ws.root)
+    try:
         for index, rel in enumerate(paths):
             destination = os.path.join(ws.root, rel)
             if os.path.lexists(destination):
                 saved[rel] = os.path.join(kept, str(index))
                 shutil.copy2(destination, saved[rel], follow_symlinks=False)
+        dog.tell(landing={"root": ws.root, "head": head, "saved": saved, "paths": paths, "kept": kept})
+        for rel in paths:
+            origin, destination = os.path.join(worktree, rel), os.path.join(ws.root, rel)
+            if os.path.lexists(destination):
+                os.unlink(destination)
+            if os.path.lexists(origin):
+                os.makedirs(os.path.dirname(destination) or ws.root, exist_ok=True)
+                shutil.copy2(origin, destination, follow_symlinks=False)
+        sha = jcommit.commit_paths(ws.root, paths, text)
+        wrong = _committed_differs(ws.root, sha, graded)
+        if wrong:
+            # what git stored is not what was graded: the commit is taken back before anyone builds on it
+            git.run(ws.root, "update-ref", "-m", "proctor work: a commit that does not hold the graded bytes",
+                    "HEAD", head, sha)
+            git.run(ws.root, "reset", "-q", head, "--", *paths, check=False)
+            raise errors.ProctorError(f"the commit git made does not hold the graded bytes ({'; '.join(wrong[:3])}); "
+                                      f"it was taken back")
+        dog.tell(landing=None)
+        return sha
+    except BaseException as exc:
+        # not landed: the person's checkout holds exactly what it held before
+        restore_landing(ws.root, saved, paths)
+        dog.tell(landing=None)
+        if isinstance(exc, OSError):
+            raise errors.ProctorError(f"could not land the work in your checkout: {exc}") from None
+        raise
+    finally:
+        shutil.rmtree(kept, ignore_errors=True)
+
+
+def restore_landing(root: str, saved: dict[str, str], paths: list[str]) -> None:
+    """Put the person's files back as they were before a landing that did not happen."""
+    for rel in paths:
+        destination = os.path.join(root, rel)
         try:
-            for rel in paths:
-                origin, destination = os.path.join(worktree, rel), os.path.join(ws.root, rel)
-                if os.path.lexists(destination):
+            if os.path.lexists(destination):
+                if os.path.isdir(destination) and not os.path.islink(destination):
+                    shutil.rmtree(destination)
+                else:
                     os.unlink(destination)
-                if os.path.lexists(origin):
-                    os.makedirs(os.path.dirname(destination) or ws.root, exist_ok=True)
-                    shutil.copy2(origin, destination, follow_symlinks=False)
-            return jcommit.commit_paths(ws.root, paths, text)
-        except BaseException:
-            # not landed: the person's checkout holds exactly what it held before
-            for rel in paths:
-                destination = os.path.join(ws.root, rel)
-                if os.path.lexists(destination):
-                    os.unlink(destination)
-                if rel in saved:
-                    shutil.copy2(saved[rel], destination, follow_symlinks=False)
-            raise
+            if rel in saved and os.path.lexists(saved[rel]):
+                os.makedirs(os.path.dirname(destination) or root, exist_ok=True)
+                shutil.copy2(saved[rel], destination, follow_symlinks=False)
+        except OSError:
+            continue
+    git.run(root, "reset", "-q", "--", *paths, check=False)  # the index entries too
+
+
+def _graded_objects(worktree: str, paths: list[str]) -> dict[str, tuple[str, str] | None]:
+    """Each path as graded: (mode, blob id of its bytes, no filter applied), None when deleted.
+    A directory or a symbolic link leading into the worktree cannot be landed as graded."""
+    out: dict[str, tuple[str, str] | None] = {}
+    real = os.path.realpath(worktree)
+    for rel in paths:
+        full = os.path.join(worktree, rel)
+        if not os.path.lexists(full):
+            out[rel] = None
+        elif os.path.islink(full):
+            target = os.readlink(full)
+            if os.path.isabs(target) and (os.path.realpath(target) + os.sep).startswith(real + os.sep):
+                raise errors.ProctorError(f"{rel} is a link into the attempt's worktree ({target}), which is gone "
+                                          f"once the attempt ends: it cannot be landed as graded")
+            blob = git.run(worktree, "hash-object", "--stdin", input=os.fsencode(target)).stdout.decode().strip()
+            out[rel] = ("120000", blob)
+        elif os.path.isdir(full):
+            raise errors.ProctorError(f"{rel} is a directory in the attempt's worktree; proctor lands files")
+        else:
+            blob = git.run(worktree, "hash-object", "--no-filters", "--", full).stdout.decode().strip()
+            out[rel] = ("100755" if os.stat(full).st_mode & 0o100 else "100644", blob)
+    return out
+
+
+def _committed_differs(root: str, sha: str, graded: dict[str, tuple[str, str] | None]) -> list[str]:
+    """Paths whose entry in commit `sha` is not the graded bytes and mode, each object read
+    back and hashed (a planted object with a borrowed name does not pass)."""
+    listed = git.run(root, "ls-tree", "-z", "--full-tree", sha, "--", *graded).stdout
+    found = {}
+    for entry in listed.split(b"\0"):
+        if entry:
+            meta, _, path = entry.partition(b"\t")
+            mode, _kind, blob = meta.decode().split()
+            found[os.fsdecode(path)] = (mode, blob)
+    touched = git.run(root, "diff-tree", "-r", "-z", "--name-only", "--no-renames", f"{sha}^", sha, check=False).stdout
+    wrong = [f"{os.fsdecode(p)} is in the commit but was not graded"
+             for p in touched.split(b"\0") if p and os.fsdecode(p) not in graded]
+    modes = git.run(root, "config", "--bool", "core.fileMode", check=False).stdout.strip() != b"false"
+    for rel, want in graded.items():
+        have = found.get(rel)
+        if not modes and have is not None and want is not None:
+            want = (have[0], want[1])  # core.fileMode=false: git keeps the mode it had
+        if want is None:
+            if have is not None:
+                wrong.append(f"{rel} is still in the commit")
+            continue
+        if have != want:
+            wrong.append(f"{rel} is {have[1][:12] if have else 'absent'}, graded {want[1][:12]}")
+            continue
+        data = git.run(root, "cat-file", "blob", want[1], check=False).stdout
+        again = git.run(root, "hash-object", "--no-filters", "--stdin", input=data).stdout.decode().strip()
+        if again != want[1]:
+            wrong.append(f"{rel}: object {want[1][:12]} does not hold what its name says")
+    return wrong
 
 
 def _note_unlanded(ws: Workspace, job_id: str, number: int, reason: str) -> None:
