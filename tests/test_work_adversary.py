@@ -15,10 +15,10 @@ import time
 
 import pytest
 
-from tests.conftest import git, make_repo
+from tests.conftest import git
 from tests.conftest import needs_shared_fixtures as needs_fixtures
 from tests.test_work import STANDIN, standin_env
-from proctor import api
+from tests.test_work_steps import fork, rows, trailers_of_every_commit, work_repo
 
 pytestmark = needs_fixtures
 
@@ -69,35 +69,7 @@ command = {standin}
 
 @pytest.fixture
 def repo(tmp_path, monkeypatch):
-    def make(cfg: str | None = None) -> str:
-        root = make_repo(tmp_path / "repo", cfg or config())
-        os.makedirs(os.path.join(root, "src"))
-        for name in ("a", "b"):
-            with open(os.path.join(root, "src", f"{name}.py"), "w") as handle:
-                handle.write("x = 1\n")
-        git(root, "add", "-A")
-        git(root, "commit", "-q", "-m", "src")
-        monkeypatch.chdir(root)
-        return root
-    return make
-
-
-def fork(root: str, record: dict) -> None:
-    api.fork(record, cwd=root)
-
-
-def rows(root: str) -> dict[str, dict]:
-    return {r["id"]: r for r in api.ls_jobs(cwd=root)["jobs"]}
-
-
-def trailers_of_every_commit(root: str) -> tuple[str, str]:
-    logged = git(root, "log", "--format=%(trailers)")
-    parsed = ""
-    for sha in git(root, "rev-list", "HEAD").split():
-        message = git(root, "log", "-1", "--format=%B", sha)
-        parsed += subprocess.run(["git", "interpret-trailers", "--parse"], input=message, capture_output=True,
-                                 text=True, cwd=root).stdout
-    return logged.strip(), parsed.strip()
+    return lambda cfg=None: work_repo(tmp_path, monkeypatch, cfg or config())
 
 
 def all_refs(root: str) -> str:

@@ -62,19 +62,22 @@ timeout = "30s"
 """
 
 
+def work_repo(tmp_path, monkeypatch, cfg: str) -> str:
+    """A repository with proctor.toml `cfg` and src/a.py, src/b.py committed; the cwd."""
+    root = make_repo(tmp_path / "repo", cfg)
+    os.makedirs(os.path.join(root, "src"))
+    for name in ("a", "b"):
+        with open(os.path.join(root, "src", f"{name}.py"), "w") as handle:
+            handle.write("x = 1\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "src")
+    monkeypatch.chdir(root)
+    return root
+
+
 @pytest.fixture
 def repo(tmp_path, monkeypatch):
-    def make(cfg: str | None = None) -> str:
-        root = make_repo(tmp_path / "repo", cfg or config())
-        os.makedirs(os.path.join(root, "src"))
-        for name in ("a", "b"):
-            with open(os.path.join(root, "src", f"{name}.py"), "w") as handle:
-                handle.write("x = 1\n")
-        git(root, "add", "-A")
-        git(root, "commit", "-q", "-m", "src")
-        monkeypatch.chdir(root)
-        return root
-    return make
+    return lambda cfg=None: work_repo(tmp_path, monkeypatch, cfg or config())
 
 
 def fork(root: str, record: dict) -> None:

@@ -99,7 +99,6 @@ class Snapshot:
         before: dict = self.data["files"]
         now: dict = {}
         for path in list(before):
-            parent = os.path.dirname(path)
             now[path] = _file(path) if os.path.lexists(path) else None
         for base, names in ((self.data["common"], WATCHED), (self.data.get("admin"), WORKTREE_ADMIN)):
             if not base:
@@ -308,8 +307,6 @@ def _sound(path: str, name: str, algo: str) -> bool:
 
 
 def _lines(path: str) -> int:
-    try:
-        with open(path, "rb") as handle:
-            return sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 16), b""))
-    except OSError:
-        return 0
+    from proctor.jobs.verify import _line_count
+
+    return _line_count(path)

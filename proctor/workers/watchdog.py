@@ -114,7 +114,6 @@ def clean_up(hello: dict, state: dict) -> None:
     from proctor import trail
     from proctor.jobs import take
     from proctor.jobs.lease import Caller
-    from proctor.store import rows
     from proctor.workers import work
     from proctor.workspace import Workspace
 

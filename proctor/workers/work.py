@@ -597,12 +597,15 @@ def _run_step(ws: Workspace, job: dict, rungs: list[Worker], notify, dog) -> Job
     except WorkInterrupted:
         raise
     finally:
-        with ws.store.read() as conn:
-            current = rows.get(conn, job_id)
-        if current is not None and current["state"] in (RUNNING, EXITED):
-            take.release(ws, job_id, orchestrator, "proctor work ended before a verdict")
-        _remove_worktree(ws.root, worktree)
-        dog.tell(job=None, worktree=None, attempt=None)
+        _hand_back(ws, job_id, worktree, dog, "proctor work ended before a verdict")
+
+
+def _hand_back(ws: Workspace, job_id: str, worktree: str | None, dog, reason: str) -> None:
+    """The step is over, however it ended: a job still taken (no verdict) is declared again,
+    and its worktree removed."""
+    take.release(ws, job_id, Caller(None, None, ACTOR), reason)  # a job with a verdict stays as it is
+    _remove_worktree(ws.root, worktree)
+    dog.tell(job=None, worktree=None, attempt=None)
 
 
 def _signal_name(signum: int) -> str:
@@ -929,12 +932,7 @@ def _grade_root(ws: Workspace, job_id: str, notify, dog) -> JobOutcome | None:
         notify("root", {"job": job_id, "passed": outcome.passed, "failures": failures})
         return outcome
     finally:
-        with ws.store.read() as conn:
-            current = rows.get(conn, job_id)
-        if current is not None and current["state"] in (RUNNING, EXITED):
-            take.release(ws, job_id, orchestrator, "proctor work ended before the root's verdict")
-        _remove_worktree(ws.root, path)
-        dog.tell(job=None, worktree=None, attempt=None)
+        _hand_back(ws, job_id, path, dog, "proctor work ended before the root's verdict")
 
 
 def attempts_of(ws: Workspace, job_id: str) -> list[dict]:
