@@ -219,8 +219,11 @@ command = {json.dumps([sys.executable, STANDIN])}
     repo_for(config(workers=workers))
     result = work(proctor, env=standin_env(STANDIN_MODE="hang_after"))
     attempts = result.json()["jobs"][0]["attempts"]
+    # Claude's cost arrives only in its result, which is its final reply here: the spend stop
+    # keeps the 5 s floor (to save its session) and the attempt is finished, graded, counted
     assert attempts[0]["stop"] == "spend" and "past max_spend_usd $1" in attempts[0]["reason"]
-    assert attempts[0]["counts"] is False
+    assert attempts[0]["outcome"] == "finished" and attempts[0]["counts"] is True and attempts[0]["passed"]
+    assert attempts[0]["stopped_at"] - attempts[0]["started"] >= 4.5
 
 
 def _opencode_workers(extra: str = "") -> str:

@@ -397,8 +397,20 @@ def test_slots_bound_the_workers_of_one_cli_on_the_machine(repo, tmp_path):
     fork(root, {"id": "y", "criteria": "make b", "write_paths": ["src/b.py"], "check": "b"})
     first = _spawn_work(root, "x", standin_env(STANDIN_MODE="slow:0.03"))
     try:
-        slots = os.path.join(os.environ["PROCTOR_STATE_DIR"], "slots", "claude")
-        _wait_for(lambda: os.path.isdir(slots) and os.listdir(slots))
+        lock = os.path.join("/tmp", f"proctor-slots-{os.getuid()}", "claude", "0.lock")  # machine-wide, per user
+
+        def held() -> bool:
+            import fcntl
+
+            try:
+                with open(lock) as handle:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except FileNotFoundError:
+                return False
+            except OSError:
+                return True
+            return False
+        _wait_for(held)
         time.sleep(0.5)
         second = _spawn_work(root, "y", standin_env(STANDIN_MODE="", STANDIN_WRITE="src/b.py=ok\\n"))
         out, err = second.communicate(timeout=120)

@@ -15,6 +15,7 @@ from proctor.cli import emit_json
 from proctor.cli.options import output_option
 
 HEARTBEAT = 60.0  # seconds between status lines when stderr is no terminal
+QUEUED = 1000  # lines waiting for the output at most
 
 
 def _span(seconds: float | None) -> str:
@@ -83,16 +84,32 @@ class Display:
     and a heartbeat line every minute."""
 
     def __init__(self, stream) -> None:
+        import queue
+
         self.stream = stream
         self.tty = stream.isatty()
         self.lock = threading.Lock()
         self.live: dict | None = None
         self.stopped = threading.Event()
+        # Lines are written by a thread of their own: a terminal nobody reads (paused with
+        # Ctrl-S, a pipe never drained) blocks that thread, never the watch that stops workers.
+        # Past QUEUED lines waiting, the live line's rewrites are dropped, then the rest.
+        self.lines: "queue.Queue[tuple[str, bool] | None]" = queue.Queue(maxsize=QUEUED)
+        self.writer = threading.Thread(target=self._write, daemon=True)
+        self.writer.start()
         self.ticker = threading.Thread(target=self._tick, daemon=True)
         self.ticker.start()
 
     def close(self) -> None:
+        """Stop ticking and write what is queued (waiting a moment at most for a stuck output)."""
+        if self.stopped.is_set():
+            return
         self.stopped.set()
+        try:
+            self.lines.put_nowait(None)
+        except Exception:
+            return
+        self.writer.join(timeout=2.0)
 
     def __call__(self, kind: str, data: dict) -> None:
         with self.lock:
@@ -180,6 +197,25 @@ class Display:
                     self._line(self._status(), final=True)
 
     def _line(self, text: str, final: bool = False) -> None:
+        import queue
+
+        if self.stopped.is_set() and not final:
+            return
+        if not final and self.lines.qsize() > QUEUED // 2:
+            return  # a rewrite of the live line nobody has seen yet the last one of
+        try:
+            self.lines.put_nowait((text, final))
+        except queue.Full:
+            pass
+
+    def _write(self) -> None:
+        while True:
+            item = self.lines.get()
+            if item is None:
+                return
+            self._put(*item)
+
+    def _put(self, text: str, final: bool) -> None:
         try:
             if self.tty:
                 width = shutil.get_terminal_size((100, 20)).columns
@@ -221,10 +257,17 @@ def work(job_id: str, worker_name: str | None, again: bool, output: str) -> int:
 
     display = Display(sys.stderr) if output == "json" else Display(sys.stdout)
 
+    seen: list[int] = []
+
     def interrupted(signum, frame):
+        # the first signal stops the work; the ones after it (Ctrl-C pressed again) must not cut
+        # short the recording and clean-up it started
+        if seen:
+            return
+        seen.append(signum)
         raise runner.Interrupted(signum)
 
-    previous = {s: signal.signal(s, interrupted) for s in (signal.SIGTERM, signal.SIGHUP)}
+    previous = {s: signal.signal(s, interrupted) for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
     try:
         with Workspace() as ws:
             reap.end_unheld(ws.store, ws.config["jobs.stale_after"], ws.warn)

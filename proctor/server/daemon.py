@@ -125,7 +125,9 @@ def start_background(ws: Workspace, port: int | None) -> dict:
     if running is not None:
         return {**running, "already": True}
     log = os.path.join(server_dir(ws), "server.log")
-    argv = [sys.executable, "-m", "proctor", "server", "start", "--foreground"]
+    # isolated (-I): what runs is the installed proctor, never a package in the directory it is
+    # started from; the runner spares only a server started so (runner._workspace_server)
+    argv = [sys.executable, "-I", "-m", "proctor", "server", "start", "--foreground"]
     if port:
         argv += ["--port", str(port)]
     # The server is the workspace's, not the worker's that may have started it: it drops the

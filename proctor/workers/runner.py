@@ -64,7 +64,8 @@ A `proctor server` the worker started is the workspace's, not the worker's: its 
 not carry the tag (daemon.py drops it), it is spared by the tree sweep with everything
 below it (its monitor commands), and moved out of the worker's cgroup (frozen meanwhile)
 before the cgroup is killed, when it is this repository's server: this interpreter running
-`-m proctor server start --foreground`, its environment naming exactly this repository's server
+`-I -m proctor server start --foreground` (isolated: no package in its directory or on a
+PYTHONPATH can stand in for proctor's), its environment naming exactly this repository's server
 directory (PROCTOR_SERVER_DIR), whose server.json holds its pid. A variable, or a server.json of
 the worker's own, spares nothing; a server that has not yet written server.json (the worker
 was stopped while it started) is ended.
@@ -97,6 +98,7 @@ from proctor.workers.executors import Event
 FATAL_GRACE = 20.0
 STOP_GRACE = 0.5  # seconds between SIGTERM and SIGKILL when a worker is stopped
 DRAIN_AFTER_EXIT = 1.0
+MAX_SLEEP = 86400.0  # the longest one wait in the watch loop
 SPEND_FLOOR = 5.0  # seconds a worker keeps after its final reply, whatever it spent (spec: the grace floor)
 MAX_LINE = 16 << 20  # a longer line is cut here and counted as a line
 STDERR_KEEP = 64 << 10
@@ -685,6 +687,9 @@ class _Watch:
 
     def handle(self, events: list[Event]) -> None:
         attempt, limits = self.attempt, self.limits
+        # Claude's cost comes in its result, which is also its final reply when no Stop came first:
+        # a spend crossed there is crossed at the final reply, and keeps the floor
+        with_final = any(e.kind in ("final", "confirm") for e in events)
         for event in events:
             if event.kind == "session":
                 attempt.session = event.value
@@ -692,7 +697,7 @@ class _Watch:
                 attempt.cost = float(event.value)
                 if limits.spend is not None and attempt.cost > limits.spend and not self.spend_crossed:
                     self.spend_crossed = True
-                    self.spend_before_final = self.final_at is None
+                    self.spend_before_final = self.final_at is None and not with_final
             elif event.kind == "final" or (event.kind == "confirm" and self.final_at is None):
                 if self.final_at is None:
                     # the first final reply starts the grace window; later output buys no time
@@ -760,11 +765,12 @@ class _Watch:
             if not self.open_fds and exited_at is None and self.exit_fd is None:
                 # both pipes closed and no pidfd: a short wait says when the process ends
                 try:
-                    proc.wait(timeout=max(0.0, due[0] - now) if due else None)
+                    proc.wait(timeout=min(max(0.0, due[0] - now), MAX_SLEEP) if due else MAX_SLEEP)
                 except subprocess.TimeoutExpired:
                     continue
                 return
-            timeout = max(0.0, due[0] - now) if due is not None else None
+            # epoll takes at most INT_MAX milliseconds (24.8 days): a longer limit wakes once a day
+            timeout = min(max(0.0, due[0] - now), MAX_SLEEP) if due is not None else MAX_SLEEP
             for key, _mask in select(timeout):
                 kind = key.data
                 if kind == "out":
@@ -941,7 +947,7 @@ def _workspace_server(pid: int, directory: str | None) -> bool:
     except OSError:
         return False
     if os.path.realpath(exe) != os.path.realpath(sys.executable) or \
-            argv[1:6] != [b"-m", b"proctor", b"server", b"start", b"--foreground"]:
+            argv[1:7] != [b"-I", b"-m", b"proctor", b"server", b"start", b"--foreground"]:
         return False
     prefix = SERVER_DIR.encode() + b"="
     named = next((item[len(prefix):] for item in environ if item.startswith(prefix)), None)

@@ -23,33 +23,77 @@ ACTOR = "proctor-work-watchdog"
 
 
 class Watchdog:
-    def __init__(self, proc: subprocess.Popen | None) -> None:
-        self.proc = proc
+    """The runner's side. Every message carries a token only this process and its watchdog know,
+    so a line a worker writes into the watchdog's stdin (through /proc/<pid>/fd/0) is ignored.
+    Sends never block: a watchdog that is gone, stopped, or whose pipe is full is replaced by a
+    new one handed the whole state, and `tampered` says so (the attempt that did it fails)."""
+
+    def __init__(self, ws, claimed: list[str]) -> None:
+        import secrets
+
+        self.ws, self.claimed = ws, claimed
+        self.token = secrets.token_hex(16)
         self.state: dict = {}
+        self.tampered: str | None = None
+        self.proc: subprocess.Popen | None = None
+        import threading
+
+        self.lock = threading.RLock()
+        self.closing = False
 
     @classmethod
     def start(cls, ws, claimed: list[str]) -> "Watchdog":
-        env = {k: v for k, v in os.environ.items() if k not in ("BAGGAGE", "PROCTOR_NONCE", "PROCTOR_LEASE")}
-        try:
-            proc = subprocess.Popen([sys.executable, "-m", "proctor.workers.watchdog"], stdin=subprocess.PIPE,
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ws.root, env=env,
-                                    start_new_session=True)
-        except OSError as exc:
-            ws.warn(f"proctor: no watchdog ({exc.strerror}): if this process is killed with SIGKILL its worker "
-                    f"runs on")
-            return cls(None)
-        dog = cls(proc)
-        dog._send({"hello": {"root": ws.root, "runner": os.getpid(), "claimed": claimed}})
+        import threading
+
+        dog = cls(ws, claimed)
+        with dog.lock:
+            dog._spawn()
+        threading.Thread(target=dog._keep, daemon=True, name="proctor-watchdog-keeper").start()
         return dog
 
+    def _keep(self) -> None:
+        """Wait on the watchdog; one that dies before goodbye (killed by a worker) is replaced
+        at once, so the runner is never without one for longer than it takes to start."""
+        while True:
+            proc = self.proc
+            if proc is None:
+                return
+            proc.wait()
+            with self.lock:
+                if self.closing or self.proc is None:
+                    return
+                if self.proc is proc:
+                    self._replace("proctor's watchdog was killed while the attempt ran")
+
+    def _spawn(self) -> None:
+        env = {k: v for k, v in os.environ.items() if k not in ("BAGGAGE", "PROCTOR_NONCE", "PROCTOR_LEASE")}
+        try:
+            self.proc = subprocess.Popen([sys.executable, "-I", "-m", "proctor.workers.watchdog"],
+                                         stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                         cwd=self.ws.root, env=env, start_new_session=True)
+        except OSError as exc:
+            self.ws.warn(f"proctor: no watchdog ({exc.strerror}): if this process is killed with SIGKILL its worker "
+                         f"runs on")
+            self.proc = None
+            return
+        os.set_blocking(self.proc.stdin.fileno(), False)
+        hello = {"hello": {"root": self.ws.root, "runner": os.getpid(), "claimed": self.claimed}}
+        if self.state:
+            hello["state"] = self.state
+        self._write(hello)
+
     def tell(self, **state) -> None:
-        self.state.update(state)
-        self._send({"state": self.state})
+        with self.lock:
+            self.state.update(state)
+            self._send({"state": self.state})
 
     def close(self) -> None:
+        with self.lock:
+            self.closing = True
         if self.proc is None:
             return
-        self._send({"goodbye": True})
+        with self.lock:
+            self._send({"goodbye": True})
         try:
             self.proc.stdin.close()
         except OSError:
@@ -58,30 +102,62 @@ class Watchdog:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
+            self.proc.wait()
         self.proc = None
 
     def _send(self, message: dict) -> None:
         if self.proc is None:
             return
+        if self.proc.poll() is not None:
+            self._replace("proctor's watchdog was killed while the attempt ran")
+            return
+        if not self._write(message):
+            self._replace("proctor's watchdog stopped reading (stopped, or its pipe filled) while the attempt ran")
+
+    def _write(self, message: dict) -> bool:
+        data = (json.dumps(dict(message, token=self.token)) + "\n").encode()
         try:
-            self.proc.stdin.write((json.dumps(message) + "\n").encode())
-            self.proc.stdin.flush()
+            written = os.write(self.proc.stdin.fileno(), data)
+        except (BlockingIOError, BrokenPipeError, OSError):
+            return False
+        return written == len(data)
+
+    def _replace(self, why: str) -> None:
+        import signal
+
+        self.tampered = self.tampered or why
+        old = self.proc
+        try:
+            os.killpg(old.pid, signal.SIGKILL)  # its own session: nothing else is in the group
         except OSError:
             pass
+        try:
+            old.stdin.close()
+        except OSError:
+            pass
+        old.wait()
+        self._spawn()  # a new one, handed the whole state
 
 
 def main() -> int:
     hello: dict = {}
     state: dict = {}
     goodbye = False
+    token = None
     for line in sys.stdin.buffer:
         try:
             message = json.loads(line)
         except ValueError:
             continue
-        if "hello" in message:
-            hello = message["hello"]
-        elif "state" in message:
+        if not isinstance(message, dict):
+            continue
+        if token is None and "hello" in message:  # the first line, written before any worker ran
+            hello, token = message["hello"], message.get("token")
+            state = message.get("state") or {}
+            continue
+        if token is None or message.get("token") != token:
+            continue  # not the runner's: a worker writing into this pipe
+        if "state" in message:
             state = message["state"]
         elif message.get("goodbye"):
             goodbye = True
@@ -138,6 +214,20 @@ def clean_up(hello: dict, state: dict) -> None:
             except (OSError, ValueError, KeyError):
                 pass
             work._forget(attempt["before"])
+        finished = state.get("finished")
+        if finished and job_id and not attempt:
+            # the worker had finished; proctor died while it graded the attempt
+            data = {k: v for k, v in finished.items() if k != "reply"}
+            data.update(passed=False, status="unknown", claim=(finished.get("reply") or "")[:500],
+                        failures=list(finished.get("failures") or []) + [
+                            f"proctor work (pid {runner_pid}) died while it ran the check: the attempt was not graded"])
+            with ws.store.write() as conn:
+                trail.append(conn, ws.state_dir, "worker_attempt", f"worker:{finished.get('worker')}", job_id, data)
+                trail.append(conn, ws.state_dir, "worker_claim", f"worker:{finished.get('worker')}", job_id, {
+                    "attempt": finished.get("number"), "status": "unknown", "aborted": finished.get("outcome") !=
+                    "finished", "idle_stopped": finished.get("stop") == "idle", "reply_kind":
+                    finished.get("reply_kind"), "interrupted": True},
+                    payload=(finished.get("reply") or "").encode("utf-8", "replace"))
         if attempt and job_id:
             reply = _said(attempt)
             stream = attempt.get("stream")

@@ -299,9 +299,9 @@ class Slot:
         count = getattr(self.worker, "slots", None)
         if not count:
             return self
-        from proctor.paths import state_base
-
-        directory = os.path.join(state_base(), "slots", self.worker.executor)
+        # one place on the machine for every repository, state directory and TMPDIR: the
+        # system's temporary directory, per user
+        directory = os.path.join("/tmp", f"proctor-slots-{os.getuid()}", self.worker.executor)
         os.makedirs(directory, exist_ok=True)
         told = False
         while True:
@@ -524,6 +524,7 @@ def _run_step(ws: Workspace, job: dict, rungs: list[Worker], notify, dog) -> Job
                                        spend=worker.max_spend_usd)
                 stream = os.path.join(ws.state_dir, "streams", f"{os.getpid()}-{_safe(job_id)}-{number}.out")
                 before = integrity.Snapshot.take(ws.root, ws.checkout.common_dir, worktree)
+                dog.tampered = None
                 before.save(stream + ".before.json")  # for the watchdog, should this process die
                 with Slot(worker, lambda kind, data: notify(kind, dict(data, job=job_id))):
                     notify("start", {"job": job_id, "worker": worker.name, "executor": worker.executor,
@@ -542,16 +543,31 @@ def _run_step(ws: Workspace, job: dict, rungs: list[Worker], notify, dog) -> Job
                                                                 "attempt": number, "data": a}))
                 stream_ref = _keep_stream(ws, stream)
                 moved = before.settle(lambda old, new: bool(_landed_by_proctor(ws, old, new)))
+                if dog.tampered:
+                    moved.append(f"{dog.tampered}: a worker never touches proctor's own processes")
                 noticed = before.noticed()
                 _forget(stream + ".before.json")
                 dog.tell(job=job_id, worktree=worktree, attempt=None)
                 if attempt.outcome == "interrupted":
                     _record(ws, job_id, worker, number, attempt, "unknown", False, moved, stream_ref)
                     raise WorkInterrupted(attempt.interrupted_by or 0, attempt.reason)
-                passed, gates, failures, graded, status = _gates(ws, worktree, job_id, attempt, orchestrator, moved,
-                                                                 dog)
+                ran = dict(attempt.to_json(), number=number, worker=worker.name, executor=worker.executor,
+                           stream=stream_ref, failures=moved, noticed=noticed)
+                dog.tell(finished=dict(ran, reply=(attempt.reply or "")[:4000]))
+                try:
+                    passed, gates, failures, graded, status = _gates(ws, worktree, job_id, attempt, orchestrator,
+                                                                     moved, dog)
+                except (KeyboardInterrupt, runner.Interrupted) as exc:
+                    signum = _signum_of(exc)
+                    _record(ws, job_id, worker, number, attempt, "unknown", False,
+                            moved + [f"proctor was interrupted ({_signal_name(signum)}) while it ran the check: "
+                                     f"the attempt was not graded"], stream_ref, noticed)
+                    dog.tell(finished=None)
+                    raise WorkInterrupted(signum, f"proctor work was interrupted ({_signal_name(signum)}) while it "
+                                                  f"ran {job_id}'s check") from None
                 record = _record(ws, job_id, worker, number, attempt, status, passed, failures, stream_ref,
                                  noticed)
+                dog.tell(finished=None)
                 outcome.attempts.append(record)
                 notify("attempt", {"job": job_id, **record})
                 last = {"moved": moved, "failures": failures}
@@ -592,7 +608,7 @@ def _run_step(ws: Workspace, job: dict, rungs: list[Worker], notify, dog) -> Job
                                                            or finished["state"])
         return outcome
     except (KeyboardInterrupt, runner.Interrupted) as exc:
-        signum = getattr(exc, "signum", 2)
+        signum = _signum_of(exc)
         raise WorkInterrupted(signum, f"proctor work was interrupted ({_signal_name(signum)})") from None
     except WorkInterrupted:
         raise
@@ -606,6 +622,14 @@ def _hand_back(ws: Workspace, job_id: str, worktree: str | None, dog, reason: st
     take.release(ws, job_id, Caller(None, None, ACTOR), reason)  # a job with a verdict stays as it is
     _remove_worktree(ws.root, worktree)
     dog.tell(job=None, worktree=None, attempt=None)
+
+
+def _signum_of(exc: BaseException) -> int:
+    import signal
+
+    if isinstance(exc, runs.Terminated):
+        return signal.SIGTERM
+    return getattr(exc, "signum", None) or signal.SIGINT
 
 
 def _signal_name(signum: int) -> str:
@@ -683,6 +707,9 @@ def _tagged_run(ws: Workspace, target: str, caller: Caller, dog, worktree: str) 
     try:
         return runs.run_target(ws, target, caller, echo=None)
     finally:
+        from proctor.process import kill_tagged
+
+        kill_tagged(runner.TAG, tag)  # what the check started and left running (code the worker wrote)
         if previous is None:
             os.environ.pop(runner.TAG, None)
         else:

@@ -114,6 +114,7 @@ class Parser:
         self.cost = 0.0
         self.session: str | None = None
         self.final_sent = False  # a final reply handed out, and no step since
+        self.result_seen = False  # the result arrived: from then on only the grace window counts
         self.main_raw: bytes | None = None  # the last main-thread assistant line with text, undecoded
         self.main_text: str | None = None
 
@@ -134,7 +135,9 @@ class Parser:
             if subtype == "init":
                 self._session(event, out)
             elif subtype == "hook_response" and event.get("hook_event") == "Stop":
-                if _blocked(event):
+                if self.result_seen:
+                    pass  # after the result, output buys no time (the spec's rule for Claude)
+                elif _blocked(event):
                     self.final_sent = False
                     out.append(Event("step"))  # the Stop hook kept it working
                 elif not self.final_sent:  # a Stop after the reply ends a follow-up turn (a task notification)
@@ -156,7 +159,7 @@ class Parser:
             if event.get("terminal_reason") in PROVIDER_REASONS or subtype == "error_during_execution":
                 out.append(Event("provider_error", text=f"{subtype} {event.get('terminal_reason') or ''}".strip()))
             out.append(Event("confirm" if self.final_sent else "final", text=reply, value=subtype))
-            self.final_sent = True
+            self.final_sent = self.result_seen = True
         return out
 
     def _session(self, event: dict, out: list, quiet: bool = False) -> None:
