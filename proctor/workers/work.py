@@ -380,6 +380,10 @@ def _remove_worktree(root: str, path: str | None) -> None:
     if os.path.lexists(path):
         shutil.rmtree(path, ignore_errors=True)
     git.run(root, "worktree", "prune", check=False)
+    try:
+        os.rmdir(os.path.dirname(path))  # the repository's directory, once no job's worktree is left in it
+    except OSError:
+        pass
 
 
 def _make_worktree(ws: Workspace, job_id: str, revision: str, token: str) -> tuple[str, str | None]:
