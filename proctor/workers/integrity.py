@@ -248,15 +248,10 @@ def refs(root: str, worktree: str) -> dict[str, str]:
 
 def _admin_dir(worktree: str) -> str | None:
     """The worktree's own directory under .git/worktrees (from its .git file)."""
-    try:
-        with open(os.path.join(worktree, ".git"), encoding="utf-8") as handle:
-            first = handle.readline().strip()
-    except OSError:
-        return None
-    if not first.startswith("gitdir:"):
-        return None
-    path = first[len("gitdir:"):].strip()
-    return os.path.realpath(os.path.join(worktree, path))
+    from proctor.paths import _read_gitdir_file
+
+    found = _read_gitdir_file(os.path.join(worktree, ".git"), worktree)
+    return os.path.realpath(found) if found else None
 
 
 def _file(path: str) -> list:
