@@ -247,7 +247,7 @@ def work(job_id: str, worker_name: str | None, again: bool, output: str) -> int:
     paths inside its write paths when they pass; an attempt that committed or moved a ref
     fails. After every child passed the root's own check runs. One `proctor work` per job.
     Exit 0 when every job passed, 1 when one ran out of attempts and rungs, 2 when it could
-    not start, 128+N when interrupted by signal N.
+    not start or a pass could not be landed, 128+N when interrupted by signal N.
     """
     from proctor.jobs import reap
     from proctor.workers import runner
