@@ -202,7 +202,7 @@ class Display:
         if self.stopped.is_set() and not final:
             return
         if not final and self.lines.qsize() > QUEUED // 2:
-            return  # a rewrite of the live line nobody has seen yet the last one of
+            return  # the output is behind: a rewrite of the live line is dropped, a final line kept
         try:
             self.lines.put_nowait((text, final))
         except queue.Full:

@@ -253,15 +253,20 @@ def abandon(ws: Workspace, job_id: str, caller: Caller) -> dict:
     return job
 
 
+def _unleased_only(caller: Caller, what: str, does: str) -> None:
+    """The runner's and the forking session's moves: a leased caller is refused them."""
+    if caller.lease:
+        raise errors.Refused([(errors.NOT_YOUR_JOB,
+            f"refused to {what}: only its forking session (an unleased caller) {does} "
+            f"({caller.whence()}){caller.remedy()}")])
+
+
 def release(ws: Workspace, job_id: str, caller: Caller, reason: str) -> dict:
     """Hand a job `proctor work` took back to declared, for its next attempt in a fresh checkout:
     a filed result goes to `previous_results`, the checkout it was taken in is forgotten (its
     binding with it), its secret and history stay. The runner's move, an unleased caller's."""
     check_job_id(job_id)
-    if caller.lease:
-        raise errors.Refused([(errors.NOT_YOUR_JOB,
-            f"refused to release {job_id}: only its forking session (an unleased caller) puts it back "
-            f"({caller.whence()}){caller.remedy()}")])
+    _unleased_only(caller, f"release {job_id}", "puts it back")
     with ws.store.write() as conn:
         job = rows.get(conn, job_id)
         if job is None or job["state"] not in (RUNNING, EXITED):
@@ -283,10 +288,7 @@ def reopen(ws: Workspace, job_id: str, caller: Caller) -> dict:
     """Put an exited job back to work for another attempt (the runner's move, an unleased
     caller's): its filed result is kept in `previous_results`, its state is running again."""
     check_job_id(job_id)
-    if caller.lease:
-        raise errors.Refused([(errors.NOT_YOUR_JOB,
-            f"refused to reopen {job_id}: only its forking session (an unleased caller) puts it back to work "
-            f"({caller.whence()}){caller.remedy()}")])
+    _unleased_only(caller, f"reopen {job_id}", "puts it back to work")
     with ws.store.write() as conn:
         job = rows.get(conn, job_id)
         if job is None or job["state"] != EXITED:

@@ -63,13 +63,13 @@ def deliver_to_worker(root: str, job_id: str) -> bool:
         where, made = job.get("checkout_root"), None
         if not where or not os.path.isdir(where):
             head = git.head(ws.root)
-            made = where = jwork._make_worktree(ws, job_id, head, head)[0] if head else ws.root
+            made = where = jwork.make_worktree(ws, job_id, head, head)[0] if head else ws.root
         try:
             attempt = runner.run_attempt(argv, module.Parser(), limits, where, worker_env(job_id, nonce, module),
                                          stdin_text=ready["text"] if module.PROMPT_ON_STDIN else None)
         finally:
             if made and made != ws.root:
-                jwork._remove_worktree(ws.root, made)
+                jwork.remove_worktree(ws.root, made)
         if attempt.reason.startswith("could not start"):
             return False  # not handed over: it stays ready for the next chance
         with ws.store.write() as conn:

@@ -210,10 +210,10 @@ def clean_up(hello: dict, state: dict) -> None:
 
             try:
                 changed = integrity.Snapshot.load(attempt["before"]).settle(
-                    lambda old, new: bool(work._landed_by_proctor(ws, old, new)))
+                    lambda old, new: bool(work.landed_by_proctor(ws, old, new)))
             except (OSError, ValueError, KeyError):
                 pass
-            work._forget(attempt["before"])
+            work.forget(attempt["before"])
         finished = state.get("finished")
         if finished and job_id and not attempt:
             # the worker had finished; proctor died while it graded the attempt
@@ -231,7 +231,7 @@ def clean_up(hello: dict, state: dict) -> None:
         if attempt and job_id:
             reply = _said(attempt)
             stream = attempt.get("stream")
-            ref = work._keep_stream(ws, stream) if stream else None
+            ref = work.keep_stream(ws, stream) if stream else None
             data = {"number": attempt.get("number"), "worker": attempt.get("worker"),
                     "executor": attempt.get("executor"), "outcome": "interrupted", "stop": "interrupted",
                     "reason": f"stopped: proctor work (pid {runner_pid}) died without ending its worker; its "
@@ -251,7 +251,7 @@ def clean_up(hello: dict, state: dict) -> None:
                 pass
         work.unclaim(ws, hello.get("claimed") or [], runner_pid)
         if state.get("worktree"):
-            work._remove_worktree(ws.root, state["worktree"])
+            work.remove_worktree(ws.root, state["worktree"])
 
 
 def _end_inside(worktree: str) -> None:

@@ -140,8 +140,6 @@ def retry(ws: Workspace, job_id: str) -> list[str]:
         for row in family:
             if row["state"] not in (FAIL, NO_RETURN, EXITED):
                 continue
-            if row["state"] == EXITED and row.get("result") is not None:
-                row.setdefault("previous_results", []).append(row.pop("result"))
             if row.get("verdict"):
                 row.setdefault("previous_verdicts", []).append(row.pop("verdict"))
             if row.get("result") is not None:
@@ -340,7 +338,7 @@ class Slot:
 # ---------------------------------------------------------------------------------- refs and the git dir
 
 
-def _landed_by_proctor(ws: Workspace, old: str | None, new: str | None) -> list[str] | None:
+def landed_by_proctor(ws: Workspace, old: str | None, new: str | None) -> list[str] | None:
     """The commits from `old` to `new` when every one of them is a commit `proctor work` landed
     (another job's, run beside this one), else None: such a move is no worker's doing."""
     if not old or not new:
@@ -373,7 +371,7 @@ def _worktree_path(ws: Workspace, job_id: str) -> str:
     return os.path.join(tempfile.gettempdir(), f"proctor-work-{os.getuid()}", repo_key(ws.checkout), _safe(job_id))
 
 
-def _remove_worktree(root: str, path: str | None) -> None:
+def remove_worktree(root: str, path: str | None) -> None:
     if not path:
         return
     git.run(root, "worktree", "remove", "--force", "--force", path, check=False)
@@ -386,10 +384,10 @@ def _remove_worktree(root: str, path: str | None) -> None:
         pass
 
 
-def _make_worktree(ws: Workspace, job_id: str, revision: str, token: str) -> tuple[str, str | None]:
+def make_worktree(ws: Workspace, job_id: str, revision: str, token: str) -> tuple[str, str | None]:
     """A fresh worktree at the step's checkpoint, the person's uncommitted work carried over."""
     path = _worktree_path(ws, job_id)
-    _remove_worktree(ws.root, path)
+    remove_worktree(ws.root, path)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     made = git.run(ws.root, "worktree", "add", "--detach", path, revision, check=False)
     if made.returncode != 0:
@@ -507,9 +505,9 @@ def _run_step(ws: Workspace, job: dict, rungs: list[Worker], notify, dog) -> Job
                 number += 1
                 if worktree is not None:  # the previous attempt's tree: gone before the next starts
                     take.release(ws, job_id, orchestrator, f"attempt {number - 1} did not pass")
-                    _remove_worktree(ws.root, worktree)
+                    remove_worktree(ws.root, worktree)
                     worktree = None
-                worktree, note = _make_worktree(ws, job_id, start.revision, start.name)
+                worktree, note = make_worktree(ws, job_id, start.revision, start.name)
                 dog.tell(job=job_id, worktree=worktree, attempt=None)
                 with Workspace(worktree, ws.warn) as there:
                     taken = take.exec_job(there, job_id, orchestrator)
@@ -545,12 +543,12 @@ def _run_step(ws: Workspace, job: dict, rungs: list[Worker], notify, dog) -> Job
                             before=stream + ".before.json")),
                         on_event=lambda kind, a: notify(kind, {"job": job_id, "worker": worker.name,
                                                                 "attempt": number, "data": a}))
-                stream_ref = _keep_stream(ws, stream)
-                moved = before.settle(lambda old, new: bool(_landed_by_proctor(ws, old, new)))
+                stream_ref = keep_stream(ws, stream)
+                moved = before.settle(lambda old, new: bool(landed_by_proctor(ws, old, new)))
                 if dog.tampered:
                     moved.append(f"{dog.tampered}: a worker never touches proctor's own processes")
                 noticed = before.noticed()
-                _forget(stream + ".before.json")
+                forget(stream + ".before.json")
                 dog.tell(job=job_id, worktree=worktree, attempt=None)
                 if attempt.outcome == "interrupted":
                     _record(ws, job_id, worker, number, attempt, "unknown", False, moved, stream_ref)
@@ -624,7 +622,7 @@ def _hand_back(ws: Workspace, job_id: str, worktree: str | None, dog, reason: st
     """The step is over, however it ended: a job still taken (no verdict) is declared again,
     and its worktree removed."""
     take.release(ws, job_id, Caller(None, None, ACTOR), reason)  # a job with a verdict stays as it is
-    _remove_worktree(ws.root, worktree)
+    remove_worktree(ws.root, worktree)
     dog.tell(job=None, worktree=None, attempt=None)
 
 
@@ -646,19 +644,18 @@ def _signal_name(signum: int) -> str:
 
 
 def _resumable(module) -> bool:
-    import inspect
+    """Whether the executor's CLI resumes a session: every one but a plain command."""
+    return module.__name__.rsplit(".", 1)[-1] != "command"
 
-    return "resume" in inspect.signature(module.argv).parameters and module.__name__.rsplit(".", 1)[-1] != "command"
 
-
-def _forget(path: str) -> None:
+def forget(path: str) -> None:
     try:
         os.unlink(path)
     except OSError:
         pass
 
 
-def _keep_stream(ws: Workspace, path: str) -> str | None:
+def keep_stream(ws: Workspace, path: str) -> str | None:
     """The attempt's whole stream, moved into the blob store; its reference."""
     if not os.path.exists(path):
         return None
@@ -756,7 +753,7 @@ def _land(ws: Workspace, worktree: str, job: dict, graded, gates: list[str], att
     if not paths:
         return None
     head = git.head(ws.root)
-    beside = _landed_by_proctor(ws, start.revision, head) if head != start.revision else None
+    beside = landed_by_proctor(ws, start.revision, head) if head != start.revision else None
     if beside:
         # other jobs landed meanwhile: this one lands on top only where they touched none of its paths
         theirs = set(git.run(ws.root, "diff", "--name-only", "--no-renames", start.revision, head)
@@ -933,16 +930,9 @@ def _grade_root(ws: Workspace, job_id: str, notify, dog) -> JobOutcome | None:
                                                   f"its holder files and waits on it"})
         return None
     outcome = JobOutcome(job_id, False)
-    head = git.head(ws.root)
-    path = _worktree_path(ws, job_id)
-    _remove_worktree(ws.root, path)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    git.run(ws.root, "worktree", "add", "--detach", path, head)
+    path = make_worktree(ws, job_id, git.head(ws.root), root.get("checkpoint") or "")[0]
     dog.tell(job=job_id, worktree=path, attempt=None)
     try:
-        token = root.get("checkpoint") or ""
-        if "+" in token:
-            take.carry_uncommitted(ws.root, path, token.split("+")[0], token)
         with Workspace(path, ws.warn) as there:
             take.exec_job(there, job_id, orchestrator)
             with there.store.read() as conn:
