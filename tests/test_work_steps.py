@@ -528,12 +528,37 @@ def test_a_prompt_too_long_for_one_argument_goes_in_a_file_the_short_prompt_name
     criteria = "make a ok\n\n" + "a detail the worker must read. " * 6000  # ~190 KB: over MAX_ARG_STRLEN
     fork(root, {"id": "feat", "criteria": criteria, "write_paths": ["src/a.py"], "check": "test"})
     log = tmp_path / "argv.log"
-    result = proctor("work", "feat", "-o", "json", env=standin_env(STANDIN_ARGV_LOG=str(log)))
+    from proctor.workspace import Workspace
+
+    with Workspace(root) as ws:
+        prompts = os.path.join(ws.state_dir, "prompts")
+    seen = tmp_path / "seen"
+    seen.mkdir()
+    # the worker reads the file while it runs (proctor deletes it once the attempt is over)
+    result = proctor("work", "feat", "-o", "json", env=standin_env(STANDIN_ARGV_LOG=str(log),
+                                                                   STANDIN_SHELL=f"cp {prompts}/*.md {seen}/"))
     assert result.code == 0, result.out + result.err
     argv = json.loads(log.read_text().splitlines()[0])
     prompt = argv[argv.index("-p") + 1]
     assert len(prompt.encode()) < 100_000 and "Your instructions are too long" in prompt
     named = prompt.split("they are in the file ", 1)[1].split(". Read", 1)[0]
-    with open(named, encoding="utf-8") as handle:
+    with open(seen / os.path.basename(named), encoding="utf-8") as handle:
         whole = handle.read()
     assert whole.startswith("lease: feat\n") and criteria.splitlines()[-1].strip() in whole
+    assert not os.path.exists(named)
+
+
+def test_stderr_is_kept_and_nothing_is_left_in_the_state_directory(repo, proctor):
+    root = repo()
+    fork(root, {"id": "feat", "criteria": "make a ok\n\n" + "detail " * 30000, "write_paths": ["src/a.py"],
+                "check": "test"})
+    assert proctor("work", "feat", "-o", "json", env=standin_env(STANDIN_MODE="stderr_ticks:2")).code == 0
+    printed = proctor("ls", "attempts", "feat", "--stream", "1", "--stderr")
+    assert printed.code == 0 and printed.out == "thinking 0\nthinking 1\n"
+    assert "stderr: sha256:" in proctor("ls", "attempts", "feat").out
+    from proctor.workspace import Workspace
+
+    with Workspace(root) as ws:
+        for leftover in ("streams", "prompts", "landing"):
+            place = os.path.join(ws.state_dir, leftover)
+            assert not os.path.isdir(place) or os.listdir(place) == [], (leftover, os.listdir(place))

@@ -33,8 +33,9 @@ def jobs(output: str) -> None:
 @click.argument("job_id", metavar="JOB")
 @click.option("--stream", "stream_of", type=int, metavar="N",
               help="Print attempt N's whole stream (what the worker printed), byte for byte.")
+@click.option("--stderr", "of_stderr", is_flag=True, help="With --stream: print what it wrote to stderr instead.")
 @output_option("text", "json")
-def attempts(job_id: str, stream_of: int | None, output: str) -> None:
+def attempts(job_id: str, stream_of: int | None, of_stderr: bool, output: str) -> None:
     """The attempts `proctor work` made on JOB: worker, how it ended, its claim, the gate
     failures and where its stream is kept (--stream N prints it)."""
     from proctor import trail
@@ -44,12 +45,13 @@ def attempts(job_id: str, stream_of: int | None, output: str) -> None:
     with Workspace() as ws:
         found = attempts_of(ws, job_id)
         if stream_of is not None:
-            chosen = [a for a in found if a.get("number") == stream_of and a.get("stream")]
+            key = "stderr_stream" if of_stderr else "stream"
+            chosen = [a for a in found if a.get("number") == stream_of and a.get(key)]
             if not chosen:
-                numbers = ", ".join(str(a.get("number")) for a in found if a.get("stream")) or "none"
-                raise click.ClickException(f"no stream kept for attempt {stream_of} of {job_id} "
-                                           f"(attempts with a stream: {numbers})")
-            with open(trail.blob_path(ws.state_dir, chosen[-1]["stream"]), "rb") as handle:
+                numbers = ", ".join(str(a.get("number")) for a in found if a.get(key)) or "none"
+                raise click.ClickException(f"no {'stderr' if of_stderr else 'stream'} kept for attempt {stream_of} "
+                                           f"of {job_id} (attempts with one: {numbers})")
+            with open(trail.blob_path(ws.state_dir, chosen[-1][key]), "rb") as handle:
                 import sys
 
                 sys.stdout.flush()
@@ -79,3 +81,6 @@ def attempts(job_id: str, stream_of: int | None, output: str) -> None:
             click.echo(f"    note: {notice}")
         if a.get("stream"):
             click.echo(f"    stream: {a['stream']} (proctor ls attempts {job_id} --stream {a.get('number')})")
+        if a.get("stderr_stream"):
+            click.echo(f"    stderr: {a['stderr_stream']} (proctor ls attempts {job_id} --stream {a.get('number')} "
+                       f"--stderr)")

@@ -231,12 +231,12 @@ def clean_up(hello: dict, state: dict) -> None:
         if attempt and job_id:
             reply = _said(attempt)
             stream = attempt.get("stream")
-            ref = work.keep_stream(ws, stream) if stream else None
+            ref, stderr_ref = work.keep_stream(ws, stream) if stream else (None, None)
             data = {"number": attempt.get("number"), "worker": attempt.get("worker"),
                     "executor": attempt.get("executor"), "outcome": "interrupted", "stop": "interrupted",
                     "reason": f"stopped: proctor work (pid {runner_pid}) died without ending its worker; its "
                               f"watchdog ended it", "counts": False, "passed": False, "status": "unknown",
-                    "failures": changed, "stream": ref, "claim": (reply or "")[:500], "reply_kind":
+                    "failures": changed, "stream": ref, "stderr_stream": stderr_ref, "claim": (reply or "")[:500], "reply_kind":
                     "partial" if reply else None}
             with ws.store.write() as conn:
                 trail.append(conn, ws.state_dir, "worker_attempt", f"worker:{attempt.get('worker')}", job_id, data)

@@ -201,13 +201,16 @@ def deliverable(ws: Workspace, prompt: str, number: int, job_id: str) -> str:
     """The prompt itself, or, too long for one argument, a short one naming a file that holds it."""
     if runner.fits_argv(prompt):
         return prompt
-    directory = os.path.join(ws.state_dir, "prompts")
-    os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, f"{_safe(job_id)}-{os.getpid()}-{number}.md")
+    path = _prompt_path(ws, job_id, number)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w", encoding="utf-8") as handle:
         handle.write(prompt)
     return (f"lease: {job_id}\n\nYour instructions are too long to pass on the command line; they are in the "
             f"file {path}. Read that file whole first, then do what it says.\n")
+
+
+def _prompt_path(ws: Workspace, job_id: str, number: int) -> str:
+    return os.path.join(ws.state_dir, "prompts", f"{_safe(job_id)}-{os.getpid()}-{number}.md")
 
 
 def worker_env(job_id: str, nonce: str | None = None, module=None) -> dict:
@@ -543,7 +546,8 @@ def _run_step(ws: Workspace, job: dict, rungs: list[Worker], notify, dog) -> Job
                             before=stream + ".before.json")),
                         on_event=lambda kind, a: notify(kind, {"job": job_id, "worker": worker.name,
                                                                 "attempt": number, "data": a}))
-                stream_ref = keep_stream(ws, stream)
+                stream_ref, stderr_ref = keep_stream(ws, stream)
+                forget(_prompt_path(ws, job_id, number))  # a prompt too long for argv, read by now
                 moved = before.settle(lambda old, new: bool(landed_by_proctor(ws, old, new)))
                 if dog.tampered:
                     moved.append(f"{dog.tampered}: a worker never touches proctor's own processes")
@@ -551,10 +555,11 @@ def _run_step(ws: Workspace, job: dict, rungs: list[Worker], notify, dog) -> Job
                 forget(stream + ".before.json")
                 dog.tell(job=job_id, worktree=worktree, attempt=None)
                 if attempt.outcome == "interrupted":
-                    _record(ws, job_id, worker, number, attempt, "unknown", False, moved, stream_ref)
+                    _record(ws, job_id, worker, number, attempt, "unknown", False, moved, stream_ref,
+                            stderr_ref=stderr_ref)
                     raise WorkInterrupted(attempt.interrupted_by or 0, attempt.reason)
                 ran = dict(attempt.to_json(), number=number, worker=worker.name, executor=worker.executor,
-                           stream=stream_ref, failures=moved, noticed=noticed)
+                           stream=stream_ref, stderr_stream=stderr_ref, failures=moved, noticed=noticed)
                 dog.tell(finished=dict(ran, reply=(attempt.reply or "")[:4000]))
                 try:
                     passed, gates, failures, graded, status = _gates(ws, worktree, job_id, attempt, orchestrator,
@@ -563,12 +568,12 @@ def _run_step(ws: Workspace, job: dict, rungs: list[Worker], notify, dog) -> Job
                     signum = _signum_of(exc)
                     _record(ws, job_id, worker, number, attempt, "unknown", False,
                             moved + [f"proctor was interrupted ({_signal_name(signum)}) while it ran the check: "
-                                     f"the attempt was not graded"], stream_ref, noticed)
+                                     f"the attempt was not graded"], stream_ref, noticed, stderr_ref)
                     dog.tell(finished=None)
                     raise WorkInterrupted(signum, f"proctor work was interrupted ({_signal_name(signum)}) while it "
                                                   f"ran {job_id}'s check") from None
                 record = _record(ws, job_id, worker, number, attempt, status, passed, failures, stream_ref,
-                                 noticed)
+                                 noticed, stderr_ref)
                 dog.tell(finished=None)
                 outcome.attempts.append(record)
                 notify("attempt", {"job": job_id, **record})
@@ -655,18 +660,21 @@ def forget(path: str) -> None:
         pass
 
 
-def keep_stream(ws: Workspace, path: str) -> str | None:
-    """The attempt's whole stream, moved into the blob store; its reference."""
-    if not os.path.exists(path):
-        return None
-    ref = trail.adopt_blob(ws.state_dir, path)
-    for extra in (path + ".stderr",):
-        if os.path.exists(extra):
-            try:
-                os.unlink(extra) if os.path.getsize(extra) == 0 else None
-            except OSError:
-                pass
-    return ref
+def keep_stream(ws: Workspace, path: str) -> tuple[str | None, str | None]:
+    """The attempt's whole stdout and stderr, moved into the blob store; their references (an
+    empty stderr is no blob)."""
+    refs: list[str | None] = []
+    for kept in (path, path + ".stderr"):
+        ref = None
+        try:
+            if os.path.getsize(kept) > 0 or kept == path:
+                ref = trail.adopt_blob(ws.state_dir, kept)
+            else:
+                os.unlink(kept)
+        except OSError:
+            pass
+        refs.append(ref)
+    return refs[0], refs[1]
 
 
 def _ensure_filed(ws: Workspace, job_id: str, caller: Caller, reply: str | None) -> dict:
@@ -719,10 +727,11 @@ def _tagged_run(ws: Workspace, target: str, caller: Caller, dog, worktree: str) 
 
 
 def _record(ws: Workspace, job_id: str, worker: Worker, number: int, attempt, status: str, passed: bool,
-            failures: list[str], stream_ref: str | None, noticed: list[str] | None = None) -> dict:
+            failures: list[str], stream_ref: str | None, noticed: list[str] | None = None,
+            stderr_ref: str | None = None) -> dict:
     data = {"number": number, "worker": worker.name, "executor": worker.executor, **attempt.to_json(),
             "status": status, "passed": passed, "failures": failures[:50], "stream": stream_ref,
-            "claim": (attempt.reply or "")[:500]}
+            "claim": (attempt.reply or "")[:500], "stderr_stream": stderr_ref}
     if noticed:
         data["noticed"] = [f"your checkout changed while the attempt ran: {', '.join(noticed[:10])}"
                            + (f" and {len(noticed) - 10} more" if len(noticed) > 10 else "")
