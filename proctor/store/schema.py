@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 MIGRATIONS: list[tuple[int, list[str]]] = [
     (
@@ -165,6 +165,34 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             "ALTER TABLE runs ADD COLUMN tree TEXT",
             # ... and of the tree it ended on: a run is evidence only for a tree that stood still.
             "ALTER TABLE runs ADD COLUMN tree_end TEXT",
+        ],
+    ),
+    (
+        6,
+        [
+            # What a session is doing, as its hook events tell it (working, idle, waiting for the
+            # person, waiting for a plan approval), since when, and how many Stops in a row the
+            # monitor-followup rule refused: follow-ups are held while it is not idle.
+            "ALTER TABLE sessions ADD COLUMN activity TEXT",
+            "ALTER TABLE sessions ADD COLUMN activity_at TEXT",
+            "ALTER TABLE sessions ADD COLUMN stop_blocks INTEGER NOT NULL DEFAULT 0",
+            # The --allow-unsandboxed acknowledgement, recorded with the monitor (when, by whom).
+            "ALTER TABLE monitors ADD COLUMN acknowledged TEXT",
+            # A run's process: its pid and the tag (or cgroup) its descendants carry, so a server
+            # started after one that was killed ends what that one left; an error in the loop.
+            "ALTER TABLE monitor_runs ADD COLUMN pid INTEGER",
+            "ALTER TABLE monitor_runs ADD COLUMN tag TEXT",
+            "ALTER TABLE monitor_runs ADD COLUMN error TEXT",
+            "ALTER TABLE monitor_runs ADD COLUMN lines INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE monitor_runs ADD COLUMN timeout REAL",
+            "CREATE INDEX monitor_runs_open ON monitor_runs(ended)",
+            "CREATE INDEX monitor_events_time ON monitor_events(time)",
+            # A follow-up's size as delivered, and a `proctor monitor wait` that printed it for a
+            # session (printed, printed_to) before any hook handed it to the model (delivered).
+            "ALTER TABLE followups ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE followups ADD COLUMN printed TEXT",
+            "ALTER TABLE followups ADD COLUMN printed_to TEXT",
+            "CREATE INDEX followups_created ON followups(created)",
         ],
     ),
 ]
