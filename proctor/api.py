@@ -218,6 +218,6 @@ def sessions(cwd: str | None = None) -> list[dict]:
         with ws.store.read() as conn:
             cursor = conn.execute(
                 "SELECT host, session, subagent, first_seen, last_seen, cwd, lease, lease_from, trace, "
-                "spawner, calls FROM sessions ORDER BY last_seen DESC")
+                "spawner, calls, activity, activity_at, stop_blocks FROM sessions ORDER BY last_seen DESC")
             names = [d[0] for d in cursor.description]
             return [dict(zip(names, row)) for row in cursor.fetchall()]

@@ -518,7 +518,7 @@ def test_claude_default_command_runs_shell_and_carries_the_printed_hooks():
     assert {"Bash", "Edit", "Write", "Read"} <= set(allowed) and "WebFetch" not in allowed
     printed = json.loads("\n".join(line for line in hook_claude.wiring().splitlines() if not line.startswith("#")))
     assert json.loads(plain[plain.index("--settings") + 1]) == {**printed, "disableAllHooks": False}
-    assert set(printed["hooks"]) == {"PreToolUse", "PostToolUse", "Stop", "SubagentStop"}
+    assert set(printed["hooks"]) == {"PreToolUse", "PostToolUse", "Stop", "SubagentStop", "UserPromptSubmit", "Notification"}
     # a command that says how permissions go keeps its say; the hooks come all the same
     own = claude.argv(Worker("c", "claude", ("claude", "--permission-mode", "plan"), "m", None, None), "p",
                       resume="s-1")

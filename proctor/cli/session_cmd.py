@@ -17,7 +17,8 @@ def session() -> None:
 @session.command(name="ls")
 @output_option("text", "json")
 def ls_(output: str) -> None:
-    """Each session (host, session, subagent) with its lease and its claims: trace and spawner."""
+    """Each session (host, session, subagent) with its lease, its claims (trace, spawner) and what its
+    main thread is doing (working, idle, person, plan: monitor follow-ups wait for idle)."""
     seen = api.sessions()
     if output == "json":
         emit_json({"sessions": seen})
@@ -29,4 +30,5 @@ def ls_(output: str) -> None:
         who = f"{row['host']} {row['session'] or '-'}" + (f"/{row['subagent']}" if row["subagent"] else "")
         lease = f"lease {row['lease']} ({row['lease_from']})" if row["lease"] else "no lease"
         claims = " ".join(f"{k}={row[k]}" for k in ("spawner", "trace") if row[k])
-        click.echo(f"{who}  {lease}  calls {row['calls']}  last {row['last_seen']}  {claims}".rstrip())
+        doing = f"  {row['activity']} since {row['activity_at']}" if row.get("activity") else ""
+        click.echo(f"{who}  {lease}  calls {row['calls']}  last {row['last_seen']}{doing}  {claims}".rstrip())

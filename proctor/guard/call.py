@@ -6,6 +6,8 @@ PRE_TOOL = "pre_tool"
 POST_TOOL = "post_tool"
 STOP = "stop"
 SUBAGENT_STOP = "subagent_stop"
+PROMPT = "prompt"  # the person's prompt is about to reach the model (Claude Code's UserPromptSubmit)
+NOTIFY = "notify"  # the host tells the person something: a permission prompt, an idle session
 OTHER = "other"
 
 

@@ -13,7 +13,7 @@ non-blank line is `lease: <id>`, and passes without a single rule evaluated.
 
 from __future__ import annotations
 
-from proctor.guard.call import POST_TOOL, PRE_TOOL, Call
+from proctor.guard.call import NOTIFY, POST_TOOL, PRE_TOOL, PROMPT, STOP, Call
 
 DENY, ADVISE, PASS = "deny", "advise", "pass"
 
@@ -177,10 +177,39 @@ def _bind_exec(ctx) -> None:
         ctx.later(action)
 
 
+# What a session's main thread is doing, from the event its hook just saw. A monitor's
+# follow-up is held while it is anything but idle (proctor monitor wait reads this).
+WORKING, IDLE, PERSON, PLAN = "working", "idle", "person", "plan"
+_WAITS_FOR_PERSON = frozenset(("permission_prompt", "elicitation_dialog"))
+
+
+def session_activity(call: Call, verdict: Verdict | None) -> str | None:
+    """working: a prompt, a tool call, a Stop refused (the agent carries on); idle: a Stop let
+    through, or the host's idle notice; person: a permission prompt, a question, an
+    elicitation; plan: a plan put to the person for approval (ExitPlanMode), until the tool
+    returns. A subagent's events leave its session's main thread as it was."""
+    if call.subagent:
+        return None
+    event = call.event
+    if event == PRE_TOOL:
+        return PLAN if call.tool == "ExitPlanMode" else PERSON if call.tool == "AskUserQuestion" else WORKING
+    if event in (POST_TOOL, PROMPT):
+        return WORKING
+    if event == STOP:
+        return WORKING if verdict is not None and verdict.decision == DENY else IDLE
+    if event == NOTIFY:
+        kind = call.raw.get("notification_type")
+        return PERSON if kind in _WAITS_FOR_PERSON else IDLE if kind == "idle_prompt" else None
+    return None
+
+
 def _record_session(ctx, verdict: Verdict | None) -> None:
     call = ctx.call
     if not (call.session or call.subagent) and ctx.job is None:
         return
+
+    activity = session_activity(call, verdict)
+    blocked = None if call.event != STOP or call.subagent else int(verdict is not None and verdict.decision == DENY)
 
     def action(conn, state_dir):
         from proctor import trail
@@ -189,13 +218,17 @@ def _record_session(ctx, verdict: Verdict | None) -> None:
         at = iso(ctx.now)
         conn.execute(
             "INSERT INTO sessions (host, session, subagent, first_seen, last_seen, cwd, lease, lease_from, "
-            "trace, spawner, calls) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1) "
+            "trace, spawner, calls, activity, activity_at, stop_blocks) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, coalesce(?, 0)) "
             "ON CONFLICT (host, session, subagent) DO UPDATE SET last_seen = excluded.last_seen, "
             "cwd = excluded.cwd, lease = excluded.lease, lease_from = excluded.lease_from, "
             "trace = coalesce(excluded.trace, trace), spawner = coalesce(excluded.spawner, spawner), "
-            "calls = calls + 1",
+            "calls = calls + 1, activity = coalesce(excluded.activity, activity), "
+            "activity_at = CASE WHEN excluded.activity IS NULL THEN activity_at ELSE excluded.activity_at END, "
+            "stop_blocks = CASE WHEN ? IS NULL THEN stop_blocks WHEN ? = 1 THEN stop_blocks + 1 ELSE 0 END",
             (call.host, call.session or "", call.subagent or "", at, at, ctx.cwd, ctx.lease, ctx.lease_from,
-             ctx.environ.get("TRACEPARENT"), ctx.baggage.get("proctor.spawner")),
+             ctx.environ.get("TRACEPARENT"), ctx.baggage.get("proctor.spawner"), activity,
+             at if activity else None, blocked, blocked, blocked),
         )
         if verdict is not None and ctx.job is not None and call.event == PRE_TOOL:
             trail.append(conn, state_dir, "tool_call", f"session:{call.host}:{call.session or '-'}",

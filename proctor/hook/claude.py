@@ -4,15 +4,19 @@ PreToolUse deny is `hookSpecificOutput.permissionDecision: deny` with the reason
 model reads; an advisory is `additionalContext`, which the model sees. Stop and
 SubagentStop are refused with `decision: block` and a reason (Claude carries on with it);
 their advisories go to the person as `systemMessage`, since additionalContext on a Stop
-would itself make Claude keep going.
+would itself make Claude keep going. UserPromptSubmit's advisory is `additionalContext`,
+which the model reads with the prompt; Notification is only listened to (it says when the
+session waits for the person), never answered.
 """
 
 from __future__ import annotations
 
-from proctor.guard.call import (OTHER, POST_TOOL, PRE_TOOL, STOP, SUBAGENT_STOP, Call, fill_common, read_named_paths,
-                                text)
+from proctor.guard.call import (NOTIFY, OTHER, POST_TOOL, PRE_TOOL, PROMPT, STOP, SUBAGENT_STOP, Call, fill_common,
+                                read_named_paths, text)
 
-EVENTS = {"PreToolUse": PRE_TOOL, "PostToolUse": POST_TOOL, "Stop": STOP, "SubagentStop": SUBAGENT_STOP}
+EVENTS = {"PreToolUse": PRE_TOOL, "PostToolUse": POST_TOOL, "Stop": STOP, "SubagentStop": SUBAGENT_STOP,
+          "UserPromptSubmit": PROMPT, "Notification": NOTIFY}
+WIRED_EVENTS = ("PreToolUse", "PostToolUse", "Stop", "SubagentStop", "UserPromptSubmit", "Notification")
 WRITE_TOOLS = {"Write": "file_path", "Edit": "file_path", "MultiEdit": "file_path",
                "NotebookEdit": "notebook_path"}
 READ_TOOLS = {"Read": "file_path", "NotebookRead": "notebook_path", "Glob": "path", "Grep": "path", "LS": "path"}
@@ -85,6 +89,10 @@ def render(call: Call, verdict) -> dict:
         if verdict.decision == "deny":
             return {"decision": "block", "reason": message}
         return {"hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": message}}
+    if call.event == PROMPT:  # never refused: what a rule says goes to the model with the prompt
+        return {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": message}}
+    if call.event == NOTIFY:
+        return {}
     return {"systemMessage": message}
 
 
@@ -98,7 +106,7 @@ def wiring() -> str:
 
     hooks = {"hooks": {event: [{"matcher": "*", "hooks": [
         {"type": "command", "command": "proctor hook claude", "timeout": 30}]}]
-        for event in ("PreToolUse", "PostToolUse", "Stop", "SubagentStop")}}
+        for event in WIRED_EVENTS}}
     return ("# Claude Code: merge into .claude/settings.json (project) or ~/.claude/settings.json\n"
             + json.dumps(hooks, indent=2) + "\n")
 

@@ -8,6 +8,17 @@ import os
 from proctor.timeutil import format_duration
 
 
+def is_monitor_wait(task: dict) -> bool:
+    """`proctor monitor wait`, the task a session starts so its job's monitors can wake it: silent
+    by design until a follow-up is ready, and meant to run while the session is idle. Only the
+    plain command counts: anything chained to it is a task like any other."""
+    command = task.get("command")
+    if not isinstance(command, str):
+        return False
+    words = command.split()
+    return words[:3] == ["proctor", "monitor", "wait"] and not any(c in command for c in ";&|$`()<>\n\\")
+
+
 def silence_since(task: dict) -> float | None:
     """The latest of the task's start, its output file's last write, and its newest notice."""
     marks = [t for t in (task.get("started"), task.get("newest_notice")) if isinstance(t, (int, float))]

@@ -31,7 +31,7 @@ def check(ctx) -> list[tuple[str, str]]:
                 + ". Stop each, or name each task id in your reply with who takes it over, before you stop")
         # refused once; a stop the host already continued because of a hook is not refused again
         return [("advise" if call.raw.get("stop_hook_active") is True else "rule", text)]
-    tasks = _root_tasks(ctx)
+    tasks = [t for t in _root_tasks(ctx) if not _tasks.is_monitor_wait(t)]  # the wake, left running on purpose
     if not tasks:
         return []
     return [("advise", "background tasks still running as the session stops: "

@@ -46,6 +46,8 @@ def check(ctx) -> list[tuple[str, str]]:
     deny_after = ctx.option(NAME, "deny_minutes", OPTIONS["deny_minutes"]) * 60
     silent_long, silent = [], []
     for task in state.running():
+        if _tasks.is_monitor_wait(task):
+            continue  # silent by design until the monitors have something: the session's wake
         since = _tasks.silence_since(task)
         if since is None:
             continue

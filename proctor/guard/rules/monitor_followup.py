@@ -1,38 +1,98 @@
-"""monitor-followup: an idle session bound to a job is handed its monitors' follow-up."""
+"""monitor-followup: a session bound to a job is handed its monitors' follow-ups, and woken for them.
+
+See proctor/monitors/wake.py for the three ways a follow-up reaches the model and when it
+counts as delivered.
+"""
 
 from __future__ import annotations
 
-from proctor.guard.call import STOP
+from proctor.guard.call import PROMPT, STOP
 
 NAME = "monitor-followup"
 DEFAULT = "deny"
-EVENTS = (STOP,)
-SUMMARY = "a session bound to a job stops while its monitors' follow-up is waiting"
-CATCHES = ("At the Stop of a session acting under a job, the oldest follow-up of that job's monitors "
-           "that nobody has been handed yet. The stop is refused with the follow-up as its reason, so the "
-           "agent carries on with what its monitors saw; each follow-up is handed over once.")
+EVENTS = (STOP, PROMPT)
+SUMMARY = "a session bound to a job stops while its monitors' follow-up is waiting, or with no wait to wake it"
+CATCHES = ("At the Stop of a session acting under a job: the oldest follow-up of that job's monitors that the "
+           "model has not been given yet (the stop is refused with it as the reason); or, when the job has "
+           "live monitors and no `proctor monitor wait` runs among the session's background tasks, the stop "
+           "is refused once with the command to start, so the session is woken when a follow-up is ready. "
+           "At most three refusals in a row, then the stop goes through. With advise, nothing is refused: "
+           "the person is told, and the follow-up goes to the model with the next prompt, or from a wait "
+           "the session started.")
 WHY = ("A monitor watches something for the job after the agent's own command ended (CI, a deploy, a "
-       "log). Its events wait while the agent is working and go as soon as it is idle; the Stop hook is "
-       "the moment an interactive session becomes idle.")
+       "log). Its events wait while the agent is working and go as soon as it is idle; an idle session "
+       "is woken only by something it started, so it starts the wait.")
 
 
 def check(ctx) -> list[tuple[str, str]]:
-    if ctx.job is None or ctx.conn is None or ctx.call.subagent:
+    call = ctx.call
+    if ctx.job is None or ctx.conn is None or call.subagent:
         return []
-    try:
-        from proctor.store import followups
+    from proctor.monitors import wake
 
-        ready = followups.next_ready(ctx.conn, ctx.job["id"])
+    job = ctx.job["id"]
+    try:
+        pending = wake.undelivered(ctx.conn, job)
+        live = wake.live_monitors(ctx.conn, job)
     except Exception:  # a store without monitors (an older schema) has nothing to hand over
         return []
-    if ready is None:
+    who = f"{call.host}:{call.session or '-'}"
+    if call.event == PROMPT:
+        # the person's prompt goes to the model now: the oldest follow-up goes with it
+        if not pending:
+            return []
+        ready = pending[0]
+        ctx.later(_delivered(ready["id"], f"prompt:{who}"))
+        return [("advise", ready["text"])]
+    # a follow-up a wait printed, that the model was given: delivered, not handed over again
+    printed = [f for f in pending if f["printed"]]
+    if printed and call.transcript:
+        seen = wake.read_by_model(call.transcript, [wake.header(f["id"], job) for f in printed])
+        for followup in printed:
+            if wake.header(followup["id"], job) in seen:
+                ctx.later(_delivered(followup["id"], f"monitor-wait:{who}"))
+        pending = [f for f in pending if wake.header(f["id"], job) not in seen]
+    blocking = ctx.settings.get("rules", {}).get(NAME, DEFAULT) == "deny"
+    # refusals in a row: Claude Code and Codex say when a Stop follows a refused one
+    # (stop_hook_active); a host that never says so is counted from the store alone, which a
+    # stop let through resets
+    blocks = 0 if call.raw.get("stop_hook_active") is False else wake.stop_blocks(ctx.conn, call.host,
+                                                                                   call.session or "")
+    waiter = wake.waiter_running(call.raw.get("background_tasks"), job)
+    # only Claude Code wakes an idle session when a background task ends: the wait is asked of it
+    ask = live > 0 and not waiter and call.host == "claude"
+    if not pending and not ask:
         return []
-    via = f"stop-hook:{ctx.call.host}:{ctx.call.session or '-'}"
+    # the wait is asked for once in a row of refusals (the first, or with each follow-up):
+    # a model that does not start it is not asked again until its next stop chain
+    if not blocking or blocks >= wake.MAX_STOP_BLOCKS or (not pending and blocks > 0):
+        # the stop goes through; the person is told, the model gets it later (prompt or wait)
+        parts = []
+        if pending:
+            parts.append(f"{len(pending)} follow-up{'s' if len(pending) != 1 else ''} of job {job}'s monitors "
+                         f"wait{'s' if len(pending) == 1 else ''} for the model: "
+                         f"{'it goes' if len(pending) == 1 else 'they go'} with the next prompt"
+                         + (", or when the running wait wakes the session" if waiter else ""))
+        if ask:
+            parts.append(f"nothing will wake this session for them; `{wake.wait_command(job, call.host, call.session)}`"
+                         f" in the background would")
+        if blocking and blocks >= wake.MAX_STOP_BLOCKS:
+            parts.append(f"the stop goes through after {blocks} refusals in a row")
+        return [("advise", "; ".join(parts) + ".")]
+    if pending:
+        ready = pending[0]
+        ctx.later(_delivered(ready["id"], f"stop-hook:{who}"))
+        text = ready["text"]
+        if ask:
+            text += "\n\n" + wake.ask_text(job, live, call.host, call.session)
+        return [("rule", text)]
+    return [("rule", wake.ask_text(job, live, call.host, call.session))]
 
-    def delivered(conn, state_dir, followup=ready["id"]):
-        from proctor.store import followups as store
 
-        store.mark_delivered(conn, followup, via)
+def _delivered(followup: int, via: str):
+    def action(conn, state_dir):
+        from proctor.monitors import wake
 
-    ctx.later(delivered)
-    return [("rule", ready["text"])]
+        wake.mark_delivered(conn, followup, via)
+
+    return action
