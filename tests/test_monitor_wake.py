@@ -338,3 +338,19 @@ def test_a_host_that_never_says_stop_hook_active_is_bounded_too_and_never_asked_
     out, _ = hook_run(["gemini"], json.dumps({"session_id": "g1", "cwd": ws, "hook_event_name": "AfterAgent"}).encode(),
                       environ)
     assert json.loads(out).get("decision") != "deny"
+
+
+def test_doctor_names_the_events_an_older_wiring_lacks(tmp_path):
+    from proctor.hook import claude
+
+    root, home = tmp_path / "r", tmp_path / "h"
+    (root / ".claude").mkdir(parents=True)
+    home.mkdir()
+    older = {"hooks": {e: [{"matcher": "*", "hooks": [{"type": "command", "command": "proctor hook claude"}]}]
+                       for e in ("PreToolUse", "PostToolUse", "Stop", "SubagentStop")}}
+    (root / ".claude" / "settings.json").write_text(json.dumps(older))
+    ok, what = claude.wired(str(root), str(home))
+    assert not ok and "not for UserPromptSubmit, Notification" in what
+    printed = json.loads("\n".join(line for line in claude.wiring().splitlines() if not line.startswith("#")))
+    (root / ".claude" / "settings.json").write_text(json.dumps(printed))
+    assert claude.wired(str(root), str(home))[0]

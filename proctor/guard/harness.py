@@ -64,6 +64,11 @@ description: Split work across agents with proctor jobs and leases; verify retur
 7. A small change to a path a live job owns: enter it
    (`echo '{"id": "<job>", "enter": "<path>"}' | proctor job fork --stdin`) instead of
    ending the job.
+8. To watch something after your own command ends (CI, a deploy), add a monitor with your
+   job's secret in PROCTOR_NONCE: `proctor monitor add --cmd '<command>' --interval 45s
+   --allow-unsandboxed`. Before you go idle, start `proctor monitor wait` (the Stop hook
+   gives the exact command) as a background task: it ends when the monitors have news and
+   you are idle, which wakes you; read its output. Remove monitors you no longer need.
 """
 
 

@@ -116,11 +116,37 @@ def wired(root: str, home: str) -> tuple[bool, str]:
 
     paths = [os.path.join(root, ".claude", "settings.json"), os.path.join(root, ".claude", "settings.local.json"),
              os.path.join(home, ".claude", "settings.json")]
+    found: dict[str, str] = {}  # event -> the file that wires proctor for it
     for path in paths:
         try:
             with open(path, encoding="utf-8") as handle:
-                if "proctor hook claude" in handle.read():
-                    return True, f"present in {path}"
+                text = handle.read()
         except OSError:
             continue
-    return False, f"missing (looked in {', '.join(paths)})"
+        if "proctor hook claude" not in text:
+            continue
+        for event in _events_wired(text):
+            found.setdefault(event, path)
+    if not found:
+        return False, f"missing (looked in {', '.join(paths)})"
+    missing = [event for event in WIRED_EVENTS if event not in found]
+    where = ", ".join(sorted(set(found.values())))
+    if missing:
+        return False, (f"present in {where} but not for {', '.join(missing)} (monitor follow-ups and the "
+                       f"session's activity need them): merge `proctor describe harness --host claude` again")
+    return True, f"present in {where}"
+
+
+def _events_wired(text: str) -> list[str]:
+    """The hook events whose hooks run `proctor hook claude` in one settings file."""
+    import json
+
+    try:
+        hooks = json.loads(text).get("hooks")
+    except (ValueError, AttributeError):
+        return list(WIRED_EVENTS[:4])  # unreadable as JSON: the older wiring, at least
+    events = []
+    for event, groups in hooks.items() if isinstance(hooks, dict) else ():
+        if "proctor hook claude" in json.dumps(groups):
+            events.append(event)
+    return events
