@@ -354,3 +354,21 @@ def test_doctor_names_the_events_an_older_wiring_lacks(tmp_path):
     printed = json.loads("\n".join(line for line in claude.wiring().splitlines() if not line.startswith("#")))
     (root / ".claude" / "settings.json").write_text(json.dumps(printed))
     assert claude.wired(str(root), str(home))[0]
+
+
+def test_a_proctor_work_worker_is_never_asked_to_start_the_wait(ws):
+    """proctor work resumes its worker with the follow-up itself; a waiter in the background
+    would only keep `claude -p` alive past its reply."""
+    add_monitor(ws)
+    environ = {k: v for k, v in os.environ.items() if k not in ("BAGGAGE", "PROCTOR_NONCE")}
+    environ.update(LEASED, PROCTOR_WORKER_TAG="w-1")
+    payload = {"session_id": "w1", "transcript_path": "/tmp/none.jsonl", "cwd": ws, "hook_event_name": "Stop",
+               "stop_hook_active": False, "background_tasks": []}
+    out, _ = hook_run(["claude"], json.dumps(payload).encode(), environ)
+    assert json.loads(out) == {}
+    fid = add_followup(ws, "CI-RED for the worker")
+    out, _ = hook_run(["claude"], json.dumps(payload).encode(), environ)
+    answer = json.loads(out)
+    assert answer["decision"] == "block" and "CI-RED for the worker" in answer["reason"]
+    assert "proctor monitor wait" not in answer["reason"]
+    assert followup(ws, fid)[1] == "stop-hook:claude:w1"

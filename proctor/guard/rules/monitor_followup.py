@@ -59,8 +59,9 @@ def check(ctx) -> list[tuple[str, str]]:
     blocks = 0 if call.raw.get("stop_hook_active") is False else wake.stop_blocks(ctx.conn, call.host,
                                                                                    call.session or "")
     waiter = wake.waiter_running(call.raw.get("background_tasks"), job)
-    # only Claude Code wakes an idle session when a background task ends: the wait is asked of it
-    ask = live > 0 and not waiter and call.host == "claude"
+    # only Claude Code wakes an idle session when a background task ends: the wait is asked of
+    # it; never of a `proctor work` worker, whose runner resumes it with the follow-up itself
+    ask = live > 0 and not waiter and call.host == "claude" and not ctx.environ.get("PROCTOR_WORKER_TAG")
     if not pending and not ask:
         return []
     # the wait is asked for once in a row of refusals (the first, or with each follow-up):
