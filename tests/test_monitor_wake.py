@@ -25,6 +25,13 @@ from proctor.store import Store
 CONFIG = """
 [targets.test]
 command = "true"
+
+# the jobs here are declared and never taken: their column is active, so their monitors live
+[board]
+columns = [
+  {name = "Open", states = ["declared", "running", "exited"], active = true},
+  {name = "Done", states = ["pass", "fail", "no_return"], active = false},
+]
 """
 LEASED = {"BAGGAGE": "proctor.lease=feat"}
 
@@ -114,8 +121,16 @@ def test_a_session_with_live_monitors_and_no_wait_is_asked_once_to_start_one(ws)
     # another job's wait does not count
     other = dict(WAITER, command="proctor monitor wait --job other")
     assert stop(ws, tasks=[other])["decision"] == "block"
-    # a finished wait does not count either
+    # a finished wait does not count either (a prompt starts a new row of refusals)
+    event(ws, "UserPromptSubmit", prompt="again")
     assert stop(ws, tasks=[dict(WAITER, status="completed")])["decision"] == "block"
+    # a wait held for another session, or one that only mentions the wait, is not this session's
+    for command in ("proctor monitor wait --job feat --host claude --session s2",
+                    "proctor monitor wait --job feat-2 --host claude --session s1",
+                    "sleep 99999 # proctor monitor wait --job feat --host claude --session s1",
+                    "proctor monitor wait --job feat --host claude --session s1; sleep 9999"):
+        event(ws, "UserPromptSubmit", prompt="again")
+        assert stop(ws, tasks=[dict(WAITER, command=command)])["decision"] == "block", command
 
 
 def test_no_monitors_no_followups_no_refusal(ws):
@@ -151,7 +166,7 @@ def test_a_monitor_that_always_has_something_cannot_keep_a_session_from_stopping
     assert followup(ws, made[-1])[0] is None
     assert [followup(ws, f)[0] is not None for f in made] == [True] * refused + [False]
     assert session_row(ws) == ("idle", 0)
-    # a new stop chain (stop_hook_active false: the session was woken) may refuse again
+    # a new row of refusals (the stop went through; the session was woken) may refuse again
     assert stop(ws, tasks=[WAITER])["decision"] == "block"
 
 
@@ -281,10 +296,14 @@ def test_wait_holds_until_the_session_is_idle_then_prints_once(ws):
     assert "CI-RED: held" in printed["followup"]["text"]
     _, _, when, to = followup(ws, fid)
     assert when and to == "claude:s1"
-    # printed once: the next wait waits for the next follow-up
-    proc = wait_cli(ws, "--job", "feat", "--timeout", "2s")
+    # printed once for this session: its next wait waits for the next follow-up
+    proc = wait_cli(ws, "--job", "feat", "--session", "s1", "--timeout", "2s")
     out, err = proc.communicate(timeout=20)
     assert proc.returncode == 4 and "within 2s" in err
+    # a wait for nobody in particular (a person's) is another reader: it is not used up by the session's
+    proc = wait_cli(ws, "--job", "feat", "--timeout", "5s")
+    out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 0 and "CI-RED: held" in out, err
 
 
 def test_wait_ends_when_there_is_nothing_left_to_wait_for(ws):

@@ -34,6 +34,7 @@ PROCTOR_VALUE_OPTIONS = frozenset(("-o", "--output", "--lease", "--criteria", "-
                                    "--checkpoint", "--host", "--worktree"))
 HARD_LINK_WALK_BUDGET = 50_000  # directory entries walked to find a hard link's other names
 RECORD_WAIT_SECONDS = 0.25  # how long the hook waits for another writer before skipping its records
+ACTIVITY_WAIT_SECONDS = 3.0  # ... and for a prompt's, a notification's or a stop's (the session's activity)
 
 
 def _checkout_with_store(cwd: str):
@@ -160,6 +161,8 @@ class Context:
         self._store = None
         self.conn = None
         self.store_problem: str | None = None
+        self.stop_counted = False  # monitor-followup wrote this Stop's refusal itself, before answering
+        self.activity: str | None = None  # what this event says the session's main thread is doing
         db = os.path.join(self.state_dir, "proctor.db")
         if os.path.exists(db):
             from proctor.errors import StoreError
@@ -683,15 +686,39 @@ class Context:
         store = self._store
         if not store.writable:
             self.notes.append(f"the store {store.path} cannot be written; {len(self.pending)} record(s) skipped")
+            self._spill_activity()
             return
         from proctor.errors import StoreError
+        from proctor.guard.call import NOTIFY, PROMPT, STOP
 
+        # A prompt, a notification or a stop is what a session's activity turns on (a monitor's
+        # follow-up is held while it works); these are rare beside tool calls, and the answer
+        # is out already: their records are tried for longer.
+        deadline = time.monotonic() + (ACTIVITY_WAIT_SECONDS if self.call.event in (PROMPT, NOTIFY, STOP) else 0)
+        while True:
+            try:
+                with store.write() as conn:
+                    for action in self.pending:
+                        action(conn, store.state_dir)
+                return
+            except StoreError as exc:
+                if time.monotonic() >= deadline:
+                    self.notes.append(f"records skipped: {exc}")
+                    self._spill_activity()
+                    return
+
+    def _spill_activity(self) -> None:
+        """What the session is doing must not be lost with the records (a monitor's wait reads
+        it to hold follow-ups while the session works): it goes to a file of its own."""
+        if not self.activity or not self.call.session or self.call.subagent:
+            return
         try:
-            with store.write() as conn:
-                for action in self.pending:
-                    action(conn, store.state_dir)
-        except StoreError as exc:
-            self.notes.append(f"records skipped: {exc}")
+            from proctor.monitors.wake import spill_activity
+            from proctor.timeutil import iso
+
+            spill_activity(self.checkout, self.call.host, self.call.session, self.activity, iso(self.now))
+        except Exception as exc:
+            self.notes.append(f"the session's activity could not be kept ({type(exc).__name__}: {exc})")
 
     def finish(self) -> list[str]:
         """Write the records and close; what could not be done, for the debug output."""

@@ -208,8 +208,12 @@ def _record_session(ctx, verdict: Verdict | None) -> None:
     if not (call.session or call.subagent) and ctx.job is None:
         return
 
-    activity = session_activity(call, verdict)
+    activity = ctx.activity = session_activity(call, verdict)
     blocked = None if call.event != STOP or call.subagent else int(verdict is not None and verdict.decision == DENY)
+    if blocked and getattr(ctx, "stop_counted", False):
+        blocked = None  # monitor-followup counted this refusal itself, before answering
+    if call.event == PROMPT and not call.subagent:
+        blocked = 0  # a prompt starts a new row: the refusals before it are not counted on
 
     def action(conn, state_dir):
         from proctor import trail

@@ -78,77 +78,194 @@ def mark_delivered(conn, followup: int, via: str) -> None:
                  (iso(now()), via, followup))
 
 
-def mark_printed(conn, followup: int, to: str) -> None:
+def mark_printed(conn, followup: int, to: str) -> bool:
+    """Claim the follow-up for `to`; False when another wait (or the hook) took it first."""
     from proctor.timeutil import iso, now
 
-    conn.execute("UPDATE followups SET printed = ?, printed_to = ? WHERE id = ?", (iso(now()), to, followup))
+    cursor = conn.execute("UPDATE followups SET printed = ?, printed_to = ? WHERE id = ? AND delivered IS NULL AND "
+                          "(printed_to IS NULL OR printed_to != ?)", (iso(now()), to, followup, to))
+    return cursor.rowcount == 1
 
 
-def waiter_running(background_tasks, job: str) -> bool:
+HOOK_TEXT_CAP = 9000  # Claude Code cuts a hook's string past 10,000 characters to a preview
+
+
+def fits_a_hook(text: str, extra: int = 0) -> bool:
+    return len(text) + extra <= HOOK_TEXT_CAP
+
+
+def too_long_text(followup: dict, job: str) -> str:
+    return (f"{header(followup['id'], job)} is ready ({followup.get('events', '?')} events, {len(followup['text'])} "
+            f"characters: more than a hook's message carries). Read it whole with Bash: `proctor monitor followups "
+            f"--text {followup['id']}`, and act on what the monitors saw.")
+
+
+_WAIT_OPTIONS = {"--job": "job", "--host": "host", "--session": "session", "--timeout": "timeout",
+                 "-o": "output", "--output": "output"}
+
+
+def parse_wait(command) -> dict | None:
+    """The options of a plain `proctor monitor wait` command, or None for anything else: one
+    simple command, nothing chained, piped, redirected, substituted or expanded (outside single
+    quotes no `$`, backquote or backslash-newline), and only the wait's own options. What
+    proctor itself prints in its ask (any session id, quoted) parses."""
+    import shlex
+
+    if not isinstance(command, str) or not command.strip() or "\n" in command.strip():
+        return None
+    quoted = False
+    for char in command:
+        if char == "'":
+            quoted = not quoted
+        elif not quoted and char in "$`":
+            return None
+    try:
+        lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        words = list(lexer)
+    except ValueError:
+        return None
+    if words[:3] != ["proctor", "monitor", "wait"]:
+        return None
+    options: dict = {}
+    rest = words[3:]
+    while rest:
+        word = rest.pop(0)
+        name, eq, value = word.partition("=")
+        if name not in _WAIT_OPTIONS or (not eq and not rest):
+            return None  # an operator token (;, |, &&, >) or an option the wait does not take
+        if not eq:
+            value = rest.pop(0)
+        if not value or set(value) <= set(";&|()<>"):
+            return None
+        options[_WAIT_OPTIONS[name]] = value
+    # punctuation a token carries unquoted (`feat;`) was split off by the lexer and refused
+    # above; what is left is the argv bash would run
+    return options
+
+
+def waiter_running(background_tasks, job: str, host: str | None = None, session: str | None = None) -> bool:
     """Whether the Stop payload's background tasks include a running `proctor monitor wait`
-    for this job (Claude Code lists each with its command)."""
+    for this job, held for this session when one is named (Claude Code lists each task with
+    its command). A wait for another job, another session, or a command that only mentions
+    the wait, is not this session's wake."""
     if not isinstance(background_tasks, list):
         return False
     for task in background_tasks:
         if not isinstance(task, dict) or task.get("status") not in (None, "running"):
             continue
-        command = task.get("command")
-        if isinstance(command, str) and WAIT_WORDS in command and job in command:
-            return True
+        options = parse_wait(task.get("command"))
+        if options is None or options.get("job") != job:
+            continue
+        if session and (options.get("session") != session or options.get("host", "claude") != (host or "claude")):
+            continue
+        return True
     return False
 
 
 TRANSCRIPT_READ_CAP = 64 << 20
 
 
-def read_by_model(transcript: str | None, marks: list[str]) -> set[str]:
-    """The marks (follow-up headers) found in the session's transcript in a line the model was
-    given: a tool result (the task's output, read) or an attachment; never in what the model
-    itself wrote (a tool call quoting a header proves nothing)."""
-    if not transcript or not marks:
+def read_by_model(transcript: str | None, followups: dict[int, tuple[str, str]]) -> set[int]:
+    """The follow-ups ({id: (header, text)}) whose every line the model was given, in the
+    results of the main thread's tool calls from the one that first shows the header on: the
+    wait's output read whole, or in parts. Never what the model wrote itself, a subagent's
+    reads, what only the person saw (hook messages), or a read cut short (`head`, a Read that
+    truncates a long line): a line missing is a follow-up not delivered."""
+    if not transcript or not followups:
         return set()
-    found: set[str] = set()
-    wanted = {mark: json.dumps(mark)[1:-1].encode("utf-8") for mark in marks}
+    needed = {fid: {line.rstrip() for line in text.splitlines() if line.strip()} for fid, (_h, text) in followups.items()}
+    marks = {fid: json.dumps(header, ensure_ascii=False)[1:-1].encode("utf-8") for fid, (header, _t) in followups.items()}
+    started: set[int] = set()
+    done: set[int] = set()
     try:
         size = os.path.getsize(transcript)
         with open(transcript, "rb") as handle:
             if size > TRANSCRIPT_READ_CAP:
                 handle.seek(size - TRANSCRIPT_READ_CAP)
             for line in handle:
-                hits = [mark for mark, raw in wanted.items() if mark not in found and raw in line]
-                if not hits:
+                started.update(fid for fid, mark in marks.items() if fid not in started and mark in line)
+                if not started - done or b'"tool_result"' not in line:
                     continue
                 try:
                     record = json.loads(line)
                 except ValueError:
                     continue
-                if _given_to_model(record):
-                    found.update(hits)
+                text = _tool_result_text(record)
+                if text is None:
+                    continue
+                for fid in started - done:
+                    needed[fid] = {want for want in needed[fid] if want not in text}
+                    if not needed[fid]:
+                        done.add(fid)
+                if done == set(followups):
+                    break
     except OSError:
-        return found
-    return found
+        return done
+    return done
 
 
-def _given_to_model(record: dict) -> bool:
-    if not isinstance(record, dict):
-        return False
-    if record.get("type") == "attachment":
-        return True
+def _tool_result_text(record) -> str | None:
+    """The text of the tool results in a main-thread user line, or None."""
+    if not isinstance(record, dict) or record.get("type") != "user":
+        return None
+    if record.get("isSidechain") is True or record.get("agentId"):
+        return None
     message = record.get("message")
-    if record.get("type") != "user" or not isinstance(message, dict):
-        return False
-    content = message.get("content")
-    return isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+    content = message.get("content") if isinstance(message, dict) else None
+    if not isinstance(content, list):
+        return None
+    parts = []
+    for block in content:
+        if not isinstance(block, dict) or block.get("type") != "tool_result":
+            continue
+        inner = block.get("content")
+        if isinstance(inner, str):
+            parts.append(inner)
+        elif isinstance(inner, list):
+            parts.extend(b.get("text", "") for b in inner if isinstance(b, dict) and isinstance(b.get("text"), str))
+    return "\n".join(parts) if parts else None
 
 
-def session_state(conn, host: str, session: str) -> tuple[str | None, str | None]:
-    """(activity, since) of a session's main thread, as its hook last recorded it."""
+def session_state(conn, host: str, session: str, checkout=None) -> tuple[str | None, str | None]:
+    """(activity, since) of a session's main thread, as its hook last recorded it: in the store,
+    or in the session's activity file when the hook could not write the store (another writer
+    held it) and that is newer."""
     try:
         row = conn.execute("SELECT activity, activity_at FROM sessions WHERE host = ? AND session = ? AND "
                            "subagent = ''", (host, session)).fetchone()
     except Exception:
-        return None, None
-    return (row[0], row[1]) if row else (None, None)
+        row = None
+    best = (row[0], row[1]) if row else (None, None)
+    if checkout is not None:
+        try:
+            with open(activity_path(checkout, host, session), encoding="utf-8") as handle:
+                spilled = json.load(handle)
+            if isinstance(spilled, dict) and isinstance(spilled.get("at"), str) and \
+                    (best[1] is None or spilled["at"] > best[1]):
+                best = (spilled.get("activity"), spilled["at"])
+        except (OSError, ValueError):
+            pass
+    return best
+
+
+def activity_path(checkout, host: str, session: str) -> str:
+    """Where the hook spills a session's activity when the store is held past its wait."""
+    import zlib
+
+    from proctor.paths import repo_cache_dir
+
+    key = f"{host}:{session or '-'}:"
+    return os.path.join(repo_cache_dir(checkout), "sessions",
+                        f"activity-{zlib.crc32(key.encode('utf-8', 'surrogateescape')):08x}.json")
+
+
+def spill_activity(checkout, host: str, session: str, activity: str, at: str) -> None:
+    from proctor.paths import write_atomic
+
+    path = activity_path(checkout, host, session)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    write_atomic(path, json.dumps({"activity": activity, "at": at}))
 
 
 def stop_blocks(conn, host: str, session: str) -> int:
@@ -168,51 +285,58 @@ POLL_SECONDS = 0.5
 
 def wait(ws, job: str, host: str | None, session: str | None, timeout: float | None,
          clock=None, sleep=None) -> tuple[int, dict | None, str]:
-    """Block until `job` has a follow-up no wait has printed yet and the session (when named)
-    is idle; record it printed for that session and return (0, follow-up, ""). Returns
-    (NOTHING_LEFT, None, why) once there is nothing left to wait for (the job is gone or
-    ended, or has neither live monitors nor a follow-up to come), (TIMED_OUT, None, why)
-    after `timeout` seconds. Reads the store only when it changed (PRAGMA data_version)."""
+    """Block until `job` has a follow-up not delivered and not yet printed for this reader (the
+    session, when named, else anyone) and the session is idle; claim it printed for that
+    reader and return (0, follow-up, ""). Returns (NOTHING_LEFT, None, why) once there is
+    nothing left to wait for (the job is gone, ended, archived or trashed, or has neither
+    live monitors nor a follow-up to come), (TIMED_OUT, None, why) after `timeout` seconds.
+    Reads the store when it changed (PRAGMA data_version), and every few seconds regardless."""
     import time
 
+    from proctor.monitors.store import job_is_active
     from proctor.store import rows
 
+    reader = f"{host or 'claude'}:{session}" if session else "-"
     clock = clock or time.monotonic
     sleep = sleep or time.sleep
     deadline = None if timeout is None else clock() + timeout
     version = None
     last_look = 0.0
     while True:
+        found = None
         with ws.store.read() as conn:
             now_version = conn.execute("PRAGMA data_version").fetchone()[0]
-            # data_version moves only for other connections' writes; look again every few
-            # seconds regardless, since the session's activity has an age that matters
-            if now_version != version or clock() - last_look >= 5:
+            look = now_version != version or clock() - last_look >= 5
+            if look:
                 version, last_look = now_version, clock()
                 row = rows.get(conn, job)
                 if row is None:
                     return NOTHING_LEFT, None, f"no job {job}"
                 if not rows.is_live(row["state"]):
                     return NOTHING_LEFT, None, f"job {job} has ended ({row.get('state')})"
+                if not job_is_active(ws.config, row):
+                    return NOTHING_LEFT, None, (f"job {job} is archived, trashed or in a passive column: its monitors "
+                                                f"are deleted")
+                # what no wait printed for this reader yet (a person's wait does not use up a session's)
                 found = conn.execute("SELECT id, text, events, created FROM followups WHERE job = ? AND "
-                                     "delivered IS NULL AND printed IS NULL ORDER BY id LIMIT 1",
-                                     (job,)).fetchone()
-                idle = True
-                if session:
-                    activity, _since = session_state(conn, host or "claude", session)
-                    idle = activity in (None, "idle")
+                                     "delivered IS NULL AND (printed_to IS NULL OR printed_to != ?) ORDER BY id "
+                                     "LIMIT 1", (job, reader)).fetchone()
                 if found is None:
                     coming = live_monitors(conn, job) or conn.execute(
                         "SELECT 1 FROM monitor_events WHERE job = ? AND followup IS NULL LIMIT 1", (job,)).fetchone()
                     if not coming:
                         return NOTHING_LEFT, None, f"job {job} has no live monitors and no follow-up to come"
-                elif idle:
-                    followup = {"id": found[0], "text": found[1], "events": found[2], "created": found[3],
-                                "job": job}
-                    break
+                elif session:
+                    activity, _since = session_state(conn, host or "claude", session, ws.checkout)
+                    if activity not in (None, "idle"):
+                        found = None  # held while the session works or waits for the person
+        if found is not None:
+            with ws.store.write() as conn:
+                taken = mark_printed(conn, found[0], reader)
+            if taken:
+                return 0, {"id": found[0], "text": found[1], "events": found[2], "created": found[3], "job": job}, ""
+            version = None  # another wait took it first: look again at once
+            continue
         if deadline is not None and clock() >= deadline:
             return TIMED_OUT, None, f"no follow-up for job {job} within {timeout:g}s"
         sleep(POLL_SECONDS)
-    with ws.store.write() as conn:
-        mark_printed(conn, followup["id"], f"{host or 'claude'}:{session}" if session else "-")
-    return 0, followup, ""

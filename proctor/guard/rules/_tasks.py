@@ -11,12 +11,11 @@ from proctor.timeutil import format_duration
 def is_monitor_wait(task: dict) -> bool:
     """`proctor monitor wait`, the task a session starts so its job's monitors can wake it: silent
     by design until a follow-up is ready, and meant to run while the session is idle. Only the
-    plain command counts: anything chained to it is a task like any other."""
-    command = task.get("command")
-    if not isinstance(command, str):
-        return False
-    words = command.split()
-    return words[:3] == ["proctor", "monitor", "wait"] and not any(c in command for c in ";&|$`()<>\n\\")
+    plain command counts (proctor/monitors/wake.py parse_wait): anything chained to it, or
+    substituted into it, is a task like any other."""
+    from proctor.monitors.wake import parse_wait
+
+    return parse_wait(task.get("command")) is not None
 
 
 def silence_since(task: dict) -> float | None:

@@ -37,28 +37,29 @@ def check(ctx) -> list[tuple[str, str]]:
     except Exception:  # a store without monitors (an older schema) has nothing to hand over
         return []
     who = f"{call.host}:{call.session or '-'}"
+    reader = who if call.session else "-"
     if call.event == PROMPT:
         # the person's prompt goes to the model now: the oldest follow-up goes with it
         if not pending:
             return []
         ready = pending[0]
-        ctx.later(_delivered(ready["id"], f"prompt:{who}"))
-        return [("advise", ready["text"])]
-    # a follow-up a wait printed, that the model was given: delivered, not handed over again
+        if wake.fits_a_hook(ready["text"]):
+            ctx.later(_delivered(ready["id"], f"prompt:{who}"))
+            return [("advise", ready["text"])]
+        ctx.later(_printed(ready["id"], reader))  # pointed to; delivered once the transcript shows it read
+        return [("advise", wake.too_long_text(ready, job))]
+    # what the model was given whole from a wait's output (or a pointer's read): delivered
     printed = [f for f in pending if f["printed"]]
     if printed and call.transcript:
-        seen = wake.read_by_model(call.transcript, [wake.header(f["id"], job) for f in printed])
-        for followup in printed:
-            if wake.header(followup["id"], job) in seen:
-                ctx.later(_delivered(followup["id"], f"monitor-wait:{who}"))
-        pending = [f for f in pending if wake.header(f["id"], job) not in seen]
+        seen = wake.read_by_model(call.transcript, {f["id"]: (wake.header(f["id"], job), f["text"]) for f in printed})
+        for fid in seen:
+            ctx.later(_delivered(fid, f"monitor-wait:{who}"))
+        pending = [f for f in pending if f["id"] not in seen]
     blocking = ctx.settings.get("rules", {}).get(NAME, DEFAULT) == "deny"
-    # refusals in a row: Claude Code and Codex say when a Stop follows a refused one
-    # (stop_hook_active); a host that never says so is counted from the store alone, which a
-    # stop let through resets
-    blocks = 0 if call.raw.get("stop_hook_active") is False else wake.stop_blocks(ctx.conn, call.host,
-                                                                                   call.session or "")
-    waiter = wake.waiter_running(call.raw.get("background_tasks"), job)
+    # refusals in a row, counted by the hook in the store and reset by any stop let through or
+    # any prompt: a host's stop_hook_active is not needed to bound them
+    blocks = wake.stop_blocks(ctx.conn, call.host, call.session or "")
+    waiter = wake.waiter_running(call.raw.get("background_tasks"), job, call.host, call.session)
     # only Claude Code wakes an idle session when a background task ends: the wait is asked of
     # it; never of a `proctor work` worker, whose runner resumes it with the follow-up itself
     ask = live > 0 and not waiter and call.host == "claude" and not ctx.environ.get("PROCTOR_WORKER_TAG")
@@ -66,28 +67,67 @@ def check(ctx) -> list[tuple[str, str]]:
         return []
     # the wait is asked for once in a row of refusals (the first, or with each follow-up):
     # a model that does not start it is not asked again until its next stop chain
-    if not blocking or blocks >= wake.MAX_STOP_BLOCKS or (not pending and blocks > 0):
-        # the stop goes through; the person is told, the model gets it later (prompt or wait)
-        parts = []
+    if blocking and blocks < wake.MAX_STOP_BLOCKS and not (not pending and blocks > 0):
+        asking = wake.ask_text(job, live, call.host, call.session) if ask else ""
+        actions = [_counted(call)]
         if pending:
-            parts.append(f"{len(pending)} follow-up{'s' if len(pending) != 1 else ''} of job {job}'s monitors "
-                         f"wait{'s' if len(pending) == 1 else ''} for the model: "
-                         f"{'it goes' if len(pending) == 1 else 'they go'} with the next prompt"
-                         + (", or when the running wait wakes the session" if waiter else ""))
-        if ask:
-            parts.append(f"nothing will wake this session for them; `{wake.wait_command(job, call.host, call.session)}`"
-                         f" in the background would")
-        if blocking and blocks >= wake.MAX_STOP_BLOCKS:
-            parts.append(f"the stop goes through after {blocks} refusals in a row")
-        return [("advise", "; ".join(parts) + ".")]
+            ready = pending[0]
+            if wake.fits_a_hook(ready["text"], len(asking) + 400):
+                text, mark = ready["text"], _delivered(ready["id"], f"stop-hook:{who}")
+            else:
+                text, mark = wake.too_long_text(ready, job), _printed(ready["id"], reader)
+            actions.append(mark)
+            text += ("\n\n" + asking) if asking else ""
+        else:
+            text = asking
+        # the count and the hand-over are written before the answer: a refusal the store could
+        # not record would be repeated for ever, so it becomes a stop let through
+        if _write_now(ctx, actions):
+            ctx.stop_counted = True
+            return [("rule", text)]
+        blocks = wake.MAX_STOP_BLOCKS
+        blocking = False
+    # the stop goes through; the person is told, the model gets it later (prompt or wait)
+    parts = []
     if pending:
-        ready = pending[0]
-        ctx.later(_delivered(ready["id"], f"stop-hook:{who}"))
-        text = ready["text"]
-        if ask:
-            text += "\n\n" + wake.ask_text(job, live, call.host, call.session)
-        return [("rule", text)]
-    return [("rule", wake.ask_text(job, live, call.host, call.session))]
+        parts.append(f"{len(pending)} follow-up{'s' if len(pending) != 1 else ''} of job {job}'s monitors "
+                     f"wait{'s' if len(pending) == 1 else ''} for the model: "
+                     f"{'it goes' if len(pending) == 1 else 'they go'} with the next prompt"
+                     + (", or when the running wait wakes the session" if waiter else ""))
+    if ask:
+        parts.append(f"nothing will wake this session for them; `{wake.wait_command(job, call.host, call.session)}`"
+                     f" in the background would")
+    if blocks >= wake.MAX_STOP_BLOCKS:
+        parts.append(f"the stop goes through after {blocks} refusals in a row" if blocking else
+                     "the store could not record a refusal, so the stop goes through")
+    return [("advise", "; ".join(parts) + ".")]
+
+
+def _write_now(ctx, actions) -> bool:
+    store = getattr(ctx, "_store", None)
+    if store is None or not store.writable:
+        return False
+    try:
+        with store.write() as conn:
+            for action in actions:
+                action(conn, store.state_dir)
+        return True
+    except Exception:
+        return False
+
+
+def _counted(call):
+    def action(conn, state_dir):
+        from proctor.timeutil import iso, now
+
+        at = iso(now())
+        conn.execute("INSERT INTO sessions (host, session, subagent, first_seen, last_seen, calls, activity, "
+                     "activity_at, stop_blocks) VALUES (?, ?, '', ?, ?, 0, 'working', ?, 1) "
+                     "ON CONFLICT (host, session, subagent) DO UPDATE SET stop_blocks = stop_blocks + 1, "
+                     "activity = 'working', activity_at = excluded.activity_at",
+                     (call.host, call.session or "", at, at, at))
+
+    return action
 
 
 def _delivered(followup: int, via: str):
@@ -95,5 +135,14 @@ def _delivered(followup: int, via: str):
         from proctor.monitors import wake
 
         wake.mark_delivered(conn, followup, via)
+
+    return action
+
+
+def _printed(followup: int, reader: str):
+    def action(conn, state_dir):
+        from proctor.monitors import wake
+
+        wake.mark_printed(conn, followup, reader)
 
     return action
