@@ -365,7 +365,7 @@ def repo_state_dir(checkout: Checkout, create: bool = True) -> str:
                 except OSError:
                     pass
         try:
-            os.makedirs(path, exist_ok=True)
+            os.makedirs(path, mode=0o700, exist_ok=True)  # the person's alone: jobs, secrets' digests, outputs
         except OSError as exc:
             raise StoreError(
                 f"cannot create proctor's state directory {path}: {exc.strerror}; make it writable "

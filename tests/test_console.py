@@ -58,7 +58,8 @@ def test_console(served, browser, tmp_path):  # noqa: F811
     page.click("button")
     page.wait_for_selector("body[data-loaded=yes]", timeout=20000)
     cookies = {c["name"]: c for c in context.cookies()}
-    assert cookies["proctor_token"]["httpOnly"] is True
+    name = f"proctor_{served.port}"
+    assert cookies[name]["httpOnly"] is True and cookies[name]["value"] != served.token
 
     rows = {row.get_attribute("data-job"): row for row in page.query_selector_all("tr.job")}
     assert {"card", "card/child", "rival", "other", "proctor-server", "proctor-server/monitors"} <= set(rows)
@@ -77,6 +78,11 @@ def test_console(served, browser, tmp_path):  # noqa: F811
     assert "docs/r.md" in detail and "absent" in detail, "released paths and their digests"
     page.click("tr[data-job='card']")
     page.wait_for_function("document.querySelector('#detail').innerText.includes('build green')", timeout=10000)
+    # each run with its end and exit code, and the follow-up its events went out in
+    page.wait_for_selector("#detail table.runs tr.run", timeout=10000)
+    assert "exit 0" in page.inner_text("#detail table.runs")
+    page.wait_for_selector("#detail table.followups tr.followup", timeout=30000)
+    assert "pending" in page.inner_text("#detail table.followups"), "grouped, not handed to any agent yet"
 
     # live: a job declared elsewhere appears without a reload
     api.fork({"id": "late-arrival", "write_paths": ["src/z.py"], "check": "test"}, cwd=root)

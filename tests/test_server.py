@@ -281,8 +281,10 @@ def test_followups_batch_and_reach_a_stopping_session(served):
     out, _ = hook_run(["claude"], json.dumps(stop).encode(), env)
     again = json.loads(out)
     assert "ci failed on main" not in json.dumps(again), "each follow-up is handed over once"
-    # the monitor still runs and nothing would wake the session: it is asked to start the wait
-    assert again["decision"] == "block" and "proctor monitor wait --job card" in again["reason"]
+    # the monitor still runs and nothing would wake the session: it was asked for the wait with the
+    # follow-up, and is not asked again in the same row of refusals; the person is told
+    assert "proctor monitor wait --job card" in answer["reason"]
+    assert "decision" not in again and "nothing will wake this session" in again["systemMessage"]
     after = json.loads(cli(served.root, "monitor", "events", "--job", "card", "-o", "json").stdout)["events"]
     assert after[0]["followup"] == events[0]["batch"], "the follow-up it went out in"
 

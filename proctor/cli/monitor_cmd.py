@@ -1,8 +1,9 @@
-"""`proctor monitor add|list|remove|events`: commands the server runs for a job.
+"""`proctor monitor add|list|remove|events|runs|followups|wait`: commands the server runs for a job.
 
 With PROCTOR_NONCE (the job's secret, handed to the agent that works the job) the CLI
-manages that job's monitors only, whatever --job it names; a person uses the server token
-and names --job.
+manages that job's monitors (their runs, its follow-ups) only, whatever --job it names; a
+person uses the server token and names --job. The token is refused to a caller that works a
+job: under a lease, or beneath a process started under one.
 """
 
 from __future__ import annotations
@@ -24,14 +25,18 @@ def _call(method: str, path: str, body: dict | None = None, orchestrator: bool =
     nonce = os.environ.get("PROCTOR_NONCE") or None
     with Workspace() as ws:
         if nonce is None:
+            # an agent manages monitors with its job's secret, scoped to that job; the server
+            # token is a person's, and so refused to a caller under a lease, and to one beneath a
+            # process that works a job (`env -u` changes only the child's environment)
             with ws.store.read() as conn:
                 caller = resolve(conn, ws.root, ORCHESTRATOR if orchestrator else None)
             if caller.lease:
-                # an agent manages monitors with its job's secret, scoped to that job; the server
-                # token is a person's
                 raise errors.Refused([(errors.NOT_YOUR_JOB,
                     f"{caller.whence()}; manage its monitors with the job's secret in PROCTOR_NONCE (proctor job "
                     f"exec prints it){caller.remedy()}")])
+            daemon.refuse_leased(ws, orchestrator, "use the server token",
+                                 "a process that works a job manages that job's monitors with its secret in "
+                                 "PROCTOR_NONCE (proctor job exec prints it), which scopes it to them")
         return daemon.request(ws, method, path, body, nonce=nonce)
 
 
@@ -43,14 +48,19 @@ def monitor() -> None:
 @monitor.command()
 @click.option("--cmd", "command", required=True, help="The shell command to run.")
 @click.option("--interval", required=True, help="10s to 24h; the next run starts this long after a run ends.")
-@click.option("--description", default=None, help="Default: a readable excerpt of the command.")
-@click.option("--allow-unsandboxed", is_flag=True, help="Acknowledge: it runs outside the agent sandbox.")
+@click.option("--description", default=None,
+              help="One line, cut at 200 characters; default: a readable excerpt of the command.")
+@click.option("--allow-unsandboxed", is_flag=True,
+              help="Acknowledge: it runs outside the agent sandbox (recorded with the monitor: when, by whom).")
 @click.option("--job", "job_id", default=None, metavar="ID", help="The job (card) it belongs to.")
 @orchestrated
 @output_option("text", "json")
 def add(command: str, interval: str, description: str | None, allow_unsandboxed: bool, job_id: str | None,
         output: str, orchestrator: bool) -> None:
-    """Add a monitor; it runs at once and then every interval."""
+    """Add a monitor; it runs at once and then every interval.
+
+    It runs in this directory: the repository, the job's checkout or a worktree attached to
+    it, or a directory inside one of them (else MONITOR_CWD_OUTSIDE_CARD)."""
     created = _call("POST", "/api/v1/monitors", {
         "job": job_id, "command": command, "interval": interval, "description": description,
         "cwd": os.getcwd(), "allow_unsandboxed": allow_unsandboxed}, orchestrator)
@@ -65,7 +75,7 @@ def add(command: str, interval: str, description: str | None, allow_unsandboxed:
 @orchestrated
 @output_option("text", "json")
 def list_(job_id: str | None, output: str, orchestrator: bool) -> None:
-    """The live monitors (of one job with --job)."""
+    """The live monitors (of one job with --job), with who acknowledged each runs unsandboxed, and when."""
     from urllib.parse import quote
 
     found = _call("GET", "/api/v1/monitors" + (f"?job={quote(job_id)}" if job_id else ""), None, orchestrator)
@@ -75,7 +85,8 @@ def list_(job_id: str | None, output: str, orchestrator: bool) -> None:
     if not found["monitors"]:
         click.echo("no monitors")
     for m in found["monitors"]:
-        click.echo(f"{m['id']}  {m['job']}  every {m['interval']:g}s  {m['description']}  (last run {m['last_run'] or 'none'})")
+        click.echo(f"{m['id']}  {m['job']}  every {m['interval']:g}s  {m['description']}  (last run {m['last_run'] or 'none'}; "
+                   f"unsandboxed acknowledged {m.get('acknowledged') or 'before it was recorded'})")
 
 
 @monitor.command()
@@ -105,3 +116,120 @@ def events(job_id: str | None, limit: int, output: str, orchestrator: bool) -> N
     for e in found["events"]:
         click.echo(f"{e['time']}  #{e['monitor']} run {e['run']}  [{e['followup']}]  {e['line']}"
                    + ("  (truncated)" if e["truncated"] else ""))
+
+
+@monitor.command()
+@click.option("--job", "job_id", default=None, metavar="ID", help="Of this job's monitors only.")
+@click.option("--monitor", "monitor_id", type=int, default=None, metavar="N", help="Of this monitor only.")
+@click.option("--limit", type=click.IntRange(1, 5000), default=50, show_default=True, help="The latest this many.")
+@click.option("--stderr", "show_stderr", is_flag=True, help="Print each run's stderr too (json always has it).")
+@orchestrated
+@output_option("text", "json")
+def runs(job_id: str | None, monitor_id: int | None, limit: int, show_stderr: bool, output: str,
+         orchestrator: bool) -> None:
+    """Monitor runs, oldest first: start, end, exit code, timed out (and the timeout), output
+    truncated, lines, bytes, an error of the loop that ran it, and its stderr."""
+    from urllib.parse import urlencode
+
+    query = {"limit": limit, **({"job": job_id} if job_id else {}), **({"monitor": monitor_id} if monitor_id else {})}
+    found = _call("GET", "/api/v1/runs?" + urlencode(query), None, orchestrator)
+    if output == "json":
+        emit_json(found)
+        return
+    if not found["runs"]:
+        click.echo("no runs")
+    for r in found["runs"]:
+        if r["ended"] is None:
+            outcome = "running"
+        elif r["timed_out"]:
+            outcome = f"timed out after {r['timeout']:g}s" if r.get("timeout") else "timed out"
+        elif r["exit_code"] is None:
+            outcome = "ended early"
+        else:
+            outcome = f"exit {r['exit_code']}"
+        cut = "  truncated" if r["truncated"] else ""
+        error = f"  error: {r['error']}" if r.get("error") else ""
+        click.echo(f"run {r['id']}  #{r['monitor']} {r['job']}  {r['started']} .. {r['ended'] or '-'}  {outcome}  "
+                   f"{r['lines']} lines {r['bytes']} bytes{cut}{error}")
+        if show_stderr and r.get("stderr"):
+            for line in r["stderr"].rstrip("\n").splitlines():
+                click.echo(f"    stderr: {line}")
+
+
+@monitor.command()
+@click.option("--job", "job_id", default=None, metavar="ID", help="Of this job only.")
+@click.option("--limit", type=click.IntRange(1, 5000), default=50, show_default=True, help="The latest this many.")
+@click.option("--text", "text_of", type=int, default=None, metavar="N", help="Print follow-up N's text.")
+@orchestrated
+@output_option("text", "json")
+def followups(job_id: str | None, limit: int, text_of: int | None, output: str, orchestrator: bool) -> None:
+    """Follow-ups, oldest first: id, job, events, bytes, created, pending or delivered (when, and
+    how: via), and a `proctor monitor wait` that printed it (printed, printed_to)."""
+    from urllib.parse import urlencode
+
+    if text_of is not None:
+        found = _call("GET", f"/api/v1/followups/{text_of}", None, orchestrator)
+        if output == "json":
+            emit_json(found)
+        else:
+            click.echo(found["text"])
+        return
+    query = {"limit": limit, **({"job": job_id} if job_id else {})}
+    found = _call("GET", "/api/v1/followups?" + urlencode(query), None, orchestrator)
+    if output == "json":
+        emit_json(found)
+        return
+    if not found["followups"]:
+        click.echo("no follow-ups")
+    for f in found["followups"]:
+        state = f"delivered {f['delivered']} via {f['via'] or '?'}" if f["delivered"] else "pending"
+        printed = f"  printed {f['printed']} to {f['printed_to'] or '?'}" if f.get("printed") else ""
+        click.echo(f"{f['id']}  {f['job']}  {f['events']} events  {f['bytes']} bytes  created {f['created']}  "
+                   f"{state}{printed}")
+
+
+@monitor.command(name="wait")
+@click.option("--job", "job_id", default=None, metavar="ID", help="The job; default: the one you act under.")
+@click.option("--host", default="claude", show_default=True, help="The host of --session.")
+@click.option("--session", default=None, metavar="ID",
+              help="Hold the follow-up until this session is idle (not working, nor waiting for the person or a "
+                   "plan approval).")
+@click.option("--timeout", default=None, metavar="DURATION", help="Give up after this long (default: never).")
+@output_option("text", "json")
+def wait_(job_id: str | None, host: str, session: str | None, timeout: str | None, output: str) -> None:
+    """Block until the job's next follow-up is ready, print it and exit.
+
+    Started by an agent as a background task, its end wakes the idle agent, which reads the
+    follow-up from its output. Exit 0: printed; 3: nothing left to wait for (the job ended, or
+    it has no live monitors and no follow-up to come); 4: --timeout passed.
+    """
+    from proctor import errors
+    from proctor.jobs.lease import resolve
+    from proctor.monitors import wake
+    from proctor.timeutil import parse_duration
+    from proctor.workspace import Workspace
+
+    seconds = None
+    if timeout is not None:
+        try:
+            seconds = parse_duration(timeout)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--timeout") from None
+    with Workspace() as ws:
+        with ws.store.read() as conn:
+            caller = resolve(conn, ws.root)
+        if caller.lease and job_id and job_id != caller.lease:
+            raise errors.Refused([(errors.NOT_YOUR_JOB,
+                f"{caller.whence()}; you wait for your own job's follow-ups (--job {caller.lease}){caller.remedy()}")])
+        job = job_id or caller.lease
+        if not job:
+            raise errors.ProctorError("name the job (--job ID): you act under no lease")
+        code, followup, why = wake.wait(ws, job, host, session, seconds)
+    if output == "json":
+        emit_json({"job": job, "followup": followup, "status": {0: "printed", 3: "nothing-left", 4: "timed-out"}[code],
+                   "reason": why or None})
+    elif followup is not None:
+        click.echo(followup["text"])
+    else:
+        click.echo(f"proctor monitor wait: {why}", err=True)
+    raise SystemExit(code)

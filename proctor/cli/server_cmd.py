@@ -6,7 +6,10 @@ import click
 
 from proctor import __version__
 from proctor.cli import emit_json
-from proctor.cli.options import output_option
+from proctor.cli.options import orchestrated, output_option
+
+_PERSON = ("a person {verb} the server, from a shell that works no job (the server runs every job's monitors, and "
+           "a server started under a lease would hand that lease and its secret to all of them)")
 
 
 @click.group()
@@ -17,12 +20,17 @@ def server() -> None:
 @server.command()
 @click.option("--port", type=click.IntRange(1, 65535), default=None, help="Port on 127.0.0.1 (default: a free one).")
 @click.option("--foreground", is_flag=True, help="Run in this process until SIGTERM or Ctrl-C.")
-def start(port: int | None, foreground: bool) -> None:
-    """Start the server for this repository, bound to 127.0.0.1 behind a bearer token."""
+@orchestrated
+def start(port: int | None, foreground: bool, orchestrator: bool) -> None:
+    """Start the server for this repository, bound to 127.0.0.1 behind a bearer token.
+
+    Refused (SERVER_LEASED_CALLER) to a caller that works a job: under a lease, or beneath a
+    process that was started under one."""
     from proctor.server import daemon
     from proctor.workspace import Workspace
 
     with Workspace() as ws:
+        daemon.refuse_leased(ws, orchestrator, "start the server", _PERSON.format(verb="starts"))
         if foreground:
             daemon.serve(ws, port)
             return
@@ -35,19 +43,24 @@ def start(port: int | None, foreground: bool) -> None:
 
 
 @server.command()
-def stop() -> None:
-    """Stop the server; every monitor command and its descendants are ended and reaped."""
+@orchestrated
+def stop(orchestrator: bool) -> None:
+    """Stop the server; every monitor command and its descendants are ended and reaped.
+
+    Refused (SERVER_LEASED_CALLER) to a caller that works a job, as start is."""
     from proctor.server import daemon
     from proctor.workspace import Workspace
 
     with Workspace() as ws:
+        daemon.refuse_leased(ws, orchestrator, "stop the server", _PERSON.format(verb="stops"))
         click.echo("server stopped" if daemon.stop(ws) else "no server was running")
 
 
 @server.command()
 @output_option("text", "json")
 def status(output: str) -> int:
-    """Where the server is (console and API URLs), and whether it is older than this proctor."""
+    """Where the server is (console and API URLs), and whether it runs other code than this
+    proctor (an older version, or the same version's files changed since it started)."""
     from proctor.server import daemon
     from proctor.workspace import Workspace
 
@@ -59,10 +72,11 @@ def status(output: str) -> int:
             else:
                 click.echo("no server is running; start one with proctor server start")
             return 1
-        outdated = running.get("version") != __version__
+        installed = daemon.code_digest()
+        outdated = running.get("version") != __version__ or running.get("code") != installed
         payload = {"running": True, "url": running["url"], "console": running["console"], "pid": running["pid"],
                    "version": running.get("version"), "installed_version": __version__, "outdated": outdated,
-                   "token_path": daemon.token_path(ws)}
+                   "code": running.get("code"), "installed_code": installed, "token_path": daemon.token_path(ws)}
         if output == "json":
             emit_json(payload)
             return 0
@@ -71,7 +85,12 @@ def status(output: str) -> int:
         click.echo(f"api:     {running['url']}")
         click.echo(f"token:   {payload['token_path']}")
         if outdated:
-            click.echo(f"note: the running server is proctor {running.get('version')}, older than the installed "
-                       f"{__version__}; every call is answered by the older build until you restart it "
-                       f"(proctor server stop; proctor server start)")
+            if running.get("version") != __version__:
+                why = f"it runs proctor {running.get('version')}, the installed one is {__version__}"
+            elif running.get("code") is None:
+                why = "it predates the record of the code a server runs"
+            else:
+                why = f"its code differs from the installed proctor {__version__}'s (changed since it started)"
+            click.echo("outdated: restart it (proctor server stop; proctor server start)")
+            click.echo(f"  {why}; every call is answered by the code it started with")
         return 0

@@ -5,7 +5,11 @@ command; a card (a job) has at most eight monitors; the command's directory must
 repository, the job's checkout, or a worktree attached to the job; the caller must
 acknowledge that the command runs outside the sandbox (--allow-unsandboxed). Monitors are
 deleted for good when their job leaves an active column, is archived, trashed or deleted, or
-its column becomes passive.
+its column becomes passive. Adding and removing a monitor (a person's, an agent's, or the
+server's pruning) goes on the activity trail (`monitor_added`, `monitor_removed`).
+
+Also the records a person reads: each run of a monitor (`runs`) and each follow-up (`followups`,
+`followup`).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from proctor.timeutil import iso, now, parse_duration
 
 MIN_INTERVAL, MAX_INTERVAL = 10.0, 86400.0
 MAX_PER_JOB = 8
+MAX_DESCRIPTION = 200  # characters; a description is one line of every follow-up it is in
 
 UNSANDBOXED_ACK_REQUIRED = "MONITOR_UNSANDBOXED_ACK_REQUIRED"
 INTERVAL_INVALID = "MONITOR_INTERVAL_INVALID"
@@ -28,8 +33,10 @@ LIMIT_REACHED = "MONITOR_LIMIT_REACHED"
 CARD_INACTIVE = "MONITOR_CARD_INACTIVE"
 NOT_FOUND = "MONITOR_NOT_FOUND"
 OUT_OF_SCOPE = "MONITOR_OUT_OF_SCOPE"
+FOLLOWUP_NOT_FOUND = "FOLLOWUP_NOT_FOUND"
 
-_COLUMNS = ("id", "job", "command", "interval", "description", "cwd", "created", "created_by", "last_run", "deleted")
+_COLUMNS = ("id", "job", "command", "interval", "description", "cwd", "created", "created_by", "last_run", "deleted",
+            "acknowledged")
 
 
 def _refuse(code: str, message: str) -> errors.Refused:
@@ -40,6 +47,17 @@ def excerpt(command: str, width: int = 60) -> str:
     """A readable excerpt of a command: one line, its whitespace folded, cut with an ellipsis."""
     text = " ".join(command.split())
     return text if len(text) <= width else text[: width - 1].rstrip() + "…"
+
+
+def description_of(description, command: str) -> str:
+    """The description a monitor is stored with: the one given, on one line (a newline would
+    forge a line of the follow-ups it heads), without control characters, cut at
+    MAX_DESCRIPTION characters with an ellipsis; else an excerpt of the command."""
+    if isinstance(description, str):
+        text = " ".join("".join(c if c.isprintable() else " " for c in description).split())
+        if text:
+            return text if len(text) <= MAX_DESCRIPTION else text[: MAX_DESCRIPTION - 1].rstrip() + "…"
+    return excerpt(command)
 
 
 def parse_interval(raw) -> float:
@@ -59,17 +77,36 @@ def repository_root(checkout_root: str, common_dir: str) -> str:
     return os.path.realpath(checkout_root)
 
 
-def allowed_cwd(job: dict, cwd: str, repo_root: str) -> str:
+def allowed_cwd(job: dict, cwd: str, repo_root: str) -> tuple[str, str]:
+    """(the directory, what it lies in) where `job`'s monitor may run: the repository, the
+    job's checkout (the worktree its holder took it in), or a worktree attached to it, or a
+    directory inside one of them, resolved (a symlink out, a `..`, are where they lead). A
+    directory inside another checkout nested in one of them (another job's worktree made in
+    the tree), or inside a git directory, is not the job's."""
+    from proctor.paths import find_checkout
+
     real = os.path.realpath(cwd)
-    allowed = {repo_root}
+    places = [(repo_root, "the repository")]
     if job.get("checkout_root"):
-        allowed.add(os.path.realpath(job["checkout_root"]))
+        places.append((os.path.realpath(job["checkout_root"]), f"{job['id']}'s checkout"))
     for path in job.get("worktrees") or ():
-        allowed.add(os.path.realpath(path))
-    if real not in allowed:
-        raise _refuse(CWD_OUTSIDE_CARD, f"{cwd} is not the repository ({repo_root}), {job['id']}'s checkout, nor a "
-                                        f"worktree attached to it; run the command from one of those")
-    return real
+        places.append((os.path.realpath(path), f"a worktree attached to {job['id']}"))
+    refusal = _refuse(CWD_OUTSIDE_CARD, f"{cwd} is not in the repository ({repo_root}), {job['id']}'s checkout"
+                                        f"{' (' + places[1][0] + ')' if len(places) > 1 else ''}, nor a worktree "
+                                        f"attached to it; run the command from one of those")
+    if not os.path.isdir(real):
+        raise refusal
+    try:
+        checkout = os.path.realpath(find_checkout(real).root)
+    except errors.ProctorError:
+        raise refusal from None
+    for root, what in places:
+        if checkout != root or not (real == root or real.startswith(root.rstrip("/") + "/")):
+            continue
+        if ".git" in os.path.relpath(real, root).split(os.sep):
+            raise _refuse(CWD_OUTSIDE_CARD, f"{cwd} is inside a git directory; run the command from the work tree")
+        return real, what
+    raise refusal
 
 
 def job_is_active(cfg: config_mod.Config, job: dict) -> bool:
@@ -94,16 +131,37 @@ def add(conn: sqlite3.Connection, cfg: config_mod.Config, repo_root: str, job_id
         column = config_mod.column_of(cfg, job["state"])
         raise _refuse(CARD_INACTIVE, f"{job_id} is in column {column[0] if column else '(none)'}, which is not "
                                      f"active; monitors run only for jobs in an active column")
-    real_cwd = allowed_cwd(job, cwd, repo_root)
+    real_cwd, where = allowed_cwd(job, cwd, repo_root)
     count = conn.execute("SELECT COUNT(*) FROM monitors WHERE job = ? AND deleted IS NULL", (job_id,)).fetchone()[0]
     if count >= MAX_PER_JOB:
         raise _refuse(LIMIT_REACHED, f"{job_id} has {count} monitors, the most a card may have; remove one first "
                                      f"(proctor monitor remove <id>)")
-    text = description.strip() if isinstance(description, str) and description.strip() else excerpt(command)
+    text = description_of(description, command)
+    at = iso(now())
     cursor = conn.execute(
-        "INSERT INTO monitors (job, command, interval, description, cwd, created, created_by) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (job_id, command, seconds, text, real_cwd, iso(now()), actor))
-    return get(conn, int(cursor.lastrowid))
+        "INSERT INTO monitors (job, command, interval, description, cwd, created, created_by, acknowledged) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (job_id, command, seconds, text, real_cwd, at, actor, f"{at} by {actor}"))
+    monitor = get(conn, int(cursor.lastrowid))
+    _record(conn, "monitor_added", actor, monitor, {"where": where, "command": excerpt(command, 1000),
+                                                    "interval": seconds, "acknowledged": monitor["acknowledged"]})
+    return monitor
+
+
+def _record(conn: sqlite3.Connection, kind: str, actor: str, monitor: dict, extra: dict) -> None:
+    """A monitor's addition or removal, on the activity trail."""
+    from proctor import trail
+
+    data = {"monitor": monitor["id"], "description": monitor["description"], "cwd": monitor["cwd"], **extra}
+    trail.append(conn, _state_dir(conn), kind, actor, job=monitor["job"], data=data)
+
+
+def _state_dir(conn: sqlite3.Connection) -> str:
+    """The state directory of the store `conn` is open on (where the trail keeps its blobs)."""
+    for _seq, name, path in conn.execute("PRAGMA database_list"):
+        if name == "main" and path:
+            return os.path.dirname(path)
+    raise errors.ProctorError("the store has no file; the trail needs one")
 
 
 def get(conn: sqlite3.Connection, monitor_id: int) -> dict | None:
@@ -120,7 +178,8 @@ def live(conn: sqlite3.Connection, job: str | None = None) -> list[dict]:
     return [dict(zip(_COLUMNS, r)) for r in conn.execute(query + " ORDER BY id", params)]
 
 
-def remove(conn: sqlite3.Connection, monitor_id: int, scope_job: str | None, why: str = "removed") -> dict:
+def remove(conn: sqlite3.Connection, monitor_id: int, scope_job: str | None, why: str = "removed",
+           actor: str | None = None) -> dict:
     monitor = get(conn, monitor_id)
     if monitor is None or monitor["deleted"]:
         raise _refuse(NOT_FOUND, f"no monitor {monitor_id}; proctor monitor list shows them")
@@ -128,7 +187,9 @@ def remove(conn: sqlite3.Connection, monitor_id: int, scope_job: str | None, why
         raise _refuse(OUT_OF_SCOPE, f"monitor {monitor_id} belongs to {monitor['job']}; with a job's secret you "
                                     f"manage {scope_job}'s monitors only")
     conn.execute("UPDATE monitors SET deleted = ? WHERE id = ?", (f"{iso(now())} {why}", monitor_id))
-    return get(conn, monitor_id)
+    monitor = get(conn, monitor_id)
+    _record(conn, "monitor_removed", actor or (f"job:{scope_job}" if scope_job else "token"), monitor, {"why": why})
+    return monitor
 
 
 def prune(conn: sqlite3.Connection, cfg: config_mod.Config) -> list[tuple[int, str]]:
@@ -148,6 +209,7 @@ def prune(conn: sqlite3.Connection, cfg: config_mod.Config) -> list[tuple[int, s
         else:
             continue
         conn.execute("UPDATE monitors SET deleted = ? WHERE id = ?", (f"{iso(now())} {why}", monitor["id"]))
+        _record(conn, "monitor_removed", "server", {**monitor, "deleted": why}, {"why": why})
         gone.append((monitor["id"], why))
     return gone
 
@@ -167,3 +229,64 @@ def events(conn: sqlite3.Connection, job: str | None = None, limit: int = 1000) 
                     "followup": followup if followup is not None and delivered else "pending", "job": job_id,
                     "batch": followup, "delivered": delivered})
     return out
+
+
+_RUN_COLUMNS = ("id", "monitor", "job", "started", "ended", "exit_code", "timed_out", "timeout", "truncated", "lines",
+                "bytes", "error", "stderr", "pid")
+
+
+def runs(conn: sqlite3.Connection, job: str | None = None, monitor: int | None = None, limit: int = 100) -> list[dict]:
+    """The latest `limit` runs (of one job's monitors, of one monitor), oldest first: start, end,
+    exit code, whether it timed out and its timeout, whether output was cut, its lines and
+    bytes, an error of the loop that ran it, its stderr."""
+    query = ("SELECT r.id, r.monitor, m.job, r.started, r.ended, r.exit_code, r.timed_out, r.timeout, r.truncated, "
+             "r.lines, r.bytes, r.error, r.stderr, r.pid FROM monitor_runs r JOIN monitors m ON m.id = r.monitor")
+    clauses, params = [], []
+    if job is not None:
+        clauses.append("m.job = ?")
+        params.append(job)
+    if monitor is not None:
+        clauses.append("r.monitor = ?")
+        params.append(monitor)
+    if clauses:
+        query += " WHERE " + " AND ".join(clauses)
+    found = conn.execute(query + " ORDER BY r.id DESC LIMIT ?", (*params, limit)).fetchall()
+    out = []
+    for row in reversed(found):
+        run = dict(zip(_RUN_COLUMNS, row))
+        run["timed_out"], run["truncated"] = bool(run["timed_out"]), bool(run["truncated"])
+        out.append(run)
+    return out
+
+
+_FOLLOWUP_COLUMNS = ("id", "job", "events", "bytes", "created", "delivered", "via", "printed", "printed_to")
+
+
+def followups(conn: sqlite3.Connection, job: str | None = None, limit: int = 100) -> list[dict]:
+    """The latest `limit` follow-ups (of one job), oldest first, without their text: events,
+    bytes, created, pending or delivered (when, and `via` how), and a wait that printed it."""
+    query = ("SELECT id, job, events, COALESCE(NULLIF(bytes, 0), length(CAST(text AS BLOB))), created, delivered, "
+             "via, printed, printed_to FROM followups")
+    params: tuple = ()
+    if job is not None:
+        query += " WHERE job = ?"
+        params = (job,)
+    found = conn.execute(query + " ORDER BY id DESC LIMIT ?", (*params, limit)).fetchall()
+    out = []
+    for row in reversed(found):
+        item = dict(zip(_FOLLOWUP_COLUMNS, row))
+        item["state"] = "delivered" if item["delivered"] else "pending"
+        out.append(item)
+    return out
+
+
+def followup(conn: sqlite3.Connection, followup_id: int, scope_job: str | None = None) -> dict:
+    """One follow-up with its text; refused for another job's under a job's secret."""
+    row = conn.execute(f"SELECT {', '.join(_FOLLOWUP_COLUMNS)}, text FROM followups WHERE id = ?",
+                       (followup_id,)).fetchone()
+    if row is None or (scope_job is not None and row[1] != scope_job):
+        raise _refuse(FOLLOWUP_NOT_FOUND, f"no follow-up {followup_id}"
+                      + (f" of {scope_job}" if scope_job is not None else "") + "; proctor monitor followups lists them")
+    item = dict(zip(_FOLLOWUP_COLUMNS + ("text",), row))
+    item["state"] = "delivered" if item["delivered"] else "pending"
+    return item

@@ -3,20 +3,33 @@ functions the CLI calls.
 
 Every request passes two checks first: its Host header must name this loopback server (a
 page elsewhere cannot reach it through DNS rebinding), and it must carry the token (bearer
-header, or the HttpOnly cookie the login page sets) or a job's secret (`Authorization: Nonce
-<secret>`, which scopes the request to that job's monitors). Request bodies are capped.
+header), a console session (the HttpOnly cookie `proctor_<port>` the login page sets: a random
+id only this server knows, never the token), or a job's secret (`Authorization: Nonce
+<secret>`, which scopes the request to that job's monitors, runs and follow-ups). The token
+is a person's: the server finds the process at the other end of the connection and refuses
+it (403 SERVER_LEASED_CALLER) when that process works a job of this store or runs beneath one
+(daemon.lineage); the login page asks the same before it opens a session.
+
+Request bodies are capped (1 MiB; 4 KiB for the login form) and must arrive within
+BODY_SECONDS (else 408); a body nested too deep for the parser is a 400. At most MAX_STREAMS
+event streams are open at once (else 503). Handlers do their store work in a worker thread,
+waiting at most STORE_SECONDS for a store another process holds (else 503 STORE_BUSY), so
+the server answers while the store is busy.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import hmac
 import json
 import os
+import secrets
 import time
 
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -26,7 +39,20 @@ from proctor.monitors import store as mstore
 
 MAX_BODY = 1 << 20
 DRAIN_LIMIT = 64 << 20
-COOKIE = "proctor_token"
+LOGIN_BODY = 4096
+BODY_SECONDS = 30.0
+MAX_STREAMS = 32
+STORE_SECONDS = 5.0
+MAX_SESSIONS = 64
+SESSION_IDLE = 12 * 3600.0
+STORE_BUSY = "STORE_BUSY"
+_STATUS = {"TOO_LARGE": 413, "BODY_TIMEOUT": 408, STORE_BUSY: 503}
+
+
+def cookie_name(port: int) -> str:
+    """The console's cookie, one per server: a browser sends every cookie of 127.0.0.1 to every
+    port, so two repositories' consoles must not share a name (nor log each other out)."""
+    return f"proctor_{port}"
 
 
 class State:
@@ -35,10 +61,41 @@ class State:
         self.scheduler = None
         self.started = time.time()
         self.shutdown = None  # set by the daemon: ends the server
+        self.sessions: dict[str, float] = {}  # console session id -> last used (monotonic), loop thread only
+        self._valid: frozenset = frozenset()
+        self.streams = 0  # event streams open now
+
+    def open_session(self) -> str:
+        self.expire()
+        now = time.monotonic()
+        while len(self.sessions) >= MAX_SESSIONS:
+            del self.sessions[min(self.sessions, key=self.sessions.get)]
+        sid = secrets.token_urlsafe(32)
+        self.sessions[sid] = now
+        self._refresh()
+        return sid
+
+    def expire(self) -> None:
+        now = time.monotonic()
+        for sid, used in list(self.sessions.items()):
+            if now - used > SESSION_IDLE:
+                del self.sessions[sid]
+        self._refresh()
+
+    def valid_sessions(self) -> frozenset:
+        """The console sessions in use (read from a worker thread: a snapshot, never the dict)."""
+        return self._valid
+
+    def touch(self, sid: str) -> None:
+        if sid in self.sessions:
+            self.sessions[sid] = time.monotonic()
+
+    def _refresh(self) -> None:
+        self._valid = frozenset(self.sessions)
 
 
 def _error(exc: errors.ProctorError) -> JSONResponse:
-    status = 409 if isinstance(exc, errors.Refused) else 400
+    status = 409 if isinstance(exc, errors.Refused) else _STATUS.get(exc.code, 400)
     return JSONResponse(exc.to_json(), status_code=status)
 
 
@@ -63,48 +120,113 @@ def _cross_site(request: Request, state: State) -> bool:
     return content_type != "application/json"
 
 
-def _scope(request: Request, state: State) -> tuple[bool, str | None]:
-    """(authenticated, job the caller is scoped to or None for the token holder)."""
-    header = request.headers.get("authorization", "")
-    token = None
+def _identify(state: State, header: str, cookie: str | None) -> tuple[str | None, str | None]:
+    """(how the caller proved itself: "token", "session", "nonce" or None; the job a secret
+    scopes it to). A secret is looked up in the store: call this in a worker thread."""
     if header.startswith("Bearer "):
-        token = header[7:].strip()
-    elif request.cookies.get(COOKIE):
-        token = request.cookies[COOKIE]
-    if token is not None:
-        return _same(token, state.token), None
+        return ("token" if _same(header[7:].strip(), state.token) else None), None
     if header.startswith("Nonce "):
-        digest = hashlib.sha256(header[6:].strip().encode()).hexdigest()
-        from proctor.store import Store
+        digest = hashlib.sha256(header[6:].strip().encode("utf-8", "surrogateescape")).hexdigest()
+        with _opened(state) as ws, ws.store.read() as conn:
+            row = conn.execute("SELECT id FROM jobs WHERE live = 1 AND json_extract(doc, '$.nonce_sha256') = ?",
+                               (digest,)).fetchone()
+        return ("nonce", row[0]) if row else (None, None)
+    if cookie is not None:
+        return ("session" if cookie in state.valid_sessions() else None), None
+    return None, None
 
-        store = Store(state.state_dir)
-        try:
-            row = store.conn.execute("SELECT id, doc FROM jobs WHERE live = 1").fetchall()
-        finally:
-            store.close()
-        for job_id, doc in row:
-            if json.loads(doc).get("nonce_sha256") == digest:
-                return True, job_id
-    return False, None
+
+def _peer_refusal(state: State, client) -> str | None:
+    """Why the process at the other end of this connection may not use the token, or None.
+    Where there is no /proc (not Linux), or its socket tables do not show this server's own
+    listening socket, nothing is known and nothing is refused; where they do, a connection
+    whose process cannot be found is refused."""
+    from proctor.server import daemon
+
+    if not os.path.isdir("/proc/self/fd"):
+        return None
+    holders = daemon.peer_pids(int(client[1]), state.port) if client else []
+    if holders is None:  # a /proc whose socket tables do not show this server: nothing is known
+        return None
+    if not holders:
+        return (f"the server cannot tell which process is calling (from port {client[1] if client else '?'}); "
+                f"the token is served only to a process it can see is not working a job")
+    with _opened(state) as ws, ws.store.read() as conn:
+        for pid in holders:
+            why = daemon.lineage(conn, pid, state.state_dir, os.getpid())
+            if why:
+                return why
+    return None
+
+
+def _leased_response(why: str) -> JSONResponse:
+    return JSONResponse({"error": {"code": "SERVER_LEASED_CALLER", "message": (
+        f"the server token is a person's, and {why}; a job's process manages that job's monitors with its secret "
+        f"(Authorization: Nonce <PROCTOR_NONCE>), which scopes it to them")}}, status_code=403)
+
+
+async def _in_thread(function, *args):
+    """`function(*args)` in a worker thread; a store held by another process past the wait is
+    a STORE_BUSY error (503), not a frozen server."""
+    try:
+        return await run_in_threadpool(function, *args)
+    except errors.StoreError as exc:
+        if "locked" in exc.message:
+            raise errors.ProctorError(f"the store is busy: {exc.message}", STORE_BUSY) from None
+        raise
+
+
+@contextlib.contextmanager
+def _opened(state: State):
+    """A workspace whose store waits at most STORE_SECONDS for another writer."""
+    from proctor.store import Store, _busy_seconds
+    from proctor.workspace import Workspace
+
+    ws = Workspace(state.root, warn=lambda line: None)
+    ws._state_dir = state.state_dir
+    ws._store = Store(state.state_dir, busy_seconds=min(STORE_SECONDS, _busy_seconds()))
+    try:
+        yield ws
+    finally:
+        ws.close()
+
+
+async def _read(request: Request, limit: int, drain: int) -> bytes:
+    """The body, at most `limit` bytes, arrived within BODY_SECONDS. A larger one is read and
+    thrown away up to `drain` bytes, so a client that sends it whole gets its 413 rather than
+    a reset connection."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > drain:
+        raise errors.ProctorError(f"request body of {declared} bytes is over the {limit}-byte limit", "TOO_LARGE")
+    data = bytearray()
+    seen = 0
+
+    async def pull() -> None:
+        nonlocal seen
+        async for chunk in request.stream():
+            seen += len(chunk)
+            if seen <= limit:
+                data.extend(chunk)
+            elif seen > drain:
+                break
+
+    try:
+        await asyncio.wait_for(pull(), BODY_SECONDS)
+    except asyncio.TimeoutError:
+        raise errors.ProctorError(f"the request body did not arrive within {BODY_SECONDS:g} s",
+                                  "BODY_TIMEOUT") from None
+    if seen > limit:
+        raise errors.ProctorError(f"request body of {seen} bytes is over the {limit}-byte limit", "TOO_LARGE")
+    return bytes(data)
 
 
 async def _body(request: Request) -> dict:
-    """The JSON body, at most MAX_BODY bytes. A larger one is read and thrown away (up to
-    DRAIN_LIMIT) so the client gets its 413 rather than a reset connection."""
-    data = bytearray()
-    seen = 0
-    async for chunk in request.stream():
-        seen += len(chunk)
-        if seen <= MAX_BODY:
-            data.extend(chunk)
-        elif seen > DRAIN_LIMIT:
-            break
-    if seen > MAX_BODY:
-        raise errors.ProctorError(f"request body of {seen} bytes is over the {MAX_BODY}-byte limit", "TOO_LARGE")
+    """The JSON body, at most MAX_BODY bytes, an object."""
+    data = await _read(request, MAX_BODY, DRAIN_LIMIT)
     try:
         value = json.loads(data or b"{}")
-    except ValueError:
-        raise errors.ProctorError("the request body is not JSON", "BAD_JSON") from None
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser goes
+        raise errors.ProctorError("the request body is not JSON (or is nested too deep)", "BAD_JSON") from None
     if not isinstance(value, dict):
         raise errors.ProctorError("the request body must be a JSON object", "BAD_JSON")
     return value
@@ -119,19 +241,25 @@ def guarded(handler, allow_nonce: bool = True):
         if _cross_site(request, state):
             return JSONResponse({"error": {"code": "CROSS_SITE", "message": "a state-changing request must be "
                                            "JSON from this server's own origin"}}, status_code=403)
-        ok, scope = _scope(request, state)
-        if not ok or (scope is not None and not allow_nonce):
-            if request.url.path == "/" or request.url.path.startswith("/console"):
-                return RedirectResponse("/login", status_code=303)
-            return JSONResponse({"error": {"code": "UNAUTHORIZED",
-                                           "message": "send the server token (proctor server status prints where it is)"}},
-                                status_code=401)
-        request.state.scope = scope
         try:
+            state.expire()
+            cookie = request.cookies.get(cookie_name(state.port))
+            how, scope = await _in_thread(_identify, state, request.headers.get("authorization", ""), cookie)
+            if how == "session":
+                state.touch(cookie)
+            if how is None or (scope is not None and not allow_nonce):
+                if request.url.path == "/" or request.url.path.startswith("/console"):
+                    return RedirectResponse("/login", status_code=303)
+                return JSONResponse({"error": {"code": "UNAUTHORIZED", "message": "send the server token (proctor "
+                                               "server status prints where it is)"}}, status_code=401)
+            if how == "token":
+                why = await _in_thread(_peer_refusal, state, request.client)
+                if why:
+                    return _leased_response(why)
+            request.state.scope = scope
+            request.state.actor = f"job:{scope}" if scope else "token" if how == "token" else "console"
             return await handler(request)
         except errors.ProctorError as exc:
-            if exc.code == "TOO_LARGE":
-                return JSONResponse(exc.to_json(), status_code=413)
             return _error(exc)
 
     return wrapped
@@ -151,12 +279,8 @@ async def _reaped(state: State) -> None:
         await asyncio.wait_for(asyncio.shield(state.scheduler.reap_soon()), REAP_WAIT)
     except asyncio.TimeoutError:
         pass
-
-
-def _workspace(state: State):
-    from proctor.workspace import Workspace
-
-    return Workspace(state.root, warn=lambda line: None)
+    except Exception:  # a failed pass (a busy store) is logged by the scheduler; the read goes ahead
+        pass
 
 
 # -- handlers ---------------------------------------------------------------------------------
@@ -170,12 +294,16 @@ async def status(request: Request) -> Response:
 
 
 async def jobs(request: Request) -> Response:
+    state: State = request.app.state.proctor
+    await _reaped(state)
+    return JSONResponse(await _in_thread(_jobs, state))
+
+
+def _jobs(state: State) -> dict:
     from proctor import config as config_mod
     from proctor.jobs.listing import list_jobs
 
-    state: State = request.app.state.proctor
-    await _reaped(state)
-    with _workspace(state) as ws:
+    with _opened(state) as ws:
         listing = list_jobs(ws)
         cfg = ws.config
         for row in listing["jobs"]:
@@ -183,15 +311,30 @@ async def jobs(request: Request) -> Response:
             row["column"] = None if row.get("archived") or row.get("trashed") or column is None else column[0]
             row.pop("nonce_sha256", None)
         listing["board"] = [{"name": n, "states": list(s), "active": a} for n, s, a in cfg.board]
-    return JSONResponse(listing)
+    return listing
+
+
+def _reading(state: State, read, *args):
+    with _opened(state) as ws, ws.store.read() as conn:
+        return read(conn, *args)
+
+
+def _query_int(request: Request, name: str, default: int | None, low: int = 1, high: int = 5000) -> int | None:
+    raw = request.query_params.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise errors.ProctorError(f"{name} must be a number") from None
+    return min(high, max(low, value))
 
 
 async def monitors_list(request: Request) -> Response:
     state: State = request.app.state.proctor
     job = request.state.scope or request.query_params.get("job")
     await _reaped(state)
-    with _workspace(state) as ws, ws.store.read() as conn:
-        return JSONResponse({"monitors": mstore.live(conn, job)})
+    return JSONResponse({"monitors": await _in_thread(_reading, state, mstore.live, job)})
 
 
 async def monitors_add(request: Request) -> Response:
@@ -206,12 +349,16 @@ async def monitors_add(request: Request) -> Response:
     if body.get("interval") is not None and not isinstance(body["interval"], (str, int, float)):
         raise errors.ProctorError("interval must be a duration such as 45s")
     await _reaped(state)
-    with _workspace(state) as ws:
-        with ws.store.write() as conn:
-            monitor = mstore.add(conn, ws.config, state.repo_root, job, body.get("command"), body.get("interval"),
-                                 body.get("description"), body.get("cwd") or state.repo_root,
-                                 body.get("allow_unsandboxed") is True,
-                                 f"job:{job}" if request.state.scope else "token")
+
+    def add() -> dict:
+        with _opened(state) as ws:
+            cfg = ws.config
+            with ws.store.write() as conn:
+                return mstore.add(conn, cfg, state.repo_root, job, body.get("command"), body.get("interval"),
+                                  body.get("description"), body.get("cwd") or state.repo_root,
+                                  body.get("allow_unsandboxed") is True, request.state.actor)
+
+    monitor = await _in_thread(add)
     state.scheduler.add(monitor)
     return JSONResponse(monitor, status_code=201)
 
@@ -224,8 +371,12 @@ async def monitors_remove(request: Request) -> Response:
         raise errors.ProctorError("a monitor id is a number") from None
     if not 0 < monitor_id < 2 ** 62:
         raise errors.Refused([(mstore.NOT_FOUND, f"no monitor {monitor_id}")])
-    with _workspace(state) as ws, ws.store.write() as conn:
-        monitor = mstore.remove(conn, monitor_id, request.state.scope)
+
+    def remove() -> dict:
+        with _opened(state) as ws, ws.store.write() as conn:
+            return mstore.remove(conn, monitor_id, request.state.scope, actor=request.state.actor)
+
+    monitor = await _in_thread(remove)
     state.scheduler.removed(monitor_id)
     return JSONResponse(monitor)
 
@@ -238,14 +389,60 @@ async def events(request: Request) -> Response:
     except ValueError:
         limit = 1000
     await _reaped(state)
-    with _workspace(state) as ws, ws.store.read() as conn:
-        return JSONResponse({"events": mstore.events(conn, job, limit)})
+    return JSONResponse({"events": await _in_thread(_reading, state, mstore.events, job, limit)})
+
+
+async def runs(request: Request) -> Response:
+    """Monitor runs (of one job, of one monitor); a job's secret sees its own job's only."""
+    state: State = request.app.state.proctor
+    job = request.state.scope or request.query_params.get("job")
+    monitor = _query_int(request, "monitor", None, 1, 2 ** 62)
+    limit = _query_int(request, "limit", 100)
+    await _reaped(state)
+    return JSONResponse({"runs": await _in_thread(_reading, state, mstore.runs, job, monitor, limit)})
+
+
+async def followups_list(request: Request) -> Response:
+    """Follow-ups (of one job), without their text; a job's secret sees its own job's only."""
+    state: State = request.app.state.proctor
+    job = request.state.scope or request.query_params.get("job")
+    limit = _query_int(request, "limit", 100)
+    await _reaped(state)
+    return JSONResponse({"followups": await _in_thread(_reading, state, mstore.followups, job, limit)})
+
+
+async def followup_one(request: Request) -> Response:
+    """One follow-up with its text."""
+    state: State = request.app.state.proctor
+    followup_id = request.path_params["id"]
+    if not 0 < followup_id < 2 ** 62:
+        raise errors.Refused([(mstore.FOLLOWUP_NOT_FOUND, f"no follow-up {followup_id}")])
+    return JSONResponse(await _in_thread(_reading, state, mstore.followup, followup_id, request.state.scope))
+
+
+class _CountedStream(StreamingResponse):
+    """An event stream that gives its slot back however it ends."""
+
+    def __init__(self, state: State, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._state = state
+
+    async def __call__(self, scope, receive, send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._state.streams -= 1
 
 
 async def stream(request: Request) -> Response:
     """Server-sent events: `changed` whenever the store or a monitor changed."""
     state: State = request.app.state.proctor
     scheduler = state.scheduler
+    if state.streams >= MAX_STREAMS:
+        return JSONResponse({"error": {"code": "TOO_MANY_STREAMS", "message": f"{MAX_STREAMS} event streams are "
+                                       f"open already; close one (a console tab) and retry"}}, status_code=503,
+                            headers={"Retry-After": "5"})
+    state.streams += 1
 
     async def gen():
         last = -1
@@ -262,8 +459,8 @@ async def stream(request: Request) -> Response:
             except asyncio.TimeoutError:
                 yield ": keep-alive\n\n"
 
-    return StreamingResponse(gen(), media_type="text/event-stream",
-                             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+    return _CountedStream(state, gen(), media_type="text/event-stream",
+                          headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
 
 
 async def shutdown(request: Request) -> Response:
@@ -297,17 +494,26 @@ async def login(request: Request) -> Response:
     state: State = request.app.state.proctor
     if not _host_ok(request, state):
         return JSONResponse({"error": {"code": "BAD_HOST"}}, status_code=421)
-    body = (await request.body())[:4096].decode("utf-8", "replace")
-    from urllib.parse import parse_qs
-
-    token = (parse_qs(body).get("token") or [""])[0]
     origin = request.headers.get("origin")
     if origin is not None and origin not in (f"http://127.0.0.1:{state.port}", f"http://localhost:{state.port}"):
         return JSONResponse({"error": {"code": "CROSS_SITE"}}, status_code=403)
+    try:
+        body = (await _read(request, LOGIN_BODY, LOGIN_BODY)).decode("utf-8", "replace")
+    except errors.ProctorError as exc:
+        return _error(exc)
+    from urllib.parse import parse_qs
+
+    token = (parse_qs(body).get("token") or [""])[0]
     if not _same(token, state.token):
         return RedirectResponse("/login?failed=1", status_code=303)
+    try:
+        why = await _in_thread(_peer_refusal, state, request.client)
+    except errors.ProctorError as exc:
+        return _error(exc)
+    if why:
+        return _leased_response(why)
     response = RedirectResponse("/", status_code=303)
-    response.set_cookie(COOKIE, state.token, httponly=True, samesite="strict", path="/")
+    response.set_cookie(cookie_name(state.port), state.open_session(), httponly=True, samesite="strict", path="/")
     return response
 
 
@@ -322,6 +528,9 @@ def build(state: State, lifespan) -> Starlette:
         Route("/api/v1/monitors", guarded(monitors_add), methods=["POST"]),
         Route("/api/v1/monitors/{id}", guarded(monitors_remove), methods=["DELETE"]),
         Route("/api/v1/events", guarded(events)),
+        Route("/api/v1/runs", guarded(runs)),
+        Route("/api/v1/followups", guarded(followups_list)),
+        Route("/api/v1/followups/{id:int}", guarded(followup_one)),
         Route("/api/v1/stream", guarded(stream, allow_nonce=False)),
         Route("/api/v1/shutdown", guarded(shutdown, allow_nonce=False), methods=["POST"]),
     ]

@@ -1,6 +1,16 @@
 """Starting, stopping and finding the server. One server per repository store: its files
-live in `<state dir>/server/` (token, mode 0600; server.json with pid, port and version; a
-lock held while it runs, so a second one refuses to start; its log).
+live in `<state dir>/server/` (mode 0700: the token, mode 0600; server.json with pid, port,
+version and the digest of the code it runs; a lock held while it runs, so a second one refuses
+to start; its log, mode 0600).
+
+Also who may act as the person who runs it. The server token is a person's: a process that
+works a job of this store, or runs beneath one, is refused it (`lineage`), and so are
+`proctor server start` and `stop`. A leased process is recognised by what it cannot undo: the
+environment an ancestor was started with (/proc/<pid>/environ: BAGGAGE naming a job of this
+store, or a job's secret in PROCTOR_NONCE), a `proctor work` of this repository above it (the
+subreaper its orphans reparent to), this server above it (a monitor's command), or a worker's
+cgroup it lives in. The server finds the process at the other end of a token's connection
+(`peer_pids`: its socket's owner, through /proc) and asks the same question of it.
 """
 
 from __future__ import annotations
@@ -8,8 +18,10 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import hashlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -23,10 +35,21 @@ from proctor.paths import write_atomic
 from proctor.workspace import Workspace
 
 
+LEASED_CALLER = "SERVER_LEASED_CALLER"
+
+
 def server_dir(ws: Workspace) -> str:
     path = os.path.join(ws.state_dir, "server")
     os.makedirs(path, mode=0o700, exist_ok=True)
+    _tighten(path, 0o700)
     return path
+
+
+def _tighten(path: str, mode: int) -> None:
+    """Take group's and others' bits off `path` (made wider by an older proctor or a umask)."""
+    with contextlib.suppress(OSError):
+        if os.stat(path).st_mode & 0o077:
+            os.chmod(path, mode)
 
 
 def token_path(ws: Workspace) -> str:
@@ -138,7 +161,9 @@ def start_background(ws: Workspace, port: int | None) -> dict:
     env = {k: v for k, v in os.environ.items()
            if k not in ("PROCTOR_WORKER_TAG", "BAGGAGE", "PROCTOR_NONCE", "PROCTOR_LEASE")}
     env["PROCTOR_SERVER_DIR"] = server_dir(ws)
-    with open(log, "ab") as handle:
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    os.fchmod(fd, 0o600)
+    with os.fdopen(fd, "ab") as handle:
         subprocess.Popen(argv, cwd=ws.root, env=env, stdin=subprocess.DEVNULL, stdout=handle, stderr=handle,
                          start_new_session=True)
     deadline = time.monotonic() + 20
@@ -215,6 +240,10 @@ def serve(ws: Workspace, port: int | None) -> None:
     repo_root = repository_root(ws.root, ws.checkout.common_dir)
     state = State(ws.root, ws.state_dir, repo_root, token, port)
     ws.store  # the store exists and is migrated before anything runs
+    _tighten(ws.state_dir, 0o700)  # the store, its trail's blobs and the server's files are the person's
+    for name in ("proctor.db", "proctor.db-wal", "proctor.db-shm", "proctor.db.lock", "server/server.log"):
+        _tighten(os.path.join(ws.state_dir, name), 0o600)
+    code = code_digest()
     info_path = os.path.join(directory, "server.json")
 
     @contextlib.asynccontextmanager
@@ -223,8 +252,8 @@ def serve(ws: Workspace, port: int | None) -> None:
         state.scheduler = scheduler
         await scheduler.start()
         keeper = asyncio.ensure_future(_keep_token(token_path(ws), token))
-        _write_info(info_path, {"pid": os.getpid(), "port": port, "version": __version__, "ready": True,
-                                "root": ws.root, "started": time.time(),
+        _write_info(info_path, {"pid": os.getpid(), "port": port, "version": __version__, "code": code,
+                                "ready": True, "root": ws.root, "started": time.time(),
                                 "url": f"http://127.0.0.1:{port}/api/v1/", "console": f"http://127.0.0.1:{port}/"})
         try:
             yield
@@ -255,3 +284,228 @@ async def _keep_token(path: str, token: str) -> None:
 
 def _write_info(path: str, data: dict) -> None:
     write_atomic(path, json.dumps(data))
+
+
+# -- the code a server runs -------------------------------------------------------------------
+
+def code_digest() -> str:
+    """sha256 over the installed proctor package's source (.py and .html files: relative path,
+    length and contents, in sorted order). A server records it at start; `server status`
+    compares it with the installed one's, so an edited or reinstalled proctor is noticed when
+    the version string did not move. About 110 files, 1 MB: a few milliseconds."""
+    import proctor
+
+    base = os.path.dirname(os.path.abspath(proctor.__file__))
+    digest = hashlib.sha256()
+    found = []
+    for directory, dirs, files in os.walk(base):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        found.extend(os.path.join(directory, f) for f in files if f.endswith((".py", ".html")))
+    for path in sorted(found):
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read()
+        except OSError:
+            data = b"\0unreadable"
+        rel = os.path.relpath(path, base).encode("utf-8", "surrogateescape")
+        digest.update(len(rel).to_bytes(4, "big") + rel + len(data).to_bytes(8, "big") + data)
+    return digest.hexdigest()
+
+
+# -- who is calling: a person, or a process that works a job -----------------------------------
+
+_WORKER_CGROUP = re.compile(r"proctor-[0-9a-f]{24}")
+
+
+def _proc(pid: int, name: str) -> bytes | None:
+    try:
+        with open(f"/proc/{pid}/{name}", "rb") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+def _claims(environ: bytes | None) -> tuple[list[str], list[str]]:
+    """(jobs BAGGAGE's proctor.lease names, secrets PROCTOR_NONCE holds) in an environment."""
+    from proctor.jobs.lease import BAGGAGE_KEY, parse_baggage
+
+    jobs, nonces = [], []
+    for item in (environ or b"").split(b"\0"):
+        if item.startswith(b"BAGGAGE="):
+            job = parse_baggage(item[8:].decode("utf-8", "replace")).get(BAGGAGE_KEY)
+            if job:
+                jobs.append(job)
+        elif item.startswith(b"PROCTOR_NONCE=") and len(item) > 14:
+            nonces.append(item[14:].decode("utf-8", "replace").strip())
+    return jobs, nonces
+
+
+def _runner_here(pid: int, state_dir: str) -> bool:
+    """Whether process `pid` is a `proctor work` of the repository whose state is `state_dir`
+    (its orphans, double-forked and setsid'd, reparent to it: it is a child subreaper)."""
+    argv = (_proc(pid, "cmdline") or b"").split(b"\0")
+    words = [w.decode("utf-8", "replace") for w in argv]
+    is_work = any(
+        (os.path.basename(w) == "proctor" or (w == "proctor" and i > 0 and words[i - 1] == "-m"))
+        and words[i + 1:i + 2] == ["work"] for i, w in enumerate(words))
+    if not is_work:
+        return False
+    from proctor.paths import find_checkout, repo_state_dir
+
+    try:
+        cwd = os.readlink(f"/proc/{pid}/cwd")
+        return os.path.realpath(repo_state_dir(find_checkout(cwd), create=False)) == os.path.realpath(state_dir)
+    except (OSError, errors.ProctorError):
+        return False
+
+
+def _cgroup_members(pid: int, limit: int = 256) -> list[int]:
+    """The processes of the worker cgroup (`proctor-<tag>`, runner.py) process `pid` lives in
+    or below, or []: a process cannot leave it short of writing to a cgroup.procs file."""
+    text = (_proc(pid, "cgroup") or b"").decode("utf-8", "surrogateescape")
+    path = next((line[3:] for line in text.splitlines() if line.startswith("0::")), "")
+    parts = path.split("/")
+    index = next((i for i, part in enumerate(parts) if _WORKER_CGROUP.fullmatch(part)), None)
+    if index is None:
+        return []
+    group = "/".join(parts[:index + 1])
+    from proctor.process import _unescape, cgroup_pids
+
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as handle:
+            mounts = handle.read().splitlines()
+    except OSError:
+        return []
+    for line in mounts:
+        left, separator, right = line.partition(" - ")
+        fields = left.split()
+        if not separator or not right.startswith("cgroup2 ") or len(fields) < 5:
+            continue
+        root, point = _unescape(fields[3]).rstrip("/"), _unescape(fields[4])
+        if group == root or group.startswith(root + "/"):
+            return cgroup_pids(os.path.normpath(point + group[len(root):]))[:limit]
+    return []
+
+
+def lineage(conn, pid: int, state_dir: str, server_pid: int | None = None) -> str | None:
+    """Why process `pid` acts for a job of this store (whose state is `state_dir`, read through
+    `conn`; with None, a store that cannot be read, any job counts), or None: it
+    or an ancestor was started with BAGGAGE naming one of its jobs or with one of its jobs'
+    secret, a `proctor work` of this repository or this server (`server_pid`) is above it, or
+    it lives in a worker's cgroup whose processes carry either. Jobs of other stores do not
+    count: a worker of one repository may run another repository's server and its tests.
+    None where there is no /proc."""
+    if not os.path.isdir("/proc/self"):
+        return None
+    jobs: list[tuple[str, str]] = []
+    nonces: list[tuple[str, str]] = []
+    current, seen = pid, set()
+    while current > 1 and current not in seen:
+        seen.add(current)
+        stat = _proc(current, "stat")
+        if stat is None:
+            break
+        name = stat[stat.find(b"(") + 1:stat.rfind(b")")].decode("utf-8", "replace")
+        who = f"process {current} ({name})"
+        if current != pid and server_pid is not None and current == server_pid:
+            return (f"process {pid} runs beneath this server ({who}): a monitor's command acts for the job it "
+                    f"belongs to")
+        if current != pid and _runner_here(current, state_dir):
+            return f"process {pid} runs beneath {who}, a proctor work whose worker it is"
+        found_jobs, found_nonces = _claims(_proc(current, "environ"))
+        jobs += [(job, who) for job in found_jobs]
+        nonces += [(nonce, who) for nonce in found_nonces]
+        try:
+            current = int(stat[stat.rfind(b")") + 2:].split()[1])
+        except (ValueError, IndexError):
+            break
+    for member in _cgroup_members(pid):
+        found_jobs, found_nonces = _claims(_proc(member, "environ"))
+        where = f"process {member}, in the worker's cgroup process {pid} lives in,"
+        jobs += [(job, where) for job in found_jobs]
+        nonces += [(nonce, where) for nonce in found_nonces]
+    for job, who in jobs:
+        if conn is None or conn.execute("SELECT 1 FROM jobs WHERE id = ?", (job,)).fetchone():
+            return f"{who} was started with BAGGAGE proctor.lease={job}: it works that job"
+    for nonce, who in nonces:
+        if conn is None:
+            return f"{who} was started with a job's secret in PROCTOR_NONCE: it works that job"
+        digest = hashlib.sha256(nonce.encode("utf-8", "surrogateescape")).hexdigest()
+        row = conn.execute("SELECT id FROM jobs WHERE json_extract(doc, '$.nonce_sha256') = ?", (digest,)).fetchone()
+        if row:
+            return f"{who} was started with job {row[0]}'s secret in PROCTOR_NONCE: it works that job"
+    return None
+
+
+def peer_pids(client_port: int, server_port: int) -> list[int] | None:
+    """The processes holding the client end of a loopback TCP connection to `server_port`
+    from `client_port` (its socket's inode in /proc/net/tcp, then the file descriptors of the
+    socket owner's processes); [] when the connection is not there; None when /proc/net/tcp
+    does not show this server's own listening socket either (a /proc that does not tell, as
+    WSL 1's or gVisor's may not): nothing can be known there."""
+    inode = uid = None
+    listening = False
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table, encoding="ascii", errors="replace") as handle:
+                lines = handle.read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if len(fields) < 10:
+                continue
+            try:
+                local, remote = int(fields[1].rsplit(":", 1)[1], 16), int(fields[2].rsplit(":", 1)[1], 16)
+            except (IndexError, ValueError):
+                continue
+            if local == server_port and fields[3] == "0A":
+                listening = True
+            elif local == client_port and remote == server_port and fields[9] != "0":
+                inode, uid = fields[9], int(fields[7])
+        if inode:
+            break
+    if inode is None:
+        return [] if listening else None
+    target = f"socket:[{inode}]"
+    holders = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            if os.stat(f"/proc/{entry}").st_uid != uid:
+                continue
+            fds = os.listdir(f"/proc/{entry}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{entry}/fd/{fd}") == target:
+                    holders.append(int(entry))
+                    break
+            except OSError:
+                continue
+    return holders
+
+
+def refuse_leased(ws: Workspace, orchestrator: bool, doing: str, remedy: str, code: str = LEASED_CALLER) -> None:
+    """Refuse this command (`doing`) to a caller that acts under a lease (any tier: --lease,
+    BAGGAGE, the checkout's record, an ancestor's BAGGAGE) or whose lineage works a job."""
+    from proctor.jobs.lease import ORCHESTRATOR, resolve
+
+    running = info(ws)
+    server_pid = running["pid"] if running else None
+
+    def judge(conn) -> str | None:
+        caller = resolve(conn, ws.root, ORCHESTRATOR if orchestrator else None)
+        if caller.lease:
+            return caller.whence() + caller.remedy()
+        return lineage(conn, os.getpid(), ws.state_dir, server_pid)
+
+    try:
+        with ws.store.read() as conn:
+            why = judge(conn)
+    except errors.StoreError:  # a store it cannot read stops nobody from stopping the server
+        why = judge(None)
+    if why:
+        raise errors.Refused([(code, f"refused to {doing}: {why}; {remedy}")])

@@ -53,6 +53,10 @@ class Store:
         self.busy_seconds = _busy_seconds() if busy_seconds is None else busy_seconds
         self._lock_path = self.path + ".lock"
         self.writable = True
+        if not os.path.exists(self.path):
+            # the person's alone; SQLite gives -wal and -shm the database file's mode
+            with contextlib.suppress(OSError):
+                os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
         try:
             self.conn = sqlite3.connect(
                 self.path, isolation_level=None, timeout=self.busy_seconds, check_same_thread=False

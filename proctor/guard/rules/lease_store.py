@@ -15,7 +15,8 @@ NAME = "lease-store"
 DEFAULT = "deny"
 EVENTS = (PRE_TOOL,)
 SUMMARY = ("a leased session forks outside its own job, takes, ends or waits on a job not its own or beneath "
-           "it, manages monitors without its job's secret, stops the server, or runs the guard's hook itself")
+           "it, manages monitors without its job's secret (or with it removed), starts or stops the server, or runs "
+           "the guard's hook itself")
 CATCHES = ("`proctor job fork` by a session under a live job that names neither its own job (shrinking "
            "its write paths, and changing nothing else of its row) nor --parent <its job> (as flags, or a "
            "--stdin record in the command's one quoted heredoc) for a NEW job, whose read paths and "
@@ -26,7 +27,10 @@ CATCHES = ("`proctor job fork` by a session under a live job that names neither 
            "--lease naming another job or --orchestrator (or an option the guard cannot read: a variable or a "
            "substitution), or run with BAGGAGE changed or unset; `proctor run` with its environment changed "
            "(an assignment or env before it, an export or unset beside it), which would make the run "
-           "evidence of another command; `proctor server stop`, and "
+           "evidence of another command; `proctor monitor` (but `monitor wait`, which reads its own job's "
+           "follow-ups) without the job's secret in PROCTOR_NONCE (in the session's environment, or assigned "
+           "before the command), or with it removed (env -u, env -i, unset, an empty assignment), which "
+           "would fall back to the server token, a person's; `proctor server start` and `stop`, and "
            "pkill or killall of proctor's processes; and `proctor hook`, whose hand-made event could rebind "
            "the session or a subagent.")
 WHY = ("One author per job: widening a boundary, changing the plan's shape and verifying a result "
@@ -57,6 +61,7 @@ def check(ctx) -> list[tuple[str, str]]:
         if argv and os.path.basename(argv[0]) in ("pkill", "killall") and any("proctor" in a for a in argv[1:]):
             findings.append(("rule", f"{' '.join(argv)[:120]}: a session holding {lease} does not signal proctor's "
                                      f"own processes (the server every job's monitors run in, a worker's runner)"))
+    monitor_secret = _monitor_secret(ctx) if any(a[:1] == ["monitor"] for a in ctx.proctor_commands()) else None
     for argv in ctx.proctor_commands():
         hidden = [a for a in argv[1:] if a == "--orchestrator" or a.startswith("--orchestrator=")
                   or a[:1] in ("$", "`") or (a.startswith("-") and ("$" in a or "`" in a))]
@@ -69,17 +74,30 @@ def check(ctx) -> list[tuple[str, str]]:
             verdict = _fork_refusal(ctx, argv[2:], job)
             if verdict:
                 findings.append(("rule", verdict))
-        elif argv[:1] == ["monitor"] and not ctx.environ.get("PROCTOR_NONCE"):
-            findings.append(("rule", f"proctor {' '.join(argv[:2])}: a session holding {lease} manages monitors with "
-                                     f"its job's secret (PROCTOR_NONCE, printed by proctor job exec {lease}), which "
-                                     f"scopes it to {lease}'s monitors; the server token is a person's"))
+        elif argv[:2] == ["monitor", "wait"]:
+            waited = _option_value(argv[2:], "--job")
+            if waited is not None and waited != lease:
+                findings.append(("rule", f"proctor monitor wait --job {waited[:60]}: a session holding {lease} waits "
+                                         f"for its own job's follow-ups (--job {lease}); another job's are its "
+                                         f"agent's to read"))
+        elif argv[:1] == ["monitor"] and monitor_secret is not None:
+            removed, given = monitor_secret
+            if removed:
+                findings.append(("rule", f"proctor {' '.join(argv[:2])} with {removed}: a session holding {lease} "
+                                         f"keeps its job's secret (PROCTOR_NONCE) for monitors; without it the CLI "
+                                         f"would reach for the server token, which is a person's"))
+            elif not (ctx.environ.get("PROCTOR_NONCE") or given):
+                findings.append(("rule", f"proctor {' '.join(argv[:2])}: a session holding {lease} manages monitors "
+                                         f"with its job's secret (PROCTOR_NONCE, printed by proctor job exec {lease}), "
+                                         f"which scopes it to {lease}'s monitors; the server token is a person's"))
         elif argv[:1] == ["hook"]:
             findings.append(("rule", f"proctor {' '.join(argv[:2])}: a session holding {lease} does not run the "
                                      f"guard's hook itself; its host runs it on every call, and a hand-made event "
                                      f"could bind this session or a subagent to another job"))
-        elif argv[:2] == ["server", "stop"]:
-            findings.append(("rule", f"proctor server stop: a session holding {lease} does not stop the server "
-                                     f"every job's monitors run in; that is the person's who started it"))
+        elif argv[:2] in (["server", "stop"], ["server", "start"]):
+            findings.append(("rule", f"proctor server {argv[1]}: a session holding {lease} does not {argv[1]} the "
+                                     f"server every job's monitors run in (one started under a lease would hand "
+                                     f"its lease and secret to all of them); a person {argv[1]}s the server"))
         elif argv[:1] == ["job"] and argv[1:2] and argv[1] in ("exit", "archive", "trash", "delete", "exec"):
             target = next(iter(ctx.positional(argv[2:])), None)
             if target is None or not _literal(target):
@@ -121,6 +139,38 @@ def _environments(ctx) -> list[list[str]]:
         else:
             out.append(with_wrappers[:len(with_wrappers) - len(argv)])
     return out
+
+
+def _removes(words: list[str], name: str) -> str | None:
+    """What in these words (the ones before a command, or an unset/export command) removes
+    the variable `name` or empties it, if anything: env -u NAME (-uNAME, --unset[=]NAME), env
+    -i (unless NAME is given again after it), unset NAME, export -n NAME, NAME= ."""
+    verb = words[0] if words else ""
+    for index, word in enumerate(words):
+        if word == f"{name}=" or word in (f"{name}=''", f'{name}=""'):
+            return f"{word} (empty)"
+        if word in ("-u", "--unset") and words[index + 1:index + 2] == [name]:
+            return f"env {word} {name}"
+        if word in (f"-u{name}", f"--unset={name}"):
+            return f"env {word}"
+        if word in ("-i", "--ignore-environment", "-") and index > 0 and os.path.basename(words[index - 1]) == "env":
+            if not any(w.startswith(f"{name}=") and len(w) > len(name) + 1 for w in words[index + 1:]):
+                return f"env {word}"
+        if word == name and verb in ("unset", "export", "declare", "typeset", "local", "readonly") and \
+                (verb == "unset" or "-n" in words[1:index] or "+x" in words[1:index]):
+            return f"{verb} {' '.join(words[1:index + 1])}"
+    return None
+
+
+def _monitor_secret(ctx) -> tuple[str | None, bool]:
+    """(what in this call removes PROCTOR_NONCE, if anything; whether it gives a non-empty one
+    to a proctor command: NAME=value before it, or export NAME=value beside it)."""
+    removed, given = None, False
+    for words in _environments(ctx):
+        removed = removed or _removes(words, "PROCTOR_NONCE")
+        given = given or any(w.startswith("PROCTOR_NONCE=") and len(w) > len("PROCTOR_NONCE=")
+                             and w not in ("PROCTOR_NONCE=''", 'PROCTOR_NONCE=""') for w in words)
+    return removed, given
 
 
 def _check_environment(ctx) -> str | None:
@@ -166,8 +216,8 @@ def _baggage_change(words: list[str], lease: str) -> str | None:
             return word[:80]
         if word in ("-u", "--unset") and index + 1 < len(words) and words[index + 1] == "BAGGAGE":
             return f"env {word} BAGGAGE"
-        if word.startswith("--unset=BAGGAGE") or (word in ("-i", "--ignore-environment", "-")
-                                                   and index > 0 and words[index - 1].endswith("env")):
+        if word.startswith("--unset=BAGGAGE") or word == "-uBAGGAGE" or (word in ("-i", "--ignore-environment", "-")
+                                                                          and index > 0 and words[index - 1].endswith("env")):
             return f"env {word}"
         if word == "BAGGAGE" and words[0] in ("unset", "export", "declare", "typeset", "local", "readonly"):
             return f"{words[0]} BAGGAGE"
@@ -279,3 +329,14 @@ def _checkout_bound_to(ctx, lease: str) -> bool:
     from proctor.store.rows import bound_job, checkout_scope
 
     return ctx.conn is not None and bound_job(ctx.conn, checkout_scope(ctx.root)) == lease
+
+
+def _option_value(args: list[str], name: str) -> str | None:
+    """The value of `name` among a command's arguments (`--job X` or `--job=X`), the last one given."""
+    found = None
+    for index, arg in enumerate(args):
+        if arg == name and index + 1 < len(args):
+            found = args[index + 1]
+        elif arg.startswith(name + "="):
+            found = arg[len(name) + 1:]
+    return found
