@@ -5,8 +5,8 @@ The session adds a monitor and ends its turn. Its Stop is refused once with the 
 waits for the job's next follow-up (`proctor monitor wait`), which the model starts as a
 background task; the next Stop goes through and the session is idle. When the monitor's
 output is grouped into a follow-up, the wait prints it and exits; Claude Code wakes the idle
-session with the task's notification, the model reads the output, and the follow-up counts
-as delivered because the transcript shows the model was given it.
+session with the task's notification, and runs the UserPromptSubmit hook for that turn: the
+follow-up goes to the model as its context, and is delivered then.
 """
 
 from __future__ import annotations
@@ -90,6 +90,7 @@ def test_idle_session_is_woken_by_its_monitors_followup(host_env, host_repo, ser
         events = run_claude(host_env, host_repo, model, results=2, timeout=240,
                             extra={"BAGGAGE": "proctor.lease=feat", "PROCTOR_NONCE": nonce})
         assert model.consumed() == len(steps), model.summary()
+        woke_with = next((_messages(r) for r in model.main_requests() if "<task-notification>" in _messages(r)), "")
         # the ask reached the model as a Stop block's reason
         assert any("proctor monitor wait --job feat" in m for m in system_messages(model)), system_messages(model)
     results = [e for e in events if e.get("type") == "result"]
@@ -103,9 +104,11 @@ def test_idle_session_is_woken_by_its_monitors_followup(host_env, host_repo, ser
     assert text.startswith(f"Follow-up {followup_id} from the monitors of job feat (1 event)"), text
     assert "CI-RED: test_b failed" in text
     assert printed and printed_to.startswith("claude:"), rows
-    assert delivered and via.startswith("monitor-wait:claude:"), rows
     session = printed_to.split(":", 1)[1]
-    assert via == f"monitor-wait:claude:{session}"
+    # Claude Code runs UserPromptSubmit for the notification's turn: the follow-up went to the
+    # model with the wake itself, as that prompt's context, before the model read the output
+    assert delivered and via == f"prompt:claude:{session}", rows
+    assert woke_with and "CI-RED: test_b failed" in woke_with, woke_with[-2000:]
     # the session stopped (idle) before the follow-up existed: the wake, not a Stop, handed it over
     activity = _store_rows(host_repo, "SELECT activity, stop_blocks FROM sessions WHERE host = 'claude' AND "
                                       "session = ? AND subagent = ''", (session,))
