@@ -375,12 +375,14 @@ def test_doctor_names_the_events_an_older_wiring_lacks(tmp_path):
     assert claude.wired(str(root), str(home))[0]
 
 
-def test_a_proctor_work_worker_is_never_asked_to_start_the_wait(ws):
+@pytest.mark.parametrize("marker", [{"PROCTOR_WORKER_TAG": "w-1"}, {"PROCTOR_WORKER_HOOK": "1"}])
+def test_a_proctor_work_worker_is_never_asked_to_start_the_wait(ws, marker):
     """proctor work resumes its worker with the follow-up itself; a waiter in the background
-    would only keep `claude -p` alive past its reply."""
+    would only keep `claude -p` alive past its reply. Its hook is pinned under env -i with
+    PROCTOR_WORKER_HOOK (or, wired otherwise, inherits the runner's tag)."""
     add_monitor(ws)
     environ = {k: v for k, v in os.environ.items() if k not in ("BAGGAGE", "PROCTOR_NONCE")}
-    environ.update(LEASED, PROCTOR_WORKER_TAG="w-1")
+    environ.update(LEASED, **marker)
     payload = {"session_id": "w1", "transcript_path": "/tmp/none.jsonl", "cwd": ws, "hook_event_name": "Stop",
                "stop_hook_active": False, "background_tasks": []}
     out, _ = hook_run(["claude"], json.dumps(payload).encode(), environ)
@@ -391,3 +393,23 @@ def test_a_proctor_work_worker_is_never_asked_to_start_the_wait(ws):
     assert answer["decision"] == "block" and "CI-RED for the worker" in answer["reason"]
     assert "proctor monitor wait" not in answer["reason"]
     assert followup(ws, fid)[1] == "stop-hook:claude:w1"
+
+
+def test_a_workers_pinned_hook_lets_its_monitor_commands_through_but_not_a_stripped_secret(ws):
+    """A `proctor work` worker's hook runs under env -i (PROCTOR_WORKER_HOOK): it cannot see the
+    secret the runner gave the worker, so `proctor monitor add` is not refused for lacking it;
+    stripping it is refused all the same."""
+    environ = {k: v for k, v in os.environ.items() if k not in ("BAGGAGE", "PROCTOR_NONCE")}
+    environ.update(PROCTOR_WORKER_HOOK="1")
+
+    def pre(command):
+        out, _ = hook_run(["claude", "--lease", "feat"], json.dumps({
+            "session_id": "w1", "transcript_path": "/tmp/none.jsonl", "cwd": ws, "hook_event_name": "PreToolUse",
+            "tool_name": "Bash", "tool_input": {"command": command}, "tool_use_id": "t1"}).encode(), environ)
+        return json.loads(out).get("hookSpecificOutput", {}).get("permissionDecision")
+
+    assert pre("proctor monitor add --cmd 'echo hi' --interval 10s --allow-unsandboxed") != "deny"
+    assert pre("env -u PROCTOR_NONCE proctor monitor add --cmd 'echo hi' --interval 10s --allow-unsandboxed") == "deny"
+    assert pre("proctor monitor wait --job other") == "deny"
+    del environ["PROCTOR_WORKER_HOOK"]
+    assert pre("proctor monitor add --cmd 'echo hi' --interval 10s --allow-unsandboxed") == "deny"

@@ -1,7 +1,7 @@
 """What a worker leaves behind after its attempt: every process it started is ended, those that
-dropped the attempt's tag and double-forked out of its session included, except a `proctor
-server` it started (the workspace's). Real processes throughout: a real `proctor work`
-process, a worker stand-in that forks, a real server daemon."""
+dropped the attempt's tag and double-forked out of its session included; the person's
+`proctor server` runs on, and the worker can neither start nor stop one. Real processes
+throughout: a real `proctor work` process, a worker stand-in that forks, a real server daemon."""
 
 from __future__ import annotations
 
@@ -48,7 +48,10 @@ def escape(name, env):
             os.execve(sys.executable, [sys.executable, "-c", REPORT, marker, os.path.join(out, name)], env)
         os._exit(0)
 
-subprocess.run([sys.executable, "-m", "proctor", "server", "start"], check=True, capture_output=True)
+# a worker does not start the server: the CLI refuses a leased caller (the person's server runs)
+refused = subprocess.run([sys.executable, "-m", "proctor", "server", "start"], capture_output=True, text=True)
+with open(os.path.join(out, "start_refused"), "w") as handle:
+    json.dump({"returncode": refused.returncode, "output": refused.stdout + refused.stderr}, handle)
 status = json.loads(subprocess.run([sys.executable, "-m", "proctor", "server", "status", "-o", "json"],
                                    check=True, capture_output=True, text=True).stdout)
 server_dir = os.path.dirname(status["token_path"])
@@ -61,10 +64,9 @@ fake = os.path.join(out, "fake-server")
 escape("fakedir.json", {**untagged, "PROCTOR_SERVER_DIR": fake,
                         "FAKE_SERVER_JSON": os.path.join(fake, "server.json")})
 if ending == "stop_server":
-    began = time.monotonic()
-    subprocess.run([sys.executable, "-m", "proctor", "server", "stop"], check=True, capture_output=True)
-    with open(os.path.join(out, "stop_seconds"), "w") as handle:
-        handle.write(str(time.monotonic() - began))
+    stopped = subprocess.run([sys.executable, "-m", "proctor", "server", "stop"], capture_output=True, text=True)
+    with open(os.path.join(out, "stop_refused"), "w") as handle:
+        json.dump({"returncode": stopped.returncode, "output": stopped.stdout + stopped.stderr}, handle)
 time.sleep(1)  # the reports are written
 print(json.dumps({"type": "result", "subtype": "success", "result": "done", "session_id": "s"}), flush=True)
 if ending == "hang":
@@ -137,13 +139,16 @@ def _proctor(root: str, *argv: str, timeout: float = 120) -> subprocess.Complete
 @pytest.mark.parametrize("ending", ["hang", "exit"])
 def test_proctor_work_ends_escapees_and_spares_the_server(work_repo, tmp_path, ending):
     """A real `proctor work`: the worker double-forks a setsid'd grandchild without the tag,
-    another with a forged server variable, and starts `proctor server`; after the attempt
-    (stopped after its grace window, or exited by itself) the grandchildren are gone, the
-    server runs on without the tag."""
+    another with a forged server variable, and tries to start `proctor server` (refused: a
+    leased caller); after the attempt (stopped after its grace window, or exited by itself)
+    the grandchildren are gone, and the person's server runs on without the tag."""
     marker = f"SWEEP{os.getpid()}x{time.monotonic_ns() % 10**9}"
     out = tmp_path / "out"
     out.mkdir()
     root = work_repo(ending, marker, out)
+    started = _proctor(root, "server", "start")
+    assert started.returncode == 0, started.stdout + started.stderr
+    person_server = json.loads(_proctor(root, "server", "status", "-o", "json").stdout)["pid"]
     try:
         work = subprocess.Popen([sys.executable, "-m", "proctor", "work", "feat", "-o", "json"], cwd=root,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -163,28 +168,33 @@ def test_proctor_work_ends_escapees_and_spares_the_server(work_repo, tmp_path, e
         status = _proctor(root, "server", "status", "-o", "json")
         assert status.returncode == 0, status.stdout + status.stderr
         server = json.loads(status.stdout)
-        assert server["running"] is True and _live(server["pid"])
+        assert server["running"] is True and server["pid"] == person_server and _live(server["pid"])
         assert not any(item.startswith(b"PROCTOR_WORKER_TAG=") for item in _environ(server["pid"]))
+        refused = json.loads((out / "start_refused").read_text())
+        assert refused["returncode"] != 0 and "SERVER_LEASED_CALLER" in refused["output"], refused
     finally:
         _kill_marked(marker)
         stop = _proctor(root, "server", "stop")
     assert stop.returncode == 0 and "server stopped" in stop.stdout, stop.stdout + stop.stderr
 
 
-def test_a_server_the_worker_stops_is_reaped_at_once(work_repo, tmp_path):
-    """The worker starts and stops a server within its attempt: the daemon, adopted by `proctor
-    work`, is reaped when it ends, so `proctor server stop` sees it gone (a zombie would keep it
-    waiting its 30 s)."""
+def test_a_worker_cannot_stop_the_persons_server(work_repo, tmp_path):
+    """The worker tries `proctor server stop` within its attempt: refused (a leased caller), and
+    the server every job's monitors run in runs on, the same process."""
     marker = f"SWEEP{os.getpid()}y{time.monotonic_ns() % 10**9}"
     out = tmp_path / "out"
     out.mkdir()
     root = work_repo("stop_server", marker, out)
+    assert _proctor(root, "server", "start").returncode == 0
+    before = json.loads(_proctor(root, "server", "status", "-o", "json").stdout)["pid"]
     try:
         done = _proctor(root, "work", "feat", "-o", "json")
         assert done.returncode == 0, done.stderr
-        assert float((out / "stop_seconds").read_text()) < 10
+        stopped = json.loads((out / "stop_refused").read_text())
+        assert stopped["returncode"] != 0 and "SERVER_LEASED_CALLER" in stopped["output"], stopped
         assert alive_with(marker) == []
-        assert _proctor(root, "server", "status").returncode == 1
+        after = json.loads(_proctor(root, "server", "status", "-o", "json").stdout)
+        assert after["running"] is True and after["pid"] == before and _live(before)
     finally:
         _kill_marked(marker)
         _proctor(root, "server", "stop")

@@ -90,6 +90,7 @@ class Display:
         self.tty = stream.isatty()
         self.lock = threading.Lock()
         self.live: dict | None = None
+        self.waiting: dict | None = None  # a job waiting for its monitors' next follow-up
         self.stopped = threading.Event()
         # Lines are written by a thread of their own: a terminal nobody reads (paused with
         # Ctrl-S, a pipe never drained) blocks that thread, never the watch that stops workers.
@@ -118,11 +119,14 @@ class Display:
     def _event(self, kind: str, data: dict) -> None:
         at = time.monotonic()
         if kind == "start":
+            self.waiting = None
             self.live = {"job": data["job"], "worker": data["worker"], "executor": data["executor"],
                          "attempt": data["attempt"], "started": at, "output": at, "final": None,
                          "idle": data.get("idle"), "grace": data.get("grace"), "wall": data.get("wall"),
                          "cost": 0.0, "last": "starting"}
             resumed = ", resuming its last session" if data.get("resumed") else ""
+            if data.get("followup") is not None:
+                resumed = f", resuming its last session with follow-up {data['followup']}"
             self._line(f"{data['job']}: attempt {data['attempt']} on {data['worker']} ({data['executor']}), "
                        f"rung {data['rung']}/{data['rungs']}{resumed}, in {data.get('worktree')}", final=True)
             if data.get("note"):
@@ -137,6 +141,21 @@ class Display:
             self._line(f"{self.live['job']}: final reply received; {self.live['grace']:g} s of grace", final=True)
         elif kind == "step" and self.live is not None:
             self.live["final"] = None
+        elif kind == "monitors":
+            first = self.waiting is None
+            self.waiting = {"job": data["job"], "live": data["live"], "since": data["since"], "bound": data["bound"]}
+            if first:
+                self._line(f"{self._waiting_status()} (a follow-up resumes its worker here; up to "
+                           f"{_span(round(data['bound']))}: the idle limit, within the worker's wall clock)", final=True)
+            elif self.tty:
+                self._line(self._waiting_status())
+        elif kind == "followup":
+            self.waiting = None
+            self._line(f"{data['job']}: follow-up {data['id']} from its monitors ({data['events']} event"
+                       f"{'s' if data['events'] != 1 else ''}): the worker's session resumes with it", final=True)
+        elif kind == "wait_over":
+            self.waiting = None
+            self._line(f"{data['job']}: {data['reason']}; the attempt's verdict stands", final=True)
         elif kind == "waiting":
             self._line(f"{data['job']}: waiting for a {data['executor']} slot ({data['slots']} on this machine, held "
                        f"by pid {', '.join(data['holders']) or '?'})", final=True)
@@ -156,6 +175,7 @@ class Display:
                     self._line(f"    {failure}", final=True)
         elif kind == "attempt":
             self.live = None
+            self.waiting = None
             verdict = "passed its gates" if data["passed"] else "did not pass"
             spend = f", spend ${data['cost']:.2f}" if data.get("cost") else ""
             self._line(f"{data['job']}: attempt {data['number']} {data['outcome']} ({data['reason']}){spend}; "
@@ -184,17 +204,24 @@ class Display:
         parts.append(live["last"])
         return " · ".join(parts)
 
+    def _waiting_status(self) -> str:
+        waiting = self.waiting
+        return (f"{waiting['job']}: waiting for the monitors of {waiting['job']}: {waiting['live']} live · "
+                f"{_span(time.monotonic() - waiting['since'])}/{_span(round(waiting['bound']))}")
+
     def _tick(self) -> None:
         last_beat = time.monotonic()
         while not self.stopped.wait(1.0):
             with self.lock:
-                if self.live is None:
+                status = self._status if self.live is not None else \
+                    self._waiting_status if self.waiting is not None else None
+                if status is None:
                     continue
                 if self.tty:
-                    self._line(self._status())
+                    self._line(status())
                 elif time.monotonic() - last_beat >= HEARTBEAT:
                     last_beat = time.monotonic()
-                    self._line(self._status(), final=True)
+                    self._line(status(), final=True)
 
     def _line(self, text: str, final: bool = False) -> None:
         import queue
@@ -246,6 +273,18 @@ def work(job_id: str, worker_name: str | None, again: bool, output: str) -> int:
     grades with the code of `proctor job wait`, and commits, hooks off, only the job's changed
     paths inside its write paths when they pass; an attempt that committed or moved a ref
     fails. After every child passed the root's own check runs. One `proctor work` per job.
+
+    Follow-ups: an attempt that did not pass, whose worker ended its turn while the job has
+    live monitors (run by `proctor server`) or a follow-up not yet delivered, is not retried
+    blind: the job stays live (exited, its monitors running, its worktree kept) and proctor
+    waits for the monitors' next follow-up, up to the idle limit (within the worker's wall
+    clock from its session's first attempt): "waiting for the monitors of JOB: N live". A
+    follow-up resumes the same session with its text as a new attempt in the same worktree
+    (claude --resume, codex exec resume, gemini --resume, opencode --session; never the plain
+    command), guarded, graded and landed like any other; none coming, the attempt's verdict
+    stands. An attempt that passes lands and ends the job, and its monitors with it; nothing
+    is resumed after the job ended.
+
     Exit 0 when every job passed, 1 when one ran out of attempts and rungs, 2 when it could
     not start or a pass could not be landed, 128+N when interrupted by signal N.
     """

@@ -49,12 +49,12 @@ A stop, and a worker's own exit, end everything the worker started:
    attempt runs (prctl PR_SET_CHILD_SUBREAPER, set before the worker starts, cleared after
    the sweeps unless it was set already): an orphan anywhere below the worker, double-forked
    and setsid'd, reparents here instead of to init, and every child of ours started after the
-   worker is the worker's, so no orphan escapes the tree. The server process
-   (`monitors/resume.py` resumes a worker from inside it) does not pass it: the server runs
-   monitor commands as its own children concurrently, and while it was a subreaper their
-   orphans would become its children too, indistinguishable from the worker's by parent or
-   start time, and left as zombies; there the tree holds what was still linked to the worker
-   when it was read, and the tag (3) and the cgroup (0) the rest;
+   worker is the worker's, so no orphan escapes the tree. A caller that runs other children
+   meanwhile (a server running monitor commands) must not pass it: their orphans would become
+   its children too, indistinguishable from the worker's by parent or start time, and left as
+   zombies; there the tree holds what was still linked to the worker when it was read, and
+   the tag (3) and the cgroup (0) the rest. (Every worker is run by `proctor work`, a follow-up's
+   resumed session included: the server resumes none.)
 3. every process that still carries the attempt's tag (PROCTOR_WORKER_TAG, a fresh value per
    attempt, in the worker's environment): the fallback for an orphan reparented outside the
    tree (to init, where no group or parent chain reaches it) that kept its environment.

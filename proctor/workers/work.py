@@ -21,6 +21,27 @@ resumes the previous attempt's session (where its CLI can) with the gate failure
 prompt. Every reply lands on the trail as a `worker_claim`, every attempt's whole stream as a
 blob. After every child passed, the root's own check runs and the root is recorded.
 
+Follow-ups from the job's monitors. Each attempt is graded when its CLI ends. One that passes
+lands and ends the job, and its monitors go with it (they live only while the job is in an
+active column). One that does not pass, whose worker ended its turn (`finished`) on a CLI that
+resumes a session (not the plain `command`), while its job has live monitors (and the server
+runs them) or a follow-up not yet delivered, is not followed by a blind retry: the job stays
+exited (an active column: its monitors live on), its worktree stays (their cwd, and the
+worker's work), and this process waits for the job's next follow-up (`_await_followup`), up to
+the idle limit (`jobs.idle_minutes`, the longest a worker may be silent; the live line shows
+"waiting for the monitors of J: N live"), and never past the worker's wall clock counted from
+the first attempt of its session (so monitors that keep printing cannot resume a failing
+worker forever). A follow-up that comes resumes the same session, with the follow-up's text as
+its next message, as a new attempt in the same worktree: the job reopened (its result kept in
+`previous_results`), the same secret, lease, guard hand-over and limits as any attempt, graded
+and landed like any; the follow-up is marked delivered (`resume:<worker>:<session>`) once the
+CLI was started with it, and the attempt's `worker_attempt` names it (`followup`). The attempt
+that waited uses no attempt of its rung: the one the follow-up resumes carries its work on. No
+follow-up within the bound (or the monitors gone, or no server running them): the attempt's
+failure counts as it would have, and the step goes on as before (a blind retry in a fresh
+worktree, the ladder, or the verdict). Once the job has ended (passed, failed, no_return,
+released), nothing resumes its worker.
+
 One runner per job: the job's row names the runner's pid (and its start time), and a second
 `proctor work` on a job being worked is refused naming it. A watchdog process (watchdog.py)
 ends the worker and records the attempt when this process dies without saying goodbye.
@@ -195,6 +216,17 @@ def retry_prompt(job: dict, failures: list[str], checkpoint: str) -> str:
             f"are there. Make the change again, within your write paths, run the check, file your result "
             f"(proctor job exit {job['id']} --stdin) and end with a short reply, as your first instructions "
             f"say (proctor describe job {job['id']} prints your terms again).\n")
+
+
+def followup_prompt(job: dict, followup: dict, failures: list[str]) -> str:
+    """What a session resumed by a follow-up is told: the follow-up's text, then where it stands."""
+    shown = "\n".join(f"- {f}" for f in failures[:20]) or "- (no gate named a failure)"
+    return (f"lease: {job['id']}\n\n{followup['text'].rstrip()}\n\n"
+            f"That is what the monitors of job {job['id']} printed since your last reply. Your worktree is as you "
+            f"left it, and your last attempt did not pass its gates:\n{shown}\n\n"
+            f"Carry on from there within your write paths, run the check, file your result again (proctor job exit "
+            f"{job['id']} --stdin) and end with a short reply. Remove a monitor you no longer need (proctor monitor "
+            f"remove <id>): until the job passes, proctor waits for its live monitors' next follow-up.\n")
 
 
 def deliverable(ws: Workspace, prompt: str, number: int, job_id: str) -> str:
@@ -491,11 +523,14 @@ def _run_step(ws: Workspace, job: dict, rungs: list[Worker], notify, dog) -> Job
     number = len(attempts_of(ws, job_id))
     last: dict = {}
     worktree: str | None = None
+    taken: dict = {}
     try:
         for rung_index, worker in enumerate(rungs):
             used = 0
             session: str | None = None  # the previous attempt's, on this rung
             failures: list[str] = []
+            followup: dict | None = None  # the follow-up the next attempt resumes the session with
+            session_ends = 0.0  # (monotonic) the worker's wall clock from its session's first attempt
             while used < cfg.attempts:
                 module = executor_module(worker.executor)
                 probe = module.argv(worker, "x", lease=job_id)
@@ -506,21 +541,30 @@ def _run_step(ws: Workspace, job: dict, rungs: list[Worker], notify, dog) -> Job
                                              "reason": reason, "counts": False})
                     break  # this rung cannot run at all: up the ladder
                 number += 1
-                if worktree is not None:  # the previous attempt's tree: gone before the next starts
-                    take.release(ws, job_id, orchestrator, f"attempt {number - 1} did not pass")
-                    remove_worktree(ws.root, worktree)
-                    worktree = None
-                worktree, note = make_worktree(ws, job_id, start.revision, start.name)
-                dog.tell(job=job_id, worktree=worktree, attempt=None)
-                with Workspace(worktree, ws.warn) as there:
-                    taken = take.exec_job(there, job_id, orchestrator)
+                if followup is None:
+                    if worktree is not None:  # the previous attempt's tree: gone before the next starts
+                        take.release(ws, job_id, orchestrator, f"attempt {number - 1} did not pass")
+                        remove_worktree(ws.root, worktree)
+                        worktree = None
+                    worktree, note = make_worktree(ws, job_id, start.revision, start.name)
+                    dog.tell(job=job_id, worktree=worktree, attempt=None)
+                    with Workspace(worktree, ws.warn) as there:
+                        taken = take.exec_job(there, job_id, orchestrator)
+                    session_ends = time.monotonic() + worker.wall_minutes * 60
+                else:
+                    # the same tree, the same take and secret: the job goes back to work for the follow-up
+                    note = None
+                    take.reopen(ws, job_id, orchestrator)
                 if first_prompt is None:
                     first_prompt = prompt_for(ws, job)
                 resume = session if session and _resumable(module) else None
-                prompt = retry_prompt(job, failures, start.revision) if resume else first_prompt
-                if failures and not resume:
-                    prompt = first_prompt + "\nA previous attempt at this job did not pass:\n" + \
-                        "\n".join(f"- {f}" for f in failures[:20]) + "\nThe tree is back at the checkpoint.\n"
+                if followup is not None:
+                    prompt = followup_prompt(job, followup, failures)
+                else:
+                    prompt = retry_prompt(job, failures, start.revision) if resume else first_prompt
+                    if failures and not resume:
+                        prompt = first_prompt + "\nA previous attempt at this job did not pass:\n" + \
+                            "\n".join(f"- {f}" for f in failures[:20]) + "\nThe tree is back at the checkpoint.\n"
                 prompt = deliverable(ws, prompt, number, job_id)
                 argv = module.argv(worker, prompt, resume=resume, lease=job_id)
                 started_any = True
@@ -531,21 +575,28 @@ def _run_step(ws: Workspace, job: dict, rungs: list[Worker], notify, dog) -> Job
                 before = integrity.Snapshot.take(ws.root, ws.checkout.common_dir, worktree)
                 dog.tampered = None
                 before.save(stream + ".before.json")  # for the watchdog, should this process die
+                handed = _Handover(ws, followup, f"resume:{worker.name}:{resume}")
+
+                def spawned(info: dict) -> None:
+                    dog.tell(job=job_id, worktree=worktree, attempt=dict(
+                        info, number=number, worker=worker.name, executor=worker.executor, stream=stream,
+                        before=stream + ".before.json", followup=followup["id"] if followup else None))
+                    handed.started()  # the CLI was started with the follow-up: it is delivered
+
                 with Slot(worker, lambda kind, data: notify(kind, dict(data, job=job_id))):
                     notify("start", {"job": job_id, "worker": worker.name, "executor": worker.executor,
                                      "attempt": number, "rung": rung_index + 1, "rungs": len(rungs),
                                      "of": cfg.attempts, "worktree": worktree, "resumed": bool(resume),
+                                     "followup": followup["id"] if followup else None,
                                      "note": note, "idle": limits.idle, "grace": limits.grace,
                                      "wall": limits.wall, "spend": limits.spend})
                     attempt = runner.run_attempt(
                         argv, module.Parser(), limits, worktree, worker_env(job_id, taken.get("_nonce"), module),
                         stdin_text=prompt if module.PROMPT_ON_STDIN else None, adopt_orphans=True,
-                        stream_path=stream,
-                        on_spawn=lambda info: dog.tell(job=job_id, worktree=worktree, attempt=dict(
-                            info, number=number, worker=worker.name, executor=worker.executor, stream=stream,
-                            before=stream + ".before.json")),
+                        stream_path=stream, on_spawn=spawned,
                         on_event=lambda kind, a: notify(kind, {"job": job_id, "worker": worker.name,
                                                                 "attempt": number, "data": a}))
+                handed.settle()
                 stream_ref, stderr_ref = keep_stream(ws, stream)
                 forget(_prompt_path(ws, job_id, number))  # a prompt too long for argv, read by now
                 moved = before.settle(lambda old, new: bool(landed_by_proctor(ws, old, new)))
@@ -556,10 +607,11 @@ def _run_step(ws: Workspace, job: dict, rungs: list[Worker], notify, dog) -> Job
                 dog.tell(job=job_id, worktree=worktree, attempt=None)
                 if attempt.outcome == "interrupted":
                     _record(ws, job_id, worker, number, attempt, "unknown", False, moved, stream_ref,
-                            stderr_ref=stderr_ref)
+                            stderr_ref=stderr_ref, followup=handed.record())
                     raise WorkInterrupted(attempt.interrupted_by or 0, attempt.reason)
                 ran = dict(attempt.to_json(), number=number, worker=worker.name, executor=worker.executor,
-                           stream=stream_ref, stderr_stream=stderr_ref, failures=moved, noticed=noticed)
+                           stream=stream_ref, stderr_stream=stderr_ref, failures=moved, noticed=noticed,
+                           **handed.record())
                 dog.tell(finished=dict(ran, reply=(attempt.reply or "")[:4000]))
                 try:
                     passed, gates, failures, graded, status = _gates(ws, worktree, job_id, attempt, orchestrator,
@@ -568,12 +620,13 @@ def _run_step(ws: Workspace, job: dict, rungs: list[Worker], notify, dog) -> Job
                     signum = _signum_of(exc)
                     _record(ws, job_id, worker, number, attempt, "unknown", False,
                             moved + [f"proctor was interrupted ({_signal_name(signum)}) while it ran the check: "
-                                     f"the attempt was not graded"], stream_ref, noticed, stderr_ref)
+                                     f"the attempt was not graded"], stream_ref, noticed, stderr_ref,
+                            followup=handed.record())
                     dog.tell(finished=None)
                     raise WorkInterrupted(signum, f"proctor work was interrupted ({_signal_name(signum)}) while it "
                                                   f"ran {job_id}'s check") from None
                 record = _record(ws, job_id, worker, number, attempt, status, passed, failures, stream_ref,
-                                 noticed, stderr_ref)
+                                 noticed, stderr_ref, followup=handed.record())
                 dog.tell(finished=None)
                 outcome.attempts.append(record)
                 notify("attempt", {"job": job_id, **record})
@@ -599,6 +652,13 @@ def _run_step(ws: Workspace, job: dict, rungs: list[Worker], notify, dog) -> Job
                             outcome.reason = "passed its gates"
                             return outcome
                 session = attempt.session if attempt.session and not attempt.provider_error else None
+                followup = None
+                if session and _resumable(module) and attempt.outcome == "finished":
+                    # its job's monitors may have more to say: their follow-up resumes this session here
+                    followup = _await_followup(ws, job_id, min(time.monotonic() + cfg.idle_limit_seconds,
+                                                               session_ends), notify)
+                    if followup is not None:
+                        continue  # the attempt that follows carries its work on: no attempt of the rung used
                 if attempt.counts:
                     used += 1  # the gates failed this worker: one attempt of its rung used
                 else:
@@ -621,6 +681,92 @@ def _run_step(ws: Workspace, job: dict, rungs: list[Worker], notify, dog) -> Job
         raise
     finally:
         _hand_back(ws, job_id, worktree, dog, "proctor work ended before a verdict")
+
+
+FOLLOWUP_POLL = 1.0  # seconds between two looks at the store while waiting for a follow-up
+
+
+def _await_followup(ws: Workspace, job_id: str, until: float, notify) -> dict | None:
+    """The job's next follow-up, once one is ready and before `until` (monotonic), else None.
+
+    Waited for only while the job is exited in an active column of the board (its monitors
+    live; a job that ended, was released, archived or trashed has none and is never resumed)
+    and has live monitors a running server runs; a follow-up already ready is taken at once,
+    unless `until` has passed (the worker's wall clock for its session is spent). The job's
+    row and the follow-ups are read again every FOLLOWUP_POLL seconds."""
+    from proctor.monitors import store as mstore
+    from proctor.server import daemon
+    from proctor.store import followups
+
+    started = time.monotonic()
+    shown: int | None = None
+    bound = max(0.0, until - started)
+    while True:
+        with ws.store.read() as conn:
+            job = rows.get(conn, job_id)
+            if job is None or job["state"] != EXITED or not mstore.job_is_active(ws.config, job):
+                ready, live = None, 0
+            else:
+                ready = followups.next_ready(conn, job_id)
+                live = len(mstore.live(conn, job_id))
+        at = time.monotonic()
+        if ready is None and not live:
+            if shown is not None:
+                notify("wait_over", {"job": job_id, "reason": "its monitors are gone"})
+            return None
+        if at >= until:
+            notify("wait_over", {"job": job_id, "reason": (
+                f"no follow-up from its monitors within {bound:.0f} s" if bound > 0 else
+                "its worker's wall clock, counted from its session's first attempt, is spent: no follow-up "
+                "resumes it")})
+            return None
+        if ready is not None:
+            notify("followup", {"job": job_id, "id": ready["id"], "events": ready["events"]})
+            return ready
+        if shown is None and daemon.info(ws) is None:
+            notify("wait_over", {"job": job_id, "reason": f"{live} live monitor{'s' if live > 1 else ''}, but no "
+                                                          f"server runs them (proctor server start), so no wait"})
+            return None
+        if live != shown:
+            notify("monitors", {"job": job_id, "live": live, "bound": bound, "since": started})
+            shown = live
+        time.sleep(min(FOLLOWUP_POLL, until - at))
+
+
+class _Handover:
+    """The follow-up an attempt resumes its session with: marked delivered (`via`) once the
+    CLI was started with it; a CLI that could not start leaves it ready."""
+
+    def __init__(self, ws: Workspace, followup: dict | None, via: str) -> None:
+        self.ws, self.followup, self.via = ws, followup, via
+        self.spawned = self.marked = False
+
+    def started(self) -> None:
+        self.spawned = True
+        self._mark()
+
+    def settle(self) -> None:
+        if self.spawned and not self.marked:
+            self._mark(quiet=False)  # what could not be written while the worker started
+
+    def _mark(self, quiet: bool = True) -> None:
+        if self.followup is None or self.marked:
+            return
+        from proctor.store import followups
+
+        try:
+            with self.ws.store.write() as conn:
+                followups.mark_delivered(conn, self.followup["id"], self.via)
+            self.marked = True
+        except Exception:
+            if not quiet:
+                raise
+
+    def record(self) -> dict:
+        """What the attempt's record says of it: the follow-up's id, and whether it was handed over."""
+        if self.followup is None:
+            return {}
+        return {"followup": self.followup["id"], "followup_delivered": self.marked}
 
 
 def _hand_back(ws: Workspace, job_id: str, worktree: str | None, dog, reason: str) -> None:
@@ -728,10 +874,10 @@ def _tagged_run(ws: Workspace, target: str, caller: Caller, dog, worktree: str) 
 
 def _record(ws: Workspace, job_id: str, worker: Worker, number: int, attempt, status: str, passed: bool,
             failures: list[str], stream_ref: str | None, noticed: list[str] | None = None,
-            stderr_ref: str | None = None) -> dict:
+            stderr_ref: str | None = None, followup: dict | None = None) -> dict:
     data = {"number": number, "worker": worker.name, "executor": worker.executor, **attempt.to_json(),
             "status": status, "passed": passed, "failures": failures[:50], "stream": stream_ref,
-            "claim": (attempt.reply or "")[:500], "stderr_stream": stderr_ref}
+            "claim": (attempt.reply or "")[:500], "stderr_stream": stderr_ref, **(followup or {})}
     if noticed:
         data["noticed"] = [f"your checkout changed while the attempt ran: {', '.join(noticed[:10])}"
                            + (f" and {len(noticed) - 10} more" if len(noticed) > 10 else "")
@@ -743,7 +889,7 @@ def _record(ws: Workspace, job_id: str, worker: Worker, number: int, attempt, st
         trail.append(conn, ws.state_dir, "worker_claim", f"worker:{worker.name}", job_id, {
             "attempt": number, "status": status, "aborted": attempt.outcome != "finished",
             "idle_stopped": attempt.stop == "idle", "reply_kind": attempt.reply_kind,
-            "interrupted": attempt.outcome == "interrupted",
+            "interrupted": attempt.outcome == "interrupted", **({"followup": followup["followup"]} if followup else {}),
         }, payload=(attempt.reply or "").encode("utf-8", "replace"))
     return data
 

@@ -9,6 +9,7 @@ skip, saying how to install it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -179,7 +180,6 @@ def make_followup(repo: str, job: str, line: str) -> None:
         store.close()
 
 
-FOLLOW_UP = "Follow-up from the monitors of job plan/w1 (1 event): ci is red again"
 # `python -c ADD_FOLLOW_UP <root> <job> <text>`: a ready follow-up for the job, in its own process
 ADD_FOLLOW_UP = r"""
 import sys
@@ -192,11 +192,53 @@ with store.write() as conn:
     conn.execute("INSERT INTO followups (job, created, text, events) VALUES (?, ?, ?, 1)", (job, iso(now()), text))
 store.close()
 """
-# the same, then handed to the job's finished worker through proctor's resume path
-RESUME = ADD_FOLLOW_UP + r"""
-from proctor.monitors.resume import deliver_to_worker
-print(deliver_to_worker(root, job))
-"""
+
+# A `proctor work` worker's monitor, as a model adds it: a real one, run by the real server,
+# printing CI_EVENT on its first run only (`mark` records that run); its follow-up resumes the
+# worker inside `proctor work` (the event line is asserted, never the follow-up's header).
+CI_EVENT = "CI-RED: test_b failed on main"
+
+
+def monitor_command(mark: str) -> str:
+    return f"test -e {mark} || {{ touch {mark}; echo {CI_EVENT}; }}"
+
+
+def monitor_add(mark: str) -> str:
+    """The shell command a worker runs to add the monitor (its job's secret is in its environment)."""
+    return (f"proctor monitor add --cmd '{monitor_command(mark)}' --interval 10s --description 'ci watcher' "
+            f"--allow-unsandboxed")
+
+
+def add_monitor_for(env: "HostEnv", repo: str, job: str, mark: str) -> subprocess.CompletedProcess:
+    """The same monitor added by the person (the server token, --job), from the repository."""
+    return env.proctor("monitor", "add", "--job", job, "--cmd", monitor_command(mark), "--interval", "10s",
+                       "--description", "ci watcher", "--allow-unsandboxed", cwd=repo)
+
+
+@contextlib.contextmanager
+def server(env: "HostEnv", repo: str):
+    """The repository's `proctor server`, started by the person (no lease), stopped after."""
+    proc = env.proctor("server", "start", cwd=repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    try:
+        yield
+    finally:
+        env.proctor("server", "stop", cwd=repo)
+
+
+def followup_rows(repo: str, job: str) -> list[dict]:
+    """The job's follow-ups as the store holds them."""
+    from proctor.paths import find_checkout, repo_state_dir
+    from proctor.store import Store
+
+    store = Store(repo_state_dir(find_checkout(repo)))
+    try:
+        with store.read() as conn:
+            found = conn.execute("SELECT id, text, delivered, via FROM followups WHERE job = ? ORDER BY id",
+                                 (job,)).fetchall()
+    finally:
+        store.close()
+    return [{"id": f[0], "text": f[1], "delivered": f[2], "via": f[3]} for f in found]
 
 
 def json_lines(text: str) -> list[dict]:

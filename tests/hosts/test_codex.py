@@ -22,7 +22,8 @@ import tempfile
 
 import pytest
 
-from tests.hosts.conftest import ADD_FOLLOW_UP, FOLLOW_UP, RESUME, fork_and_take, git, host_binary
+from tests.hosts.conftest import (ADD_FOLLOW_UP, CI_EVENT, add_monitor_for, followup_rows, fork_and_take, git,
+                                  host_binary, server)
 from tests.hosts.model import ScriptedModel, Tool, Turn
 from tests.hosts.responses import Responses
 
@@ -521,51 +522,66 @@ def state_outside_tmp(host_env, monkeypatch):
 RESULT = json.dumps({"schema_version": 1, "status": "done", "summary": "set A"})
 
 
-def test_work_with_codex_passes_a_job_and_resumes_it(host_env, host_repo, state_outside_tmp):
+def test_work_with_codex_resumes_its_worker_with_a_follow_up_and_lands_the_work(host_env, host_repo,
+                                                                                state_outside_tmp, tmp_path):
     """Nothing is wired: no hook in the person's config.toml or the checkout, no trust recorded.
-    The guard comes with the worker's command line, so its write outside the lease is denied."""
+    The guard comes with the worker's command line, so its write outside the lease is denied.
+    While the worker's first turn runs, a monitor is added for its job (by the person: from inside
+    Codex's workspace-write sandbox a worker cannot reach the server on loopback, "Operation not
+    permitted"), and the worker ends its turn without the work: that attempt fails its gates, and
+    `proctor work` waits. The real server runs the monitor; its follow-up resumes the session
+    (`codex exec resume`) as a new attempt in the same worktree, which does the work, and is
+    graded and landed."""
     host_binary("codex")
     assert host_env.proctor("init", "--force", cwd=host_repo).returncode == 0  # the store in the new state dir
     with open(os.path.join(host_repo, "proctor.toml"), "w") as handle:
         handle.write('[targets.test]\ncommand = "python3 -c \'import sys; sys.exit(0)\'"\ntimeout = "5m"\n\n'
-                     '[targets.ci]\ncommand = "make ci"\n\n[workers.cx]\nexecutor = "codex"\n')
+                     '[targets.ci]\ncommand = "make ci"\n\n[jobs]\nidle_minutes = 2\n\n[workers.cx]\nexecutor = "codex"\n')
     git(host_repo, "add", "-A")
     git(host_repo, "commit", "-q", "-m", "a codex worker")
     proc = host_env.proctor("job", "fork", JOB, "--criteria", "set A to 2", "--write-paths", "src/a.py",
                             "--check", "test", cwd=host_repo)
     assert proc.returncode == 0, proc.stderr
-    resumed = lambda record: FOLLOW_UP in json.dumps(record["body"].get("input"))
+    resumed = lambda record: CI_EVENT in json.dumps(record["body"].get("input"))  # noqa: E731
+    added = []
+
+    def monitor_then_stop(record: dict) -> Turn:
+        added.append(add_monitor_for(host_env, host_repo, JOB, str(tmp_path / "ci-ran")))
+        return Turn(text="CI has to go green first; the monitor will tell me.")
+
     with ScriptedModel(Responses(), [
         Turn(text="Writing b.", tools=[Tool("exec_command", {"cmd": "echo 'B = 2' > src/b.py"})]),
-        Turn(tools=[Tool("exec_command", {"cmd": "printf 'A = 2\\n' > src/a.py"})]),
+        monitor_then_stop,
+        Turn(tools=[Tool("exec_command", {"cmd": "printf 'A = 2\\n' > src/a.py"})], when=resumed),
         Turn(tools=[Tool("exec_command", {"cmd": "proctor run test"})]),
         Turn(tools=[Tool("exec_command", {"cmd": f"echo '{RESULT}' | proctor job exit {JOB} --stdin"})]),
         Turn(text="Set A = 2.\n\nDONE"),
-        Turn(tools=[Tool("exec_command", {"cmd": "proctor run test"})], when=resumed),
-        Turn(text="Checked again.\n\nDONE", when=resumed),
-    ]) as model:
+    ]) as model, server(host_env, host_repo):
         _write_codex_config(host_env.home, provider(model))  # the model only: no hooks, no trust
         proc = host_env.proctor("work", JOB, "-o", "json", cwd=host_repo, timeout=300)
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        assert model.consumed() == 6, model.summary()
+        assert added and added[0].returncode == 0 and f"on {JOB} every 10s: ci watcher" in added[0].stdout, added
         outcome = json.loads(proc.stdout)["jobs"][0]
-        attempt = outcome["attempts"][0]
-        assert outcome["passed"] and outcome["commit"] and attempt["executor"] == "codex"
-        assert attempt["outcome"] == "finished" and attempt["reply_kind"] == "completed" and attempt["session"]
+        first, again = outcome["attempts"]
+        assert outcome["passed"] and outcome["commit"] and first["executor"] == again["executor"] == "codex"
+        assert first["outcome"] == "finished" and first["reply_kind"] == "completed" and first["session"]
+        assert first["passed"] is False and "followup" not in first
         assert "Command blocked by PreToolUse hook: deny [lease-write-scope]: src/b.py is outside the write " \
                "paths of plan/w1 (src/a.py)" in model.told_after(0), model.told_after(0)
-        # the worker ran proctor run and proctor job exit inside Codex's sandbox, and both worked
-        for step in (2, 3):
+        assert f"waiting for the monitors of {JOB}: 1 live" in proc.stderr, proc.stderr[-3000:]
+        # the follow-up resumed the same conversation: the first attempt's prompt and outputs are in it
+        request = next(r for r in model.main_requests() if r.get("step") == 2)
+        assert "set A to 2" in json.dumps(request["body"]["input"]) and CI_EVENT in model.dialect.told(request["body"])
+        handed = [f for f in followup_rows(host_repo, JOB) if f["delivered"]]
+        assert len(handed) == 1 and CI_EVENT in handed[0]["text"], followup_rows(host_repo, JOB)
+        assert again["followup"] == handed[0]["id"] and again["followup_delivered"] is True
+        assert handed[0]["via"] == f"resume:cx:{first['session']}"
+        assert again["passed"] is True and again["session"] == first["session"], again
+        # the resumed worker ran proctor run and proctor job exit inside Codex's sandbox, and both worked
+        for step in (3, 4):
             told = model.told_after(step)
             assert "Process exited with code 0" in told and "Read-only file system" not in told, told
-        assert git(host_repo, "show", "HEAD:src/a.py") == "A = 2\n"
-        assert git(host_repo, "log", "-1", "--format=%s").strip() == "set A to 2"
-
-        # proctor's resume path: a follow-up wakes the finished worker with `codex exec resume`
-        proc = host_env.run([sys.executable, "-c", RESUME, host_repo, JOB, FOLLOW_UP], cwd=host_repo, timeout=300)
-        assert proc.returncode == 0 and proc.stdout.strip().endswith("True"), proc.stdout + proc.stderr
-        request = next(r for r in model.main_requests() if r.get("step") == 5)
-        # the same conversation, carried on: the first attempt's command outputs are in its input
-        assert "set A to 2" in json.dumps(request["body"]["input"]) and FOLLOW_UP in model.dialect.told(request["body"])
-        assert model.wait_consumed(7, timeout=5)
-        told = model.told_after(5)
-        assert "Process exited with code 0" in told and "Read-only file system" not in told, told
+    assert git(host_repo, "show", "HEAD:src/a.py") == "A = 2\n"
+    assert git(host_repo, "log", "-1", "--format=%s").strip() == "set A to 2"
+    assert read(host_repo, "src/b.py") == "B = 1\n"

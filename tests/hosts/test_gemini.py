@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 
 import pytest
 
-from tests.hosts.conftest import (FOLLOW_UP, RESUME, fork_and_take, git, host_binary, json_lines, make_followup,
-                                  wiring_json)
+from tests.hosts.conftest import (CI_EVENT, followup_rows, fork_and_take, git, host_binary, json_lines, make_followup,
+                                  monitor_add, server, wiring_json)
 from tests.hosts.model import HttpError, ScriptedModel, Tool, Turn
 from tests.hosts.gemini_api import Gemini
 
@@ -167,7 +168,7 @@ def test_after_agent_deny_hands_the_followup_as_the_next_prompt(host_env, host_r
         assert proc.returncode == 0, proc.stderr[-3000:]
         told = model.told_after(1)
         assert model.consumed() == 4, model.summary()
-    assert "deny [monitor-followup]: Follow-up from the monitors of job plan/w1 (1 event)" in told, told
+    assert re.search(r"deny \[monitor-followup\]: Follow-up \d+ from the monitors of job plan/w1 \(1 event\)", told), told
     assert "CI-RED: test_b failed on main" in told
     warnings = [e for e in events if e.get("type") == "error"]
     assert any("CI-RED" in e.get("message", "") for e in warnings), warnings
@@ -374,19 +375,25 @@ executor = "gemini"
 
 [workers.gm]
 executor = "gemini"
+
+[jobs]
+idle_minutes = 2
 """
 
 
 def resumed(record: dict) -> bool:
-    return FOLLOW_UP in json.dumps(record["body"].get("contents"))
+    return CI_EVENT in json.dumps(record["body"].get("contents"))
 
 
-def test_work_with_gemini_passes_a_job_and_a_provider_error_does_not_count(host_env, host_repo, tmp):
+def test_work_with_gemini_passes_a_job_and_a_provider_error_does_not_count(host_env, host_repo, tmp, tmp_path):
     """The default command, unattended, in the trusted checkout so the project's hooks load:
     a 429 (the CLI's retries cut to one by general.maxAttempts) moves up the ladder without
-    using an attempt; the next worker's write outside the lease is denied, its own edit
-    passes, it runs `proctor run test` and files `proctor job exit`, and the job is graded
-    and committed. Then the worker's session is resumed as proctor's resume path does."""
+    using an attempt; the next worker's write outside the lease is denied, it adds a monitor
+    (`proctor monitor add`, its job's secret in its environment) and ends its turn without the
+    work: that attempt fails its gates and `proctor work` waits. The real server runs the monitor,
+    and its follow-up resumes the session (`gemini --resume <session>`) as a new attempt in the
+    same worktree: its own edit passes, it runs `proctor run test` and files `proctor job
+    exit`, and the job is graded and committed."""
     host_binary("gemini")
     user_settings(host_env, {"general": {"maxAttempts": 1}})
     wire_project(host_repo, commit=False)
@@ -402,43 +409,48 @@ def test_work_with_gemini_passes_a_job_and_a_provider_error_does_not_count(host_
     steps = [
         HttpError(429),
         Turn(text="Trying b first.", tools=[shell("echo 'B = 2' > src/b.py")]),
+        Turn(tools=[shell(monitor_add(str(tmp_path / "ci-ran")))]),
+        Turn(text="CI has to go green first; my monitor will tell me."),
         Turn(tools=[Tool("replace", {"file_path": "src/a.py", "old_string": "A = 1", "new_string": "A = 2",
-                                     "instruction": "set A"})]),
+                                     "instruction": "set A"})], when=resumed),
         Turn(tools=[shell("proctor run test")]),
         Turn(tools=[shell(f"proctor job exit {JOB} --stdin <<'EOF'\n{result}\nEOF")]),
         Turn(text="Set A = 2 in src/a.py.\n\nDONE"),
-        Turn(text="Looked again: still fine.", when=resumed),
     ]
-    with ScriptedModel(Gemini(), steps) as model:
+    with ScriptedModel(Gemini(), steps) as model, server(host_env, host_repo):
         started = time.monotonic()
         proc = host_env.proctor("work", JOB, "-o", "json", cwd=host_repo, timeout=400,
                                 extra=model_env(model, str(tmp), lease=None))
         took = time.monotonic() - started
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        told = model.told_after(2)
+        assert f" on {JOB} every 10s: ci watcher" in told and "blocked" not in told, told
         outcome = json.loads(proc.stdout)
         attempts = outcome["jobs"][0]["attempts"]
-        assert [a["worker"] for a in attempts] == ["flaky", "gm"], attempts
-        flaky, gm = attempts
+        assert [a["worker"] for a in attempts] == ["flaky", "gm", "gm"], attempts
+        flaky, gm, again = attempts
         assert flaky["executor"] == "gemini" and flaky["provider_error"] is True and flaky["counts"] is False, flaky
         assert flaky["exit_code"] == 429 % 256, flaky
-        assert gm["outcome"] == "finished" and gm["passed"] is True and gm["status"] == "done", gm
+        assert gm["outcome"] == "finished" and gm["passed"] is False and "followup" not in gm, gm
         assert gm["session"] and gm["reply_kind"] == "success", gm
+        assert f"waiting for the monitors of {JOB}: 1 live" in proc.stderr, proc.stderr[-3000:]
+        # the follow-up resumed the same session, in the same worktree, and that attempt passed
+        handed = [f for f in followup_rows(host_repo, JOB) if f["delivered"]]
+        assert len(handed) == 1 and CI_EVENT in handed[0]["text"], followup_rows(host_repo, JOB)
+        assert handed[0]["via"] == f"resume:gm:{gm['session']}"
+        assert again["followup"] == handed[0]["id"] and again["followup_delivered"] is True, again
+        assert again["outcome"] == "finished" and again["passed"] is True and again["status"] == "done", again
         assert model.told_after(1).count(BLOCKED) == 1, model.told_after(1)
-        assert "proctor: test exit 0" in model.told_after(3), model.told_after(3)
-        assert "Tool execution blocked" not in model.told_after(4), model.told_after(4)
+        assert "proctor: test exit 0" in model.told_after(5), model.told_after(5)
+        assert "Tool execution blocked" not in model.told_after(6), model.told_after(6)
         first = model.main_requests()[1]["body"]["contents"]
         assert any(f"lease: {JOB}" in part.get("text", "") for c in first for part in c.get("parts", [])), first
-        assert took < 240, took
-
-        # proctor's resume path: a follow-up wakes the finished worker with `gemini --resume <session>`
-        proc = host_env.run([sys.executable, "-c", RESUME, host_repo, JOB, FOLLOW_UP], cwd=host_repo,
-                            extra=model_env(model, str(tmp), lease=None), timeout=300)
-        assert proc.returncode == 0 and proc.stdout.strip() == "True", proc.stdout + proc.stderr
-        last = model.main_requests()[-1]["body"]["contents"]
-        texts = [part.get("text", "") for c in last for part in c.get("parts", [])]
+        request = next(r for r in model.main_requests() if r.get("step") == 4)["body"]["contents"]
+        texts = [part.get("text", "") for c in request for part in c.get("parts", [])]
         assert any(f"lease: {JOB}" in t for t in texts), "the resumed session holds the first conversation"
-        assert any(FOLLOW_UP in t for t in texts), texts
+        assert any(CI_EVENT in t for t in texts), texts
         assert model.consumed() == len(steps), model.summary()
+        assert took < 240, took
     from proctor.paths import find_checkout, repo_state_dir
     from proctor.store import Store, rows
 

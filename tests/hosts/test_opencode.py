@@ -11,14 +11,14 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 import urllib.request
 
 import pytest
 
 from tests.hosts.chat import Chat
-from tests.hosts.conftest import FOLLOW_UP, RESUME, fork_and_take, git, host_binary, json_lines, wiring_text
+from tests.hosts.conftest import (CI_EVENT, followup_rows, fork_and_take, git, host_binary, json_lines, monitor_add,
+                                  server, wiring_text)
 from tests.hosts.model import HttpError, ScriptedModel, Tool, Turn
 
 PROMPT = "do the task"
@@ -468,11 +468,14 @@ def _attempt_rows(listed) -> list[dict]:
     return [r for r in rows if isinstance(r, dict)]
 
 
-def test_work_passes_a_job_from_a_subdirectory(host_env, host_repo):
-    """`proctor work` run from src/: opencode works in the repository root (PWD), edits its
-    file, has a write outside its lease denied by the plugin, runs its check, files its result
-    citing the run; the job is graded and committed. A monitor follow-up then resumes the
-    worker's session (`--session`), again in the repository root."""
+def test_work_passes_a_job_from_a_subdirectory(host_env, host_repo, tmp_path):
+    """`proctor work` run from src/: opencode works in the repository root (PWD). Its write
+    outside its lease is denied by the plugin; it adds a monitor (its job's secret in its
+    environment, which the plugin's hook inherits) and ends its turn without the work: that
+    attempt fails its gates, and `proctor work` waits. The real server runs the monitor; its
+    follow-up resumes the worker's session (`--session`), again in the worktree's root, as a new
+    attempt that edits its file, runs its check and files its result citing the run; the job is
+    graded and committed."""
     host_binary("opencode")
     with open(os.path.join(host_repo, "proctor.toml"), "a") as handle:
         handle.write(WORKER)
@@ -482,33 +485,33 @@ def test_work_passes_a_job_from_a_subdirectory(host_env, host_repo):
     proc = host_env.proctor("job", "fork", "plan/w1", "--criteria", "make A two", "--write-paths", "src/a.py",
                             "--check", "test", cwd=host_repo)
     assert proc.returncode == 0, proc.stderr
+    resumed = lambda record: CI_EVENT in json.dumps(record["body"])  # noqa: E731
     steps = [
-        Turn(text="Editing.", tools=[Tool("edit", {"filePath": "src/a.py", "oldString": "A = 1", "newString": "A = 2"})]),
-        Turn(tools=[Tool("bash", {"command": "echo 'B = 2' > src/b.py", "description": "also b"})]),
+        Turn(text="Trying b.", tools=[Tool("bash", {"command": "echo 'B = 2' > src/b.py", "description": "also b"})]),
+        Turn(tools=[Tool("bash", {"command": monitor_add(str(tmp_path / "ci-ran")), "description": "watch ci"})]),
+        Turn(text="CI has to go green first; my monitor will tell me."),
+        Turn(text="Editing.", tools=[Tool("edit", {"filePath": "src/a.py", "oldString": "A = 1", "newString": "A = 2"})],
+             when=resumed),
         Turn(tools=[Tool("bash", {"command": "proctor run test", "description": "run the check"})]),
         _exit_citing_the_run("plan/w1"),
         Turn(text="Set A to 2, ran the check, filed the result.\n\nDONE"),
-        Turn(text="Looked at ci again.\n\nDONE", when=lambda record: FOLLOW_UP in json.dumps(record["body"])),
     ]
     subdir = os.path.join(host_repo, "src")
-    with ScriptedModel(Chat(), steps) as model:
+    with ScriptedModel(Chat(), steps) as model, server(host_env, host_repo):
         configure(host_env, model)
         proc = host_env.proctor("work", "plan/w1", "-o", "json", cwd=subdir, timeout=240)
-        assert model.consumed() == 5, model.summary() + proc.stdout[-3000:] + proc.stderr[-3000:]
+        assert model.consumed() == 7, model.summary() + proc.stdout[-3000:] + proc.stderr[-3000:]
         first = model.main_requests()[0]["body"]
-        told_edit, told_denied, told_run, told_exit = (model.told_after(n) for n in range(4))
-        resumed = host_env.run([sys.executable, "-c", RESUME, host_repo, "plan/w1", FOLLOW_UP], cwd=subdir,
-                               timeout=240)
-        assert resumed.stdout.strip() == "True", resumed.stdout + resumed.stderr[-3000:]
-        assert model.consumed() == 6, model.summary()
-        again = model.main_requests()[-1]["body"]
+        told_denied, told_added, told_edit, told_run, told_exit = (model.told_after(n) for n in (0, 1, 3, 4, 5))
+        again = next(r for r in model.main_requests() if r.get("step") == 3)["body"]
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     outcome = json.loads(proc.stdout)
     assert outcome["passed"] is True
-    attempt = outcome["jobs"][0]["attempts"][0]
-    assert attempt["executor"] == "opencode" and attempt["outcome"] == "finished"
+    attempt, resumed_attempt = outcome["jobs"][0]["attempts"]
+    assert attempt["executor"] == "opencode" and attempt["outcome"] == "finished" and attempt["passed"] is False
     assert attempt["session"].startswith("ses_") and attempt["provider_error"] is False
     assert attempt["reply_kind"] == "stop" and attempt["exit_code"] == 0
+    assert "waiting for the monitors of plan/w1: 1 live" in proc.stderr, proc.stderr[-3000:]
     # opencode worked in the repository root, not in the subdirectory proctor work was run from
     system = "\n".join(m["content"] for m in first["messages"] if m["role"] == "system")
     from tests.hosts.test_claude_work import tree
@@ -516,11 +519,24 @@ def test_work_passes_a_job_from_a_subdirectory(host_env, host_repo):
     assert f"Working directory: {tree(host_repo, 'plan/w1')}\n" in system
     assert "lease: plan/w1" in json.dumps(first["messages"])
     assert not os.path.exists(os.path.join(subdir, "src"))
-    assert told_edit.strip() == "Edit applied successfully."
     # the worker's write outside its lease (BAGGAGE set by proctor work) was denied by the plugin
     assert "deny [lease-write-scope]" in told_denied and "src/b.py" in told_denied, told_denied
     assert "from env" in told_denied
     assert read(host_repo, "src/b.py") == "B = 1\n"
+    # the worker added its monitor itself, under its job's secret
+    assert "on plan/w1 every 10s: ci watcher" in told_added and "deny" not in told_added, told_added
+    # the follow-up resumed the same session, in the same worktree: the model got the whole earlier conversation
+    handed = [f for f in followup_rows(host_repo, "plan/w1") if f["delivered"]]
+    assert len(handed) == 1 and CI_EVENT in handed[0]["text"], followup_rows(host_repo, "plan/w1")
+    assert handed[0]["via"] == f"resume:oc:{attempt['session']}"
+    assert resumed_attempt["followup"] == handed[0]["id"] and resumed_attempt["followup_delivered"] is True
+    assert resumed_attempt["passed"] is True and resumed_attempt["session"] == attempt["session"]
+    conversation = json.dumps(again["messages"])
+    assert "lease: plan/w1" in conversation and "CI has to go green first" in conversation
+    assert CI_EVENT in conversation
+    assert f"Working directory: {tree(host_repo, 'plan/w1')}\n" in "\n".join(
+        m["content"] for m in again["messages"] if m["role"] == "system")
+    assert told_edit.strip() == "Edit applied successfully."
     assert "test exit 0" in told_run and "output_ref sha256:" in told_run, told_run
     ref = next(w for w in told_run.split() if w.startswith("sha256:"))
     assert told_exit.startswith("filed the result of plan/w1"), told_exit
@@ -534,12 +550,6 @@ def test_work_passes_a_job_from_a_subdirectory(host_env, host_repo):
     assert head[:3] == ["make", "A", "two"] and head[3:] == ["src/a.py"], head
     assert read(host_repo, "src/a.py") == "A = 2\n"
     assert git(host_repo, "status", "--porcelain").strip() == ""
-    # the follow-up resumed the same session: the model got the whole earlier conversation
-    conversation = json.dumps(again["messages"])
-    assert "lease: plan/w1" in conversation and "Set A to 2, ran the check" in conversation
-    assert FOLLOW_UP in conversation
-    assert f"Working directory: {tree(host_repo, 'plan/w1')}\n" in "\n".join(
-        m["content"] for m in again["messages"] if m["role"] == "system")
     listed = host_env.proctor("ls", "attempts", "plan/w1", "-o", "json", cwd=host_repo).stdout
     sessions = [a.get("session") for a in _attempt_rows(json.loads(listed))]
     assert sessions == [attempt["session"], attempt["session"]], listed

@@ -62,7 +62,7 @@ def check(ctx) -> list[tuple[str, str]]:
     waiter = wake.waiter_running(call.raw.get("background_tasks"), job, call.host, call.session)
     # only Claude Code wakes an idle session when a background task ends: the wait is asked of
     # it; never of a `proctor work` worker, whose runner resumes it with the follow-up itself
-    ask = live > 0 and not waiter and call.host == "claude" and not ctx.environ.get("PROCTOR_WORKER_TAG")
+    ask = live > 0 and not waiter and call.host == "claude" and not _worker(ctx)
     if not pending and not ask:
         return []
     # the wait is asked for once in a row of refusals (the first, or with each follow-up):
@@ -146,3 +146,9 @@ def _printed(followup: int, reader: str):
         wake.mark_printed(conn, followup, reader)
 
     return action
+
+
+def _worker(ctx) -> bool:
+    """A `proctor work` worker: its hook is pinned by proctor (PROCTOR_WORKER_HOOK, under env -i)
+    or inherits the runner's tag."""
+    return bool(ctx.environ.get("PROCTOR_WORKER_HOOK") or ctx.environ.get("PROCTOR_WORKER_TAG"))

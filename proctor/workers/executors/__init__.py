@@ -48,16 +48,19 @@ def pinned_hook(lease: str, host: str) -> str:
     interpreter (`-I`: no PYTHON* variable, no script directory on sys.path) in an environment
     of proctor's choosing (`env -i`): no variable a host's settings or a checkout's files set
     reaches it, so none can point the hook at another proctor, an empty store or no lease.
-    (claude.pinned_hook is this, for host claude.)"""
+    """
     import os
     import shlex
     import sys
 
     from proctor.paths import cache_base, state_base
 
+    # PROCTOR_WORKER_HOOK: the hook judges a `proctor work` worker, which holds its job's secret
+    # and is resumed by its runner (the guard's monitor rules read it; env -i hides the rest)
     keep = {"PATH": os.pathsep.join([os.path.dirname(sys.executable), "/usr/local/bin", "/usr/bin", "/bin"]),
             "HOME": os.path.expanduser("~"), "LANG": "C.UTF-8",
-            "PROCTOR_STATE_DIR": state_base(), "XDG_CACHE_HOME": os.path.dirname(cache_base())}
+            "PROCTOR_STATE_DIR": state_base(), "XDG_CACHE_HOME": os.path.dirname(cache_base()),
+            "PROCTOR_WORKER_HOOK": "1"}
     words = ["/usr/bin/env", "-i", *(f"{key}={value}" for key, value in keep.items()),
              sys.executable, "-I", "-m", "proctor", "hook", host, "--lease", lease]
     return " ".join(shlex.quote(word) for word in words)

@@ -76,20 +76,10 @@ def hooks_settings(lease: str | None = None) -> str:
 
 
 def pinned_hook(lease: str) -> str:
-    """`proctor hook claude --lease <job>`, run by this proctor's own interpreter in an
-    environment of proctor's choosing (`env -i`): no variable from Claude's settings reaches it."""
-    import os
-    import shlex
-    import sys
+    """`proctor hook claude --lease <job>`, pinned (executors.pinned_hook)."""
+    from proctor.workers.executors import pinned_hook as pinned
 
-    from proctor.paths import cache_base, state_base
-
-    keep = {"PATH": os.pathsep.join([os.path.dirname(sys.executable), "/usr/local/bin", "/usr/bin", "/bin"]),
-            "HOME": os.path.expanduser("~"), "LANG": "C.UTF-8",
-            "PROCTOR_STATE_DIR": state_base(), "XDG_CACHE_HOME": os.path.dirname(cache_base())}
-    words = ["/usr/bin/env", "-i", *(f"{key}={value}" for key, value in keep.items()),
-             sys.executable, "-I", "-m", "proctor", "hook", "claude", "--lease", lease]
-    return " ".join(shlex.quote(word) for word in words)
+    return pinned(lease, "claude")
 
 
 def argv(worker, prompt: str, resume: str | None = None, lease: str | None = None) -> list[str]:
