@@ -261,3 +261,59 @@ def test_grace_stop_leaves_no_process(host_env, host_repo):
     assert survivors(host_repo, marker) == [] and survivors(tree(host_repo), marker) == []
     assert code == 0 and job["passed"] is True, job
     assert git(host_repo, "show", "--name-only", "--format=", "HEAD").split() == ["src/a.py"]
+
+
+# --- 6. a follow-up of the job's monitors resumes the worker (claude --resume), graded -------
+
+
+def test_a_followup_resumes_the_claude_worker_as_a_graded_attempt(host_env, host_repo, tmp_path):
+    """The Claude worker adds a monitor itself (its pinned hook knows it is a proctor work
+    worker: its secret is in its environment, not the hook's) and ends its turn without the
+    work; it is not asked to start `proctor monitor wait` (its runner resumes it). The attempt
+    fails its gates and `proctor work` waits; the real server runs the monitor, and its
+    follow-up resumes the same session (`claude --resume`) as a second attempt that edits,
+    checks, files its result and is committed."""
+    from tests.hosts.conftest import CI_EVENT, followup_rows, monitor_add, server
+
+    declare(host_env, host_repo, jobs="idle_minutes = 2\n")
+    cited = {}
+
+    def exit_with_result(record: dict) -> Turn:
+        found = OUTPUT_REF.findall(Anthropic().told(record["body"]))
+        if not found:
+            return Turn(text="I could not run the check.")
+        cited["run"], cited["ref"] = found[-1]
+        result = {"schema_version": 2, "changed_paths": ["src/a.py"],
+                  "validation": [{"run": cited["run"], "command": "proctor run test", "output_ref": cited["ref"]}],
+                  "status": "done", "summary": "A is two once CI spoke"}
+        return Turn(tools=[Tool("Bash", {"command": f"proctor job exit feat --stdin <<'EOF'\n{json.dumps(result)}\nEOF",
+                                         "description": "file the result"})])
+
+    resumed = lambda record: CI_EVENT in json.dumps(record["body"])  # noqa: E731
+    a = os.path.join(tree(host_repo), "src", "a.py")
+    steps = [
+        Turn(tools=[Tool("Bash", {"command": monitor_add(str(tmp_path / "ci-ran")), "description": "watch CI"})]),
+        Turn(text="CI has to go green first; my monitor will tell me."),
+        Turn(tools=[Tool("Edit", {"file_path": a, "old_string": "A = 1", "new_string": "A = 2"})], when=resumed),
+        Turn(tools=[Tool("Bash", {"command": "proctor run test", "description": "run the job's check"})]),
+        exit_with_result,
+        Turn(text="Set A to 2 after CI spoke.\nDONE"),
+    ]
+    with ScriptedModel(Anthropic(), steps) as model, server(host_env, host_repo):
+        code, out, stderr = work(host_env, host_repo, model, timeout=300)
+        assert model.consumed() == len(steps), model.summary() + stderr[-3000:]
+        added = model.told_after(0)
+        assert "on feat every 10s: ci watcher" in added and "deny" not in added, added
+        assert all("proctor monitor wait" not in Anthropic().told(r["body"]) for r in model.main_requests())
+    assert code == 0, json.dumps(out, indent=1) + stderr[-3000:]
+    [job] = out["jobs"]
+    first, again = job["attempts"]
+    assert first["passed"] is False and first["outcome"] == "finished" and first["session"], first
+    assert again["passed"] is True and again["session"] == first["session"], again
+    assert "waiting for the monitors of feat: 1 live" in stderr, stderr[-3000:]
+    handed = [f for f in followup_rows(host_repo, "feat") if f["delivered"]]
+    assert len(handed) == 1 and CI_EVENT in handed[0]["text"], followup_rows(host_repo, "feat")
+    assert handed[0]["via"] == f"resume:claude:{first['session']}"
+    assert again["followup"] == handed[0]["id"]
+    assert git(host_repo, "show", "--name-only", "--format=%s", "HEAD").split() == ["make", "A", "two", "src/a.py"]
+    assert git(host_repo, "show", "HEAD:src/a.py") == "A = 2\n"
