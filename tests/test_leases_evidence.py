@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -1045,11 +1046,21 @@ def test_exec_prints_shell_lines_that_eval_safely(world, proctor, tmp_path):
 
 
 def test_the_server_is_nobodys_worker(world):
+    """A server started under a lease would hand it to every job's monitors: a leased caller is
+    refused, and so is one claiming to be the orchestrator with the lease in its environment; a
+    server the person starts carries no lease."""
     from tests.test_server import Server, cli
 
     root, holder = _taken(world)
     env = {"BAGGAGE": "proctor.lease=feat"}
-    cli(root, "server", "start", env=env)
+    for argv in (("server", "start"), ("server", "start", "--orchestrator"), ("server", "start", "--foreground")):
+        refused = cli(root, *argv, env=env, check=False)
+        assert refused.returncode != 0 and ("SERVER_LEASED_CALLER" in refused.stdout + refused.stderr
+                                            or "PRC3042" in refused.stdout + refused.stderr), refused
+    assert cli(root, "server", "status", check=False).returncode != 0, "no server was started"
+    person = {k: v for k, v in os.environ.items() if k not in ("BAGGAGE", "PROCTOR_NONCE")}
+    subprocess.run([sys.executable, "-m", "proctor", "server", "start"], cwd=root, env=person, check=True,
+                   capture_output=True, timeout=120)
     try:
         pid = Server(root).pid
         with open(f"/proc/{pid}/environ", "rb") as handle:
