@@ -21,7 +21,11 @@ CONFIG_NAME = "proctor.toml"
 DEFAULT_TARGET_TIMEOUT = 3600.0
 
 # Sections later capabilities read; their keys are not judged by this version.
-RESERVED_SECTIONS = ("sandbox", "monitors")
+RESERVED_SECTIONS = ("sandbox",)
+# [monitors] keep: how long monitor events, runs and follow-ups are kept (monitors/retention.py)
+MONITORS_KEEP_RANGE = (3600.0, 3650 * 86400.0)
+MONITORS_KEEP_DEFAULT = 7 * 86400.0
+MAX_WAITING_RANGE = (1, 1000)
 JOB_STATES = ("declared", "running", "exited", "pass", "fail", "no_return")
 DEFAULT_BOARD = (
     ("Declared", ("declared",), False),
@@ -170,6 +174,25 @@ def _grace_seconds(value: Any) -> float:
     return seconds
 
 
+def _monitors_keep(value: Any) -> float:
+    seconds = _duration(value, 1)
+    low, high = MONITORS_KEEP_RANGE
+    if not low <= seconds <= high:
+        # under an hour a follow-up could go before its agent is back; past ten years is no bound
+        raise Clamped(f"clamped to {format_config_duration(low)}..{format_config_duration(high)}",
+                      min(high, max(low, seconds)))
+    return seconds
+
+
+def _max_waiting(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"expected a whole number, got {_describe(value)}")
+    low, high = MAX_WAITING_RANGE
+    if not low <= value <= high:
+        raise Clamped(f"clamped to {low}..{high}", min(high, max(low, value)))
+    return value
+
+
 def _commit_body(value: Any) -> str:
     if value not in ("full", "minimal"):
         raise ValueError(f"expected full or minimal, got {_describe(value)}")
@@ -235,6 +258,13 @@ KEYS: dict[str, Key] = {
             "seconds a worker may take to exit after its final reply (5 to 3600)"),
         Key("jobs.commit_body", _commit_body, "full", str,
             "full or minimal: what goes under each passing job's commit subject"),
+        # A week: long enough to look back at what a monitor saw over a weekend, or to debug a run
+        # a few days on; short enough that events, runs and follow-ups stay a few megabytes (the
+        # per-job and per-monitor caps in monitors/retention.py bound a chatty monitor sooner).
+        Key("monitors.keep", _monitors_keep, MONITORS_KEEP_DEFAULT, format_config_duration,
+            "how long monitor events, runs and follow-ups are kept (1h to 3650d)"),
+        Key("monitors.max_waiting", _max_waiting, 10, str,
+            "undelivered follow-ups a job may have; the oldest past it are dropped, and said so (1 to 1000)"),
     )
 }
 
@@ -288,7 +318,7 @@ def parse(raw_bytes: bytes, path: str, exists: bool = True) -> Config:
 def _apply(data: dict, config: Config) -> None:
     source = CONFIG_NAME
     for section in data:
-        if section in ("jobs", "targets", "guard", "workers", "board") or section in RESERVED_SECTIONS:
+        if section in ("jobs", "targets", "guard", "workers", "board", "monitors") or section in RESERVED_SECTIONS:
             continue
         config.problems.append(f"{CONFIG_NAME}: unknown section [{section}]; ignored")
     jobs = data.get("jobs", {})
@@ -298,9 +328,18 @@ def _apply(data: dict, config: Config) -> None:
     for name in jobs:
         if f"jobs.{name}" not in KEYS:
             config.problems.append(f"{CONFIG_NAME}: unknown key {name} in [jobs]; ignored")
+    monitors = data.get("monitors", {})
+    if not isinstance(monitors, dict):
+        config.problems.append(f"{CONFIG_NAME}: monitors must be a table ([monitors]); every [monitors] default "
+                               f"is kept")
+        monitors = {}
+    for name in monitors:
+        if f"monitors.{name}" not in KEYS:
+            config.problems.append(f"{CONFIG_NAME}: unknown key {name} in [monitors]; ignored")
+    tables = {"jobs": jobs, "monitors": monitors}
     for key in KEYS.values():
         section, name = key.name.split(".", 1)
-        table = jobs if section == "jobs" else {}
+        table = tables.get(section, {})
         if name not in table:
             config.settings[key.name] = Setting(key.name, key.default, "default", key.show(key.default))
             continue

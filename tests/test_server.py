@@ -289,26 +289,28 @@ def test_followups_batch_and_reach_a_stopping_session(served):
     assert after[0]["followup"] == events[0]["batch"], "the follow-up it went out in"
 
 
-def test_batches_are_capped():
-    from proctor.store import followups
-    import sqlite3
-    conn = sqlite3.connect(":memory:")
-    conn.execute("CREATE TABLE monitors (id INTEGER PRIMARY KEY, description TEXT)")
-    conn.execute("CREATE TABLE monitor_events (id INTEGER PRIMARY KEY, monitor INTEGER, run INTEGER, job TEXT, "
-                 "time TEXT, line TEXT, truncated INTEGER, followup INTEGER)")
-    conn.execute("CREATE TABLE followups (id INTEGER PRIMARY KEY, job TEXT, created TEXT, text TEXT, events INTEGER, "
-                 "delivered TEXT, via TEXT)")
-    conn.execute("INSERT INTO monitors VALUES (1, 'ci')")
-    conn.executemany("INSERT INTO monitor_events (monitor, run, job, time, line, truncated) VALUES (1, 1, 'j', ?, ?, 0)",
-                     [(f"2026-01-01T00:00:{n % 60:02d}.000Z", f"line {n}") for n in range(250)]
-                     + [("2026-01-01T00:01:00.000Z", "b" * 20000)] * 3)
-    made = followups.batch(conn, "j")
-    sizes = [r[0] for r in conn.execute("SELECT events FROM followups ORDER BY id")]
+def test_batches_are_capped(tmp_path):
+    """On the real schema: 100 events or 32 KiB a follow-up, as delivered (header included)."""
+    from proctor.store import Store, followups
+
+    store = Store(str(tmp_path))
+    try:
+        with store.write() as conn:
+            conn.execute("INSERT INTO monitors (id, job, command, interval, description, cwd, created, created_by) "
+                         "VALUES (1, 'j', 'x', 60, 'ci', '/', '2026-01-01T00:00:00.000Z', 't')")
+            conn.executemany("INSERT INTO monitor_events (monitor, run, job, time, line, truncated) "
+                             "VALUES (1, 1, 'j', ?, ?, 0)",
+                             [(f"2026-01-01T00:00:{n % 60:02d}.000Z", f"line {n}") for n in range(250)]
+                             + [("2026-01-01T00:01:00.000Z", "b" * 20000)] * 3)
+            made = followups.batch(conn, "j")
+            sizes = [r[0] for r in conn.execute("SELECT events FROM followups ORDER BY id")]
+            texts = [r[0] for r in conn.execute("SELECT text FROM followups ORDER BY id")]
+            order = [r[0] for r in conn.execute("SELECT followup FROM monitor_events ORDER BY id")]
+    finally:
+        store.close()
     assert sizes[:2] == [100, 100] and sum(sizes) == 253 and len(made) == len(sizes)
     assert sizes[2:] == [51, 1, 1], "the rest in later batches, none over 32 KiB"
-    texts = [r[0] for r in conn.execute("SELECT text FROM followups")]
-    assert all(len(t.encode()) <= 32 * 1024 + 200 for t in texts)
-    order = [r[0] for r in conn.execute("SELECT followup FROM monitor_events ORDER BY id")]
+    assert all(len(t.encode()) <= 32 * 1024 for t in texts)
     assert order == sorted(order), "events keep their order across batches"
 
 
