@@ -96,7 +96,17 @@ class State:
 
 def _error(exc: errors.ProctorError) -> JSONResponse:
     status = 409 if isinstance(exc, errors.Refused) else _STATUS.get(exc.code, 400)
-    return JSONResponse(exc.to_json(), status_code=status)
+    # a refusal may repeat what the caller sent (a path): never let that make the answer fail
+    body = json.dumps(exc.to_json(), ensure_ascii=True).encode("ascii", "replace")
+    return Response(body, status_code=status, media_type="application/json")
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
 
 
 def _host_ok(request: Request, state: State) -> bool:
@@ -252,7 +262,7 @@ def guarded(handler, allow_nonce: bool = True):
                     return RedirectResponse("/login", status_code=303)
                 return JSONResponse({"error": {"code": "UNAUTHORIZED", "message": "send the server token (proctor "
                                                "server status prints where it is)"}}, status_code=401)
-            if how == "token":
+            if how in ("token", "session"):  # a console session is the token's too: a cookie can leak
                 why = await _in_thread(_peer_refusal, state, request.client)
                 if why:
                     return _leased_response(why)
@@ -343,9 +353,14 @@ async def monitors_add(request: Request) -> Response:
     job = request.state.scope or body.get("job")
     if not isinstance(job, str) or not job:
         raise errors.ProctorError("name the job (--job ID); a monitor belongs to one job")
-    for key in ("command", "cwd", "description"):
-        if body.get(key) is not None and not isinstance(body[key], str):
+    for key in ("job", "command", "cwd", "description"):
+        value = body.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, str):
             raise errors.ProctorError(f"{key} must be a string")
+        if "\0" in value or not _utf8(value):
+            raise errors.ProctorError(f"{key} holds a NUL or a character UTF-8 cannot carry")
     if body.get("interval") is not None and not isinstance(body["interval"], (str, int, float)):
         raise errors.ProctorError("interval must be a duration such as 45s")
     await _reaped(state)
@@ -384,10 +399,7 @@ async def monitors_remove(request: Request) -> Response:
 async def events(request: Request) -> Response:
     state: State = request.app.state.proctor
     job = request.state.scope or request.query_params.get("job")
-    try:
-        limit = min(5000, int(request.query_params.get("limit", "1000")))
-    except ValueError:
-        limit = 1000
+    limit = _query_int(request, "limit", 1000)  # 1 to 5000: SQLite reads LIMIT -1 as no limit at all
     await _reaped(state)
     return JSONResponse({"events": await _in_thread(_reading, state, mstore.events, job, limit)})
 

@@ -150,7 +150,9 @@ def start_background(ws: Workspace, port: int | None) -> dict:
     log = os.path.join(server_dir(ws), "server.log")
     # isolated (-I): what runs is the installed proctor, never a package in the directory it is
     # started from; the runner spares only a server started so (runner._workspace_server)
-    argv = [sys.executable, "-I", "-m", "proctor", "server", "start", "--foreground"]
+    # --orchestrator: the caller was judged already (refuse_leased); the server it starts runs
+    # in the same checkout, whose record would otherwise refuse it
+    argv = [sys.executable, "-I", "-m", "proctor", "server", "start", "--foreground", "--orchestrator"]
     if port:
         argv += ["--port", str(port)]
     # The server is the workspace's, not the worker's that may have started it: it drops the
@@ -387,12 +389,13 @@ def _cgroup_members(pid: int, limit: int = 256) -> list[int]:
     return []
 
 
-def lineage(conn, pid: int, state_dir: str, server_pid: int | None = None) -> str | None:
+def lineage(conn, pid: int, state_dir: str, server_pid: int | None = None, checkouts: bool = True) -> str | None:
     """Why process `pid` acts for a job of this store (whose state is `state_dir`, read through
     `conn`; with None, a store that cannot be read, any job counts), or None: it
     or an ancestor was started with BAGGAGE naming one of its jobs or with one of its jobs'
     secret, a `proctor work` of this repository or this server (`server_pid`) is above it, or
-    it lives in a worker's cgroup whose processes carry either. Jobs of other stores do not
+    it lives in a worker's cgroup whose processes carry either, or (`checkouts`) it or an
+    ancestor works in a checkout `proctor job exec` bound to a job in flight. Jobs of other stores do not
     count: a worker of one repository may run another repository's server and its tests.
     None where there is no /proc."""
     if not os.path.isdir("/proc/self"):
@@ -427,6 +430,9 @@ def lineage(conn, pid: int, state_dir: str, server_pid: int | None = None) -> st
     for job, who in jobs:
         if conn is None or conn.execute("SELECT 1 FROM jobs WHERE id = ?", (job,)).fetchone():
             return f"{who} was started with BAGGAGE proctor.lease={job}: it works that job"
+    bound = _bound_checkout(conn, sorted(seen)) if checkouts else None
+    if bound:
+        return bound
     for nonce, who in nonces:
         if conn is None:
             return f"{who} was started with a job's secret in PROCTOR_NONCE: it works that job"
@@ -434,6 +440,34 @@ def lineage(conn, pid: int, state_dir: str, server_pid: int | None = None) -> st
         row = conn.execute("SELECT id FROM jobs WHERE json_extract(doc, '$.nonce_sha256') = ?", (digest,)).fetchone()
         if row:
             return f"{who} was started with job {row[0]}'s secret in PROCTOR_NONCE: it works that job"
+    return None
+
+
+def _bound_checkout(conn, pids: list[int]) -> str | None:
+    """A process working in a checkout that `proctor job exec` bound to a job in flight acts
+    under that job, whatever its environment says (jobs/lease.py reads the same record)."""
+    if conn is None:
+        return None
+    from proctor.errors import ProctorError
+    from proctor.paths import find_checkout
+    from proctor.store.rows import bound_job, checkout_scope
+
+    looked: set[str] = set()
+    for pid in pids:
+        try:
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+        except OSError:
+            continue
+        if cwd in looked:
+            continue
+        looked.add(cwd)
+        try:
+            root = os.path.realpath(find_checkout(cwd).root)
+        except (ProctorError, OSError):
+            continue
+        job = bound_job(conn, checkout_scope(root))
+        if job:
+            return f"process {pid} works in {root}, the checkout proctor job exec bound to {job}: it works that job"
     return None
 
 
@@ -500,7 +534,9 @@ def refuse_leased(ws: Workspace, orchestrator: bool, doing: str, remedy: str, co
         caller = resolve(conn, ws.root, ORCHESTRATOR if orchestrator else None)
         if caller.lease:
             return caller.whence() + caller.remedy()
-        return lineage(conn, os.getpid(), ws.state_dir, server_pid)
+        # --orchestrator is the CLI's way out of the checkout's record (resolve honours it);
+        # the server's check of a token's caller has no such flag to read
+        return lineage(conn, os.getpid(), ws.state_dir, server_pid, checkouts=not orchestrator)
 
     try:
         with ws.store.read() as conn:

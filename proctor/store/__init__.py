@@ -103,7 +103,8 @@ class Store:
 
     def _translate(self, exc: sqlite3.Error) -> StoreError:
         text = str(exc)
-        if "locked" in text or "busy" in text:
+        # "locking protocol" (SQLITE_PROTOCOL): another process holds the WAL's read marks
+        if "locked" in text or "busy" in text or "locking protocol" in text:
             return StoreError(
                 f"the store {self.path} stayed locked by another process for "
                 f"{self.busy_seconds:g}s; retry, or find the process holding it (fuser {self.path})"

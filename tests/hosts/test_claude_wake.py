@@ -39,10 +39,13 @@ def _store_rows(repo: str, query: str, params: tuple = ()) -> list[tuple]:
 
 @pytest.fixture
 def server(host_env, host_repo):
-    proc = host_env.proctor("server", "start", cwd=host_repo, timeout=60)
+    """The person's server. fork_and_take binds the repository to the job (proctor job exec
+    there), so the person says they act as the orchestrator."""
+    proc = host_env.proctor("server", "start", "--orchestrator", cwd=host_repo, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     yield
-    host_env.proctor("server", "stop", cwd=host_repo, timeout=60)
+    stopped = host_env.proctor("server", "stop", "--orchestrator", cwd=host_repo, timeout=60)
+    assert stopped.returncode == 0 and "server stopped" in stopped.stdout, stopped.stdout + stopped.stderr
 
 
 def _messages(record: dict) -> str:
