@@ -212,6 +212,7 @@ class Scheduler:
         self._batch_timers: dict[str, asyncio.TimerHandle] = {}
         self._batching: set[str] = set()
         self._removed: set[int] = set()  # never started again by this server
+        self._refused: set[int] = set()  # live rows `monitor add` cannot have written, said once in the log
         self._spawned: dict[int, float] = {}  # monitor id -> when its loop started (loop time)
         self._owed: collections.deque = collections.deque()  # (what, fn, args): writes to retry
         self._starting: asyncio.Task | None = None
@@ -333,6 +334,12 @@ class Scheduler:
 
     def _spawn(self, monitor: dict) -> None:
         if monitor["id"] not in self.tasks and monitor["id"] not in self._removed:
+            odd = _not_added_by_proctor(monitor)
+            if odd:  # a row written into the store by hand skipped every check of `monitor add`
+                if monitor["id"] not in self._refused:
+                    self._refused.add(monitor["id"])
+                    _log(f"proctor: monitor {monitor['id']} of {monitor['job']} is not run: {odd}")
+                return
             self.tasks[monitor["id"]] = asyncio.ensure_future(self._monitor_loop(monitor))
             self._spawned[monitor["id"]] = asyncio.get_running_loop().time()
 
@@ -393,7 +400,10 @@ class Scheduler:
             stamp = iso(now())
             self.events.put([(monitor_id, run_id, job, stamp, line, 1 if cut else 0) for line, cut in batch])
 
-        cwd = monitor["cwd"] if os.path.isdir(monitor["cwd"]) else self.repo_root  # a vanished cwd falls back
+        # a vanished cwd falls back; so does one that now resolves elsewhere (a directory swapped
+        # for a symlink after `monitor add` checked it: the stored path is the resolved one)
+        stored = monitor["cwd"]
+        cwd = stored if os.path.isdir(stored) and os.path.realpath(stored) == stored else self.repo_root
         runner = run.Run(monitor["command"], cwd, timeout, emit, run.monitor_env(os.environ, monitor_id, job, tag), tag)
         cancelled, error, result = False, None, runner.result
         try:
@@ -730,3 +740,16 @@ def _log(line: str) -> None:
         sys.stderr.flush()
     except (OSError, ValueError):  # a full disk or a closed log costs the line, never the loop
         pass
+
+
+def _not_added_by_proctor(monitor: dict) -> str | None:
+    """Why a live monitor row cannot have come from `monitor add` (its acknowledgement, its
+    interval's range), or None."""
+    if not monitor.get("acknowledged"):
+        return "it carries no --allow-unsandboxed acknowledgement"
+    interval = monitor.get("interval")
+    if not isinstance(interval, (int, float)) or not mstore.MIN_INTERVAL <= interval <= mstore.MAX_INTERVAL:
+        return f"its interval {interval!r} is outside 10s to 24h"
+    if not isinstance(monitor.get("cwd"), str) or not os.path.isabs(monitor["cwd"]):
+        return f"its directory {monitor.get('cwd')!r} is not an absolute path"
+    return None
