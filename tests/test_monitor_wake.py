@@ -10,7 +10,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
@@ -283,10 +282,14 @@ def test_wait_holds_until_the_session_is_idle_then_prints_once(ws):
     event(ws, "UserPromptSubmit", prompt="go")  # working
     fid = add_followup(ws, "CI-RED: held")
     proc = wait_cli(ws, "--job", "feat", "--session", "s1", "-o", "json")
-    for activity in ("working", "person", "plan"):
-        sql(ws, "UPDATE sessions SET activity = ? WHERE session = 's1'", (activity,))
-        time.sleep(1.5)
-        assert proc.poll() is None, f"printed while the session was {activity}"
+    try:
+        for activity in ("working", "person", "plan"):
+            sql(ws, "UPDATE sessions SET activity = ? WHERE session = 's1'", (activity,))
+            time.sleep(1.5)
+            assert proc.poll() is None, f"printed while the session was {activity}"
+    except BaseException:
+        proc.kill()
+        raise
     assert followup(ws, fid)[2] is None
     event(ws, "Notification", message="Claude is waiting for your input", notification_type="idle_prompt")
     out, err = proc.communicate(timeout=20)
@@ -313,7 +316,8 @@ def test_wait_ends_when_there_is_nothing_left_to_wait_for(ws):
     mid = add_monitor(ws)
     proc = wait_cli(ws, "--job", "feat")
     time.sleep(1.5)
-    assert proc.poll() is None
+    if proc.poll() is not None:
+        raise AssertionError(f"the wait ended with a live monitor: {proc.communicate()}")
     sql(ws, "UPDATE monitors SET deleted = 'now removed' WHERE id = ?", (mid,))
     out, err = proc.communicate(timeout=20)
     assert proc.returncode == 3, err
@@ -413,3 +417,20 @@ def test_a_workers_pinned_hook_lets_its_monitor_commands_through_but_not_a_strip
     assert pre("proctor monitor wait --job other") == "deny"
     del environ["PROCTOR_WORKER_HOOK"]
     assert pre("proctor monitor add --cmd 'echo hi' --interval 10s --allow-unsandboxed") == "deny"
+
+
+def test_a_wait_whose_checkout_is_gone_ends(ws):
+    """A wait left running after its checkout was removed does not wait for ever."""
+    import shutil
+
+    add_monitor(ws)
+    proc = wait_cli(ws, "--job", "feat")
+    try:
+        time.sleep(1.5)
+        assert proc.poll() is None
+        shutil.rmtree(ws)
+        _, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 3 and "is gone" in err, err

@@ -27,7 +27,6 @@ import socket
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -754,34 +753,7 @@ def test_the_console_renders_no_markup_from_the_store(served):  # noqa: F811
         assert "<script>x" not in r.read().decode()
 
 
-@pytest.fixture
-def inprocess(tmp_path, monkeypatch):
-    """The app in this process, BODY_SECONDS made short (as test_server_scope_hardening does)."""
-    import uvicorn
-
-    from proctor.paths import find_checkout, repo_state_dir
-    from proctor.server import app as app_mod
-    from tests.conftest import make_repo
-
-    monkeypatch.setattr(app_mod, "BODY_SECONDS", 1.5)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    root = make_repo(tmp_path / "repo")
-    state = app_mod.State(root, repo_state_dir(find_checkout(root)), root, "tok", port)
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app):
-        yield
-
-    server = uvicorn.Server(uvicorn.Config(app_mod.build(state, lifespan), host="127.0.0.1", port=port,
-                                           log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    wait_for(lambda: server.started, timeout=10)
-    yield port
-    server.should_exit = True
-    thread.join(10)
+from tests.test_server_scope_hardening import inprocess  # noqa: E402,F401  (the app in this process)
 
 
 @pytest.mark.xfail(strict=True, reason="uvicorn has no timeout for a request's head (only for its body, which proctor bounds); a known limit, in the note")

@@ -32,7 +32,6 @@ import time
 
 import pytest
 
-from tests.conftest import make_repo
 from proctor import api
 from proctor.hook import run as hook_run
 from proctor.monitors import wake
@@ -40,50 +39,12 @@ from proctor.paths import find_checkout, repo_state_dir
 from proctor.store import Store
 from proctor.timeutil import iso
 
-CONFIG = """
-[targets.test]
-command = "true"
-
-# the jobs here are declared and never taken: their column is active, so their monitors live
-[board]
-columns = [
-  {name = "Open", states = ["declared", "running", "exited"], active = true},
-  {name = "Done", states = ["pass", "fail", "no_return"], active = false},
-]
-"""
-LEASED = {"BAGGAGE": "proctor.lease=feat"}
-WAITER = {"id": "b1", "type": "shell", "status": "running", "description": "Wait",
-          "command": "proctor monitor wait --job feat --host claude --session s1"}
-
-
-# -- set-up (copied from tests/test_monitor_wake.py so this file stands alone) -----------------
-
-@pytest.fixture
-def ws(tmp_path, monkeypatch):
-    root = make_repo(tmp_path / "repo", CONFIG)
-    monkeypatch.chdir(root)
-    api.fork({"id": "feat", "write_paths": ["src/a.py"], "check": "test"}, cwd=root)
-    api.fork({"id": "other", "write_paths": ["src/b.py"], "check": "test"}, cwd=root)
-    return root
+# the set-up shared with the wake's own tests: its repository, its jobs, its store helpers
+from tests.test_monitor_wake import LEASED, WAITER, add_monitor, sql, ws  # noqa: E402,F401,F811  (ws: the fixture)
 
 
 def state_dir(root) -> str:
     return repo_state_dir(find_checkout(root))
-
-
-def sql(root, query, params=()):
-    s = Store(state_dir(root))
-    try:
-        with s.write() as conn:
-            return conn.execute(query, params).fetchall()
-    finally:
-        s.close()
-
-
-def add_monitor(root, job="feat") -> int:
-    return sql(root, "INSERT INTO monitors (job, command, interval, description, cwd, created, created_by) "
-                     "VALUES (?, 'echo', 60, 'ci watcher', ?, '2026-01-01T00:00:00Z', 'test') RETURNING id",
-               (job, root))[0][0]
 
 
 def add_followup(root, *lines, job="feat") -> int:
@@ -193,7 +154,7 @@ def test_p1_a_wait_output_read_only_up_to_its_header_is_not_delivered(ws, tmp_pa
         tool_use_line("t7", "Bash", {"command": f"head -n 1 {output}"}),
         tool_result_line("t7", text.splitlines()[0])])
     answer = stop(ws, transcript=transcript, tasks=[])
-    assert followup(ws, fid)[1] != f"monitor-wait:claude:s1", "only the header reached the model"
+    assert followup(ws, fid)[1] != "monitor-wait:claude:s1", "only the header reached the model"
     assert answer.get("decision") == "block" and "DEPLOY-BLOCKED" in answer["reason"]
 
 

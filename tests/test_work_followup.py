@@ -18,6 +18,7 @@ import time
 import pytest
 
 from tests.conftest import git, make_repo
+from tests.test_server import wait_for
 from tests.test_work import CLAUDE, STANDIN, needs_fixtures, standin_env
 from proctor import api
 
@@ -54,16 +55,6 @@ def cli(root, *args, check=True):
     if check:
         assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc
-
-
-def wait_for(predicate, timeout=30.0, step=0.2):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(step)
-    raise AssertionError("timed out waiting")
 
 
 @pytest.fixture

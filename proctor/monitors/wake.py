@@ -309,6 +309,8 @@ def wait(ws, job: str, host: str | None, session: str | None, timeout: float | N
             look = now_version != version or clock() - last_look >= 5
             if look:
                 version, last_look = now_version, clock()
+                if not os.path.isdir(ws.root):
+                    return NOTHING_LEFT, None, f"the checkout {ws.root} is gone"
                 row = rows.get(conn, job)
                 if row is None:
                     return NOTHING_LEFT, None, f"no job {job}"

@@ -290,12 +290,19 @@ def test_background_task_that_ended_is_not_named(host_env, host_repo):
 
 def test_stop_blocked_with_monitor_followup_then_passes(host_env, host_repo):
     fork_and_take(host_env, host_repo, "feat", "src/a.py")
-    make_followup(host_repo, "feat", "CI-RED: test_b failed on main")
-    steps = [Turn(text="I am finished."), Turn(text="Handled the follow-up.")]
+
+    def while_working(record: dict) -> bool:
+        # the follow-up is made once the session works (past its prompt, which would carry it)
+        make_followup(host_repo, "feat", "CI-RED: test_b failed on main")
+        return True
+
+    steps = [Turn(text="I am finished.", when=while_working), Turn(text="Handled the follow-up.")]
     with ScriptedModel(Anthropic(), steps) as model:
         events = run_claude(host_env, host_repo, model, extra={"BAGGAGE": "proctor.lease=feat"})
         told = model.told_after(0)
-        assert "deny [monitor-followup]: Follow-up from the monitors of job feat (1 event)" in told, told
+        assert re.search(r"deny \[monitor-followup\]: Follow-up \d+ from the monitors of job feat \(1 event\)", told), told
+        # the job's monitor is live and nothing would wake the session: the wait is asked for once
+        assert "proctor monitor wait --job feat" in told, told
         assert "ci watcher (monitor 1): CI-RED: test_b failed on main" in told, told
         assert any("CI-RED" in m for m in system_messages(model))
         assert model.consumed() == 2 and len(model.main_requests()) == 2, model.summary()
