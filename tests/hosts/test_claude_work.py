@@ -92,6 +92,23 @@ def first_prompt(model: ScriptedModel) -> str:
     return next((b for b in blocks if not b.startswith("<system-reminder>")), flatten(content))
 
 
+def exit_citing_the_run(cited: dict, summary: str):
+    """A step computed from the request: `proctor job exit feat --stdin` with a result citing the
+    run the model was told about (its id and output_ref, kept in `cited`)."""
+    def step(record: dict) -> Turn:
+        found = OUTPUT_REF.findall(Anthropic().told(record["body"]))
+        if not found:  # the check never ran: say so, and let the test's assertions tell why
+            return Turn(text="I could not run the check.")
+        cited["run"], cited["ref"] = found[-1]
+        result = {"schema_version": 2, "changed_paths": ["src/a.py"],
+                  "validation": [{"run": cited["run"], "command": "proctor run test", "output_ref": cited["ref"]}],
+                  "status": "done", "summary": summary}
+        return Turn(tools=[Tool("Bash", {"command": f"proctor job exit feat --stdin <<'EOF'\n{json.dumps(result)}\nEOF",
+                                         "description": "file the result"})])
+
+    return step
+
+
 def edit_a(repo: str) -> list[Turn]:
     a = os.path.join(repo, "src", "a.py")
     return [Turn(tools=[Tool("Read", {"file_path": a})]),
@@ -135,18 +152,8 @@ def survivors(repo: str, marker: str) -> list[str]:
 
 def test_work_edits_runs_its_check_files_its_result_and_is_committed(host_env, host_repo):
     declare(host_env, host_repo)
-    cited = {}
-
-    def exit_with_result(record: dict) -> Turn:
-        found = OUTPUT_REF.findall(Anthropic().told(record["body"]))
-        if not found:  # the check never ran: say so, and let the assertions below tell why
-            return Turn(text="I could not run the check.")
-        cited["run"], cited["ref"] = found[-1]
-        result = {"schema_version": 2, "changed_paths": ["src/a.py"],
-                  "validation": [{"run": cited["run"], "command": "proctor run test", "output_ref": cited["ref"]}],
-                  "status": "done", "summary": "A is two; the check passed"}
-        return Turn(tools=[Tool("Bash", {"command": f"proctor job exit feat --stdin <<'EOF'\n{json.dumps(result)}\nEOF",
-                                         "description": "file the result"})])
+    cited: dict = {}
+    exit_with_result = exit_citing_the_run(cited, "A is two; the check passed")
 
     steps = edit_a(tree(host_repo)) + [
         Turn(tools=[Tool("Bash", {"command": "proctor run test", "description": "run the job's check"})]),
@@ -276,18 +283,7 @@ def test_a_followup_resumes_the_claude_worker_as_a_graded_attempt(host_env, host
     from tests.hosts.conftest import CI_EVENT, followup_rows, monitor_add, server
 
     declare(host_env, host_repo, jobs="idle_minutes = 2\n")
-    cited = {}
-
-    def exit_with_result(record: dict) -> Turn:
-        found = OUTPUT_REF.findall(Anthropic().told(record["body"]))
-        if not found:
-            return Turn(text="I could not run the check.")
-        cited["run"], cited["ref"] = found[-1]
-        result = {"schema_version": 2, "changed_paths": ["src/a.py"],
-                  "validation": [{"run": cited["run"], "command": "proctor run test", "output_ref": cited["ref"]}],
-                  "status": "done", "summary": "A is two once CI spoke"}
-        return Turn(tools=[Tool("Bash", {"command": f"proctor job exit feat --stdin <<'EOF'\n{json.dumps(result)}\nEOF",
-                                         "description": "file the result"})])
+    exit_with_result = exit_citing_the_run({}, "A is two once CI spoke")
 
     resumed = lambda record: CI_EVENT in json.dumps(record["body"])  # noqa: E731
     a = os.path.join(tree(host_repo), "src", "a.py")
