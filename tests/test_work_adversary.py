@@ -19,6 +19,7 @@ from tests.conftest import git
 from tests.conftest import needs_shared_fixtures as needs_fixtures
 from tests.test_work import STANDIN, standin_env
 from tests.test_work_steps import fork, rows, trailers_of_every_commit, work_repo
+from tests.test_work_adversary2 import cleaned_up, kill_all, spawn_work, stop, worktree_count
 
 pytestmark = needs_fixtures
 
@@ -91,20 +92,6 @@ def work(proctor, job: str = "feat", **standin):
     return result
 
 
-def worktree_count(root: str) -> int:
-    return git(root, "worktree", "list", "--porcelain").count("worktree ")
-
-
-def _spawn_work(root: str, job: str, env: dict, *extra: str) -> subprocess.Popen:
-    full = dict(os.environ)
-    full.update({k: v for k, v in env.items() if v is not None})
-    for key, value in env.items():
-        if value is None:
-            full.pop(key, None)
-    return subprocess.Popen([PY, "-m", "proctor", "work", job, *extra], cwd=root, env=full,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-
-
 def _wait_for(predicate, timeout: float = 40.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -113,11 +100,6 @@ def _wait_for(predicate, timeout: float = 40.0):
             return value
         time.sleep(0.1)
     raise AssertionError("timed out")
-
-
-def _cleaned_up(root: str, job: str = "feat") -> bool:
-    row = rows(root).get(job) or {}
-    return worktree_count(root) == 1 and row.get("worker_pid") is None and row.get("state") == "declared"
 
 
 def _processes_running(argv: list[str]) -> list[int]:
@@ -329,17 +311,15 @@ def test_hooks_and_config_planted_by_an_interrupted_attempt_are_put_back(repo, t
     hooks = os.path.join(root, ".git", "hooks")
     before = sorted(os.listdir(hooks))
     config_before = open(os.path.join(root, ".git", "config")).read()
-    proc = _spawn_work(root, "feat", standin_env(STANDIN_SHELL=shell, STANDIN_MODE="hang_after"))
+    proc = spawn_work(root, standin_env(STANDIN_SHELL=shell, STANDIN_MODE="hang_after"))
     try:
         _wait_for(lambda: ready.exists())
         time.sleep(0.5)
         os.kill(proc.pid, signal.SIGTERM if when == "sigterm" else signal.SIGKILL)
         proc.wait(timeout=60)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    _wait_for(lambda: _cleaned_up(root))
+        stop(proc)
+    _wait_for(lambda: cleaned_up(root))
     assert sorted(os.listdir(hooks)) == before, "the worker's commit-msg hook is left in .git/hooks"
     assert open(os.path.join(root, ".git", "config")).read() == config_before, \
         "the worker's core.hooksPath and filter are left in .git/config"
@@ -571,7 +551,7 @@ def test_two_runners_started_at_once_on_one_job_one_is_refused(repo):
     root = repo()
     fork(root, {"id": "feat", "criteria": "make a ok", "write_paths": ["src/a.py"], "check": "test"})
     env = standin_env(STANDIN_MODE="slow:0.02")
-    procs = [_spawn_work(root, "feat", env) for _ in range(2)]
+    procs = [spawn_work(root, env) for _ in range(2)]
     try:
         outs = [p.communicate(timeout=120) for p in procs]
     finally:
@@ -602,16 +582,14 @@ def test_sigkill_while_landing_leaves_the_persons_checkout_as_it_was(repo, tmp_p
     (shim / "git").chmod(0o755)
     head = git(root, "rev-parse", "HEAD")
     env = standin_env(PATH=f"{shim}:{os.environ['PATH']}")
-    proc = _spawn_work(root, "feat", env)
+    proc = spawn_work(root, env)
     try:
         _wait_for(lambda: mark.exists(), timeout=60)
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    _wait_for(lambda: _cleaned_up(root))
+        stop(proc)
+    _wait_for(lambda: cleaned_up(root))
     assert git(root, "rev-parse", "HEAD") == head
     assert git(root, "status", "--porcelain") == "", "the unlanded job's change is left in the person's checkout"
 
@@ -622,26 +600,20 @@ def test_sigkill_while_the_check_runs_leaves_no_process_behind(repo, tmp_path):
     root = repo(config(targets=f'\n[targets.slow]\ncommand = "touch {mark}; {" ".join(sleeper)}; '
                                f'grep -q ok src/a.py"\ntimeout = "120s"\n'))
     fork(root, {"id": "feat", "criteria": "make a ok", "write_paths": ["src/a.py"], "check": "slow"})
-    proc = _spawn_work(root, "feat", standin_env())
+    proc = spawn_work(root, standin_env())
     survivors: list[int] = []
     try:
         _wait_for(lambda: mark.exists(), timeout=60)
         time.sleep(0.3)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
-        _wait_for(lambda: _cleaned_up(root))
+        _wait_for(lambda: cleaned_up(root))
         time.sleep(1.0)
         survivors = _processes_running(sleeper)
         assert not survivors, f"the check proctor started (pid {survivors}) runs on after the watchdog cleaned up"
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        for pid in survivors or _processes_running(sleeper):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
+        stop(proc)
+        kill_all(survivors or _processes_running(sleeper))
 
 
 def test_a_worktree_whose_admin_gitdir_the_worker_rewrote_is_still_removed(repo, proctor, tmp_path):
@@ -671,7 +643,7 @@ def test_sigkill_of_proctor_leaves_no_process_of_the_attempt_that_left_its_cgrou
               + "exec " + " ".join(sleeper)
               + "\" > /dev/null 2>&1 < /dev/null & "
               f"sleep 0.5; touch {ready}")
-    proc = _spawn_work(root, "feat", standin_env(STANDIN_SHELL=escape, STANDIN_MODE="hang_after"))
+    proc = spawn_work(root, standin_env(STANDIN_SHELL=escape, STANDIN_MODE="hang_after"))
     survivors: list[int] = []
     try:
         _wait_for(lambda: ready.exists())
@@ -679,19 +651,13 @@ def test_sigkill_of_proctor_leaves_no_process_of_the_attempt_that_left_its_cgrou
         time.sleep(0.5)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
-        _wait_for(lambda: _cleaned_up(root))
+        _wait_for(lambda: cleaned_up(root))
         time.sleep(1.0)
         survivors = _processes_running(sleeper)
         assert not survivors, f"a process of the attempt (pid {survivors}) runs on after the watchdog swept"
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        for pid in survivors or _processes_running(sleeper):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
+        stop(proc)
+        kill_all(survivors or _processes_running(sleeper))
 
 
 def test_a_finished_attempt_leaves_no_process_that_left_its_cgroup(repo, proctor, tmp_path):

@@ -185,6 +185,23 @@ def kill_all(pids) -> None:
                     pass
 
 
+def stop(*procs, term: bool = False) -> None:
+    """End what a test started and left running: SIGTERM first when `term` (a second's grace to
+    clean up), then SIGKILL, and reap it."""
+    for proc in procs:
+        if proc is None or proc.poll() is not None:
+            continue
+        if term:
+            os.kill(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+                continue
+            except subprocess.TimeoutExpired:
+                pass
+        proc.kill()
+        proc.wait()
+
+
 def marker(name: str) -> str:
     return f"ADV2{name}{os.getpid()}x{time.monotonic_ns() % 10**9}"
 
@@ -249,9 +266,7 @@ def test_a_fake_workspace_server_is_spared_and_outlives_the_attempt(repo, tmp_pa
         assert not survivors, (f"a process the worker started (pid {survivors}, a forged workspace server) runs on "
                                f"after its attempt ended")
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        stop(proc)
         kill_all(with_marker(mark))
 
 
@@ -310,9 +325,7 @@ def test_a_worker_that_disarms_the_watchdog_leaves_survivors_when_proctor_dies(r
         recorded = attempts(root)
         assert recorded and recorded[-1]["outcome"] == "interrupted", recorded
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        stop(proc)
         kill_all(survivors or running(argv))
         drop_worktrees(root)
 
@@ -342,9 +355,7 @@ def test_a_forged_watchdog_message_cannot_make_it_delete_a_directory(repo, tmp_p
         time.sleep(5.0)
         assert (precious / "thesis.tex").exists(), "the watchdog deleted a directory the worker named"
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        stop(proc)
         wait_for(lambda: rows(root)["feat"].get("worker_pid") is None, timeout=20)
         drop_worktrees(root)
         home = cgroup_home() if HAS_CGROUP else None
@@ -448,9 +459,7 @@ def test_long_but_valid_durations_do_not_crash_the_runner(repo):
     try:
         out, err = proc.communicate(timeout=120)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        stop(proc)
     assert proc.returncode == 0, out + err
     assert rows(root)["feat"]["state"] == "pass"
 
@@ -587,9 +596,7 @@ def test_interrupted_during_the_check_the_attempt_is_still_recorded(repo, tmp_pa
             broken.append(f"the finished attempt is not on the trail (attempts: {recorded})")
         assert not broken, "; ".join(broken)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        stop(proc)
         kill_all(running(argv))
         drop_worktrees(root)
 
@@ -624,9 +631,7 @@ def test_ctrl_c_pressed_again_and_again_loses_nothing(repo, tmp_path):
             f"no attempt recorded ({recorded}); proctor work exited {proc.returncode}: {said[-3:]}"
         assert "half way there" in (recorded[-1].get("claim") or "")
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        stop(proc)
         kill_all(running(argv))
         drop_worktrees(root)
 
@@ -666,14 +671,7 @@ def test_proctor_stopped_while_it_waits_for_a_slot(repo, tmp_path, how):
         assert first.poll() is None and rows(root)["feat"]["state"] == "running"
         assert wait_for(lambda: worktree_count(root) == 2, timeout=20), git(root, "worktree", "list")
     finally:
-        for p in (first, second):
-            if p is not None and p.poll() is None:
-                os.kill(p.pid, signal.SIGTERM)
-                try:
-                    p.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+        stop(first, second, term=True)
         drop_worktrees(root)
 
 
@@ -701,14 +699,7 @@ def test_slots_bound_workers_on_the_machine_whatever_the_state_directory(repo, t
         assert started, (tmp_path / "two.log").read_text()
         assert not ready_two.exists(), "two claude workers run at once on this machine with slots = 1"
     finally:
-        for p in (first, second):
-            if p is not None and p.poll() is None:
-                os.kill(p.pid, signal.SIGTERM)
-                try:
-                    p.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+        stop(first, second, term=True)
         drop_worktrees(first_root)
         drop_worktrees(second_root)
 
@@ -780,9 +771,7 @@ def test_sigterm_while_landing_leaves_the_persons_checkout_as_it_was(repo, tmp_p
         assert git(root, "status", "--porcelain") == ""
         assert [a["outcome"] for a in attempts(root)] == ["finished"]
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        stop(proc)
         kill_all(running(["sleep", "39.125"]))
         drop_worktrees(root)
 
@@ -902,7 +891,5 @@ def test_code_the_worker_wrote_leaves_no_process_behind_through_the_check(repo, 
         survivors = running(argv)
         assert not survivors, f"a process the worker's code started (pid {survivors}) runs on after proctor work"
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        stop(proc)
         kill_all(survivors or running(argv))

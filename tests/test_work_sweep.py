@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -15,6 +14,7 @@ import time
 import pytest
 
 from tests.conftest import alive_with, git, make_repo
+from tests.test_runner_stops import _kill_marked, _live
 from proctor import api
 from proctor.process import Tree, kill_tree, subreaper
 
@@ -74,22 +74,6 @@ if ending == "hang":
 """
 
 
-
-
-def _kill_marked(marker: str) -> None:
-    for pid in alive_with(marker):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-
-
-def _live(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            return handle.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
-    except OSError:
-        return False
 
 
 def _environ(pid: int) -> list[bytes]:
