@@ -26,6 +26,8 @@ from __future__ import annotations
 import json
 import os
 
+from proctor.store.followups import mark_delivered  # noqa: F401  (the one writer of "delivered")
+
 MAX_STOP_BLOCKS = 3
 WAIT_WORDS = "proctor monitor wait"
 
@@ -36,16 +38,12 @@ def header(followup_id: int, job: str) -> str:
 
 
 def wait_command(job: str, host: str | None, session: str | None) -> str:
-    words = [WAIT_WORDS, "--job", _quote(job)]
+    import shlex
+
+    words = [WAIT_WORDS, "--job", shlex.quote(job)]
     if session:
-        words += ["--host", _quote(host or "claude"), "--session", _quote(session)]
+        words += ["--host", shlex.quote(host or "claude"), "--session", shlex.quote(session)]
     return " ".join(words)
-
-
-def _quote(word: str) -> str:
-    if word and all(c.isalnum() or c in "-_./=:,+@%" for c in word):
-        return word
-    return "'" + word.replace("'", "'\\''") + "'"
 
 
 def ask_text(job: str, live: int, host: str | None, session: str | None) -> str:
@@ -70,12 +68,6 @@ def undelivered(conn, job: str, limit: int = 50) -> list[dict]:
     return [{"id": r[0], "text": r[1], "events": r[2], "created": r[3], "printed": r[4], "printed_to": r[5]}
             for r in rows]
 
-
-def mark_delivered(conn, followup: int, via: str) -> None:
-    from proctor.timeutil import iso, now
-
-    conn.execute("UPDATE followups SET delivered = ?, via = ? WHERE id = ? AND delivered IS NULL",
-                 (iso(now()), via, followup))
 
 
 def mark_printed(conn, followup: int, to: str) -> bool:
