@@ -1,6 +1,17 @@
-"""The store: one SQLite database per repository, and the only module that opens it.
+"""The store: one database per repository, and the only package that opens it or writes SQL.
 
-Shared by every worktree and clone of the repository on this machine (see paths.py).
+Two engines behind one interface. Unset, the store is an embedded SQLite database shared by
+every worktree and clone of the repository on this machine (see paths.py). `[store] url =
+"postgresql://..."` in proctor.toml, or PROCTOR_STORE_URL, selects PostgreSQL (postgres.py):
+one schema per repository, keyed like the SQLite file by the root commit every clone shares,
+so agents on several machines work one set of jobs.
+
+Callers hold a `Tx` (a transaction, or the store's own autocommit handle) and pass it to the
+verbs of the table modules (rows, runs, trail, sessions, monitors, followups, blobs); SQL is
+written there, in the subset both engines read (`?` placeholders, `ON CONFLICT`, no rowid),
+and nowhere else.
+
+The SQLite engine:
 WAL mode, `isolation_level=None`, and every write inside `BEGIN IMMEDIATE` under a sidecar
 flock: Python's implicit transactions lose concurrent updates, and a plain BEGIN fails with
 SQLITE_BUSY when two writers upgrade at once (DESIGN.md has the measurements). Readers take
@@ -25,6 +36,106 @@ from proctor.store.schema import MIGRATIONS, SCHEMA_VERSION
 
 DB_NAME = "proctor.db"
 DEFAULT_BUSY_SECONDS = 10.0
+URL_ENV = "PROCTOR_STORE_URL"
+
+
+class DatabaseError(StoreError):
+    """A statement the engine refused or could not run (a damaged page, a lost connection, a
+    constraint); the message is the engine's, translated into what to do."""
+
+
+class Tx:
+    """A handle on the store for the verbs: a write or read transaction, or (`Store.tx`) the
+    store's own autocommit handle. `dialect` is "sqlite" or "postgresql"."""
+
+    __slots__ = ("_conn", "store", "dialect")
+
+    def __init__(self, conn, store) -> None:
+        self._conn = conn
+        self.store = store
+        self.dialect = "sqlite"
+
+    def execute(self, sql: str, params=()):
+        try:
+            return self._conn.execute(sql, params)
+        except sqlite3.DatabaseError as exc:
+            raise DatabaseError(str(self.store._translate(exc))) from exc
+
+    def executemany(self, sql: str, seq) -> None:
+        try:
+            self._conn.executemany(sql, seq)
+        except sqlite3.DatabaseError as exc:
+            raise DatabaseError(str(self.store._translate(exc))) from exc
+
+    def insert(self, sql: str, params=()) -> int:
+        """Run an INSERT into a table whose key is `id`; return the new row's id."""
+        return int(self.execute(sql, params).lastrowid)
+
+    def one(self, sql: str, params=()):
+        return self.execute(sql, params).fetchone()
+
+    def all(self, sql: str, params=()) -> list:
+        return self.execute(sql, params).fetchall()
+
+    def scalar(self, sql: str, params=(), default=None):
+        row = self.execute(sql, params).fetchone()
+        return default if row is None or row[0] is None else row[0]
+
+    def json_text(self, column: str, key: str) -> str:
+        """An SQL expression for the text of `column`'s JSON member `key` (a literal key)."""
+        return f"json_extract({column}, '$.{key}')"
+
+
+def configured_url(root: str | None) -> str | None:
+    """The store URL for a checkout: PROCTOR_STORE_URL, else `[store] url` in its proctor.toml,
+    else None (the embedded SQLite store). Cheap enough for the hook: the file is parsed only
+    when it mentions a [store] table."""
+    url = os.environ.get(URL_ENV)
+    if url:
+        return url
+    if not root:
+        return None
+    try:
+        with open(os.path.join(root, "proctor.toml"), "rb") as handle:
+            raw = handle.read(1 << 20)
+    except OSError:
+        return None
+    if b"store" not in raw:
+        return None
+    import tomllib
+
+    try:
+        value = tomllib.loads(raw.decode("utf-8")).get("store", {})
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError, AttributeError):
+        return None
+    url = value.get("url") if isinstance(value, dict) else None
+    return url if isinstance(url, str) and url else None
+
+
+def is_postgres(url: str | None) -> bool:
+    """`sqlite:` names the embedded store explicitly (over PROCTOR_STORE_URL, e.g. to migrate)."""
+    return bool(url) and url.split(":", 1)[0] in ("postgresql", "postgres")
+
+
+def open_store(state_dir: str, url: str | None = None, busy_seconds: float | None = None,
+               for_guard: bool = False, root: str | None = None):
+    """The repository's store on the engine its configuration selects (see configured_url)."""
+    url = url or configured_url(root)
+    if url and not url.startswith("sqlite"):
+        if not is_postgres(url):
+            raise StoreError(f"the store URL {redact(url)} is not postgresql://...; set [store] url in "
+                             f"proctor.toml (or {URL_ENV}) to a PostgreSQL URL, or unset it for the embedded store")
+        from proctor.store.postgres import PgStore
+
+        return PgStore(state_dir, url, busy_seconds=busy_seconds, for_guard=for_guard)
+    return Store(state_dir, busy_seconds=busy_seconds, for_guard=for_guard)
+
+
+def redact(url: str) -> str:
+    """A URL as it may be shown: its password replaced by ***."""
+    import re
+
+    return re.sub(r"(://[^/@:]*:)[^/@]*@", r"\1***@", url)
 
 
 def _busy_seconds() -> float:
@@ -47,8 +158,20 @@ class Store:
     `self.writable` then says its records are skipped.
     """
 
-    def __init__(self, state_dir: str, busy_seconds: float | None = None, for_guard: bool = False) -> None:
+    dialect = "sqlite"
+    engine = "sqlite"
+
+    def __new__(cls, state_dir: str, busy_seconds: float | None = None, for_guard: bool = False,
+                url: str | None = None):
+        url = url or os.environ.get(URL_ENV)
+        if cls is Store and url and not url.startswith("sqlite"):
+            return open_store(state_dir, url, busy_seconds, for_guard)
+        return super().__new__(cls)
+
+    def __init__(self, state_dir: str, busy_seconds: float | None = None, for_guard: bool = False,
+                 url: str | None = None) -> None:
         self.state_dir = state_dir
+        self.url = None
         self.path = os.path.join(state_dir, DB_NAME)
         self.busy_seconds = _busy_seconds() if busy_seconds is None else busy_seconds
         self._lock_path = self.path + ".lock"
@@ -65,6 +188,7 @@ class Store:
             if not for_guard:
                 raise StoreError(f"cannot open the store {self.path}: {exc}") from None
             self.conn = None
+        self.tx = Tx(self.conn, self) if self.conn is not None else None
         try:
             if self.conn is None:
                 raise sqlite3.OperationalError("unable to open database file")
@@ -98,10 +222,24 @@ class Store:
                 raise StoreError(f"the store {self.path} has schema version {version}, newer than this proctor "
                                  f"understands ({SCHEMA_VERSION}); upgrade proctor (pip install -U proctor)")
             self.conn = conn
+            self.tx = Tx(conn, self)
             return
         raise self._translate(last if isinstance(last, sqlite3.Error) else sqlite3.OperationalError("unreadable"))
 
-    def _translate(self, exc: sqlite3.Error) -> StoreError:
+    def describe(self) -> str:
+        return self.path
+
+    def change_token(self):
+        """A value that changes when another connection has written the store since the last
+        call (SQLite's data_version): the server looks again only then."""
+        return self.conn.execute("PRAGMA data_version").fetchone()[0]
+
+    def schema_version(self) -> int:
+        return int(self.conn.execute("PRAGMA user_version").fetchone()[0])
+
+    def _translate(self, exc: Exception) -> StoreError:
+        if isinstance(exc, StoreError):
+            return exc
         text = str(exc)
         # "locking protocol" (SQLITE_PROTOCOL): another process holds the WAL's read marks
         if "locked" in text or "busy" in text or "locking protocol" in text:
@@ -171,7 +309,7 @@ class Store:
             os.close(fd)  # closing the descriptor releases the lock
 
     @contextlib.contextmanager
-    def write(self) -> Iterator[sqlite3.Connection]:
+    def write(self) -> Iterator[Tx]:
         """One write transaction: all of it lands, or none of it."""
         with self._flock():
             try:
@@ -179,7 +317,11 @@ class Store:
             except sqlite3.Error as exc:
                 raise self._translate(exc) from None
             try:
-                yield self.conn
+                yield self.tx
+            except DatabaseError:
+                with contextlib.suppress(sqlite3.Error):
+                    self.conn.execute("ROLLBACK")
+                raise
             except sqlite3.DatabaseError as exc:
                 with contextlib.suppress(sqlite3.Error):
                     self.conn.execute("ROLLBACK")
@@ -196,14 +338,14 @@ class Store:
                 raise self._translate(exc) from None
 
     @contextlib.contextmanager
-    def read(self) -> Iterator[sqlite3.Connection]:
+    def read(self) -> Iterator[Tx]:
         """One read snapshot."""
         try:
             self.conn.execute("BEGIN")
         except sqlite3.Error as exc:
             raise self._translate(exc) from None
         try:
-            yield self.conn
+            yield self.tx
         except sqlite3.DatabaseError as exc:
             raise self._translate(exc) from None
         finally:
@@ -211,4 +353,5 @@ class Store:
                 self.conn.execute("COMMIT")
 
     def close(self) -> None:
-        self.conn.close()
+        if self.conn is not None:
+            self.conn.close()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 MIGRATIONS: list[tuple[int, list[str]]] = [
     (
@@ -193,6 +193,26 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             "ALTER TABLE followups ADD COLUMN printed TEXT",
             "ALTER TABLE followups ADD COLUMN printed_to TEXT",
             "CREATE INDEX followups_created ON followups(created)",
+        ],
+    ),
+    (
+        7,
+        [
+            # The machine a path or a pid belongs to (paths.machine_id): checkout paths and pids
+            # mean something only where they were taken, once one store serves several machines.
+            "ALTER TABLE jobs ADD COLUMN machine TEXT",
+            "ALTER TABLE bindings ADD COLUMN machine TEXT",
+            "ALTER TABLE runs ADD COLUMN machine TEXT",
+            "ALTER TABLE monitor_runs ADD COLUMN machine TEXT",
+            # Content-addressed blobs kept in the store itself (run outputs, large trail payloads),
+            # so a wait on one machine reads evidence recorded on another. The embedded store
+            # keeps its blobs as files beside the database (store/blobs.py).
+            """CREATE TABLE blobs (
+                ref TEXT PRIMARY KEY,
+                bytes INTEGER NOT NULL,
+                created TEXT NOT NULL,
+                data BLOB NOT NULL
+            )""",
         ],
     ),
 ]
