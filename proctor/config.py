@@ -119,6 +119,25 @@ class Config:
         return self.settings["jobs.gate"].value
 
 
+def _store_url(value: Any) -> str | None:
+    """[store] url: a PostgreSQL URL; the embedded SQLite store when unset."""
+    if not isinstance(value, str):
+        raise ValueError(f"expected a postgresql://... URL, got {_describe(value)}")
+    if not value.strip():
+        return None
+    if value.split(":", 1)[0] not in ("postgresql", "postgres"):
+        raise ValueError("expected a postgresql://... URL (unset it for the embedded store)")
+    return value
+
+
+def _show_store_url(value: str | None) -> str:
+    if value is None:
+        return "unset (the embedded SQLite store)"
+    from proctor.store import redact
+
+    return redact(value)
+
+
 def _optional_count(value: Any) -> int | None:
     """An integer >= 0 where 0 means unlimited; stored as None for unlimited."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -265,6 +284,9 @@ KEYS: dict[str, Key] = {
             "how long monitor events, runs and follow-ups are kept (1h to 3650d)"),
         Key("monitors.max_waiting", _max_waiting, 10, str,
             "undelivered follow-ups a job may have; the oldest past it are dropped, and said so (1 to 1000)"),
+        Key("store.url", _store_url, None, _show_store_url,
+            "postgresql://user@host/db: one store for agents on several machines (PROCTOR_STORE_URL wins); "
+            "unset = the embedded SQLite store"),
     )
 }
 
@@ -318,7 +340,7 @@ def parse(raw_bytes: bytes, path: str, exists: bool = True) -> Config:
 def _apply(data: dict, config: Config) -> None:
     source = CONFIG_NAME
     for section in data:
-        if section in ("jobs", "targets", "guard", "workers", "board", "monitors") or section in RESERVED_SECTIONS:
+        if section in ("jobs", "targets", "guard", "workers", "board", "monitors", "store") or section in RESERVED_SECTIONS:
             continue
         config.problems.append(f"{CONFIG_NAME}: unknown section [{section}]; ignored")
     jobs = data.get("jobs", {})
@@ -336,7 +358,14 @@ def _apply(data: dict, config: Config) -> None:
     for name in monitors:
         if f"monitors.{name}" not in KEYS:
             config.problems.append(f"{CONFIG_NAME}: unknown key {name} in [monitors]; ignored")
-    tables = {"jobs": jobs, "monitors": monitors}
+    store = data.get("store", {})
+    if not isinstance(store, dict):
+        config.problems.append(f"{CONFIG_NAME}: store must be a table ([store]); the embedded store is used")
+        store = {}
+    for name in store:
+        if f"store.{name}" not in KEYS:
+            config.problems.append(f"{CONFIG_NAME}: unknown key {name} in [store]; ignored")
+    tables = {"jobs": jobs, "monitors": monitors, "store": store}
     for key in KEYS.values():
         section, name = key.name.split(".", 1)
         table = tables.get(section, {})
@@ -652,4 +681,11 @@ gate = "ci"
 # [targets.ci]
 # command = "make ci"
 # timeout = "30m"
+
+# The job store. Unset, it is an embedded SQLite file on this machine, shared by every
+# worktree and clone here. For agents on several machines, point every clone at one
+# PostgreSQL database (PROCTOR_STORE_URL wins over this; `proctor store migrate --to URL`
+# copies the embedded store there first).
+# [store]
+# url = "postgresql://proctor@db.internal/proctor"
 """

@@ -39,6 +39,9 @@ NOT_FILED = "PRC3054"
 EVIDENCE_NOT_THIS_JOB = "PRC3056"  # a cited run that cannot speak for the job
 WORKTREE_UNMADE = "PRC3057"  # job exec --worktree could not make the worktree
 CHECKPOINT_TAKES_NO_PATH = "PRC3055"
+STORE_NOT_EMPTY = "PRC3058"  # store migrate into a store that already holds rows
+STORE_MOVE_MISMATCH = "PRC3059"  # store migrate counted a table differently on the two sides
+CHECKOUT_ELSEWHERE = "PRC3060"  # a job's checkout is on another machine than the caller's
 
 EXIT_OK = 0
 EXIT_STATUS = 1

@@ -128,6 +128,29 @@ def state_base() -> str:
     return os.path.join(xdg, "proctor")
 
 
+_MACHINE: list[str] = []
+
+
+def machine_id() -> str:
+    """This machine's name in the store's records: `$PROCTOR_MACHINE`, else the systemd machine
+    id (`/etc/machine-id`, stable across reboots and renames), else the host name. Checkout
+    paths and pids mean something only on the machine that recorded them."""
+    name = os.environ.get("PROCTOR_MACHINE", "").strip()
+    if name:
+        return name
+    if not _MACHINE:
+        for path in ("/etc/machine-id", "/var/lib/dbus/machine-id"):
+            try:
+                with open(path, encoding="ascii", errors="replace") as handle:
+                    name = handle.read().strip()
+            except OSError:
+                continue
+            if name:
+                break
+        _MACHINE.append(name or os.uname().nodename or "localhost")
+    return _MACHINE[0]
+
+
 def cache_base() -> str:
     """`$XDG_CACHE_HOME/proctor`, else `~/.cache/proctor`."""
     xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
