@@ -39,34 +39,27 @@ class Result:
         return json.loads(self.out)
 
 
-# PROCTOR_TEST_PG_URL (a PostgreSQL URL a superuser connects with; .ci/run sets it for the
-# suite's second pass) runs every test on a PostgreSQL store: a database of its own per test,
-# selected through PROCTOR_STORE_URL as a person would. Unset, tests use the embedded store.
-PG_ADMIN_URL = os.environ.get("PROCTOR_TEST_PG_URL")
-ENGINE = "postgresql" if PG_ADMIN_URL else "sqlite"
+# PROCTOR_TEST_STORE=postgresql (.ci/run's second pass) runs every test on a PostgreSQL store:
+# a throwaway cluster for the session (tests/pgcluster.py) and a database of its own per test,
+# selected through PROCTOR_STORE_URL as a person would select it. Unset, the embedded store.
+ENGINE = "postgresql" if os.environ.get("PROCTOR_TEST_STORE") == "postgresql" else "sqlite"
 # A test of the embedded engine itself (it opens the SQLite file, or counts on its locking):
 # it runs on the embedded store in either pass, and .ci/run's PostgreSQL pass deselects it.
 sqlite_store = pytest.mark.sqlite_store
 
 
-def _pg_admin(sql: str) -> None:
-    import psycopg
-
-    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
-        conn.execute(sql)
-
-
 @pytest.fixture(autouse=True)
 def isolated_state(tmp_path, monkeypatch, request):
-    database = None
-    if PG_ADMIN_URL and request.node.get_closest_marker("sqlite_store") is None:
+    database = cluster = None
+    if ENGINE == "postgresql" and request.node.get_closest_marker("sqlite_store") is None:
         import re
-        from urllib.parse import urlsplit, urlunsplit
 
+        from pgcluster import require_cluster
+
+        cluster = require_cluster()
         database = "t_" + re.sub(r"[^a-z0-9]", "_", request.node.name.lower())[:40] + "_" + os.urandom(4).hex()
-        _pg_admin(f'CREATE DATABASE "{database}"')
-        parts = urlsplit(PG_ADMIN_URL)
-        monkeypatch.setenv("PROCTOR_STORE_URL", urlunsplit(parts._replace(path="/" + database)))
+        cluster.create_database(database)
+        monkeypatch.setenv("PROCTOR_STORE_URL", cluster.url(database))
     else:
         monkeypatch.delenv("PROCTOR_STORE_URL", raising=False)
     monkeypatch.setenv("PROCTOR_STATE_DIR", str(tmp_path / "state"))
@@ -79,7 +72,7 @@ def isolated_state(tmp_path, monkeypatch, request):
     monkeypatch.setenv("GIT_COMMITTER_EMAIL", "t@example.invalid")
     yield
     if database:
-        _pg_admin(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+        cluster.drop_database(database)
 
 
 def make_repo(path, config: str | None = None) -> str:
