@@ -217,23 +217,12 @@ def _record_session(ctx, verdict: Verdict | None) -> None:
 
     def action(conn, state_dir):
         from proctor import trail
+        from proctor.store import sessions
         from proctor.timeutil import iso
 
-        at = iso(ctx.now)
-        conn.execute(
-            "INSERT INTO sessions (host, session, subagent, first_seen, last_seen, cwd, lease, lease_from, "
-            "trace, spawner, calls, activity, activity_at, stop_blocks) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, coalesce(?, 0)) "
-            "ON CONFLICT (host, session, subagent) DO UPDATE SET last_seen = excluded.last_seen, "
-            "cwd = excluded.cwd, lease = excluded.lease, lease_from = excluded.lease_from, "
-            "trace = coalesce(excluded.trace, trace), spawner = coalesce(excluded.spawner, spawner), "
-            "calls = calls + 1, activity = coalesce(excluded.activity, activity), "
-            "activity_at = CASE WHEN excluded.activity IS NULL THEN activity_at ELSE excluded.activity_at END, "
-            "stop_blocks = CASE WHEN ? IS NULL THEN stop_blocks WHEN ? = 1 THEN stop_blocks + 1 ELSE 0 END",
-            (call.host, call.session or "", call.subagent or "", at, at, ctx.cwd, ctx.lease, ctx.lease_from,
-             ctx.environ.get("TRACEPARENT"), ctx.baggage.get("proctor.spawner"), activity,
-             at if activity else None, blocked, blocked, blocked),
-        )
+        sessions.record_call(conn, call.host, call.session or "", call.subagent or "", iso(ctx.now), ctx.cwd,
+                             ctx.lease, ctx.lease_from, ctx.environ.get("TRACEPARENT"),
+                             ctx.baggage.get("proctor.spawner"), activity, blocked)
         if verdict is not None and ctx.job is not None and call.event == PRE_TOOL:
             trail.append(conn, state_dir, "tool_call", f"session:{call.host}:{call.session or '-'}",
                          ctx.job["id"], {"tool": call.tool, "decision": verdict.decision,

@@ -17,6 +17,7 @@ connection.
 
 from __future__ import annotations
 
+from proctor.store import monitors as mrows
 from proctor.timeutil import iso, now
 
 KEEP_DEFAULT = 7 * 86400.0
@@ -34,56 +35,38 @@ def prune(store, keep: float = KEEP_DEFAULT, at: float | None = None) -> dict[st
     budget = [MAX_CHUNKS]
     deleted = {"monitor_events": 0, "monitor_runs": 0, "followups": 0}
 
-    def chunked(table: str, where: str, params: tuple) -> None:
+    def chunked(which: str, params: tuple) -> None:
+        table = mrows.DELETIONS[which][0]
         while budget[0] > 0:
             budget[0] -= 1
-            with store.write() as conn:
-                cursor = conn.execute(
-                    f"DELETE FROM {table} WHERE id IN (SELECT id FROM {table} WHERE {where} "
-                    f"AND id < (SELECT MAX(id) FROM {table}) LIMIT {CHUNK})", params)
-                count = cursor.rowcount
+            with store.write() as tx:
+                count = mrows.delete_chunk(tx, which, params, CHUNK)
             deleted[table] += count
             if count < CHUNK:
                 return
 
     # older than `keep`
-    chunked("monitor_events", "time < ? AND followup IS NOT NULL", (cutoff,))
-    chunked("monitor_runs", "ended IS NOT NULL AND ended < ?", (cutoff,))
-    chunked("followups", "created < ?", (cutoff,))
+    chunked("old_events", (cutoff,))
+    chunked("old_runs", (cutoff,))
+    chunked("old_followups", (cutoff,))
     # caps, whatever the age
-    with store.read() as conn:
-        jobs = conn.execute("SELECT job, COUNT(*) FROM monitor_events GROUP BY job").fetchall()
-        busy_monitors = conn.execute("SELECT monitor FROM monitor_runs GROUP BY monitor HAVING COUNT(*) > ?",
-                                     (KEEP_RUNS,)).fetchall()
-        many_followups = conn.execute("SELECT job FROM followups GROUP BY job HAVING COUNT(*) > ?",
-                                      (KEEP_FOLLOWUPS,)).fetchall()
-    for job, _count in jobs:
-        with store.read() as conn:
-            first_dropped = _event_cutoff(conn, job)
+    with store.read() as tx:
+        jobs = mrows.jobs_with_events(tx)
+        busy_monitors = mrows.monitors_with_runs_over(tx, KEEP_RUNS)
+        many_followups = mrows.jobs_with_followups_over(tx, KEEP_FOLLOWUPS)
+    for job in jobs:
+        with store.read() as tx:
+            first_dropped = mrows.event_cutoff(tx, job, KEEP_EVENTS, KEEP_EVENT_BYTES)
         if first_dropped is not None:
-            chunked("monitor_events", "job = ? AND followup IS NOT NULL AND id <= ?", (job, first_dropped))
-    for (monitor,) in busy_monitors:
-        with store.read() as conn:
-            row = conn.execute("SELECT id FROM monitor_runs WHERE monitor = ? ORDER BY id DESC LIMIT 1 OFFSET ?",
-                               (monitor, KEEP_RUNS)).fetchone()
-        if row:
-            chunked("monitor_runs", "monitor = ? AND ended IS NOT NULL AND id <= ?", (monitor, row[0]))
-    for (job,) in many_followups:
-        with store.read() as conn:
-            row = conn.execute("SELECT id FROM followups WHERE job = ? ORDER BY id DESC LIMIT 1 OFFSET ?",
-                               (job, KEEP_FOLLOWUPS)).fetchone()
-        if row:
-            chunked("followups", "job = ? AND delivered IS NOT NULL AND id <= ?", (job, row[0]))
+            chunked("job_events", (job, first_dropped))
+    for monitor in busy_monitors:
+        with store.read() as tx:
+            last = mrows.run_before_newest(tx, monitor, KEEP_RUNS)
+        if last is not None:
+            chunked("monitor_runs", (monitor, last))
+    for job in many_followups:
+        with store.read() as tx:
+            last = mrows.followup_before_newest(tx, job, KEEP_FOLLOWUPS)
+        if last is not None:
+            chunked("job_followups", (job, last))
     return deleted
-
-
-def _event_cutoff(conn, job: str) -> int | None:
-    """The id of the newest event of `job` past its caps (KEEP_EVENTS, KEEP_EVENT_BYTES), or None."""
-    kept = size = 0
-    for event_id, length in conn.execute(
-            "SELECT id, length(CAST(line AS BLOB)) FROM monitor_events WHERE job = ? ORDER BY id DESC", (job,)):
-        kept += 1
-        size += length or 0
-        if kept > KEEP_EVENTS or size > KEEP_EVENT_BYTES:
-            return event_id
-    return None

@@ -5,11 +5,11 @@ after its previous run ENDED (a monitor never overlaps itself). Runs wait for on
 slots server-wide. A run's events are queued as they are read and stored in batches; a job's
 pending events are grouped for 10 s into follow-ups (store/followups.py), after which the
 version is bumped so the console and the waiters see them. A reconcile step, woken when the
-store changes (PRAGMA data_version) or the config file does, deletes monitors whose jobs left
+store changes (its change_token) or the config file does, deletes monitors whose jobs left
 an active column. Runs, groups and deliveries are driven by events and timers set for when
-they are due; the one periodic tick, every two seconds, reads a single PRAGMA to learn whether
-another process changed the store, reaps the runs' adopted orphans, and once a minute starts a
-retention pass (monitors/retention.py, `[monitors] keep`).
+they are due; the one periodic tick, every two seconds, reads the store's change token to
+learn whether another process changed the store, reaps the runs' adopted orphans, and once a
+minute starts a retention pass (monitors/retention.py, `[monitors] keep`).
 
 The loop never blocks and never dies:
 - every store call the scheduler makes runs on one thread of its own, on a connection of its
@@ -22,10 +22,11 @@ The loop never blocks and never dies:
   after a backoff (1 s, doubling, at most the interval); the tick's steps likewise;
 - ending processes, which waits, runs in worker threads.
 
-No survivor (monitors/run.py has the means): a run's pid and tag are recorded when it starts;
-at start, before anything runs, every process of a run an earlier server left open (it was
-killed) is ended and the run closed with a note; the server is a child subreaper, so a run's
-orphans come back to it, are reaped when they end and ended when it stops.
+No survivor (monitors/run.py has the means): a run's pid and tag are recorded when it starts,
+with the machine they belong to; at start, before anything runs, every process of a run an
+earlier server on this machine left open (it was killed) is ended and the run closed with a
+note; the server is a child subreaper, so a run's orphans come back to it, are reaped when
+they end and ended when it stops.
 
 The server reads the store, so it reaps like every other reader (jobs/reap.py: a job whose
 ancestor ended, whose checkout is gone, or that nobody took, is ended no_return), at start,
@@ -50,7 +51,9 @@ from proctor import config as config_mod
 from proctor import process
 from proctor.jobs import reap
 from proctor.monitors import retention, run, store as mstore
-from proctor.store import Store, followups
+from proctor.paths import machine_id
+from proctor.store import followups, open_store
+from proctor.store import monitors as mrows
 from proctor.timeutil import iso, now, parse_iso
 
 CONCURRENCY = 4
@@ -74,14 +77,14 @@ class StoreThread:
     """The scheduler's store calls, one at a time on a thread of their own, with a connection
     of their own (opened there; SQLite connections belong to a thread), each bounded."""
 
-    def __init__(self, state_dir: str, busy: float = STORE_BUSY) -> None:
-        self.state_dir, self.busy = state_dir, busy
+    def __init__(self, state_dir: str, busy: float = STORE_BUSY, root: str | None = None) -> None:
+        self.state_dir, self.busy, self.root = state_dir, busy, root
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="proctor-monitors-store")
-        self.store: Store | None = None
+        self.store = None
 
-    def _store(self) -> Store:
+    def _store(self):
         if self.store is None:
-            self.store = Store(self.state_dir, busy_seconds=self.busy)
+            self.store = open_store(self.state_dir, busy_seconds=self.busy, root=self.root)
         return self.store
 
     def _write(self, fn, args):
@@ -97,6 +100,10 @@ class StoreThread:
 
     async def read(self, fn: Callable, *args):
         return await self._call(self._read, fn, args)
+
+    async def change_token(self):
+        """The store's change token (store.change_token), read on this thread."""
+        return await self._call(lambda _fn, _args: self._store().change_token(), None, ())
 
     async def _call(self, method, fn, args):
         future = asyncio.get_running_loop().run_in_executor(self.pool, method, fn, args)
@@ -199,7 +206,7 @@ class Scheduler:
         self.state_dir = state_dir
         self.root = root
         self.repo_root = repo_root
-        self.db = StoreThread(state_dir)
+        self.db = StoreThread(state_dir, root=root)
         self.events = EventQueue(self.db, self._events_written)
         self.slots = asyncio.Semaphore(CONCURRENCY)
         self.tasks: dict[int, asyncio.Task] = {}
@@ -208,7 +215,7 @@ class Scheduler:
         self.running_now = 0
         self.drift: collections.deque = collections.deque(maxlen=10_000)  # how late runs started
         self.roots: set[int] = set()  # the pids of the commands in flight (not orphans: not ours to reap)
-        self._data_version = None
+        self._change_token = None
         self._batch_timers: dict[str, asyncio.TimerHandle] = {}
         self._batching: set[str] = set()
         self._removed: set[int] = set()  # never started again by this server
@@ -259,8 +266,7 @@ class Scheduler:
 
     async def _end_left_over(self) -> None:
         """End every process of the runs an earlier server left open, and close those runs."""
-        left = await self.db.read(lambda conn: conn.execute(
-            "SELECT id, pid, tag, started FROM monitor_runs WHERE ended IS NULL").fetchall())
+        left = await self.db.read(mrows.open_runs, machine_id())
         for run_id, pid, tag, started in left:
             try:
                 at = parse_iso(started)
@@ -270,9 +276,7 @@ class Scheduler:
             _log(f"proctor: run {run_id} was left open by an earlier server; its processes were ended")
         if left:
             stamp = iso(now())
-            await self.db.write(lambda conn: conn.executemany(
-                "UPDATE monitor_runs SET ended = ?, error = ? WHERE id = ? AND ended IS NULL",
-                [(stamp, LEFT_OPEN, r[0]) for r in left]))
+            await self.db.write(mrows.close_left_open, [r[0] for r in left], stamp, LEFT_OPEN)
 
     async def stop(self) -> None:
         """Every run ended whole (its processes first, its record after), what came back here
@@ -554,7 +558,7 @@ class Scheduler:
         self._reap_failure = failure
 
     async def _reap(self, stale_after: float) -> list[tuple[str, str]]:
-        found = await asyncio.to_thread(_reap_pass, self.state_dir, stale_after)
+        found = await asyncio.to_thread(_reap_pass, self.state_dir, stale_after, self.root)
         if found:
             await self.reconcile()  # their monitors are deleted and their runs ended now
             self.bump()
@@ -562,7 +566,12 @@ class Scheduler:
 
     async def reconcile(self) -> None:
         cfg = self.config()
-        gone, pending = await self.db.write(_reconcile, cfg)
+        # a look first, and a write only when a monitor is to go: a write is a change every
+        # server (and every waiter) sees, this one's own next look included
+        doomed, pending = await self.db.read(_reconcile_look, cfg)
+        gone = []
+        if doomed:
+            gone, pending = await self.db.write(_reconcile, cfg)
         for monitor_id, _why_gone in gone:
             self.removed(monitor_id)
         for job, _since in pending:
@@ -595,11 +604,11 @@ class Scheduler:
 
             async def look() -> None:
                 nonlocal stamp
-                version = await self.db.read(_data_version)
+                token = await self.db.change_token()
                 config_now = self._config_stamp()  # a column made passive in proctor.toml counts too
-                if version != self._data_version or config_now != stamp:
+                if token != self._change_token or config_now != stamp:
                     await self.reconcile()
-                    self._data_version, stamp = version, config_now
+                    self._change_token, stamp = token, config_now
                     self.bump()
 
             await self._step("reconcile", look)
@@ -632,7 +641,8 @@ class Scheduler:
 
         async def retain() -> None:
             try:
-                deleted = await asyncio.to_thread(_retention_pass, self.state_dir, self.config()["monitors.keep"])
+                deleted = await asyncio.to_thread(_retention_pass, self.state_dir, self.config()["monitors.keep"],
+                                                  self.root)
                 self._failures.pop("retention", None)
                 if any(deleted.values()):
                     self.bump()
@@ -676,53 +686,38 @@ def _own_jobs(conn, root: str, state: str, end_reason: str | None) -> None:
 
 
 def _open_run(conn, monitor_id: int, started: str, tag: str, timeout: float) -> int:
-    cursor = conn.execute("INSERT INTO monitor_runs (monitor, started, tag, timeout) VALUES (?, ?, ?, ?)",
-                          (monitor_id, started, tag, timeout))
-    conn.execute("UPDATE monitors SET last_run = ? WHERE id = ?", (started, monitor_id))
-    return int(cursor.lastrowid)
+    return mrows.open_run(conn, monitor_id, started, tag, timeout, machine_id())
 
 
-def _started(conn, run_id: int, monitor_id: int, pid: int, started: str) -> None:
-    """The command started: its pid, and its start (the record was opened before it had a slot)."""
-    conn.execute("UPDATE monitor_runs SET pid = ?, started = ? WHERE id = ?", (pid, started, run_id))
-    conn.execute("UPDATE monitors SET last_run = ? WHERE id = ?", (started, monitor_id))
-
-
-def _close_run(conn, values: tuple) -> None:
-    conn.execute("UPDATE monitor_runs SET ended = ?, exit_code = ?, timed_out = ?, truncated = ?, bytes = ?, "
-                 "lines = ?, stderr = ?, error = ? WHERE id = ?", values)
+_started = mrows.run_started  # the command started (the record was opened before it had a slot)
+_close_run = mrows.close_run
+_insert_events = mrows.insert_events
 
 
 def _failed_run(conn, monitor_id: int, started: str, timeout: float, error: str) -> None:
-    conn.execute("INSERT INTO monitor_runs (monitor, started, ended, timeout, error) VALUES (?, ?, ?, ?, ?)",
-                 (monitor_id, started, iso(now()), timeout, error))
+    mrows.failed_run(conn, monitor_id, started, iso(now()), timeout, error, machine_id())
 
 
-def _insert_events(conn, rows_: list[tuple]) -> None:
-    conn.executemany("INSERT INTO monitor_events (monitor, run, job, time, line, truncated) VALUES (?, ?, ?, ?, ?, ?)",
-                     rows_)
+def _reconcile_look(conn, cfg) -> tuple[list, list]:
+    return mstore.prunable(conn, cfg), followups.jobs_with_pending(conn)
 
 
 def _reconcile(conn, cfg) -> tuple[list, list]:
     return mstore.prune(conn, cfg), followups.jobs_with_pending(conn)
 
 
-def _data_version(conn) -> int:
-    return conn.execute("PRAGMA data_version").fetchone()[0]
-
-
-def _reap_pass(state_dir: str, stale_after: float) -> list[tuple[str, str]]:
+def _reap_pass(state_dir: str, stale_after: float, root: str | None = None) -> list[tuple[str, str]]:
     """One pass of jobs/reap.py on a connection of its own (it runs in a worker thread; the
     loop's connection stays the loop's). `ended <id>: <reason>` goes to the server's log."""
-    store = Store(state_dir)
+    store = open_store(state_dir, root=root)
     try:
         return reap.end_unheld(store, stale_after, _log)
     finally:
         store.close()
 
 
-def _retention_pass(state_dir: str, keep: float) -> dict[str, int]:
-    store = Store(state_dir, busy_seconds=STORE_BUSY)
+def _retention_pass(state_dir: str, keep: float, root: str | None = None) -> dict[str, int]:
+    store = open_store(state_dir, busy_seconds=STORE_BUSY, root=root)
     try:
         return retention.prune(store, keep)
     finally:

@@ -15,10 +15,10 @@ Also the records a person reads: each run of a monitor (`runs`) and each follow-
 from __future__ import annotations
 
 import os
-import sqlite3
 
 from proctor import config as config_mod
 from proctor import errors
+from proctor.store import monitors as mrows
 from proctor.store import rows
 from proctor.timeutil import iso, now, parse_duration
 
@@ -35,8 +35,7 @@ NOT_FOUND = "MONITOR_NOT_FOUND"
 OUT_OF_SCOPE = "MONITOR_OUT_OF_SCOPE"
 FOLLOWUP_NOT_FOUND = "FOLLOWUP_NOT_FOUND"
 
-_COLUMNS = ("id", "job", "command", "interval", "description", "cwd", "created", "created_by", "last_run", "deleted",
-            "acknowledged")
+_COLUMNS = mrows.COLUMNS
 
 
 def _refuse(code: str, message: str) -> errors.Refused:
@@ -116,7 +115,7 @@ def job_is_active(cfg: config_mod.Config, job: dict) -> bool:
     return bool(column and column[1])
 
 
-def add(conn: sqlite3.Connection, cfg: config_mod.Config, repo_root: str, job_id: str, command: str, interval,
+def add(conn, cfg: config_mod.Config, repo_root: str, job_id: str, command: str, interval,
         description: str | None, cwd: str, acknowledged: bool, actor: str) -> dict:
     if not acknowledged:
         raise _refuse(UNSANDBOXED_ACK_REQUIRED, "monitor commands run outside the agent sandbox, with the server's "
@@ -132,53 +131,35 @@ def add(conn: sqlite3.Connection, cfg: config_mod.Config, repo_root: str, job_id
         raise _refuse(CARD_INACTIVE, f"{job_id} is in column {column[0] if column else '(none)'}, which is not "
                                      f"active; monitors run only for jobs in an active column")
     real_cwd, where = allowed_cwd(job, cwd, repo_root)
-    count = conn.execute("SELECT COUNT(*) FROM monitors WHERE job = ? AND deleted IS NULL", (job_id,)).fetchone()[0]
+    count = mrows.count_live(conn, job_id)
     if count >= MAX_PER_JOB:
         raise _refuse(LIMIT_REACHED, f"{job_id} has {count} monitors, the most a card may have; remove one first "
                                      f"(proctor monitor remove <id>)")
     text = description_of(description, command)
     at = iso(now())
-    cursor = conn.execute(
-        "INSERT INTO monitors (job, command, interval, description, cwd, created, created_by, acknowledged) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (job_id, command, seconds, text, real_cwd, at, actor, f"{at} by {actor}"))
-    monitor = get(conn, int(cursor.lastrowid))
+    monitor = get(conn, mrows.insert(conn, job_id, command, seconds, text, real_cwd, at, actor, f"{at} by {actor}"))
     _record(conn, "monitor_added", actor, monitor, {"where": where, "command": excerpt(command, 1000),
                                                     "interval": seconds, "acknowledged": monitor["acknowledged"]})
     return monitor
 
 
-def _record(conn: sqlite3.Connection, kind: str, actor: str, monitor: dict, extra: dict) -> None:
+def _record(conn, kind: str, actor: str, monitor: dict, extra: dict) -> None:
     """A monitor's addition or removal, on the activity trail."""
     from proctor import trail
 
     data = {"monitor": monitor["id"], "description": monitor["description"], "cwd": monitor["cwd"], **extra}
-    trail.append(conn, _state_dir(conn), kind, actor, job=monitor["job"], data=data)
+    trail.append(conn, conn.store.state_dir, kind, actor, job=monitor["job"], data=data)
 
 
-def _state_dir(conn: sqlite3.Connection) -> str:
-    """The state directory of the store `conn` is open on (where the trail keeps its blobs)."""
-    for _seq, name, path in conn.execute("PRAGMA database_list"):
-        if name == "main" and path:
-            return os.path.dirname(path)
-    raise errors.ProctorError("the store has no file; the trail needs one")
+def get(conn, monitor_id: int) -> dict | None:
+    return mrows.get(conn, monitor_id)
 
 
-def get(conn: sqlite3.Connection, monitor_id: int) -> dict | None:
-    row = conn.execute(f"SELECT {', '.join(_COLUMNS)} FROM monitors WHERE id = ?", (monitor_id,)).fetchone()
-    return dict(zip(_COLUMNS, row)) if row else None
+def live(conn, job: str | None = None) -> list[dict]:
+    return mrows.live(conn, job)
 
 
-def live(conn: sqlite3.Connection, job: str | None = None) -> list[dict]:
-    query = f"SELECT {', '.join(_COLUMNS)} FROM monitors WHERE deleted IS NULL"
-    params: tuple = ()
-    if job is not None:
-        query += " AND job = ?"
-        params = (job,)
-    return [dict(zip(_COLUMNS, r)) for r in conn.execute(query + " ORDER BY id", params)]
-
-
-def remove(conn: sqlite3.Connection, monitor_id: int, scope_job: str | None, why: str = "removed",
+def remove(conn, monitor_id: int, scope_job: str | None, why: str = "removed",
            actor: str | None = None) -> dict:
     monitor = get(conn, monitor_id)
     if monitor is None or monitor["deleted"]:
@@ -186,15 +167,15 @@ def remove(conn: sqlite3.Connection, monitor_id: int, scope_job: str | None, why
     if scope_job is not None and monitor["job"] != scope_job:
         raise _refuse(OUT_OF_SCOPE, f"monitor {monitor_id} belongs to {monitor['job']}; with a job's secret you "
                                     f"manage {scope_job}'s monitors only")
-    conn.execute("UPDATE monitors SET deleted = ? WHERE id = ?", (f"{iso(now())} {why}", monitor_id))
+    mrows.mark_deleted(conn, monitor_id, f"{iso(now())} {why}")
     monitor = get(conn, monitor_id)
     _record(conn, "monitor_removed", actor or (f"job:{scope_job}" if scope_job else "token"), monitor, {"why": why})
     return monitor
 
 
-def prune(conn: sqlite3.Connection, cfg: config_mod.Config) -> list[tuple[int, str]]:
-    """Delete, for good, every monitor whose job left an active column or the board."""
-    gone = []
+def prunable(conn, cfg: config_mod.Config) -> list[tuple[dict, str]]:
+    """Every live monitor whose job left an active column or the board, and why (read only)."""
+    found = []
     for monitor in live(conn):
         job = rows.get(conn, monitor["job"])
         if job is None:
@@ -208,20 +189,22 @@ def prune(conn: sqlite3.Connection, cfg: config_mod.Config) -> list[tuple[int, s
             why = f"its job is in column {column[0] if column else '(none)'}, which is passive"
         else:
             continue
-        conn.execute("UPDATE monitors SET deleted = ? WHERE id = ?", (f"{iso(now())} {why}", monitor["id"]))
+        found.append((monitor, why))
+    return found
+
+
+def prune(conn, cfg: config_mod.Config) -> list[tuple[int, str]]:
+    """Delete, for good, every monitor whose job left an active column or the board."""
+    gone = []
+    for monitor, why in prunable(conn, cfg):
+        mrows.mark_deleted(conn, monitor["id"], f"{iso(now())} {why}")
         _record(conn, "monitor_removed", "server", {**monitor, "deleted": why}, {"why": why})
         gone.append((monitor["id"], why))
     return gone
 
 
-def events(conn: sqlite3.Connection, job: str | None = None, limit: int = 1000) -> list[dict]:
-    query = "SELECT e.monitor, e.run, e.time, e.line, e.truncated, e.followup, e.job, f.delivered " \
-            "FROM monitor_events e LEFT JOIN followups f ON f.id = e.followup"
-    params: tuple = ()
-    if job is not None:
-        query += " WHERE e.job = ?"
-        params = (job,)
-    rows_ = conn.execute(query + " ORDER BY e.id DESC LIMIT ?", (*params, limit)).fetchall()
+def events(conn, job: str | None = None, limit: int = 1000) -> list[dict]:
+    rows_ = mrows.latest_events(conn, job, limit)
     out = []
     for monitor, run, time_, line, truncated, followup, job_id, delivered in reversed(rows_):
         # "the follow-up they went out in, or pending": a batch not handed over yet is pending
@@ -235,22 +218,11 @@ _RUN_COLUMNS = ("id", "monitor", "job", "started", "ended", "exit_code", "timed_
                 "bytes", "error", "stderr", "pid")
 
 
-def runs(conn: sqlite3.Connection, job: str | None = None, monitor: int | None = None, limit: int = 100) -> list[dict]:
+def runs(conn, job: str | None = None, monitor: int | None = None, limit: int = 100) -> list[dict]:
     """The latest `limit` runs (of one job's monitors, of one monitor), oldest first: start, end,
     exit code, whether it timed out and its timeout, whether output was cut, its lines and
     bytes, an error of the loop that ran it, its stderr."""
-    query = ("SELECT r.id, r.monitor, m.job, r.started, r.ended, r.exit_code, r.timed_out, r.timeout, r.truncated, "
-             "r.lines, r.bytes, r.error, r.stderr, r.pid FROM monitor_runs r JOIN monitors m ON m.id = r.monitor")
-    clauses, params = [], []
-    if job is not None:
-        clauses.append("m.job = ?")
-        params.append(job)
-    if monitor is not None:
-        clauses.append("r.monitor = ?")
-        params.append(monitor)
-    if clauses:
-        query += " WHERE " + " AND ".join(clauses)
-    found = conn.execute(query + " ORDER BY r.id DESC LIMIT ?", (*params, limit)).fetchall()
+    found = mrows.latest_runs(conn, job, monitor, limit)
     out = []
     for row in reversed(found):
         run = dict(zip(_RUN_COLUMNS, row))
@@ -259,19 +231,13 @@ def runs(conn: sqlite3.Connection, job: str | None = None, monitor: int | None =
     return out
 
 
-_FOLLOWUP_COLUMNS = ("id", "job", "events", "bytes", "created", "delivered", "via", "printed", "printed_to")
+_FOLLOWUP_COLUMNS = mrows.FOLLOWUP_COLUMNS
 
 
-def followups(conn: sqlite3.Connection, job: str | None = None, limit: int = 100) -> list[dict]:
+def followups(conn, job: str | None = None, limit: int = 100) -> list[dict]:
     """The latest `limit` follow-ups (of one job), oldest first, without their text: events,
     bytes, created, pending or delivered (when, and `via` how), and a wait that printed it."""
-    query = ("SELECT id, job, events, COALESCE(NULLIF(bytes, 0), length(CAST(text AS BLOB))), created, delivered, "
-             "via, printed, printed_to FROM followups")
-    params: tuple = ()
-    if job is not None:
-        query += " WHERE job = ?"
-        params = (job,)
-    found = conn.execute(query + " ORDER BY id DESC LIMIT ?", (*params, limit)).fetchall()
+    found = mrows.latest_followups(conn, job, limit)
     out = []
     for row in reversed(found):
         item = dict(zip(_FOLLOWUP_COLUMNS, row))
@@ -280,10 +246,9 @@ def followups(conn: sqlite3.Connection, job: str | None = None, limit: int = 100
     return out
 
 
-def followup(conn: sqlite3.Connection, followup_id: int, scope_job: str | None = None) -> dict:
+def followup(conn, followup_id: int, scope_job: str | None = None) -> dict:
     """One follow-up with its text; refused for another job's under a job's secret."""
-    row = conn.execute(f"SELECT {', '.join(_FOLLOWUP_COLUMNS)}, text FROM followups WHERE id = ?",
-                       (followup_id,)).fetchone()
+    row = mrows.followup_row(conn, followup_id)
     if row is None or (scope_job is not None and row[1] != scope_job):
         raise _refuse(FOLLOWUP_NOT_FOUND, f"no follow-up {followup_id}"
                       + (f" of {scope_job}" if scope_job is not None else "") + "; proctor monitor followups lists them")

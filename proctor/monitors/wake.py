@@ -26,7 +26,10 @@ from __future__ import annotations
 import json
 import os
 
+from proctor.store import sessions as _sessions
 from proctor.store.followups import mark_delivered  # noqa: F401  (the one writer of "delivered")
+from proctor.store.followups import mark_printed  # noqa: F401  (claims a follow-up for a wait)
+from proctor.store.followups import undelivered  # noqa: F401
 
 MAX_STOP_BLOCKS = 3
 WAIT_WORDS = "proctor monitor wait"
@@ -56,27 +59,12 @@ def ask_text(job: str, live: int, host: str | None, session: str | None) -> str:
 
 
 def live_monitors(conn, job: str) -> int:
+    from proctor.store.monitors import count_live
+
     try:
-        return conn.execute("SELECT COUNT(*) FROM monitors WHERE job = ? AND deleted IS NULL", (job,)).fetchone()[0]
+        return count_live(conn, job)
     except Exception:  # a store older than monitors
         return 0
-
-
-def undelivered(conn, job: str, limit: int = 50) -> list[dict]:
-    rows = conn.execute("SELECT id, text, events, created, printed, printed_to FROM followups WHERE job = ? AND "
-                        "delivered IS NULL ORDER BY id LIMIT ?", (job, limit)).fetchall()
-    return [{"id": r[0], "text": r[1], "events": r[2], "created": r[3], "printed": r[4], "printed_to": r[5]}
-            for r in rows]
-
-
-
-def mark_printed(conn, followup: int, to: str) -> bool:
-    """Claim the follow-up for `to`; False when another wait (or the hook) took it first."""
-    from proctor.timeutil import iso, now
-
-    cursor = conn.execute("UPDATE followups SET printed = ?, printed_to = ? WHERE id = ? AND delivered IS NULL AND "
-                          "(printed_to IS NULL OR printed_to != ?)", (iso(now()), to, followup, to))
-    return cursor.rowcount == 1
 
 
 HOOK_TEXT_CAP = 9000  # Claude Code cuts a hook's string past 10,000 characters to a preview
@@ -224,8 +212,7 @@ def session_state(conn, host: str, session: str, checkout=None) -> tuple[str | N
     or in the session's activity file when the hook could not write the store (another writer
     held it) and that is newer."""
     try:
-        row = conn.execute("SELECT activity, activity_at FROM sessions WHERE host = ? AND session = ? AND "
-                           "subagent = ''", (host, session)).fetchone()
+        row = _sessions.activity(conn, host, session)
     except Exception:
         row = None
     best = (row[0], row[1]) if row else (None, None)
@@ -262,11 +249,9 @@ def spill_activity(checkout, host: str, session: str, activity: str, at: str) ->
 
 def stop_blocks(conn, host: str, session: str) -> int:
     try:
-        row = conn.execute("SELECT stop_blocks FROM sessions WHERE host = ? AND session = ? AND subagent = ''",
-                           (host, session)).fetchone()
+        return _sessions.stop_blocks(conn, host, session)
     except Exception:
         return 0
-    return int(row[0] or 0) if row else 0
 
 
 # -- proctor monitor wait ---------------------------------------------------------------------
@@ -282,11 +267,11 @@ def wait(ws, job: str, host: str | None, session: str | None, timeout: float | N
     reader and return (0, follow-up, ""). Returns (NOTHING_LEFT, None, why) once there is
     nothing left to wait for (the job is gone, ended, archived or trashed, or has neither
     live monitors nor a follow-up to come), (TIMED_OUT, None, why) after `timeout` seconds.
-    Reads the store when it changed (PRAGMA data_version), and every few seconds regardless."""
+    Reads the store when it changed (its change_token), and every few seconds regardless."""
     import time
 
     from proctor.monitors.store import job_is_active
-    from proctor.store import rows
+    from proctor.store import followups, rows
 
     reader = f"{host or 'claude'}:{session}" if session else "-"
     clock = clock or time.monotonic
@@ -296,8 +281,8 @@ def wait(ws, job: str, host: str | None, session: str | None, timeout: float | N
     last_look = 0.0
     while True:
         found = None
+        now_version = ws.store.change_token()  # before the snapshot: a change after it is seen next time
         with ws.store.read() as conn:
-            now_version = conn.execute("PRAGMA data_version").fetchone()[0]
             look = now_version != version or clock() - last_look >= 5
             if look:
                 version, last_look = now_version, clock()
@@ -312,12 +297,9 @@ def wait(ws, job: str, host: str | None, session: str | None, timeout: float | N
                     return NOTHING_LEFT, None, (f"job {job} is archived, trashed or in a passive column: its monitors "
                                                 f"are deleted")
                 # what no wait printed for this reader yet (a person's wait does not use up a session's)
-                found = conn.execute("SELECT id, text, events, created FROM followups WHERE job = ? AND "
-                                     "delivered IS NULL AND (printed_to IS NULL OR printed_to != ?) ORDER BY id "
-                                     "LIMIT 1", (job, reader)).fetchone()
+                found = followups.next_unprinted(conn, job, reader)
                 if found is None:
-                    coming = live_monitors(conn, job) or conn.execute(
-                        "SELECT 1 FROM monitor_events WHERE job = ? AND followup IS NULL LIMIT 1", (job,)).fetchone()
+                    coming = live_monitors(conn, job) or followups.has_pending(conn, job)
                     if not coming:
                         return NOTHING_LEFT, None, f"job {job} has no live monitors and no follow-up to come"
                 elif session:
@@ -326,9 +308,9 @@ def wait(ws, job: str, host: str | None, session: str | None, timeout: float | N
                         found = None  # held while the session works or waits for the person
         if found is not None:
             with ws.store.write() as conn:
-                taken = mark_printed(conn, found[0], reader)
+                taken = mark_printed(conn, found["id"], reader)
             if taken:
-                return 0, {"id": found[0], "text": found[1], "events": found[2], "created": found[3], "job": job}, ""
+                return 0, {**found, "job": job}, ""
             version = None  # another wait took it first: look again at once
             continue
         if deadline is not None and clock() >= deadline:

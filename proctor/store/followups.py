@@ -30,7 +30,6 @@ the store's side of that.
 from __future__ import annotations
 
 import re
-import sqlite3
 
 from proctor.timeutil import iso, now
 
@@ -122,14 +121,17 @@ def event_line(time_: str, description: str | None, monitor: int, line: str) -> 
 
 # -- grouping ----------------------------------------------------------------------------------
 
-def pending_since(conn: sqlite3.Connection, job: str) -> str | None:
-    row = conn.execute("SELECT MIN(time) FROM monitor_events WHERE job = ? AND followup IS NULL", (job,)).fetchone()
-    return row[0] if row else None
+def pending_since(tx, job: str) -> str | None:
+    return tx.scalar("SELECT MIN(time) FROM monitor_events WHERE job = ? AND followup IS NULL", (job,))
 
 
-def jobs_with_pending(conn: sqlite3.Connection) -> list[tuple[str, str]]:
-    return conn.execute(
-        "SELECT job, MIN(time) FROM monitor_events WHERE followup IS NULL GROUP BY job").fetchall()
+def jobs_with_pending(tx) -> list[tuple[str, str]]:
+    return [tuple(r) for r in tx.all("SELECT job, MIN(time) FROM monitor_events WHERE followup IS NULL GROUP BY job")]
+
+
+def has_pending(tx, job: str) -> bool:
+    """Whether `job` has an event not grouped into a follow-up yet (one is to come)."""
+    return tx.one("SELECT 1 FROM monitor_events WHERE job = ? AND followup IS NULL LIMIT 1", (job,)) is not None
 
 
 def pack(job: str, events: list[tuple]) -> list[list[tuple[int, str]]]:
@@ -161,7 +163,7 @@ def render(followup_id: int, job: str, lines: list[str], note: str | None = None
     return "\n".join([head, note, *lines] if note else [head, *lines])
 
 
-def batch(conn: sqlite3.Connection, job: str, waiting: int | None = MAX_WAITING) -> list[int]:
+def batch(tx, job: str, waiting: int | None = MAX_WAITING) -> list[int]:
     """Group every pending event of `job` into follow-ups (inside a write transaction); then
     hold the job to `waiting` undelivered follow-ups (None: no bound). Returns the ids made
     that are still there."""
@@ -169,45 +171,44 @@ def batch(conn: sqlite3.Connection, job: str, waiting: int | None = MAX_WAITING)
     if waiting:
         # events that could never be delivered: more than `waiting` full follow-ups newer than them
         keep = waiting * MAX_EVENTS
-        count = conn.execute("SELECT COUNT(*) FROM monitor_events WHERE job = ? AND followup IS NULL",
-                             (job,)).fetchone()[0]
+        count = int(tx.scalar("SELECT COUNT(*) FROM monitor_events WHERE job = ? AND followup IS NULL", (job,), 0))
         if count > keep:
-            last = conn.execute("SELECT id FROM monitor_events WHERE job = ? AND followup IS NULL ORDER BY id "
-                                "LIMIT 1 OFFSET ?", (job, count - keep - 1)).fetchone()[0]
-            conn.execute("DELETE FROM monitor_events WHERE job = ? AND followup IS NULL AND id <= ?", (job, last))
+            last = tx.scalar("SELECT id FROM monitor_events WHERE job = ? AND followup IS NULL ORDER BY id "
+                             "LIMIT 1 OFFSET ?", (job, count - keep - 1))
+            tx.execute("DELETE FROM monitor_events WHERE job = ? AND followup IS NULL AND id <= ?", (job, last))
             dropped = count - keep
-    events = conn.execute(
+    events = tx.all(
         "SELECT e.id, e.monitor, e.time, e.line, m.description FROM monitor_events e "
         "LEFT JOIN monitors m ON m.id = e.monitor WHERE e.job = ? AND e.followup IS NULL ORDER BY e.id",
-        (job,)).fetchall()
+        (job,))
     made: list[int] = []
     stamp = iso(now())
     for group in pack(job, events):
-        followup = int(conn.execute("INSERT INTO followups (job, created, text, events) VALUES (?, ?, '', ?)",
-                                    (job, stamp, len(group))).lastrowid)
+        followup = tx.insert("INSERT INTO followups (job, created, text, events) VALUES (?, ?, '', ?)",
+                             (job, stamp, len(group)))
         text = render(followup, job, [line for _id, line in group])
-        conn.execute("UPDATE followups SET text = ?, bytes = ? WHERE id = ?", (text, utf8_size(text), followup))
-        conn.executemany("UPDATE monitor_events SET followup = ? WHERE id = ?",
+        tx.execute("UPDATE followups SET text = ?, bytes = ? WHERE id = ?", (text, utf8_size(text), followup))
+        tx.executemany("UPDATE monitor_events SET followup = ? WHERE id = ?",
                          [(followup, event_id) for event_id, _line in group])
         made.append(followup)
     if waiting:
-        gone = hold_waiting(conn, job, waiting, dropped)
+        gone = hold_waiting(tx, job, waiting, dropped)
         made = [f for f in made if f not in gone]
     return made
 
 
-def hold_waiting(conn: sqlite3.Connection, job: str, waiting: int, dropped: int = 0) -> set[int]:
+def hold_waiting(tx, job: str, waiting: int, dropped: int = 0) -> set[int]:
     """Drop the oldest undelivered follow-ups of `job` beyond `waiting`, their events with them;
     the oldest left that no wait printed yet says how many events went (`dropped` more, already
     gone, counted in). Returns the ids dropped."""
-    rows_ = conn.execute("SELECT id, events, text, printed FROM followups WHERE job = ? AND delivered IS NULL "
-                         "ORDER BY id", (job,)).fetchall()
+    rows_ = tx.all("SELECT id, events, text, printed FROM followups WHERE job = ? AND delivered IS NULL "
+                   "ORDER BY id", (job,))
     gone: set[int] = set()
     excess = len(rows_) - waiting
     for followup, events, text, _printed in rows_[:max(0, excess)]:
         dropped += events + _noted(text)
-        conn.execute("DELETE FROM monitor_events WHERE job = ? AND followup = ?", (job, followup))
-        conn.execute("DELETE FROM followups WHERE id = ?", (followup,))
+        tx.execute("DELETE FROM monitor_events WHERE job = ? AND followup = ?", (job, followup))
+        tx.execute("DELETE FROM followups WHERE id = ?", (followup,))
         gone.add(followup)
     if dropped:
         left = [r for r in rows_[max(0, excess):] if not r[3]] or rows_[max(0, excess):]
@@ -219,7 +220,7 @@ def hold_waiting(conn: sqlite3.Connection, job: str, waiting: int, dropped: int 
                 rest = rest.partition("\n")[2]
             note = drop_note(dropped + carried, waiting)
             text = "\n".join(part for part in (head, note, rest) if part)
-            conn.execute("UPDATE followups SET text = ?, bytes = ? WHERE id = ?", (text, utf8_size(text), followup))
+            tx.execute("UPDATE followups SET text = ?, bytes = ? WHERE id = ?", (text, utf8_size(text), followup))
     return gone
 
 
@@ -232,12 +233,42 @@ def _noted(text: str) -> int:
 
 # -- delivery ----------------------------------------------------------------------------------
 
-def next_ready(conn: sqlite3.Connection, job: str) -> dict | None:
-    row = conn.execute("SELECT id, text, events, created FROM followups WHERE job = ? AND delivered IS NULL "
-                       "ORDER BY id LIMIT 1", (job,)).fetchone()
+def next_ready(tx, job: str) -> dict | None:
+    row = tx.one("SELECT id, text, events, created FROM followups WHERE job = ? AND delivered IS NULL "
+                 "ORDER BY id LIMIT 1", (job,))
     return {"id": row[0], "text": row[1], "events": row[2], "created": row[3]} if row else None
 
 
-def mark_delivered(conn: sqlite3.Connection, followup: int, via: str) -> None:
-    conn.execute("UPDATE followups SET delivered = ?, via = ? WHERE id = ? AND delivered IS NULL",
-                 (iso(now()), via, followup))
+def next_unprinted(tx, job: str, reader: str) -> dict | None:
+    """The oldest follow-up of `job` not delivered that no wait printed for `reader` yet."""
+    row = tx.one("SELECT id, text, events, created FROM followups WHERE job = ? AND delivered IS NULL AND "
+                 "(printed_to IS NULL OR printed_to != ?) ORDER BY id LIMIT 1", (job, reader))
+    return {"id": row[0], "text": row[1], "events": row[2], "created": row[3]} if row else None
+
+
+def undelivered(tx, job: str, limit: int = 50) -> list[dict]:
+    """The oldest `limit` follow-ups of `job` not delivered, with who a wait printed them for."""
+    rows_ = tx.all("SELECT id, text, events, created, printed, printed_to FROM followups WHERE job = ? AND "
+                   "delivered IS NULL ORDER BY id LIMIT ?", (job, limit))
+    return [{"id": r[0], "text": r[1], "events": r[2], "created": r[3], "printed": r[4], "printed_to": r[5]}
+            for r in rows_]
+
+
+def delivered_at(tx, followup: int) -> str | None:
+    """When the follow-up was delivered; None when it was not (or is gone)."""
+    return tx.scalar("SELECT delivered FROM followups WHERE id = ?", (followup,))
+
+
+def mark_delivered(tx, followup: int, via: str) -> None:
+    tx.execute("UPDATE followups SET delivered = ?, via = ? WHERE id = ? AND delivered IS NULL",
+               (iso(now()), via, followup))
+
+
+def mark_printed(tx, followup: int, to: str) -> bool:
+    """Claim the follow-up for `to` (inside a write transaction); False when another wait (or
+    the hook) took it first. Read, then written: no row count needed from the engine."""
+    if tx.one("SELECT 1 FROM followups WHERE id = ? AND delivered IS NULL AND (printed_to IS NULL OR printed_to != ?)",
+              (followup, to)) is None:
+        return False
+    tx.execute("UPDATE followups SET printed = ?, printed_to = ? WHERE id = ?", (iso(now()), to, followup))
+    return True

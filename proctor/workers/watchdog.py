@@ -239,9 +239,11 @@ def clean_up(hello: dict, state: dict) -> None:
                     "failures": changed, "stream": ref, "stderr_stream": stderr_ref, "claim": (reply or "")[:500], "reply_kind":
                     "partial" if reply else None}
             if attempt.get("followup") is not None:  # a session a follow-up resumed
+                from proctor.store import followups
+
                 with ws.store.read() as conn:
-                    row = conn.execute("SELECT delivered FROM followups WHERE id = ?", (attempt["followup"],)).fetchone()
-                data.update(followup=attempt["followup"], followup_delivered=bool(row and row[0]))
+                    delivered = followups.delivered_at(conn, attempt["followup"])
+                data.update(followup=attempt["followup"], followup_delivered=bool(delivered))
             with ws.store.write() as conn:
                 trail.append(conn, ws.state_dir, "worker_attempt", f"worker:{attempt.get('worker')}", job_id, data)
                 trail.append(conn, ws.state_dir, "worker_claim", f"worker:{attempt.get('worker')}", job_id, {

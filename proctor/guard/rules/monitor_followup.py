@@ -118,14 +118,10 @@ def _write_now(ctx, actions) -> bool:
 
 def _counted(call):
     def action(conn, state_dir):
+        from proctor.store import sessions
         from proctor.timeutil import iso, now
 
-        at = iso(now())
-        conn.execute("INSERT INTO sessions (host, session, subagent, first_seen, last_seen, calls, activity, "
-                     "activity_at, stop_blocks) VALUES (?, ?, '', ?, ?, 0, 'working', ?, 1) "
-                     "ON CONFLICT (host, session, subagent) DO UPDATE SET stop_blocks = stop_blocks + 1, "
-                     "activity = 'working', activity_at = excluded.activity_at",
-                     (call.host, call.session or "", at, at, at))
+        sessions.count_stop_block(conn, call.host, call.session or "", iso(now()))
 
     return action
 
