@@ -215,9 +215,7 @@ def describe_rule(name: str, cwd: str | None = None) -> str:
 def sessions(cwd: str | None = None) -> list[dict]:
     """The agent sessions the hook has seen, with their lease and claims (trace, spawner)."""
     with _opened(cwd, None) as ws:
+        from proctor.store import sessions as session_rows
+
         with ws.store.read() as conn:
-            cursor = conn.execute(
-                "SELECT host, session, subagent, first_seen, last_seen, cwd, lease, lease_from, trace, "
-                "spawner, calls, activity, activity_at, stop_blocks FROM sessions ORDER BY last_seen DESC")
-            names = [d[0] for d in cursor.description]
-            return [dict(zip(names, row)) for row in cursor.fetchall()]
+            return session_rows.listing(conn)

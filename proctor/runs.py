@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import queue
-import sqlite3
 import threading
 import time
 from typing import BinaryIO
@@ -21,19 +20,13 @@ from typing import BinaryIO
 from proctor import errors, trail
 from proctor.jobs.lease import Caller
 from proctor.process import run_shell
+from proctor.store import Tx, blobs
+from proctor.store import runs as run_rows
 from proctor.timeutil import iso, now
 from proctor.vcs import checkpoint as vcs_checkpoint
 from proctor.workspace import Workspace
 
-_COLUMNS = ("id", "target", "command", "cwd", "checkout", "checkpoint", "tree", "tree_end", "lease", "exit_code",
-            "timed_out", "started", "ended", "output_ref", "output_bytes")
-
-
-def _row_to_run(row: tuple) -> dict:
-    run = dict(zip(_COLUMNS, row))
-    run["timed_out"] = bool(run["timed_out"])
-    run["ref"] = run["output_ref"]
-    return run
+_COLUMNS = run_rows.COLUMNS
 
 
 def run_target(ws: Workspace, name: str, caller: Caller, echo: BinaryIO | None) -> dict:
@@ -69,7 +62,7 @@ def run_target(ws: Workspace, name: str, caller: Caller, echo: BinaryIO | None) 
     env = dict(os.environ)
     if caller.lease:
         env["PROCTOR_LEASE"] = caller.lease
-    writer = trail.BlobWriter(ws.state_dir)
+    writer = blobs.writer(ws.store)
     # Hashing and writing the blob happen on a thread of their own (hashlib and file writes
     # release the GIL), so recording overlaps with reading the pipe and echoing.
     pending: queue.Queue[bytes | None] = queue.Queue(maxsize=64)
@@ -105,7 +98,7 @@ def run_target(ws: Workspace, name: str, caller: Caller, echo: BinaryIO | None) 
     pending.put(None)
     recorder.join()
     ended = now()
-    output_ref = writer.close()
+    output_ref = writer.finish()
     changed_status: dict[bytes, int] = {}
     after = _tree(ws.root, hashed, changed_status)
     reader.join()
@@ -127,10 +120,7 @@ def run_target(ws: Workspace, name: str, caller: Caller, echo: BinaryIO | None) 
         "output_ref": output_ref, "output_bytes": writer.size,
     }
     with ws.store.write() as conn:
-        conn.execute(
-            f"INSERT INTO runs ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})",
-            tuple(run[c] for c in _COLUMNS),
-        )
+        run_rows.insert(conn, run)
         trail.append(conn, ws.state_dir, "run", caller.actor, caller.lease, {
             "run": run["id"], "target": name, "exit_code": finished.exit_code,
             "timed_out": finished.timed_out, "output_ref": output_ref}, when=ended)
@@ -176,39 +166,29 @@ def _restore_sigterm(previous) -> None:
             pass
 
 
-def by_ref(conn: sqlite3.Connection, ref: str) -> list[dict]:
+def by_ref(conn: Tx, ref: str) -> list[dict]:
     """Every run whose output is `ref` (identical outputs share one blob), newest first."""
-    rows = conn.execute(
-        f"SELECT {', '.join(_COLUMNS)} FROM runs WHERE output_ref = ? ORDER BY started DESC", (ref,)
-    ).fetchall()
-    return [_row_to_run(r) for r in rows]
+    return run_rows.by_ref(conn, ref)
 
 
-def get(conn: sqlite3.Connection, run_id: str) -> dict | None:
-    row = conn.execute(f"SELECT {', '.join(_COLUMNS)} FROM runs WHERE id = ?", (run_id,)).fetchone()
-    return _row_to_run(row) if row else None
+def get(conn: Tx, run_id: str) -> dict | None:
+    return run_rows.get(conn, run_id)
 
 
-def latest(conn: sqlite3.Connection, target: str, since: str, checkout: str | None) -> dict | None:
+def latest(conn: Tx, target: str, since: str, checkout: str | None) -> dict | None:
     """The newest run of `target` started at or after `since`, in `checkout` when given."""
-    query = f"SELECT {', '.join(_COLUMNS)} FROM runs WHERE target = ? AND started >= ?"
-    params: list = [target, since]
-    if checkout:
-        query += " AND checkout = ?"
-        params.append(checkout)
-    row = conn.execute(query + " ORDER BY started DESC, rowid DESC LIMIT 1", params).fetchone()
-    return _row_to_run(row) if row else None
+    return run_rows.latest(conn, target, since, checkout)
 
 
 def read_output(ws: Workspace, ref: str) -> bytes:
     ref = ref.strip()
-    if not ref.startswith(trail.REF_PREFIX):
-        ref = trail.REF_PREFIX + ref
+    if not ref.startswith(blobs.REF_PREFIX):
+        ref = blobs.REF_PREFIX + ref
     with ws.store.read() as conn:
-        known = conn.execute("SELECT 1 FROM runs WHERE output_ref = ? LIMIT 1", (ref,)).fetchone()
+        known = run_rows.has_output(conn, ref)
     if not known:
         raise errors.ProctorError(f"no recorded run has output {ref}; proctor run <target> records one")
-    return trail.get_blob(ws.state_dir, ref)
+    return blobs.get(ws.store, ref)
 
 
 def to_json(run: dict) -> str:

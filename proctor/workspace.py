@@ -12,7 +12,7 @@ from typing import Callable
 
 from proctor import config as config_mod
 from proctor.paths import Checkout, find_checkout, repo_state_dir
-from proctor.store import Store
+from proctor.store import Store, open_store
 
 
 def _stderr(line: str) -> None:
@@ -46,7 +46,7 @@ class Workspace:
     @property
     def store(self) -> Store:
         if self._store is None:
-            self._store = Store(self.state_dir)
+            self._store = open_store(self.state_dir, root=self.root)
         return self._store
 
     def close(self) -> None:

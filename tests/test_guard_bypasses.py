@@ -165,7 +165,7 @@ def test_a_guard_bound_session_cannot_take_another_job(ws):
 
     store = Store(state_dir(ws))
     try:
-        assert bound_job(store.conn, agent_scope("claude", "worker", None)) == "w1"
+        assert bound_job(store.tx, agent_scope("claude", "worker", None)) == "w1"
     finally:
         store.close()
 

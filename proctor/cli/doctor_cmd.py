@@ -34,11 +34,11 @@ def doctor() -> int:
         store = ws.store
         reap.end_unheld(store, cfg["jobs.stale_after"], lambda text: click.echo(f"note {text}"))
         with store.read() as conn:
-            count = conn.execute("SELECT COUNT(*), SUM(live) FROM jobs").fetchone()
+            count = rows.counts(conn)
             caller = resolve(conn, ws.root, None)
             job = rows.get(conn, caller.lease) if caller.lease else None
             jobs = rows.all_jobs(conn)
-        line(True, f"store: {store.path} ({count[0]} jobs, {count[1] or 0} live)")
+        line(True, f"store: {store.path} ({count[0]} jobs, {count[1]} live)")
     except errors.ProctorError as exc:
         line(False, f"store: {exc.message}")
         return 1

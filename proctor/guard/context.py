@@ -164,13 +164,17 @@ class Context:
         self.stop_counted = False  # monitor-followup wrote this Stop's refusal itself, before answering
         self.activity: str | None = None  # what this event says the session's main thread is doing
         db = os.path.join(self.state_dir, "proctor.db")
-        if os.path.exists(db):
+        from proctor.store import DatabaseError, configured_url
+
+        url = configured_url(self.root)
+        if os.path.exists(db) or (url and not url.startswith("sqlite")):  # a PostgreSQL store has no file here
             from proctor.errors import StoreError
-            from proctor.store import Store
+            from proctor.store import open_store
 
             try:
-                self._store = Store(self.state_dir, busy_seconds=RECORD_WAIT_SECONDS, for_guard=True)
-                self.conn = self._store.conn
+                self._store = open_store(self.state_dir, url, busy_seconds=RECORD_WAIT_SECONDS, for_guard=True,
+                                         root=self.root)
+                self.conn = self._store.tx
             except StoreError as exc:
                 self.store_problem = str(exc)
                 self.notes.append(f"the store cannot be read ({exc}); judging with no jobs")
@@ -178,14 +182,12 @@ class Context:
         self.allowed_only: list = []  # the same, dropped when the verdict denies
         self.baggage = baggage(environ)
         self.spawn_note: str | None = None  # why a subagent's spawn bound nothing
-        import sqlite3
-
         self.ended: dict[str, str] = {}  # jobs proctor can prove nobody holds: judged ended now
         try:
             self.lease, self.lease_from = self._resolve_lease(flag_lease)
             row = self.job_row(self.lease) if self.lease else None
-        except sqlite3.DatabaseError as exc:  # a damaged page: judged as with no store, and said so
-            self.store_problem = f"the store {db} is damaged ({exc})"
+        except DatabaseError as exc:  # a damaged page: judged as with no store, and said so
+            self.store_problem = f"the store {self._store.describe() if self._store else db} is damaged ({exc})"
             self.notes.append(self.store_problem)
             self.close()
             self._store = self.conn = None
@@ -208,7 +210,7 @@ class Context:
         if self.conn is not None:
             try:
                 self.ended = self._unheld(self.settings.get("stale_after"))
-            except sqlite3.DatabaseError as exc:
+            except DatabaseError as exc:
                 self.notes.append(f"the jobs nobody holds could not be read ({exc})")
             if self.job is not None and self.job["id"] in self.ended:
                 self.lease_note = (f"lease {self.lease} (from {self.lease_from}) names a job proctor ended now "
@@ -344,9 +346,10 @@ class Context:
         prompt named, and the session and subagent that made it), found by the call's id."""
         if not tool_use_id or self.conn is None:
             return None
+        from proctor.store import events
+
         needle = json.dumps(tool_use_id)
-        for job, data in self.conn.execute(
-                "SELECT job, data FROM events WHERE kind = 'agent_spawn' ORDER BY id DESC LIMIT 200"):
+        for job, data in events.recent(self.conn, "agent_spawn", 200):
             if data and needle in data:
                 try:
                     event = json.loads(data)
@@ -359,10 +362,7 @@ class Context:
     def _bound_subagents(self, host: str, session: str) -> bool:
         """Whether any subagent of this session is bound to a job in flight."""
         prefix = rows.agent_scope(host, session, None)
-        row = self.conn.execute(
-            "SELECT 1 FROM bindings b JOIN jobs j ON j.id = b.job WHERE b.scope > ? AND b.scope < ? "
-            "AND j.state IN ('declared', 'running') LIMIT 1", (prefix, prefix + "\uffff")).fetchone()
-        return row is not None
+        return rows.any_bound_under(self.conn, prefix)
 
     def take_for_agent(self, job_id: str, scope: str, subagent: str | None = None) -> None:
         """Queue the binding of `scope` to a job, and the job's taking: a declared job is
@@ -411,10 +411,9 @@ class Context:
     def job_row(self, job_id: str) -> dict | None:
         if self.conn is None:
             return None
-        row = self.conn.execute("SELECT doc FROM jobs WHERE id = ?", (job_id,)).fetchone()
-        if row is None:
+        job = rows.record(self.conn, job_id)
+        if job is None:
             return None
-        job = json.loads(row[0])
         if job_id in self.ended:
             job.update(state="no_return", end_reason=self.ended[job_id])
         return job

@@ -34,7 +34,7 @@ def describe_job(ws: Workspace, job_id: str) -> str:
                 if any(jpaths.pair_kind(theirs, m) for m in mine):
                     held_by_others.append(f"{theirs.spelling}  (held by {other_id})")
         refuse_gate(job, ws.config)
-        graded = grade(conn, job, ws.root, ws.state_dir)
+        graded = grade(conn, job, ws.root, ws.store)
     goal_lines = []
     for outcome in graded.outcomes:
         if outcome.kind != "goal":

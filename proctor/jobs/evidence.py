@@ -12,13 +12,11 @@ at `proctor job wait`, since the tree can change between the two.
 
 from __future__ import annotations
 
-import hashlib
 import os
-import sqlite3
 
-from proctor import errors, trail
+from proctor import errors
 from proctor.jobs.model import goal_list
-from proctor.store import rows
+from proctor.store import Tx, blobs, rows
 
 
 def checkout_of(job: dict, fallback: str) -> str:
@@ -63,28 +61,25 @@ class Tree:
         return self.digest, self.error
 
 
-def blob_problem(state_dir: str, run: dict) -> str | None:
-    """Why the run's recorded output cannot be reopened as what its ref names, or None."""
+def blob_problem(store, run: dict) -> str | None:
+    """Why the run's recorded output cannot be reopened as what its ref names, or None. `store`
+    is the store (or a Tx on it)."""
     ref = run["output_ref"]
     try:
-        path = trail.blob_path(state_dir, ref)
-        h = hashlib.sha256()
-        with open(path, "rb") as handle:
-            while chunk := handle.read(1 << 20):
-                h.update(chunk)
-    except FileNotFoundError:
+        found = blobs.rehash(store, ref)
+    except (blobs.Missing, FileNotFoundError):
         return f"the output of run {run['id']} ({ref}) is missing from the store; run the target again"
     except OSError as exc:
         return f"the output of run {run['id']} ({ref}) cannot be read ({exc.strerror}); run the target again"
     except errors.ProctorError as exc:  # a ref that is no blob reference at all
         return f"the output of run {run['id']} cannot be read: {exc.message}"
-    if trail.REF_PREFIX + h.hexdigest() != ref:
+    if found != ref:
         return (f"the output of run {run['id']} no longer matches its digest {ref}: the store's copy was "
                 f"altered; run the target again")
     return None
 
 
-def provenance(conn: sqlite3.Connection, job: dict, run: dict, checkout: str, tree: Tree | None) -> list[str]:
+def provenance(conn: Tx, job: dict, run: dict, checkout: str, tree: Tree | None) -> list[str]:
     """Every reason `run` cannot speak for `job` (whatever its exit code). `tree` is the job's
     checkout's tree, read-only jobs' included: a run speaks for the tree it ran on."""
     job_id, run_id = job["id"], run["id"]
@@ -119,7 +114,7 @@ def provenance(conn: sqlite3.Connection, job: dict, run: dict, checkout: str, tr
     return reasons
 
 
-def cited(conn: sqlite3.Connection, result: dict | None) -> tuple[list[dict], list[str]]:
+def cited(conn: Tx, result: dict | None) -> tuple[list[dict], list[str]]:
     """The runs a filed result cites, read again from the store by id (the store is the truth,
     not the copy filed beside the result), and why any could not be."""
     from proctor import runs

@@ -22,12 +22,11 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sqlite3
 
 from proctor import config as config_mod
 from proctor import errors, trail
 from proctor import claims as jpaths
-from proctor.store import rows
+from proctor.store import Tx, rows
 from proctor.jobs.targets import check_refusals
 from proctor.jobs.lease import Caller
 from proctor.jobs.model import (
@@ -117,7 +116,7 @@ def parse_claims(ws: Workspace, record: dict, job_id: str, reasons: list) -> dic
     return parsed
 
 
-def _is_related(conn: sqlite3.Connection, a: dict, b: dict) -> bool:
+def _is_related(conn: Tx, a: dict, b: dict) -> bool:
     if a.get("parent") == b["id"] or b.get("parent") == a["id"]:
         return True
     return b["id"] in (a.get("depends_on") or ()) or a["id"] in (b.get("depends_on") or ())
@@ -297,7 +296,7 @@ def _new_row(ws: Workspace, record: dict, existing: dict | None, caller: Caller,
     return job
 
 
-def _one_author(conn: sqlite3.Connection, caller: Caller, record: dict, existing: dict | None,
+def _one_author(conn: Tx, caller: Caller, record: dict, existing: dict | None,
                 parsed: dict) -> bool:
     """Hold a leased caller to its rights. True when this is the holder shrinking its own row."""
     lease = caller.lease
@@ -367,7 +366,7 @@ def _one_author(conn: sqlite3.Connection, caller: Caller, record: dict, existing
     return False
 
 
-def _shape_refusals(conn: sqlite3.Connection, cfg: config_mod.Config, job: dict, parent: dict | None,
+def _shape_refusals(conn: Tx, cfg: config_mod.Config, job: dict, parent: dict | None,
                     write_claims: list[jpaths.Claim], root: str, ws: Workspace) -> list[tuple[str, str]]:
     job_id = job["id"]
     reasons: list[tuple[str, str]] = []
@@ -400,10 +399,7 @@ def _shape_refusals(conn: sqlite3.Connection, cfg: config_mod.Config, job: dict,
                 f"into a shallower job or raise the limit"))
         max_live = cfg["jobs.max_live"]
         if max_live is not None:
-            live = conn.execute(
-                "SELECT COUNT(*) FROM jobs WHERE root = ? AND live = 1 AND id != ? AND id != ?",
-                (parent["_root"], parent["_root"], job_id),
-            ).fetchone()[0]
+            live = rows.live_under_root(conn, parent["_root"], job_id)
             if live + 1 > max_live:
                 reasons.append((errors.MAX_LIVE,
                     f"refused fork of {job_id}: root {parent['_root']} already has {live} live jobs "
@@ -441,18 +437,14 @@ def _shape_refusals(conn: sqlite3.Connection, cfg: config_mod.Config, job: dict,
     return reasons
 
 
-def _workspace_load_refusals(conn: sqlite3.Connection, job: dict, write_claims: list[jpaths.Claim],
+def _workspace_load_refusals(conn: Tx, job: dict, write_claims: list[jpaths.Claim],
                              root: str) -> list[tuple[str, str]]:
     load_files = [f for f in WORKSPACE_LOAD_FILES if any(jpaths.covers(c, f) for c in write_claims)]
     if not load_files:
         return []
-    taken = conn.execute(
-        "SELECT id FROM jobs WHERE live = 1 AND checkout_root IS NOT NULL AND id != ? "
-        "AND EXISTS (SELECT 1 FROM job_paths p WHERE p.job = jobs.id) ORDER BY id",
-        (job["id"],),
-    ).fetchall()
-    holders = [r[0] for r in taken
-               if _bound_here(rows.get(conn, r[0]) or {}, root) and not _overdue(rows.get(conn, r[0]) or {})]
+    taken = rows.taken_with_paths(conn, job["id"])
+    holders = [j for j in taken
+               if _bound_here(rows.get(conn, j) or {}, root) and not _overdue(rows.get(conn, j) or {})]
     if not holders:
         return []
     return [(errors.WORKSPACE_LOAD_FILE,
@@ -462,7 +454,7 @@ def _workspace_load_refusals(conn: sqlite3.Connection, job: dict, write_claims: 
         f"(git worktree add ../{job['id'].replace('/', '-')}) and fork it from there")]
 
 
-def _shared_file_refusals(conn: sqlite3.Connection, job: dict, write_claims: list[jpaths.Claim],
+def _shared_file_refusals(conn: Tx, job: dict, write_claims: list[jpaths.Claim],
                           root: str, ws: Workspace) -> list[tuple[str, str]]:
     literal = [c for c in write_claims if not c.glob]
     if not literal:
@@ -497,18 +489,12 @@ def _shared_file_refusals(conn: sqlite3.Connection, job: dict, write_claims: lis
     return reasons
 
 
-def _write_proof(conn: sqlite3.Connection, job: dict, write_claims: list[jpaths.Claim], root: str) -> str | None:
+def _write_proof(conn: Tx, job: dict, write_claims: list[jpaths.Claim], root: str) -> str | None:
     if not write_claims:
         return None
     near = rows.live_claims_near(conn, [c.key for c in write_claims], job["id"])
     bound_here = [j for j in near if _bound_here(rows.get(conn, j) or {}, root)]
-    others = conn.execute(
-        "SELECT 1 FROM jobs j WHERE j.live = 1 AND j.id != ? AND (j.checkout_root = ? OR "
-        "(j.checkout_root IS NULL AND j.declared_in = ?)) AND EXISTS "
-        "(SELECT 1 FROM job_paths p WHERE p.job = j.id) LIMIT 1",
-        (job["id"], root, root),
-    ).fetchone()
-    if not others:
+    if not rows.any_live_with_paths_in(conn, root, job["id"]):
         return "alone"
     for other_id in bound_here:
         if any(jpaths.pair_kind(a, b) == "overlapping" for a in write_claims for b in near[other_id]):
@@ -536,7 +522,7 @@ def _releases(ws: Workspace, old: dict, new: dict, caller: Caller, at: float) ->
     return out
 
 
-def _rebase_subtree(conn: sqlite3.Connection, job_id: str, job_root: str, depth: int) -> None:
+def _rebase_subtree(conn: Tx, job_id: str, job_root: str, depth: int) -> None:
     """A replaced job moved in the tree: its descendants follow it."""
     for child_id in rows.descendants(conn, job_id):
         child = rows.get(conn, child_id)

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import getpass
 import os
-import sqlite3
 from dataclasses import dataclass
 from urllib.parse import unquote
 
 from proctor.jobs.model import check_job_id
-from proctor.store import rows
+from proctor.store import Tx, rows
 from proctor.store.rows import agent_scope, checkout_scope  # noqa: F401  (re-exported)
 from proctor.timeutil import iso, now
 
@@ -94,7 +93,7 @@ def _user() -> str:
         return str(os.getuid())
 
 
-def resolve(conn: sqlite3.Connection | None, root: str, flag: str | None = None,
+def resolve(conn: Tx | None, root: str, flag: str | None = None,
             environ: dict | None = None) -> Caller:
     """The lease a command acts under. `flag` ORCHESTRATOR is the caller saying it holds none
     (`--orchestrator`): the checkout's record and BAGGAGE are not read. The guard refuses the
@@ -150,7 +149,7 @@ def resolve(conn: sqlite3.Connection | None, root: str, flag: str | None = None,
     return Caller(None, None, user)
 
 
-def _inherited_claim(conn: sqlite3.Connection | None) -> tuple[str, str] | None:
+def _inherited_claim(conn: Tx | None) -> tuple[str, str] | None:
     """(job, "process <pid> (<name>)") for the OUTERMOST ancestor process that was started with
     BAGGAGE naming a job of this store (in any state: a worker whose job ended is still no
     orchestrator), read from /proc: the environment a process was started with, which nothing
@@ -174,8 +173,7 @@ def _inherited_claim(conn: sqlite3.Connection | None) -> tuple[str, str] | None:
             if item.startswith(b"BAGGAGE="):
                 job = parse_baggage(item[8:].decode("utf-8", "replace")).get(BAGGAGE_KEY)
                 if job:
-                    row = conn.execute("SELECT state FROM jobs WHERE id = ?", (job,)).fetchone()
-                    if row:  # ended too: a job's worker never becomes the orchestrator
+                    if rows.exists(conn, job):  # ended too: a job's worker never becomes the orchestrator
                         name = stat[stat.find(b"(") + 1:stat.rfind(b")")].decode("utf-8", "replace")
                         found = (job, f"process {pid} ({name})")
         try:
@@ -185,7 +183,7 @@ def _inherited_claim(conn: sqlite3.Connection | None) -> tuple[str, str] | None:
     return found
 
 
-def _orchestrator(conn: sqlite3.Connection | None, root: str, env, user: str) -> Caller:
+def _orchestrator(conn: Tx | None, root: str, env, user: str) -> Caller:
     """--orchestrator, refused where it can only be a worker's escape: in a process whose
     BAGGAGE names a job in flight (a worker's environment), and in a checkout bound to a job
     declared in another checkout (a worker's worktree). The orchestrator's own checkout, bound
@@ -214,11 +212,11 @@ def _orchestrator(conn: sqlite3.Connection | None, root: str, env, user: str) ->
     return Caller(None, "orchestrator", user)
 
 
-def bind_checkout(conn: sqlite3.Connection, root: str, job_id: str) -> None:
+def bind_checkout(conn: Tx, root: str, job_id: str) -> None:
     rows.bind(conn, checkout_scope(root), job_id, iso(now()))
 
 
-def bind_caller(conn: sqlite3.Connection, host: str, session: str, subagent: str | None, job_id: str) -> None:
+def bind_caller(conn: Tx, host: str, session: str, subagent: str | None, job_id: str) -> None:
     """Record that this host session (or subagent) acts under `job_id`: what the guard calls
     when it lets `proctor job exec <job>` through."""
     rows.bind(conn, agent_scope(host, session, subagent), job_id, iso(now()))

@@ -157,7 +157,7 @@ def file_result(ws: Workspace, job_id: str, record: Any, caller: Caller) -> dict
         tree = evidence.Tree(evidence.checkout_of(before, ws.root))
         tree.now()
         for found in cited_runs:
-            blobs[found["id"]] = evidence.blob_problem(ws.state_dir, found)
+            blobs[found["id"]] = evidence.blob_problem(ws.store, found)
     with ws.store.write() as conn:
         job = rows.get(conn, job_id)
         if job is None:
@@ -191,7 +191,7 @@ def file_result(ws: Workspace, job_id: str, record: Any, caller: Caller) -> dict
                     f"refused the result of {job_id}: it cites {entry['output_ref']} as the output of run "
                     f"{found['id']}, which printed {found['output_ref']}; cite the pair proctor run printed"))
                 continue
-            missing = blobs[found["id"]] if found["id"] in blobs else evidence.blob_problem(ws.state_dir, found)
+            missing = blobs[found["id"]] if found["id"] in blobs else evidence.blob_problem(ws.store, found)
             if missing:
                 reasons.append((errors.BLOB_MISSING, f"refused the result of {job_id}: {missing}"))
                 continue

@@ -275,7 +275,7 @@ def release(ws: Workspace, job_id: str, caller: Caller, reason: str) -> dict:
             job.setdefault("previous_results", []).append(job.pop("result"))
         old = job.get("checkout_root")
         if old:
-            conn.execute("DELETE FROM bindings WHERE scope = ? AND job = ?", (rows.checkout_scope(old), job_id))
+            rows.unbind(conn, rows.checkout_scope(old), job_id)
         at = now()
         job.update(state=DECLARED, checkout_root=None, base=None, base_diverges=False, taken=None, updated=iso(at))
         rows.put(conn, job, job["_root"], job["_depth"])
@@ -315,8 +315,7 @@ def put_away(ws: Workspace, job_id: str, how: str, caller: Caller) -> dict | Non
             raise errors.ProctorError(f"no job {job_id}; proctor ls jobs lists them", errors.UNKNOWN_JOB)
         at = iso(now())
         if how == "delete":
-            conn.execute("DELETE FROM jobs WHERE id = ?", (job_id,))
-            conn.execute("DELETE FROM job_paths WHERE job = ?", (job_id,))
+            rows.delete(conn, job_id)
         else:
             job["archived" if how == "archive" else "trashed"] = at
             rows.put(conn, job, job["_root"], job["_depth"])

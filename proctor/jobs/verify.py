@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import os
 import re
-import sqlite3
 from dataclasses import dataclass, field
 
 from proctor import errors
 from proctor import claims as jpaths
-from proctor.store import rows
+from proctor.store import Tx, rows
 from proctor.jobs import evidence
 from proctor.jobs.model import goal_list, is_live
 from proctor.vcs import git
@@ -295,12 +294,12 @@ def _revision(job: dict) -> str | None:
     return token.split("+")[0] or None
 
 
-def grade(conn: sqlite3.Connection, job: dict, fallback_checkout: str, state_dir: str | None = None) -> Grade:
+def grade(conn: Tx, job: dict, fallback_checkout: str, blob_store=None) -> Grade:
     """Every rule and goal for `job`, against what proctor observes now. Writes nothing.
 
     A check goal is graded on the runs the filed result cites (evidence.py), never on the
-    newest run anyone made; `state_dir` given, each cited output is also reopened and its
-    digest checked."""
+    newest run anyone made; `blob_store` given (the store, or the embedded store's state
+    directory), each cited output is also reopened and its digest checked."""
     from proctor import runs
 
     job_id = job["id"]
@@ -368,7 +367,7 @@ def grade(conn: sqlite3.Connection, job: dict, fallback_checkout: str, state_dir
             ok = False
         else:
             ok, subjects = _grade_goal(conn, job, goal, observed, short, fallback_checkout, runs,
-                                       (evidence_runs, tree, state_dir))
+                                       (evidence_runs, tree, blob_store))
         goal_ok[goal["id"]] = ok
         outcomes.append(Outcome("goal", goal["id"], ok, subjects))
     return Grade(job_id, outcomes, observed)
@@ -396,7 +395,7 @@ def _grade_goal(conn, job: dict, goal: dict, observed: Observed | None, short: s
                 runs, cited) -> tuple[bool, list[str]]:
     kind = goal["kind"]
     if kind == "check":
-        (cited_runs, problems), tree, state_dir = cited
+        (cited_runs, problems), tree, blob_store = cited
         target = goal["check"]["target"]
         checkout = evidence.checkout_of(job, fallback)
         mine = [r for r in cited_runs if r["target"] == target]
@@ -409,7 +408,7 @@ def _grade_goal(conn, job: dict, goal: dict, observed: Observed | None, short: s
             return False, [f"{why}; a check passes only on a cited run of {target} in {checkout}; {remedy}"] + problems
         run = max(mine, key=lambda r: (r["started"], r["id"]))
         reasons = evidence.provenance(conn, job, run, checkout, tree)
-        blob = evidence.blob_problem(state_dir, run) if state_dir else None
+        blob = evidence.blob_problem(blob_store, run) if blob_store else None
         if blob:
             reasons.append(blob)
         if reasons:

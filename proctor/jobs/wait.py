@@ -47,7 +47,7 @@ def wait(ws: Workspace, job_id: str, caller: Caller, also: list | None = None) -
             raise errors.ProctorError(
                 f"nothing was filed for {job_id} (it is {job['state']}); its holder returns it with "
                 f"proctor job exit {job_id} --stdin", errors.NOT_FILED)
-        graded = grade(conn, job, ws.root, ws.state_dir)
+        graded = grade(conn, job, ws.root, ws.store)
         graded.outcomes.extend(also or ())
     filed = job["result"]["filed"]
     with ws.store.write() as conn:

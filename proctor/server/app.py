@@ -137,10 +137,11 @@ def _identify(state: State, header: str, cookie: str | None) -> tuple[str | None
         return ("token" if _same(header[7:].strip(), state.token) else None), None
     if header.startswith("Nonce "):
         digest = hashlib.sha256(header[6:].strip().encode("utf-8", "surrogateescape")).hexdigest()
+        from proctor.store import rows
+
         with _opened(state) as ws, ws.store.read() as conn:
-            row = conn.execute("SELECT id FROM jobs WHERE live = 1 AND json_extract(doc, '$.nonce_sha256') = ?",
-                               (digest,)).fetchone()
-        return ("nonce", row[0]) if row else (None, None)
+            found = rows.live_job_by_secret_digest(conn, digest)
+        return ("nonce", found) if found else (None, None)
     if cookie is not None:
         return ("session" if cookie in state.valid_sessions() else None), None
     return None, None
@@ -189,12 +190,12 @@ async def _in_thread(function, *args):
 @contextlib.contextmanager
 def _opened(state: State):
     """A workspace whose store waits at most STORE_SECONDS for another writer."""
-    from proctor.store import Store, _busy_seconds
+    from proctor.store import _busy_seconds, open_store
     from proctor.workspace import Workspace
 
     ws = Workspace(state.root, warn=lambda line: None)
     ws._state_dir = state.state_dir
-    ws._store = Store(state.state_dir, busy_seconds=min(STORE_SECONDS, _busy_seconds()))
+    ws._store = open_store(state.state_dir, busy_seconds=min(STORE_SECONDS, _busy_seconds()), root=state.root)
     try:
         yield ws
     finally:

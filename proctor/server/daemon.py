@@ -427,8 +427,10 @@ def lineage(conn, pid: int, state_dir: str, server_pid: int | None = None, check
         where = f"process {member}, in the worker's cgroup process {pid} lives in,"
         jobs += [(job, where) for job in found_jobs]
         nonces += [(nonce, where) for nonce in found_nonces]
+    from proctor.store import rows
+
     for job, who in jobs:
-        if conn is None or conn.execute("SELECT 1 FROM jobs WHERE id = ?", (job,)).fetchone():
+        if conn is None or rows.exists(conn, job):
             return f"{who} was started with BAGGAGE proctor.lease={job}: it works that job"
     bound = _bound_checkout(conn, sorted(seen)) if checkouts else None
     if bound:
@@ -437,9 +439,9 @@ def lineage(conn, pid: int, state_dir: str, server_pid: int | None = None, check
         if conn is None:
             return f"{who} was started with a job's secret in PROCTOR_NONCE: it works that job"
         digest = hashlib.sha256(nonce.encode("utf-8", "surrogateescape")).hexdigest()
-        row = conn.execute("SELECT id FROM jobs WHERE json_extract(doc, '$.nonce_sha256') = ?", (digest,)).fetchone()
-        if row:
-            return f"{who} was started with job {row[0]}'s secret in PROCTOR_NONCE: it works that job"
+        found = rows.job_by_secret_digest(conn, digest)
+        if found:
+            return f"{who} was started with job {found}'s secret in PROCTOR_NONCE: it works that job"
     return None
 
 

@@ -10,9 +10,9 @@ live in jobs/.
 from __future__ import annotations
 
 import json
-import sqlite3
 
 from proctor import claims as jpaths
+from proctor.store import Tx
 
 # A job's states; every job ends in one of the last three.
 STATES = ("declared", "running", "exited", "pass", "fail", "no_return")
@@ -24,6 +24,8 @@ def is_live(state: str) -> bool:
     return state not in TERMINAL
 
 _COLUMNS = "id, parent, root, depth, state, live, holder, checkout_root, declared_in, created, updated, doc"
+# put() replaces every column it lists; a column it does not list (machine) is left as it was
+_UPDATE = ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS.split(", ")[1:])
 
 
 def _doc(row: tuple) -> dict:
@@ -33,17 +35,82 @@ def _doc(row: tuple) -> dict:
     return job
 
 
-def get(conn: sqlite3.Connection, job_id: str) -> dict | None:
-    row = conn.execute(f"SELECT {_COLUMNS} FROM jobs WHERE id = ?", (job_id,)).fetchone()
+def get(conn: Tx, job_id: str) -> dict | None:
+    row = conn.one(f"SELECT {_COLUMNS} FROM jobs WHERE id = ?", (job_id,))
     return _doc(row) if row else None
 
 
-def all_jobs(conn: sqlite3.Connection) -> list[dict]:
-    return [_doc(r) for r in conn.execute(f"SELECT {_COLUMNS} FROM jobs")]
+def record(conn: Tx, job_id: str) -> dict | None:
+    """The job's record as stored (no `_root`/`_depth`): the guard's read."""
+    row = conn.one("SELECT doc FROM jobs WHERE id = ?", (job_id,))
+    return json.loads(row[0]) if row else None
 
 
-def where(conn: sqlite3.Connection, clause: str, params: tuple = ()) -> list[dict]:
-    return [_doc(r) for r in conn.execute(f"SELECT {_COLUMNS} FROM jobs WHERE {clause}", params)]
+def exists(conn: Tx, job_id: str) -> bool:
+    """Whether a job `job_id` is recorded, in any state."""
+    return conn.one("SELECT 1 FROM jobs WHERE id = ?", (job_id,)) is not None
+
+
+def all_jobs(conn: Tx) -> list[dict]:
+    return [_doc(r) for r in conn.all(f"SELECT {_COLUMNS} FROM jobs")]
+
+
+def where(conn: Tx, clause: str, params: tuple = ()) -> list[dict]:
+    """Jobs matching an SQL condition on the jobs table's columns (prefer the named verbs:
+    children)."""
+    return [_doc(r) for r in conn.all(f"SELECT {_COLUMNS} FROM jobs WHERE {clause}", params)]
+
+
+def children(conn: Tx, job_id: str) -> list[dict]:
+    """The jobs whose parent is `job_id`."""
+    return [_doc(r) for r in conn.all(f"SELECT {_COLUMNS} FROM jobs WHERE parent = ?", (job_id,))]
+
+
+def counts(conn: Tx) -> tuple[int, int]:
+    """(jobs, live jobs) in the store."""
+    row = conn.one("SELECT COUNT(*), SUM(live) FROM jobs")
+    return int(row[0] or 0), int(row[1] or 0)
+
+
+def live_under_root(conn: Tx, root: str, exclude: str) -> int:
+    """Live jobs in the tree of `root`, neither the root itself nor `exclude`."""
+    return int(conn.scalar("SELECT COUNT(*) FROM jobs WHERE root = ? AND live = 1 AND id != ? AND id != ?",
+                           (root, root, exclude), 0))
+
+
+def taken_with_paths(conn: Tx, exclude: str) -> list[str]:
+    """Ids of live jobs taken in some checkout that hold write paths, `exclude` left out, in order."""
+    return [r[0] for r in conn.all(
+        "SELECT id FROM jobs WHERE live = 1 AND checkout_root IS NOT NULL AND id != ? "
+        "AND EXISTS (SELECT 1 FROM job_paths p WHERE p.job = jobs.id) ORDER BY id", (exclude,))]
+
+
+def any_live_with_paths_in(conn: Tx, root: str, exclude: str) -> bool:
+    """Whether a live job other than `exclude`, taken in checkout `root` (or declared there and
+    not taken), holds write paths."""
+    return conn.one(
+        "SELECT 1 FROM jobs j WHERE j.live = 1 AND j.id != ? AND (j.checkout_root = ? OR "
+        "(j.checkout_root IS NULL AND j.declared_in = ?)) AND EXISTS "
+        "(SELECT 1 FROM job_paths p WHERE p.job = j.id) LIMIT 1", (exclude, root, root)) is not None
+
+
+def job_by_secret_digest(conn: Tx, digest: str) -> str | None:
+    """The id of a job whose secret (PROCTOR_NONCE) hashes to `digest`, in any state."""
+    row = conn.one(f"SELECT id FROM jobs WHERE {conn.json_text('doc', 'nonce_sha256')} = ?", (digest,))
+    return row[0] if row else None
+
+
+def live_job_by_secret_digest(conn: Tx, digest: str) -> str | None:
+    """The id of a live job whose secret (PROCTOR_NONCE) hashes to `digest`."""
+    row = conn.one(f"SELECT id FROM jobs WHERE live = 1 AND {conn.json_text('doc', 'nonce_sha256')} = ?",
+                   (digest,))
+    return row[0] if row else None
+
+
+def delete(conn: Tx, job_id: str) -> None:
+    """Remove a job's row and its paths for good."""
+    conn.execute("DELETE FROM jobs WHERE id = ?", (job_id,))
+    conn.execute("DELETE FROM job_paths WHERE job = ?", (job_id,))
 
 
 def claims(job: dict, field: str = "write_paths") -> list[jpaths.Claim]:
@@ -56,11 +123,12 @@ def claims(job: dict, field: str = "write_paths") -> list[jpaths.Claim]:
     return out
 
 
-def put(conn: sqlite3.Connection, job: dict, root: str, depth: int) -> None:
+def put(conn: Tx, job: dict, root: str, depth: int) -> None:
     doc = {k: v for k, v in job.items() if not k.startswith("_")}
     live = is_live(doc["state"])
     conn.execute(
-        f"INSERT OR REPLACE INTO jobs ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        f"INSERT INTO jobs ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        f"ON CONFLICT (id) DO UPDATE SET {_UPDATE}",
         (
             doc["id"], doc.get("parent"), root, depth, doc["state"], 1 if live else 0,
             doc.get("holder", "session"), doc.get("checkout_root"), doc.get("declared_in"),
@@ -76,22 +144,21 @@ def put(conn: sqlite3.Connection, job: dict, root: str, depth: int) -> None:
     job["_root"], job["_depth"] = root, depth
 
 
-def live_claims_near(conn: sqlite3.Connection, keys: list[str], exclude: str) -> dict[str, list[jpaths.Claim]]:
+def live_claims_near(conn: Tx, keys: list[str], exclude: str) -> dict[str, list[jpaths.Claim]]:
     """Claims of live jobs whose keys contain, equal, or lie under any of `keys`."""
     found: dict[str, set[str]] = {}
     for key in set(keys):
         ancestors = jpaths.ancestors(key)
         marks = ",".join("?" * len(ancestors))
-        rows = conn.execute(
-            f"SELECT job, spelling FROM job_paths WHERE key IN ({marks}) AND job != ?", (*ancestors, exclude)
-        ).fetchall()
+        rows = list(conn.all(
+            f"SELECT job, spelling FROM job_paths WHERE key IN ({marks}) AND job != ?", (*ancestors, exclude)))
         if key != "":
-            rows += conn.execute(
+            rows += conn.all(
                 "SELECT job, spelling FROM job_paths WHERE key > ? AND key < ? AND job != ?",
                 (key + "/", key + "0", exclude),
-            ).fetchall()
+            )
         else:
-            rows += conn.execute("SELECT job, spelling FROM job_paths WHERE job != ?", (exclude,)).fetchall()
+            rows += conn.all("SELECT job, spelling FROM job_paths WHERE job != ?", (exclude,))
         for job, spelling in rows:
             found.setdefault(job, set()).add(spelling)
     out: dict[str, list[jpaths.Claim]] = {}
@@ -103,39 +170,53 @@ def live_claims_near(conn: sqlite3.Connection, keys: list[str], exclude: str) ->
     return out
 
 
-def descendants(conn: sqlite3.Connection, job_id: str) -> list[str]:
-    rows = conn.execute(
+def descendants(conn: Tx, job_id: str) -> list[str]:
+    rows = conn.all(
         """WITH RECURSIVE tree(id) AS (
                SELECT id FROM jobs WHERE parent = ?
                UNION SELECT jobs.id FROM jobs JOIN tree ON jobs.parent = tree.id)
            SELECT id FROM tree""",
         (job_id,),
-    ).fetchall()
+    )
     return [r[0] for r in rows]
 
 
-def ancestors(conn: sqlite3.Connection, job_id: str) -> list[str]:
+def ancestors(conn: Tx, job_id: str) -> list[str]:
     """Parent, grandparent, ... of a job (stops at a missing row or a cycle)."""
     chain: list[str] = []
-    current = conn.execute("SELECT parent FROM jobs WHERE id = ?", (job_id,)).fetchone()
+    current = conn.one("SELECT parent FROM jobs WHERE id = ?", (job_id,))
     while current and current[0] and current[0] not in chain and current[0] != job_id:
         chain.append(current[0])
-        current = conn.execute("SELECT parent FROM jobs WHERE id = ?", (current[0],)).fetchone()
+        current = conn.one("SELECT parent FROM jobs WHERE id = ?", (current[0],))
     return chain
 
 
-def bind(conn: sqlite3.Connection, scope: str, job_id: str, at: str) -> None:
+def bind(conn: Tx, scope: str, job_id: str, at: str) -> None:
     """Record that callers of `scope` act under `job_id` (`checkout:<root>` or `agent:...`)."""
-    conn.execute("INSERT OR REPLACE INTO bindings (scope, job, recorded) VALUES (?, ?, ?)", (scope, job_id, at))
+    conn.execute("INSERT INTO bindings (scope, job, recorded) VALUES (?, ?, ?) "
+                 "ON CONFLICT (scope) DO UPDATE SET job = excluded.job, recorded = excluded.recorded",
+                 (scope, job_id, at))
 
 
-def bound_job(conn: sqlite3.Connection, scope: str) -> str | None:
+def unbind(conn: Tx, scope: str, job_id: str) -> None:
+    """Forget that `scope` acts under `job_id` (a binding to another job is left alone)."""
+    conn.execute("DELETE FROM bindings WHERE scope = ? AND job = ?", (scope, job_id))
+
+
+def bound_job(conn: Tx, scope: str) -> str | None:
     """The job `scope` is bound to while that job is in flight (declared or running)."""
-    row = conn.execute(
+    row = conn.one(
         "SELECT b.job FROM bindings b JOIN jobs j ON j.id = b.job WHERE b.scope = ? "
         "AND j.state IN ('declared', 'running')", (scope,),
-    ).fetchone()
+    )
     return row[0] if row else None
+
+
+def any_bound_under(conn: Tx, prefix: str) -> bool:
+    """Whether a scope that extends `prefix` (a session's subagents) is bound to a job in flight."""
+    return conn.one(
+        "SELECT 1 FROM bindings b JOIN jobs j ON j.id = b.job WHERE b.scope > ? AND b.scope < ? "
+        "AND j.state IN ('declared', 'running') LIMIT 1", (prefix, prefix + "\uffff")) is not None
 
 
 def checkout_scope(root: str) -> str:

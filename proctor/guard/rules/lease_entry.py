@@ -48,14 +48,14 @@ def check(ctx) -> list[tuple[str, str]]:
 def _last_call(ctx, job_id: str) -> float | None:
     if ctx.conn is None:
         return None
-    row = ctx.conn.execute(
-        "SELECT time FROM events WHERE job = ? AND kind = 'tool_call' ORDER BY id DESC LIMIT 1", (job_id,)
-    ).fetchone()
-    if not row:
+    from proctor.store import events
+
+    at = events.last_time(ctx.conn, job_id, "tool_call")
+    if not at:
         return None
     from proctor.timeutil import parse_iso
 
-    return parse_iso(row[0])
+    return parse_iso(at)
 
 
 def _consume(job_id: str, rel: str, ctx):
