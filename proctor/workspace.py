@@ -44,6 +44,14 @@ class Workspace:
         return self._state_dir
 
     @property
+    def store_url(self) -> str | None:
+        """The PostgreSQL URL this checkout's store is on (PROCTOR_STORE_URL, else [store] url);
+        None for the embedded store."""
+        from proctor.store import configured_url
+
+        return configured_url(self.root)
+
+    @property
     def store(self) -> Store:
         if self._store is None:
             self._store = open_store(self.state_dir, root=self.root)

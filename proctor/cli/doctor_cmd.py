@@ -30,8 +30,17 @@ def doctor() -> int:
     ws = Workspace(warn=lambda _line: None)
     cfg = ws.config
     line(not cfg.problems, "config: " + ("no problems" if not cfg.problems else "; ".join(cfg.problems)))
+    from proctor.paths import machine_id
+    from proctor.store import redact
+
+    url = ws.store_url
+    engine = f"PostgreSQL {redact(url)}" if url else "embedded SQLite"
+    started = __import__("time").monotonic()
     try:
         store = ws.store
+        reached = (__import__("time").monotonic() - started) * 1000
+        line(True, f"store engine: {engine}, schema version {store.schema_version()}"
+                   + (f", reachable from this machine ({machine_id()}) in {reached:.0f} ms" if url else ""))
         reap.end_unheld(store, cfg["jobs.stale_after"], lambda text: click.echo(f"note {text}"))
         with store.read() as conn:
             count = rows.counts(conn)
@@ -40,7 +49,7 @@ def doctor() -> int:
             jobs = rows.all_jobs(conn)
         line(True, f"store: {store.path} ({count[0]} jobs, {count[1]} live)")
     except errors.ProctorError as exc:
-        line(False, f"store: {exc.message}")
+        line(False, f"store: {engine}: {exc.message}")
         return 1
     for host in HOSTS:
         if not host_present(host, ws.root):

@@ -38,7 +38,6 @@ def jobs(output: str) -> None:
 def attempts(job_id: str, stream_of: int | None, of_stderr: bool, output: str) -> None:
     """The attempts `proctor work` made on JOB: worker, how it ended, its claim, the gate
     failures and where its stream is kept (--stream N prints it)."""
-    from proctor import trail
     from proctor.workers.work import attempts_of
     from proctor.workspace import Workspace
 
@@ -51,7 +50,9 @@ def attempts(job_id: str, stream_of: int | None, of_stderr: bool, output: str) -
                 numbers = ", ".join(str(a.get("number")) for a in found if a.get(key)) or "none"
                 raise click.ClickException(f"no {'stderr' if of_stderr else 'stream'} kept for attempt {stream_of} "
                                            f"of {job_id} (attempts with one: {numbers})")
-            with open(trail.blob_path(ws.state_dir, chosen[-1][key]), "rb") as handle:
+            from proctor.store import blobs
+
+            with blobs.reader(ws.store, chosen[-1][key]) as handle:
                 import sys
 
                 sys.stdout.flush()

@@ -7,7 +7,7 @@ one schema per repository, keyed like the SQLite file by the root commit every c
 so agents on several machines work one set of jobs.
 
 Callers hold a `Tx` (a transaction, or the store's own autocommit handle) and pass it to the
-verbs of the table modules (rows, runs, trail, sessions, monitors, followups, blobs); SQL is
+verbs of the table modules (rows, runs, events, sessions, monitors, followups, blobs); SQL is
 written there, in the subset both engines read (`?` placeholders, `ON CONFLICT`, no rowid),
 and nowhere else.
 
@@ -100,8 +100,8 @@ def configured_url(root: str | None) -> str | None:
             raw = handle.read(1 << 20)
     except OSError:
         return None
-    if b"store" not in raw:
-        return None
+    if b"[store" not in raw and b"store." not in raw and b"store =" not in raw and b"store=" not in raw:
+        return None  # no [store] table: tomllib is not loaded on the hook's path
     import tomllib
 
     try:

@@ -68,7 +68,7 @@ from proctor.jobs.lease import Caller, parse_baggage
 from proctor.jobs.model import DECLARED, EXITED, FAIL, NO_RETURN, PASS, RUNNING, goal_list, is_live
 from proctor.jobs.verify import Outcome, grade
 from proctor.process import start_time
-from proctor.store import rows
+from proctor.store import blobs, rows
 from proctor.timeutil import iso, now
 from proctor.vcs import checkpoint as vcs_checkpoint
 from proctor.vcs import git
@@ -112,7 +112,7 @@ def plan(ws: Workspace, job_id: str) -> list[dict]:
         job = rows.get(conn, job_id)
         if job is None:
             raise errors.ProctorError(f"no job {job_id}; proctor ls jobs lists them", errors.UNKNOWN_JOB)
-        every_child = rows.where(conn, "parent = ?", (job_id,))
+        every_child = rows.children(conn, job_id)
     children = [c for c in every_child if c["state"] != PASS]
     if every_child and not children:
         return []  # every child passed: only the root's own verdict is left
@@ -157,7 +157,7 @@ def retry(ws: Workspace, job_id: str) -> list[str]:
         job = rows.get(conn, job_id)
         if job is None:
             raise errors.ProctorError(f"no job {job_id}; proctor ls jobs lists them", errors.UNKNOWN_JOB)
-        family = [job] + rows.where(conn, "parent = ?", (job_id,))
+        family = [job] + rows.children(conn, job_id)
         for row in family:
             if row["state"] not in (FAIL, NO_RETURN, EXITED):
                 continue
@@ -814,7 +814,7 @@ def keep_stream(ws: Workspace, path: str) -> tuple[str | None, str | None]:
         ref = None
         try:
             if os.path.getsize(kept) > 0 or kept == path:
-                ref = trail.adopt_blob(ws.state_dir, kept)
+                ref = blobs.adopt(ws.store, kept)
             else:
                 os.unlink(kept)
         except OSError:
@@ -842,7 +842,7 @@ def _gates(ws: Workspace, worktree: str, job_id: str, attempt, caller: Caller, m
         jresult.add_evidence(there, job_id, made, caller)
         with there.store.read() as conn:
             job = rows.get(conn, job_id)
-            graded = grade(conn, job, there.root, there.state_dir)
+            graded = grade(conn, job, there.root, there.store)
     gates = [("check " + g["check"]["target"]) if g["kind"] == "check" else f"goal {g['id']}" for g in goal_list(job)]
     if graded.observed is not None:
         gates.append("diff within the write paths")
@@ -1091,7 +1091,7 @@ def _grade_root(ws: Workspace, job_id: str, notify, dog) -> JobOutcome | None:
         with Workspace(path, ws.warn) as there:
             take.exec_job(there, job_id, orchestrator)
             with there.store.read() as conn:
-                children = rows.where(conn, "parent = ?", (job_id,))
+                children = rows.children(conn, job_id)
                 beneath = rows.descendants(conn, job_id)
             summary = "proctor work: every step passed: " + ", ".join(
                 f"{c['id']} ({(c.get('commit') or 'no commit')[:12]})" for c in children)
