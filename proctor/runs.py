@@ -22,6 +22,7 @@ from proctor.jobs.lease import Caller
 from proctor.process import run_shell
 from proctor.store import Tx, blobs
 from proctor.store import runs as run_rows
+from proctor.paths import machine_id
 from proctor.timeutil import iso, now
 from proctor.vcs import checkpoint as vcs_checkpoint
 from proctor.workspace import Workspace
@@ -117,7 +118,7 @@ def run_target(ws: Workspace, name: str, caller: Caller, echo: BinaryIO | None) 
         "tree_end": vcs_checkpoint.digest_of(after) if after is not None else None,
         "lease": caller.lease, "exit_code": finished.exit_code,
         "timed_out": finished.timed_out, "started": iso(started), "ended": iso(ended),
-        "output_ref": output_ref, "output_bytes": writer.size,
+        "output_ref": output_ref, "output_bytes": writer.size, "machine": machine_id(),
     }
     with ws.store.write() as conn:
         run_rows.insert(conn, run)

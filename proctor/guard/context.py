@@ -25,7 +25,7 @@ import time
 
 from proctor import claims
 from proctor.guard.call import Call
-from proctor.paths import find_checkout, repo_state_dir
+from proctor.paths import find_checkout, machine_id, repo_state_dir
 from proctor.store import rows
 
 BAGGAGE_KEY = "proctor.lease"
@@ -334,8 +334,8 @@ class Context:
         if row["state"] not in ("declared", "running"):
             return f"{named} has ended ({row['state']}); it binds nothing"
         taken = row.get("checkout_root")
-        if row["state"] == "running" and taken and os.path.realpath(taken) != self.root:
-            return f"{named} is taken in another checkout ({taken}); it binds nothing"
+        if row["state"] == "running" and taken and not rows.taken_here(row, self.root):
+            return f"{named} is taken in another checkout ({rows.where_taken(row)}); it binds nothing"
         if spawner and job_id != spawner and spawner not in self.ancestors(job_id):
             return (f"{named} is not the spawner's job {spawner} nor beneath it; it binds nothing, and "
                     f"the subagent acts under {spawner}")
@@ -384,8 +384,7 @@ class Context:
             job = rows.get(conn, job_id)
             if job is None or job["state"] not in ("declared", "running"):
                 return
-            if job["state"] == "running" and job.get("checkout_root") and \
-                    os.path.realpath(job["checkout_root"]) != root:
+            if job["state"] == "running" and job.get("checkout_root") and not rows.taken_here(job, root):
                 return  # taken in another checkout meanwhile: no binding here
             rows.bind(conn, scope, job_id, iso(when))
             if job["state"] == "running" and job.get("base"):
@@ -395,6 +394,7 @@ class Context:
             if job["state"] == "declared":
                 job["state"] = "running"
                 job["checkout_root"] = root
+                job["machine"] = machine_id()
                 job["taken"] = iso(when)
             job["base"] = base
             job["base_diverges"] = bool(handed) and base != handed

@@ -152,7 +152,7 @@ def _bind_exec(ctx) -> None:
     call = ctx.call
     if not (call.session or call.subagent):
         return  # a caller with no ids is bound by the checkout's record, which exec itself writes
-    import os
+    from proctor.store import rows
 
     for argv in ctx.proctor_commands():
         if argv[:2] != ["job", "exec"]:
@@ -163,7 +163,7 @@ def _bind_exec(ctx) -> None:
         row = ctx.job_row(job) if job else None
         if row is None or row["state"] not in ("declared", "running"):
             continue
-        if row["state"] == "running" and os.path.realpath(row.get("checkout_root") or "/nonexistent") != ctx.root:
+        if row["state"] == "running" and not rows.taken_here(row, ctx.root):
             continue  # taken in another checkout: the store refuses this exec
         if ctx.job is not None and ctx.job["id"] != job and ctx.job["state"] in ("declared", "running"):
             continue  # one-way while the held job is in flight; the store refuses the exec

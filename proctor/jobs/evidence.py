@@ -46,6 +46,10 @@ class Tree:
         """The digest, read already by whoever read the tree for another reason."""
         self._read, self.digest, self.error = True, digest, None
 
+    def unreadable(self, error: str) -> None:
+        """The tree cannot be read from here (a checkout on another machine, nothing recorded)."""
+        self._read, self.digest, self.error = True, None, error
+
     def now(self) -> tuple[str | None, str | None]:
         if not self._read:
             self._read = True
@@ -84,7 +88,10 @@ def provenance(conn: Tx, job: dict, run: dict, checkout: str, tree: Tree | None)
     checkout's tree, read-only jobs' included: a run speaks for the tree it ran on."""
     job_id, run_id = job["id"], run["id"]
     reasons = []
-    if os.path.realpath(run["checkout"]) != checkout:
+    if run.get("machine") and job.get("machine") and run["machine"] != job["machine"]:
+        reasons.append(f"run {run_id} was made on machine {run['machine']}, not on {job['machine']}, where "
+                       f"{job_id} is held; evidence is a run in the holder's own checkout")
+    elif os.path.realpath(run["checkout"]) != checkout:
         reasons.append(f"run {run_id} was made in {run['checkout']}, not in {checkout}, where {job_id} is held; "
                        f"evidence is a run in the holder's own checkout")
     targets = check_targets(job)

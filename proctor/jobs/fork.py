@@ -26,6 +26,7 @@ import os
 from proctor import config as config_mod
 from proctor import errors, trail
 from proctor import claims as jpaths
+from proctor.paths import machine_id
 from proctor.store import Tx, rows
 from proctor.jobs.targets import check_refusals
 from proctor.jobs.lease import Caller
@@ -148,8 +149,8 @@ def _overdue(job: dict) -> bool:
 def _bound_here(job: dict, root: str) -> bool:
     """A job bound to this checkout: taken here, or declared here and not taken yet."""
     if job.get("checkout_root"):
-        return os.path.realpath(job["checkout_root"]) == root
-    return job.get("declared_in") == root
+        return rows.taken_here(job, root)
+    return job.get("declared_in") == root and job.get("declared_on") in (None, machine_id())
 
 
 def fork(ws: Workspace, record_in: dict, caller: Caller) -> dict:
@@ -256,6 +257,7 @@ def _new_row(ws: Workspace, record: dict, existing: dict | None, caller: Caller,
         "actor": caller.actor,
         "holder": HOLDER_SESSION,
         "declared_in": os.path.realpath(ws.root),
+        "declared_on": machine_id(),
         "created": existing["created"] if existing else iso(at),
         "releases": [],
         "unattributed": list(existing.get("unattributed") or []) if existing else [],
@@ -281,8 +283,8 @@ def _new_row(ws: Workspace, record: dict, existing: dict | None, caller: Caller,
     if existing is not None and is_live(existing["state"]) and is_live(job["state"]):
         # re-declared while live: what taking it and working it recorded stays (its secret, where
         # and when it was taken, a filed result), or its holder loses its monitors and its result
-        for field in ("checkout_root", "base", "base_diverges", "taken", "nonce_sha256", "sparse", "result",
-                      "previous_results", "worker_pid", "runner_start"):
+        for field in ("checkout_root", "machine", "base", "base_diverges", "taken", "nonce_sha256", "sparse",
+                      "result", "previous_results", "worker_pid", "runner_start", "worker_machine", "observed"):
             if field in existing:
                 job[field] = existing[field]
     timeout = record.get("timeout") or ws.config["jobs.default_timeout"]
@@ -468,7 +470,7 @@ def _shared_file_refusals(conn: Tx, job: dict, write_claims: list[jpaths.Claim],
             continue
         if _overdue(other):
             continue  # a job past its deadline owns nothing against other jobs
-        if os.path.realpath(other["checkout_root"]) == root or _is_related(conn, job, other):
+        if rows.taken_here(other, root) or _is_related(conn, job, other):
             continue
         for mine in literal:
             for theirs in near[other_id]:

@@ -14,6 +14,7 @@ from typing import Any
 
 from proctor import errors, trail
 from proctor import claims as jpaths
+from proctor.paths import machine_id
 from proctor.store import rows
 from proctor.jobs.lease import Caller
 from proctor.jobs.model import DECLARED, EXITED, RUNNING, TERMINAL, check_job_id
@@ -153,8 +154,19 @@ def file_result(ws: Workspace, job_id: str, record: Any, caller: Caller) -> dict
     with ws.store.read() as conn:
         before = rows.get(conn, job_id)
         cited_runs = [r for r in (runs.get(conn, e["run"]) for e in result["validation"]) if r]
+    if before is not None and before.get("checkout_root") and not rows.on_this_machine(before):
+        raise errors.Refused([(errors.CHECKOUT_ELSEWHERE,
+            f"refused exit of {job_id}: it is taken in {rows.where_taken(before)}; its holder files its result "
+            f"there, where its diff and its runs can be read")])
+    observed = None
+    if before is not None and before["state"] in (DECLARED, RUNNING):
+        from proctor.jobs.verify import record_observation
+
+        observed = record_observation(before, ws.root)
     if before is not None and result["validation"]:
         tree = evidence.Tree(evidence.checkout_of(before, ws.root))
+        if observed is not None and observed["tree"] and observed["checkout"] == tree.checkout:
+            tree.known(observed["tree"])  # read once, for the record and for the evidence
         tree.now()
         for found in cited_runs:
             blobs[found["id"]] = evidence.blob_problem(ws.store, found)
@@ -209,6 +221,9 @@ def file_result(ws: Workspace, job_id: str, record: Any, caller: Caller) -> dict
         job["updated"] = iso(at)
         if not job.get("checkout_root") and job["state"] in (DECLARED, RUNNING, EXITED):
             job["checkout_root"] = os.path.realpath(ws.root)
+            job["machine"] = machine_id()
+        if observed is not None and observed["checkout"] == evidence.checkout_of(job, ws.root):
+            job["observed"] = observed
         rows.put(conn, job, job["_root"], job["_depth"])
         trail.append(conn, ws.state_dir, "job_exit", caller.actor, job_id,
                      {"state": EXITED, "status": result["status"]}, when=at)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 
 from proctor import errors, trail
+from proctor.paths import machine_id
 from proctor.store import rows
 from proctor.jobs.lease import Caller, bind_checkout
 from proctor.jobs.model import DECLARED, EXITED, NO_RETURN, RUNNING, TERMINAL, check_job_id
@@ -80,10 +81,10 @@ def exec_job(ws: Workspace, job_id: str, caller: Caller, worktree: str | None = 
             raise errors.Refused([(errors.NOT_LIVE,
                 f"refused exec of {job_id}: it has exited and waits for verification "
                 f"(proctor job wait {job_id})")])
-        retake = job["state"] == RUNNING and os.path.realpath(job.get("checkout_root") or "") == root
+        retake = job["state"] == RUNNING and rows.taken_here(job, root)
         if job["state"] == RUNNING and not retake:
             raise errors.Refused([(errors.LEASE_HELD,
-                f"refused exec of {job_id}: it is taken in {job['checkout_root']}; end it there "
+                f"refused exec of {job_id}: it is taken in {rows.where_taken(job)}; end it there "
                 f"(proctor job exit {job_id}) or fork a new job")])
         at = now()
         nonce = None
@@ -99,6 +100,7 @@ def exec_job(ws: Workspace, job_id: str, caller: Caller, worktree: str | None = 
             job["base"] = base
             job["base_diverges"] = bool(job.get("checkpoint")) and base != job.get("checkpoint")
             job["checkout_root"] = root
+            job["machine"] = machine_id()
             # a sparse checkout leaves files out by design; one made sparse later hides them
             job["sparse"] = sparse
             job["state"] = RUNNING
@@ -277,7 +279,7 @@ def release(ws: Workspace, job_id: str, caller: Caller, reason: str) -> dict:
         if old:
             rows.unbind(conn, rows.checkout_scope(old), job_id)
         at = now()
-        job.update(state=DECLARED, checkout_root=None, base=None, base_diverges=False, taken=None, updated=iso(at))
+        job.update(state=DECLARED, checkout_root=None, machine=None, observed=None, base=None, base_diverges=False, taken=None, updated=iso(at))
         rows.put(conn, job, job["_root"], job["_depth"])
         trail.append(conn, ws.state_dir, "job_released", caller.actor, job_id, {"checkout": old, "reason": reason},
                      when=at)

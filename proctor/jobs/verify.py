@@ -307,8 +307,15 @@ def grade(conn: Tx, job: dict, fallback_checkout: str, blob_store=None) -> Grade
     revision = _revision(job)
     short = revision[:8] if revision else "its checkpoint"
     writes = not job.get("read_only")
-    observed = observe(evidence.checkout_of(job, fallback_checkout), revision, job.get("handed"),
-                       bool(job.get("sparse"))) if writes else None
+    elsewhere = bool(job.get("checkout_root")) and not rows.on_this_machine(job)
+    recorded_tree = None
+    if elsewhere:
+        observed, recorded_tree, note = _observed_elsewhere(job, revision, writes)
+        if note:
+            outcomes.append(Outcome("rule", "diff-read-where-taken", True, [note]))
+    else:
+        observed = observe(evidence.checkout_of(job, fallback_checkout), revision, job.get("handed"),
+                           bool(job.get("sparse"))) if writes else None
     result = job.get("result")
 
     if observed is not None:
@@ -357,8 +364,11 @@ def grade(conn: Tx, job: dict, fallback_checkout: str, blob_store=None) -> Grade
     evidence_runs = evidence.cited(conn, result)
     # a read-only job's run is tied to its checkout's tree too: no diff is graded, but what the
     # check saw must be the tree as it is
-    tree = (observed.tree or evidence.Tree(observed.checkout)) if observed is not None else \
-        evidence.Tree(evidence.checkout_of(job, fallback_checkout))
+    if recorded_tree is not None:
+        tree = recorded_tree
+    else:
+        tree = (observed.tree or evidence.Tree(observed.checkout)) if observed is not None else \
+            evidence.Tree(evidence.checkout_of(job, fallback_checkout))
     goal_ok: dict[str, bool] = {}
     for goal in _in_dependency_order(goal_list(job)):
         failed_prereqs = [d for d in goal.get("depends_on") or () if not goal_ok.get(d, False)]
@@ -371,6 +381,52 @@ def grade(conn: Tx, job: dict, fallback_checkout: str, blob_store=None) -> Grade
         goal_ok[goal["id"]] = ok
         outcomes.append(Outcome("goal", goal["id"], ok, subjects))
     return Grade(job_id, outcomes, observed)
+
+
+def record_observation(job: dict, fallback_checkout: str) -> dict:
+    """What grade() reads from the job's checkout, read where the job is taken and kept in the
+    job when its result is filed: a wait on another machine, which cannot read that checkout,
+    grades on it and says so."""
+    from proctor.paths import machine_id
+    from proctor.timeutil import iso, now
+
+    checkout = evidence.checkout_of(job, fallback_checkout)
+    revision = _revision(job)
+    seen = observe(checkout, revision, job.get("handed"), bool(job.get("sparse"))) \
+        if not job.get("read_only") else None
+    tree = (seen.tree if seen is not None and seen.tree is not None else None) or evidence.Tree(checkout)
+    digest, tree_error = tree.now()
+    return {"machine": machine_id(), "at": iso(now()), "checkout": checkout, "revision": revision,
+            "changed": seen.changed if seen else [], "footprint": seen.footprint if seen else {},
+            "error": seen.error if seen else None, "tree": digest, "tree_error": tree_error}
+
+
+def _observed_elsewhere(job: dict, revision: str | None, writes: bool):
+    """(Observed or None, evidence.Tree, a note) for a job taken on another machine: what its
+    holder's machine recorded when the result was filed, or an observation that fails."""
+    from proctor.paths import machine_id
+
+    checkout = os.path.realpath(job["checkout_root"])
+    where, machine = rows.where_taken(job), job.get("machine")
+    tree = evidence.Tree(checkout)
+    record = job.get("observed")
+    if not isinstance(record, dict) or record.get("machine") != machine:
+        why = (f"its checkout is {where}, which this machine ({machine_id()}) cannot read, and no diff was recorded "
+               f"there (one is when the holder files its result there); run proctor job wait {job['id']} on "
+               f"machine {machine}")
+        tree.unreadable(why)
+        return (Observed(checkout, revision, error=why) if writes else None), tree, None
+    if record.get("tree"):
+        tree.known(record["tree"])
+    else:
+        tree.unreadable(record.get("tree_error") or f"the tree in {where} was not recorded")
+    observed = None
+    if writes:
+        observed = Observed(checkout, revision, changed=list(record.get("changed") or []),
+                            footprint=dict(record.get("footprint") or {}), error=record.get("error"), tree=tree)
+    note = (f"graded on the diff read on machine {machine} when the result was filed ({record.get('at')}); this "
+            f"machine ({machine_id()}) cannot read {checkout}, so a change made there since is not seen here")
+    return observed, tree, note
 
 
 def _in_dependency_order(goals: list[dict]) -> list[dict]:

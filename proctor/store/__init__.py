@@ -279,7 +279,10 @@ class Store:
                 if target <= version:
                     continue
                 for statement in statements:
-                    conn.execute(statement)
+                    if callable(statement):
+                        statement(conn)
+                    else:
+                        conn.execute(statement)
                 conn.execute(f"PRAGMA user_version={target}")
 
     @contextlib.contextmanager

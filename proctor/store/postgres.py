@@ -280,7 +280,10 @@ class PgStore:
                 if target <= version:
                     continue
                 for statement in statements:
-                    tx.execute(ddl(statement))
+                    if callable(statement):
+                        statement(tx)
+                    else:
+                        tx.execute(ddl(statement))
                 tx.execute("INSERT INTO proctor_meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) "
                            "DO UPDATE SET value = excluded.value", (str(target),))
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 
 from proctor import claims as jpaths
+from proctor.paths import machine_id
 from proctor.store import Tx
 
 # A job's states; every job ends in one of the last three.
@@ -23,8 +24,7 @@ IN_FLIGHT = ("declared", "running")
 def is_live(state: str) -> bool:
     return state not in TERMINAL
 
-_COLUMNS = "id, parent, root, depth, state, live, holder, checkout_root, declared_in, created, updated, doc"
-# put() replaces every column it lists; a column it does not list (machine) is left as it was
+_COLUMNS = "id, parent, root, depth, state, live, holder, checkout_root, declared_in, created, updated, doc, machine"
 _UPDATE = ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS.split(", ")[1:])
 
 
@@ -89,9 +89,9 @@ def any_live_with_paths_in(conn: Tx, root: str, exclude: str) -> bool:
     """Whether a live job other than `exclude`, taken in checkout `root` (or declared there and
     not taken), holds write paths."""
     return conn.one(
-        "SELECT 1 FROM jobs j WHERE j.live = 1 AND j.id != ? AND (j.checkout_root = ? OR "
-        "(j.checkout_root IS NULL AND j.declared_in = ?)) AND EXISTS "
-        "(SELECT 1 FROM job_paths p WHERE p.job = j.id) LIMIT 1", (exclude, root, root)) is not None
+        "SELECT 1 FROM jobs j WHERE j.live = 1 AND j.id != ? AND ((j.checkout_root = ? AND "
+        "(j.machine IS NULL OR j.machine = ?)) OR (j.checkout_root IS NULL AND j.declared_in = ?)) AND EXISTS "
+        "(SELECT 1 FROM job_paths p WHERE p.job = j.id) LIMIT 1", (exclude, root, machine_id(), root)) is not None
 
 
 def job_by_secret_digest(conn: Tx, digest: str) -> str | None:
@@ -127,12 +127,13 @@ def put(conn: Tx, job: dict, root: str, depth: int) -> None:
     doc = {k: v for k, v in job.items() if not k.startswith("_")}
     live = is_live(doc["state"])
     conn.execute(
-        f"INSERT INTO jobs ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        f"INSERT INTO jobs ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
         f"ON CONFLICT (id) DO UPDATE SET {_UPDATE}",
         (
             doc["id"], doc.get("parent"), root, depth, doc["state"], 1 if live else 0,
             doc.get("holder", "session"), doc.get("checkout_root"), doc.get("declared_in"),
             doc["created"], doc["updated"], json.dumps(doc, sort_keys=True, separators=(",", ":")),
+            doc.get("machine") if doc.get("checkout_root") else None,
         ),
     )
     conn.execute("DELETE FROM job_paths WHERE job = ?", (doc["id"],))
@@ -192,10 +193,11 @@ def ancestors(conn: Tx, job_id: str) -> list[str]:
 
 
 def bind(conn: Tx, scope: str, job_id: str, at: str) -> None:
-    """Record that callers of `scope` act under `job_id` (`checkout:<root>` or `agent:...`)."""
-    conn.execute("INSERT INTO bindings (scope, job, recorded) VALUES (?, ?, ?) "
-                 "ON CONFLICT (scope) DO UPDATE SET job = excluded.job, recorded = excluded.recorded",
-                 (scope, job_id, at))
+    """Record that callers of `scope` act under `job_id` (`checkout:<machine>:<root>` or
+    `agent:...`), and on which machine."""
+    conn.execute("INSERT INTO bindings (scope, job, recorded, machine) VALUES (?, ?, ?, ?) "
+                 "ON CONFLICT (scope) DO UPDATE SET job = excluded.job, recorded = excluded.recorded, "
+                 "machine = excluded.machine", (scope, job_id, at, machine_id()))
 
 
 def unbind(conn: Tx, scope: str, job_id: str) -> None:
@@ -220,10 +222,31 @@ def any_bound_under(conn: Tx, prefix: str) -> bool:
 
 
 def checkout_scope(root: str) -> str:
-    """The binding key of a checkout, read by callers that report no session or subagent."""
+    """The binding key of a checkout, read by callers that report no session or subagent: the
+    machine and the path, since one store may serve checkouts on several machines."""
     import os
 
-    return "checkout:" + os.path.realpath(root)
+    return f"checkout:{machine_id()}:{os.path.realpath(root)}"
+
+
+def on_this_machine(job: dict) -> bool:
+    """Whether the job's checkout (if taken) is on this machine; a job recorded before machines
+    were (a one-machine store) is."""
+    return job.get("machine") in (None, machine_id())
+
+
+def taken_here(job: dict, root: str) -> bool:
+    """Taken in the checkout at `root` (a real path) on this machine."""
+    import os
+
+    taken = job.get("checkout_root")
+    return bool(taken) and os.path.realpath(taken) == root and on_this_machine(job)
+
+
+def where_taken(job: dict) -> str:
+    """Where a job was taken, as a person reads it: the path, and the machine when not this one."""
+    taken = job.get("checkout_root") or "?"
+    return taken if on_this_machine(job) else f"{taken} on machine {job.get('machine')}"
 
 
 def agent_scope(host: str, session: str, subagent: str | None) -> str:

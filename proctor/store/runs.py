@@ -6,7 +6,7 @@ from __future__ import annotations
 from proctor.store import Tx
 
 COLUMNS = ("id", "target", "command", "cwd", "checkout", "checkpoint", "tree", "tree_end", "lease", "exit_code",
-           "timed_out", "started", "ended", "output_ref", "output_bytes")
+           "timed_out", "started", "ended", "output_ref", "output_bytes", "machine")
 _SELECT = f"SELECT {', '.join(COLUMNS)} FROM runs"
 
 
@@ -19,7 +19,7 @@ def _row_to_run(row: tuple) -> dict:
 
 def insert(tx: Tx, run: dict) -> None:
     """Record a run (its COLUMNS; `timed_out` stored as 0/1)."""
-    values = tuple(int(bool(run[c])) if c == "timed_out" else run[c] for c in COLUMNS)
+    values = tuple(int(bool(run[c])) if c == "timed_out" else run.get(c) for c in COLUMNS)
     tx.execute(f"INSERT INTO runs ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})", values)
 
 

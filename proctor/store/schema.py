@@ -4,6 +4,15 @@ from __future__ import annotations
 
 SCHEMA_VERSION = 7
 
+
+def _machine_scopes(tx) -> None:
+    """A checkout's binding names its machine (`checkout:<machine>:<path>`). A store from before
+    was one machine's, the one migrating it now."""
+    from proctor.paths import machine_id
+
+    tx.execute("UPDATE bindings SET scope = 'checkout:' || ? || ':' || substr(scope, 10), machine = ? "
+               "WHERE scope LIKE 'checkout:/%'", (machine_id(), machine_id()))
+
 MIGRATIONS: list[tuple[int, list[str]]] = [
     (
         1,
@@ -213,6 +222,7 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
                 created TEXT NOT NULL,
                 data BLOB NOT NULL
             )""",
+            _machine_scopes,
         ],
     ),
 ]

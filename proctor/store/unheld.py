@@ -2,7 +2,8 @@
 reaps as every other read of the store does (the spec's "jobs magus ends itself").
 
 Three rules: an ancestor ended (pass, fail or no_return), and the tree dies with it; the
-checkout `proctor job exec` recorded no longer exists (an exited job is spared); nobody took
+checkout `proctor job exec` recorded no longer exists (an exited job is spared; judged only on
+the machine that took it, since the path means nothing elsewhere); nobody took
 it (declared, never taken, not updated within jobs.stale_after, no live job under it). A
 checkout that cannot be read is not a checkout that is gone. The server's own jobs are never
 ended. `candidates` only reads; `end` writes, to a fixed point, inside the caller's write
@@ -12,9 +13,9 @@ transaction.
 from __future__ import annotations
 
 import os
-import sqlite3
 
-from proctor.store import rows
+from proctor.paths import machine_id
+from proctor.store import Tx, rows
 from proctor.timeutil import format_config_duration, format_duration, iso, parse_iso
 
 DECLARED, RUNNING, _EXITED, _PASS, _FAIL, NO_RETURN = rows.STATES
@@ -76,14 +77,14 @@ def repository_of(state_dir: str) -> str | None:
     return name if len(name) in (40, 64) and not name.strip("0123456789abcdef") else None
 
 
-def candidates(conn: sqlite3.Connection, stale_after: float, at: float,
+def candidates(conn: Tx, stale_after: float, at: float,
                repository: str | None = None) -> list[tuple[str, str]]:
     """(job id, reason) for every job the rules end now, cascade included."""
     ended: dict[str, str] = {}
     gone_cache: dict[str, bool | None] = {}
     for job_id, checkout in conn.execute(
         "SELECT id, checkout_root FROM jobs WHERE live = 1 AND state = ? AND checkout_root IS NOT NULL "
-        "AND holder = ?", (RUNNING, HOLDER_SESSION),
+        "AND holder = ? AND (machine IS NULL OR machine = ?)", (RUNNING, HOLDER_SESSION, machine_id()),
     ):
         if checkout_gone(checkout, gone_cache, repository):
             ended[job_id] = f"taken in {checkout}, which no longer exists"
@@ -135,7 +136,7 @@ def candidates(conn: sqlite3.Connection, stale_after: float, at: float,
     return list(ended.items())
 
 
-def end(conn: sqlite3.Connection, state_dir: str, stale_after: float, at: float) -> list[tuple[str, str]]:
+def end(conn: Tx, state_dir: str, stale_after: float, at: float) -> list[tuple[str, str]]:
     """End, as no_return with its reason, every job the rules prove unheld, in `conn`'s write
     transaction; the cascade runs to a fixed point (ending a child can leave its untaken
     parent with no live job under it). Returns (job id, reason) for each."""

@@ -67,6 +67,7 @@ from proctor.jobs import take, wait
 from proctor.jobs.lease import Caller, parse_baggage
 from proctor.jobs.model import DECLARED, EXITED, FAIL, NO_RETURN, PASS, RUNNING, goal_list, is_live
 from proctor.jobs.verify import Outcome, grade
+from proctor.paths import machine_id
 from proctor.process import start_time
 from proctor.store import blobs, rows
 from proctor.timeutil import iso, now
@@ -284,6 +285,8 @@ def _runner_alive(job: dict) -> int | None:
     pid = job.get("worker_pid")
     if not isinstance(pid, int) or pid <= 0:
         return None
+    if job.get("worker_machine") not in (None, machine_id()):
+        return pid  # a pid on another machine: not judged from here, so taken as running
     started = start_time(pid)
     if started is None:
         return None
@@ -301,12 +304,15 @@ def claim(ws: Workspace, ids: list[str]) -> None:
         for job in found:
             other = job and _runner_alive(job)
             if other and other != pid:
+                where = "" if job.get("worker_machine") in (None, machine_id()) else \
+                    f" on machine {job['worker_machine']}"
                 raise errors.ProctorError(
-                    f"refused: {job['id']} is being worked by proctor work (pid {other}); wait for it to end, "
-                    f"or stop it (kill {other}: its worker is ended and its attempt recorded)", errors.LEASE_HELD)
+                    f"refused: {job['id']} is being worked by proctor work (pid {other}{where}); wait for it to "
+                    f"end, or stop it (kill {other}{' there' if where else ''}: its worker is ended and its attempt "
+                    f"recorded)", errors.LEASE_HELD)
         for job in found:
             if job is not None:
-                job["worker_pid"], job["runner_start"] = pid, started
+                job["worker_pid"], job["runner_start"], job["worker_machine"] = pid, started, machine_id()
                 rows.put(conn, job, job["_root"], job["_depth"])
 
 
@@ -315,8 +321,9 @@ def unclaim(ws: Workspace, ids: list[str], pid: int | None = None) -> None:
     with ws.store.write() as conn:
         for job_id in ids:
             job = rows.get(conn, job_id)
-            if job is not None and job.get("worker_pid") == pid:
-                job["worker_pid"], job["runner_start"] = None, None
+            if job is not None and job.get("worker_pid") == pid and \
+                    job.get("worker_machine") in (None, machine_id()):
+                job["worker_pid"], job["runner_start"], job["worker_machine"] = None, None, None
                 rows.put(conn, job, job["_root"], job["_depth"])
 
 

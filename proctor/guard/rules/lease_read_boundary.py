@@ -40,7 +40,9 @@ def check(ctx) -> list[tuple[str, str]]:
     allowed = boundary(ctx, job)
     if not allowed:
         return []
-    taken_here = bool(job.get("checkout_root")) and os.path.realpath(job["checkout_root"]) == ctx.root
+    from proctor.store.rows import taken_here as _taken_here
+
+    taken_here = _taken_here(job, ctx.root)
     level = "rule" if taken_here else "advise"
     findings = []
     for rel in ctx.read():
