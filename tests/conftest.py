@@ -54,7 +54,7 @@ def isolated_state(tmp_path, monkeypatch, request):
     if ENGINE == "postgresql" and request.node.get_closest_marker("sqlite_store") is None:
         import re
 
-        from pgcluster import require_cluster
+        from tests.pgcluster import require_cluster
 
         cluster = require_cluster()
         database = "t_" + re.sub(r"[^a-z0-9]", "_", request.node.name.lower())[:40] + "_" + os.urandom(4).hex()

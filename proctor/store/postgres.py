@@ -80,7 +80,8 @@ def placeholders(sql: str, numbered: bool) -> str:
             return f"${count}" if numbered else "%s"
         if text == "%":
             return "%" if numbered else "%%"
-        return text
+        # psycopg reads every % as a placeholder, inside a literal too
+        return text if numbered else text.replace("%", "%%")
 
     return _TOKEN.sub(swap, sql)
 
