@@ -88,12 +88,28 @@ class StoreThread:
         return self.store
 
     def _write(self, fn, args):
-        with self._store().write() as conn:
-            return fn(conn, *args)
+        try:
+            with self._store().write() as conn:
+                return fn(conn, *args)
+        finally:
+            self._drop_if_broken()
 
     def _read(self, fn, args):
-        with self._store().read() as conn:
-            return fn(conn, *args)
+        try:
+            with self._store().read() as conn:
+                return fn(conn, *args)
+        finally:
+            self._drop_if_broken()
+
+    def _drop_if_broken(self) -> None:
+        """A PostgreSQL connection that was lost is opened anew on the next call."""
+        if self.store is not None and self.store.broken():
+            self.store.close()
+            self.store = None
+
+    async def lead(self, role: str) -> bool:
+        """Whether this server holds the repository's `role` (store.lead), asked on this thread."""
+        return await self._call(lambda _fn, _args: self._store().lead(role), None, ())
 
     async def write(self, fn: Callable, *args):
         return await self._call(self._write, fn, args)
@@ -216,6 +232,7 @@ class Scheduler:
         self.drift: collections.deque = collections.deque(maxlen=10_000)  # how late runs started
         self.roots: set[int] = set()  # the pids of the commands in flight (not orphans: not ours to reap)
         self._change_token = None
+        self.leading: bool | None = None  # set by _spawn_missing, which start runs before any monitor
         self._batch_timers: dict[str, asyncio.TimerHandle] = {}
         self._batching: set[str] = set()
         self._removed: set[int] = set()  # never started again by this server
@@ -337,6 +354,8 @@ class Scheduler:
         self.bump()
 
     def _spawn(self, monitor: dict) -> None:
+        if not self.leading:
+            return  # the leading server runs it (its change token or next check finds it)
         if monitor["id"] not in self.tasks and monitor["id"] not in self._removed:
             odd = _not_added_by_proctor(monitor)
             if odd:  # a row written into the store by hand skipped every check of `monitor add`
@@ -349,7 +368,17 @@ class Scheduler:
 
     async def _spawn_missing(self) -> None:
         """Every live monitor has its loop (one that died of a bug included); a loop whose
-        monitor is deleted in the store goes."""
+        monitor is deleted in the store goes. On a store several machines share, only the server
+        that leads runs monitors; the others ask again on every check and take over when the
+        leader's connection ends."""
+        leading = await self.db.lead("monitors")
+        if leading != self.leading:
+            self.leading = leading
+            if not leading:
+                _log("proctor: another server on this repository's store runs its monitors; this one stands by "
+                     "and takes over when that one stops")
+        if not leading:
+            return
         asked = asyncio.get_running_loop().time()
         live = {m["id"]: m for m in await self.db.read(mstore.live)}
         for monitor in live.values():

@@ -355,6 +355,13 @@ class Store:
             with contextlib.suppress(sqlite3.Error):
                 self.conn.execute("COMMIT")
 
+    def lead(self, role: str) -> bool:
+        """One machine's store: the server's own lock (server/daemon.py) already makes it the one."""
+        return True
+
+    def broken(self) -> bool:
+        return False
+
     def close(self) -> None:
         if self.conn is not None:
             self.conn.close()

@@ -206,6 +206,7 @@ class PgStore:
         self.busy_seconds = _busy_seconds() if busy_seconds is None else busy_seconds
         self.writable = True
         self._sql_cache: dict[str, str] = {}
+        self._leading: set[str] = set()
         self._key = _lock_key(self.schema)
         self.channel = self.schema
         timeout = GUARD_CONNECT_SECONDS if for_guard else CONNECT_SECONDS
@@ -326,6 +327,23 @@ class PgStore:
             return self.conn.listen(self.channel)
         except self.conn.errors as exc:
             raise self._translate(exc) from None
+
+    def lead(self, role: str) -> bool:
+        """Whether this connection holds the repository's `role` (a session advisory lock, let go
+        when the connection ends): with one store for several machines, one server runs the
+        monitors and the others stand by, ready to take over when it goes."""
+        if role in self._leading:
+            return True
+        key = _lock_key(f"{self.schema}:{role}")
+        held = self.tx.scalar(f"SELECT pg_try_advisory_lock({key})")
+        if held:
+            self._leading.add(role)
+        return bool(held)
+
+    def broken(self) -> bool:
+        """The connection is lost (the server restarted, the network dropped): open a new store."""
+        conn = getattr(self.conn, "conn", None)
+        return bool(getattr(conn, "closed", False) or getattr(conn, "broken", False))
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
