@@ -176,9 +176,9 @@ def get(conn: Tx, run_id: str) -> dict | None:
     return run_rows.get(conn, run_id)
 
 
-def latest(conn: Tx, target: str, since: str, checkout: str | None) -> dict | None:
-    """The newest run of `target` started at or after `since`, in `checkout` when given."""
-    return run_rows.latest(conn, target, since, checkout)
+def latest(conn: Tx, target: str, since: str, checkout: str | None, machine: str | None = None) -> dict | None:
+    """The newest run of `target` started at or after `since`, in `checkout` (on `machine`) when given."""
+    return run_rows.latest(conn, target, since, checkout, machine)
 
 
 def read_output(ws: Workspace, ref: str) -> bytes:

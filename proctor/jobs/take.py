@@ -106,7 +106,8 @@ def exec_job(ws: Workspace, job_id: str, caller: Caller, worktree: str | None = 
             job["state"] = RUNNING
             job["taken"] = iso(at)
             nonce = _mint_nonce(job)
-            if os.path.realpath(job.get("declared_in") or "") == root:
+            if os.path.realpath(job.get("declared_in") or "") == root and \
+                    job.get("declared_on") in (None, machine_id()):
                 notes.append(
                     f"{job_id} was declared in this checkout ({root}): until it exits or ends, every caller here "
                     f"that reports no session (the CLI, proctor.api, a host hook without session ids) acts under "

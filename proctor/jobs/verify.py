@@ -458,10 +458,14 @@ def _grade_goal(conn, job: dict, goal: dict, observed: Observed | None, short: s
         if not mine:
             why = ("no result is filed, so no run is cited" if job.get("result") is None
                    else f"the result cites no run of {target}")
-            hint = runs.latest(conn, target, job["created"], checkout)
+            from proctor.paths import machine_id
+
+            machine = job.get("machine") if job.get("checkout_root") else machine_id()
+            hint = runs.latest(conn, target, job["created"], checkout, machine)
             remedy = (f"the latest run of {target} there is {hint['id']} (exit {hint['exit_code']}, output_ref "
                       f"{hint['output_ref']})" if hint else f"run proctor run {target} there")
-            return False, [f"{why}; a check passes only on a cited run of {target} in {checkout}; {remedy}"] + problems
+            where = rows.where_taken(job) if job.get("checkout_root") else checkout
+            return False, [f"{why}; a check passes only on a cited run of {target} in {where}; {remedy}"] + problems
         run = max(mine, key=lambda r: (r["started"], r["id"]))
         reasons = evidence.provenance(conn, job, run, checkout, tree)
         blob = evidence.blob_problem(blob_store, run) if blob_store else None

@@ -33,13 +33,17 @@ def by_ref(tx: Tx, ref: str) -> list[dict]:
     return [_row_to_run(r) for r in tx.all(f"{_SELECT} WHERE output_ref = ? ORDER BY started DESC", (ref,))]
 
 
-def latest(tx: Tx, target: str, since: str, checkout: str | None) -> dict | None:
-    """The newest run of `target` started at or after `since`, in `checkout` when given."""
+def latest(tx: Tx, target: str, since: str, checkout: str | None, machine: str | None = None) -> dict | None:
+    """The newest run of `target` started at or after `since`, in `checkout` when given, on
+    `machine` when given (a path names a checkout only on its machine)."""
     query = f"{_SELECT} WHERE target = ? AND started >= ?"
     params: list = [target, since]
     if checkout:
         query += " AND checkout = ?"
         params.append(checkout)
+    if machine:
+        query += " AND (machine IS NULL OR machine = ?)"
+        params.append(machine)
     row = tx.one(query + " ORDER BY started DESC, ended DESC, id DESC LIMIT 1", params)
     return _row_to_run(row) if row else None
 
