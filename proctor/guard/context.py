@@ -161,6 +161,7 @@ class Context:
         self._store = None
         self.conn = None
         self.store_problem: str | None = None
+        self.store_note: str | None = None  # a PostgreSQL store out of reach: said to the session
         self.stop_counted = False  # monitor-followup wrote this Stop's refusal itself, before answering
         self.activity: str | None = None  # what this event says the session's main thread is doing
         db = os.path.join(self.state_dir, "proctor.db")
@@ -178,6 +179,10 @@ class Context:
             except StoreError as exc:
                 self.store_problem = str(exc)
                 self.notes.append(f"the store cannot be read ({exc}); judging with no jobs")
+                if url and not url.startswith("sqlite"):
+                    # a shared store the network lost: the guard fails open, and says so to the session
+                    self.store_note = (f"proctor cannot reach its job store ({exc}); this call is judged with "
+                                       f"no jobs, so no lease is enforced until it is back; proctor doctor says why")
         self.pending: list = []  # callables run in one write transaction after judging
         self.allowed_only: list = []  # the same, dropped when the verdict denies
         self.baggage = baggage(environ)

@@ -19,6 +19,8 @@ WHY = ("proctor never blocks a writer it cannot attribute: a person in their own
 
 def check(ctx) -> list[tuple[str, str]]:
     findings = []
+    if ctx.store_note:
+        findings.append(("advise", ctx.store_note))
     if ctx.lease_note:
         findings.append(("advise", ctx.lease_note))
     if ctx.job is not None:
