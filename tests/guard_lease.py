@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import sys
 
 import pytest
 
 from proctor import api
 from tests.conftest import git, make_repo
+from tests.store_oracle import connect
 
 CONFIG = "[targets.test]\ncommand = 'true'\n"
 
@@ -51,8 +51,8 @@ def state_dir(root: str) -> str:
 
 
 def job_row(root: str, job_id: str) -> dict:
-    """A job's row as the store holds it, read with sqlite3 itself."""
-    conn = sqlite3.connect(os.path.join(state_dir(root), "proctor.db"))
+    """A job's row as the store holds it, read with the database's own driver (store_oracle)."""
+    conn = connect(state_dir(root))
     try:
         row = conn.execute("SELECT doc FROM jobs WHERE id = ?", (job_id,)).fetchone()
     finally:

@@ -134,6 +134,8 @@ def test_a_hard_link_to_ground_outside_the_repository(ws, home, ground, through,
     assert denied(link, "lease-tamper") or through_denied, (said(link), said(write_shell), said(write_tool))
 
 
+# SQLite's engine itself: the worker copies the proctor.db file and edits the copy with sqlite3
+@pytest.mark.sqlite_store
 def test_the_repository_key_rewritten_through_a_hard_link_repoints_the_store(ws):
     """Promises 2 and 3. The store's directory is `state_base()/<repo key>`, and the key is read
     back from `cache_base()/repo-keys/<tag>` without question (an absolute key replaces the
@@ -366,6 +368,8 @@ def test_gits_global_config_moved_by_git_config_global_is_ground(ws, tmp_path, m
 
 # == lost denies ==================================================================================
 
+# SQLite's engine itself: a hard link to the proctor.db file, and the sqlite3 CLI writing it
+@pytest.mark.sqlite_store
 @pytest.mark.parametrize("how", ["ln", "sqlite3"])
 def test_the_store_named_by_a_glob_below_the_state_dir(ws, how):
     """Promise 2. lease-tamper's `_named_by` matches a glob only when the pattern stops at the
@@ -395,6 +399,8 @@ def test_the_store_named_by_a_glob_below_the_state_dir(ws, how):
     assert denied(answer, "lease-tamper"), said(answer)
 
 
+# SQLite's engine itself: a proctor.db file with a malformed page
+@pytest.mark.sqlite_store
 def test_a_store_with_a_malformed_page_fails_the_hook_open_silently(ws):
     """Promise 4. A store whose header is garbage is opened read-only or not at all, and the
     hook advises "not a readable SQLite database" (tests/test_hook.py). A store whose header is

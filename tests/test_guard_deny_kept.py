@@ -61,9 +61,9 @@ def denied_by_scope(answer: dict) -> bool:
 
 
 def tool_calls(root: str) -> int:
-    import sqlite3
+    from tests.store_oracle import connect
 
-    conn = sqlite3.connect(os.path.join(state_dir(root), "proctor.db"))
+    conn = connect(state_dir(root))
     try:
         return conn.execute("SELECT count(*) FROM events WHERE kind = 'tool_call'").fetchone()[0]
     finally:
@@ -101,6 +101,8 @@ def holding(script: str, *args: str) -> subprocess.Popen:
     return proc
 
 
+# SQLite's engine itself: its proctor.db.lock sidecar flock and BEGIN IMMEDIATE/EXCLUSIVE from another connection
+@pytest.mark.sqlite_store
 @pytest.mark.parametrize("how", ["flock", "IMMEDIATE", "EXCLUSIVE"])
 def test_a_store_held_by_another_process_delays_no_deny(ws, how):
     db = os.path.join(state_dir(ws), "proctor.db")
@@ -136,6 +138,8 @@ def _read_only_mount(*paths: str) -> list[str]:
     return ["unshare", "-rm", "sh", "-c", f'{mounts} && exec "$@"', "hook"]
 
 
+# SQLite's engine itself: the store's directory (proctor.db, -wal, -shm) mounted read-only
+@pytest.mark.sqlite_store
 def test_a_read_only_store_still_denies(ws):
     directory = state_dir(ws)
     run_hook(ws)  # a -shm and -wal exist, as in a store in use
@@ -146,6 +150,8 @@ def test_a_read_only_store_still_denies(ws):
     assert denied_by_scope(answer), "and on every call after"
 
 
+# SQLite's engine itself: a WAL checkpoint removes -shm, then the file is mounted read-only
+@pytest.mark.sqlite_store
 def test_a_read_only_store_without_its_shm_still_denies(ws):
     directory = state_dir(ws)
     db = os.path.join(directory, "proctor.db")
@@ -159,6 +165,8 @@ def test_a_read_only_store_without_its_shm_still_denies(ws):
     assert denied_by_scope(answer), (answer, stderr)
 
 
+# SQLite's engine itself: a proctor.db-shm that cannot be written
+@pytest.mark.sqlite_store
 def test_a_stale_shm_that_cannot_be_written_still_denies(ws):
     db = os.path.join(state_dir(ws), "proctor.db")
     run_hook(ws)
@@ -174,6 +182,8 @@ def test_a_stale_shm_that_cannot_be_written_still_denies(ws):
     assert denied_by_scope(answer), (answer, stderr)
 
 
+# SQLite's engine itself: a read-only proctor.db file
+@pytest.mark.sqlite_store
 def test_a_read_only_database_file_still_denies(ws):
     db = os.path.join(state_dir(ws), "proctor.db")
     run_hook(ws)

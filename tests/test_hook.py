@@ -386,6 +386,8 @@ def test_no_store_passes(tmp_path):
     assert not os.path.exists(tmp_path / "state"), "the hook does not create a store to pass"
 
 
+# SQLite's engine itself: a corrupt proctor.db file
+@pytest.mark.sqlite_store
 def test_corrupt_store_fails_open(ws):
     from proctor.paths import find_checkout, repo_state_dir
     path = os.path.join(repo_state_dir(find_checkout(ws)), "proctor.db")

@@ -4,7 +4,7 @@ cannot shrink to nothing; the checkout's record says it is the one answering; a 
 the secret; the guard's lease lookup reaps; and the small truths of the round trip.
 
 Real git repositories and worktrees, proctor's own CLI and hook; the store is read back with
-sqlite3 itself.
+the database's own driver (tests/store_oracle.py).
 """
 
 from __future__ import annotations

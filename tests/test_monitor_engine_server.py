@@ -5,7 +5,7 @@ store held by another process stalls neither the API nor, for good, a monitor; e
 recorded (pid, tag, timeout, lines, bytes, exit, stderr, error); and a command gets a clean
 environment.
 
-Assertions read the store (sqlite3, read-only), /proc, and the server's HTTP API."""
+Assertions read the store (its own driver, read-only), /proc, and the server's HTTP API."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ import time
 import pytest
 
 from tests.conftest import alive_with
+from tests.store_oracle import connect
 from tests.test_server import Server, cli, served, wait_for  # noqa: F401  (the fixture)
 from proctor.workers import runner
 
@@ -53,7 +54,7 @@ def _db(root: str) -> str:
 
 
 def _query(root: str, sql: str, params: tuple = ()) -> list[tuple]:
-    conn = sqlite3.connect(f"file:{_db(root)}?mode=ro", uri=True, timeout=30)
+    conn = connect(_db(root), read_only=True, timeout=30)
     try:
         return conn.execute(sql, params).fetchall()
     finally:
@@ -202,6 +203,8 @@ def test_orphans_are_reaped(served, tmp_path):
 
 # -- a store held by another process ------------------------------------------------------------
 
+# SQLite's engine itself: its write lock (BEGIN IMMEDIATE) held from another connection
+@pytest.mark.sqlite_store
 def test_a_locked_store_stalls_neither_the_api_nor_a_monitor_for_good(served):
     _, monitor = served.add("card", "echo tick", "10s")
     wait_for(lambda: len([e for e in served.events("card") if e["line"] == "tick"]) >= 1, timeout=15)
@@ -275,7 +278,7 @@ def test_runs_left_open_are_closed_at_start_even_without_processes(served):
     """A run row left open (a server killed between opening it and starting its command) is
     closed at the next start, and nothing else is touched."""
     cli(served.root, "server", "stop")
-    conn = sqlite3.connect(_db(served.root))
+    conn = connect(_db(served.root))
     with conn:
         conn.execute("INSERT INTO monitors (id, job, command, interval, description, cwd, created, created_by, deleted)"
                      " VALUES (900, 'card', 'x', 60, 'x', '/', '2026-01-01T00:00:00.000Z', 't', 'gone')")

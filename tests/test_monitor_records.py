@@ -9,18 +9,17 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sqlite3
 
 import pytest
 
 from proctor import api
 from tests.conftest import git
+from tests.store_oracle import connect
 from tests.test_server import Server, cli, served, wait_for  # noqa: F401  (the fixture)
 
 
-def _db(served) -> sqlite3.Connection:  # noqa: F811
-    return sqlite3.connect(os.path.join(os.path.dirname(os.path.dirname(served.token_path)), "proctor.db"),
-                           isolation_level=None)
+def _db(served):  # noqa: F811
+    return connect(os.path.dirname(os.path.dirname(served.token_path)), isolation_level=None)
 
 
 def _trail(served, kind):  # noqa: F811

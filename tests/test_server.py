@@ -60,8 +60,8 @@ class Server:
 
     def runs(self, monitor_id):
         from proctor.paths import find_checkout, repo_state_dir
-        import sqlite3
-        db = sqlite3.connect(os.path.join(repo_state_dir(find_checkout(self.root)), "proctor.db"))
+        from tests.store_oracle import connect
+        db = connect(repo_state_dir(find_checkout(self.root)))
         rows = db.execute("SELECT started, ended, exit_code, timed_out, truncated, bytes, stderr FROM monitor_runs "
                           "WHERE monitor = ? ORDER BY id", (monitor_id,)).fetchall()
         db.close()

@@ -4,7 +4,7 @@ is ended no_return by the server within seconds, with no further proctor command
 its monitors are deleted and their commands stop. The server's API reads reap first. The
 server's own jobs are never ended this way.
 
-Between the event and the assertions these tests read only the store (sqlite3, read-only)
+Between the event and the assertions these tests read only the store (its own driver, read-only)
 and the server's HTTP API."""
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sqlite3
 import time
 from types import SimpleNamespace
 
 import pytest
 
 from tests.conftest import git, make_repo
+from tests.store_oracle import connect
 from tests.test_server import Server, cli, wait_for
 
 CONFIG = "[targets.test]\ncommand = 'true'\n"
@@ -37,7 +37,7 @@ class Reader:
         self.path = _db_path(root)
 
     def _query(self, sql: str, params: tuple = ()) -> list[tuple]:
-        conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+        conn = connect(self.path, read_only=True)
         try:
             return conn.execute(sql, params).fetchall()
         finally:
@@ -153,7 +153,7 @@ def test_the_servers_own_jobs_are_never_ended(board, tmp_path):
     gone.mkdir()
     with open(os.path.join(board.root, "proctor.toml"), "a") as handle:
         handle.write("[jobs]\nstale_after = '1s'\n")
-    conn = sqlite3.connect(_db_path(board.root))
+    conn = connect(_db_path(board.root))
     with conn:
         conn.execute("UPDATE jobs SET live = 0, state = 'no_return' WHERE id = 'proctor-server'")
         conn.execute("UPDATE jobs SET checkout_root = ? WHERE id = 'proctor-server/monitors'", (str(gone),))

@@ -23,7 +23,11 @@ import urllib.request
 
 import pytest
 
+from tests.conftest import ENGINE
 from tests.test_server import Server, cli, served, wait_for  # noqa: F401  (the fixture)
+
+on_postgresql = pytest.mark.skipif(ENGINE != "postgresql", reason="the PostgreSQL twin of a test of the embedded "
+                                   "store; it runs in the PostgreSQL pass (PROCTOR_TEST_STORE=postgresql)")
 
 
 def _rss_peak_kib(pid: int) -> int:
@@ -210,6 +214,8 @@ def test_a_trickling_body_times_out(inprocess, path, headers):
 
 # -- files ----------------------------------------------------------------------------------------------
 
+# SQLite's engine itself: the file mode of proctor.db (the twin below checks the rest on PostgreSQL)
+@pytest.mark.sqlite_store
 def test_the_store_and_the_log_are_private(served):  # noqa: F811
     server_dir = os.path.dirname(served.token_path)
     state_dir = os.path.dirname(server_dir)
@@ -218,16 +224,61 @@ def test_the_store_and_the_log_are_private(served):  # noqa: F811
         assert stat.S_IMODE(os.stat(path).st_mode) == mode, (path, oct(os.stat(path).st_mode))
 
 
+@on_postgresql
+def test_the_server_directory_and_the_log_are_private_on_postgresql(served):  # noqa: F811
+    server_dir = os.path.dirname(served.token_path)
+    state_dir = os.path.dirname(server_dir)
+    for path, mode in ((state_dir, 0o700), (server_dir, 0o700), (os.path.join(server_dir, "server.log"), 0o600),
+                       (served.token_path, 0o600)):
+        assert stat.S_IMODE(os.stat(path).st_mode) == mode, (path, oct(os.stat(path).st_mode))
+
+
 # -- a busy store ---------------------------------------------------------------------------------------
 
+@contextlib.contextmanager
+def _sqlite_write_lock(state_dir: str):
+    db = sqlite3.connect(os.path.join(state_dir, "proctor.db"), isolation_level=None)
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    finally:
+        db.execute("ROLLBACK")
+        db.close()
+
+
+@contextlib.contextmanager
+def _postgresql_write_lock(state_dir: str):
+    """The repository's advisory lock, which every write transaction takes, held in a
+    transaction another connection keeps open."""
+    import psycopg
+
+    from proctor.store.postgres import _lock_key, schema_name
+
+    conn = psycopg.connect(os.environ["PROCTOR_STORE_URL"])
+    try:
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(schema_name(state_dir)),))
+        yield
+    finally:
+        conn.rollback()
+        conn.close()
+
+
+# SQLite's engine itself: its write lock (BEGIN IMMEDIATE) held from another connection
+@pytest.mark.sqlite_store
 def test_the_api_answers_while_another_process_holds_the_store(served):  # noqa: F811
+    _the_api_answers_while(served, _sqlite_write_lock)
+
+
+@on_postgresql
+def test_the_api_answers_while_another_process_holds_the_postgresql_store(served):  # noqa: F811
+    _the_api_answers_while(served, _postgresql_write_lock)
+
+
+def _the_api_answers_while(served, held):  # noqa: F811
     cli(served.root, "server", "stop")
     cli(served.root, "server", "start", env={"PROCTOR_BUSY_TIMEOUT": "1"})
     busy = Server(served.root)
-    db = sqlite3.connect(os.path.join(os.path.dirname(os.path.dirname(busy.token_path)), "proctor.db"),
-                         isolation_level=None)
-    db.execute("BEGIN IMMEDIATE")
-    try:
+    with held(os.path.dirname(os.path.dirname(busy.token_path))):
         answers = {}
 
         def add():
@@ -246,9 +297,6 @@ def test_the_api_answers_while_another_process_holds_the_store(served):  # noqa:
         assert status == 503 and body["error"]["code"] == "STORE_BUSY", (status, body)
         assert "busy" in body["error"]["message"]
         assert time.monotonic() - started < 8
-    finally:
-        db.execute("ROLLBACK")
-        db.close()
     assert busy.add("card", "true")[0] == 201, "and works again once the store is free"
 
 

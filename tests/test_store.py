@@ -9,7 +9,9 @@ import subprocess
 import sys
 import time
 
-from tests.conftest import git, make_repo
+import pytest
+
+from tests.conftest import ENGINE, git, make_repo
 from proctor.paths import find_checkout, repo_state_dir
 from proctor.store.schema import SCHEMA_VERSION
 
@@ -22,6 +24,8 @@ def fork(proctor, *args, **kw):
     return proctor("job", "fork", *args, **kw)
 
 
+# SQLite's engine itself: the file's journal mode and PRAGMA user_version
+@pytest.mark.sqlite_store
 def test_fresh_store_is_wal_at_current_schema(repo, proctor):
     assert fork(proctor, "j", "--check", "test").code == 0
     conn = sqlite3.connect(db_path(repo))
@@ -30,6 +34,8 @@ def test_fresh_store_is_wal_at_current_schema(repo, proctor):
     conn.close()
 
 
+# SQLite's engine itself: where the proctor.db file lies
+@pytest.mark.sqlite_store
 def test_location_honours_xdg_state_home(repo, proctor, tmp_path, monkeypatch):
     monkeypatch.delenv("PROCTOR_STATE_DIR")
     assert fork(proctor, "j", "--check", "test").code == 0
@@ -65,6 +71,8 @@ def test_store_before_first_commit_is_carried_forward(tmp_path, proctor):
     assert ids == ["early"]
 
 
+# SQLite's engine itself: a corrupt proctor.db file
+@pytest.mark.sqlite_store
 def test_corrupt_store(repo, proctor):
     assert fork(proctor, "j", "--check", "test").code == 0
     path = db_path(repo)
@@ -82,6 +90,8 @@ def test_corrupt_store(repo, proctor):
     assert open(path, "rb").read() == before
 
 
+# SQLite's engine itself: PRAGMA user_version set past the schema proctor knows
+@pytest.mark.sqlite_store
 def test_newer_schema_refused(repo, proctor):
     assert fork(proctor, "j", "--check", "test").code == 0
     path = db_path(repo)
@@ -97,6 +107,8 @@ def test_newer_schema_refused(repo, proctor):
     conn.close()
 
 
+# SQLite's engine itself: BEGIN IMMEDIATE held from another connection (twin below for PostgreSQL)
+@pytest.mark.sqlite_store
 def test_locked_by_sqlite_writer(repo, proctor, monkeypatch):
     assert fork(proctor, "j", "--check", "test").code == 0
     monkeypatch.setenv("PROCTOR_BUSY_TIMEOUT", "0.3")
@@ -113,6 +125,32 @@ def test_locked_by_sqlite_writer(repo, proctor, monkeypatch):
     assert [r["id"] for r in proctor("ls", "jobs", "-o", "json").json()["jobs"]] == ["j"]
 
 
+@pytest.mark.skipif(ENGINE != "postgresql", reason="the PostgreSQL twin of test_locked_by_sqlite_writer; it runs "
+                    "in the PostgreSQL pass (PROCTOR_TEST_STORE=postgresql)")
+def test_locked_by_a_postgresql_writer(repo, proctor, monkeypatch):
+    """The repository's advisory lock, which every write transaction takes, held in a
+    transaction another connection keeps open."""
+    import psycopg
+
+    from proctor.store.postgres import _lock_key, schema_name
+
+    assert fork(proctor, "j", "--check", "test").code == 0
+    monkeypatch.setenv("PROCTOR_BUSY_TIMEOUT", "0.3")
+    holder = psycopg.connect(os.environ["PROCTOR_STORE_URL"])
+    holder.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(schema_name(os.path.dirname(db_path(repo)))),))
+    try:
+        started = time.monotonic()
+        result = fork(proctor, "k", "--check", "test")
+        assert result.code == 2 and "locked" in result.err and "retry" in result.err
+        assert time.monotonic() - started < 10
+    finally:
+        holder.rollback()
+        holder.close()
+    assert [r["id"] for r in proctor("ls", "jobs", "-o", "json").json()["jobs"]] == ["j"]
+
+
+# SQLite's engine itself: the proctor.db.lock sidecar flock held by another process
+@pytest.mark.sqlite_store
 def test_locked_by_another_proctor(repo, proctor, monkeypatch):
     assert fork(proctor, "j", "--check", "test").code == 0
     monkeypatch.setenv("PROCTOR_BUSY_TIMEOUT", "0.3")
@@ -142,6 +180,8 @@ def test_state_dir_not_writable(repo, proctor, tmp_path, monkeypatch):
     assert "Traceback" not in result.err
 
 
+# SQLite's engine itself: a WAL checkpoint, then the file's pages past its header overwritten
+@pytest.mark.sqlite_store
 def test_corrupt_pages_after_a_good_header(repo, proctor):
     for n in range(30):
         assert fork(proctor, f"j{n}", "--check", "test", "--criteria", "x" * 2000).code == 0

@@ -239,9 +239,9 @@ def test_describe_grades_now_and_writes_nothing(world, proctor):
            f"{os.path.realpath(holder)}; the latest run of test there is {done['id']}" in unfiled.out
     assert file_result(proctor, "feat", holder, validation=[cite(done)]).code == 0
     from proctor.paths import find_checkout, repo_state_dir
-    db = os.path.join(repo_state_dir(find_checkout(root)), "proctor.db")
-    import sqlite3
-    count = lambda: sqlite3.connect(db).execute("SELECT COUNT(*), MAX(id) FROM events").fetchone()  # noqa: E731
+    from tests.store_oracle import connect
+    db = repo_state_dir(find_checkout(root))
+    count = lambda: connect(db).execute("SELECT COUNT(*), MAX(id) FROM events").fetchone()  # noqa: E731
     before = count()
     now = proctor("describe", "job", "feat")
     assert now.out == proctor("describe", "job", "feat").out

@@ -274,6 +274,8 @@ def test_p1_a_huge_transcript_is_read_from_its_tail_in_time(ws, tmp_path):
     assert took < 10, took
 
 
+# SQLite's engine itself: a proctor.db file of schema 5 written by hand (PRAGMA user_version)
+@pytest.mark.sqlite_store
 def test_p1_a_store_of_the_previous_schema_is_migrated_and_the_followup_handed_over(ws):
     """Probe (holds): a store written by the proctor before the wake (schema 5: no printed,
     printed_to, activity or stop_blocks columns) with a pending follow-up. The hook migrates it
@@ -317,7 +319,21 @@ def test_p1_a_store_of_the_previous_schema_is_migrated_and_the_followup_handed_o
 
 @contextlib.contextmanager
 def store_held(root):
-    """Another proctor writer holding the store (the sidecar flock every write takes)."""
+    """Another proctor writer holding the store: the sidecar flock every write takes on
+    SQLite, the repository's advisory lock every write transaction takes on PostgreSQL."""
+    if os.environ.get("PROCTOR_STORE_URL", "").startswith("postgres"):
+        import psycopg
+
+        from proctor.store.postgres import _lock_key, schema_name
+
+        conn = psycopg.connect(os.environ["PROCTOR_STORE_URL"])  # its transaction open until the rollback
+        try:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(schema_name(state_dir(root))),))
+            yield
+        finally:
+            conn.rollback()
+            conn.close()
+        return
     fd = os.open(os.path.join(state_dir(root), "proctor.db.lock"), os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)

@@ -117,6 +117,10 @@ class _PsycopgConn:
         with self.conn.cursor() as cursor:
             cursor.executemany(sql, seq)
 
+    def script(self, statements) -> None:
+        """Statements without parameters, in one round trip (the simple query protocol)."""
+        self.conn.execute("; ".join(statements))
+
     def listen(self, channel: str) -> int:
         if self._listening != channel:
             self.conn.execute(f'LISTEN "{channel}"')
@@ -147,6 +151,10 @@ class _WireConn:
     def executemany(self, sql: str, seq) -> None:
         for params in seq:
             self.conn.execute(sql, params)
+
+    def script(self, statements) -> None:
+        for statement in statements:
+            self.conn.execute(statement, ())
 
     def listen(self, channel: str) -> int:
         raise StoreError("the guard's connection does not listen for changes")
@@ -294,17 +302,26 @@ class PgStore:
     @contextlib.contextmanager
     def write(self):
         """One write transaction under the repository's advisory lock: all of it lands, or none."""
-        self._raw("BEGIN")
+        # two round trips around the work: the lock is waited for inside the transaction, and the
+        # NOTIFY is delivered with the commit
         try:
-            self._raw("SELECT pg_advisory_xact_lock(%s)" % self._key)
+            self.conn.script(("BEGIN", f"SELECT pg_advisory_xact_lock({self._key})"))
+        except self.conn.errors as exc:
+            with contextlib.suppress(Exception):
+                self.conn.execute("ROLLBACK", ())
+            raise self._translate(exc) from None
+        try:
             yield self.tx
-            self._raw(f"SELECT pg_notify('{self.channel}', '')")
         except BaseException:
             with contextlib.suppress(Exception):
                 self.conn.execute("ROLLBACK", ())
             raise
         try:
-            self._raw("COMMIT")
+            self.conn.script((f'NOTIFY "{self.channel}"', "COMMIT"))
+        except self.conn.errors as exc:
+            with contextlib.suppress(Exception):
+                self.conn.execute("ROLLBACK", ())
+            raise self._translate(exc) from None
         except BaseException:
             with contextlib.suppress(Exception):
                 self.conn.execute("ROLLBACK", ())

@@ -313,7 +313,7 @@ def test_stop_blocked_with_monitor_followup_then_passes(host_env, host_repo):
 
     store = Store(repo_state_dir(find_checkout(host_repo)))
     try:
-        delivered = store.conn.execute("SELECT delivered, via FROM followups WHERE job = 'feat'").fetchall()
+        delivered = store.tx.execute("SELECT delivered, via FROM followups WHERE job = 'feat'").fetchall()
     finally:
         store.close()
     assert len(delivered) == 1 and delivered[0][0] and delivered[0][1].startswith("stop-hook:claude:"), delivered

@@ -32,7 +32,7 @@ def _store_rows(repo: str, query: str, params: tuple = ()) -> list[tuple]:
 
     store = Store(repo_state_dir(find_checkout(repo)))
     try:
-        return store.conn.execute(query, params).fetchall()
+        return store.tx.execute(query, params).fetchall()
     finally:
         store.close()
 
