@@ -128,7 +128,7 @@ def open_store(state_dir: str, url: str | None = None, busy_seconds: float | Non
         from proctor.store.postgres import PgStore
 
         return PgStore(state_dir, url, busy_seconds=busy_seconds, for_guard=for_guard)
-    return Store(state_dir, busy_seconds=busy_seconds, for_guard=for_guard)
+    return Store(state_dir, busy_seconds=busy_seconds, for_guard=for_guard, url="sqlite:")
 
 
 def redact(url: str) -> str:

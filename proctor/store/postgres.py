@@ -197,7 +197,7 @@ class PgTx(Tx):
         return int(self.execute(sql.rstrip().rstrip(";") + " RETURNING id", params).fetchone()[0])
 
     def json_text(self, column: str, key: str) -> str:
-        return f"({column}::jsonb ->> '{key}')"
+        return f"({column}::json ->> '{key}')"  # json, not jsonb: an escaped NUL elsewhere in the record must not fail the cast
 
 
 class PgStore:
