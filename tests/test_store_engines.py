@@ -154,3 +154,59 @@ def test_text_with_nul_is_kept_visible_on_postgresql(world):
                           env=alpha.env, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == ["'a\ufffdb'", "None"]
+
+
+def _server(machine, *argv):
+    return _run(machine, "server", *argv)
+
+
+def _monitor_runs(world) -> list[tuple]:
+    """(machine, exit code) of every monitor run, read with psycopg from the repository's schema."""
+    import psycopg
+
+    from proctor.store.postgres import schema_name
+
+    base = world.alpha.env["PROCTOR_STATE_DIR"]
+    key = next(name for name in os.listdir(base) if os.path.isdir(os.path.join(base, name)))
+    with psycopg.connect(world.url, autocommit=True) as conn:
+        conn.execute(f'SET search_path TO "{schema_name(os.path.join(base, key))}"')
+        return conn.execute("SELECT machine, exit_code FROM monitor_runs WHERE ended IS NOT NULL ORDER BY id").fetchall()
+
+
+def test_one_server_runs_the_monitors_and_another_takes_over(world):
+    """Both machines start a server on the shared store: the first runs the monitors, the second
+    stands by (its log says so); when the first stops, the second takes over."""
+    import urllib.error
+    import urllib.request
+
+    from tests.test_server import wait_for
+
+    alpha, beta = world.alpha, world.beta
+    alpha.ok("job", "fork", "m1", "--write-paths", "src/a.py", "--check", "test")
+    alpha.ok("job", "exec", "m1")
+    assert _server(alpha, "start", "--orchestrator").code == 0
+    try:
+        assert _server(beta, "start", "--orchestrator").code == 0
+        status = json.loads(_server(alpha, "status", "-o", "json").out)
+        token = open(status["token_path"]).read().strip()
+        body = json.dumps({"job": "m1", "command": "echo tick", "interval": "10s", "cwd": alpha.clone,
+                           "allow_unsandboxed": True}).encode()
+        request = urllib.request.Request(status["console"].rstrip("/") + "/api/v1/monitors", data=body, method="POST",
+                                         headers={"Authorization": f"Bearer {token}",
+                                                  "Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=30) as answer:
+                assert answer.status in (200, 201)
+        except urllib.error.HTTPError as exc:
+            raise AssertionError(exc.read()) from None
+        wait_for(lambda: len(_monitor_runs(world)) >= 2, timeout=60)
+        assert {machine for machine, _ in _monitor_runs(world)} == {"alpha"}
+        beta_log = os.path.join(os.path.dirname(json.loads(_server(beta, "status", "-o", "json").out)["token_path"]),
+                                "server.log")
+        assert "stands by" in open(beta_log).read()
+        assert _server(alpha, "stop", "--orchestrator").code == 0
+        # the standing-by server asks again every 30 s: it takes over within that and a run
+        wait_for(lambda: "beta" in {machine for machine, _ in _monitor_runs(world)}, timeout=75, step=0.5)
+    finally:
+        _server(alpha, "stop", "--orchestrator")
+        _server(beta, "stop", "--orchestrator")
