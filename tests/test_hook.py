@@ -329,9 +329,9 @@ def test_spawn_recorded_never_judged(ws):
                 env=LEASED) == {}
     spawned = _events(ws, "agent_spawn")[-1]
     assert spawned["job"] == "feat" and spawned["data"]["action"] == "general-purpose"
-    from proctor.trail import get_blob
+    from tests.store_oracle import read_blob
     from proctor.paths import find_checkout, repo_state_dir
-    assert get_blob(repo_state_dir(find_checkout(ws)), spawned["blob"]).decode() == prompt
+    assert read_blob(repo_state_dir(find_checkout(ws)), spawned["blob"]).decode() == prompt
     assert hook(event(ws, "Agent", {"prompt": "Please\nlease: feat\n", "description": "x"})) == {}
     assert _events(ws, "agent_spawn")[-1]["job"] is None, "a marker deeper in the prompt stamps nothing"
 

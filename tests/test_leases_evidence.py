@@ -189,11 +189,9 @@ def test_an_altered_output_is_not_evidence(world):
     made = run("lint", holder)
     assert file("feat", holder, cite(made)) == (True, "")
     from proctor.paths import find_checkout, repo_state_dir
+    from tests.store_oracle import write_blob
 
-    digest = made["output_ref"].split(":")[1]
-    blob = os.path.join(repo_state_dir(find_checkout(root)), "blobs", digest[:2], digest[2:])
-    with open(blob, "wb") as handle:
-        handle.write(b"all tests passed\n")
+    write_blob(repo_state_dir(find_checkout(root)), made["output_ref"], b"all tests passed\n")
     waited = api.wait_job("feat", cwd=root)
     assert waited["job"]["state"] == "fail"
     assert "no longer matches its digest" in json.dumps(waited["grade"])

@@ -20,7 +20,7 @@ import time
 import pytest
 
 from tests.conftest import alive_with
-from tests.store_oracle import connect
+from tests.store_oracle import connect, store_size
 from tests.test_server import Server, cli, served, wait_for  # noqa: F401  (the fixture)
 from proctor.workers import runner
 
@@ -80,7 +80,7 @@ def _escape(served, tmp_path, marker: str, bare: bool = False, then: float = 0.0
 
 def test_yes_stays_within_bounds_and_the_api_answers(served):
     db = _db(served.root)
-    size_before = os.path.getsize(db) + (os.path.getsize(db + "-wal") if os.path.exists(db + "-wal") else 0)
+    size_before = store_size(db)
     status, monitor = served.add("card", "yes", "10s")
     assert status == 201
     slowest = {"status": 0.0, "monitors": 0.0}
@@ -111,7 +111,7 @@ def test_yes_stays_within_bounds_and_the_api_answers(served):
     assert 1 <= len(waiting) <= 10, len(waiting)  # [monitors] max_waiting
     assert all(len(text.encode()) == size <= 32768 and n <= 100 for _id, text, size, n in waiting)
     assert "older undelivered events of this job dropped" in waiting[0][1].split("\n")[1]
-    size_after = os.path.getsize(db) + (os.path.getsize(db + "-wal") if os.path.exists(db + "-wal") else 0)
+    size_after = store_size(db)
     assert size_after - size_before < 16 << 20, (size_before, size_after)  # 122 MB a run before
     print(f"yes: {len(ended)} runs, {events} events kept, {len(waiting)} follow-ups waiting, store "
           f"+{(size_after - size_before) / 1e6:.1f} MB, slowest API answer {max(slowest.values()) * 1000:.0f} ms "

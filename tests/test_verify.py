@@ -298,8 +298,8 @@ def test_result_citing_a_run_whose_output_is_gone(world, proctor):
     _take_and_edit(proctor, holder, files={"src/a.py": "ok\n"})
     done = run(proctor, "test", holder)
     from proctor.paths import find_checkout, repo_state_dir
-    digest = done["output_ref"].split(":")[1]
-    os.remove(os.path.join(repo_state_dir(find_checkout(root)), "blobs", digest[:2], digest[2:]))
+    from tests.store_oracle import remove_blob
+    remove_blob(repo_state_dir(find_checkout(root)), done["output_ref"])
     filed = file_result(proctor, "feat", holder, validation=[cite(done)])
     assert filed.code == 1 and "PRC3052" in filed.err
 

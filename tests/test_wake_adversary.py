@@ -562,7 +562,8 @@ def test_p3_a_subagent_leased_by_its_spawn_cannot_wait_for_another_jobs_followup
     (printed), so other's own wait never prints it."""
     add_monitor(ws, "other")
     fid = add_followup(ws, "OTHER-SECRET", job="other")
-    sql(ws, "INSERT OR REPLACE INTO bindings (scope, job, recorded) VALUES ('agent:claude:s9:a1', 'feat', ?)",
+    sql(ws, "INSERT INTO bindings (scope, job, recorded) VALUES ('agent:claude:s9:a1', 'feat', ?) "
+            "ON CONFLICT (scope) DO UPDATE SET job = excluded.job, recorded = excluded.recorded",
         (iso(time.time()),))
     command = "proctor monitor wait --job other --timeout 5s"
     answer = hook({"session_id": "s9", "transcript_path": "/tmp/none.jsonl", "cwd": ws,

@@ -95,8 +95,9 @@ def translate(sql):
         else:
             i += 1
     out = "".join(parts) + sql[start:] if count else sql
-    if len(_translated) < 1024:
-        _translated[sql] = out
+    if len(_translated) >= 1024:  # a long-lived process with many distinct statements starts afresh
+        _translated.clear()
+    _translated[sql] = out
     return out
 
 

@@ -111,7 +111,9 @@ class _PsycopgConn:
         self.notified = 0
 
     def execute(self, sql: str, params):
-        return self.conn.execute(sql, params or None)
+        cursor = self.conn.execute(sql, params or None)
+        # a statement that returns no rows reads as none, as sqlite3's cursor reads it
+        return cursor if cursor.description is not None else _NoRows(cursor.rowcount)
 
     def executemany(self, sql: str, seq) -> None:
         with self.conn.cursor() as cursor:
@@ -131,6 +133,25 @@ class _PsycopgConn:
 
     def close(self) -> None:
         self.conn.close()
+
+
+class _NoRows:
+    __slots__ = ("rowcount",)
+
+    def __init__(self, rowcount: int) -> None:
+        self.rowcount = rowcount
+
+    def fetchone(self):
+        return None
+
+    def fetchall(self) -> list:
+        return []
+
+    def fetchmany(self, size: int = 1) -> list:
+        return []
+
+    def __iter__(self):
+        return iter(())
 
 
 class _WireConn:

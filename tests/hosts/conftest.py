@@ -91,6 +91,8 @@ def host_env(tmp_path) -> HostEnv:
         "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid",
         "PYTHONDONTWRITEBYTECODE": "1",
     }
+    if os.environ.get("PROCTOR_STORE_URL"):  # the PostgreSQL pass (tests/conftest.py): the test's own database
+        env["PROCTOR_STORE_URL"] = os.environ["PROCTOR_STORE_URL"]
     return HostEnv(str(home), env)
 
 
@@ -168,11 +170,10 @@ def make_followup(repo: str, job: str, line: str) -> None:
     store = Store(repo_state_dir(find_checkout(repo)))
     try:
         with store.write() as conn:
-            monitor = conn.execute(
+            monitor = conn.insert(
                 "INSERT INTO monitors (job, command, interval, description, cwd, created, created_by) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)", (job, "echo", 60, "ci watcher", repo, iso(now()), "test")).lastrowid
-            run = conn.execute("INSERT INTO monitor_runs (monitor, started) VALUES (?, ?)",
-                               (monitor, iso(now()))).lastrowid
+                "VALUES (?, ?, ?, ?, ?, ?, ?)", (job, "echo", 60, "ci watcher", repo, iso(now()), "test"))
+            run = conn.insert("INSERT INTO monitor_runs (monitor, started) VALUES (?, ?)", (monitor, iso(now())))
             conn.execute("INSERT INTO monitor_events (monitor, run, job, time, line, truncated) "
                          "VALUES (?, ?, ?, ?, ?, 0)", (monitor, run, job, iso(now()), line))
             assert followups.batch(conn, job)
