@@ -10,7 +10,7 @@ import sys
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import make_repo
+from tests.conftest import ENGINE, make_repo
 from proctor import api
 from proctor.hook import run as hook_run
 
@@ -98,7 +98,13 @@ ALLOWED_PREFIXES = ("proctor", "proctor.hook", "proctor.guard", "proctor.store",
                     "proctor.errors", "proctor.gate", "proctor.timeutil", "proctor.trail", "proctor.transcript")
 FORBIDDEN = ("click", "rich", "asyncio", "tomllib", "subprocess", "dataclasses", "typing", "inspect",
              "proctor.cli", "proctor.jobs", "proctor.config", "proctor.workspace", "proctor.vcs", "proctor.api",
-             "hashlib", "urllib", "shlex", "selectors", "threading")
+             "hashlib", "urllib", "shlex", "selectors", "threading", "psycopg")
+# On a PostgreSQL store the hook talks to the database through proctor/store/pgwire.py: a socket,
+# and SCRAM-SHA-256's key derivation for a password (the test cluster's TCP login). Nothing else.
+if ENGINE == "postgresql":
+    ALLOWED_STDLIB |= {"_socket", "binascii", "struct", "_struct", "hmac", "_hashlib", "_blake2"}
+    FORBIDDEN = tuple(f for f in FORBIDDEN if f != "hashlib")
+    ALLOWED_STDLIB |= {"hashlib"}
 
 
 def _imports_of_hook(root: str, payload: dict, env: dict, host: str = "claude") -> set[str]:

@@ -300,7 +300,9 @@ class Connection:
             if host.startswith("/"):
                 addresses = [(_socket.AF_UNIX, f"{host}/.s.PGSQL.{p['port']}")]
             else:
-                addresses = [(a[0], a[4]) for a in _socket.getaddrinfo(host, int(p["port"]), 0, _socket.SOCK_STREAM)]
+                addresses = [(a[0], a[4]) for a in _socket.getaddrinfo(
+                    host.encode("ascii") if host.isascii() else host.encode("idna"),  # bytes: no idna codec
+                    int(p["port"]), 0, _socket.SOCK_STREAM)]
             for n, (family, address) in enumerate(addresses, 1):
                 sock = self._sock = _socket.socket(family, _socket.SOCK_STREAM)
                 sock.settimeout(timeout)
