@@ -49,7 +49,8 @@ class Workspace:
         None for the embedded store."""
         from proctor.store import configured_url
 
-        return configured_url(self.root)
+        url = configured_url(self.root)
+        return None if not url or url.startswith("sqlite") else url
 
     @property
     def store(self) -> Store:

@@ -93,6 +93,13 @@ def configured_url(root: str | None) -> str | None:
     url = os.environ.get(URL_ENV)
     if url:
         return url
+    pinned = os.environ.get("PROCTOR_STORE_URL_FILE")  # a worker's pinned hook (workers/executors)
+    if pinned:
+        try:
+            with open(pinned, encoding="utf-8") as handle:
+                return handle.read().strip() or None
+        except OSError:
+            return None
     if not root:
         return None
     try:

@@ -49,6 +49,7 @@ ends the worker and records the attempt when this process dies without saying go
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import re
@@ -464,6 +465,31 @@ def _set_checkpoint(ws: Workspace, job_id: str, token: str, handed: dict | None)
 
 def work(ws: Workspace, job_id: str, worker_name: str | None = None,
          on_event: Callable[[str, dict], None] | None = None, again: bool = False) -> list[JobOutcome]:
+    with _pinned_store(ws):
+        return _work(ws, job_id, worker_name, on_event, again)
+
+
+@contextlib.contextmanager
+def _pinned_store(ws: Workspace):
+    """The store this runner works, pinned (PROCTOR_STORE_URL) for its workers and, through the
+    pinned hook, their guard: a worker that writes `[store] url` into its checkout's proctor.toml
+    points neither its own proctor commands nor its hook at another store. `sqlite:` pins the
+    embedded one."""
+    from proctor.store import URL_ENV
+
+    saved = os.environ.get(URL_ENV)
+    os.environ[URL_ENV] = ws.store_url or "sqlite:"
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(URL_ENV, None)
+        else:
+            os.environ[URL_ENV] = saved
+
+
+def _work(ws: Workspace, job_id: str, worker_name: str | None,
+          on_event: Callable[[str, dict], None] | None, again: bool) -> list[JobOutcome]:
     cfg = ws.config
     if worker_name is not None and worker_name not in cfg.workers:
         known = ", ".join(cfg.workers) or "none defined"

@@ -61,9 +61,41 @@ def pinned_hook(lease: str, host: str) -> str:
             "HOME": os.path.expanduser("~"), "LANG": "C.UTF-8",
             "PROCTOR_STATE_DIR": state_base(), "XDG_CACHE_HOME": os.path.dirname(cache_base()),
             "PROCTOR_WORKER_HOOK": "1"}
+    keep.update(_pinned_store())
     words = ["/usr/bin/env", "-i", *(f"{key}={value}" for key, value in keep.items()),
              sys.executable, "-I", "-m", "proctor", "hook", host, "--lease", lease]
     return " ".join(shlex.quote(word) for word in words)
+
+
+def _pinned_store() -> dict:
+    """The runner's store for the pinned hook (work.py pins PROCTOR_STORE_URL while it runs) and
+    this machine's name. A PostgreSQL URL may hold a password: it goes in a 0600 file named by
+    PROCTOR_STORE_URL_FILE, not on a command line every process of the machine can read."""
+    import hashlib
+    import os
+
+    from proctor.paths import state_base
+    from proctor.store import URL_ENV
+
+    pinned = {}
+    if os.environ.get("PROCTOR_MACHINE"):
+        pinned["PROCTOR_MACHINE"] = os.environ["PROCTOR_MACHINE"]
+    url = os.environ.get(URL_ENV)
+    if not url:
+        return pinned
+    if url.startswith("sqlite"):
+        pinned[URL_ENV] = "sqlite:"
+        return pinned
+    directory = os.path.join(state_base(), "store-urls")
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    path = os.path.join(directory, hashlib.sha256(url.encode()).hexdigest()[:32])
+    if not os.path.exists(path):
+        fd = os.open(path + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(url)
+        os.replace(path + ".tmp", path)
+    pinned["PROCTOR_STORE_URL_FILE"] = path
+    return pinned
 
 
 def module(executor: str):
