@@ -61,7 +61,9 @@ timeout = "30s"
 @pytest.fixture
 def repo(tmp_path, monkeypatch):
     def make(cfg: str | None = None, name: str = "repo", job: dict | None = None) -> str:
-        root = make_repo(tmp_path / name, cfg or config())
+        # the name in a comment: two repositories made in one second are two repositories (on a
+        # shared PostgreSQL store, repositories with one root commit are one)
+        root = make_repo(tmp_path / name, (cfg or config()) + f"\n# {name}\n")
         os.makedirs(os.path.join(root, "src"))
         for file in ("a", "b"):
             with open(os.path.join(root, "src", f"{file}.py"), "w") as handle:
