@@ -247,3 +247,21 @@ def test_gemini_mcp_tool_is_a_file_tool(ws):
                "tool_input": {"path": os.path.join(ws, "src/b.py"), "content": "y"}}
     out, _ = hook_run(["gemini", "--lease", "w1"], json.dumps(payload).encode(), dict(os.environ))
     assert json.loads(out).get("decision") == "deny"
+
+
+@pytest.mark.parametrize("command", [
+    "PROCTOR_MACHINE=beta proctor ls jobs",
+    "export PROCTOR_MACHINE=beta; proctor doctor",
+    "env PROCTOR_STORE_URL=postgresql://me@elsewhere/empty proctor job exit w1 --stdin",
+    "unset PROCTOR_STORE_URL_FILE && proctor ls jobs",
+    "env -u PROCTOR_STORE_URL python3 -m proctor ls jobs",
+    "PROCTOR_STORE_URL_FILE=/tmp/mine sh -c 'proctor ls jobs'",
+])
+def test_the_store_and_the_machine_are_not_a_leased_sessions_to_change(ws, command):
+    """Another machine's name would judge that machine's checkouts as gone from here (ending its
+    jobs); another store holds none of the lease's rules."""
+    assert denied(bash(ws, command), "lease-store"), command
+
+
+def test_reading_the_machine_name_is_not_changing_it(ws):
+    assert not denied(bash(ws, "echo $PROCTOR_MACHINE; proctor ls jobs"))

@@ -25,7 +25,9 @@ CATCHES = ("`proctor job fork` by a session under a live job that names neither 
            "nor beneath it, or one named through xargs, a variable or a substitution; `proctor job exec` of "
            "another job while its own is in flight (taking a lease is one-way); any proctor command passed "
            "--lease naming another job or --orchestrator (or an option the guard cannot read: a variable or a "
-           "substitution), or run with BAGGAGE changed or unset; `proctor run` with its environment changed "
+           "substitution), or run with BAGGAGE changed or unset; any command with PROCTOR_MACHINE, "
+           "PROCTOR_STORE_URL or PROCTOR_STORE_URL_FILE set, exported or unset (another machine's name "
+           "would judge its checkouts from here); `proctor run` with its environment changed "
            "(an assignment or env before it, an export or unset beside it), which would make the run "
            "evidence of another command; `proctor monitor` (but `monitor wait`, which reads its own job's "
            "follow-ups) without the job's secret in PROCTOR_NONCE (in the session's environment, or assigned "
@@ -50,6 +52,13 @@ def check(ctx) -> list[tuple[str, str]]:
             findings.append(("rule", f"{changed}: a session holding {lease} runs everything as {lease} (any "
                                      f"program can run proctor); the lease in its environment is not the "
                                      f"session's to change"))
+            break
+    for words in _environments(ctx):
+        changed = _store_change(words)
+        if changed:
+            findings.append(("rule", f"{changed}: a session holding {lease} works the store and the machine it was "
+                                     f"given (another machine's name would judge that machine's checkouts from "
+                                     f"here and end their jobs; another store holds none of its rules)"))
             break
     changed_env = _check_environment(ctx)
     if changed_env:
@@ -222,6 +231,26 @@ def _baggage_change(words: list[str], lease: str) -> str | None:
             return f"env {word}"
         if word == "BAGGAGE" and words[0] in ("unset", "export", "declare", "typeset", "local", "readonly"):
             return f"{words[0]} BAGGAGE"
+    return None
+
+
+# What names the store and this machine: not a leased session's to change for any command (any
+# program can run proctor).
+STORE_VARIABLES = ("PROCTOR_MACHINE", "PROCTOR_STORE_URL", "PROCTOR_STORE_URL_FILE")
+
+
+def _store_change(words: list[str]) -> str | None:
+    """What in these words sets, exports or unsets a STORE_VARIABLES name, if anything does."""
+    verb = words[0] if words else ""
+    for index, word in enumerate(words):
+        name = word.split("=", 1)[0]
+        if name in STORE_VARIABLES and ("=" in word or verb in ("unset", "export", "declare", "typeset", "local",
+                                                                 "readonly")):
+            return word[:80] if "=" in word else f"{verb} {word}"
+        if word in ("-u", "--unset") and index + 1 < len(words) and words[index + 1] in STORE_VARIABLES:
+            return f"env {word} {words[index + 1]}"
+        if word.startswith(("-u", "--unset=")) and word.split("=", 1)[-1].lstrip("-u") in STORE_VARIABLES:
+            return f"env {word}"
     return None
 
 
