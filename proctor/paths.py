@@ -385,6 +385,9 @@ def repo_state_dir(checkout: Checkout, create: bool = True) -> str:
             if os.path.isdir(provisional):
                 try:
                     os.replace(provisional, path)
+                    # a PostgreSQL store keys its schema by the same name: it is carried on first open
+                    with open(os.path.join(path, "carried-from"), "w", encoding="ascii") as handle:
+                        handle.write(os.path.basename(provisional))
                 except OSError:
                     pass
         try:

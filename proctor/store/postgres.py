@@ -281,12 +281,30 @@ class PgStore:
 
     def _prepare(self) -> None:
         exists = self.tx.one("SELECT 1 FROM pg_namespace WHERE nspname = ?", (self.schema,))
+        if not exists:
+            exists = self._carry_forward()
         version = self._version() if exists else 0
         if version > SCHEMA_VERSION:
             raise StoreError(f"the store {self.path} has schema version {version}, newer than this proctor "
                              f"understands ({SCHEMA_VERSION}); upgrade proctor (pip install -U proctor)")
         if version < SCHEMA_VERSION:
             self._migrate()
+
+    def _carry_forward(self) -> bool:
+        """A store made before the repository's first commit, keyed by its git directory, takes
+        the root-commit key with the state directory (paths.repo_state_dir leaves carried-from)."""
+        try:
+            with open(os.path.join(self.state_dir, "carried-from"), encoding="ascii") as handle:
+                old = schema_name(handle.read().strip())
+        except OSError:
+            return False
+        with self.write() as tx:
+            if tx.one("SELECT 1 FROM pg_namespace WHERE nspname = ?", (self.schema,)):
+                return True
+            if not tx.one("SELECT 1 FROM pg_namespace WHERE nspname = ?", (old,)):
+                return False
+            tx.execute(f'ALTER SCHEMA "{old}" RENAME TO "{self.schema}"')
+        return True
 
     def _version(self) -> int:
         try:
