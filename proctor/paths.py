@@ -377,6 +377,9 @@ def repo_state_dir(checkout: Checkout, create: bool = True) -> str:
     base = state_base()
     key = repo_key(checkout)
     path = os.path.join(base, key)
+    if not create and not os.path.isdir(path) and not key.startswith("nocommit-") and \
+            os.path.isdir(os.path.join(base, _nocommit_key(checkout.common_dir))):
+        create = True  # a store made before the first commit is carried on its first read after it
     if create and not os.path.isdir(path):
         # A store made before the first commit is carried forward to the root-commit key:
         # the store of this very git dir, not of one removed from the same path before it.

@@ -46,7 +46,7 @@ def test_a_store_moves_to_postgresql_and_back_with_every_row_and_blob(world):
     alpha.env = saved
     before = json.loads(_run(alpha, "ls", "jobs", "-o", "json", env=embedded).out)
 
-    moved = _run(alpha, "store", "migrate", "--to", world.url, "-o", "json", env=embedded)
+    moved = _run(alpha, "store", "migrate", "--to", world.url, "--orchestrator", "-o", "json", env=embedded)
     assert moved.code == 0, moved.err
     counts = moved.json()
     assert counts["tables"]["jobs"] == 2 and counts["tables"]["runs"] == 1 and counts["blobs"] >= 1
@@ -68,10 +68,10 @@ def test_a_store_moves_to_postgresql_and_back_with_every_row_and_blob(world):
     assert filed.code == 0, filed.err
 
     # moving into a store that holds rows is refused, then --replace empties it first
-    again = _run(alpha, "store", "migrate", "--to", world.url, env=embedded)
+    again = _run(alpha, "store", "migrate", "--to", world.url, "--orchestrator", env=embedded)
     assert again.code != 0 and "PRC3058" in again.err and "--replace" in again.err
     # and back: PostgreSQL to the embedded store, c1 and a1's result with it
-    back = _run(alpha, "store", "migrate", "--to", "sqlite:", "--replace", "-o", "json")
+    back = _run(alpha, "store", "migrate", "--to", "sqlite:", "--replace", "--orchestrator", "-o", "json")
     assert back.code == 0, back.err
     assert back.json()["tables"]["jobs"] == 3
     local = {row["id"]: row for row in json.loads(_run(alpha, "ls", "jobs", "-o", "json", env=embedded).out)["jobs"]}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from proctor.cli import emit_json, set_output
-from proctor.cli.options import output_option
+from proctor.cli.options import orchestrated, output_option
 
 
 @click.group()
@@ -20,18 +20,25 @@ def store() -> None:
 @click.option("--from", "from_url", metavar="URL",
               help="The store to copy (default: the one proctor.toml or PROCTOR_STORE_URL selects).")
 @click.option("--replace", is_flag=True, help="Empty the target first when it already holds rows.")
+@orchestrated
 @output_option("text", "json")
-def migrate(to_url: str, from_url: str | None, replace: bool, output: str) -> int:
+def migrate(to_url: str, from_url: str | None, replace: bool, orchestrator: bool, output: str) -> int:
     """Copy this repository's store into another engine, table by table, in one transaction,
     and verify it by a count per table (and of the blobs). The source is left as it was; point
-    [store] url in proctor.toml (or PROCTOR_STORE_URL) at the target afterwards."""
+    [store] url in proctor.toml (or PROCTOR_STORE_URL) at the target afterwards.
+
+    Refused (SERVER_LEASED_CALLER) to a caller that works a job, as server start is."""
     from proctor.errors import STORE_NOT_EMPTY, ProctorError
     from proctor.store import open_store, redact
     from proctor.store.move import move
     from proctor.workspace import Workspace
 
+    from proctor.server import daemon
+
     set_output(output)
     ws = Workspace()
+    daemon.refuse_leased(ws, orchestrator, "move the store",
+                         "a person moves the store every job lives in, from a shell of their own")
     source_url = from_url or ws.store_url or "sqlite:"
     if _same(source_url, to_url):
         raise ProctorError(f"the source and the target are the same store ({redact(to_url)}); name another "

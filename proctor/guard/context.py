@@ -37,6 +37,9 @@ RECORD_WAIT_SECONDS = 0.25  # how long the hook waits for another writer before 
 ACTIVITY_WAIT_SECONDS = 3.0  # ... and for a prompt's, a notification's or a stop's (the session's activity)
 
 
+PG_MARKER = "proctor.pg"  # store/postgres.py leaves it in a state directory whose store it opened
+
+
 def _checkout_with_store(cwd: str):
     """(checkout, state dir) for a call made in `cwd`: the nearest enclosing checkout that has
     a store, and past it the outermost enclosing checkout of the same repository. A repository
@@ -58,7 +61,8 @@ def _checkout_with_store(cwd: str):
         first = first or (probe, state_dir)
         if found is not None and state_dir != found[1]:
             break
-        if os.path.exists(os.path.join(state_dir, "proctor.db")):
+        if os.path.exists(os.path.join(state_dir, "proctor.db")) or \
+                os.path.exists(os.path.join(state_dir, PG_MARKER)):
             found = (probe, state_dir)  # and on outward: a clone made inside a leased tree is the tree's
         parent = os.path.dirname(os.path.abspath(probe.root))
         if parent == probe.root:
@@ -168,14 +172,20 @@ class Context:
         from proctor.store import DatabaseError, configured_url
 
         url = configured_url(self.root)
-        if os.path.exists(db) or (url and not url.startswith("sqlite")):  # a PostgreSQL store has no file here
+        # a PostgreSQL store has no file here: the guard opens it where proctor has opened it (the
+        # marker), and where it cannot tell (a store out of reach) to say so; it never makes one
+        if os.path.exists(db) or (url and not url.startswith("sqlite")):
             from proctor.errors import StoreError
             from proctor.store import open_store
+
+            from proctor.store import NoStore
 
             try:
                 self._store = open_store(self.state_dir, url, busy_seconds=RECORD_WAIT_SECONDS, for_guard=True,
                                          root=self.root)
                 self.conn = self._store.tx
+            except NoStore:
+                pass  # as with no database file: no jobs to judge against, nothing to say
             except StoreError as exc:
                 self.store_problem = str(exc)
                 self.notes.append(f"the store cannot be read ({exc}); judging with no jobs")

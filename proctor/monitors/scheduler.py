@@ -109,7 +109,13 @@ class StoreThread:
 
     async def lead(self, role: str) -> bool:
         """Whether this server holds the repository's `role` (store.lead), asked on this thread."""
-        return await self._call(lambda _fn, _args: self._store().lead(role), None, ())
+        return await self._call(lambda _fn, _args: self._lead(role), None, ())
+
+    def _lead(self, role: str) -> bool:
+        try:
+            return self._store().lead(role)
+        finally:
+            self._drop_if_broken()
 
     async def write(self, fn: Callable, *args):
         return await self._call(self._write, fn, args)
@@ -233,6 +239,7 @@ class Scheduler:
         self.roots: set[int] = set()  # the pids of the commands in flight (not orphans: not ours to reap)
         self._change_token = None
         self.leading: bool | None = None  # set by _spawn_missing, which start runs before any monitor
+        self._took_lead = False  # the tick starts the monitors of a lead taken over from another server
         self._batch_timers: dict[str, asyncio.TimerHandle] = {}
         self._batching: set[str] = set()
         self._removed: set[int] = set()  # never started again by this server
@@ -366,18 +373,31 @@ class Scheduler:
             self.tasks[monitor["id"]] = asyncio.ensure_future(self._monitor_loop(monitor))
             self._spawned[monitor["id"]] = asyncio.get_running_loop().time()
 
+    async def _check_lead(self) -> bool:
+        """Whether this server runs the monitors (store.lead); a server that lost the lead (its
+        connection, and with it the lock, gone) ends its monitors' loops at once, so two servers
+        never run one monitor for longer than a tick."""
+        try:
+            leading = await self.db.lead("monitors")
+        except Exception:
+            leading = False  # a store it cannot ask: it cannot know it leads
+        if leading != self.leading:
+            was, self.leading = self.leading, leading
+            self._took_lead = leading and was is False
+            if not leading:
+                for monitor_id in list(self.tasks):
+                    self._spawned.pop(monitor_id, None)
+                    self.tasks.pop(monitor_id).cancel()  # not `removed`: it runs again if this server leads again
+                _log("proctor: another server on this repository's store runs its monitors; this one stands by "
+                     "and takes over when that one stops" + (" (it had led until now)" if was else ""))
+        return leading
+
     async def _spawn_missing(self) -> None:
         """Every live monitor has its loop (one that died of a bug included); a loop whose
         monitor is deleted in the store goes. On a store several machines share, only the server
         that leads runs monitors; the others ask again on every check and take over when the
         leader's connection ends."""
-        leading = await self.db.lead("monitors")
-        if leading != self.leading:
-            self.leading = leading
-            if not leading:
-                _log("proctor: another server on this repository's store runs its monitors; this one stands by "
-                     "and takes over when that one stops")
-        if not leading:
+        if not await self._check_lead():
             return
         asked = asyncio.get_running_loop().time()
         live = {m["id"]: m for m in await self.db.read(mstore.live)}
@@ -641,6 +661,9 @@ class Scheduler:
                     self.bump()
 
             await self._step("reconcile", look)
+            if await self._check_lead() and self._took_lead:
+                self._took_lead = False
+                await self._step("start monitors", self._spawn_missing)  # a lead just taken over
             if loop.time() - checked >= CHECK_SECONDS:
                 checked = loop.time()
                 await self._step("start monitors", self._spawn_missing)

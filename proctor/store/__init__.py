@@ -44,6 +44,10 @@ class DatabaseError(StoreError):
     constraint); the message is the engine's, translated into what to do."""
 
 
+class NoStore(StoreError):
+    """The repository has no store on this engine yet (the guard never makes one)."""
+
+
 class Tx:
     """A handle on the store for the verbs: a write or read transaction, or (`Store.tx`) the
     store's own autocommit handle. `dialect` is "sqlite" or "postgresql"."""
@@ -139,10 +143,17 @@ def open_store(state_dir: str, url: str | None = None, busy_seconds: float | Non
 
 
 def redact(url: str) -> str:
-    """A URL as it may be shown: its password replaced by ***."""
+    """A URL as it may be shown: its password replaced by ***, wherever it is written (user:pw@,
+    with an @ of its own inside, or ?password=). Too much hidden beats a password shown."""
     import re
 
-    return re.sub(r"(://[^/@:]*:)[^/@]*@", r"\1***@", url)
+    scheme, sep, rest = url.partition("://")
+    if sep:
+        at = rest.rfind("@")
+        if at > 0 and ":" in rest[:at]:
+            rest = rest[:at].split(":", 1)[0] + ":***" + rest[at:]
+        url = scheme + sep + rest
+    return re.sub(r"(?i)([?&](?:ssl)?password=)[^&]*", r"\1***", url)
 
 
 def _busy_seconds() -> float:

@@ -30,6 +30,26 @@ def counts(tx) -> dict[str, int]:
     return {table: int(tx.scalar(f"SELECT COUNT(*) FROM {table}", default=0)) for table in TABLES}
 
 
+def _stamp_machine(tx) -> None:
+    """An embedded store is one machine's, this one's: a path or pid it holds with no machine
+    named is stamped with it, or on a shared store every machine would judge it as its own."""
+    from proctor.paths import machine_id
+    from proctor.store import rows
+
+    here = machine_id()
+    for job in rows.all_jobs(tx):
+        stamped = False
+        for field, has in (("machine", "checkout_root"), ("declared_on", "declared_in"),
+                           ("worker_machine", "worker_pid")):
+            if job.get(has) and not job.get(field):
+                job[field] = here
+                stamped = True
+        if stamped:
+            rows.put(tx, job, job["_root"], job["_depth"])
+    tx.execute("UPDATE runs SET machine = ? WHERE machine IS NULL", (here,))
+    tx.execute("UPDATE monitor_runs SET machine = ? WHERE machine IS NULL", (here,))
+
+
 def move(source, target, replace: bool = False, progress=None) -> dict:
     """Copy `source` into `target` (two open stores); return the counts, verified."""
     from proctor.store import blobs
@@ -66,6 +86,8 @@ def move(source, target, replace: bool = False, progress=None) -> dict:
                 if dst.dialect == "postgresql" and table in GENERATED:
                     dst.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
                                 f"COALESCE((SELECT MAX(id) FROM {table}), 0) + 1, false)")
+            if source.dialect == "sqlite":
+                _stamp_machine(dst)
             moved = 0
             for ref in list(blobs.refs(source)):
                 blobs.put(dst, blobs.get(source, ref))

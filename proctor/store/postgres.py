@@ -30,7 +30,7 @@ import os
 import re
 
 from proctor.errors import StoreError
-from proctor.store import DatabaseError, Tx, _busy_seconds, redact
+from proctor.store import DatabaseError, NoStore, Tx, _busy_seconds, redact
 from proctor.store.schema import MIGRATIONS, SCHEMA_VERSION
 
 CONNECT_SECONDS = 5.0
@@ -246,10 +246,13 @@ class PgStore:
                              f"runs there and this machine may connect (proctor doctor), or unset [store] url in "
                              f"proctor.toml and PROCTOR_STORE_URL for the embedded store") from None
         self.tx = PgTx(self.conn, self)
+        self.for_guard = for_guard
         try:
             self._raw(f'SET search_path TO "{self.schema}"')
             self._raw(f"SET lock_timeout = {int(self.busy_seconds * 1000)}")
             self._prepare()
+            if not for_guard:
+                _mark(state_dir)
         except BaseException:
             with contextlib.suppress(Exception):
                 self.conn.close()
@@ -283,6 +286,10 @@ class PgStore:
         exists = self.tx.one("SELECT 1 FROM pg_namespace WHERE nspname = ?", (self.schema,))
         if not exists:
             exists = self._carry_forward()
+        if not exists and self.for_guard:
+            # the hook records only into a store proctor made: an unrelated repository, or one made
+            # inside a leased tree, gets no schema from a tool call
+            raise NoStore(f"no store for this repository in {self.path}; proctor makes one on its first command")
         version = self._version() if exists else 0
         if version > SCHEMA_VERSION:
             raise StoreError(f"the store {self.path} has schema version {version}, newer than this proctor "
@@ -311,7 +318,7 @@ class PgStore:
             row = self.conn.execute("SELECT value FROM proctor_meta WHERE key = 'schema_version'", ()).fetchone()
         except self.conn.errors:
             return 0
-        return int(row[0]) if row else 0
+        return _version_of(row, self.path)
 
     def schema_version(self) -> int:
         return self._version()
@@ -321,7 +328,7 @@ class PgStore:
             tx.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
             tx.execute('CREATE TABLE IF NOT EXISTS proctor_meta (key TEXT COLLATE "C" PRIMARY KEY, value TEXT NOT NULL)')
             row = tx.one("SELECT value FROM proctor_meta WHERE key = 'schema_version'")
-            version = int(row[0]) if row else 0
+            version = _version_of(row, self.path)
             if version > SCHEMA_VERSION:
                 raise StoreError(f"the store {self.path} has schema version {version}, newer than this proctor "
                                  f"understands ({SCHEMA_VERSION}); upgrade proctor")
@@ -389,6 +396,7 @@ class PgStore:
         when the connection ends): with one store for several machines, one server runs the
         monitors and the others stand by, ready to take over when it goes."""
         if role in self._leading:
+            self.tx.scalar("SELECT 1")  # the lock lives as long as the connection: still there?
             return True
         key = _lock_key(f"{self.schema}:{role}")
         held = self.tx.scalar(f"SELECT pg_try_advisory_lock({key})")
@@ -404,6 +412,26 @@ class PgStore:
     def close(self) -> None:
         with contextlib.suppress(Exception):
             self.conn.close()
+
+
+def _version_of(row, where: str) -> int:
+    if not row:
+        return 0
+    try:
+        return int(row[0])
+    except (TypeError, ValueError):
+        raise StoreError(f"the store {where} records schema version {str(row[0])[:40]!r}, which is no version; "
+                         f"someone wrote proctor_meta by hand: restore it (proctor store migrate from a copy) or "
+                         f"point [store] url at another database") from None
+
+
+def _mark(state_dir: str) -> None:
+    """Leave PG_MARKER (guard/context.py) in the state directory: this repository's store is here."""
+    path = os.path.join(state_dir, "proctor.pg")
+    if not os.path.exists(path):
+        with contextlib.suppress(OSError):
+            os.makedirs(state_dir, mode=0o700, exist_ok=True)
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
 
 
 def _first_line(exc: Exception) -> str:

@@ -6,12 +6,25 @@ SCHEMA_VERSION = 7
 
 
 def _machine_scopes(tx) -> None:
-    """A checkout's binding names its machine (`checkout:<machine>:<path>`). A store from before
-    was one machine's, the one migrating it now."""
+    """Every path and pid a store from before machines holds was recorded by one machine, the one
+    migrating it now: its checkout bindings (`checkout:<machine>:<path>`), its jobs' checkouts and
+    worker pids, its runs. Unstamped, a job would be every machine's to judge gone. (A store made
+    new on PostgreSQL has no such rows; json_set is SQLite's.)"""
     from proctor.paths import machine_id
 
+    here = machine_id()
     tx.execute("UPDATE bindings SET scope = 'checkout:' || ? || ':' || substr(scope, 10), machine = ? "
-               "WHERE scope LIKE 'checkout:/%'", (machine_id(), machine_id()))
+               "WHERE scope LIKE 'checkout:/%'", (here, here))
+    if tx.dialect != "sqlite":
+        return
+    tx.execute("UPDATE jobs SET machine = ?, doc = json_set(doc, '$.machine', ?) WHERE checkout_root IS NOT NULL",
+               (here, here))
+    tx.execute("UPDATE jobs SET doc = json_set(doc, '$.worker_machine', ?) "
+               "WHERE json_extract(doc, '$.worker_pid') IS NOT NULL", (here,))
+    tx.execute("UPDATE jobs SET doc = json_set(doc, '$.declared_on', ?) "
+               "WHERE json_extract(doc, '$.declared_in') IS NOT NULL", (here,))
+    tx.execute("UPDATE runs SET machine = ?", (here,))
+    tx.execute("UPDATE monitor_runs SET machine = ?", (here,))
 
 MIGRATIONS: list[tuple[int, list[str]]] = [
     (

@@ -104,6 +104,10 @@ def check(ctx) -> list[tuple[str, str]]:
             findings.append(("rule", f"proctor {' '.join(argv[:2])}: a session holding {lease} does not run the "
                                      f"guard's hook itself; its host runs it on every call, and a hand-made event "
                                      f"could bind this session or a subagent to another job"))
+        elif argv[:1] == ["store"] and argv[1:2] != ["--help"]:
+            findings.append(("rule", f"proctor {' '.join(argv[:2])}: a session holding {lease} does not move or "
+                                     f"replace the store every job lives in (--replace empties it); a person moves "
+                                     f"a store"))
         elif argv[:2] in (["server", "stop"], ["server", "start"]):
             findings.append(("rule", f"proctor server {argv[1]}: a session holding {lease} does not {argv[1]} the "
                                      f"server every job's monitors run in (one started under a lease would hand "
@@ -242,8 +246,11 @@ STORE_VARIABLES = ("PROCTOR_MACHINE", "PROCTOR_STORE_URL", "PROCTOR_STORE_URL_FI
 def _store_change(words: list[str]) -> str | None:
     """What in these words sets, exports or unsets a STORE_VARIABLES name, if anything does."""
     verb = words[0] if words else ""
+    declares = verb in ("export", "declare", "typeset", "local", "readonly")
     for index, word in enumerate(words):
         name = word.split("=", 1)[0]
+        if declares and index and not word.startswith("-") and ("$" in name or "`" in name):
+            return f"{verb} {word[:60]} (a name the guard cannot read)"
         if name in STORE_VARIABLES and ("=" in word or verb in ("unset", "export", "declare", "typeset", "local",
                                                                  "readonly")):
             return word[:80] if "=" in word else f"{verb} {word}"

@@ -260,9 +260,15 @@ def check(ctx) -> list[tuple[str, str]]:
                  f"does not read it")
             break
     store_places = [(b, w) for b, w in places if w.startswith("proctor's")]
+    remote = _store_url(ctx)
     for argv in ctx.commands():
         name = os.path.basename(argv[0]) if argv else ""
         words = argv[1:]
+        if remote and name != "proctor" and (name in PG_CLIENTS or any(_names_store(w, remote) for w in words)):
+            deny(f"{name} {'connects to PostgreSQL' if name in PG_CLIENTS else 'is handed the store'}, where this "
+                 f"repository's store lives; a session holding {job['id']} changes proctor's records only through "
+                 f"proctor's commands")
+            continue
         if any(_named_by(w, token, ctx.cwd) for w in words):
             deny(f"{' '.join(argv)[:200]} names the server's token; a session holding {job['id']} does not "
                  f"read it")
@@ -292,6 +298,27 @@ def check(ctx) -> list[tuple[str, str]]:
             deny(f"{name} is handed {reaching[0]}, inside proctor's own state or cache; a session holding "
                  f"{job['id']} changes proctor's records only through proctor's commands")
     return findings
+
+
+# PostgreSQL's client programs: on a PostgreSQL store, each reaches the database the jobs live in.
+PG_CLIENTS = frozenset(("psql", "pg_dump", "pg_dumpall", "pg_restore", "createdb", "dropdb", "createuser", "dropuser",
+                        "vacuumdb", "reindexdb", "clusterdb", "pgbench", "pg_basebackup", "pg_recvlogical"))
+
+
+def _store_url(ctx) -> str | None:
+    from proctor.store import configured_url
+
+    url = configured_url(ctx.root)
+    return url if url and not url.startswith("sqlite") else None
+
+
+def _names_store(word: str, url: str) -> bool:
+    """A word that carries the store's URL, or its host and database (a connection string)."""
+    if url in word:
+        return True
+    rest = url.split("?", 1)[0].split("://", 1)[-1]
+    database = rest.split("/", 1)[1] if "/" in rest else ""
+    return bool(database) and ("postgres" in word or "dbname=" in word) and database in word
 
 
 def _quote(word: str) -> str:
