@@ -46,12 +46,15 @@ ENGINE = "postgresql" if os.environ.get("PROCTOR_TEST_STORE") == "postgresql" el
 # A test of the embedded engine itself (it opens the SQLite file, or counts on its locking):
 # it runs on the embedded store in either pass, and .ci/run's PostgreSQL pass deselects it.
 sqlite_store = pytest.mark.sqlite_store
+# A PostgreSQL twin of such a test: it runs on PostgreSQL (a database of its own) in either pass.
+postgresql_store = pytest.mark.postgresql_store
 
 
 @pytest.fixture(autouse=True)
 def isolated_state(tmp_path, monkeypatch, request):
     database = cluster = None
-    if ENGINE == "postgresql" and request.node.get_closest_marker("sqlite_store") is None:
+    marked = request.node.get_closest_marker
+    if (ENGINE == "postgresql" and marked("sqlite_store") is None) or marked("postgresql_store") is not None:
         import re
 
         from tests.pgcluster import require_cluster

@@ -23,11 +23,9 @@ import urllib.request
 
 import pytest
 
-from tests.conftest import ENGINE
 from tests.test_server import Server, cli, served, wait_for  # noqa: F401  (the fixture)
 
-on_postgresql = pytest.mark.skipif(ENGINE != "postgresql", reason="the PostgreSQL twin of a test of the embedded "
-                                   "store; it runs in the PostgreSQL pass (PROCTOR_TEST_STORE=postgresql)")
+on_postgresql = pytest.mark.postgresql_store  # a twin of a test of the embedded store (conftest)
 
 
 def _rss_peak_kib(pid: int) -> int:

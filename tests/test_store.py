@@ -125,8 +125,7 @@ def test_locked_by_sqlite_writer(repo, proctor, monkeypatch):
     assert [r["id"] for r in proctor("ls", "jobs", "-o", "json").json()["jobs"]] == ["j"]
 
 
-@pytest.mark.skipif(ENGINE != "postgresql", reason="the PostgreSQL twin of test_locked_by_sqlite_writer; it runs "
-                    "in the PostgreSQL pass (PROCTOR_TEST_STORE=postgresql)")
+@pytest.mark.postgresql_store  # the twin of test_locked_by_sqlite_writer
 def test_locked_by_a_postgresql_writer(repo, proctor, monkeypatch):
     """The repository's advisory lock, which every write transaction takes, held in a
     transaction another connection keeps open."""
