@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from tests.conftest import ENGINE, git, make_repo
+from tests.conftest import git, make_repo
 from proctor.paths import find_checkout, repo_state_dir
 from proctor.store.schema import SCHEMA_VERSION
 
