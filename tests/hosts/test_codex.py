@@ -201,10 +201,17 @@ def test_executor_argv_sandbox_and_resume(tmp_path, monkeypatch):
     monkeypatch.chdir(repo)
     # this repository's state and cache only, not the bases every repository's store lives under
     roots = json.dumps([str(tmp_path / "state" / key), str(tmp_path / "cache" / "proctor" / key)]).replace(", ", ",")
+    monkeypatch.setenv("PROCTOR_STORE_URL", "sqlite:")  # the embedded store (as proctor work pins it)
     first = codex.argv(worker, "lease: j\ndo it", lease="j")
     assert first == ["codex", "exec", "--json", "-c", 'sandbox_mode="workspace-write"',
                      "-c", f"sandbox_workspace_write.writable_roots={roots}", "-c", "allow_login_shell=false",
                      *codex.hook_overrides("j"), "-m", "gpt-5.5", "lease: j\ndo it"]
+    # on a PostgreSQL store the sandbox's network is opened: the worker's proctor commands reach it
+    monkeypatch.setenv("PROCTOR_STORE_URL", "postgresql://db.internal/proctor")
+    networked = codex.argv(worker, "lease: j\ndo it", lease="j")
+    assert networked[:9] == first[:9] and networked[9:11] == ["-c", "sandbox_workspace_write.network_access=true"]
+    assert networked[11:] == first[9:]
+    monkeypatch.setenv("PROCTOR_STORE_URL", "sqlite:")
     resumed = codex.argv(worker, "follow-up", resume="01a2-id", lease="j")
     assert resumed[:3] == ["codex", "exec", "resume"] and resumed[-2:] == ["01a2-id", "follow-up"]
     assert "features.hooks=true" in resumed  # the guard comes with a resume too

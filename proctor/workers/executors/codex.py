@@ -87,6 +87,15 @@ def hook_overrides(lease: str | None = None) -> list[str]:
     return out + ["-c", "hooks.state={" + ",".join(states) + "}"]
 
 
+def _store_is_remote() -> bool:
+    """The runner's store is PostgreSQL (work.py pins PROCTOR_STORE_URL while it runs)."""
+    import os
+
+    from proctor.store import URL_ENV, is_postgres
+
+    return is_postgres(os.environ.get(URL_ENV))
+
+
 def argv(worker, prompt: str, resume: str | None = None, lease: str | None = None) -> list[str]:
     base = list(worker.command) if worker.command else ["codex"]
     out = base + ["exec"]
@@ -100,6 +109,10 @@ def argv(worker, prompt: str, resume: str | None = None, lease: str | None = Non
                 # commands run in the worker's environment: a login shell's profile resets PATH,
                 # and `proctor` (say, in a virtualenv) is then not found
                 "-c", "allow_login_shell=false"]
+        if _store_is_remote():
+            # its sandbox blocks every socket, the store's too: on a PostgreSQL store the worker's own
+            # proctor commands (run, job exit) reach it only with the sandbox's network opened
+            out += ["-c", "sandbox_workspace_write.network_access=true"]
     out += hook_overrides(lease)  # the guard, whatever the checkout wires or the person trusted
     if worker.model:
         out += ["-m", worker.model]
