@@ -210,7 +210,7 @@ def test_executor_argv_sandbox_and_resume(tmp_path, monkeypatch):
     monkeypatch.setenv("PROCTOR_STORE_URL", "postgresql://db.internal/proctor")
     networked = codex.argv(worker, "lease: j\ndo it", lease="j")
     assert networked[:9] == first[:9] and networked[9:11] == ["-c", "sandbox_workspace_write.network_access=true"]
-    assert networked[11:] == first[9:]
+    assert networked[11:] == [*codex.hook_overrides("j"), "-m", "gpt-5.5", "lease: j\ndo it"]
     monkeypatch.setenv("PROCTOR_STORE_URL", "sqlite:")
     resumed = codex.argv(worker, "follow-up", resume="01a2-id", lease="j")
     assert resumed[:3] == ["codex", "exec", "resume"] and resumed[-2:] == ["01a2-id", "follow-up"]
