@@ -302,8 +302,15 @@ def test_p1_a_store_of_the_previous_schema_is_migrated_and_the_followup_handed_o
             for statement in statements:
                 conn.execute(statement)
     conn.execute("PRAGMA user_version=5")
-    for job in jobs:
-        rows.put(conn, job, job["_root"], job["_depth"])
+    for job in jobs:  # the rows as a schema-5 proctor wrote them (no machine column then)
+        doc = {k: v for k, v in job.items() if not k.startswith("_")}
+        conn.execute("INSERT INTO jobs (id, parent, root, depth, state, live, holder, checkout_root, declared_in, "
+                     "created, updated, doc) VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?)",
+                     (doc["id"], doc.get("parent"), job["_root"], job["_depth"], doc["state"],
+                      doc.get("holder", "session"), doc.get("checkout_root"), doc.get("declared_in"),
+                      doc["created"], doc["updated"], json.dumps(doc, sort_keys=True, separators=(",", ":"))))
+        conn.executemany("INSERT INTO job_paths (job, spelling, key) VALUES (?, ?, ?)",
+                         [(doc["id"], c.spelling, c.key) for c in rows.claims(doc)])
     conn.execute("INSERT INTO monitors (job, command, interval, description, cwd, created, created_by) "
                  "VALUES ('feat', 'echo', 60, 'ci watcher', ?, '2026-01-01T00:00:00Z', 'test')", (ws,))
     conn.execute("INSERT INTO followups (job, created, text, events) VALUES ('feat', '2026-01-01T00:00:00Z', ?, 1)",
