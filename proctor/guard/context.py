@@ -745,5 +745,5 @@ class Context:
         return self.notes
 
     def close(self) -> None:
-        if self._store is not None and self._store.conn is not None:
+        if self._store is not None:
             self._store.close()
