@@ -337,34 +337,28 @@ def parse(raw_bytes: bytes, path: str, exists: bool = True) -> Config:
     return config
 
 
+def _keyed_table(data: dict, section: str, fallback: str, config: Config) -> dict:
+    """A section whose keys are all in KEYS: the table, its unknown keys reported (a section that
+    is no table is reported, and read as empty)."""
+    table = data.get(section, {})
+    if not isinstance(table, dict):
+        config.problems.append(f"{CONFIG_NAME}: {section} must be a table ([{section}]); {fallback}")
+        return {}
+    for name in table:
+        if f"{section}.{name}" not in KEYS:
+            config.problems.append(f"{CONFIG_NAME}: unknown key {name} in [{section}]; ignored")
+    return table
+
+
 def _apply(data: dict, config: Config) -> None:
     source = CONFIG_NAME
     for section in data:
         if section in ("jobs", "targets", "guard", "workers", "board", "monitors", "store") or section in RESERVED_SECTIONS:
             continue
         config.problems.append(f"{CONFIG_NAME}: unknown section [{section}]; ignored")
-    jobs = data.get("jobs", {})
-    if not isinstance(jobs, dict):
-        config.problems.append(f"{CONFIG_NAME}: jobs must be a table ([jobs]); every [jobs] default is kept")
-        jobs = {}
-    for name in jobs:
-        if f"jobs.{name}" not in KEYS:
-            config.problems.append(f"{CONFIG_NAME}: unknown key {name} in [jobs]; ignored")
-    monitors = data.get("monitors", {})
-    if not isinstance(monitors, dict):
-        config.problems.append(f"{CONFIG_NAME}: monitors must be a table ([monitors]); every [monitors] default "
-                               f"is kept")
-        monitors = {}
-    for name in monitors:
-        if f"monitors.{name}" not in KEYS:
-            config.problems.append(f"{CONFIG_NAME}: unknown key {name} in [monitors]; ignored")
-    store = data.get("store", {})
-    if not isinstance(store, dict):
-        config.problems.append(f"{CONFIG_NAME}: store must be a table ([store]); the embedded store is used")
-        store = {}
-    for name in store:
-        if f"store.{name}" not in KEYS:
-            config.problems.append(f"{CONFIG_NAME}: unknown key {name} in [store]; ignored")
+    jobs = _keyed_table(data, "jobs", "every [jobs] default is kept", config)
+    monitors = _keyed_table(data, "monitors", "every [monitors] default is kept", config)
+    store = _keyed_table(data, "store", "the embedded store is used", config)
     tables = {"jobs": jobs, "monitors": monitors, "store": store}
     for key in KEYS.values():
         section, name = key.name.split(".", 1)
