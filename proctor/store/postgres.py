@@ -111,7 +111,7 @@ class _PsycopgConn:
         self.notified = 0
 
     def execute(self, sql: str, params):
-        cursor = self.conn.execute(sql, params or None)
+        cursor = self.conn.execute(sql, params)  # a tuple, empty too: the %% placeholders() doubled are read
         # a statement that returns no rows reads as none, as sqlite3's cursor reads it
         return cursor if cursor.description is not None else _NoRows(cursor.rowcount)
 
