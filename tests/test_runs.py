@@ -121,8 +121,9 @@ def test_unknown_target_and_refs(targets_repo, proctor):
 def test_missing_blob_is_reported(targets_repo, proctor):
     run = proctor("run", "hello", "-o", "json").json()
     from proctor.paths import find_checkout, repo_state_dir
-    digest = run["output_ref"].split(":")[1]
-    os.remove(os.path.join(repo_state_dir(find_checkout(targets_repo)), "blobs", digest[:2], digest[2:]))
+    from tests.store_oracle import remove_blob
+
+    remove_blob(repo_state_dir(find_checkout(targets_repo)), run["output_ref"])
     gone = proctor("query", "output", run["output_ref"])
     assert gone.code == 2 and "missing" in gone.err
 

@@ -306,8 +306,8 @@ def _ready(root: str, text: str = "Follow-up from the monitors of job feat (1 ev
     store = Store(repo_state_dir(find_checkout(root)))
     try:
         with store.write() as conn:
-            return int(conn.execute("INSERT INTO followups (job, created, text, events) VALUES (?, ?, ?, 1)",
-                                    ("feat", iso(now()), text)).lastrowid)
+            return conn.insert("INSERT INTO followups (job, created, text, events) VALUES (?, ?, ?, 1)",
+                               ("feat", iso(now()), text))
     finally:
         store.close()
 

@@ -55,6 +55,7 @@ import os
 import re
 import shutil
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -389,10 +390,20 @@ def landed_by_proctor(ws: Workspace, old: str | None, new: str | None) -> list[s
     if git.run(ws.root, "merge-base", "--is-ancestor", old, new, check=False).returncode != 0:
         return None
     between = git.run(ws.root, "rev-list", f"{old}..{new}", check=False).stdout.decode().split()
-    with ws.store.read() as conn:
-        landed = {(e["data"] or {}).get("commit") for e in trail.events(conn, kind="job_commit")}
-    if not between or not all(c in landed for c in between):
+
+    def landed() -> set:
+        with ws.store.read() as conn:
+            return {(e["data"] or {}).get("commit") for kind in ("job_landed", "job_commit")
+                    for e in trail.events(conn, kind=kind)}
+
+    if not between:
         return None
+    if not all(c in landed() for c in between):
+        if getattr(_LANDING, "held", None) is not None:
+            return None  # this process is the one landing: nothing beside it to wait for
+        with _landing_lock(ws):  # a landing beside this one records its commit before it lets go
+            if not all(c in landed() for c in between):
+                return None
     for sha in between:  # a commit proctor made carries no trailer, whatever a record says
         message = git.run(ws.root, "log", "-1", "--format=%B", sha, check=False).stdout
         if git.run(ws.root, "interpret-trailers", "--parse", check=False, input=message).stdout.strip():
@@ -668,8 +679,13 @@ def _run_step(ws: Workspace, job: dict, rungs: list[Worker], notify, dog) -> Job
                     with ws.store.read() as conn:
                         current = rows.get(conn, job_id)
                     try:
-                        # commit first: a job is recorded pass only once what passed is committed
-                        outcome.commit = _land(ws, worktree, current, graded, gates, attempt, status, start, dog)
+                        # commit first: a job is recorded pass only once what passed is committed; the
+                        # landing is on the trail before the lock goes, so a runner beside this one
+                        # never takes proctor's commit for its worker's (landed_by_proctor)
+                        with _landing_lock(ws):
+                            outcome.commit = _land(ws, worktree, current, graded, gates, attempt, status, start,
+                                                   dog)
+                            _note_landed(ws, job_id, outcome.commit)
                     except errors.ProctorError as exc:
                         # not the worker's doing: the job goes back to declared for a later run
                         notify("landing", {"job": job_id, "reason": exc.message})
@@ -1092,6 +1108,41 @@ def _committed_differs(root: str, sha: str, graded: dict[str, tuple[str, str] | 
 def _note_unlanded(ws: Workspace, job_id: str, number: int, reason: str) -> None:
     with ws.store.write() as conn:
         trail.append(conn, ws.state_dir, "job_unlanded", ACTOR, job_id, {"attempt": number, "reason": reason})
+
+
+@contextlib.contextmanager
+def _landing_lock(ws: Workspace, wait: float = 60.0):
+    """One landing at a time in this repository on this machine, held from the commit until the
+    trail records it (flock on <state>/landing.lock); False when it was not had within `wait`."""
+    fd = os.open(os.path.join(ws.state_dir, "landing.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                held = True
+                break
+            except OSError:
+                if time.monotonic() >= deadline:
+                    held = False
+                    break
+                time.sleep(0.05)
+        _LANDING.held = held
+        try:
+            yield held
+        finally:
+            _LANDING.held = None
+    finally:
+        os.close(fd)
+
+
+_LANDING = threading.local()  # this thread is inside _landing_lock (it never waits for itself)
+
+
+def _note_landed(ws: Workspace, job_id: str, sha: str | None) -> None:
+    if sha:
+        with ws.store.write() as conn:
+            trail.append(conn, ws.state_dir, "job_landed", ACTOR, job_id, {"commit": sha})
 
 
 def _note_commit(ws: Workspace, job_id: str, sha: str | None) -> None:
