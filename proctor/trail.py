@@ -19,31 +19,6 @@ INLINE_LIMIT = 4096
 REF_PREFIX = blobs.REF_PREFIX
 
 
-# The names blobs had here, kept for the callers outside the job store; `where` is the store,
-# a Tx on it, or (the embedded store only) its state directory.
-
-def blob_dir(state_dir: str) -> str:
-    return blobs.directory(state_dir)
-
-
-def blob_path(where, ref: str) -> str:
-    """The file an embedded store keeps blob `ref` in. A PostgreSQL store keeps blobs in its
-    table: read those with store.blobs.reader."""
-    found = blobs.file_path(where, ref)
-    if found is None:
-        from proctor.errors import ProctorError
-
-        raise ProctorError(f"blob {ref} is kept in the store's table, not in a file; read it with proctor query output")
-    return found
-
-
-put_blob = blobs.put
-BlobWriter = blobs.Writer
-adopt_blob = blobs.adopt
-has_blob = blobs.has
-get_blob = blobs.get
-
-
 def _blob_home(conn, state_dir: str | None):
     """Where `append` keeps a payload: the state directory given, on the embedded store (as it
     always has), else the store `conn` is open on."""
