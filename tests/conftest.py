@@ -48,6 +48,10 @@ ENGINE = "postgresql" if os.environ.get("PROCTOR_TEST_STORE") == "postgresql" el
 sqlite_store = pytest.mark.sqlite_store
 # A PostgreSQL twin of such a test: it runs on PostgreSQL (a database of its own) in either pass.
 postgresql_store = pytest.mark.postgresql_store
+# Tests that use a machine-wide resource other tests would see (the claude worker slots under
+# /tmp/proctor-slots-<uid>): under pytest-xdist (`-n N --dist loadgroup`) they run one after
+# another on one worker.
+machine_slots = pytest.mark.xdist_group("machine-slots")
 
 
 @pytest.fixture(autouse=True)
@@ -72,7 +76,10 @@ def isolated_state(tmp_path, monkeypatch, request):
     monkeypatch.setenv("GIT_AUTHOR_NAME", "t")
     monkeypatch.setenv("GIT_AUTHOR_EMAIL", "t@example.invalid")
     monkeypatch.setenv("GIT_COMMITTER_NAME", "t")
-    monkeypatch.setenv("GIT_COMMITTER_EMAIL", "t@example.invalid")
+    # a committer of its own per test: two tests that make the same repository in the same second
+    # (parallel workers) get different root commits, so the repository keys proctor derives from
+    # them (its worktrees under /tmp/proctor-work-<uid>/<key>/) never meet
+    monkeypatch.setenv("GIT_COMMITTER_EMAIL", f"t.{os.urandom(4).hex()}@example.invalid")
     yield
     if database:
         cluster.drop_database(database)

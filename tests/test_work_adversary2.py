@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from tests.conftest import git, make_repo
+from tests.conftest import git, machine_slots, make_repo
 from tests.conftest import needs_shared_fixtures as needs_fixtures
 from tests.test_work import STANDIN, standin_env
 from proctor import api
@@ -646,6 +646,7 @@ def slot_config(slots: int = 1) -> str:
     return config(idle="1", workers=f'\n[workers.one]\nexecutor = "claude"\ncommand = {standin}\nslots = {slots}\n')
 
 
+@machine_slots
 @pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL])
 def test_proctor_stopped_while_it_waits_for_a_slot(repo, tmp_path, how):
     """x holds the only claude slot; y waits for it and is stopped (or killed) meanwhile: y exits,
@@ -677,6 +678,7 @@ def test_proctor_stopped_while_it_waits_for_a_slot(repo, tmp_path, how):
         drop_worktrees(root)
 
 
+@machine_slots
 def test_slots_bound_workers_on_the_machine_whatever_the_state_directory(repo, tmp_path, monkeypatch):
     """Two repositories, each worked with `slots = 1` for its claude worker, one of them with
     PROCTOR_STATE_DIR set elsewhere (the documented override): the slot lock files live under

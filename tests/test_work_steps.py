@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from tests.conftest import git, make_repo
+from tests.conftest import git, machine_slots, make_repo
 from tests.test_work import CLAUDE, STANDIN, standin_env
 from tests.conftest import needs_shared_fixtures as needs_fixtures
 from proctor import api
@@ -390,6 +390,7 @@ def api_attempts(root: str) -> list[dict]:
         return attempts_of(ws, "feat")
 
 
+@machine_slots
 def test_slots_bound_the_workers_of_one_cli_on_the_machine(repo, tmp_path):
     standin = json.dumps([sys.executable, STANDIN])
     root = repo(config(workers=f'\n[workers.one]\nexecutor = "claude"\ncommand = {standin}\nslots = 1\n'))

@@ -167,6 +167,11 @@ def _peer_refusal(state: State, client) -> str | None:
             why = daemon.lineage(conn, pid, state.state_dir, os.getpid())
             if why:
                 return why
+            # lineage reads a process that ended (or lies unreaped, its environment gone) as one
+            # that claims nothing: a caller that hung up right after sending must not pass so
+            if not daemon.alive(pid):
+                return (f"process {pid} ended before the server could see whom it works for; the token is "
+                        f"served only to a process it can see is not working a job")
     return None
 
 

@@ -327,6 +327,15 @@ def _proc(pid: int, name: str) -> bytes | None:
         return None
 
 
+def alive(pid: int) -> bool:
+    """Whether process `pid` still runs: there, and neither a zombie nor dead."""
+    stat = _proc(pid, "stat")
+    if stat is None:
+        return False
+    fields = stat[stat.rfind(b")") + 2:].split()
+    return bool(fields) and fields[0] not in (b"Z", b"X", b"x")
+
+
 def _claims(environ: bytes | None) -> tuple[list[str], list[str]]:
     """(jobs BAGGAGE's proctor.lease names, secrets PROCTOR_NONCE holds) in an environment."""
     from proctor.jobs.lease import BAGGAGE_KEY, parse_baggage
