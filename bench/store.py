@@ -13,7 +13,9 @@ own database), interleaved so that machine load falls on every engine alike:
 4. write latency under 16 and 32 (BENCH_WRITERS) concurrent writer processes, each doing BENCH_WRITES
    read-modify-write transactions of one shared job row (a counter in its doc), over
    BENCH_ROUNDS rounds: p50, p99, throughput, and a lost-update check (the counter must equal
-   the transactions that committed). Aim: PostgreSQL p99 < 60 ms at 32 writers.
+   the transactions that committed). Aim: PostgreSQL p99 < 60 ms at 32 writers. Beside them,
+   the floor: as many processes using psycopg alone, the same lock and statements on a one-row
+   table, so the figure reads against what the driver, the server and the machine allow.
 
 Every figure is from real processes. proctor runs from a snapshot of this checkout's proctor/
 copied, at the start, into a scratch venv (`python -I -m proctor`, non-editable; its
@@ -91,8 +93,50 @@ def writer(job_id: str, count: int) -> None:
     sys.stdout.write(json.dumps({"lat": latencies, "errors": errors, "first": first, "last": last}) + "\n")
 
 
+def bare_writer(count: int) -> None:
+    """The floor: psycopg alone, no proctor. The same shape as `writer` (a repository-wide
+    advisory lock, read the row, write it back, NOTIFY, COMMIT) on a one-row table of its own,
+    so the figure is what the driver, the server and this machine allow at this many writers."""
+    import psycopg
+
+    conn = psycopg.connect(os.environ["PROCTOR_STORE_URL"], autocommit=True)
+    conn.execute("SELECT doc FROM bench_floor WHERE id = 'x'").fetchone()
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+    sys.stdin.readline()
+    latencies, errors = [], []
+    first = time.monotonic()
+    for _ in range(count):
+        start = time.monotonic()
+        try:
+            conn.execute("BEGIN; SELECT pg_advisory_xact_lock(4242)")
+            doc = json.loads(conn.execute("SELECT doc FROM bench_floor WHERE id = %s", ("x",)).fetchone()[0])
+            doc["bench_counter"] = int(doc.get("bench_counter") or 0) + 1
+            conn.execute("UPDATE bench_floor SET doc = %s WHERE id = %s", (json.dumps(doc), "x"))
+            conn.execute('NOTIFY "bench_floor"; COMMIT')
+        except Exception as exc:
+            errors.append(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+            conn.execute("ROLLBACK")
+            continue
+        latencies.append(time.monotonic() - start)
+    last = time.monotonic()
+    conn.close()
+    sys.stdout.write(json.dumps({"lat": latencies, "errors": errors, "first": first, "last": last}) + "\n")
+
+
 def counter(job_id: str, action: str) -> None:
-    """Reset the job's counter to 0 (`reset`) or print it (`read`)."""
+    """Reset the job's counter to 0 (`reset`) or print it (`read`); job `-` is the bare
+    writers' row."""
+    if job_id == "-":
+        import psycopg
+
+        with psycopg.connect(os.environ["PROCTOR_STORE_URL"], autocommit=True) as conn:
+            if action == "reset":
+                conn.execute("CREATE TABLE IF NOT EXISTS bench_floor (id text PRIMARY KEY, doc text)")
+                conn.execute("INSERT INTO bench_floor VALUES ('x', '{\"bench_counter\": 0}') "
+                             "ON CONFLICT (id) DO UPDATE SET doc = excluded.doc")
+            print(json.loads(conn.execute("SELECT doc FROM bench_floor WHERE id = 'x'").fetchone()[0])["bench_counter"])
+        return
     from proctor.store import rows
     from proctor.workspace import Workspace
 
@@ -195,16 +239,19 @@ def timed(argv, engine: Engine, data: bytes | None = None) -> float:
     return time.perf_counter() - start
 
 
-def writer_batch(python: str, engine: Engine, count: int) -> dict:
-    """`count` writer processes at once on `engine`; their latencies, errors, span and the
-    counter before and after."""
+def writer_batch(python: str, engine: Engine, count: int, bare: bool = False) -> dict:
+    """`count` writer processes at once on `engine` (the bare psycopg ones with `bare`); their
+    latencies, errors, span and the counter before and after."""
     me = os.path.abspath(__file__)
-    before = int(run_checked([python, "-I", me, "--counter", COUNTER_JOB, "reset"], engine,
+    row = "-" if bare else COUNTER_JOB
+    before = int(run_checked([python, "-I", me, "--counter", row, "reset"], engine,
                              capture=True).stdout)
     procs = []
     try:
         for _ in range(count):
-            procs.append(subprocess.Popen([python, "-I", me, "--writer", COUNTER_JOB, str(WRITES)],
+            argv = [python, "-I", me, "--bare-writer", str(WRITES)] if bare else \
+                [python, "-I", me, "--writer", COUNTER_JOB, str(WRITES)]
+            procs.append(subprocess.Popen(argv,
                                           cwd=engine.root, env=engine.env, stdin=subprocess.PIPE,
                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE))
         for proc in procs:
@@ -228,7 +275,7 @@ def writer_batch(python: str, engine: Engine, count: int) -> dict:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-    after = int(run_checked([python, "-I", me, "--counter", COUNTER_JOB, "read"], engine, capture=True).stdout)
+    after = int(run_checked([python, "-I", me, "--counter", row, "read"], engine, capture=True).stdout)
     return {"lat": [x for r in results for x in r["lat"]], "errors": [e for r in results for e in r["errors"]],
             "span": max(r["last"] for r in results) - min(r["first"] for r in results),
             "before": before, "after": after}
@@ -356,6 +403,13 @@ def main() -> None:
                         batches.setdefault((engine.name, count), []).append(writer_batch(python, engine, count))
                     except RuntimeError as exc:
                         engine.errors[key] = str(exc)
+                if pgs and f"bare {count}" not in pgs[0].errors:
+                    print(f"writers: round {round_ + 1}/{ROUNDS}, {count} bare psycopg on {pgs[0].name} ...",
+                          file=sys.stderr)
+                    try:
+                        batches.setdefault(("bare", count), []).append(writer_batch(python, pgs[0], count, bare=True))
+                    except RuntimeError as exc:
+                        pgs[0].errors[f"bare {count}"] = str(exc)
 
         # -- the table ---------------------------------------------------------------------------------
         names = [e.name for e in engines]
@@ -425,7 +479,19 @@ def main() -> None:
             print(line)
         for count in WRITERS:
             print(f"{f'{count} writers: lost-update check':<{width}}" + "  ".join(
-                f"{n}: {lost.get((n, count), 'ERROR')}" for n in names))
+                f"{n}: {lost.get((n, count), 'ERROR')}" for n in names + ["bare"] if (n, count) in lost or n != "bare"))
+        if pgs:
+            print(f"\nthe floor: {pgs[0].name} with psycopg alone (no proctor), the same lock and statements, "
+                  f"the same number of writer processes, measured between proctor's batches:")
+            for count in WRITERS:
+                p50, p99 = figures.get(("bare", f"w{count} p50")), figures.get(("bare", f"w{count} p99"))
+                ours = figures.get((pgs[0].name, f"w{count} p99"))
+                if p50 is None or p99 is None:
+                    print(f"  {count} writers: not measured")
+                    continue
+                ratio = f"; proctor's p99 is {ours / p99:.2f}x the floor's" if ours else ""
+                print(f"  {count} writers: p50 {p50:.1f} ms, p99 {p99:.1f} ms, "
+                      f"{figures[('bare', f'w{count} tx/s')]:.0f} tx/s{ratio}")
         for measure, label in (("python -I -S -c pass", "python -I -S -c pass (baseline)"),
                                ("import psycopg", "python -I -c 'import psycopg'")):
             value = figures.get(("sqlite", measure))
@@ -468,6 +534,8 @@ def main() -> None:
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--writer"]:
         writer(sys.argv[2], int(sys.argv[3]))
+    elif sys.argv[1:2] == ["--bare-writer"]:
+        bare_writer(int(sys.argv[2]))
     elif sys.argv[1:2] == ["--counter"]:
         counter(sys.argv[2], sys.argv[3])
     else:
