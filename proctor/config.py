@@ -21,7 +21,7 @@ CONFIG_NAME = "proctor.toml"
 DEFAULT_TARGET_TIMEOUT = 3600.0
 
 # Sections later capabilities read; their keys are not judged by this version.
-RESERVED_SECTIONS = ("sandbox",)
+RESERVED_SECTIONS: tuple[str, ...] = ()
 # [monitors] keep: how long monitor events, runs and follow-ups are kept (monitors/retention.py)
 MONITORS_KEEP_RANGE = (3600.0, 3650 * 86400.0)
 MONITORS_KEEP_DEFAULT = 7 * 86400.0
@@ -117,6 +117,19 @@ class Config:
     @property
     def gate(self) -> str:
         return self.settings["jobs.gate"].value
+
+
+def _sandbox_mode(value: Any) -> str:
+    """[sandbox] mode: off, landlock or auto."""
+    if value not in ("off", "landlock", "auto"):
+        raise ValueError(f"expected \"off\", \"landlock\" or \"auto\", got {_describe(value)}")
+    return value
+
+
+def _boolean(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"expected true or false, got {_describe(value)}")
+    return value
 
 
 def _store_url(value: Any) -> str | None:
@@ -284,6 +297,14 @@ KEYS: dict[str, Key] = {
             "how long monitor events, runs and follow-ups are kept (1h to 3650d)"),
         Key("monitors.max_waiting", _max_waiting, 10, str,
             "undelivered follow-ups a job may have; the oldest past it are dropped, and said so (1 to 1000)"),
+        # Off by default: under a child job's lease it narrows what every check may write, and a
+        # build that writes its output into the checkout (cargo's target/, a coverage file) stops
+        # working until its output goes to the cache or a write path; a repository opts in.
+        Key("sandbox.mode", _sandbox_mode, "off", str,
+            "off, landlock or auto: runs under a child job's lease may write only its write paths "
+            "(Landlock; auto = where the kernel offers it)"),
+        Key("sandbox.workers", _boolean, False, lambda v: "true" if v else "false",
+            "true: proctor work starts each worker CLI inside its job's write grant too"),
         Key("store.url", _store_url, None, _show_store_url,
             "postgresql://user@host/db: one store for agents on several machines (PROCTOR_STORE_URL wins); "
             "unset = the embedded SQLite store"),
@@ -353,13 +374,15 @@ def _keyed_table(data: dict, section: str, fallback: str, config: Config) -> dic
 def _apply(data: dict, config: Config) -> None:
     source = CONFIG_NAME
     for section in data:
-        if section in ("jobs", "targets", "guard", "workers", "board", "monitors", "store") or section in RESERVED_SECTIONS:
+        if section in ("jobs", "targets", "guard", "workers", "board", "monitors", "store", "sandbox") or \
+                section in RESERVED_SECTIONS:
             continue
         config.problems.append(f"{CONFIG_NAME}: unknown section [{section}]; ignored")
     jobs = _keyed_table(data, "jobs", "every [jobs] default is kept", config)
     monitors = _keyed_table(data, "monitors", "every [monitors] default is kept", config)
     store = _keyed_table(data, "store", "the embedded store is used", config)
-    tables = {"jobs": jobs, "monitors": monitors, "store": store}
+    sandbox = _keyed_table(data, "sandbox", "the sandbox stays off", config)
+    tables = {"jobs": jobs, "monitors": monitors, "store": store, "sandbox": sandbox}
     for key in KEYS.values():
         section, name = key.name.split(".", 1)
         table = tables.get(section, {})
@@ -682,4 +705,12 @@ gate = "ci"
 # copies the embedded store there first).
 # [store]
 # url = "postgresql://proctor@db.internal/proctor"
+
+# The sandbox (Linux Landlock): a run under a child job's lease may write only the job's
+# write paths inside the checkout, the cache and a private TMPDIR; outside the checkout
+# nothing changes. auto = where the kernel offers it; landlock = refuse to run without it.
+# workers = true starts each `proctor work` worker CLI inside its job's grant as well.
+# [sandbox]
+# mode = "auto"
+# workers = false
 """

@@ -42,6 +42,8 @@ CHECKPOINT_TAKES_NO_PATH = "PRC3055"
 STORE_NOT_EMPTY = "PRC3058"  # store migrate into a store that already holds rows
 STORE_MOVE_MISMATCH = "PRC3059"  # store migrate counted a table differently on the two sides
 CHECKOUT_ELSEWHERE = "PRC3060"  # a job's checkout is on another machine than the caller's
+SANDBOX_UNAVAILABLE = "PRC3061"  # [sandbox] mode = "landlock" on a kernel that offers none
+SANDBOX_FAILED = "PRC3062"  # the sandbox could not be built for a run that must have it
 
 EXIT_OK = 0
 EXIT_STATUS = 1

@@ -37,6 +37,7 @@ class Finished:
     exit_code: int | None  # None when proctor had to kill it
     timed_out: bool
     pipe_held: bool  # a descendant held the output open after the child exited
+    pid: int | None = None  # the child's (/bin/sh's) pid
 
 
 def _pidfd(pid: int) -> int | None:
@@ -262,11 +263,12 @@ def _signal(pid: int, signum: int) -> None:
         pass
 
 def run_shell(command: str, cwd: str, timeout: float | None, sink: Callable[[bytes], None],
-              env: dict | None = None) -> Finished:
-    """Run `command` through /bin/sh, stdout and stderr merged into `sink`, within `timeout`."""
+              env: dict | None = None, preexec: Callable[[], None] | None = None) -> Finished:
+    """Run `command` through /bin/sh, stdout and stderr merged into `sink`, within `timeout`;
+    `preexec` runs in the child just before exec (the sandbox's)."""
     proc = subprocess.Popen(
         ["/bin/sh", "-c", command], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=preexec,
     )
     fd = proc.stdout.fileno()
     try:
@@ -329,7 +331,7 @@ def run_shell(command: str, cwd: str, timeout: float | None, sink: Callable[[byt
             kill_group(proc)
     proc.stdout.close()
     code = None if timed_out else proc.returncode
-    return Finished(code, timed_out, pipe_held)
+    return Finished(code, timed_out, pipe_held, proc.pid)
 
 
 def _pgrp(pid: int | str) -> int | None:

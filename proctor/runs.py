@@ -63,6 +63,9 @@ def run_target(ws: Workspace, name: str, caller: Caller, echo: BinaryIO | None) 
     env = dict(os.environ)
     if caller.lease:
         env["PROCTOR_LEASE"] = caller.lease
+    boxed = sandboxed(ws, caller.lease)  # refuses here, before anything ran, where it must and cannot
+    if boxed is not None:
+        env = boxed.env(env)
     writer = blobs.writer(ws.store)
     # Hashing and writing the blob happen on a thread of their own (hashlib and file writes
     # release the GIL), so recording overlaps with reading the pipe and echoing.
@@ -86,9 +89,11 @@ def run_target(ws: Workspace, name: str, caller: Caller, echo: BinaryIO | None) 
 
     started = now()
     previous = _raise_on_sigterm()
+    finished = None
     try:
         try:
-            finished = run_shell(target.command, cwd, target.timeout, sink, env)
+            finished = run_shell(target.command, cwd, target.timeout, sink, env,
+                                 preexec=boxed.preexec if boxed is not None else None)
         except BaseException:
             pending.put(None)
             recorder.join()
@@ -96,6 +101,8 @@ def run_target(ws: Workspace, name: str, caller: Caller, echo: BinaryIO | None) 
             raise
     finally:
         _restore_sigterm(previous)
+        if boxed is not None:
+            boxed.finish({finished.pid} if finished is not None and finished.pid else set())
     pending.put(None)
     recorder.join()
     ended = now()
@@ -119,17 +126,103 @@ def run_target(ws: Workspace, name: str, caller: Caller, echo: BinaryIO | None) 
         "lease": caller.lease, "exit_code": finished.exit_code,
         "timed_out": finished.timed_out, "started": iso(started), "ended": iso(ended),
         "output_ref": output_ref, "output_bytes": writer.size, "machine": machine_id(),
+        "sandbox": boxed.record() if boxed is not None else None,
     }
     with ws.store.write() as conn:
         run_rows.insert(conn, run)
         trail.append(conn, ws.state_dir, "run", caller.actor, caller.lease, {
             "run": run["id"], "target": name, "exit_code": finished.exit_code,
-            "timed_out": finished.timed_out, "output_ref": output_ref}, when=ended)
+            "timed_out": finished.timed_out, "output_ref": output_ref,
+            **({"sandboxed": boxed.job} if boxed is not None else {})}, when=ended)
+        for denial in boxed.denials if boxed is not None else []:
+            trail.append(conn, ws.state_dir, "sandbox_denial", caller.actor, boxed.job, {
+                "run": run["id"], "target": name, "path": denial["path"], "blockers": denial["blockers"]},
+                when=ended)
     run["ref"] = output_ref
     run["tree_moved"] = moved  # paths that changed while it ran: its own output, or someone's edits
     run["duration_seconds"] = round(ended - started, 3)
     run["pipe_held"] = finished.pipe_held
     return run
+
+
+class Sandboxed:
+    """A run's sandbox (proctor/sandbox.py): the grant, its ruleset, and the kernel's denials."""
+
+    def __init__(self, grant, ruleset, abi: int) -> None:
+        from proctor import sandbox
+
+        self.grant, self.ruleset, self.abi = grant, ruleset, abi
+        self.job = grant.job
+        self.watch = sandbox.AuditWatch.open()
+        self.unreported = None if self.watch is not None else sandbox.AuditWatch.why
+        self.denials: list[dict] = []
+
+    def env(self, env: dict) -> dict:
+        from proctor import sandbox
+
+        return sandbox.env_for(self.grant, env)
+
+    def preexec(self) -> None:
+        self.ruleset.preexec()
+
+    def finish(self, pids: set[int]) -> None:
+        """After the run: the denials the kernel reported for its domain; the rules and the temp
+        dir let go."""
+        if self.watch is not None:
+            self.denials = self.watch.denials(pids) if pids else []
+            self.watch = None
+        self.ruleset.close()
+        self.grant.cleanup()
+
+    def record(self) -> dict:
+        out = self.grant.record(self.abi)
+        out["denials"] = len(self.denials) if self.unreported is None else None
+        if self.unreported is not None:
+            out["denials_unreported"] = self.unreported
+        return out
+
+
+def sandboxed(ws: Workspace, lease: str | None, extra_regions: tuple[str, ...] = ()) -> Sandboxed | None:
+    """The sandbox a run acting for `lease` in this checkout gets ([sandbox] mode), or None
+    where nothing narrows: mode off, no lease, a root job, no live row, a writable row without
+    write paths, or `auto` on a kernel without Landlock. Raises PRC3061 for mode landlock on
+    such a kernel and PRC3062 when the rules cannot be built: a run meant to be sandboxed never
+    runs without it."""
+    if ws.config["sandbox.mode"] == "off" or not lease:
+        return None
+    from proctor import sandbox
+    from proctor.paths import repo_cache_dir
+    from proctor.store import rows
+
+    with ws.store.read() as tx:
+        job = rows.get(tx, lease)
+    if not sandbox.narrows(job):
+        return None
+    mode = sandbox.mode_for(ws.config)
+    if not mode.active:
+        return None
+    regions = list(extra_regions)
+    main = main_worktree(ws)
+    if main:
+        regions.append(main)  # a worktree's own repository is no way around its grant
+    grant = sandbox.plan(job, ws.root, repo_cache_dir(ws.checkout), tuple(regions))
+    try:
+        ruleset = sandbox.Ruleset(grant, mode.abi)
+    except OSError as exc:
+        grant.cleanup()
+        raise errors.ProctorError(
+            f"the sandbox for job {job['id']} could not be built ({exc.strerror or exc}); nothing ran. "
+            f"Set [sandbox] mode = \"off\" in proctor.toml to run unsandboxed", errors.SANDBOX_FAILED) from None
+    return Sandboxed(grant, ruleset, mode.abi)
+
+
+def main_worktree(ws: Workspace) -> str | None:
+    """The main working tree of the repository a linked worktree belongs to, or None."""
+    common = os.path.realpath(ws.checkout.common_dir)
+    if os.path.realpath(ws.checkout.git_dir) == common or os.path.basename(common) != ".git":
+        return None
+    main = os.path.dirname(common)
+    return main if os.path.realpath(main) != os.path.realpath(ws.root) else None
 
 
 def _tree(root: str, hashed: dict, ctimes: dict | None = None) -> dict[bytes, bytes] | None:

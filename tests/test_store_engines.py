@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 
+from proctor.store.schema import SCHEMA_VERSION
 from tests.test_two_machines import _write, world  # noqa: F401  (world is a fixture)
 
 
@@ -83,7 +84,7 @@ def test_doctor_and_config_name_the_engine_without_the_password(world):
     alpha = world.alpha
     doctor = alpha.proctor("doctor")
     line = next(line for line in doctor.out.splitlines() if "store engine" in line)
-    assert line.startswith("ok") and "PostgreSQL" in line and "schema version 7" in line
+    assert line.startswith("ok") and "PostgreSQL" in line and f"schema version {SCHEMA_VERSION}" in line
     assert "reachable from this machine (alpha)" in line
     assert "proctor-test-pw" not in doctor.out + doctor.err and ":***@" in line
     _write(os.path.join(alpha.clone, "proctor.toml"),

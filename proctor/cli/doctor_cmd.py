@@ -72,6 +72,21 @@ def doctor() -> int:
         here = os.path.realpath(where) == os.path.realpath(ws.root)
         line(True, f"bound lease: {caller.lease} (from {caller.lease_from}) is live and judged; taken "
                    f"{'in this checkout' if here else 'in ' + where}")
+    from proctor import sandbox
+
+    abi = sandbox.kernel_abi()
+    mode = cfg["sandbox.mode"]
+    if mode == "off":
+        offered = (f"this kernel offers Landlock ABI {abi}; [sandbox] mode = \"auto\" turns it on" if abi
+                   else "this kernel offers no Landlock")
+        line(True, f"sandbox: off ({offered})")
+    elif abi:
+        line(True, f"sandbox: {mode}, Landlock ABI {abi}; runs under a child job's lease write only its paths"
+                   f"{' (workers too)' if cfg['sandbox.workers'] else ''}; denials {sandbox.denial_reporting()}")
+    else:
+        line(mode == "auto", f"sandbox: {mode}, but this kernel offers no Landlock: "
+             + ("runs are not sandboxed" if mode == "auto" else "a run under a child job's lease is refused; "
+                "set [sandbox] mode = \"auto\" or \"off\""))
     if cfg.workers:
         from proctor.workers import runner
 

@@ -24,6 +24,10 @@ def run(target: str, lease: str | None, output: str) -> int:
     "output_ref": <ref>}, and it counts only for the tree it ran on, unchanged while it ran.
     Exit 0 when the target passed, 1 when it failed or timed out. With -o json the output
     streams to stderr.
+
+    With [sandbox] mode on and a lease naming a live child job with write paths, the target
+    may write only those paths inside the checkout, the cache and a private TMPDIR (Landlock);
+    the record says so, and names the grant.
     """
     echo = sys.stderr.buffer if output == "json" else sys.stdout.buffer
     record = api.run_target(target, lease=lease, echo=echo)
@@ -33,6 +37,13 @@ def run(target: str, lease: str | None, output: str) -> int:
         status = ("timed out" if record["timed_out"] else f"exit {record['exit_code']}")
         sys.stderr.write(f"proctor: {target} {status} in {record['duration_seconds']:.1f}s; "
                          f"run {record['id']}, output_ref {record['output_ref']}\n")
+    box = record.get("sandbox")
+    if box:
+        refused = (f"{box['denials']} write{'s' if box['denials'] != 1 else ''} refused (the trail has each "
+                   f"sandbox_denial)" if box.get("denials") is not None else
+                   f"refused writes are not reported here: {box.get('denials_unreported')}")
+        sys.stderr.write(f"proctor: ran in job {box['job']}'s sandbox: it may write {', '.join(box['grant'])}; "
+                         f"{refused}\n")
     moved = record.get("tree_moved") or []
     if moved:
         shown = ", ".join(moved[:5]) + (f" and {len(moved) - 5} more" if len(moved) > 5 else "")

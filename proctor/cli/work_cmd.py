@@ -149,6 +149,11 @@ class Display:
                            f"{_span(round(data['bound']))}: the idle limit, within the worker's wall clock)", final=True)
             elif self.tty:
                 self._line(self._waiting_status())
+        elif kind == "sandbox":
+            box = data["sandbox"]
+            self._line(f"{data['job']}: the worker starts in its job's sandbox (Landlock ABI {box['abi']}): inside "
+                       f"{', '.join(box['narrowed'])} it may write only {len(box['grant'])} granted path"
+                       f"{'s' if len(box['grant']) != 1 else ''}", final=True)
         elif kind == "followup":
             self.waiting = None
             self._line(f"{data['job']}: follow-up {data['id']} from its monitors ({data['events']} event"

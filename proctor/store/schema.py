@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 
 def _machine_scopes(tx) -> None:
@@ -236,6 +236,14 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
                 data BLOB NOT NULL
             )""",
             _machine_scopes,
+        ],
+    ),
+    (
+        8,
+        [
+            # How a run was sandboxed (proctor/sandbox.py): the job whose grant it ran in, what it
+            # could write, and whether the kernel's denials could be read; NULL when it was not.
+            "ALTER TABLE runs ADD COLUMN sandbox TEXT",
         ],
     ),
 ]

@@ -502,14 +502,22 @@ def _pipe_size(fd: int) -> None:
         pass  # the default size only costs speed
 
 
-def _spawn(argv, cwd, env, stdin: bool, group: Cgroup | None, mask) -> tuple[subprocess.Popen, Cgroup | None]:
+def _spawn(argv, cwd, env, stdin: bool, group: Cgroup | None, mask,
+           confine: Callable[[], None] | None = None) -> tuple[subprocess.Popen, Cgroup | None]:
     """Start the worker in a session of its own, in `group` when there is one (started again
-    without it when it cannot join), with the parent-death signal and `mask` put back."""
+    without it when it cannot join), with the parent-death signal and `mask` put back, and
+    last `confine` (the sandbox's) just before exec."""
     while True:
+        setup = child_setup(group.procs_fd if group else None, mask)
+
+        def preexec(setup=setup) -> None:
+            setup()
+            if confine is not None:
+                confine()
         try:
             proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-                                    preexec_fn=child_setup(group.procs_fd if group else None, mask))
+                                    preexec_fn=preexec)
             if group is not None:
                 group.close()
             return proc, group
@@ -522,13 +530,15 @@ def _spawn(argv, cwd, env, stdin: bool, group: Cgroup | None, mask) -> tuple[sub
 
 def run_attempt(argv: list[str], parser, limits: Limits, cwd: str, env: dict, stdin_text: str | None = None,
                 on_event: Callable[[str, Attempt], None] | None = None, adopt_orphans: bool = False,
-                stream_path: str | None = None, on_spawn: Callable[[dict], None] | None = None) -> Attempt:
+                stream_path: str | None = None, on_spawn: Callable[[dict], None] | None = None,
+                confine: Callable[[], None] | None = None) -> Attempt:
     """Run one worker process to its end or its stop; with `adopt_orphans`, as a child
     subreaper while it runs (see the module's docstring: never in a process that runs other
     children meanwhile, such as the server). `stream_path`: where its whole stdout is kept
     (its stderr in `stream_path + ".stderr"`). `on_spawn(info)`: called once it started, with
     what `sweep(info)` needs to end it from another process: {"pid", "start_time", "pgid",
-    "tag", "cgroup" (a path or None), "server_dir"}."""
+    "tag", "cgroup" (a path or None), "server_dir"}. `confine`: run in the child just before
+    exec, after the rest of its set-up (the sandbox's, with `[sandbox] workers = true`)."""
     attempt = Attempt(started=time.time())
     tag = secrets.token_hex(12)
     env = {**env, TAG: tag, "PWD": os.path.abspath(cwd)}  # opencode takes its project from $PWD, not its cwd
@@ -544,7 +554,7 @@ def run_attempt(argv: list[str], parser, limits: Limits, cwd: str, env: dict, st
     adopting = adopt_orphans and not subreaper() and set_subreaper(True)  # cleared again at the end
     group = Cgroup.make(f"proctor-{tag}")
     try:
-        proc, group = _spawn(argv, cwd, env, stdin_text is not None, group, mask)
+        proc, group = _spawn(argv, cwd, env, stdin_text is not None, group, mask, confine)
     except (OSError, subprocess.SubprocessError) as exc:
         attempt.outcome, attempt.counts = "aborted", False
         attempt.reason = f"could not start {argv[0]}: {getattr(exc, 'strerror', None) or exc}"

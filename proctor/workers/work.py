@@ -248,6 +248,28 @@ def _prompt_path(ws: Workspace, job_id: str, number: int) -> str:
     return os.path.join(ws.state_dir, "prompts", f"{_safe(job_id)}-{os.getpid()}-{number}.md")
 
 
+def _worker_sandbox(ws: Workspace, worktree: str, job_id: str) -> "runs.Sandboxed | None":
+    """With `[sandbox] workers = true`, the grant the worker CLI itself starts in: its job's row
+    read in its worktree, as a target run there would get it (runs.sandboxed); outside the
+    worktree and the repository's own checkout, its host's state, config and caches stay
+    writable as they were."""
+    if not ws.config["sandbox.workers"]:
+        return None
+    there = Workspace(worktree, warn=lambda line: None)
+    there._state_dir, there._store = ws.state_dir, ws.store
+    return runs.sandboxed(there, job_id)
+
+
+def _record_worker_denials(ws: Workspace, job_id: str, number: int, boxed: "runs.Sandboxed") -> None:
+    """The kernel's denials of a sandboxed worker, on the trail as sandbox_denial."""
+    if not boxed.denials:
+        return
+    with ws.store.write() as conn:
+        for denial in boxed.denials:
+            trail.append(conn, ws.state_dir, "sandbox_denial", ACTOR, job_id, {
+                "attempt": number, "path": denial["path"], "blockers": denial["blockers"]})
+
+
 def worker_env(job_id: str, nonce: str | None = None, module=None) -> dict:
     """The worker's environment: this one, its lease in BAGGAGE, its job's secret, and what its
     executor module adds (`ENV`, e.g. gemini's workspace trust, or `env(lease)`)."""
@@ -621,7 +643,10 @@ def _run_step(ws: Workspace, job: dict, rungs: list[Worker], notify, dog) -> Job
                 before.save(stream + ".before.json")  # for the watchdog, should this process die
                 handed = _Handover(ws, followup, f"resume:{worker.name}:{resume}")
 
+                worker_pids: set[int] = set()
+
                 def spawned(info: dict) -> None:
+                    worker_pids.add(info["pid"])
                     dog.tell(job=job_id, worktree=worktree, attempt=dict(
                         info, number=number, worker=worker.name, executor=worker.executor, stream=stream,
                         before=stream + ".before.json", followup=followup["id"] if followup else None))
@@ -634,12 +659,24 @@ def _run_step(ws: Workspace, job: dict, rungs: list[Worker], notify, dog) -> Job
                                      "followup": followup["id"] if followup else None,
                                      "note": note, "idle": limits.idle, "grace": limits.grace,
                                      "wall": limits.wall, "spend": limits.spend})
-                    attempt = runner.run_attempt(
-                        argv, module.Parser(), limits, worktree, worker_env(job_id, taken.get("_nonce"), module),
-                        stdin_text=prompt if module.PROMPT_ON_STDIN else None, adopt_orphans=True,
-                        stream_path=stream, on_spawn=spawned,
-                        on_event=lambda kind, a: notify(kind, {"job": job_id, "worker": worker.name,
-                                                                "attempt": number, "data": a}))
+                    boxed = _worker_sandbox(ws, worktree, job_id)
+                    env = worker_env(job_id, taken.get("_nonce"), module)
+                    if boxed is not None:
+                        env = boxed.env(env)
+                        notify("sandbox", {"job": job_id, "worker": worker.name, "attempt": number,
+                                           "sandbox": boxed.record()})
+                    try:
+                        attempt = runner.run_attempt(
+                            argv, module.Parser(), limits, worktree, env,
+                            stdin_text=prompt if module.PROMPT_ON_STDIN else None, adopt_orphans=True,
+                            stream_path=stream, on_spawn=spawned,
+                            on_event=lambda kind, a: notify(kind, {"job": job_id, "worker": worker.name,
+                                                                    "attempt": number, "data": a}),
+                            confine=boxed.preexec if boxed is not None else None)
+                    finally:
+                        if boxed is not None:
+                            boxed.finish(worker_pids)
+                            _record_worker_denials(ws, job_id, number, boxed)
                 handed.settle()
                 stream_ref, stderr_ref = keep_stream(ws, stream)
                 forget(_prompt_path(ws, job_id, number))  # a prompt too long for argv, read by now
