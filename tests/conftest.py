@@ -48,10 +48,33 @@ ENGINE = "postgresql" if os.environ.get("PROCTOR_TEST_STORE") == "postgresql" el
 sqlite_store = pytest.mark.sqlite_store
 # A PostgreSQL twin of such a test: it runs on PostgreSQL (a database of its own) in either pass.
 postgresql_store = pytest.mark.postgresql_store
-# Tests that use a machine-wide resource other tests would see (the claude worker slots under
-# /tmp/proctor-slots-<uid>): under pytest-xdist (`-n N --dist loadgroup`) they run one after
-# another on one worker.
-machine_slots = pytest.mark.xdist_group("machine-slots")
+# Tests that use a machine-wide resource other tests would see: `machine_wide("slots")` (the
+# claude worker slots under /tmp/proctor-slots-<uid>), `machine_wide("kernel-audit")` (the
+# kernel's audit switch). Each holds an exclusive lock on the resource's name for its whole run,
+# so under pytest-xdist (`-n 4`) two such tests never overlap, whichever workers run them.
+machine_wide = pytest.mark.machine_wide
+machine_slots = machine_wide("slots")
+
+
+@pytest.fixture(autouse=True)
+def _machine_wide(request):
+    marks = [m.args[0] for m in request.node.iter_markers("machine_wide")]
+    if not marks:
+        yield
+        return
+    import fcntl
+    import tempfile
+
+    handles = []
+    for name in sorted(set(marks)):
+        handle = open(os.path.join(tempfile.gettempdir(), f"proctor-tests-{os.getuid()}-{name}.lock"), "a")
+        fcntl.flock(handle, fcntl.LOCK_EX)  # waits for the test on another worker that holds it
+        handles.append(handle)
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.close()
 
 
 @pytest.fixture(autouse=True)
