@@ -36,7 +36,6 @@ grant, so a reader can tell whose boundary a failure hit.
 from __future__ import annotations
 
 import ctypes
-import errno
 import os
 import re
 import select
@@ -205,6 +204,9 @@ def plan(job: dict, checkout: str, cache_dir: str, extra_regions: tuple[str, ...
             denied.update(_resolve(raw, root, [], literal_walks_up=False, keep_missing=True))
         for deny in sorted(denied):
             granted = _carve(granted, deny, root)
+        # the repository's own .git (its hooks, its refs) is never granted, even when a literal
+        # path's nearest existing directory is the checkout's root
+        granted = _carve(granted, ".git", root)
     paths = sorted(os.path.join(root, rel) if rel != "." else root for rel in granted)
     for extra in (cache_dir, tmpdir):
         if extra:
@@ -536,4 +538,4 @@ def denial_reporting() -> str:
 
 
 __all__ = ["MODES", "Mode", "mode_for", "kernel_abi", "narrows", "plan", "Grant", "Ruleset", "AuditWatch",
-           "env_for", "denial_reporting", "errno"]
+           "env_for", "denial_reporting"]

@@ -394,3 +394,16 @@ def test_a_worker_started_in_the_sandbox_cannot_write_outside_its_paths(tmp_path
     else:
         assert "main" in main_text
         assert payload["passed"] is False and any("README" in f for f in attempt["failures"]), attempt
+
+
+def test_a_literal_path_whose_nearest_directory_is_the_root_never_grants_git(tmp_path):
+    """newtop/x.py does not exist, nor newtop: the nearest existing directory is the checkout's
+    root, so the root's entries are granted; its .git is not, so no hook can be planted."""
+    root = _repo(tmp_path)
+    _child(root, id="plan/t", write_paths=["newtop/x.py"], deny_paths=[])
+    with open(os.path.join(root, "probe.sh"), "w") as handle:
+        handle.write("echo x > other/b.py && echo ok:other; echo h > .git/hooks/pre-commit && echo ok:hook || "
+                     "echo no:hook; echo c >> .git/config && echo ok:config || echo no:config\n")
+    done, said, record, _ = _probe(root, "plan/t", tmp_path)
+    assert said == {"other": True, "hook": False, "config": False}, (said, done.stderr)
+    assert not os.path.exists(os.path.join(root, ".git", "hooks", "pre-commit"))
