@@ -99,10 +99,13 @@ def run_target(ws: Workspace, name: str, caller: Caller, echo: BinaryIO | None) 
             recorder.join()
             writer.abandon()
             raise
+    except BaseException:
+        if boxed is not None:
+            boxed.finish(set())
+        raise
     finally:
         _restore_sigterm(previous)
-        if boxed is not None:
-            boxed.finish({finished.pid} if finished is not None and finished.pid else set())
+    exited = time.monotonic()
     pending.put(None)
     recorder.join()
     ended = now()
@@ -116,6 +119,8 @@ def run_target(ws: Workspace, name: str, caller: Caller, echo: BinaryIO | None) 
     if moved and after is not None:
         # written while it ran, even if put back since: the run is evidence for no tree
         after = {**after, b"\0moved": "\0".join(moved).encode("utf-8", "surrogateescape")}
+    if boxed is not None:  # read after the tree: the kernel's records have had that long to arrive
+        boxed.finish({finished.pid} if finished.pid else set(), since=exited)
     checkpoint = checkpoint_box[0]
     run = {
         "id": f"run-{iso(started).replace(':', '').replace('-', '').replace('.', '')[:18]}-{os.urandom(3).hex()}",
@@ -165,11 +170,11 @@ class Sandboxed:
     def preexec(self) -> None:
         self.ruleset.preexec()
 
-    def finish(self, pids: set[int]) -> None:
-        """After the run: the denials the kernel reported for its domain; the rules and the temp
-        dir let go."""
+    def finish(self, pids: set[int], since: float | None = None) -> None:
+        """After the run (it ended at monotonic `since`): the denials the kernel reported for its
+        domain; the rules and the temp dir let go."""
         if self.watch is not None:
-            self.denials = self.watch.denials(pids) if pids else []
+            self.denials = self.watch.denials(pids, since) if pids else []
             self.watch = None
         self.ruleset.close()
         self.grant.cleanup()

@@ -462,9 +462,13 @@ class AuditWatch:
                     self.records.append((kind, text))
                 offset += (length + 3) & ~3
 
-    def denials(self, pids: set[int], settle: float = 0.2) -> list[dict]:
-        """The denials of the domains the processes `pids` made; stops reading."""
-        time.sleep(settle)  # the kernel hands records to its audit thread; let them arrive
+    def denials(self, pids: set[int], since: float | None = None, settle: float = 0.15) -> list[dict]:
+        """The denials of the domains the processes `pids` made, once `settle` seconds passed
+        since the run ended (monotonic `since`; now when None): the kernel's audit thread hands
+        the records on after the denial. Stops reading."""
+        wait = settle - (time.monotonic() - since) if since is not None else settle
+        if wait > 0:
+            time.sleep(wait)
         self._stop.set()
         self._thread.join(timeout=1)
         self.sock.close()
