@@ -60,17 +60,10 @@ REPO = os.path.dirname(HERE)
 
 # -- the writer process (runs from the snapshot: python -I bench/store.py --writer ...) -----------
 
-def writer(job_id: str, count: int) -> None:
-    """Open the store, say ready, wait for go on stdin, then `count` read-modify-write
-    transactions of `job_id`, each incrementing its counter; print the latencies as JSON."""
-    from proctor.store import rows
-    from proctor.timeutil import iso, now
-    from proctor.workspace import Workspace
-
-    ws = Workspace(os.getcwd(), warn=lambda line: None)
-    store = ws.store
-    with store.read() as tx:  # connected, and the row is there
-        assert rows.get(tx, job_id) is not None, f"no job {job_id}"
+def _drive(count: int, write, undo=None) -> None:
+    """Say ready, wait for go on stdin, then `count` calls of `write` (one transaction each);
+    print their latencies, errors and span as JSON. A failed write is counted, and the first
+    few shown (`undo` after it): the bench reports, it does not hide."""
     sys.stdout.write("ready\n")
     sys.stdout.flush()
     sys.stdin.readline()
@@ -79,18 +72,38 @@ def writer(job_id: str, count: int) -> None:
     for _ in range(count):
         start = time.monotonic()
         try:
-            with store.write() as tx:
-                job = rows.get(tx, job_id)
-                job["bench_counter"] = int(job.get("bench_counter") or 0) + 1
-                job["updated"] = iso(now())
-                rows.put(tx, job, job["_root"], job["_depth"])
-        except Exception as exc:  # counted, and the first few shown: the bench reports, it does not hide
+            write()
+        except Exception as exc:
             errors.append(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+            if undo is not None:
+                undo()
             continue
         latencies.append(time.monotonic() - start)
     last = time.monotonic()
-    ws.close()
     sys.stdout.write(json.dumps({"lat": latencies, "errors": errors, "first": first, "last": last}) + "\n")
+
+
+def writer(job_id: str, count: int) -> None:
+    """Open the store, then `count` read-modify-write transactions of `job_id`, each
+    incrementing its counter (_drive)."""
+    from proctor.store import rows
+    from proctor.timeutil import iso, now
+    from proctor.workspace import Workspace
+
+    ws = Workspace(os.getcwd(), warn=lambda line: None)
+    store = ws.store
+    with store.read() as tx:  # connected, and the row is there
+        assert rows.get(tx, job_id) is not None, f"no job {job_id}"
+
+    def write() -> None:
+        with store.write() as tx:
+            job = rows.get(tx, job_id)
+            job["bench_counter"] = int(job.get("bench_counter") or 0) + 1
+            job["updated"] = iso(now())
+            rows.put(tx, job, job["_root"], job["_depth"])
+
+    _drive(count, write)
+    ws.close()
 
 
 def bare_writer(count: int) -> None:
@@ -101,27 +114,16 @@ def bare_writer(count: int) -> None:
 
     conn = psycopg.connect(os.environ["PROCTOR_STORE_URL"], autocommit=True)
     conn.execute("SELECT doc FROM bench_floor WHERE id = 'x'").fetchone()
-    sys.stdout.write("ready\n")
-    sys.stdout.flush()
-    sys.stdin.readline()
-    latencies, errors = [], []
-    first = time.monotonic()
-    for _ in range(count):
-        start = time.monotonic()
-        try:
-            conn.execute("BEGIN; SELECT pg_advisory_xact_lock(4242)")
-            doc = json.loads(conn.execute("SELECT doc FROM bench_floor WHERE id = %s", ("x",)).fetchone()[0])
-            doc["bench_counter"] = int(doc.get("bench_counter") or 0) + 1
-            conn.execute("UPDATE bench_floor SET doc = %s WHERE id = %s", (json.dumps(doc), "x"))
-            conn.execute('NOTIFY "bench_floor"; COMMIT')
-        except Exception as exc:
-            errors.append(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
-            conn.execute("ROLLBACK")
-            continue
-        latencies.append(time.monotonic() - start)
-    last = time.monotonic()
+
+    def write() -> None:
+        conn.execute("BEGIN; SELECT pg_advisory_xact_lock(4242)")
+        doc = json.loads(conn.execute("SELECT doc FROM bench_floor WHERE id = %s", ("x",)).fetchone()[0])
+        doc["bench_counter"] = int(doc.get("bench_counter") or 0) + 1
+        conn.execute("UPDATE bench_floor SET doc = %s WHERE id = %s", (json.dumps(doc), "x"))
+        conn.execute('NOTIFY "bench_floor"; COMMIT')
+
+    _drive(count, write, undo=lambda: conn.execute("ROLLBACK"))
     conn.close()
-    sys.stdout.write(json.dumps({"lat": latencies, "errors": errors, "first": first, "last": last}) + "\n")
 
 
 def counter(job_id: str, action: str) -> None:
