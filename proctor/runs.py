@@ -90,6 +90,11 @@ def run_target(ws: Workspace, name: str, caller: Caller, echo: BinaryIO | None) 
     started = now()
     previous = _raise_on_sigterm()
     finished = None
+    if boxed is not None:
+        from proctor.vcs import git as _git
+
+        reader.join()  # the checkpoint may write objects: taken whole before anything is confined
+        _git.CONFINE = boxed.preexec  # from the target's start until its tree is read back
     try:
         try:
             finished = run_shell(target.command, cwd, target.timeout, sink, env,
@@ -99,9 +104,17 @@ def run_target(ws: Workspace, name: str, caller: Caller, echo: BinaryIO | None) 
             recorder.join()
             writer.abandon()
             raise
-    except BaseException:
+    except BaseException as exc:
         if boxed is not None:
+            _git.CONFINE = None
             boxed.finish(set())
+            import subprocess
+
+            if isinstance(exc, subprocess.SubprocessError):  # the sandbox's preexec raised: nothing ran
+                raise errors.ProctorError(
+                    f"the sandbox for job {boxed.job} could not be applied to {name} (the kernel refused "
+                    f"landlock_restrict_self or no_new_privs); nothing ran. Set [sandbox] mode = \"off\" in "
+                    f"proctor.toml to run unsandboxed", errors.SANDBOX_FAILED) from None
         raise
     finally:
         _restore_sigterm(previous)
@@ -120,6 +133,7 @@ def run_target(ws: Workspace, name: str, caller: Caller, echo: BinaryIO | None) 
         # written while it ran, even if put back since: the run is evidence for no tree
         after = {**after, b"\0moved": "\0".join(moved).encode("utf-8", "surrogateescape")}
     if boxed is not None:  # read after the tree: the kernel's records have had that long to arrive
+        _git.CONFINE = None
         boxed.finish({finished.pid} if finished.pid else set(), since=exited)
     checkpoint = checkpoint_box[0]
     run = {
@@ -175,6 +189,8 @@ class Sandboxed:
         domain; the rules and the temp dir let go."""
         if self.watch is not None:
             self.denials = self.watch.denials(pids, since) if pids else []
+            if not self.watch.still_on():
+                self.unreported = "the kernel's audit was turned off while the run ran: its count cannot be vouched for"
             self.watch = None
         self.ruleset.close()
         self.grant.cleanup()
@@ -187,12 +203,14 @@ class Sandboxed:
         return out
 
 
-def sandboxed(ws: Workspace, lease: str | None, extra_regions: tuple[str, ...] = ()) -> Sandboxed | None:
+def sandboxed(ws: Workspace, lease: str | None, extra_regions: tuple[str, ...] = (),
+              worker: bool = False) -> Sandboxed | None:
     """The sandbox a run acting for `lease` in this checkout gets ([sandbox] mode), or None
     where nothing narrows: mode off, no lease, a root job, no live row, a writable row without
     write paths, or `auto` on a kernel without Landlock. Raises PRC3061 for mode landlock on
     such a kernel and PRC3062 when the rules cannot be built: a run meant to be sandboxed never
-    runs without it."""
+    runs without it. Narrowed with the checkout: a linked worktree's main checkout, a git
+    directory kept outside the checkout, and (for a target, not a `worker`) proctor's state."""
     if ws.config["sandbox.mode"] == "off" or not lease:
         return None
     from proctor import sandbox
@@ -206,10 +224,17 @@ def sandboxed(ws: Workspace, lease: str | None, extra_regions: tuple[str, ...] =
     mode = sandbox.mode_for(ws.config)
     if not mode.active:
         return None
-    regions = list(extra_regions)
+    # the store that holds the row is no way around it: a target never writes proctor's state (a
+    # worker does: it files its result through proctor, which writes the store in its process)
+    regions = list(extra_regions) + ([] if worker else [ws.state_dir])
     main = main_worktree(ws)
     if main:
         regions.append(main)  # a worktree's own repository is no way around its grant
+    for git_dir in (ws.checkout.git_dir, ws.checkout.common_dir):
+        # a git directory outside the checkout (--separate-git-dir, a bare repository's
+        # worktree): its config, hooks and attributes are the repository's, never granted
+        if git_dir and not _inside(os.path.realpath(git_dir), [ws.root, *regions]):
+            regions.append(git_dir)
     grant = sandbox.plan(job, ws.root, repo_cache_dir(ws.checkout), tuple(regions))
     try:
         ruleset = sandbox.Ruleset(grant, mode.abi)
@@ -219,6 +244,14 @@ def sandboxed(ws: Workspace, lease: str | None, extra_regions: tuple[str, ...] =
             f"the sandbox for job {job['id']} could not be built ({exc.strerror or exc}); nothing ran. "
             f"Set [sandbox] mode = \"off\" in proctor.toml to run unsandboxed", errors.SANDBOX_FAILED) from None
     return Sandboxed(grant, ruleset, mode.abi)
+
+
+def _inside(path: str, regions: list[str]) -> bool:
+    for region in regions:
+        real = os.path.realpath(region)
+        if path == real or path.startswith(real.rstrip("/") + "/"):
+            return True
+    return False
 
 
 def main_worktree(ws: Workspace) -> str | None:

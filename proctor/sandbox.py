@@ -295,8 +295,8 @@ def _carve(granted: set[str], deny: str, root: str) -> set[str]:
     holding it is replaced by grants on its children, level by level down to `deny`."""
     out = set()
     for grant in granted:
-        if grant == deny:
-            continue
+        if grant == deny or (deny == "." or grant.startswith(deny + "/")):
+            continue  # the deny path is the grant, or holds it
         if grant != "." and not deny.startswith(grant + "/"):
             out.add(grant)
             continue
@@ -364,13 +364,15 @@ class Ruleset:
             os.close(fd)
 
     def preexec(self) -> None:
-        """In the child, between fork and exec: no new privileges, then the ruleset."""
+        """In the child, between fork and exec: no new privileges, then the ruleset. Raises
+        when either fails: subprocess then starts nothing and raises SubprocessError in the
+        parent, so a run meant to be sandboxed never runs without it, and says why."""
         libc = _syscall()
         if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-            os._exit(126)
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
         flags = _LOG_NEW_EXEC_ON if self.abi >= 7 else 0
         if libc.syscall(_SYS_RESTRICT_SELF, self.fd, ctypes.c_uint32(flags)) != 0:
-            os._exit(126)  # never run a target unsandboxed that was meant to be sandboxed
+            raise OSError(ctypes.get_errno(), "landlock_restrict_self")
 
     def close(self) -> None:
         if self.fd >= 0:
@@ -461,6 +463,11 @@ class AuditWatch:
                     text = data[offset + 16:offset + length].split(b"\0", 1)[0].decode("utf-8", "replace")
                     self.records.append((kind, text))
                 offset += (length + 3) & ~3
+
+    def still_on(self) -> bool:
+        """Whether the kernel's audit is on still: a process that turned it off during the run
+        (root's) leaves no record of what it did after, so no count can be vouched for."""
+        return _audit_enabled() is True
 
     def denials(self, pids: set[int], since: float | None = None, settle: float = 0.15) -> list[dict]:
         """The denials of the domains the processes `pids` made, once `settle` seconds passed

@@ -142,7 +142,9 @@ def test_a_child_lease_writes_only_its_grant(tmp_path):
     assert f"{real}/src/a.py" in box["grant"] and f"{real}/gen" in box["grant"]
     # lib/* matched the directory lib/sub; the deny path inside it cost that directory's grant
     assert f"{real}/lib/sub" not in box["grant"] and f"{real}/lib/sub/keep.py" in box["grant"]
-    assert box["narrowed"] == [real]
+    # narrowed with the checkout: proctor's state, where the row lives
+    assert box["narrowed"][0] == real and len(box["narrowed"]) == 2
+    assert box["narrowed"][1].startswith(os.path.realpath(os.environ["PROCTOR_STATE_DIR"]))
     assert "Permission denied" in done.stderr  # EACCES, as the shell reports it
     assert not os.path.exists(box["tmpdir"]), "the private temp dir goes with the run"
 

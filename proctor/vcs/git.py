@@ -32,7 +32,15 @@ _PINNED = (
     # would run with proctor's authority (a post-checkout on `worktree add`, a commit-msg
     # adding a trailer to the commit proctor makes)
     "-c", "core.hooksPath=/dev/null",
+    # nor an fsmonitor: a command git would run on a status or a diff, which any config a holder
+    # can write (the repository's, a global one it planted from a sandboxed run) could name
+    "-c", "core.fsmonitor=false",
 )
+
+# Set while a sandboxed run's tree is read back (runs.run_target): every git proctor starts
+# meanwhile runs inside the run's own grant, so a filter or a helper the run planted in a
+# config outside the checkout (~/.gitconfig) writes nothing the run could not write itself.
+CONFINE = None
 
 
 def _env() -> dict:
@@ -49,7 +57,7 @@ def _env() -> dict:
 def run(root: str, *args: str, check: bool = True, input: bytes | None = None) -> subprocess.CompletedProcess:
     try:
         proc = subprocess.run(
-            ["git", *_PINNED, *args], cwd=root, input=input, capture_output=True, env=_env()
+            ["git", *_PINNED, *args], cwd=root, input=input, capture_output=True, env=_env(), preexec_fn=CONFINE
         )
     except FileNotFoundError:
         raise ProctorError("git is not installed or not on PATH; install git") from None
@@ -148,7 +156,7 @@ def start(root: str, *args: str) -> subprocess.Popen:
     """Start git without waiting, for reads that can run side by side."""
     try:
         return subprocess.Popen(["git", *_PINNED, *args], cwd=root, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, env=_env())
+                                stderr=subprocess.PIPE, env=_env(), preexec_fn=CONFINE)
     except FileNotFoundError:
         raise ProctorError("git is not installed or not on PATH; install git") from None
     except OSError as exc:

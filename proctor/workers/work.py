@@ -257,7 +257,7 @@ def _worker_sandbox(ws: Workspace, worktree: str, job_id: str) -> "runs.Sandboxe
         return None
     there = Workspace(worktree, warn=lambda line: None)
     there._state_dir, there._store = ws.state_dir, ws.store
-    return runs.sandboxed(there, job_id)
+    return runs.sandboxed(there, job_id, worker=True)
 
 
 def _record_worker_denials(ws: Workspace, job_id: str, number: int, boxed: "runs.Sandboxed") -> None:
