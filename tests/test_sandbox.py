@@ -32,6 +32,7 @@ PROBES = {
     "new_in_literal": "gen/new/x.py",  # under a literal write path that did not exist (gen/new)
     "beside_denied": "lib/sub/keep.py",  # next to a deny path inside a granted directory
     "denied": "lib/sub/secret.py",       # the deny path itself
+    "new_beside_denied": "lib/sub/new.py",  # a new file in the directory the deny path cost
     "git": ".git/hooks/post-commit",  # the repository's own hooks
 }
 
@@ -128,7 +129,8 @@ def test_a_child_lease_writes_only_its_grant(tmp_path):
     done, said, record, _ = _probe(root, "plan/c", tmp_path, env=_cache_env(root))
     assert done.returncode == 0, done.stderr
     assert said == {"inside": True, "outside": False, "newroot": False, "new_in_literal": True,
-                    "beside_denied": True, "denied": False, "git": False, "tmp": True, "cache": True,
+                    "beside_denied": True, "denied": False, "new_beside_denied": False, "git": False,
+                    "tmp": True, "cache": True,
                     "beyond": True}, said
     # bash's word checked against the disk
     assert _content(root, "src/a.py") == "written-by-target\n"
