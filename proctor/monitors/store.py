@@ -34,6 +34,7 @@ CARD_INACTIVE = "MONITOR_CARD_INACTIVE"
 NOT_FOUND = "MONITOR_NOT_FOUND"
 OUT_OF_SCOPE = "MONITOR_OUT_OF_SCOPE"
 FOLLOWUP_NOT_FOUND = "FOLLOWUP_NOT_FOUND"
+SANDBOXED_JOB = "MONITOR_SANDBOXED_JOB"
 
 _COLUMNS = mrows.COLUMNS
 
@@ -130,6 +131,14 @@ def add(conn, cfg: config_mod.Config, repo_root: str, job_id: str, command: str,
         column = config_mod.column_of(cfg, job["state"])
         raise _refuse(CARD_INACTIVE, f"{job_id} is in column {column[0] if column else '(none)'}, which is not "
                                      f"active; monitors run only for jobs in an active column")
+    if actor.startswith("job:") and cfg["sandbox.mode"] != "off":
+        from proctor import sandbox
+
+        if sandbox.narrows(job) and sandbox.kernel_abi():
+            raise _refuse(SANDBOXED_JOB, f"the sandbox narrows {job_id} to its write paths, and a monitor runs with the "
+                                         f"server's own rights, outside it: its agent cannot acknowledge that for "
+                                         f"itself. The person adds it (proctor monitor add with the server's token, "
+                                         f"outside the job), or the job runs with [sandbox] mode = \"off\"")
     real_cwd, where = allowed_cwd(job, cwd, repo_root)
     count = mrows.count_live(conn, job_id)
     if count >= MAX_PER_JOB:

@@ -217,6 +217,22 @@ def global_files(root: str) -> list[str]:
         named = git.run(root, "config", "--path", "--get", key, check=False).stdout.decode().strip()
         if named:
             paths.append(os.path.expanduser(named))
+    paths.append("/etc/gitconfig")  # the system file, where a worker running as root could write one
+    # every file git reads its global and system config from, and every file those include
+    # (include.path, includeIf.*.path), whether or not it exists yet: a worker that writes a file
+    # the person's ~/.gitconfig includes steers git as surely as one that writes ~/.gitconfig
+    listed = git.run(root, "config", "--list", "--show-origin", "--show-scope", check=False).stdout
+    for line in listed.decode("utf-8", "replace").splitlines():
+        scope, _, rest = line.partition("\t")
+        origin, _, entry = rest.partition("\t")
+        if scope not in ("global", "system") or not origin.startswith("file:"):
+            continue
+        where = origin[5:]
+        paths.append(where)
+        key, _, value = entry.partition("=")
+        if key.startswith(("include.", "includeif.")) and key.endswith(".path") and value:
+            value = os.path.expanduser(value)
+            paths.append(value if os.path.isabs(value) else os.path.join(os.path.dirname(where), value))
     return list(dict.fromkeys(paths))
 
 

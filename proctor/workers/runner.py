@@ -154,9 +154,12 @@ class Attempt:
     interrupted_by: int | None = None  # the signal that interrupted proctor during the attempt
     stream_path: str | None = None  # where its whole stdout was kept (stderr: + ".stderr"), if it was
     events: list = field(default_factory=list)
+    # sha256 of the bytes written to each kept stream, as read from the worker's pipes: the file
+    # proctor keeps is checked against them, since a worker can reach the file (not the pipe)
+    kept_digests: tuple = (None, None)
 
     def to_json(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if k != "events"}
+        return {k: v for k, v in self.__dict__.items() if k not in ("events", "kept_digests")}
 
 
 def _minutes(seconds: float) -> str:
@@ -462,8 +465,11 @@ class _Sink:
     was measured slower: it and the watch contend for the interpreter.)"""
 
     def __init__(self, path: str | None) -> None:
+        import hashlib
+
         self.fd: int | None = None
         self.error: str | None = None
+        self.sha = hashlib.sha256()
         if path:
             try:
                 os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
@@ -474,6 +480,7 @@ class _Sink:
     def write(self, data: bytes) -> None:
         if self.fd is None:
             return
+        self.sha.update(data)
         try:
             written = os.write(self.fd, data)
             if written < len(data):
@@ -887,6 +894,8 @@ class _Watch:
                 pass
         self.out_sink.close()
         self.err_sink.close()
+        attempt.kept_digests = tuple(None if sink.error else f"sha256:{sink.sha.hexdigest()}"
+                                     for sink in (self.out_sink, self.err_sink))
         self.lines.finish()
         attempt.exit_code = proc.returncode
         self.handle(parser.close(proc.returncode))

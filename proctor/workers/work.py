@@ -248,6 +248,42 @@ def _prompt_path(ws: Workspace, job_id: str, number: int) -> str:
     return os.path.join(ws.state_dir, "prompts", f"{_safe(job_id)}-{os.getpid()}-{number}.md")
 
 
+_EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+# The fields of a job's row that say what its work is and how it is graded. A worker changes
+# its row only through proctor's verbs (filing its result); one that wrote these itself (the
+# store is a file it can open, under its own user) would grade itself on terms of its choosing.
+TERMS = ("parent", "criteria", "checkpoint", "write_paths", "deny_paths", "read_paths", "depends_on", "check",
+         "goals", "read_only", "timeout")
+
+
+def _terms(ws: Workspace, job_id: str) -> dict:
+    with ws.store.read() as conn:
+        job = rows.get(conn, job_id) or {}
+    return {key: job.get(key) for key in TERMS}
+
+
+def _put_back_terms(ws: Workspace, job_id: str, terms: dict) -> list[str]:
+    """After an attempt: the job's terms as they stood before it, put back where the attempt
+    changed them; a failure naming what changed (the attempt does not pass)."""
+    with ws.store.write() as conn:
+        job = rows.get(conn, job_id)
+        if job is None:
+            return []
+        changed = [key for key in TERMS if job.get(key) != terms.get(key)]
+        if not changed:
+            return []
+        for key in changed:
+            if terms.get(key) is None:
+                job.pop(key, None)
+            else:
+                job[key] = terms[key]
+        rows.put(conn, job, job["_root"], job["_depth"])
+        trail.append(conn, ws.state_dir, "job_terms_restored", ACTOR, job_id, {"changed": changed})
+    return [f"the attempt changed its job's row ({', '.join(changed)}): put back as declared; a worker changes "
+            f"its job only through proctor (its result), never the store itself"]
+
+
 def _worker_sandbox(ws: Workspace, worktree: str, job_id: str) -> "runs.Sandboxed | None":
     """With `[sandbox] workers = true`, the grant the worker CLI itself starts in: its job's row
     read in its worktree, as a target run there would get it (runs.sandboxed); outside the
@@ -257,7 +293,14 @@ def _worker_sandbox(ws: Workspace, worktree: str, job_id: str) -> "runs.Sandboxe
         return None
     there = Workspace(worktree, warn=lambda line: None)
     there._state_dir, there._store = ws.state_dir, ws.store
-    return runs.sandboxed(there, job_id, worker=True)
+    # the streams proctor keeps of the attempt (and its integrity snapshot beside them) are
+    # proctor's record of what the worker did: narrowed, though the rest of the state is not
+    streams = os.path.join(ws.state_dir, "streams")
+    # nothing new can then be made directly in the state directory: what the worker's own proctor
+    # commands make there (run outputs, blobs of the trail) is made first
+    for sub in ("streams", "blobs", "prompts"):
+        os.makedirs(os.path.join(ws.state_dir, sub), exist_ok=True)
+    return runs.sandboxed(there, job_id, extra_regions=(streams,), worker=True)
 
 
 def _record_worker_denials(ws: Workspace, job_id: str, number: int, boxed: "runs.Sandboxed") -> None:
@@ -639,6 +682,7 @@ def _run_step(ws: Workspace, job: dict, rungs: list[Worker], notify, dog) -> Job
                                        spend=worker.max_spend_usd)
                 stream = os.path.join(ws.state_dir, "streams", f"{os.getpid()}-{_safe(job_id)}-{number}.out")
                 before = integrity.Snapshot.take(ws.root, ws.checkout.common_dir, worktree)
+                terms = _terms(ws, job_id)  # what the attempt is graded on, as it stood before it
                 dog.tampered = None
                 before.save(stream + ".before.json")  # for the watchdog, should this process die
                 handed = _Handover(ws, followup, f"resume:{worker.name}:{resume}")
@@ -679,8 +723,14 @@ def _run_step(ws: Workspace, job: dict, rungs: list[Worker], notify, dog) -> Job
                             _record_worker_denials(ws, job_id, number, boxed)
                 handed.settle()
                 stream_ref, stderr_ref = keep_stream(ws, stream)
+                forged = [f"the {what} proctor kept of the attempt is not what the worker printed: changed while it "
+                          f"ran (a worker never writes proctor's files)"
+                          for what, kept, read in (("stream", stream_ref, attempt.kept_digests[0]),
+                                                   ("stderr stream", stderr_ref, attempt.kept_digests[1]))
+                          if read is not None and (kept or "sha256:" + _EMPTY_SHA256) != read]
                 forget(_prompt_path(ws, job_id, number))  # a prompt too long for argv, read by now
                 moved = before.settle(lambda old, new: bool(landed_by_proctor(ws, old, new)))
+                moved += _put_back_terms(ws, job_id, terms) + forged
                 if dog.tampered:
                     moved.append(f"{dog.tampered}: a worker never touches proctor's own processes")
                 noticed = before.noticed()
