@@ -229,6 +229,15 @@ def test_a_symlink_in_the_write_paths_grants_nothing_beyond_itself(tmp_path):
 
 # -- the kernel's audit log -----------------------------------------------------------------------
 
+def audit_switch(on: int) -> None:
+    """Turn the kernel's audit on or off, or skip where it cannot be switched (it takes root);
+    under CI, which runs as root, that is a failure instead."""
+    if not _audit(on):
+        if os.environ.get("CI") == "true" and os.geteuid() == 0:
+            pytest.fail("CI runs as root: the kernel's audit should be switchable here")
+        pytest.skip("the kernel's audit cannot be switched here (it takes root)")
+
+
 def _audit(on: int) -> bool:
     """Turn the kernel's audit on or off (AUDIT_SET, root only); whether it took."""
     try:
@@ -246,10 +255,7 @@ def _audit(on: int) -> bool:
 @machine_wide("kernel-audit")
 def test_denials_reach_the_trail_when_the_kernel_audits(tmp_path):
     was = sandbox._audit_enabled()
-    if was is None or not _audit(1):
-        if os.environ.get("CI") == "true" and os.geteuid() == 0:
-            pytest.fail("CI runs as root: the kernel's audit should be switchable here")
-        pytest.skip("the kernel's audit cannot be switched on here (it takes root)")
+    audit_switch(1)
     try:
         root = _repo(tmp_path)
         _child(root)
@@ -276,8 +282,7 @@ def test_denials_reach_the_trail_when_the_kernel_audits(tmp_path):
 def test_without_the_audit_log_the_record_says_why_no_denial_is_listed(tmp_path):
     was = sandbox._audit_enabled()
     if was:
-        if not _audit(0):
-            pytest.skip("the kernel's audit is on and cannot be switched off here")
+        audit_switch(0)
     try:
         root = _repo(tmp_path)
         _child(root)

@@ -22,6 +22,7 @@ import pytest
 
 from proctor import sandbox
 from tests.conftest import git, machine_wide
+from tests.test_sandbox import _audit, audit_switch
 
 ABI = sandbox.kernel_abi()
 pytestmark = pytest.mark.skipif(ABI == 0 and os.environ.get("CI") != "true",
@@ -90,19 +91,6 @@ def _untouched(root: str) -> None:
     """The files outside src/a.py's grant as they were committed."""
     assert _read(root, "other/b.py") == "b\n", "other/b.py was written"
     assert _read(root, "lib/sub/secret.py") == "s\n", "lib/sub/secret.py was written"
-
-
-def _audit(on: int) -> bool:
-    try:
-        sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 9)
-        sock.bind((0, 0))
-        body = struct.pack("8I", 1, on, 0, 0, 0, 0, 0, 0) + b"\0" * 8
-        sock.send(struct.pack("IHHII", 16 + len(body), 1001, 1 | 4, 1, 0) + body)
-        reply = sock.recv(65536)
-        sock.close()
-        return struct.unpack_from("i", reply, 16)[0] == 0
-    except OSError:
-        return False
 
 
 def _seccomp_wrapper(tmp_path, numbers: tuple[int, ...]) -> list[str]:
@@ -308,8 +296,7 @@ def test_a_deny_path_is_never_written(tmp_path, write, deny, probe):
     done = _fork(root, {"id": "parent", "criteria": "w", "check": "w"})
     done = _fork(root, {"id": "parent/child", "parent": "parent", "criteria": "c", "check": "w",
                         "write_paths": write, "deny_paths": deny})
-    if done.returncode != 0:
-        pytest.skip(f"fork refuses {write} / {deny}: {(done.stdout + done.stderr).strip()[:200]}")
+    assert done.returncode == 0, f"fork refuses {write} / {deny}: {(done.stdout + done.stderr).strip()[:200]}"
     before = _read(root, probe)
     done, record = _run(root)
     assert record is not None, done.stderr
@@ -558,8 +545,7 @@ def test_the_target_turning_audit_off_leaves_no_false_zero(tmp_path):
     (AUDIT_SET, not a filesystem write) before its refused writes: the record must not then say
     `denials: 0` as though nothing was refused."""
     was = sandbox._audit_enabled()
-    if was is None or not _audit(1):
-        pytest.skip("the kernel's audit cannot be switched here")
+    audit_switch(1)
     script = f"""{PY} - <<'EOF'
 import socket, struct
 s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 9); s.bind((0, 0))
@@ -583,8 +569,7 @@ echo x > other/b.py; echo x > lib/sub/secret.py; true
 def test_denials_of_a_background_child_and_a_renamed_shell_are_counted(tmp_path):
     """Denials from the target's children (not only the shell that made the domain)."""
     was = sandbox._audit_enabled()
-    if was is None or not _audit(1):
-        pytest.skip("the kernel's audit cannot be switched here")
+    audit_switch(1)
     script = "sh -c 'echo x > other/b.py'; (echo x > lib/sub/secret.py) ; exec sh -c 'echo x > rootfile; true'\n"
     try:
         root = _repo(tmp_path, script)
