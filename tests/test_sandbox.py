@@ -299,15 +299,15 @@ def test_without_the_audit_log_the_record_says_why_no_denial_is_listed(tmp_path)
 
 # -- a kernel without Landlock ----------------------------------------------------------------------
 
-NO_LANDLOCK = r"""
+def seccomp_wrapper(tmp_path, numbers: tuple[int, ...]) -> list[str]:
+    """A prefix that runs a program with the syscalls `numbers` failing with ENOSYS."""
+    jumps = ", ".join(f"jump(0x15, {nr}, {len(numbers) - i}, 0)" for i, nr in enumerate(numbers))
+    code = f"""
 import ctypes, os, struct, sys
 libc = ctypes.CDLL(None, use_errno=True)
-# BPF: load the syscall number; 444, 445, 446 (the Landlock calls) return ENOSYS; all else runs
 def stmt(code, k): return struct.pack("HBBI", code, 0, 0, k)
 def jump(code, k, jt, jf): return struct.pack("HBBI", code, jt, jf, k)
-prog = b"".join([stmt(0x20, 0),
-                 jump(0x15, 444, 3, 0), jump(0x15, 445, 2, 0), jump(0x15, 446, 1, 0),
-                 stmt(0x06, 0x7fff0000), stmt(0x06, 0x00050000 | 38)])
+prog = b"".join([stmt(0x20, 0), {jumps}, stmt(0x06, 0x7fff0000), stmt(0x06, 0x00050000 | 38)])
 class Fprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
 buf = ctypes.create_string_buffer(prog, len(prog))
@@ -316,12 +316,13 @@ assert libc.prctl(38, 1, 0, 0, 0) == 0
 assert libc.prctl(22, 2, ctypes.byref(fprog), 0, 0) == 0, ctypes.get_errno()
 os.execv(sys.argv[1], sys.argv[1:])
 """
+    wrapper = tmp_path / f"seccomp_{'_'.join(map(str, numbers))}.py"
+    wrapper.write_text(code)
+    return [sys.executable, str(wrapper)]
 
 
 def test_a_kernel_without_landlock(tmp_path):
-    wrapper = tmp_path / "no_landlock.py"
-    wrapper.write_text(NO_LANDLOCK)
-    prefix = [sys.executable, str(wrapper)]
+    prefix = seccomp_wrapper(tmp_path, (444, 445, 446))  # the Landlock calls fail with ENOSYS
     probe = subprocess.run([*prefix, sys.executable, "-c", "from proctor import sandbox; print(sandbox.kernel_abi())"],
                            capture_output=True, text=True, timeout=60)
     assert probe.stdout.strip() == "0", probe.stderr  # the filter holds: no Landlock, as the kernel says

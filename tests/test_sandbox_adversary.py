@@ -22,7 +22,7 @@ import pytest
 
 from proctor import sandbox
 from tests.conftest import git, machine_wide
-from tests.test_sandbox import _audit, audit_switch
+from tests.test_sandbox import _audit, audit_switch, seccomp_wrapper as _seccomp_wrapper
 
 ABI = sandbox.kernel_abi()
 pytestmark = pytest.mark.skipif(ABI == 0 and os.environ.get("CI") != "true",
@@ -91,28 +91,6 @@ def _untouched(root: str) -> None:
     """The files outside src/a.py's grant as they were committed."""
     assert _read(root, "other/b.py") == "b\n", "other/b.py was written"
     assert _read(root, "lib/sub/secret.py") == "s\n", "lib/sub/secret.py was written"
-
-
-def _seccomp_wrapper(tmp_path, numbers: tuple[int, ...]) -> list[str]:
-    """A prefix that runs a program with the syscalls `numbers` failing with ENOSYS."""
-    jumps = ", ".join(f"jump(0x15, {nr}, {len(numbers) - i}, 0)" for i, nr in enumerate(numbers))
-    code = f"""
-import ctypes, os, struct, sys
-libc = ctypes.CDLL(None, use_errno=True)
-def stmt(code, k): return struct.pack("HBBI", code, 0, 0, k)
-def jump(code, k, jt, jf): return struct.pack("HBBI", code, jt, jf, k)
-prog = b"".join([stmt(0x20, 0), {jumps}, stmt(0x06, 0x7fff0000), stmt(0x06, 0x00050000 | 38)])
-class Fprog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
-buf = ctypes.create_string_buffer(prog, len(prog))
-fprog = Fprog(len(prog) // 8, ctypes.cast(buf, ctypes.c_char_p))
-assert libc.prctl(38, 1, 0, 0, 0) == 0
-assert libc.prctl(22, 2, ctypes.byref(fprog), 0, 0) == 0, ctypes.get_errno()
-os.execv(sys.argv[1], sys.argv[1:])
-"""
-    wrapper = tmp_path / f"seccomp_{'_'.join(map(str, numbers))}.py"
-    wrapper.write_text(code)
-    return [PY, str(wrapper)]
 
 
 # -- 0. the baseline: a direct write outside the grant is refused ---------------------------------
