@@ -6,7 +6,6 @@ what a target wrote: each write is attempted and its result read back from the d
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import socket
@@ -44,7 +43,7 @@ def _script() -> str:
                      f'if echo written-by-target > {path}; then echo ok:{name}; else echo no:{name}; fi')
     lines.append('if echo t > "$TMPDIR/t"; then echo ok:tmp; else echo no:tmp; fi')
     lines.append('if echo c > "$PROCTOR_TEST_CACHE/c"; then echo ok:cache; else echo no:cache; fi')
-    lines.append(f'if echo o > "$PROCTOR_TEST_OUTSIDE/o"; then echo ok:beyond; else echo no:beyond; fi')
+    lines.append('if echo o > "$PROCTOR_TEST_OUTSIDE/o"; then echo ok:beyond; else echo no:beyond; fi')
     return "\n".join(lines) + "\n"
 
 

@@ -8,12 +8,8 @@ proctor runs as a real process (`python -m proctor`), so the sandbox applies as 
 
 from __future__ import annotations
 
-import glob
 import json
 import os
-import shlex
-import socket
-import struct
 import subprocess
 import sys
 import time
@@ -381,9 +377,6 @@ true
     root = _repo(tmp_path, script)
     with open(os.path.join(root, "proctor.toml"), "a") as handle:
         handle.write('\n[targets.inner]\ncommand = "echo x > other/b.py; echo x > lib/sub/secret.py"\n')
-    # the [sandbox] table must stay last-declared-valid: rewrite the whole file
-    with open(os.path.join(root, "proctor.toml")) as handle:
-        text = handle.read()
     git(root, "commit", "-qam", "inner")
     _child(root)
     done, record = _run(root)
