@@ -17,6 +17,9 @@ its children, down to the deny path. A read-only row narrows the checkout to the
 temp directory. Nothing narrows for a root job, an id naming no live row, a writable row with
 no write paths, or mode off.
 
+From Landlock ABI 6 the domain is also scoped for signals: its processes cannot signal a process
+outside it (the proctor judging the run, the server, the person's programs).
+
 Landlock grants, it never subtracts, so "everything outside the checkout" is spelled as a grant
 on each entry beside the path from / down to the checkout (its "spine"). The price: nothing new
 can be made directly in a directory of that spine (a file straight in /tmp when the checkout is
@@ -106,6 +109,14 @@ def kernel_abi() -> int:
 
 class _RulesetAttr(ctypes.Structure):
     _fields_ = [("handled_access_fs", ctypes.c_uint64)]
+
+
+class _RulesetAttrScoped(ctypes.Structure):  # ABI 6: the scopes a domain is confined to
+    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
+                ("scoped", ctypes.c_uint64)]
+
+
+_SCOPE_SIGNAL = 1 << 1  # no signal to a process outside the domain (proctor, the server, the person's)
 
 
 class _PathBeneath(ctypes.Structure):
@@ -329,7 +340,9 @@ class Ruleset:
         self.fd = -1
         libc = _syscall()
         directory, file = write_rights(abi)
-        attr = _RulesetAttr(directory)
+        # from ABI 6 the domain's processes may signal only processes inside it: a run cannot
+        # stop or kill the proctor that judges it, the server, or anything of the person's
+        attr = _RulesetAttrScoped(directory, 0, _SCOPE_SIGNAL) if abi >= 6 else _RulesetAttr(directory)
         fd = libc.syscall(_SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)),
                           ctypes.c_uint32(0))
         if fd < 0:

@@ -416,3 +416,26 @@ def test_a_literal_path_whose_nearest_directory_is_the_root_never_grants_git(tmp
     done, said, record, _ = _probe(root, "plan/t", tmp_path)
     assert said == {"other": True, "hook": False, "config": False}, (said, done.stderr)
     assert not os.path.exists(os.path.join(root, ".git", "hooks", "pre-commit"))
+
+
+def test_a_sandboxed_run_cannot_signal_a_process_outside_it(tmp_path):
+    """From Landlock ABI 6 the domain is scoped for signals: the target cannot stop the process
+    outside it (here a sleeper started by the test; in use, the proctor judging it or the server),
+    while signalling its own children still works."""
+    if ABI < 6:
+        pytest.skip(f"signal scoping needs Landlock ABI 6; this kernel offers {ABI}")
+    outside = subprocess.Popen(["sleep", "60"])
+    try:
+        root = _repo(tmp_path)
+        _child(root)
+        with open(os.path.join(root, "probe.sh"), "w") as handle:
+            handle.write(f"kill -0 {outside.pid} && echo ok:outside || echo no:outside\n"
+                         "sleep 30 & kill $! && echo ok:own || echo no:own\n")
+        done, said, record, _ = _probe(root, "plan/c", tmp_path)
+        assert said == {"outside": False, "own": True}, (said, done.stderr)
+        assert outside.poll() is None, "the process outside the domain was signalled"
+        unboxed, said, _, _ = _probe(root, "plan", tmp_path)  # a root job: nothing narrows
+        assert said["outside"], unboxed.stderr
+    finally:
+        outside.kill()
+        outside.wait()
