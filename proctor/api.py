@@ -161,11 +161,11 @@ def config_show(cwd: str | None = None) -> dict:
             name = f"guard.{rule_name}.{key}"
             source = config_mod.CONFIG_NAME if key in table and value == table[key] else "default"
             cfg.settings[name] = config_mod.Setting(name, value, source, f"{value:g}")
-    from proctor.sandbox import kernel_abi
+    from proctor.sandbox import kernel_abi, kernel_offers
 
     abi = kernel_abi()
     mode = cfg.settings["sandbox.mode"]
-    mode.shown = f"{mode.value} ({f'this kernel offers Landlock ABI {abi}' if abi else 'this kernel offers no Landlock'}" + (
+    mode.shown = f"{mode.value} ({kernel_offers(abi)}" + (
         ": runs are not sandboxed)" if mode.value == "auto" and not abi else
         ": a run under a child job's lease is refused)" if mode.value == "landlock" and not abi else ")")
     return {

@@ -233,7 +233,7 @@ def sandboxed(ws: Workspace, lease: str | None, extra_regions: tuple[str, ...] =
     for git_dir in (ws.checkout.git_dir, ws.checkout.common_dir):
         # a git directory outside the checkout (--separate-git-dir, a bare repository's
         # worktree): its config, hooks and attributes are the repository's, never granted
-        if git_dir and not _inside(os.path.realpath(git_dir), [ws.root, *regions]):
+        if git_dir and not sandbox.inside_any(os.path.realpath(git_dir), [ws.root, *regions]):
             regions.append(git_dir)
     grant = sandbox.plan(job, ws.root, repo_cache_dir(ws.checkout), tuple(regions))
     try:
@@ -244,14 +244,6 @@ def sandboxed(ws: Workspace, lease: str | None, extra_regions: tuple[str, ...] =
             f"the sandbox for job {job['id']} could not be built ({exc.strerror or exc}); nothing ran. "
             f"Set [sandbox] mode = \"off\" in proctor.toml to run unsandboxed", errors.SANDBOX_FAILED) from None
     return Sandboxed(grant, ruleset, mode.abi)
-
-
-def _inside(path: str, regions: list[str]) -> bool:
-    for region in regions:
-        real = os.path.realpath(region)
-        if path == real or path.startswith(real.rstrip("/") + "/"):
-            return True
-    return False
 
 
 def main_worktree(ws: Workspace) -> str | None:

@@ -133,13 +133,10 @@ class Mode:
         self.configured, self.abi = configured, abi
         self.active = configured != "off" and abi > 0
 
-    def describe(self) -> str:
-        kernel = f"Landlock ABI {self.abi}" if self.abi else "no Landlock in this kernel"
-        if self.configured == "off":
-            return f"off ({kernel})"
-        if self.active:
-            return f"{self.configured}: Landlock ABI {self.abi}"
-        return f"{self.configured}: unsandboxed, {kernel}"
+
+def kernel_offers(abi: int) -> str:
+    """What this kernel offers, as config show and doctor say it."""
+    return f"this kernel offers Landlock ABI {abi}" if abi else "this kernel offers no Landlock"
 
 
 _told_auto = False
@@ -228,6 +225,11 @@ def plan(job: dict, checkout: str, cache_dir: str, extra_regions: tuple[str, ...
 
 def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def inside_any(path: str, regions) -> bool:
+    """Whether real path `path` lies in any of `regions` (resolved here)."""
+    return any(_inside(path, os.path.realpath(region)) for region in regions)
 
 
 def _safe(rel: str, root: str) -> bool:
@@ -561,5 +563,5 @@ def denial_reporting() -> str:
     return "not recorded: the kernel's audit status cannot be read; each run record names its grant"
 
 
-__all__ = ["MODES", "Mode", "mode_for", "kernel_abi", "narrows", "plan", "Grant", "Ruleset", "AuditWatch",
-           "env_for", "denial_reporting"]
+__all__ = ["MODES", "Mode", "mode_for", "kernel_abi", "kernel_offers", "inside_any", "narrows", "plan", "Grant",
+           "Ruleset", "AuditWatch", "env_for", "denial_reporting"]

@@ -77,14 +77,13 @@ def doctor() -> int:
     abi = sandbox.kernel_abi()
     mode = cfg["sandbox.mode"]
     if mode == "off":
-        offered = (f"this kernel offers Landlock ABI {abi}; [sandbox] mode = \"auto\" turns it on" if abi
-                   else "this kernel offers no Landlock")
-        line(True, f"sandbox: off ({offered})")
+        hint = '; [sandbox] mode = "auto" turns it on' if abi else ""
+        line(True, f"sandbox: off ({sandbox.kernel_offers(abi)}{hint})")
     elif abi:
         line(True, f"sandbox: {mode}, Landlock ABI {abi}; runs under a child job's lease write only its paths"
                    f"{' (workers too)' if cfg['sandbox.workers'] else ''}; denials {sandbox.denial_reporting()}")
     else:
-        line(mode == "auto", f"sandbox: {mode}, but this kernel offers no Landlock: "
+        line(mode == "auto", f"sandbox: {mode}, but {sandbox.kernel_offers(abi)}: "
              + ("runs are not sandboxed" if mode == "auto" else "a run under a child job's lease is refused; "
                 "set [sandbox] mode = \"auto\" or \"off\""))
     if cfg.workers:
