@@ -439,3 +439,31 @@ def test_a_sandboxed_run_cannot_signal_a_process_outside_it(tmp_path):
     finally:
         outside.kill()
         outside.wait()
+
+
+def test_proctor_killed_mid_run_leaves_its_target_confined(tmp_path):
+    """proctor run is SIGKILLed while its target sleeps: the target, which outlives it, is still in
+    the kernel's grant when it wakes and writes (the domain is the process's, not proctor's)."""
+    import signal
+    import time
+
+    root = _repo(tmp_path)
+    _child(root)
+    out = tmp_path / "out"  # outside the checkout, made before: writable (tmp_path itself holds the checkout)
+    out.mkdir()
+    started = out / "started"
+    with open(os.path.join(root, "probe.sh"), "w") as handle:
+        handle.write(f"touch {started}; sleep 2; echo late > src/a.py; echo late > other/b.py\n")
+    proc = subprocess.Popen([sys.executable, "-m", "proctor", "run", "probe", "--lease", "plan/c"], cwd=root,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not started.exists():
+        time.sleep(0.1)
+    assert started.exists(), "the target never started"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _content(root, "src/a.py") != "late\n":
+        time.sleep(0.2)
+    assert _content(root, "src/a.py") == "late\n", "the target, outliving proctor, wrote its own path"
+    assert _content(root, "other/b.py") == "b\n", "the target wrote outside its grant once proctor was gone"
