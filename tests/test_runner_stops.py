@@ -84,9 +84,15 @@ signal.signal(signal.SIGTERM, interrupted)
 signal.signal(signal.SIGHUP, interrupted)
 signal.signal(signal.SIGINT, signal.default_int_handler)
 argv, cwd = json.loads(sys.argv[1]), sys.argv[2]
+
+def heard(kind, attempt):  # the test signals only once the runner has read the worker's reply
+    if "half way there" in (attempt.last_line or ""):
+        open(os.path.join(cwd, "heard"), "w").close()
+
 attempt = runner.run_attempt(argv, claude.Parser(), runner.Limits(idle=120, grace=60), cwd, dict(os.environ),
                              adopt_orphans=True, stream_path=os.path.join(cwd, "stream.out"),
-                             on_spawn=lambda info: print(json.dumps({"spawned": info}), flush=True))
+                             on_spawn=lambda info: print(json.dumps({"spawned": info}), flush=True),
+                             on_event=heard)
 print(json.dumps({"attempt": attempt.to_json()}), flush=True)
 """
 
@@ -176,6 +182,8 @@ def _start_runner(tmp_path, marker: str):
     info = json.loads(line)["spawned"]
     assert set(info) >= {"pid", "start_time", "pgid", "tag", "cgroup"}
     assert _wait_for(lambda: (tmp_path / "out" / "ready").exists()), "the worker is up"
+    # the runner has read what the worker said (under load it may lag the worker's files)
+    assert _wait_for(lambda: (tmp_path / "heard").exists()), "the runner read the worker's reply"
     return proc, info
 
 
