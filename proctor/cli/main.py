@@ -26,6 +26,7 @@ GROUPS = {
     "work": ("proctor.cli.work_cmd", "work", "Run a job with agent CLIs: stops, gates, commits."),
     "server": ("proctor.cli.server_cmd", "server", "The daemon: monitors, follow-ups, API and console."),
     "monitor": ("proctor.cli.monitor_cmd", "monitor", "Commands the server runs for a job, waking its agent."),
+    "mcp": ("proctor.cli.mcp_cmd", "mcp", "proctor's tools for an agent, over MCP on stdio."),
     "store": ("proctor.cli.store_cmd", "store", "The job store's engine, and moving it (SQLite, PostgreSQL)."),
 }
 

@@ -3,7 +3,7 @@
 With PROCTOR_NONCE (the job's secret, handed to the agent that works the job) the CLI
 manages that job's monitors (their runs, its follow-ups) only, whatever --job it names; a
 person uses the server token and names --job. The token is refused to a caller that works a
-job: under a lease, or beneath a process started under one.
+job: under a lease, or beneath a process started under one (proctor/monitors/client.py).
 """
 
 from __future__ import annotations
@@ -17,27 +17,9 @@ from proctor.cli.options import orchestrated, output_option
 
 
 def _call(method: str, path: str, body: dict | None = None, orchestrator: bool = False) -> dict:
-    from proctor import errors
-    from proctor.jobs.lease import ORCHESTRATOR, resolve
-    from proctor.server import daemon
-    from proctor.workspace import Workspace
+    from proctor.monitors.client import call
 
-    nonce = os.environ.get("PROCTOR_NONCE") or None
-    with Workspace() as ws:
-        if nonce is None:
-            # an agent manages monitors with its job's secret, scoped to that job; the server
-            # token is a person's, and so refused to a caller under a lease, and to one beneath a
-            # process that works a job (`env -u` changes only the child's environment)
-            with ws.store.read() as conn:
-                caller = resolve(conn, ws.root, ORCHESTRATOR if orchestrator else None)
-            if caller.lease:
-                raise errors.Refused([(errors.NOT_YOUR_JOB,
-                    f"{caller.whence()}; manage its monitors with the job's secret in PROCTOR_NONCE (proctor job "
-                    f"exec prints it){caller.remedy()}")])
-            daemon.refuse_leased(ws, orchestrator, "use the server token",
-                                 "a process that works a job manages that job's monitors with its secret in "
-                                 "PROCTOR_NONCE (proctor job exec prints it), which scopes it to them")
-        return daemon.request(ws, method, path, body, nonce=nonce)
+    return call(method, path, body, orchestrator)
 
 
 @click.group()

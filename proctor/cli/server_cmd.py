@@ -39,6 +39,7 @@ def start(port: int | None, foreground: bool, orchestrator: bool) -> None:
         click.echo(f"server {prefix} (pid {running['pid']})")
         click.echo(f"console: {running['console']}")
         click.echo(f"api:     {running['url']}")
+        click.echo(f"mcp:     {running.get('mcp') or 'none (a server older than this proctor; restart it)'}")
         click.echo(f"token:   {daemon.token_path(ws)}")
 
 
@@ -59,7 +60,7 @@ def stop(orchestrator: bool) -> None:
 @server.command()
 @output_option("text", "json")
 def status(output: str) -> int:
-    """Where the server is (console and API URLs), and whether it runs other code than this
+    """Where the server is (console, API and MCP URLs), and whether it runs other code than this
     proctor (an older version, or the same version's files changed since it started)."""
     from proctor.server import daemon
     from proctor.workspace import Workspace
@@ -74,7 +75,8 @@ def status(output: str) -> int:
             return 1
         installed = daemon.code_digest()
         outdated = running.get("version") != __version__ or running.get("code") != installed
-        payload = {"running": True, "url": running["url"], "console": running["console"], "pid": running["pid"],
+        payload = {"running": True, "url": running["url"], "console": running["console"],
+                   "mcp": running.get("mcp"), "pid": running["pid"],
                    "version": running.get("version"), "installed_version": __version__, "outdated": outdated,
                    "code": running.get("code"), "installed_code": installed, "token_path": daemon.token_path(ws)}
         if output == "json":
@@ -83,6 +85,10 @@ def status(output: str) -> int:
         click.echo(f"server running (pid {running['pid']}, proctor {running.get('version')})")
         click.echo(f"console: {running['console']}")
         click.echo(f"api:     {running['url']}")
+        if running.get("mcp"):
+            click.echo(f"mcp:     {running['mcp']}  (Authorization: Bearer <token>, or Nonce <a job's secret>)")
+        else:
+            click.echo("mcp:     none: this server predates the MCP endpoint; restart it")
         click.echo(f"token:   {payload['token_path']}")
         if outdated:
             if running.get("version") != __version__:

@@ -14,7 +14,7 @@ OTHER = "other"
 class Call:
     __slots__ = ("host", "event", "session", "subagent", "tool", "command", "writes", "reads",
                  "edits", "transcript", "agent_transcript", "cwd", "prompt", "spawn_label", "tool_use_id",
-                 "response", "background", "raw", "unknown_writes")
+                 "response", "background", "raw", "unknown_writes", "proctor_tool", "tool_args")
 
     def __init__(self, host: str, event: str) -> None:
         self.host = host
@@ -36,6 +36,8 @@ class Call:
         self.background = False
         self.raw: dict = {}
         self.unknown_writes: list[str] = []  # a tool that writes and names no path proctor can read
+        self.proctor_tool: str | None = None  # one of proctor's own MCP tools (mcp_tools.TOOL_NAMES)
+        self.tool_args: dict = {}  # its arguments, for the lease-store rule
 
 
 def text(value: object) -> str | None:
@@ -54,6 +56,35 @@ def fill_common(call: Call, event: dict) -> None:
     call.tool_use_id = text(event.get("tool_use_id"))
     response = event.get("tool_response")
     call.response = response if isinstance(response, dict) else None
+
+
+# proctor's own MCP tools, as each host names them: `mcp__proctor__<tool>` (Claude Code, Codex),
+# `proctor_<tool>` (opencode), Gemini CLI's with an mcp_context naming the server, and the
+# spellings hosts have used for a server's tool (`mcp_proctor_<tool>`, `proctor__<tool>`).
+_PROCTOR_PREFIXES = ("mcp__proctor__", "mcp_proctor_", "proctor__", "proctor_")
+
+
+def proctor_tool(call: Call, tool_input: dict, mcp_context: object = None) -> bool:
+    """Whether the call is one of proctor's own MCP tools; if so it is recorded as one (its
+    arguments kept for the lease-store rule) and read as nothing else: a job record's
+    write_paths are not a file the call writes, nor a monitor's command one it runs."""
+    tool = call.tool or ""
+    name = None
+    if isinstance(mcp_context, dict) and mcp_context.get("server_name") == "proctor":
+        name = text(mcp_context.get("tool_name"))
+    else:
+        for prefix in _PROCTOR_PREFIXES:
+            if tool.startswith(prefix):
+                name = tool[len(prefix):]
+                break
+    if name is None:
+        return False
+    from proctor.mcp_tools import TOOL_NAMES
+
+    if name not in TOOL_NAMES:
+        return False
+    call.proctor_tool, call.tool_args = name, tool_input
+    return True
 
 
 # A tool this module does not know by name is a file tool when its input names a path: an MCP

@@ -12,7 +12,7 @@ session waits for the person), never answered.
 from __future__ import annotations
 
 from proctor.guard.call import (NOTIFY, OTHER, POST_TOOL, PRE_TOOL, PROMPT, STOP, SUBAGENT_STOP, Call, fill_common,
-                                read_named_paths, text)
+                                proctor_tool, read_named_paths, text)
 
 EVENTS = {"PreToolUse": PRE_TOOL, "PostToolUse": POST_TOOL, "Stop": STOP, "SubagentStop": SUBAGENT_STOP,
           "UserPromptSubmit": PROMPT, "Notification": NOTIFY}
@@ -37,6 +37,8 @@ def read_tool_input(call: Call, tool_input: object) -> None:
     """The tool's input, in the shape Claude Code (and Codex, which copies it) sends."""
     if not isinstance(tool_input, dict):
         return
+    if proctor_tool(call, tool_input):
+        return  # proctor's own MCP tool: judged by the lease-store rule, never as a file or shell tool
     command = tool_input.get("command")
     if isinstance(command, list) and all(isinstance(c, str) for c in command):
         command = " ".join(_quote(c) for c in command)

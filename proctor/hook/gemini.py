@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 
-from proctor.guard.call import OTHER, POST_TOOL, PRE_TOOL, STOP, Call, fill_common, read_named_paths, text
+from proctor.guard.call import OTHER, POST_TOOL, PRE_TOOL, STOP, Call, fill_common, proctor_tool, read_named_paths, text
 
 EVENTS = {"BeforeTool": PRE_TOOL, "AfterTool": POST_TOOL, "AfterAgent": STOP}
 WRITE_TOOLS = {"write_file": "file_path", "replace": "file_path", "edit": "file_path"}
@@ -42,6 +42,8 @@ def parse(event: dict) -> Call:
     if not isinstance(tool_input, dict):
         return call
     tool = call.tool or ""
+    if proctor_tool(call, tool_input, event.get("mcp_context")):
+        return call  # proctor's own MCP tool: judged by the lease-store rule
     if tool == "run_shell_command":
         call.command = text(tool_input.get("command"))
         call.background = tool_input.get("is_background") is True

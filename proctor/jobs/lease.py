@@ -26,10 +26,15 @@ ORCHESTRATOR = ":orchestrator"
 SPAWNER_KEY = "proctor.spawner"
 
 
+class Secret(str):
+    """A lease the caller proved with the job's secret (the server's MCP door, `Authorization:
+    Nonce`): it acts as that job's holder, as with --lease, and a refusal says how it was named."""
+
+
 @dataclass(frozen=True)
 class Caller:
     lease: str | None
-    lease_from: str | None  # "flag", "env", "marker" (the checkout's record), "contested", "orchestrator"
+    lease_from: str | None  # "flag", "secret", "env", "marker" (the checkout's record), "contested", "orchestrator"
     user: str
     checkout: str | None = None  # the checkout whose record answered, for marker and contested
     claim: str | None = None  # what BAGGAGE claimed, when a record overruled it
@@ -49,6 +54,8 @@ class Caller:
         """Where this caller's lease came from, as a refusal says it."""
         if self.lease_from == "flag":
             return f"you act under lease {self.lease}, named by --lease"
+        if self.lease_from == "secret":
+            return f"you act under lease {self.lease}: you called with its secret (Authorization: Nonce)"
         if self.inherited:
             return (f"you act under lease {self.lease}: {self.inherited} was started with BAGGAGE "
                     f"proctor.lease={self.lease}, and a process beneath it works that job whatever its own "
@@ -108,7 +115,7 @@ def resolve(conn: Tx | None, root: str, flag: str | None = None,
         if inherited and flag != inherited[0] and inherited[0] not in rows.ancestors(conn, flag):
             # a worker names only its own job, or one beneath it
             return Caller(inherited[0], "contested", user, claim=flag, inherited=inherited[1])
-        return Caller(flag, "flag", user)
+        return Caller(str(flag), "secret" if isinstance(flag, Secret) else "flag", user)
     claim = None
     baggage = env.get("BAGGAGE")
     if baggage:

@@ -304,7 +304,7 @@ async def _reaped(state: State) -> None:
 async def status(request: Request) -> Response:
     state: State = request.app.state.proctor
     url = f"http://127.0.0.1:{state.port}"
-    return JSONResponse({"url": url + "/api/v1/", "console": url + "/", "pid": os.getpid(), "version": __version__,
+    return JSONResponse({"url": url + "/api/v1/", "console": url + "/", "mcp": url + "/mcp", "pid": os.getpid(), "version": __version__,
                          "started": state.started, "repo": state.repo_root,
                          "monitors_running": state.scheduler.running_now if state.scheduler else 0})
 
@@ -348,15 +348,40 @@ def _query_int(request: Request, name: str, default: int | None, low: int = 1, h
 
 async def monitors_list(request: Request) -> Response:
     state: State = request.app.state.proctor
-    job = request.state.scope or request.query_params.get("job")
-    await _reaped(state)
-    return JSONResponse({"monitors": await _in_thread(_reading, state, mstore.live, job)})
+    return JSONResponse(await list_monitors(state, request.state.scope, request.query_params.get("job")))
 
 
 async def monitors_add(request: Request) -> Response:
     state: State = request.app.state.proctor
     body = await _body(request)
-    job = request.state.scope or body.get("job")
+    return JSONResponse(await add_monitor(state, request.state.scope, request.state.actor, body), status_code=201)
+
+
+async def monitors_remove(request: Request) -> Response:
+    state: State = request.app.state.proctor
+    try:
+        monitor_id = int(request.path_params["id"])
+    except ValueError:
+        raise errors.ProctorError("a monitor id is a number") from None
+    return JSONResponse(await remove_monitor(state, request.state.scope, request.state.actor, monitor_id))
+
+
+async def events(request: Request) -> Response:
+    state: State = request.app.state.proctor
+    limit = _query_int(request, "limit", 1000)  # 1 to 5000: SQLite reads LIMIT -1 as no limit at all
+    return JSONResponse(await monitor_events(state, request.state.scope, request.query_params.get("job"), limit))
+
+
+# -- the monitor verbs, as the routes above and the MCP door (server/mcp_http.py) call them:
+# `scope` is the job a secret scopes the caller to (None for the token), and wins over `job`.
+
+async def list_monitors(state: State, scope: str | None, job: str | None) -> dict:
+    await _reaped(state)
+    return {"monitors": await _in_thread(_reading, state, mstore.live, scope or job)}
+
+
+async def add_monitor(state: State, scope: str | None, actor: str, body: dict) -> dict:
+    job = scope or body.get("job")
     if not isinstance(job, str) or not job:
         raise errors.ProctorError("name the job (--job ID); a monitor belongs to one job")
     for key in ("job", "command", "cwd", "description"):
@@ -377,37 +402,29 @@ async def monitors_add(request: Request) -> Response:
             with ws.store.write() as conn:
                 return mstore.add(conn, cfg, state.repo_root, job, body.get("command"), body.get("interval"),
                                   body.get("description"), body.get("cwd") or state.repo_root,
-                                  body.get("allow_unsandboxed") is True, request.state.actor)
+                                  body.get("allow_unsandboxed") is True, actor)
 
     monitor = await _in_thread(add)
     state.scheduler.add(monitor)
-    return JSONResponse(monitor, status_code=201)
+    return monitor
 
 
-async def monitors_remove(request: Request) -> Response:
-    state: State = request.app.state.proctor
-    try:
-        monitor_id = int(request.path_params["id"])
-    except ValueError:
-        raise errors.ProctorError("a monitor id is a number") from None
+async def remove_monitor(state: State, scope: str | None, actor: str, monitor_id: int) -> dict:
     if not 0 < monitor_id < 2 ** 62:
         raise errors.Refused([(mstore.NOT_FOUND, f"no monitor {monitor_id}")])
 
     def remove() -> dict:
         with _opened(state) as ws, ws.store.write() as conn:
-            return mstore.remove(conn, monitor_id, request.state.scope, actor=request.state.actor)
+            return mstore.remove(conn, monitor_id, scope, actor=actor)
 
     monitor = await _in_thread(remove)
     state.scheduler.removed(monitor_id)
-    return JSONResponse(monitor)
+    return monitor
 
 
-async def events(request: Request) -> Response:
-    state: State = request.app.state.proctor
-    job = request.state.scope or request.query_params.get("job")
-    limit = _query_int(request, "limit", 1000)  # 1 to 5000: SQLite reads LIMIT -1 as no limit at all
+async def monitor_events(state: State, scope: str | None, job: str | None, limit: int) -> dict:
     await _reaped(state)
-    return JSONResponse({"events": await _in_thread(_reading, state, mstore.events, job, limit)})
+    return {"events": await _in_thread(_reading, state, mstore.events, scope or job, limit)}
 
 
 async def runs(request: Request) -> Response:
@@ -552,6 +569,10 @@ def build(state: State, lifespan) -> Starlette:
         Route("/api/v1/stream", guarded(stream, allow_nonce=False)),
         Route("/api/v1/shutdown", guarded(shutdown, allow_nonce=False), methods=["POST"]),
     ]
-    app = Starlette(routes=routes, lifespan=lifespan)
+    from proctor.server import mcp_http
+
+    endpoint = mcp_http.Endpoint(state)
+    routes.append(Route(mcp_http.PATH, endpoint))  # checked there as here: the token or a job's secret
+    app = Starlette(routes=routes, lifespan=mcp_http.lifespan(endpoint, lifespan))
     app.state.proctor = state
     return app

@@ -256,7 +256,8 @@ def serve(ws: Workspace, port: int | None) -> None:
         keeper = asyncio.ensure_future(_keep_token(token_path(ws), token))
         _write_info(info_path, {"pid": os.getpid(), "port": port, "version": __version__, "code": code,
                                 "ready": True, "root": ws.root, "started": time.time(),
-                                "url": f"http://127.0.0.1:{port}/api/v1/", "console": f"http://127.0.0.1:{port}/"})
+                                "url": f"http://127.0.0.1:{port}/api/v1/", "console": f"http://127.0.0.1:{port}/",
+                                "mcp": f"http://127.0.0.1:{port}/mcp"})
         try:
             yield
         finally:

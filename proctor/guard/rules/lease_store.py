@@ -16,7 +16,8 @@ DEFAULT = "deny"
 EVENTS = (PRE_TOOL,)
 SUMMARY = ("a leased session forks outside its own job, takes, ends or waits on a job not its own or beneath "
            "it, manages monitors without its job's secret (or with it removed), starts or stops the server, or runs "
-           "the guard's hook itself")
+           "the guard's hook itself; the same calls through proctor's MCP tools (job_put, job_exec, job_exit, "
+           "job_wait, monitor_*)")
 CATCHES = ("`proctor job fork` by a session under a live job that names neither its own job (shrinking "
            "its write paths, and changing nothing else of its row) nor --parent <its job> (as flags, or a "
            "--stdin record in the command's one quoted heredoc) for a NEW job, whose read paths and "
@@ -34,7 +35,9 @@ CATCHES = ("`proctor job fork` by a session under a live job that names neither 
            "before the command), or with it removed (env -u, env -i, unset, an empty assignment), which "
            "would fall back to the server token, a person's; `proctor server start` and `stop`, and "
            "pkill or killall of proctor's processes; and `proctor hook`, whose hand-made event could rebind "
-           "the session or a subagent.")
+           "the session or a subagent. proctor's MCP tools, reported as mcp__proctor__<tool>, are judged as "
+           "the same command: job_put as a fork's record, job_exec, job_exit and job_wait as those commands, "
+           "monitor tools without the job's secret in the session's environment.")
 WHY = ("One author per job: widening a boundary, changing the plan's shape and verifying a result "
        "are the forking session's. The store refuses these too; the guard refuses them at the call, "
        "with the caller's session known, before anything runs.")
@@ -45,6 +48,9 @@ def check(ctx) -> list[tuple[str, str]]:
     if job is None:
         return []
     lease = job["id"]
+    if ctx.call.proctor_tool:
+        why = _mcp_refusal(ctx, job)
+        return [("rule", why)] if why else []
     findings = []
     for words in _environments(ctx):
         changed = _baggage_change(words, lease)
@@ -306,28 +312,35 @@ def _fork_refusal(ctx, args: list[str], job: dict) -> str | None:
         else:
             return (f"proctor job fork --stdin: a session holding {lease} passes its record in a quoted heredoc "
                     f"(<<'EOF'), where the guard can read it, not from a pipe or a file")
+    return _record_refusal(ctx, record, job, "proctor job fork")
+
+
+def _record_refusal(ctx, record: dict, job: dict, verb: str) -> str | None:
+    """Why a leased session may not put this job record (`verb` is how it was asked: `proctor
+    job fork` in a shell command, or the MCP door's job_put), or None."""
+    lease = job["id"]
     job_id, parent = record.get("id"), record.get("parent")
     if job_id != lease and parent != lease:
-        return (f"proctor job fork {job_id or ''}: a session holding {lease} may fork only children of its own "
+        return (f"{verb} {job_id or ''}: a session holding {lease} may fork only children of its own "
                 f"job (--parent {lease}) or shrink its own write paths; anything else is its forking session's")
     if job_id == lease:
         others = sorted(k for k, v in record.items() if k not in ("id", "write_paths", "schema_version")
                         and v not in (None, "", [], False))
         if others:
-            return (f"proctor job fork {lease}: a holder changes only its own write paths, by shrinking them; "
+            return (f"{verb} {lease}: a holder changes only its own write paths, by shrinking them; "
                     f"{', '.join(others)} of {lease} are its forking session's")
         if "write_paths" in record and not _listed(record.get("write_paths")) and job.get("write_paths"):
-            return (f"proctor job fork {lease}: shrinking the write paths to none leaves no boundary at all (an "
+            return (f"{verb} {lease}: shrinking the write paths to none leaves no boundary at all (an "
                     f"empty write set scopes nothing); keep the paths still being written, or return the job "
                     f"(proctor job exit {lease} --stdin)")
     else:
         if not isinstance(job_id, str) or ctx.job_row(job_id) is not None:
-            return (f"proctor job fork {job_id}: a fork declares a NEW job, and {job_id} exists already; a session "
+            return (f"{verb} {job_id}: a fork declares a NEW job, and {job_id} exists already; a session "
                     f"holding {lease} does not rewrite another job's row")
         family = {lease, *ctx.descendants(lease)}
         outside_family = [d for d in _listed(record.get("depends_on")) if d not in family]
         if outside_family:
-            return (f"proctor job fork {job_id}: depends_on {', '.join(map(str, outside_family))} reaches past "
+            return (f"{verb} {job_id}: depends_on {', '.join(map(str, outside_family))} reaches past "
                     f"{lease}'s own jobs, and widens what the child may read; that is the forking session's")
         reads = _listed(record.get("read_paths"))
         if reads:
@@ -337,7 +350,7 @@ def _fork_refusal(ctx, args: list[str], job: dict) -> str | None:
             wider = [r for r in reads if not isinstance(r, str) or not any(
                 claims.within(claims.Claim(posixpath.normpath(r.rstrip("/") or ".")), mine) for mine in allowed)]
             if wider:
-                return (f"proctor job fork {job_id}: read_paths {', '.join(map(str, wider))} reach past what {lease} "
+                return (f"{verb} {job_id}: read_paths {', '.join(map(str, wider))} reach past what {lease} "
                         f"may read; a holder hands a child no more than it holds")
     own = rows.claims(job)
     outside = []
@@ -351,14 +364,40 @@ def _fork_refusal(ctx, args: list[str], job: dict) -> str | None:
             outside.append(spelling)
     if outside:
         what = "widens your write paths" if job_id == lease else f"lies outside {lease}'s write paths"
-        return (f"proctor job fork {job_id}: {', '.join(outside)} {what}; a holder only narrows what it holds, "
+        return (f"{verb} {job_id}: {', '.join(outside)} {what}; a holder only narrows what it holds, "
                 f"and widening is its forking session's")
     if job_id != lease and ctx.lease_from in ("agent", "contested") and not _checkout_bound_to(ctx, lease):
         declares = [k for k in ("write_paths", "check", "goals", "deny_paths", "read_paths") if record.get(k)]
         if not record.get("read_only") or declares:
-            return (f"proctor job fork {job_id}: this checkout is bound to nobody, so the store cannot grade a "
+            return (f"{verb} {job_id}: this checkout is bound to nobody, so the store cannot grade a "
                     f"child written as {lease} here; fork only a --read-only child that declares no paths, "
                     f"check or goals, or take the job in this checkout first (proctor job exec {lease})")
+    return None
+
+
+def _mcp_refusal(ctx, job: dict) -> str | None:
+    """Why a leased session may not make this call of proctor's MCP tools (reported by its host
+    as mcp__proctor__<tool>), judged as the same command in a shell would be, or None."""
+    lease = job["id"]
+    name, args = ctx.call.proctor_tool, ctx.call.tool_args if isinstance(ctx.call.tool_args, dict) else {}
+    target = args.get("id")
+    if name == "job_put":
+        return _record_refusal(ctx, dict(args), job, "job_put")
+    if name in ("job_exec", "job_exit", "job_wait") and not isinstance(target, str):
+        return None  # the tool refuses a call naming no job; there is nothing to judge
+    if name == "job_exec" and target != lease and job["state"] in ("declared", "running"):
+        return (f"job_exec {target}: this session holds {lease}, still {job['state']}; taking a lease is one-way "
+                f"while the job is in flight. Return it first (job_exit {lease} with a result)")
+    if name == "job_exit" and target != lease and target not in ctx.descendants(lease):
+        return (f"job_exit {target}: a session holding {lease} ends only its own job or one forked beneath it; "
+                f"{target} is its forking session's")
+    if name == "job_wait" and target not in ctx.descendants(lease):
+        return (f"job_wait {target}: a session holding {lease} waits only on jobs forked beneath it; verifying "
+                f"{target} is its forking session's")
+    if name.startswith("monitor_") and not (ctx.environ.get("PROCTOR_NONCE") or ctx.environ.get("PROCTOR_WORKER_HOOK")):
+        return (f"{name}: a session holding {lease} manages monitors with its job's secret (PROCTOR_NONCE, printed "
+                f"by proctor job exec {lease}, in the environment its host started proctor mcp with), which scopes "
+                f"it to {lease}'s monitors; the server token is a person's")
     return None
 
 

@@ -1,0 +1,114 @@
+"""The server's MCP endpoint: proctor's tools over streamable HTTP at /mcp.
+
+Every request passes the API's own checks first (server/app.py): its Host must name this
+loopback server, an Origin (a browser's) must be this server's, and it must carry the server
+token (`Authorization: Bearer`, a person's: refused, as on the API, to a process that works a
+job) or a job's secret (`Authorization: Nonce <PROCTOR_NONCE>`, which makes the caller that
+job's holder and scopes its monitor tools to that job). A token caller acts as the
+orchestrator, holding no lease; both act in the server's checkout.
+
+Stateless and answered as JSON: each POST is one exchange, so who calls is decided per
+request and no MCP session outlives the credential that opened it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from urllib.parse import parse_qs, urlsplit
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from proctor import errors
+
+PATH = "/mcp"
+
+
+class Endpoint:
+    """An ASGI app: the checks, then the SDK's streamable HTTP transport."""
+
+    def __init__(self, state) -> None:
+        from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+        from mcp.server.transport_security import TransportSecuritySettings
+
+        from proctor.mcp_server import build
+
+        self.state = state
+        hosts = [f"127.0.0.1:{state.port}", f"localhost:{state.port}"]
+        self.manager = StreamableHTTPSessionManager(
+            app=build(self._door), stateless=True, json_response=True,
+            security_settings=TransportSecuritySettings(
+                enable_dns_rebinding_protection=True, allowed_hosts=hosts,
+                allowed_origins=[f"http://{h}" for h in hosts]))
+        self.transport = StreamableHTTPASGIApp(self.manager)
+
+    def running(self):
+        """The transport's task group, for the server's lifespan to hold open."""
+        return self.manager.run()
+
+    async def __call__(self, scope, receive, send) -> None:
+        from proctor.server import app as api
+
+        state = self.state
+        request = Request(scope, receive)
+        answer = None
+        origin = request.headers.get("origin")
+        if not api._host_ok(request, state):
+            answer = JSONResponse({"error": {"code": "BAD_HOST", "message": "this server answers 127.0.0.1 only"}},
+                                  status_code=421)
+        elif origin is not None and origin not in (f"http://127.0.0.1:{state.port}", f"http://localhost:{state.port}"):
+            answer = JSONResponse({"error": {"code": "CROSS_SITE", "message": "an MCP request from a page elsewhere "
+                                             "is refused"}}, status_code=403)
+        else:
+            try:
+                how, job = await api._in_thread(api._identify, state, request.headers.get("authorization", ""), None)
+                if how is None:
+                    answer = JSONResponse({"error": {"code": "UNAUTHORIZED", "message": (
+                        "send the server token (Authorization: Bearer <token>; proctor server status prints where "
+                        "it is) or, for an agent, its job's secret (Authorization: Nonce <PROCTOR_NONCE>)")}},
+                        status_code=401)
+                elif how == "token":
+                    why = await api._in_thread(api._peer_refusal, state, request.client)
+                    if why:
+                        answer = api._leased_response(why)
+                scope["proctor.caller"] = (how, job)
+            except errors.ProctorError as exc:
+                answer = api._error(exc)
+        if answer is not None:
+            await answer(scope, receive, send)
+            return
+        await self.transport(scope, receive, send)
+
+    def _door(self, ctx):
+        from proctor.jobs.lease import ORCHESTRATOR, Secret
+        from proctor.mcp_tools import Door
+        from proctor.server import app as api
+
+        state = self.state
+        how, job = ctx.request.scope["proctor.caller"]
+        actor = f"job:{job}" if job else "token"
+
+        async def monitors(method: str, path: str, body: dict | None) -> dict:
+            url = urlsplit(path)
+            query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+            if url.path == "/api/v1/events":
+                return await api.monitor_events(state, job, query.get("job"), int(query.get("limit", 1000)))
+            if method == "GET":
+                return await api.list_monitors(state, job, query.get("job"))
+            if method == "POST":
+                return await api.add_monitor(state, job, actor, body or {})
+            return await api.remove_monitor(state, job, actor, int(url.path.rsplit("/", 1)[1]))
+
+        return Door(state.root, {}, Secret(job) if job else ORCHESTRATOR, "http", monitors)
+
+
+def lifespan(endpoint: Endpoint, inner):
+    """The server's lifespan with the MCP transport's running around it."""
+
+    @contextlib.asynccontextmanager
+    async def both(app):
+        async with endpoint.running():
+            async with inner(app):
+                yield
+
+    return both
