@@ -79,6 +79,29 @@ def build(door_for) -> Server:
                   on_call_tool=call_tool)
 
 
+async def _count(client) -> int:
+    async with client as connected:
+        return len((await connected.list_tools()).tools)
+
+
+def probe(url: str | None = None, authorization: str | None = None, timeout: float = 10.0) -> int:
+    """How many tools the MCP server lists: this build's, in process, or the one at `url` over
+    HTTP. Raises what the SDK raises when it cannot be reached (for doctor to say)."""
+    from mcp import Client
+
+    if url is None:
+        return anyio.run(_count, Client(build(lambda ctx: stdio_door())))
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    async def over_http() -> int:
+        async with httpx2.AsyncClient(headers={"Authorization": authorization or ""}, timeout=timeout) as http:
+            with anyio.fail_after(timeout):
+                return await _count(Client(streamable_http_client(url, http_client=http)))
+
+    return anyio.run(over_http)
+
+
 def stdio_door() -> mcp_tools.Door:
     """This process's caller: its environment (BAGGAGE, PROCTOR_NONCE) and working directory."""
     environ = dict(os.environ)

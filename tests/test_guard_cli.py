@@ -41,12 +41,25 @@ def test_unknown_rule_in_config_is_reported(repo, proctor):
 
 
 def test_describe_harness(repo, proctor):
-    claude = proctor("describe", "harness", "--host", "claude").out
+    claude = proctor("describe", "harness", "--host", "claude", "--part", "hooks").out
     wiring = json.loads(claude.split("\n", 1)[1])
     assert wiring["hooks"]["PreToolUse"][0]["hooks"][0]["command"] == "proctor hook claude"
     assert "SubagentStop" in wiring["hooks"]
     everything = proctor("describe", "harness").out
     assert "proctor hook codex" in everything and "proctor hook gemini" in everything
+    # and the MCP wiring of each: Claude Code's and Gemini CLI's mcpServers, Codex's table, opencode's mcp
+    assert everything.count('"mcpServers"') == 2 and "[mcp_servers.proctor]" in everything
+    assert '"type": "local"' in everything
+    mcp = proctor("describe", "harness", "--host", "claude", "--part", "mcp").out
+    server = json.loads("\n".join(line for line in mcp.splitlines() if not line.startswith("#")))
+    assert server["mcpServers"]["proctor"] == {"type": "stdio", "command": "proctor", "args": ["mcp"]}
+    opencode = proctor("describe", "harness", "--host", "opencode", "--part", "mcp").out
+    config = json.loads("\n".join(line for line in opencode.splitlines() if not line.startswith("//")))
+    assert config["mcp"]["proctor"]["command"] == ["proctor", "mcp"]
+    import tomllib
+
+    codex = tomllib.loads(proctor("describe", "harness", "--host", "codex", "--part", "mcp").out)
+    assert codex["mcp_servers"]["proctor"]["args"] == ["mcp"] and "PROCTOR_NONCE" in codex["mcp_servers"]["proctor"]["env_vars"]
     assert not os.path.exists(os.path.join(repo, ".claude")), "proctor writes no hook wiring"
 
 

@@ -45,9 +45,19 @@ def rule(name: str) -> None:
 @describe.command()
 @click.option("--host", type=click.Choice(["claude", "codex", "gemini", "opencode"]), default=None,
               help="Only this host's wiring (default: every host).")
-def harness(host: str | None) -> None:
-    """Print the hook wiring for each agent host, for a person to merge; proctor writes none."""
-    from proctor.guard.harness import HOSTS, wiring
+@click.option("--part", type=click.Choice(["hooks", "mcp", "all"]), default="all", show_default=True,
+              help="The guard's hooks, the MCP tools (proctor mcp), or both.")
+def harness(host: str | None, part: str) -> None:
+    """Print the wiring for each agent host, for a person to merge; proctor writes none.
+
+    Two parts per host: the guard's hooks (`proctor hook <host>` on every tool call), and
+    proctor's MCP tools (`proctor mcp`, which the host starts over stdio). The server also
+    serves the tools over HTTP; `proctor server status` prints that URL.
+    """
+    from proctor.guard.harness import HOSTS, mcp_wiring, wiring
 
     for name in ([host] if host else list(HOSTS)):
-        click.echo(wiring(name))
+        if part in ("hooks", "all"):
+            click.echo(wiring(name))
+        if part in ("mcp", "all"):
+            click.echo(mcp_wiring(name))

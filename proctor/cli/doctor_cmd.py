@@ -11,7 +11,8 @@ from proctor import errors
 
 @click.command()
 def doctor() -> int:
-    """Check the store, the config, the hook wiring of each host found, the job tree,
+    """Check the store, the config, the hook wiring of each host found, the MCP door (its
+    tools, each host's wiring of `proctor mcp`, the running server's /mcp), the job tree,
     whether this checkout's lease is live and actually judged, and (with workers defined)
     what ends every process of a worker on this machine."""
     from proctor.guard.harness import HOSTS, host_present, wired
@@ -57,6 +58,7 @@ def doctor() -> int:
         ok, what = wired(host, ws.root)
         line(ok, f"hook wiring for {host}: {what}" + ("" if ok else
              f"; proctor describe harness --host {host} prints it"))
+    _mcp(ws, line, host_present)
     if caller.lease is None:
         line(True, "bound lease: none in this checkout; a session here is judged only by the lease it names")
     elif job is None:
@@ -98,3 +100,39 @@ def doctor() -> int:
                    for row in stale)))
     ws.close()
     return 1 if problems else 0
+
+
+def _mcp(ws, line, host_present) -> None:
+    """The MCP door: the tools this build serves, each present host's wiring of `proctor mcp`
+    (a note, not a failure: the door is optional), and the running server's endpoint."""
+    from proctor.guard.harness import HOSTS, mcp_wired
+    from proctor.mcp_server import probe
+    from proctor.server import daemon
+
+    try:
+        line(True, f"mcp: proctor mcp serves {probe()} tools")
+    except Exception as exc:  # the SDK missing or broken: say which
+        line(False, f"mcp: the MCP tools cannot be served: {type(exc).__name__}: {exc}")
+        return
+    for host in HOSTS:
+        if host_present(host, ws.root):
+            ok, what = mcp_wired(host, ws.root)
+            click.echo(f"{'ok  ' if ok else 'note'} mcp wiring for {host}: {what}"
+                       + ("" if ok else f"; proctor describe harness --host {host} --part mcp prints it"))
+    running = daemon.info(ws)
+    if running is None:
+        return
+    if not running.get("mcp"):
+        line(False, "mcp endpoint: the running server predates it; restart it (proctor server stop; proctor "
+                    "server start)")
+        return
+    try:
+        with open(daemon.token_path(ws), encoding="ascii") as handle:
+            token = handle.read().strip()
+        count = probe(running["mcp"], f"Bearer {token}")
+        line(True, f"mcp endpoint: {running['mcp']} answers ({count} tools)")
+    except Exception as exc:
+        why = str(exc) or type(exc).__name__
+        for inner in getattr(exc, "exceptions", ()):  # the SDK's task group wraps the HTTP error
+            why = str(inner) or type(inner).__name__
+        line(False, f"mcp endpoint: {running['mcp']} did not answer: {why[:300]}")

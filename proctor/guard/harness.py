@@ -19,6 +19,62 @@ def wiring(host: str) -> str:
     return _host(host).wiring()
 
 
+def mcp_wiring(host: str) -> str:
+    """What `proctor describe harness --part mcp --host <host>` prints: how the host starts
+    `proctor mcp`, proctor's MCP tools over stdio."""
+    return _host(host).mcp_wiring()
+
+
+def _mcp_files(host: str, root: str, home: str) -> list[str]:
+    config = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    return {
+        "claude": [os.path.join(root, ".mcp.json"), os.path.join(home, ".claude.json")],
+        "codex": [os.path.join(root, ".codex", "config.toml"),
+                  os.path.join(os.environ.get("CODEX_HOME") or os.path.join(home, ".codex"), "config.toml")],
+        "gemini": [os.path.join(root, ".gemini", "settings.json"), os.path.join(home, ".gemini", "settings.json")],
+        "opencode": [os.path.join(root, "opencode.json"), os.path.join(root, "opencode.jsonc"),
+                     os.path.join(config, "opencode", "opencode.json")],
+    }[host]
+
+
+def _starts_proctor_mcp(node) -> bool:
+    """Whether a parsed config holds a server entry that starts `proctor mcp`, anywhere in it."""
+    if isinstance(node, dict):
+        command, args = node.get("command"), node.get("args")
+        words = command if isinstance(command, list) else [command, *(args if isinstance(args, list) else [])]
+        if words and isinstance(words[0], str) and os.path.basename(words[0]) == "proctor" and "mcp" in words[1:2]:
+            return True
+        return any(_starts_proctor_mcp(value) for value in node.values())
+    if isinstance(node, list):
+        return any(_starts_proctor_mcp(value) for value in node)
+    return False
+
+
+def mcp_wired(host: str, root: str) -> tuple[bool, str]:
+    """Whether this host's MCP config here starts `proctor mcp`: (ok, the file, or where it looked)."""
+    import json
+
+    paths = _mcp_files(host, root, os.path.expanduser("~"))
+    for path in paths:
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read()
+        except OSError:
+            continue
+        try:
+            if path.endswith(".toml"):
+                import tomllib
+
+                parsed = tomllib.loads(data.decode("utf-8"))
+            else:
+                parsed = json.loads(data)
+        except (ValueError, UnicodeDecodeError):
+            continue  # a JSONC file with comments, or a broken one: not read as wired
+        if _starts_proctor_mcp(parsed):
+            return True, path
+    return False, f"not wired (looked in {', '.join(paths)})"
+
+
 def wired(host: str, root: str) -> tuple[bool, str]:
     """Whether this host will run `proctor hook <host>` here: (ok, where or what is missing).
     Each host module answers for itself (present in its settings, and trusted where the host

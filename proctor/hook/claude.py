@@ -113,6 +113,21 @@ def wiring() -> str:
             + json.dumps(hooks, indent=2) + "\n")
 
 
+MCP_SERVER = {"type": "stdio", "command": "proctor", "args": ["mcp"]}
+
+
+def mcp_wiring() -> str:
+    import json
+
+    return ("# Claude Code: proctor's MCP tools (mcp__proctor__<tool>). Run once in the repository:\n"
+            "#   claude mcp add --scope project proctor -- proctor mcp\n"
+            "# or merge into .mcp.json at its root. Claude Code asks once before it starts a project's servers;\n"
+            "# \"enableAllProjectMcpServers\": true (or \"enabledMcpjsonServers\": [\"proctor\"]) in\n"
+            "# .claude/settings.json approves them. The server runs in the session's directory and environment,\n"
+            "# so a leased session's calls act under its lease.\n"
+            + json.dumps({"mcpServers": {"proctor": MCP_SERVER}}, indent=2) + "\n")
+
+
 def wired(root: str, home: str) -> tuple[bool, str]:
     import os
 

@@ -129,13 +129,13 @@ def host_repo(tmp_path, monkeypatch) -> str:
 
 def wiring_json(host: str) -> dict:
     """The JSON wiring `proctor describe harness --host <host>` prints (comment lines dropped)."""
-    out = subprocess.run([os.path.join(VENV_BIN, "proctor"), "describe", "harness", "--host", host],
+    out = subprocess.run([os.path.join(VENV_BIN, "proctor"), "describe", "harness", "--host", host, "--part", "hooks"],
                          capture_output=True, text=True, check=True).stdout
     return json.loads("\n".join(line for line in out.splitlines() if not line.startswith("#")))
 
 
 def wiring_text(host: str) -> str:
-    return subprocess.run([os.path.join(VENV_BIN, "proctor"), "describe", "harness", "--host", host],
+    return subprocess.run([os.path.join(VENV_BIN, "proctor"), "describe", "harness", "--host", host, "--part", "hooks"],
                           capture_output=True, text=True, check=True).stdout
 
 

@@ -254,7 +254,7 @@ def provider(model: ScriptedModel) -> str:
 def wire(env, repo: str, model: ScriptedModel, trusted: bool = True) -> str:
     """The test's ~/.codex/config.toml: the scripted provider, then exactly what
     `proctor describe harness --host codex` prints for this HOME (or only its hooks)."""
-    proc = env.proctor("describe", "harness", "--host", "codex", cwd=repo)
+    proc = env.proctor("describe", "harness", "--host", "codex", "--part", "hooks", cwd=repo)
     assert proc.returncode == 0, proc.stderr
     _write_codex_config(env.home, provider(model) + (proc.stdout if trusted else _hooks_only(proc.stdout)))
     return proc.stdout
@@ -317,7 +317,7 @@ def test_project_wiring_runs_once_the_project_is_trusted(host_env, host_repo):
     fork_and_take(host_env, host_repo, JOB, "src/a.py")
     with ScriptedModel(Responses(), [Turn(tools=[Tool("exec_command", {"cmd": "echo 'B = 2' > src/b.py"})]),
                                      Turn(text="finished")]) as model:
-        wiring = host_env.proctor("describe", "harness", "--host", "codex", cwd=host_repo).stdout
+        wiring = host_env.proctor("describe", "harness", "--host", "codex", "--part", "hooks", cwd=host_repo).stdout
         hooks_json, document, config, state, step3 = project_steps(wiring)
         assert hooks_json == os.path.join(host_repo, ".codex", "hooks.json")
         assert config == os.path.join(host_env.home, ".codex", "config.toml")
