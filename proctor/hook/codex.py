@@ -139,6 +139,23 @@ def wiring(home: str | None = None, root: str | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+def mcp_wiring() -> str:
+    return "\n".join([
+        "# Codex: proctor's MCP tools (the hook sees mcp__proctor__<tool>; the model loads them with tool_search,",
+        "# as namespace mcp__proctor); merge into ~/.codex/config.toml, or into a",
+        "# trusted project's .codex/config.toml. Codex hands an MCP server only a few variables of its own;",
+        "# env_vars passes the lease (BAGGAGE) and the job's secret (PROCTOR_NONCE) on to proctor mcp.",
+        "# Codex asks before every call of an MCP tool (`codex exec` refuses it: \"approval policy is",
+        "# never\"); default_tools_approval_mode = \"approve\" runs proctor's tools without asking (the guard's",
+        "# PreToolUse hook still judges each call, and proctor refuses what the caller may not do).",
+        "[mcp_servers.proctor]",
+        'command = "proctor"',
+        'args = ["mcp"]',
+        'env_vars = ["BAGGAGE", "PROCTOR_NONCE", "TRACEPARENT", "PROCTOR_STATE_DIR", "PROCTOR_STORE_URL"]',
+        'default_tools_approval_mode = "approve"',
+    ]) + "\n"
+
+
 def _state_lines(source: str, handler: dict) -> list[str]:
     out = []
     for event in WIRED_EVENTS:

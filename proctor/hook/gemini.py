@@ -185,6 +185,14 @@ HOOK_COMMAND = "proctor hook gemini"
 WIRED_EVENTS = ("BeforeTool", "AfterTool", "AfterAgent")
 
 
+def mcp_wiring() -> str:
+    import json
+
+    return ("# Gemini CLI: proctor's MCP tools; merge into the same settings.json as the hooks (the hook is told\n"
+            "# the server by mcp_context). The server runs in the session's directory and environment.\n"
+            + json.dumps({"mcpServers": {"proctor": {"command": "proctor", "args": ["mcp"]}}}, indent=2) + "\n")
+
+
 def wiring() -> str:
     import json
 

@@ -84,6 +84,16 @@ def render(call: Call, verdict) -> dict:
 
 # --- wiring (printed by `proctor describe harness --host opencode`; never on the hook's path) ---
 
+def mcp_wiring() -> str:
+    import json
+
+    return ("// opencode: proctor's MCP tools (proctor_<tool>); merge into opencode.json at the repository's root,\n"
+            "// or ~/.config/opencode/opencode.json. The server runs in the session's directory and environment.\n"
+            + json.dumps({"$schema": "https://opencode.ai/config.json",
+                          "mcp": {"proctor": {"type": "local", "command": ["proctor", "mcp"], "enabled": True}}},
+                         indent=2) + "\n")
+
+
 MARKER = ".opencode"
 NEEDLE = '"opencode"]'  # the plugin's spawn of `proctor hook opencode`
 PLUGIN_FILE = "proctor.js"

@@ -218,13 +218,16 @@ def add_monitor_for(env: "HostEnv", repo: str, job: str, mark: str) -> subproces
 
 @contextlib.contextmanager
 def server(env: "HostEnv", repo: str):
-    """The repository's `proctor server`, started by the person (no lease), stopped after."""
+    """The repository's `proctor server`, started by the person (no lease), stopped after as the
+    orchestrator: a plain `proctor server stop` is refused once a test has bound the checkout to
+    a job, and would leave the server running."""
     proc = env.proctor("server", "start", cwd=repo)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     try:
         yield
     finally:
-        env.proctor("server", "stop", cwd=repo)
+        proc = env.proctor("server", "stop", "--orchestrator", cwd=repo)
+    assert proc.returncode == 0 and "server stopped" in proc.stdout, proc.stdout + proc.stderr
 
 
 def followup_rows(repo: str, job: str) -> list[dict]:
