@@ -114,6 +114,13 @@ def job_exec(door: Door, args: dict) -> dict:
     from proctor import api
 
     _args("job_exec", args, {"id": str, "worktree": str}, ("id",))
+    if door.how == "http" and not args.get("worktree"):
+        # "this checkout" over HTTP would be the server's, the person's own: binding it would put
+        # every caller there under the job
+        raise errors.ProctorError(
+            f"job_exec over HTTP takes the job in a new worktree: pass worktree (a path for it); the server's "
+            f"checkout is the person's, and taking {args['id']} there would bind every caller in it to the job",
+            errors.BAD_RECORD)
     ended, warn = _warnings()
     taken = api.exec_job(args["id"], lease=door.lease, cwd=door.cwd, environ=door.environ, warn=warn,
                          worktree=args.get("worktree"))
@@ -257,7 +264,8 @@ def tools() -> list[dict]:
             "Take a job's lease in this checkout (or, with worktree, in a new worktree made at the job's "
             "checkpoint), recording the base the tree landed on. Every caller in that checkout then acts under the "
             "job, so take jobs in worktrees of their own. Returns the row, `environment` (BAGGAGE, and on the first "
-            "take PROCTOR_NONCE, the job's secret: shown once) for the agent that works it, and notes. Refused "
+            "take PROCTOR_NONCE, the job's secret: shown once) for the agent that works it, and notes. Over HTTP "
+            "(the server's /mcp) worktree is required. Refused "
             "while another job holds this checkout (PRC3049), for a job not live (PRC3047), and while you hold "
             "another job still in flight.")},
         {"name": "job_exit", "inputSchema": {"type": "object", "required": ["id"], "additionalProperties": False,

@@ -353,3 +353,21 @@ def test_server_status_and_doctor_name_the_endpoint(served):
     doctor = cli(served["root"], "doctor")
     assert f"mcp endpoint: {served['url']} answers ({len(TOOL_NAMES)} tools)" in doctor.stdout, doctor.stdout
     assert f"ok   mcp: proctor mcp serves {len(TOOL_NAMES)} tools" in doctor.stdout
+
+
+def test_http_job_exec_takes_a_job_only_in_a_new_worktree(served, tmp_path):
+    """Over HTTP "this checkout" would be the server's, the person's own: job_exec there is refused
+    rather than binding every caller in it to the job; with worktree it takes the job there."""
+    api.fork({"id": "w8", "write_paths": ["src/b.py"], "check": "test"}, cwd=served["root"])
+    place = str(tmp_path / "w8")
+    _, here, there = http(served["url"], f"Bearer {served['token']}", ("job_exec", {"id": "w8"}),
+                          ("job_exec", {"id": "w8", "worktree": place}))
+    assert "pass worktree" in refused(here, "PRC3044")
+    taken = ok(there)
+    assert os.path.realpath(taken["job"]["checkout_root"]) == os.path.realpath(place)
+    assert taken["environment"]["PROCTOR_NONCE"]
+    from proctor.jobs.lease import resolve
+    from proctor.workspace import Workspace
+
+    with Workspace(served["root"]) as ws, ws.store.read() as conn:
+        assert resolve(conn, ws.root, None, {}).lease is None, "the server's checkout stays unbound"
