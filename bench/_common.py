@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
+import time
 
 
 def isolated_env(work: str, **extra: str) -> dict:
@@ -19,3 +21,14 @@ def commit_all(root: str, env: dict) -> None:
     """`git init` in root and commit whatever is there (an empty commit when nothing is)."""
     for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "--allow-empty", "-m", "init"]):
         subprocess.run(["git", *args], cwd=root, env=env, check=True)
+
+
+def timed_proctor(root: str, env: dict, *argv: str, data: str | None = None) -> float:
+    """Seconds one `proctor <argv>` process took in `root`; a failure ends the benchmark."""
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "proctor", *argv], cwd=root, env=env, input=data,
+                          capture_output=True, text=True)
+    took = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"proctor {' '.join(argv)} failed: {proc.stderr}")
+    return took

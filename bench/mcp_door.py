@@ -22,7 +22,7 @@ import sys
 import tempfile
 import time
 
-from _common import commit_all, isolated_env
+from _common import commit_all, isolated_env, timed_proctor as cli
 
 RUNS = int(os.environ.get("BENCH_RUNS", "15"))
 JOBS = int(os.environ.get("BENCH_JOBS", "1000"))
@@ -31,17 +31,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 CALLS = [("vcs checkpoint", ["vcs", "checkpoint", "-o", "json"], "vcs_checkpoint", {}),
          ("ls jobs", ["ls", "jobs", "-o", "json"], "jobs_list", {}),
-         ("describe job", ["describe", "job", "j500"], "job_describe", {"id": "j500"})]
-
-
-def cli(root: str, env: dict, *argv: str, data: str | None = None) -> float:
-    start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "proctor", *argv], cwd=root, env=env, input=data,
-                          capture_output=True, text=True)
-    took = time.perf_counter() - start
-    if proc.returncode != 0:
-        raise SystemExit(f"proctor {' '.join(argv)} failed: {proc.stderr}")
-    return took
+         ("describe job", ["describe", "job", "j0"], "job_describe", {"id": "j0"})]
 
 
 async def over(client, samples: dict) -> None:

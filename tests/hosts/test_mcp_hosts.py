@@ -441,17 +441,10 @@ def opencode_wire(env, repo: str, model: ScriptedModel) -> None:
     env.env["npm_config_offline"] = "true"
     directory = os.path.join(env.env["XDG_CONFIG_HOME"], "opencode")
     os.makedirs(os.path.join(directory, "plugins"), exist_ok=True)
-    config = {
-        "$schema": "https://opencode.ai/config.json",
-        "provider": {"scripted": {"npm": "@ai-sdk/openai-compatible", "name": "scripted",
-                                  "options": {"baseURL": model.url + "/v1", "apiKey": "unused"},
-                                  "models": {"scripted-model": {"name": "scripted-model"}}}},
-        "model": "scripted/scripted-model",
-        "autoupdate": False,
-        "share": "disabled",
-    }
+    from tests.hosts.test_opencode import scripted_provider
+
     with open(os.path.join(directory, "opencode.json"), "w", encoding="utf-8") as handle:
-        json.dump(merge(config, printed_json(env, repo, "opencode", "mcp")), handle, indent=2)
+        json.dump(merge(scripted_provider(model), printed_json(env, repo, "opencode", "mcp")), handle, indent=2)
     with open(os.path.join(directory, "plugins", "proctor.js"), "w", encoding="utf-8") as handle:
         handle.write(printed(env, repo, "opencode", "hooks"))
 

@@ -33,11 +33,9 @@ def npm_offline(request):
         request.getfixturevalue("host_env").env["npm_config_offline"] = "true"
 
 
-def configure(env, model: ScriptedModel) -> None:
-    """The provider opencode talks to: the scripted model, as its only model."""
-    directory = os.path.join(env.env["XDG_CONFIG_HOME"], "opencode")
-    os.makedirs(directory, exist_ok=True)
-    config = {
+def scripted_provider(model: ScriptedModel) -> dict:
+    """opencode's config with the scripted model as its only model."""
+    return {
         "$schema": "https://opencode.ai/config.json",
         "provider": {"scripted": {"npm": "@ai-sdk/openai-compatible", "name": "scripted",
                                   "options": {"baseURL": model.url + "/v1", "apiKey": "unused"},
@@ -46,8 +44,14 @@ def configure(env, model: ScriptedModel) -> None:
         "autoupdate": False,
         "share": "disabled",
     }
+
+
+def configure(env, model: ScriptedModel) -> None:
+    """The provider opencode talks to: the scripted model, as its only model."""
+    directory = os.path.join(env.env["XDG_CONFIG_HOME"], "opencode")
+    os.makedirs(directory, exist_ok=True)
     with open(os.path.join(directory, "opencode.json"), "w") as handle:
-        json.dump(config, handle)
+        json.dump(scripted_provider(model), handle)
 
 
 def run_opencode(env, cwd: str, prompt: str = PROMPT, extra: dict | None = None, session: str | None = None,
