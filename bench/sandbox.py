@@ -16,28 +16,17 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
-from _common import commit_all, isolated_env
+from _common import commit_all, isolated_env, timed_proctor as proctor
 
 RUNS = int(os.environ.get("BENCH_RUNS", "15"))
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 from proctor import sandbox  # noqa: E402
-
-
-def proctor(root: str, env: dict, *argv: str, data: str | None = None) -> float:
-    start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "proctor", *argv], cwd=root, env=env, input=data,
-                          capture_output=True, text=True)
-    took = time.perf_counter() - start
-    if proc.returncode != 0:
-        raise SystemExit(f"proctor {' '.join(argv)} failed: {proc.stderr}")
-    return took
 
 
 def main() -> None:
