@@ -12,6 +12,7 @@ import json
 import os
 
 import anyio
+import anyio.lowlevel
 import mcp_types as types
 from mcp.server.lowlevel import Server
 
@@ -57,12 +58,44 @@ async def call(door: mcp_tools.Door, name: str, arguments: dict | None) -> types
         function = mcp_tools.CALLS.get(name)
         if function is None:
             raise errors.ProctorError(f"no tool {name!r}; the tools are {', '.join(mcp_tools.TOOL_NAMES)}")
-        return _result(await anyio.to_thread.run_sync(function, door, args))
+        return _result(await anyio.to_thread.run_sync(_bounded, function, door, args, limiter=_limiter()))
+    except errors.StoreError as exc:
+        if "locked" in exc.message:  # as the API answers it: the store is busy, not broken
+            return refusal(errors.ProctorError(f"the store is busy: {exc.message}", "STORE_BUSY"))
+        return refusal(exc)
     except errors.ProctorError as exc:
         return refusal(exc)
     except Exception as exc:  # a bug: say so as a tool error rather than drop the connection
         return _failure({"error": {"code": None, "message": f"proctor failed: {type(exc).__name__}: {exc}"}},
                         f"proctor failed: {type(exc).__name__}: {exc}")
+
+
+# At most this many tool calls run at once in one process: over HTTP they share the server's
+# worker threads with the API's own handlers, which a flood of calls waiting on a held store
+# must not take from the person.
+CONCURRENT_CALLS = 4
+_limiters: dict = {}
+
+
+def _limiter():
+    loop = id(anyio.lowlevel.current_token())
+    if loop not in _limiters:
+        _limiters.clear()
+        _limiters[loop] = anyio.CapacityLimiter(CONCURRENT_CALLS)
+    return _limiters[loop]
+
+
+def _bounded(function, door: mcp_tools.Door, args: dict) -> dict:
+    """The call, its every wait for the store bounded by the door's busy_seconds."""
+    if door.busy_seconds is None:
+        return function(door, args)
+    from proctor.store import BUSY_LIMIT
+
+    token = BUSY_LIMIT.set(door.busy_seconds)
+    try:
+        return function(door, args)
+    finally:
+        BUSY_LIMIT.reset(token)
 
 
 def build(door_for) -> Server:

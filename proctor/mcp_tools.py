@@ -26,12 +26,15 @@ _ID = {"type": "string", "description": "the job's id, as proctor ls jobs lists 
 class Door:
     """Who calls, and from where: `lease` is None (resolve it as the CLI does: BAGGAGE in
     `environ`, else the checkout's record), api.ORCHESTRATOR (the server token) or a job id
-    (a job's secret). `monitors(op, args)` reaches the monitor API as this caller may."""
+    (a job's secret). `cwd` is the checkout the caller acts in: the process's own over stdio;
+    over HTTP the server's for the token, and the job's own checkout for its secret.
+    `monitors(method, path, body)` reaches the monitor API as this caller may."""
 
     def __init__(self, cwd: str, environ: dict, lease: str | None = None, how: str = "stdio",
-                 monitors=None) -> None:
+                 monitors=None, busy_seconds: float | None = None) -> None:
         self.cwd, self.environ, self.lease, self.how = cwd, environ, lease, how
         self.monitors = monitors
+        self.busy_seconds = busy_seconds  # a bound on each wait for the store (the server's, over HTTP)
 
 
 def _warnings() -> tuple[list[str], callable]:

@@ -255,23 +255,29 @@ def test_a_leased_subagent_rewrites_its_helpers_spawn_record(ws, home, variant):
 
 def test_a_child_with_wider_read_paths_reads_past_the_holders_boundary(ws, tmp_path):
     """Promise 2 (lease-store: "a holder only narrows what it holds"; lease-read-boundary). w1 is
-    taken here, so its read boundary is hard: a Read of src/b.py is refused. The guard judges a
-    child's write paths only: `proctor job fork w1/c --parent w1 --write-paths 'plan/w1/c/**'
-    --read-paths '**'` passes, the store (knowing the lease from the checkout's binding) takes
-    it, a subagent spawned with `lease: w1/c` is bound to it, and reads src/b.py unopposed
-    (depends_on another job widens it the same way)."""
+    taken here, so its read boundary is hard: a Read of src/b.py is refused. A child forked with
+    `--read-paths '**'` (or depends_on another job) would read past it: the guard denies the
+    fork, and the store refuses it too (PRC3043; the MCP door's HTTP path has no guard in front)."""
     api.exec_job("w1", cwd=ws)
     leased = {"BAGGAGE": "proctor.lease=w1"}
     assert denied(call(ws, "Read", {"file_path": os.path.join(ws, "src/b.py")}, lease=None, env=leased),
                   "lease-read-boundary")
     command = "proctor job fork w1/c --parent w1 --write-paths 'plan/w1/c/**' --read-paths '**' --check test"
     answer = bash(ws, command, lease=None, env=leased)
+    assert denied(answer, "lease-store"), said(answer)
+    # and the store refuses it itself, to a caller whose lease it knows (here the checkout's
+    # binding), so the fork cannot land by a door the guard does not stand in front of
     ran = run(ws, command, env={"PATH": proctor_path(tmp_path)})
-    assert ran.returncode == 0, ran.stderr
-    assert job_row(ws, "w1/c")["read_paths"] == ["**"]
-    spawn(ws, "lease: w1/c\nread", "a1", session="s1", env=leased)
-    read = call(ws, "Read", {"file_path": os.path.join(ws, "src/b.py")}, lease=None, agent="a1", env=leased)
-    assert denied(answer, "lease-store") or denied(read, "lease-read-boundary"), (said(answer), said(read))
+    assert ran.returncode == 1 and "PRC3043" in ran.stderr and "read_paths ** reach past what w1 may read" in \
+        ran.stderr, ran.stderr
+    deps = "proctor job fork w1/d --parent w1 --write-paths 'plan/w1/d/**' --depends-on other --check test"
+    ran = run(ws, deps, env={"PATH": proctor_path(tmp_path)})
+    assert ran.returncode == 1 and "depends_on other reaches past w1's own jobs" in ran.stderr, ran.stderr
+    from proctor.store.rows import get
+    from proctor.workspace import Workspace
+
+    with Workspace(ws) as opened, opened.store.read() as conn:
+        assert get(conn, "w1/c") is None and get(conn, "w1/d") is None
 
 
 def test_a_holder_loosens_the_rules_of_a_child_it_forks(ws, tmp_path):

@@ -58,10 +58,27 @@ def fill_common(call: Call, event: dict) -> None:
     call.response = response if isinstance(response, dict) else None
 
 
-# proctor's own MCP tools, as each host names them: `mcp__proctor__<tool>` (Claude Code, Codex),
-# `proctor_<tool>` (opencode), Gemini CLI's with an mcp_context naming the server, and the
-# spellings hosts have used for a server's tool (`mcp_proctor_<tool>`, `proctor__<tool>`).
-_PROCTOR_PREFIXES = ("mcp__proctor__", "mcp_proctor_", "proctor__", "proctor_")
+# proctor's own MCP tools, as each host names them: `mcp__<server>__<tool>` (Claude Code, Codex),
+# `mcp_<server>_<tool>` (Gemini CLI, whose hook is also told the server by mcp_context) and
+# `<server>_<tool>` (opencode). The server is proctor's when its name says so (`proctor`,
+# `Proctor`, `proctor-dev`, a plugin's `plugin_proctor_proctor`) or when the host's MCP config
+# starts `proctor mcp` under that name (a project that registered it as `pm`).
+
+
+def _split_tool(tool: str) -> tuple[str, str] | None:
+    """(server, proctor tool) for a name ending in one of proctor's tools, or None."""
+    from proctor.mcp_tools import TOOL_NAMES
+
+    if tool.startswith("mcp__") and tool.count("__") >= 2:
+        server, _, name = tool[len("mcp__"):].rpartition("__")
+        return (server, name) if name in TOOL_NAMES and server else None
+    for name in TOOL_NAMES:
+        if tool.endswith("_" + name) and len(tool) > len(name) + 1:
+            server = tool[:-len(name) - 1].rstrip("_")
+            if server.startswith("mcp_"):
+                server = server[len("mcp_"):]
+            return (server, name) if server else None
+    return None
 
 
 def proctor_tool(call: Call, tool_input: dict, mcp_context: object = None) -> bool:
@@ -69,22 +86,37 @@ def proctor_tool(call: Call, tool_input: dict, mcp_context: object = None) -> bo
     arguments kept for the lease-store rule) and read as nothing else: a job record's
     write_paths are not a file the call writes, nor a monitor's command one it runs."""
     tool = call.tool or ""
-    name = None
-    if isinstance(mcp_context, dict) and mcp_context.get("server_name") == "proctor":
-        name = text(mcp_context.get("tool_name"))
-    else:
-        for prefix in _PROCTOR_PREFIXES:
-            if tool.startswith(prefix):
-                name = tool[len(prefix):]
-                break
-    if name is None:
-        return False
-    from proctor.mcp_tools import TOOL_NAMES
+    if isinstance(mcp_context, dict):
+        from proctor.mcp_tools import TOOL_NAMES
 
-    if name not in TOOL_NAMES:
-        return False
+        name, server = text(mcp_context.get("tool_name")), text(mcp_context.get("server_name")) or ""
+        command, args = mcp_context.get("command"), mcp_context.get("args")
+        runs_proctor = isinstance(command, str) and command.rsplit("/", 1)[-1] == "proctor" and \
+            isinstance(args, list) and args[:1] == ["mcp"]
+        if name not in TOOL_NAMES or not (runs_proctor or _proctors(call, server)):
+            return False
+    else:
+        split = _split_tool(tool) if "proctor" in tool.lower() or tool.startswith("mcp") or "_" in tool else None
+        if split is None or not _proctors(call, split[0]):
+            return False
+        name = split[1]
     call.proctor_tool, call.tool_args = name, tool_input
     return True
+
+
+def _proctors(call: Call, server: str) -> bool:
+    """Whether the MCP server of that name is proctor's: its name says so, or this host's MCP
+    config (the repository's or the user's) starts `proctor mcp` under it."""
+    if "proctor" in server.lower():
+        return True
+    if not server:
+        return False
+    try:
+        from proctor.guard.harness import starts_proctor_mcp
+
+        return starts_proctor_mcp(call.host, server, call.cwd or ".")
+    except Exception:  # a config proctor cannot read names no server of its own
+        return False
 
 
 # A tool this module does not know by name is a file tool when its input names a path: an MCP

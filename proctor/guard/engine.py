@@ -147,6 +147,25 @@ def _bind_spawned(ctx) -> None:
     ctx.take_for_agent(job, agent_scope(call.host, call.session, agent_id), agent_id)
 
 
+def _taken_here(ctx) -> list:
+    """The jobs this call takes in the caller's own checkout: `proctor job exec <id>` in a shell,
+    or proctor's MCP tool job_exec (the host started `proctor mcp` in the session's directory).
+    One taken with a worktree is for whoever works there, not for the caller making it."""
+    call = ctx.call
+    if call.proctor_tool:
+        args = call.tool_args if isinstance(call.tool_args, dict) else {}
+        job = args.get("id")
+        return [job] if call.proctor_tool == "job_exec" and isinstance(job, str) and not args.get("worktree") else []
+    out = []
+    for argv in ctx.proctor_commands():
+        if argv[:2] != ["job", "exec"]:
+            continue
+        if any(a == "--worktree" or a.startswith("--worktree=") for a in argv):
+            continue
+        out.append(next(iter(ctx.positional(argv[2:])), None))
+    return out
+
+
 def _bind_exec(ctx) -> None:
     """When `proctor job exec <id>` goes through, the caller acts under that job from now on."""
     call = ctx.call
@@ -154,12 +173,7 @@ def _bind_exec(ctx) -> None:
         return  # a caller with no ids is bound by the checkout's record, which exec itself writes
     from proctor.store import rows
 
-    for argv in ctx.proctor_commands():
-        if argv[:2] != ["job", "exec"]:
-            continue
-        if any(a == "--worktree" or a.startswith("--worktree=") for a in argv):
-            continue  # taken for whoever works in the new worktree, not for the caller making it
-        job = next(iter(ctx.positional(argv[2:])), None)
+    for job in _taken_here(ctx):
         row = ctx.job_row(job) if job else None
         if row is None or row["state"] not in ("declared", "running"):
             continue

@@ -50,27 +50,52 @@ def _starts_proctor_mcp(node) -> bool:
     return False
 
 
-def mcp_wired(host: str, root: str) -> tuple[bool, str]:
-    """Whether this host's MCP config here starts `proctor mcp`: (ok, the file, or where it looked)."""
+def _names_server(node, server: str) -> bool:
+    """Whether a parsed config holds, anywhere, an entry named `server` that starts `proctor mcp`."""
+    if isinstance(node, dict):
+        entry = node.get(server)
+        if isinstance(entry, dict) and _starts_proctor_mcp({k: v for k, v in entry.items() if k in ("command", "args")}):
+            return True
+        return any(_names_server(value, server) for value in node.values())
+    if isinstance(node, list):
+        return any(_names_server(value, server) for value in node)
+    return False
+
+
+def _parsed(path: str):
     import json
 
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+        if path.endswith(".toml"):
+            import tomllib
+
+            return tomllib.loads(data.decode("utf-8"))
+        return json.loads(data)
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None  # missing, or a JSONC file with comments, or a broken one
+
+
+def starts_proctor_mcp(host: str, server: str, cwd: str) -> bool:
+    """Whether `host`'s MCP config for the checkout holding `cwd` (or the user's) starts `proctor
+    mcp` under the server name `server` (the guard's question about a tool it does not know)."""
+    from proctor.paths import find_checkout
+
+    try:
+        root = find_checkout(cwd).root
+    except Exception:
+        root = cwd
+    if host not in ("claude", "codex", "gemini", "opencode"):
+        return False
+    return any(_names_server(_parsed(path), server) for path in _mcp_files(host, root, os.path.expanduser("~")))
+
+
+def mcp_wired(host: str, root: str) -> tuple[bool, str]:
+    """Whether this host's MCP config here starts `proctor mcp`: (ok, the file, or where it looked)."""
     paths = _mcp_files(host, root, os.path.expanduser("~"))
     for path in paths:
-        try:
-            with open(path, "rb") as handle:
-                data = handle.read()
-        except OSError:
-            continue
-        try:
-            if path.endswith(".toml"):
-                import tomllib
-
-                parsed = tomllib.loads(data.decode("utf-8"))
-            else:
-                parsed = json.loads(data)
-        except (ValueError, UnicodeDecodeError):
-            continue  # a JSONC file with comments, or a broken one: not read as wired
-        if _starts_proctor_mcp(parsed):
+        if _starts_proctor_mcp(_parsed(path)):
             return True, path
     return False, f"not wired (looked in {', '.join(paths)})"
 

@@ -358,6 +358,23 @@ def _one_author(conn: Tx, caller: Caller, record: dict, existing: dict | None,
         raise errors.Refused([(errors.NOT_YOUR_JOB,
             f"refused fork of {record['id']}: a holder may not set a child's state; a child starts "
             f"declared and its own holder moves it")])
+    if existing is not None and existing["state"] != DECLARED:
+        raise errors.Refused([(errors.NOT_YOUR_JOB,
+            f"refused replace of {record['id']}: it is {existing['state']}, so its terms are its own holder's "
+            f"now; a holder re-declares only a child nobody has taken ({caller.whence()}){caller.remedy()}")])
+    family = {lease, *rows.descendants(conn, lease)}
+    beyond = [d for d in record.get("depends_on") or () if d not in family]
+    if beyond:
+        raise errors.Refused([(errors.NOT_YOUR_JOB,
+            f"refused fork of {record['id']}: depends_on {', '.join(map(str, beyond))} reaches past {lease}'s "
+            f"own jobs, and would widen what the child may read; {remedy}")])
+    allowed = rows.read_boundary(held, lambda job_id: rows.get(conn, job_id))
+    wider = [c.spelling for c in parsed.get("read_paths", []) if not any(jpaths.within(c, mine) for mine in allowed)]
+    if wider:
+        raise errors.Refused([(errors.CHILD_EXCEEDS_PARENT,
+            f"refused fork of {record['id']}: read_paths {', '.join(wider)} reach past what {lease} may read "
+            f"({', '.join(c.spelling for c in allowed) or 'nothing'}); a holder hands a child no more than it "
+            f"holds ({caller.whence()}){caller.remedy()}")])
     own = rows.claims(held)
     outside = [c.spelling for c in parsed.get("write_paths", []) if not any(jpaths.within(c, p) for p in own)]
     if outside:

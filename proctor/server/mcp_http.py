@@ -5,10 +5,13 @@ loopback server, an Origin (a browser's) must be this server's, and it must carr
 token (`Authorization: Bearer`, a person's: refused, as on the API, to a process that works a
 job) or a job's secret (`Authorization: Nonce <PROCTOR_NONCE>`, which makes the caller that
 job's holder and scopes its monitor tools to that job). A token caller acts as the
-orchestrator, holding no lease; both act in the server's checkout.
+orchestrator, holding no lease, in the server's checkout; a secret's caller acts in the
+checkout its job was taken in (its forks are declared there, never in the person's). Each
+call waits at most the API's STORE_SECONDS for a store another process holds, and at most
+mcp_server.CONCURRENT_CALLS run at once, so calls cannot take the API's threads.
 
 Stateless and answered as JSON: each POST is one exchange, so who calls is decided per
-request and no MCP session outlives the credential that opened it.
+request and no MCP session outlives the credential that opened it; any other method is a 405.
 """
 
 from __future__ import annotations
@@ -61,7 +64,7 @@ class Endpoint:
                                              "is refused"}}, status_code=403)
         else:
             try:
-                how, job = await api._in_thread(api._identify, state, request.headers.get("authorization", ""), None)
+                how, job, checkout = await api._in_thread(_identify, state, request.headers.get("authorization", ""))
                 if how is None:
                     answer = JSONResponse({"error": {"code": "UNAUTHORIZED", "message": (
                         "send the server token (Authorization: Bearer <token>; proctor server status prints where "
@@ -71,7 +74,16 @@ class Endpoint:
                     why = await api._in_thread(api._peer_refusal, state, request.client)
                     if why:
                         answer = api._leased_response(why)
-                scope["proctor.caller"] = (how, job)
+                elif job and checkout is None:
+                    answer = JSONResponse({"error": {"code": "CHECKOUT_ELSEWHERE", "message": (
+                        f"{job}'s checkout is not on this machine, or is gone; a job's secret acts in the "
+                        f"checkout its job was taken in (proctor ls jobs shows where)")}}, status_code=409)
+                elif request.method != "POST":
+                    # stateless, answered as JSON: no stream to open (GET), no session to end (DELETE);
+                    # an open stream would be a socket and a task that nothing writes or closes
+                    answer = JSONResponse({"error": {"code": "METHOD", "message": "POST one JSON-RPC message "
+                                                     "to /mcp"}}, status_code=405, headers={"Allow": "POST"})
+                scope["proctor.caller"] = (how, job, checkout)
             except errors.ProctorError as exc:
                 answer = api._error(exc)
         if answer is not None:
@@ -85,7 +97,7 @@ class Endpoint:
         from proctor.server import app as api
 
         state = self.state
-        how, job = ctx.request.scope["proctor.caller"]
+        how, job, checkout = ctx.request.scope["proctor.caller"]
         actor = f"job:{job}" if job else "token"
 
         async def monitors(method: str, path: str, body: dict | None) -> dict:
@@ -99,7 +111,26 @@ class Endpoint:
                 return await api.add_monitor(state, job, actor, body or {})
             return await api.remove_monitor(state, job, actor, int(url.path.rsplit("/", 1)[1]))
 
-        return Door(state.root, {}, Secret(job) if job else ORCHESTRATOR, "http", monitors)
+        return Door(checkout or state.root, {}, Secret(job) if job else ORCHESTRATOR, "http", monitors,
+                    busy_seconds=api.STORE_SECONDS)
+
+
+def _identify(state, header: str) -> tuple[str | None, str | None, str | None]:
+    """(how the caller proved itself, the job a secret names, that job's checkout when it is on
+    this machine and still there): a job's holder acts in its own checkout, never the person's."""
+    import os
+
+    from proctor.server import app as api
+    from proctor.store import rows
+
+    how, job = api._identify(state, header, None)
+    if not job:
+        return how, job, None
+    with api._opened(state) as ws, ws.store.read() as conn:
+        row = rows.get(conn, job)
+    taken = (row or {}).get("checkout_root")
+    usable = bool(taken) and rows.on_this_machine(row) and os.path.isdir(taken)
+    return how, job, os.path.realpath(taken) if usable else None
 
 
 def lifespan(endpoint: Endpoint, inner):

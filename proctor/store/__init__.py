@@ -24,6 +24,7 @@ a newer proctor is refused rather than guessed at.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import errno
 import fcntl
 import os
@@ -156,7 +157,19 @@ def redact(url: str) -> str:
     return re.sub(r"(?i)([?&](?:ssl)?password=)[^&]*", r"\1***", url)
 
 
+# A bound on every store wait in this context, under PROCTOR_BUSY_TIMEOUT's: the server's MCP
+# door sets it (to the API's STORE_SECONDS) around the library calls it makes for a request.
+BUSY_LIMIT: contextvars.ContextVar = contextvars.ContextVar("proctor_busy_limit", default=None)
+
+
 def _busy_seconds() -> float:
+    limit = BUSY_LIMIT.get()
+    if limit is not None:
+        return min(limit, _configured_busy_seconds())
+    return _configured_busy_seconds()
+
+
+def _configured_busy_seconds() -> float:
     raw = os.environ.get("PROCTOR_BUSY_TIMEOUT")
     if raw:
         try:

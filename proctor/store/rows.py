@@ -123,6 +123,20 @@ def claims(job: dict, field: str = "write_paths") -> list[jpaths.Claim]:
     return out
 
 
+def read_boundary(job: dict, lookup) -> list[jpaths.Claim]:
+    """What a holder of `job` may read: its read paths; when it has none, the directories of its
+    write paths and of those of the jobs it depends on (`lookup(id)`: a row or None). The guard's
+    read rule and the store's check of a holder's child read it alike."""
+    if job.get("read_paths"):
+        return claims(job, "read_paths")
+    out = []
+    for source in [job] + [lookup(d) or {} for d in job.get("depends_on") or ()]:
+        for claim in claims(source):
+            key = claim.key if claim.glob else claim.path.rpartition("/")[0]
+            out.append(jpaths.Claim(key or "."))
+    return out
+
+
 def put(conn: Tx, job: dict, root: str, depth: int) -> None:
     doc = {k: v for k, v in job.items() if not k.startswith("_")}
     live = is_live(doc["state"])

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import os
-
 from proctor import claims
 from proctor.guard.call import PRE_TOOL
-from proctor.guard.rules._common import own_claims
 
 NAME = "lease-read-boundary"
 DEFAULT = "deny"
@@ -23,14 +20,9 @@ WHY = ("write_paths stand in for read_paths because a holder leased to edit a pl
 
 
 def boundary(ctx, job: dict) -> list[claims.Claim]:
-    if job.get("read_paths"):
-        return own_claims(job, "read_paths")
-    out = []
-    for source in [job] + [ctx.job_row(d) or {} for d in job.get("depends_on") or ()]:
-        for claim in own_claims(source):
-            key = claim.key if claim.glob else os.path.dirname(claim.path)
-            out.append(claims.Claim(key or "."))
-    return out
+    from proctor.store.rows import read_boundary
+
+    return read_boundary(job, ctx.job_row)
 
 
 def check(ctx) -> list[tuple[str, str]]:

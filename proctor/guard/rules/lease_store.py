@@ -337,6 +337,9 @@ def _record_refusal(ctx, record: dict, job: dict, verb: str) -> str | None:
         if not isinstance(job_id, str) or ctx.job_row(job_id) is not None:
             return (f"{verb} {job_id}: a fork declares a NEW job, and {job_id} exists already; a session "
                     f"holding {lease} does not rewrite another job's row")
+        if record.get("state") not in (None, ""):
+            return (f"{verb} {job_id}: a holder does not set a child's state ({str(record['state'])[:40]}); a "
+                    f"child starts declared and its own holder moves it")
         family = {lease, *ctx.descendants(lease)}
         outside_family = [d for d in _listed(record.get("depends_on")) if d not in family]
         if outside_family:
