@@ -371,3 +371,33 @@ def test_http_job_exec_takes_a_job_only_in_a_new_worktree(served, tmp_path):
 
     with Workspace(served["root"]) as ws, ws.store.read() as conn:
         assert resolve(conn, ws.root, None, {}).lease is None, "the server's checkout stays unbound"
+
+
+def test_a_whole_job_over_http(served, tmp_path):
+    """The person hands a job out over /mcp with the token; its holder works it with the secret
+    job_exec returned (in the worktree it was taken in), files the result over /mcp, and the
+    person's job_wait grades it: pass."""
+    token = f"Bearer {served['token']}"
+    place = str(tmp_path / "w7")
+    _, ended, put, taken = http(served["url"], token, ("job_exit", {"id": "card"}),
+                                ("job_put", {"id": "w7", "criteria": "ok", "write_paths": ["src/a.py"],
+                                             "check": "test"}),
+                                ("job_exec", {"id": "w7", "worktree": place}))
+    assert ok(ended)["job"]["state"] == "no_return", "the person ends card, which held src/a.py"
+    ok(put)
+    secret = ok(taken)["environment"]["PROCTOR_NONCE"]
+    with open(os.path.join(place, "src", "a.py"), "w") as handle:
+        handle.write("ok = 1\n")
+    made = api.run_target("test", cwd=place, lease="w7", warn=lambda _line: None)
+    result = {"schema_version": 2, "changed_paths": ["src/a.py"],
+              "validation": [{"run": made["id"], "output_ref": made["output_ref"]}]}
+    _, checkpoint, early, filed = http(served["url"], f"Nonce {secret}", ("vcs_checkpoint", {}),
+                                       ("job_wait", {"id": "w7"}), ("job_exit", {"id": "w7", "result": result}))
+    assert ok(checkpoint)["dirty"] is True, "a secret's caller reads its own job's checkout, not the person's"
+    refused(early, "PRC3042")
+    assert ok(filed)["job"]["state"] == "exited"
+    _, waited, again = http(served["url"], token, ("job_wait", {"id": "w7"}), ("job_wait", {"id": "w7"}))
+    verdict = ok(waited)
+    assert verdict["failures"] == [] and verdict["state"] == "pass" and verdict["graded_now"], verdict
+    assert ok(again)["graded_now"] is False and ok(again)["state"] == "pass", "recorded once; read back after"
+    assert job_row(served["root"], "w7")["state"] == "pass"
