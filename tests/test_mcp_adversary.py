@@ -34,7 +34,7 @@ import pytest
 from proctor import api
 from proctor.hook import run as hook_run
 from tests.guard_lease import denied, job_row, said, ws  # noqa: F401 (fixtures)
-from tests.test_mcp import cli, http, ok, refused, served, world  # noqa: F401 (fixtures)
+from tests.test_mcp import calls, cli, http, ok, refused, served, world  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="leases are read from /proc")
 
@@ -94,14 +94,7 @@ def stdio_client(cwd: str, command: list[str], env: dict):
                   read_timeout_seconds=120)
 
 
-def run_calls(client, *steps) -> list:
-    async def go():
-        out = []
-        async with client as connected:
-            for name, args in steps:
-                out.append(await connected.call_tool(name, args))
-        return out
-    return asyncio.run(go())
+run_calls = calls  # each (tool, arguments) in order on one connection
 
 
 def exited(served) -> None:  # noqa: F811

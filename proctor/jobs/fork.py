@@ -369,20 +369,24 @@ def _one_author(conn: Tx, caller: Caller, record: dict, existing: dict | None,
             f"refused fork of {record['id']}: depends_on {', '.join(map(str, beyond))} reaches past {lease}'s "
             f"own jobs, and would widen what the child may read; {remedy}")])
     allowed = rows.read_boundary(held, lambda job_id: rows.get(conn, job_id))
-    wider = [c.spelling for c in parsed.get("read_paths", []) if not any(jpaths.within(c, mine) for mine in allowed)]
+    wider = _outside(parsed.get("read_paths", []), allowed)
     if wider:
         raise errors.Refused([(errors.CHILD_EXCEEDS_PARENT,
             f"refused fork of {record['id']}: read_paths {', '.join(wider)} reach past what {lease} may read "
             f"({', '.join(c.spelling for c in allowed) or 'nothing'}); a holder hands a child no more than it "
             f"holds ({caller.whence()}){caller.remedy()}")])
-    own = rows.claims(held)
-    outside = [c.spelling for c in parsed.get("write_paths", []) if not any(jpaths.within(c, p) for p in own)]
+    outside = _outside(parsed.get("write_paths", []), rows.claims(held))
     if outside:
         raise errors.Refused([(errors.CHILD_EXCEEDS_PARENT,
             f"refused fork of {record['id']}: {', '.join(outside)} lies outside your job {lease}'s "
             f"write paths ({', '.join(held.get('write_paths') or []) or 'none'}); a child may claim only "
             f"what its parent holds ({caller.whence()}){caller.remedy()}")])
     return False
+
+
+def _outside(claims: list[jpaths.Claim], allowed: list[jpaths.Claim]) -> list[str]:
+    """The spellings of the claims no allowed claim holds."""
+    return [c.spelling for c in claims if not any(jpaths.within(c, mine) for mine in allowed)]
 
 
 def _shape_refusals(conn: Tx, cfg: config_mod.Config, job: dict, parent: dict | None,
