@@ -8,6 +8,7 @@ with -o json: {"error": {"code": "PRC...", "message": ...}, "refusals": [...]}.
 
 from __future__ import annotations
 
+import contextvars
 import json
 import os
 
@@ -16,7 +17,7 @@ import anyio.lowlevel
 import mcp_types as types
 from mcp.server.lowlevel import Server
 
-from proctor import __version__, errors
+from proctor import __version__, errors, store
 from proctor import mcp_tools
 
 INSTRUCTIONS = (
@@ -85,12 +86,14 @@ def _limiter():
     return _limiters[loop]
 
 
+BUSY_LIMIT: contextvars.ContextVar = contextvars.ContextVar("proctor_mcp_busy_limit", default=None)
+store.busy_limit = BUSY_LIMIT.get  # read by every store this process opens, None outside a door's call
+
+
 def _bounded(function, door: mcp_tools.Door, args: dict) -> dict:
     """The call, its every wait for the store bounded by the door's busy_seconds."""
     if door.busy_seconds is None:
         return function(door, args)
-    from proctor.store import BUSY_LIMIT
-
     token = BUSY_LIMIT.set(door.busy_seconds)
     try:
         return function(door, args)

@@ -3,8 +3,9 @@
 An agent connected over MCP declares, takes, returns and asks about jobs through the same
 functions the CLI calls (proctor.api), so it meets the same refusals, each with its PRC code.
 Nothing here knows the MCP SDK: proctor/mcp_server.py serves these tools over stdio (`proctor
-mcp`) and over HTTP (the server's /mcp), and the guard names them (TOOL_NAMES) when a host
-reports one to the hook as `mcp__proctor__<tool>`.
+mcp`) and over HTTP (the server's /mcp), and the guard knows them by TOOL_NAMES (kept in
+guard/call.py, off the door's modules) when a host reports one to the hook as
+`mcp__proctor__<tool>`.
 
 Who is calling is a Door: over stdio, the process's own environment (BAGGAGE, PROCTOR_NONCE)
 and working directory, read exactly as the CLI reads them; over HTTP, the server token (a
@@ -14,10 +15,8 @@ person, who holds no lease) or a job's secret (that job's holder, scoped to it).
 from __future__ import annotations
 
 from proctor import errors
+from proctor.guard.call import TOOL_NAMES  # noqa: F401  (the names, kept where the guard's hook reads them)
 
-# The tool names, in the order a model reads them. The guard imports this tuple only.
-TOOL_NAMES = ("vcs_checkpoint", "jobs_list", "job_describe", "job_put", "job_exec", "job_exit", "job_wait",
-              "monitor_add", "monitor_list", "monitor_remove", "monitor_events")
 MONITOR_TOOLS = frozenset(("monitor_add", "monitor_list", "monitor_remove", "monitor_events"))
 
 _ID = {"type": "string", "description": "the job's id, as proctor ls jobs lists it (e.g. fleet/w2)"}

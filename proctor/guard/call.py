@@ -65,10 +65,14 @@ def fill_common(call: Call, event: dict) -> None:
 # starts `proctor mcp` under that name (a project that registered it as `pm`).
 
 
+# The tools `proctor mcp` serves (proctor/mcp_tools.py reads them from here, so the hook loads
+# no module of the door to know them), in the order a model reads them.
+TOOL_NAMES = ("vcs_checkpoint", "jobs_list", "job_describe", "job_put", "job_exec", "job_exit", "job_wait",
+              "monitor_add", "monitor_list", "monitor_remove", "monitor_events")
+
+
 def _split_tool(tool: str) -> tuple[str, str] | None:
     """(server, proctor tool) for a name ending in one of proctor's tools, or None."""
-    from proctor.mcp_tools import TOOL_NAMES
-
     if tool.startswith("mcp__") and tool.count("__") >= 2:
         server, _, name = tool[len("mcp__"):].rpartition("__")
         return (server, name) if name in TOOL_NAMES and server else None
@@ -87,8 +91,6 @@ def proctor_tool(call: Call, tool_input: dict, mcp_context: object = None) -> bo
     write_paths are not a file the call writes, nor a monitor's command one it runs."""
     tool = call.tool or ""
     if isinstance(mcp_context, dict):
-        from proctor.mcp_tools import TOOL_NAMES
-
         name, server = text(mcp_context.get("tool_name")), text(mcp_context.get("server_name")) or ""
         command, args = mcp_context.get("command"), mcp_context.get("args")
         runs_proctor = isinstance(command, str) and command.rsplit("/", 1)[-1] == "proctor" and \

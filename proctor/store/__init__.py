@@ -24,7 +24,6 @@ a newer proctor is refused rather than guessed at.
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import errno
 import fcntl
 import os
@@ -157,13 +156,14 @@ def redact(url: str) -> str:
     return re.sub(r"(?i)([?&](?:ssl)?password=)[^&]*", r"\1***", url)
 
 
-# A bound on every store wait in this context, under PROCTOR_BUSY_TIMEOUT's: the server's MCP
-# door sets it (to the API's STORE_SECONDS) around the library calls it makes for a request.
-BUSY_LIMIT: contextvars.ContextVar = contextvars.ContextVar("proctor_busy_limit", default=None)
+# A bound on every store wait, under PROCTOR_BUSY_TIMEOUT's: a callable the MCP door installs
+# (its context variable's get; mcp_server.py), so the library calls it makes for a request wait
+# no longer than the API's STORE_SECONDS. None elsewhere, and the hook never loads contextvars.
+busy_limit = None
 
 
 def _busy_seconds() -> float:
-    limit = BUSY_LIMIT.get()
+    limit = busy_limit() if busy_limit is not None else None
     if limit is not None:
         return min(limit, _configured_busy_seconds())
     return _configured_busy_seconds()
