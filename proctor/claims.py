@@ -120,21 +120,36 @@ def normalize(path_text: str, root: str) -> str | None:
     return rel
 
 
-def escapes_by_link(path: str, root: str) -> bool:
-    """Whether the deepest existing part of `path` resolves outside `root` (a symlink out)."""
-    real_root = os.path.realpath(root)
+def escapes_by_link(path: str, root: str, seen: dict | None = None) -> bool:
+    """Whether the deepest existing part of `path` resolves outside `root` (a symlink out).
+    `seen` (one dict for one record's paths) keeps each prefix's answer, so a record naming
+    many files under a few directories resolves each directory once."""
+    seen = {} if seen is None else seen
+    if root not in seen:
+        seen[root] = os.path.realpath(root)
+    real_root = seen[root]
     probe = claim_key(path)
+    walked = []
+    answer = False
     while probe:
+        if probe in seen:
+            answer = seen[probe]
+            break
+        walked.append(probe)
         full = os.path.join(root, probe)
         if os.path.lexists(full):
             real = os.path.realpath(full)
-            return not (real == real_root or real.startswith(real_root.rstrip("/") + "/"))
+            answer = not (real == real_root or real.startswith(real_root.rstrip("/") + "/"))
+            break
         probe = os.path.dirname(probe)
-    return False
+    for prefix in walked:
+        seen[prefix] = answer
+    return answer
 
 
-def parse(raw: object, root: str, field: str, job_id: str) -> tuple[Claim | None, list[tuple[str, str]]]:
-    """One entry of a path list: the claim, or the refusals it earns."""
+def parse(raw: object, root: str, field: str, job_id: str,
+          seen: dict | None = None) -> tuple[Claim | None, list[tuple[str, str]]]:
+    """One entry of a path list: the claim, or the refusals it earns (`seen`: escapes_by_link's)."""
     if not isinstance(raw, str):
         raise errors.ProctorError(f"{field} entries must be strings, got {raw!r}", errors.BAD_RECORD)
     entry = raw.strip()
@@ -161,7 +176,7 @@ def parse(raw: object, root: str, field: str, job_id: str) -> tuple[Claim | None
             f"name paths inside it, relative to its root",
         ))
         return None, refusals
-    if escapes_by_link(path, root):
+    if escapes_by_link(path, root, seen):
         refusals.append((
             errors.PATH_OUTSIDE_REPO,
             f"refused fork of {job_id}: {field} entry {entry!r} leads outside the repository through "

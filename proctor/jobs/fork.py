@@ -101,13 +101,14 @@ def _glob_files(root: str, pattern: str) -> list[str]:
 def parse_claims(ws: Workspace, record: dict, job_id: str, reasons: list) -> dict[str, list[jpaths.Claim]]:
     """Parse every path field; canonicalize the record's spellings; collect refusals."""
     parsed: dict[str, list[jpaths.Claim]] = {}
+    resolved: dict = {}  # what each probed prefix resolves to, for this record's paths only
     for field in PATH_FIELDS:
         if field not in record:
             continue
         claims: list[jpaths.Claim] = []
         seen: set[str] = set()
         for raw in record[field]:
-            claim, found = jpaths.parse(raw, ws.root, field, job_id)
+            claim, found = jpaths.parse(raw, ws.root, field, job_id, resolved)
             reasons.extend(found)
             if claim is not None and claim.spelling not in seen:
                 seen.add(claim.spelling)
