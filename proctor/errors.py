@@ -92,3 +92,13 @@ class Refused(ProctorError):
 
 class StoreError(ProctorError):
     """The store cannot be used: locked, corrupt, or written by a newer proctor (exit 2)."""
+
+
+STORE_BUSY = "STORE_BUSY"  # the server's answer (the API's 503, the MCP door's tool error)
+
+
+def busy(exc: StoreError) -> ProctorError | None:
+    """A store another process held past the wait, as the server answers it: busy, not broken."""
+    if "locked" in exc.message:
+        return ProctorError(f"the store is busy: {exc.message}", STORE_BUSY)
+    return None

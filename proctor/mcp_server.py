@@ -61,9 +61,7 @@ async def call(door: mcp_tools.Door, name: str, arguments: dict | None) -> types
             raise errors.ProctorError(f"no tool {name!r}; the tools are {', '.join(mcp_tools.TOOL_NAMES)}")
         return _result(await anyio.to_thread.run_sync(_bounded, function, door, args, limiter=_limiter()))
     except errors.StoreError as exc:
-        if "locked" in exc.message:  # as the API answers it: the store is busy, not broken
-            return refusal(errors.ProctorError(f"the store is busy: {exc.message}", "STORE_BUSY"))
-        return refusal(exc)
+        return refusal(errors.busy(exc) or exc)  # as the API answers it
     except errors.ProctorError as exc:
         return refusal(exc)
     except Exception as exc:  # a bug: say so as a tool error rather than drop the connection

@@ -58,7 +58,7 @@ def doctor() -> int:
         ok, what = wired(host, ws.root)
         line(ok, f"hook wiring for {host}: {what}" + ("" if ok else
              f"; proctor describe harness --host {host} prints it"))
-    _mcp(ws, line, host_present)
+    _mcp(ws, line)
     if caller.lease is None:
         line(True, "bound lease: none in this checkout; a session here is judged only by the lease it names")
     elif job is None:
@@ -102,10 +102,10 @@ def doctor() -> int:
     return 1 if problems else 0
 
 
-def _mcp(ws, line, host_present) -> None:
+def _mcp(ws, line) -> None:
     """The MCP door: the tools this build serves, each present host's wiring of `proctor mcp`
     (a note, not a failure: the door is optional), and the running server's endpoint."""
-    from proctor.guard.harness import HOSTS, mcp_wired
+    from proctor.guard.harness import HOSTS, host_present, mcp_wired
     from proctor.mcp_server import probe
     from proctor.server import daemon
 

@@ -98,7 +98,7 @@ def proctor_tool(call: Call, tool_input: dict, mcp_context: object = None) -> bo
         if name not in TOOL_NAMES or not (runs_proctor or _proctors(call, server)):
             return False
     else:
-        split = _split_tool(tool) if "proctor" in tool.lower() or tool.startswith("mcp") or "_" in tool else None
+        split = _split_tool(tool) if "_" in tool else None  # every spelling joins server and tool with _
         if split is None or not _proctors(call, split[0]):
             return False
         name = split[1]

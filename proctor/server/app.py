@@ -45,7 +45,7 @@ MAX_STREAMS = 32
 STORE_SECONDS = 5.0
 MAX_SESSIONS = 64
 SESSION_IDLE = 12 * 3600.0
-STORE_BUSY = "STORE_BUSY"
+STORE_BUSY = errors.STORE_BUSY
 _STATUS = {"TOO_LARGE": 413, "BODY_TIMEOUT": 408, STORE_BUSY: 503}
 
 
@@ -187,8 +187,9 @@ async def _in_thread(function, *args):
     try:
         return await run_in_threadpool(function, *args)
     except errors.StoreError as exc:
-        if "locked" in exc.message:
-            raise errors.ProctorError(f"the store is busy: {exc.message}", STORE_BUSY) from None
+        answer = errors.busy(exc)
+        if answer is not None:
+            raise answer from None
         raise
 
 
