@@ -401,3 +401,44 @@ def test_a_whole_job_over_http(served, tmp_path):
     assert verdict["failures"] == [] and verdict["state"] == "pass" and verdict["graded_now"], verdict
     assert ok(again)["graded_now"] is False and ok(again)["state"] == "pass", "recorded once; read back after"
     assert job_row(served["root"], "w7")["state"] == "pass"
+
+
+@pytest.mark.sqlite_store
+def test_proctor_mcp_killed_mid_call_leaves_nothing_half_written(world):
+    """`proctor mcp` SIGKILLed while a job_put waits on a store another process holds: nothing of
+    the call is stored, the store is usable at once, and the next `proctor mcp` serves."""
+    import signal
+    import sqlite3
+    import time
+
+    from tests.guard_lease import state_dir
+
+    api.fork({"id": "first", "write_paths": ["src/b.py"], "check": "test"}, cwd=world)  # the store exists
+    environ = {k: v for k, v in os.environ.items() if k not in ("BAGGAGE", "PROCTOR_NONCE")}
+    proc = subprocess.Popen([sys.executable, "-m", "proctor", "mcp"], cwd=world, env=environ,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    db = sqlite3.connect(os.path.join(state_dir(world), "proctor.db"), isolation_level=None)
+    try:
+        def send(message: dict) -> None:
+            proc.stdin.write(json.dumps(message) + "\n")
+            proc.stdin.flush()
+
+        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+        assert json.loads(proc.stdout.readline())["id"] == 1
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        db.execute("BEGIN IMMEDIATE")
+        send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "job_put", "arguments": {
+            "id": "killed", "write_paths": ["src/a.py"], "check": "test"}}})
+        time.sleep(2)  # the call is in its wait for the store
+        assert proc.poll() is None
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        db.execute("ROLLBACK") if db.in_transaction else None
+        db.close()
+        if proc.poll() is None:
+            proc.kill()
+    assert [row["id"] for row in api.ls_jobs(world, warn=lambda _line: None)["jobs"]] == ["first"]
+    [put] = calls(stdio(world), ("job_put", {"id": "after", "write_paths": ["src/a.py"], "check": "test"}))
+    assert ok(put)["job"]["id"] == "after"
