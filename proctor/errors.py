@@ -44,6 +44,8 @@ STORE_MOVE_MISMATCH = "PRC3059"  # store migrate counted a table differently on 
 CHECKOUT_ELSEWHERE = "PRC3060"  # a job's checkout is on another machine than the caller's
 SANDBOX_UNAVAILABLE = "PRC3061"  # [sandbox] mode = "landlock" on a kernel that offers none
 SANDBOX_FAILED = "PRC3062"  # the sandbox could not be built for a run that must have it
+DIFF_TAKES_STDIN = "PRC3063"  # proctor diff given a revision: the diff comes on stdin
+NOT_A_REVISION = "PRC3064"  # graph diff --rev names no commit
 
 EXIT_OK = 0
 EXIT_STATUS = 1

@@ -209,7 +209,8 @@ def test_goals_graded_on_observation(world, proctor):
         {"id": "after", "paths": ["src/a.py"], "depends_on": ["gone"]},
         {"id": "sym", "kind": "symbol", "expect": "absent", "symbols": ["Legacy"]},
     ])
-    _take_and_edit(proctor, holder, job, files={"src/a.py": "ok\n", "db/schema.sql": "x\n"})
+    _take_and_edit(proctor, holder, job, files={"src/a.py": "ok\n", "db/schema.sql": "x\n",
+                                                "old.py": "class Legacy:\n    pass\n"})
     done = run(proctor, "test", holder)
     assert file_result(proctor, "feat", holder, changed_paths=["src/a.py", "db/migrations/001.sql"],
                        validation=[cite(done)]).code == 0
@@ -218,7 +219,7 @@ def test_goals_graded_on_observation(world, proctor):
     assert 'goal "migration": nothing matching "db/migrations/**" changed since' in text
     assert 'goal "gone": "README" still exists' in text
     assert 'goal "after": prerequisite goal "gone" is unmet' in text
-    assert 'goal "sym": symbol goals need proctor\'s symbol index' in text
+    assert 'goal "sym": Legacy is still defined in ' in text and "old.py:1 (class)" in text
     assert "db/migrations/001.sql is claimed changed" in text
     assert 'goal "kept"' not in text and 'goal "check"' not in text
 

@@ -28,6 +28,8 @@ GROUPS = {
     "monitor": ("proctor.cli.monitor_cmd", "monitor", "Commands the server runs for a job, waking its agent."),
     "mcp": ("proctor.cli.mcp_cmd", "mcp", "proctor's tools for an agent, over MCP on stdio."),
     "store": ("proctor.cli.store_cmd", "store", "The job store's engine, and moving it (SQLite, PostgreSQL)."),
+    "graph": ("proctor.cli.graph_cmd", "graph", "The symbols a change added, removed and changed."),
+    "diff": ("proctor.cli.graph_cmd", "diff", "Annotate `git diff REV | proctor diff -` with declarations."),
 }
 
 

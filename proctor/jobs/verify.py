@@ -4,7 +4,7 @@ what proctor observes instead: the diff since the job's checkpoint in the checko
 it, the recorded runs of its check, the store's descendants, and the tree for paths goals.
 
 An observation proctor could not make FAILS what depends on it: an unreadable diff, a
-checkout that is gone, a symbol goal before proctor has a symbol index. A goal that cannot
+checkout that is gone, a file a symbol goal must read that will not parse. A goal that cannot
 verify must not certify, or breaking the observation would be the cheapest way past it.
 """
 
@@ -380,6 +380,7 @@ def grade(conn: Tx, job: dict, fallback_checkout: str, blob_store=None) -> Grade
                                        (evidence_runs, tree, blob_store))
         goal_ok[goal["id"]] = ok
         outcomes.append(Outcome("goal", goal["id"], ok, subjects))
+    outcomes.extend(_inherited_symbol_goals(conn, job, observed, fallback_checkout))
     return Grade(job_id, outcomes, observed)
 
 
@@ -515,10 +516,50 @@ def _grade_goal(conn, job: dict, goal: dict, observed: Observed | None, short: s
                 if expect == "absent" and exists:
                     failing.append(f'"{pattern}" still exists in {checkout}, so this goal is unmet')
         return not failing, failing or [f"every path is {expect}"]
-    return False, [
-        f"symbol goals need proctor's symbol index, which this version does not have; "
-        f"{', '.join(goal.get('symbols', []))} could not be observed, and an observation proctor "
-        f"could not make fails the goal rather than pass it"]
+    return _symbol_goal(job, goal, observed, fallback)
+
+
+def _symbol_goal(job: dict, goal: dict, observed: Observed | None, fallback: str,
+                 scope: list | None = None) -> tuple[bool, list[str]]:
+    """A symbol goal on the tree the job's checkout holds (proctor.symbols.goals); `scope`,
+    given, narrows it to those claims (an ancestor's goal graded on a descendant)."""
+    checkout = evidence.checkout_of(job, fallback)
+    if job.get("checkout_root") and not rows.on_this_machine(job):
+        return False, [f"the tree is in {rows.where_taken(job)}, which this machine cannot read; symbol goals are "
+                       f"graded where the job is taken: run proctor job wait {job['id']} on machine {job.get('machine')}"]
+    if not os.path.isdir(checkout):
+        return False, [f"the checkout {checkout} no longer exists, so the tree cannot be read"]
+    from proctor.symbols import goals as symbol_goals
+    from proctor.symbols.index import Index
+
+    changed = diff_error = None
+    if observed is not None:
+        changed, diff_error = observed.changed, observed.error
+    elif (goal.get("expect") or "changed") == "changed":
+        diff_error = "a read-only job changes nothing" if job.get("read_only") else "the diff could not be observed"
+    try:
+        with Index(checkout) as index:
+            return symbol_goals.grade(index, goal, _revision(job), changed, diff_error, scope)
+    except errors.ProctorError as exc:
+        return False, [f"the symbol index could not read {checkout}: {exc.message}; an observation proctor could "
+                       f"not make fails the goal rather than pass it"]
+
+
+def _inherited_symbol_goals(conn: Tx, job: dict, observed: Observed | None, fallback: str) -> list[Outcome]:
+    """Each ancestor's absent and unreferenced symbol goals, graded within this job's write
+    paths (proctor.symbols.goals says why those two)."""
+    if job.get("read_only"):
+        return []
+    out = []
+    scope = rows.claims(job)
+    for ancestor_id in rows.ancestors(conn, job["id"]):
+        ancestor = rows.get(conn, ancestor_id)
+        for goal in goal_list(ancestor or {}):
+            if goal["kind"] != "symbol" or goal.get("expect") not in ("absent", "unreferenced"):
+                continue
+            ok, subjects = _symbol_goal(job, goal, observed, fallback, scope)
+            out.append(Outcome("goal", f"{ancestor_id}:{goal['id']}", ok, subjects))
+    return out
 
 
 def _target_spec(job: dict, target: str, fallback: str):

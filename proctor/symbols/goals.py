@@ -1,0 +1,152 @@
+"""Symbol goals, graded on the tree a job's checkout holds (`jobs-and-leases.md`, "Goals").
+
+- `absent`: no definition of that exact name remains (a deleted `Legacy` is absent while
+  `LegacyAdapter` exists);
+- `present`: a definition of it exists;
+- `unreferenced`: its definition still exists and nothing names it outside that definition;
+  once the definition is gone the goal fails, since the graph counts references into a
+  definition and a zero it cannot vouch for is not a pass;
+- `changed` (the natural expectation): a definition of it was added, removed or edited since
+  the job's checkpoint.
+
+A name that is not an identifier, a file that could name it but will not parse, a text file in
+a language proctor has no grammar for whose bytes hold it: the goal fails and says which.
+Prose (Markdown, reStructuredText, plain text) names things without defining or referencing
+them; a mention there is reported and decides nothing.
+
+An ancestor's `absent` and `unreferenced` goals are graded on each descendant too, within the
+descendant's write paths: a job that renames the callers in its own paths must leave none of
+them behind, while the callers no job holds are the ancestor's to answer for.
+"""
+
+from __future__ import annotations
+
+import re
+
+from proctor import claims as jpaths
+from proctor.symbols import languages
+from proctor.symbols.index import Answer, Index
+
+SHOWN = 10  # subjects listed per kind of failure before "and N more"
+IDENTIFIER = re.compile(r"(?:[^\W\d]|\$)[\w$]*(?:\.(?:[^\W\d]|\$)[\w$]*)*")
+
+
+def grade(index: Index, goal: dict, revision: str | None = None, changed: list[str] | None = None,
+          diff_error: str | None = None, scope: list | None = None) -> tuple[bool, list[str]]:
+    """(ok, subjects) for one symbol goal on `index`'s checkout. `changed` and `revision` (the
+    paths changed since the checkpoint, and the checkpoint) grade `changed`; `scope` (claims)
+    narrows the files graded to the paths they cover."""
+    names = goal.get("symbols") or []
+    expect = goal.get("expect") or "changed"
+    bad = [n for n in names if not IDENTIFIER.fullmatch(n)]
+    if bad:
+        return False, [f"{n!r} is not a name the symbol index can resolve (an identifier, or Scope.name)"
+                       for n in bad]
+    if expect == "changed":
+        return _changed(index, names, revision, changed, diff_error)
+    answer = index.ask(names)
+    if scope is not None:
+        answer.files = [m for m in answer.files if any(jpaths.covers(c, m.path) for c in scope)]
+    failing: list[str] = []
+    passing: list[str] = []
+    for name in names:
+        ok, lines = _one(answer, name, expect, index, scope)
+        (passing if ok else failing).extend(lines)
+    doubts = _doubts(answer, names, expect)
+    failing.extend(doubts)
+    notes = [f"named in prose, which decides nothing: {_list([m.path for m in answer.prose()])}"] \
+        if answer.prose() else []
+    if failing:
+        return False, failing + notes
+    return True, passing + notes
+
+
+def _one(answer: Answer, name: str, expect: str, index: Index, scope) -> tuple[bool, list[str]]:
+    defs = answer.definitions(name)
+    where = "within the job's write paths" if scope is not None else f"in {index.checkout}"
+    if expect == "absent":
+        if defs:
+            return False, [f"{name} is still defined {where}: {_list([f'{p}:{d[2]} ({d[1]})' for p, d in defs])}"]
+        return True, [f"{name} is defined nowhere {where}"]
+    if expect == "present":
+        if not defs:
+            return False, [f"{name} is defined nowhere {where}, so this goal is unmet"]
+        return True, [f"{name} is defined in {_list([f'{p}:{d[2]}' for p, d in defs])}"]
+    # unreferenced: graded while the definition exists, anywhere in the tree
+    if scope is not None and not defs:
+        whole = index.ask([name])
+        defs = whole.definitions(name)
+    if not defs:
+        return False, [f"{name} is no longer defined, so whether anything names it cannot be vouched for; "
+                       f"grade unreferenced while the definition exists, and declare absent for the job that "
+                       f"deletes it"]
+    inside = {}
+    for path, d in defs:
+        inside.setdefault(path, []).append((d[2], d[3]))
+    refs = [(p, line) for p, line in answer.references(name)
+            if not any(first <= line <= last for first, last in inside.get(p, ()))]
+    if refs:
+        return False, [f"{name} is still named {where}: {_list([f'{p}:{line}' for p, line in refs])}"]
+    return True, [f"nothing names {name} {where} outside its definition ({_list([f'{p}:{d[2]}' for p, d in defs])})"]
+
+
+def _doubts(answer: Answer, names: list[str], expect: str) -> list[str]:
+    """What the answer could not read, said as why the goal cannot be vouched for."""
+    out = []
+    for m in answer.unreadable():
+        out.append(f"{m.path} could name {', '.join(names)} but {m.error}, so the goal cannot be vouched for")
+    unknown = answer.unknown()
+    if unknown and expect in ("absent", "unreferenced"):
+        for m in unknown[:SHOWN]:
+            out.append(f"{m.path} holds the text {', '.join(m.named)} and proctor has no grammar for its language, "
+                       f"so whether it {'defines' if expect == 'absent' else 'names'} the symbol cannot be told")
+        if len(unknown) > SHOWN:
+            out.append(f"and {len(unknown) - SHOWN} more files with no grammar")
+    return out
+
+
+def _changed(index: Index, names: list[str], revision: str | None, changed: list[str] | None,
+             diff_error: str | None) -> tuple[bool, list[str]]:
+    if diff_error:
+        return False, [f"{diff_error}, so whether {', '.join(names)} changed cannot be told"]
+    if revision is None or changed is None:
+        return False, ["the diff since the checkpoint could not be observed"]
+    import os
+
+    sources = [p for p in changed if languages.language_of(p)]
+    before = index.summaries_at(revision, sources)
+    after = {}
+    for path in sources:
+        full = os.path.join(index.checkout, path)
+        if os.path.isfile(full) and not os.path.islink(full):
+            with open(full, "rb") as handle:
+                after[path] = index.whole(path, handle.read())
+    doubts = sorted({f"{m.path}: {m.error}" for m in list(before.values()) + list(after.values()) if m.error})
+    failing, passing = [], []
+    for name in names:
+        old = _defs_of(before, name)
+        new = _defs_of(after, name)
+        if sorted(old) != sorted(new):
+            verb = "added" if not old else "removed" if not new else "edited"
+            passing.append(f"{name} was {verb} since {revision[:8]} ({_list(sorted({p for p, *_ in old + new}))})")
+        else:
+            failing.append(f"{name} did not change since {revision[:8]}: no definition of it differs in the "
+                           f"{len(changed)} changed paths, so this goal is unmet")
+    if failing:
+        return False, failing + [f"and these could not be read: {d}" for d in doubts]
+    return True, passing
+
+
+def _defs_of(mentions: dict, name: str) -> list[tuple]:
+    scope, _, bare = name.rpartition(".")
+    out = []
+    for path, m in mentions.items():
+        for d in (m.summary or {}).get("defs", ()):
+            if d[0] == bare and (not scope or d[4] == scope or d[4].endswith("." + scope)):
+                out.append((path, d[4], d[1], d[5]))
+    return out
+
+
+def _list(items: list[str]) -> str:
+    shown = ", ".join(items[:SHOWN])
+    return shown + (f", and {len(items) - SHOWN} more" if len(items) > SHOWN else "")
