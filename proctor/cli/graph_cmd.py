@@ -79,7 +79,8 @@ def diff(output: str, source: tuple[str, ...]) -> None:
             f"git diff {' '.join(source) or '<revision>'} | proctor diff -", DIFF_TAKES_STDIN)
     from proctor.symbols.diff import annotate
 
-    patch = sys.stdin.buffer.read()
+    stream = getattr(sys.stdin, "buffer", None)
+    patch = stream.read() if stream is not None else sys.stdin.read().encode("utf-8", "surrogateescape")
     root, index = _index()
     with index:
         record = annotate(root, patch, index)

@@ -32,6 +32,20 @@ from proctor.vcs import git
 
 RACY_SECONDS = 2.0  # a file whose status changed this recently may change again unseen
 
+# summaries: a content's definitions (JSON) and parse error; names: the lines naming each name
+# in it (a question reads only the names it asks about); seen: per checkout path, the stat data
+# it was last read with, and the words its folded text spells that its bytes do not
+SCHEMA_VERSION = 2
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS summaries (blob TEXT NOT NULL, language TEXT NOT NULL, version TEXT NOT NULL,
+    defs TEXT NOT NULL, error TEXT, PRIMARY KEY (blob, language, version)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS names (blob TEXT NOT NULL, language TEXT NOT NULL, version TEXT NOT NULL,
+    name TEXT NOT NULL, lines TEXT NOT NULL, PRIMARY KEY (blob, language, version, name)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS seen (checkout TEXT NOT NULL, path TEXT NOT NULL, ino INTEGER NOT NULL,
+    size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, ctime_ns INTEGER NOT NULL, folded TEXT NOT NULL,
+    PRIMARY KEY (checkout, path)) WITHOUT ROWID;
+"""
+
 
 @dataclass
 class Mention:
@@ -87,6 +101,13 @@ def blob_id(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
+def _as_word(name: str, data: bytes) -> bool:
+    """Whether `name` stands in `data` as a word of its own (not inside `LegacyAdapter`)."""
+    import re
+
+    return re.search(rb"(?<![\w$])" + re.escape(name.encode()) + rb"(?![\w$])", data) is not None
+
+
 def is_binary(data: bytes) -> bool:
     """git's own test: a NUL in the first 8,000 bytes."""
     return b"\0" in data[:8000]
@@ -101,6 +122,8 @@ class Index:
     def __init__(self, checkout: str, cache_dir: str | None = None) -> None:
         self.checkout = os.path.realpath(checkout)
         self.parsed = 0
+        self._ahead: dict[tuple, dict] = {}  # prefetch's summaries
+        self._ahead_names: set[str] = set()
         self._db: sqlite3.Connection | None = None
         self._versions: dict[str, str] = {}
         self.cache_path = None
@@ -114,11 +137,11 @@ class Index:
             self._db = sqlite3.connect(self.cache_path, timeout=5, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute("CREATE TABLE IF NOT EXISTS summaries (blob TEXT NOT NULL, language TEXT NOT NULL, "
-                             "version TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (blob, language, version))")
-            self._db.execute("CREATE TABLE IF NOT EXISTS seen (checkout TEXT NOT NULL, path TEXT NOT NULL, "
-                             "stat TEXT NOT NULL, blob TEXT NOT NULL, folds INTEGER NOT NULL, "
-                             "PRIMARY KEY (checkout, path))")
+            if self._db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+                # another version's cache: dropped, never read as this one's
+                self._db.executescript("DROP TABLE IF EXISTS summaries; DROP TABLE IF EXISTS names; "
+                                       "DROP TABLE IF EXISTS seen;" + SCHEMA
+                                       + f"PRAGMA user_version = {SCHEMA_VERSION};")
         except (OSError, sqlite3.Error, errors.ProctorError):
             self._close()  # questions are still answered, without a cache
 
@@ -152,29 +175,48 @@ class Index:
                                         f"{'.'.join(map(str, lang.semantic_version or ()))}/{lang.abi_version}/{tags}")
         return self._versions[language]
 
-    def summary(self, data: bytes, language: str, blob: str | None = None) -> dict:
-        """What `data` (in `language`) defines and names: from the cache by its blob id, else
-        parsed now and kept. Raises languages.NoGrammar when the grammar does not load."""
+    def summary(self, data: bytes, language: str, blob: str | None = None, names: set[str] | None = None) -> dict:
+        """What `data` (in `language`) defines and names, as languages.summarize records it
+        (with `names`, its references to those names only): from the cache by its blob id,
+        else parsed now and kept. Raises languages.NoGrammar when the grammar does not load."""
         blob = blob or blob_id(data)
         version = self.version(language)
+        ahead = self._ahead.get((blob, language, version))
+        if ahead is not None and names is not None and names <= self._ahead_names:
+            return dict(ahead, refs={n: v for n, v in ahead["refs"].items() if n in names})
         if self._db is not None:
             try:
-                row = self._db.execute("SELECT data FROM summaries WHERE blob = ? AND language = ? AND version = ?",
-                                       (blob, language, version)).fetchone()
+                row = self._db.execute("SELECT defs, error FROM summaries WHERE blob = ? AND language = ? AND "
+                                       "version = ?", (blob, language, version)).fetchone()
                 if row:
-                    record = json.loads(row[0])
-                    if isinstance(record, dict) and {"defs", "refs", "error"} <= set(record):
-                        return record
+                    key = (blob, language, version)
+                    if names is None:
+                        found = self._db.execute("SELECT name, lines FROM names WHERE blob = ? AND language = ? "
+                                                 "AND version = ?", key).fetchall()
+                    else:
+                        found = [r for n in sorted(names) for r in self._db.execute(
+                            "SELECT name, lines FROM names WHERE blob = ? AND language = ? AND version = ? AND "
+                            "name = ?", key + (n,))]
+                    return {"defs": json.loads(row[0]), "error": row[1],
+                            "refs": {n: [int(x) for x in lines.split(",")] for n, lines in found}}
             except (sqlite3.Error, ValueError):
                 self._close()
         record = languages.summarize(data, language)
         self.parsed += 1
         if self._db is not None:
             try:
-                self._db.execute("INSERT OR REPLACE INTO summaries VALUES (?, ?, ?, ?)",
-                                 (blob, language, version, json.dumps(record, separators=(",", ":"))))
+                with self._db:
+                    self._db.execute("BEGIN")
+                    self._db.execute("INSERT OR REPLACE INTO summaries VALUES (?, ?, ?, ?, ?)",
+                                     (blob, language, version, json.dumps(record["defs"], separators=(",", ":")),
+                                      record["error"]))
+                    self._db.executemany("INSERT OR REPLACE INTO names VALUES (?, ?, ?, ?, ?)",
+                                         [(blob, language, version, n, ",".join(map(str, lines)))
+                                          for n, lines in record["refs"].items()])
             except sqlite3.Error:
                 self._close()
+        if names is not None:
+            record = dict(record, refs={n: v for n, v in record["refs"].items() if n in names})
         return record
 
     # -- the work tree ---------------------------------------------------------------------------
@@ -189,9 +231,13 @@ class Index:
         args = ["grep", "-l", "-z", "--untracked", "--no-color", "-F"]
         for name in bare:
             args += ["-e", name]
+        # git's grep and the listing of the tree run side by side, each on its own core
         grep = git.start(self.checkout, *args, "--")
+        listing = git.start(self.checkout, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
         try:
-            folding = self._folding_files()
+            listed = git.finish(listing, "ls-files")
+            wanted = set(bare)
+            folded = {p for p, words in self._folding_files(listed).items() if wanted & words}
         finally:
             out, err = grep.communicate()
         if grep.returncode not in (0, 1):
@@ -199,76 +245,115 @@ class Index:
             raise errors.ProctorError(f"git grep failed in {self.checkout}: "
                                       f"{message[-1] if message else 'exit ' + str(grep.returncode)}")
         hits = {p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p}
-        wanted = set(bare)
-        for path in sorted(hits | set(folding)):
-            mention = self._read(path, wanted, path in hits)
+        read = [(path, self._read(path)) for path in sorted(hits | folded)]
+        self.prefetch([blob_id(data) for _path, data in read if isinstance(data, bytes)], wanted)
+        for path, data in read:
+            if data is None:
+                continue
+            language = languages.language_of(path)
+            mention = Mention(path, language, error=data) if isinstance(data, str) else \
+                self.mention(path, data, language, wanted)
             if mention is not None:
                 answer.files.append(mention)
         return answer
 
-    def _read(self, path: str, wanted: set[str], hit: bool) -> Mention | None:
-        language = languages.language_of(path)
+    def prefetch(self, blobs: list[str], names: set[str]) -> None:
+        """The cached summaries of `blobs` (their references to `names`), read in two queries
+        for summary() to take; what the cache does not hold is parsed there."""
+        self._ahead = {}
+        if self._db is None or not blobs:
+            return
+        try:
+            wanted = sorted(names)
+            for at in range(0, len(blobs), 400):  # under any build's limit on a statement's parameters
+                chunk = blobs[at:at + 400]
+                marks = ",".join("?" * len(chunk))
+                for blob, language, version, defs, error in self._db.execute(
+                        f"SELECT blob, language, version, defs, error FROM summaries WHERE blob IN ({marks})", chunk):
+                    self._ahead[(blob, language, version)] = {"defs": json.loads(defs), "error": error, "refs": {}}
+                for blob, language, version, name, lines in self._db.execute(
+                        f"SELECT blob, language, version, name, lines FROM names WHERE blob IN ({marks}) AND name IN "
+                        f"({','.join('?' * len(wanted))})", chunk + wanted):
+                    record = self._ahead.get((blob, language, version))
+                    if record is not None:
+                        record["refs"][name] = [int(x) for x in lines.split(",")]
+            self._ahead_names = set(names)
+        except (sqlite3.Error, ValueError):
+            self._ahead = {}
+            self._close()
+
+    def _read(self, path: str) -> bytes | str | None:
+        """A file's bytes; None for what is not a regular file (a link's text is its target,
+        which is read as itself where it is); why, when it cannot be read."""
         full = os.path.join(self.checkout, path)
         try:
             if os.path.islink(full) or not os.path.isfile(full):
-                return None  # a link's text is its target, which is read as itself where it is
+                return None
             with open(full, "rb") as handle:
-                data = handle.read()
+                return handle.read()
         except OSError as exc:
-            return Mention(path, language, error=f"it cannot be read ({exc.strerror})")
-        return self.mention(path, data, language, wanted)
+            return f"it cannot be read ({exc.strerror})"
 
     def mention(self, path: str, data: bytes, language: str | None, wanted: set[str]) -> Mention | None:
         """`data` at `path` as an answer sees it; None when it cannot name any of `wanted`."""
         if language is None:  # a source file with a NUL in it is still parsed as its language
-            named = sorted(n for n in wanted if n.encode() in data)
+            named = sorted(n for n in wanted if _as_word(n, data))
             return Mention(path, None, binary=is_binary(data), named=named) if named else None
         if not languages.mentions(data, language, wanted):
             return None
-        return self.whole(path, data)
+        return self.whole(path, data, names=wanted)
 
-    def _folding_files(self) -> list[str]:
-        """The work tree's files in a folding language whose text could spell a name other
-        than by its bytes, read only when changed since the last question."""
-        listed = git.run(self.checkout, "ls-files", "-z", "--cached", "--others", "--exclude-standard").stdout
-        paths = [p.decode("utf-8", "surrogateescape") for p in dict.fromkeys(listed.split(b"\0")) if p]
-        paths = [p for p in paths if (lang := languages.language_of(p)) and languages.SPECS[lang][3]]
-        known: dict[str, tuple[str, str, int]] = {}
+    def _folding_files(self, listed: bytes) -> dict[str, set[str]]:
+        """For each file of the tree in a folding language whose text could spell a name other
+        than by its bytes (non-ASCII text where names fold, a `\\u` escape in JavaScript), the
+        words its folded text spells that its bytes do not. Read only when changed since the
+        last question: the stat data and the words are kept per path."""
+        folding = {ext for ext, lang in languages.EXTENSIONS.items() if languages.SPECS[lang][3]}
+        paths = []
+        for raw in dict.fromkeys(listed.split(b"\0")):
+            path = raw.decode("utf-8", "surrogateescape")
+            dot = path.rfind(".")
+            if dot > path.rfind("/") + 1 and path[dot:].lower() in folding:
+                paths.append(path)
+        known: dict[str, tuple] = {}
         if self._db is not None:
             try:
-                known = {row[0]: (row[1], row[2], row[3]) for row in self._db.execute(
-                    "SELECT path, stat, blob, folds FROM seen WHERE checkout = ?", (self.checkout,))}
-            except sqlite3.Error:
+                for row in self._db.execute("SELECT path, ino, size, mtime_ns, ctime_ns, folded FROM seen "
+                                            "WHERE checkout = ?", (self.checkout,)):
+                    known[row[0]] = (row[1:5], row[5])
+            except (sqlite3.Error, ValueError):
                 self._close()
         now = time.time()
-        found, fresh = [], []
+        found: dict[str, set[str]] = {}
+        fresh = []
+        base = self.checkout + os.sep
+        lstat = os.lstat
         for path in paths:
-            full = os.path.join(self.checkout, path)
             try:
-                info = os.lstat(full)
+                info = lstat(base + path)
             except OSError:
                 continue
-            if not (info.st_mode & 0o170000 == 0o100000):
+            if info.st_mode & 0o170000 != 0o100000:
                 continue
-            key = f"{info.st_ino}:{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}"
+            key = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
             cached = known.get(path)
             if cached is not None and cached[0] == key:
-                if cached[2]:
-                    found.append(path)
+                if cached[1]:
+                    found[path] = set(cached[1].split(" "))
                 continue
             try:
-                with open(full, "rb") as handle:
+                with open(base + path, "rb") as handle:
                     data = handle.read()
             except OSError:
                 continue
-            folds = languages.may_fold(data, languages.language_of(path))
-            if folds:
-                found.append(path)
+            words = languages.folded_words(data, languages.language_of(path))
+            if words:
+                found[path] = words
             if now - info.st_ctime_ns / 1e9 > RACY_SECONDS:
-                fresh.append((self.checkout, path, key, blob_id(data), int(folds)))
+                fresh.append((self.checkout, path, *key, " ".join(sorted(words))))
         if fresh and self._db is not None:
             try:
-                self._db.executemany("INSERT OR REPLACE INTO seen VALUES (?, ?, ?, ?, ?)", fresh)
+                self._db.executemany("INSERT OR REPLACE INTO seen VALUES (?, ?, ?, ?, ?, ?, ?)", fresh)
             except sqlite3.Error:
                 self._close()
         return found
@@ -293,14 +378,14 @@ class Index:
             out[path] = self.whole(path, contents.get(blob, b""), blob)
         return out
 
-    def whole(self, path: str, data: bytes, blob: str | None = None) -> Mention:
-        """`data` at `path`, summarised whatever names it holds."""
+    def whole(self, path: str, data: bytes, blob: str | None = None, names: set[str] | None = None) -> Mention:
+        """`data` at `path`, summarised (its references to `names` only, when given)."""
         language = languages.language_of(path)
         if language is None:
             return Mention(path, None, blob=blob, binary=is_binary(data))
         blob = blob or blob_id(data)
         try:
-            summary = self.summary(data, language, blob)
+            summary = self.summary(data, language, blob, names)
         except languages.NoGrammar as exc:
             return Mention(path, language, blob=blob, error=str(exc))
         mention = Mention(path, language, summary, blob)

@@ -90,7 +90,7 @@ _ESCAPE = re.compile(r"\\u\{([0-9a-fA-F]{1,6})\}|\\u([0-9a-fA-F]{4})")
 
 # the queries proctor adds, and the way names are folded: a cached summary from another
 # version of either is not reused
-QUERY_VERSION = "1"
+QUERY_VERSION = "2"
 
 
 class NoGrammar(Exception):
@@ -98,7 +98,9 @@ class NoGrammar(Exception):
 
 
 def language_of(path: str) -> str | None:
-    return EXTENSIONS.get(os.path.splitext(path)[1].lower())
+    base = path.rpartition("/")[2]
+    dot = base.rfind(".")
+    return EXTENSIONS.get(base[dot:].lower()) if dot > 0 else None
 
 
 def is_prose(path: str) -> bool:
@@ -123,6 +125,20 @@ def may_fold(data: bytes, language: str) -> bool:
     if how == "escapes":
         return b"\\u" in data
     return how is not None and not data.isascii()
+
+
+_WORD = re.compile(r"[^\W\d][\w$]*|\$[\w$]*")
+
+
+def folded_words(data: bytes, language: str) -> set[str]:
+    """The words `data`'s folded text spells that its bytes do not (empty for most files)."""
+    if not may_fold(data, language):
+        return set()
+    text = data.decode("utf-8", "replace")
+    folded = fold(text, SPECS[language][3])
+    if folded == text:
+        return set()
+    return set(_WORD.findall(folded)) - set(_WORD.findall(text))
 
 
 def mentions(data: bytes, language: str | None, names: set[str]) -> bool:
@@ -192,7 +208,7 @@ def summarize(data: bytes, language: str) -> dict:
         error = _first_error(root)
     found: dict[int, list] = {}
     name_starts = set()
-    for _pattern, captures in ts.QueryCursor(definitions).matches(root):
+    for pattern, captures in ts.QueryCursor(definitions).matches(root):
         nodes = captures.get("name")
         kinds = [k for k in captures if k.startswith("definition.")]
         if not nodes or not kinds:
@@ -200,15 +216,15 @@ def summarize(data: bytes, language: str) -> dict:
         node, whole = nodes[0], captures[kinds[0]][0]
         name = fold(data[node.start_byte:node.end_byte].decode("utf-8", "replace"), how)
         name_starts.add(node.start_byte)
-        if node.start_byte in found:
-            continue  # the first pattern to place a name wins (a Rust method before a function)
+        if node.start_byte in found and found[node.start_byte][6] <= pattern:
+            continue  # the earliest pattern to place a name wins: the grammar's own tags before proctor's
         first = whole.start_point[0]
         docs = captures.get("doc") or []
         if docs:
             first = min(first, min(d.start_point[0] for d in docs))
         digest = hashlib.sha1(data[whole.start_byte:whole.end_byte]).hexdigest()[:16]
         found[node.start_byte] = [name, kinds[0].split(".", 1)[1], first + 1, whole.end_point[0] + 1,
-                                  (whole.start_byte, whole.end_byte), digest]
+                                  (whole.start_byte, whole.end_byte), digest, pattern]
     defs = sorted(found.values(), key=lambda d: (d[4][0], -d[4][1]))
     scoped = []
     stack: list[list] = []
