@@ -44,6 +44,8 @@ GOAL_EXPECT = {
 }
 GOAL_FIELDS = ("id", "kind", "expect", "check", "paths", "symbols", "depends_on")
 CHECK_GOAL_ID = "check"
+# a symbol goal's name: an identifier, or one inside its scope (Store.load)
+SYMBOL_NAME = re.compile(r"(?:[^\W\d]|\$)[\w$]*(?:\.(?:[^\W\d]|\$)[\w$]*)*")
 
 _JOB_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*(/[A-Za-z0-9_][A-Za-z0-9_.\-]*)*$")
 MAX_JOB_ID = 200
@@ -143,6 +145,11 @@ def normalize_goals(value: Any) -> list[dict]:
             if not has_symbols or not isinstance(symbols, list) or not all(isinstance(s, str) and s for s in symbols):
                 raise errors.Refused([(errors.BAD_GOAL,
                     f"goal {goal_id!r} names nothing to examine; give it symbols (a list of names)")])
+            malformed = [s for s in symbols if not SYMBOL_NAME.fullmatch(s)]
+            if malformed:
+                raise errors.Refused([(errors.BAD_GOAL,
+                    f"goal {goal_id!r}: {', '.join(repr(s) for s in malformed)} is not a symbol name; give the name "
+                    f"the index gives it (an identifier such as LegacyStore, or Scope.name such as Store.load)")])
             goal["symbols"] = list(symbols)
         expect = raw.get("expect", GOAL_EXPECT[kind][0])
         if expect not in GOAL_EXPECT[kind]:

@@ -21,14 +21,12 @@ them behind, while the callers no job holds are the ancestor's to answer for.
 
 from __future__ import annotations
 
-import re
-
 from proctor import claims as jpaths
+from proctor.jobs.model import SYMBOL_NAME
 from proctor.symbols import languages
 from proctor.symbols.index import Answer, Index
 
 SHOWN = 10  # subjects listed per kind of failure before "and N more"
-IDENTIFIER = re.compile(r"(?:[^\W\d]|\$)[\w$]*(?:\.(?:[^\W\d]|\$)[\w$]*)*")
 
 
 def grade(index: Index, goal: dict, revision: str | None = None, changed: list[str] | None = None,
@@ -37,8 +35,10 @@ def grade(index: Index, goal: dict, revision: str | None = None, changed: list[s
     paths changed since the checkpoint, and the checkpoint) grade `changed`; `scope` (claims)
     narrows the files graded to the paths they cover."""
     names = goal.get("symbols") or []
+    if not names:
+        return False, ["the goal names no symbol, so there is nothing to observe"]
     expect = goal.get("expect") or "changed"
-    bad = [n for n in names if not IDENTIFIER.fullmatch(n)]
+    bad = [n for n in names if not isinstance(n, str) or not SYMBOL_NAME.fullmatch(n)]
     if bad:
         return False, [f"{n!r} is not a name the symbol index can resolve (an identifier, or Scope.name)"
                        for n in bad]
