@@ -137,11 +137,12 @@ class Index:
             self._db = sqlite3.connect(self.cache_path, timeout=5, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
-            if self._db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+            layout = SCHEMA_VERSION * 100 + int(languages.QUERY_VERSION)  # a new way to fold moves it too
+            if self._db.execute("PRAGMA user_version").fetchone()[0] != layout:
                 # another version's cache: dropped, never read as this one's
                 self._db.executescript("DROP TABLE IF EXISTS summaries; DROP TABLE IF EXISTS names; "
                                        "DROP TABLE IF EXISTS seen;" + SCHEMA
-                                       + f"PRAGMA user_version = {SCHEMA_VERSION};")
+                                       + f"PRAGMA user_version = {layout};")
         except (OSError, sqlite3.Error, errors.ProctorError):
             self._close()  # questions are still answered, without a cache
 
