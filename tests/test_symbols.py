@@ -58,7 +58,8 @@ def test_python_definitions_and_what_names_them():
     found = refs(PY, "python")
     assert found["LegacyStore"] == [2]  # the import names it; the comment on line 15 does not
     assert found["Old"] == [2, 14]  # the alias and the annotation
-    assert found["Store"] == [5, 14, 21]  # __all__'s string, the string annotation, the call; not the definition
+    # __all__'s string and the call; neither the definition nor its own body's "Store" annotation
+    assert found["Store"] == [5, 21]
     assert found["helper"] == [5, 16]
     assert "Keeps" not in found and "gone" not in found
 
@@ -145,6 +146,15 @@ def test_names_fold_as_their_language_folds_them():
     assert "LegacyStore" in refs("const y = new L\\u0065gacyStore();\n", "javascript")
     assert languages.folded_words("x = \uff2cegacyStore()\n".encode(), "python") == {"LegacyStore"}
     assert languages.folded_words("x = 'caf\u00e9'\n".encode(), "python") == set()
+
+
+def test_a_definition_naming_itself_is_judged_by_its_bytes_not_its_lines():
+    # one line, two statements: the second names Legacy from outside its definition
+    assert refs("package a\ntype Legacy struct{}; var Default = Legacy{}\n", "go")["Legacy"] == [2]
+    # (in Python `class Legacy: pass; x = Legacy()` is all the class's body: its own)
+    assert "Legacy" not in refs("class Legacy: pass; x = Legacy()\n", "python")
+    assert refs("class Legacy{}const legacy=new Legacy();\n", "javascript")["Legacy"] == [1]
+    assert "Legacy" not in refs("class Legacy:\n    def clone(self):\n        return Legacy()\n", "python")
 
 
 def test_a_file_that_does_not_parse_says_where():

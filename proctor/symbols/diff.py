@@ -195,9 +195,7 @@ def annotate(checkout: str, patch: bytes, index: Index) -> dict:
         answer = index.ask(sorted(wanted_names))
         for record in files:
             for touched in record["touched"]:
-                own = {(p, d[2], d[3]) for p, d in answer.definitions(touched["name"])}
-                refs = [(p, line) for p, line in answer.references(touched["name"])
-                        if not any(p == q and first <= line <= last for q, first, last in own)]
+                refs = answer.references(touched["name"])
                 touched["referenced_by"] = sorted({p for p, _ in refs})
                 touched["references"] = [f"{p}:{line}" for p, line in refs]
     return {"files": files}

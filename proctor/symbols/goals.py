@@ -80,11 +80,7 @@ def _one(answer: Answer, name: str, expect: str, index: Index, scope) -> tuple[b
         return False, [f"{name} is no longer defined, so whether anything names it cannot be vouched for; "
                        f"grade unreferenced while the definition exists, and declare absent for the job that "
                        f"deletes it"]
-    inside = {}
-    for path, d in defs:
-        inside.setdefault(path, []).append((d[2], d[3]))
-    refs = [(p, line) for p, line in answer.references(name)
-            if not any(first <= line <= last for first, last in inside.get(p, ()))]
+    refs = answer.references(name)  # a definition naming itself is not among them (languages.summarize)
     if refs:
         return False, [f"{name} is still named {where}: {_list([f'{p}:{line}' for p, line in refs])}"]
     return True, [f"nothing names {name} {where} outside its definition ({_list([f'{p}:{d[2]}' for p, d in defs])})"]

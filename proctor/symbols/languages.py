@@ -90,7 +90,7 @@ _ESCAPE = re.compile(r"\\u\{([0-9a-fA-F]{1,6})\}|\\u([0-9a-fA-F]{4})")
 
 # the queries proctor adds, and the way names are folded: a cached summary from another
 # version of either is not reused
-QUERY_VERSION = "2"
+QUERY_VERSION = "3"
 
 
 class NoGrammar(Exception):
@@ -194,7 +194,8 @@ def grammar_versions() -> str:
 def summarize(data: bytes, language: str) -> dict:
     """What `data` defines and names, as a JSON-able record:
     {"defs": [[name, kind, first line, last line, scope, digest]], "refs": {name: [lines]},
-     "error": None or where the parse failed}. Lines count from 1; a definition's lines run
+     "error": None or where the parse failed}. A name used inside a definition of that same name
+    (byte for byte inside it, not merely on its lines) is not its reference. Lines count from 1; a definition's lines run
     from its doc comment (where the tags query binds one) to its last line; its digest is of
     its own text, so a changed body is a changed symbol."""
     import tree_sitter as ts
@@ -234,6 +235,9 @@ def summarize(data: bytes, language: str) -> dict:
         scope = ".".join(s[0] for s in stack if s[4] != d[4] and s[4][0] <= d[4][0] and d[4][1] <= s[4][1])
         scoped.append([d[0], d[1], d[2], d[3], scope, d[5]])
         stack.append(d)
+    spans: dict[str, list[tuple[int, int]]] = {}
+    for d in defs:
+        spans.setdefault(d[0], []).append(d[4])
     refs: dict[str, list[int]] = {}
     for node in ts.QueryCursor(names).captures(root).get("n", ()):
         if node.start_byte in name_starts:
@@ -246,6 +250,8 @@ def summarize(data: bytes, language: str) -> dict:
         text = fold(text, how)
         if node.type == "private_property_identifier":
             text = text.lstrip("#")
+        if any(start <= node.start_byte < end for start, end in spans.get(text, ())):
+            continue  # a definition naming itself (a recursive call) goes with it: not a reference
         refs.setdefault(text, []).append(node.start_point[0] + 1)
     return {"defs": scoped, "refs": {name: sorted(set(lines)) for name, lines in refs.items()}, "error": error}
 
