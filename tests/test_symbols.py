@@ -157,6 +157,18 @@ def test_a_definition_naming_itself_is_judged_by_its_bytes_not_its_lines():
     assert "Legacy" not in refs("class Legacy:\n    def clone(self):\n        return Legacy()\n", "python")
 
 
+def test_the_public_surface_as_each_language_marks_it():
+    def public(source: str, language: str) -> dict[str, bool]:
+        return {(f"{d[4]}.{d[0]}" if d[4] else d[0]): d[6] for d in languages.summarize(source.encode(), language)["defs"]}
+
+    assert public("class A:\n    def f(self): pass\n    def _g(self): pass\nclass _B:\n    def h(self): pass\n",
+                  "python") == {"A": True, "A.f": True, "A._g": False, "_B": False, "_B.h": False}
+    assert public("package a\nfunc Do() {}\nfunc do() {}\n", "go") == {"Do": True, "do": False}
+    assert public("pub fn a() {}\nfn b() {}\n", "rust") == {"a": True, "b": False}
+    assert public("export class A { m() {} }\nclass B { m() {} }\nexport const x = 1;\nconst y = 2;\n",
+                  "typescript") == {"A": True, "A.m": True, "B": False, "B.m": False, "x": True, "y": False}
+
+
 def test_a_file_that_does_not_parse_says_where():
     record = languages.summarize(b"def ok():\n    pass\n\ndef broken(:\n    pass\n", "python")
     assert record["error"] == "a syntax error at line 4"
@@ -259,7 +271,8 @@ def test_diff_annotates_git_diff_with_declarations_and_who_names_them(repo, proc
     assert touched["name"] == "LegacyStore" and touched["kind"] == "class" and touched["side"] == "old"
     assert touched["referenced_by"] == ["app/main.py", "core/store.py", "web/view.ts"]
     text = proctor("diff", "-", stdin=patch.decode()).out
-    assert "class LegacyStore (lines 1-2, old side): named in 3 files" in text
+    assert touched["public"] is True
+    assert "public class LegacyStore (lines 1-2, old side): named in 3 files" in text
     assert "new lines above or between declarations: 1-2" in text
 
 

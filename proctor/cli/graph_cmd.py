@@ -69,7 +69,8 @@ def diff(output: str, source: tuple[str, ...]) -> None:
 
     \b
     Each changed file with the declarations its hunks touch (removed lines placed on the old
-    side, added lines on the new) and the files that name each declaration. A revision given
+    side, added lines on the new), whether each is on its module's public surface (exported,
+    pub, capitalised, no leading underscore), and the files that name it. A revision given
     here is refused: pipe git's diff in, so what is annotated is exactly what git printed.
     """
     if list(source) != ["-"]:
@@ -96,7 +97,8 @@ def diff(output: str, source: tuple[str, ...]) -> None:
             refs = touched.get("referenced_by") or []
             named = (f"named in {len(refs)} files: {', '.join(touched['references'][:5])}"
                      + (", ..." if len(touched["references"]) > 5 else "")) if refs else "named nowhere else"
-            click.echo(f"  {touched['kind']} {name} (lines {touched['lines'][0]}-{touched['lines'][1]}, "
+            public = "public " if touched.get("public") else ""
+            click.echo(f"  {public}{touched['kind']} {name} (lines {touched['lines'][0]}-{touched['lines'][1]}, "
                        f"{touched['side']} side): {named}")
         for side in ("old", "new"):
             if entry["outside"][side]:

@@ -74,7 +74,7 @@ def _by_key(mention: Mention | None) -> dict[tuple, list]:
 
 
 def _shown(d: list) -> dict:
-    return {"name": d[0], "kind": d[1], "scope": d[4], "lines": [d[2], d[3]]}
+    return {"name": d[0], "kind": d[1], "scope": d[4], "lines": [d[2], d[3]], "public": bool(d[6])}
 
 
 # -- a unified diff ------------------------------------------------------------------------------
@@ -147,9 +147,11 @@ def _side(raw: bytes, prefix: bytes) -> str | None:
 
 
 def annotate(checkout: str, patch: bytes, index: Index) -> dict:
-    """{"files": [{path, language, touched: [{name, kind, scope, lines, side, referenced_by,
-    references}], outside: {old: [...], new: [...]}, note}]}: each changed line placed in the
-    innermost declaration holding it; lines in none (imports, a package clause) under outside."""
+    """{"files": [{path, language, touched: [{name, kind, scope, lines, side, public,
+    referenced_by, references}], outside: {old: [...], new: [...]}, note}]}: each changed line
+    placed in the innermost declaration holding it; lines in none (imports, a package clause)
+    under outside. `public`: on its module's public surface (languages._exported);
+    `referenced_by`: the files of the work tree that name it, its reach."""
     entries = parse_patch(patch)
     files = []
     wanted_names: set[str] = set()
@@ -189,7 +191,7 @@ def annotate(checkout: str, patch: bytes, index: Index) -> dict:
                     continue
                 seen.add(key)
                 record["touched"].append({"name": d[0], "kind": d[1], "scope": d[4], "lines": [d[2], d[3]],
-                                          "side": side})
+                                          "side": side, "public": bool(d[6]) if len(d) > 6 else None})
                 wanted_names.add(d[0])
     if wanted_names:
         answer = index.ask(sorted(wanted_names))

@@ -90,7 +90,7 @@ _ESCAPE = re.compile(r"\\u\{([0-9a-fA-F]{1,6})\}|\\u([0-9a-fA-F]{4})")
 
 # the queries proctor adds, and the way names are folded: a cached summary from another
 # version of either is not reused
-QUERY_VERSION = "3"
+QUERY_VERSION = "4"
 
 
 class NoGrammar(Exception):
@@ -193,7 +193,7 @@ def grammar_versions() -> str:
 
 def summarize(data: bytes, language: str) -> dict:
     """What `data` defines and names, as a JSON-able record:
-    {"defs": [[name, kind, first line, last line, scope, digest]], "refs": {name: [lines]},
+    {"defs": [[name, kind, first line, last line, scope, digest, public]], "refs": {name: [lines]},
      "error": None or where the parse failed}. A name used inside a definition of that same name
     (byte for byte inside it, not merely on its lines) is not its reference. Lines count from 1; a definition's lines run
     from its doc comment (where the tags query binds one) to its last line; its digest is of
@@ -225,15 +225,20 @@ def summarize(data: bytes, language: str) -> dict:
             first = min(first, min(d.start_point[0] for d in docs))
         digest = hashlib.sha1(data[whole.start_byte:whole.end_byte]).hexdigest()[:16]
         found[node.start_byte] = [name, kinds[0].split(".", 1)[1], first + 1, whole.end_point[0] + 1,
-                                  (whole.start_byte, whole.end_byte), digest, pattern]
+                                  (whole.start_byte, whole.end_byte), digest, pattern,
+                                  _exported(language, name, whole, data)]
     defs = sorted(found.values(), key=lambda d: (d[4][0], -d[4][1]))
     scoped = []
     stack: list[list] = []
     for d in defs:
         while stack and stack[-1][4][1] <= d[4][0]:
             stack.pop()
-        scope = ".".join(s[0] for s in stack if s[4] != d[4] and s[4][0] <= d[4][0] and d[4][1] <= s[4][1])
-        scoped.append([d[0], d[1], d[2], d[3], scope, d[5]])
+        enclosing = [s for s in stack if s[4] != d[4] and s[4][0] <= d[4][0] and d[4][1] <= s[4][1]]
+        scope = ".".join(s[0] for s in enclosing)
+        # inside a private scope, private; a JavaScript member is as public as its class
+        own = True if enclosing and SPECS[language][3] == "escapes" else d[7]
+        public = bool(own and all(s[7] for s in enclosing))
+        scoped.append([d[0], d[1], d[2], d[3], scope, d[5], public])
         stack.append(d)
     spans: dict[str, list[tuple[int, int]]] = {}
     for d in defs:
@@ -254,6 +259,26 @@ def summarize(data: bytes, language: str) -> dict:
             continue  # a definition naming itself (a recursive call) goes with it: not a reference
         refs.setdefault(text, []).append(node.start_point[0] + 1)
     return {"defs": scoped, "refs": {name: sorted(set(lines)) for name, lines in refs.items()}, "error": error}
+
+
+def _exported(language: str, name: str, node, data: bytes) -> bool:
+    """Whether a definition is on its module's public surface, as the language marks it: Go's
+    capital letter, Rust's `pub`, an `export` in JavaScript and TypeScript, and in Python a
+    name with no leading underscore."""
+    if language == "go":
+        return name[:1].isupper()
+    if language == "rust":
+        return data[node.start_byte:node.start_byte + 3] == b"pub"
+    if language == "python":
+        return not name.startswith("_")
+    at = node
+    for _ in range(3):
+        at = at.parent
+        if at is None:
+            return False
+        if at.type == "export_statement":
+            return True
+    return False
 
 
 def _first_error(root) -> str:
