@@ -344,7 +344,7 @@ def test_unparsable_and_grammarless_files_fail_the_goal(tmp_path, monkeypatch, p
     # a failing goal lists what fails it (and the prose it saw), not what passed
     assert graded == [
         *unparsed,
-        "gone: unmet: native.c holds the text Legacy and proctor has no grammar for its language, so whether it "
+        "gone: unmet: native.c holds the text Legacy and is in a language proctor has no grammar for, so whether it "
         "defines the symbol cannot be told",
         "gone: unmet: named in prose, which decides nothing: README.md, notes.txt",
     ], "\n".join(graded)
@@ -383,7 +383,7 @@ def test_grammarless_file_fails_unreferenced_naming_it(tmp_path, monkeypatch, pr
                    "goals": [{"id": "unused", "kind": "symbol", "expect": "unreferenced", "symbols": ["Legacy"]}]})
     assert proctor("job", "exec", "quiet", cwd=holder).code == 0
     assert _graded_now(proctor("describe", "job", "quiet").out) == [
-        "unused: unmet: deploy.yaml holds the text Legacy and proctor has no grammar for its language, so whether "
+        "unused: unmet: deploy.yaml holds the text Legacy and is in a language proctor has no grammar for, so whether "
         "it names the symbol cannot be told",
         "unused: unmet: named in prose, which decides nothing: docs/guide.rst",
     ]

@@ -53,11 +53,13 @@ def helper(value):
 
 
 def test_python_definitions_and_what_names_them():
-    assert defs(PY, "python") == {"__all__": "constant", "LIMIT": "constant", "OTHER": "constant",
-                                  "Alias": "type", "Store": "class", "Store.load": "function", "helper": "function"}
+    # an import under another name binds that name, and a class attribute is the class's
+    assert defs(PY, "python") == {"Old": "import", "__all__": "constant", "LIMIT": "constant", "OTHER": "constant",
+                                  "Alias": "type", "Store": "class", "Store.size": "variable",
+                                  "Store.load": "function", "helper": "function"}
     found = refs(PY, "python")
     assert found["LegacyStore"] == [2]  # the import names it; the comment on line 15 does not
-    assert found["Old"] == [2, 14]  # the alias and the annotation
+    assert found["Old"] == [14]  # the annotation (the alias is Old's definition)
     # __all__'s string and the call; neither the definition nor its own body's "Store" annotation
     assert found["Store"] == [5, 21]
     assert found["helper"] == [5, 16]
@@ -87,8 +89,9 @@ func (s *LegacyStore) Load() { fmt.Println(s.n) }
 
 type Getter interface{ Get() int }
 '''
-    assert defs(source, "go") == {"LegacyStore": "type", "Alias": "type", "Default": "variable", "count": "variable",
-                                  "Limit": "constant", "New": "function", "Load": "method", "Getter": "type"}
+    assert defs(source, "go") == {"LegacyStore": "type", "LegacyStore.n": "field", "Alias": "type",
+                                  "Default": "variable", "count": "variable", "Limit": "constant", "New": "function",
+                                  "Load": "method", "Getter": "type", "Getter.Get": "method"}
     assert refs(source, "go")["LegacyStore"] == [8, 11, 17, 19]
 
 
@@ -110,7 +113,8 @@ export enum Kind { A, B }
 export class Store implements Account { id = ""; load(s: LegacyStore): void {} }
 declare function external(): void;
 '''
-    assert defs(ts, "typescript") == {"Account": "interface", "Id": "type", "Kind": "enum", "Store": "class",
+    assert defs(ts, "typescript") == {"Account": "interface", "Account.id": "field", "Id": "type", "Kind": "enum",
+                                      "Kind.A": "member", "Kind.B": "member", "Store": "class", "Store.id": "field",
                                       "Store.load": "method", "external": "function"}
     assert refs(ts, "typescript")["LegacyStore"] == [1, 5]
     tsx = '''import { Legacy } from "./legacy";
@@ -132,7 +136,8 @@ macro_rules! make { () => { Store::new() } }
 mod inner {}
 type Alias = Store;
 '''
-    assert defs(source, "rust") == {"LIMIT": "constant", "COUNT": "constant", "Store": "class", "Kind": "class",
+    assert defs(source, "rust") == {"LIMIT": "constant", "COUNT": "constant", "Store": "class",
+                                    "Store.inner": "field", "Kind": "class",
                                     "Kind.A": "variant", "Kind.B": "variant", "Load": "interface",
                                     "Load.load": "function", "new": "method", "make": "macro", "inner": "module",
                                     "Alias": "class"}
@@ -144,8 +149,9 @@ def test_names_fold_as_their_language_folds_them():
     assert "LegacyStore" in refs("x = \uff2cegacyStore()\n", "python")
     assert defs("class \uff2cegacyStore:\n    pass\n", "python") == {"LegacyStore": "class"}
     assert "LegacyStore" in refs("const y = new L\\u0065gacyStore();\n", "javascript")
-    assert languages.folded_words("x = \uff2cegacyStore()\n".encode(), "python") == {"LegacyStore"}
-    assert languages.folded_words("x = 'caf\u00e9'\n".encode(), "python") == set()
+    assert languages.spelled_words("x = \uff2cegacyStore()\n".encode(), "python") == {"LegacyStore"}
+    assert languages.spelled_words("x = 'caf\u00e9'\n".encode(), "python") == {"caf\u00e9"}
+    assert languages.spelled_words(b"x = 'plain'\n", "python") == set()
 
 
 def test_a_definition_naming_itself_is_judged_by_its_bytes_not_its_lines():
@@ -267,8 +273,9 @@ def test_diff_annotates_git_diff_with_declarations_and_who_names_them(repo, proc
     (entry,) = result.json()["files"]
     assert entry["path"] == "core/store.py"
     assert entry["outside"] == {"old": [], "new": [1, 2]}
-    (touched,) = entry["touched"]
+    touched, attribute = entry["touched"]
     assert touched["name"] == "LegacyStore" and touched["kind"] == "class" and touched["side"] == "old"
+    assert (attribute["name"], attribute["scope"], attribute["side"]) == ("size", "LegacyStore", "new")
     assert touched["referenced_by"] == ["app/main.py", "core/store.py", "web/view.ts"]
     text = proctor("diff", "-", stdin=patch.decode()).out
     assert touched["public"] is True

@@ -22,6 +22,7 @@ them behind, while the callers no job holds are the ancestor's to answer for.
 from __future__ import annotations
 
 from proctor import claims as jpaths
+from proctor import errors
 from proctor.jobs.model import SYMBOL_NAME
 from proctor.symbols import languages
 from proctor.symbols.index import Answer, Index
@@ -29,31 +30,38 @@ from proctor.symbols.index import Answer, Index
 SHOWN = 10  # subjects listed per kind of failure before "and N more"
 
 
+EXPECT = ("changed", "present", "absent", "unreferenced")
+
+
 def grade(index: Index, goal: dict, revision: str | None = None, changed: list[str] | None = None,
           diff_error: str | None = None, scope: list | None = None) -> tuple[bool, list[str]]:
     """(ok, subjects) for one symbol goal on `index`'s checkout. `changed` and `revision` (the
     paths changed since the checkpoint, and the checkpoint) grade `changed`; `scope` (claims)
     narrows the files graded to the paths they cover."""
-    names = goal.get("symbols") or []
-    if not names:
-        return False, ["the goal names no symbol, so there is nothing to observe"]
+    names = goal.get("symbols")
+    if not isinstance(names, list) or not names:
+        return False, ["the goal names no list of symbols, so there is nothing to observe"]
     expect = goal.get("expect") or "changed"
+    if expect not in EXPECT:
+        return False, [f"expect {expect!r} is not one of {', '.join(EXPECT)}"]
     bad = [n for n in names if not isinstance(n, str) or not SYMBOL_NAME.fullmatch(n)]
     if bad:
         return False, [f"{n!r} is not a name the symbol index can resolve (an identifier, or Scope.name)"
                        for n in bad]
-    if expect == "changed":
-        return _changed(index, names, revision, changed, diff_error)
-    answer = index.ask(names)
-    if scope is not None:
-        answer.files = [m for m in answer.files if any(jpaths.covers(c, m.path) for c in scope)]
+    try:
+        if expect == "changed":
+            return _changed(index, names, revision, changed, diff_error)
+        whole = index.ask(names)
+    except errors.ProctorError as exc:
+        return False, [f"{exc.message}; an observation proctor could not make fails the goal"]
+    answer = whole if scope is None else Answer(whole.names, [
+        m for m in whole.files if any(jpaths.covers(c, m.path.rstrip("/")) for c in scope)])
     failing: list[str] = []
     passing: list[str] = []
     for name in names:
-        ok, lines = _one(answer, name, expect, index, scope)
+        ok, lines = _one(whole, answer, name, expect, index, scope)
         (passing if ok else failing).extend(lines)
-    doubts = _doubts(answer, names, expect)
-    failing.extend(doubts)
+    failing.extend(_doubts(answer, names, expect))
     notes = [f"named in prose, which decides nothing: {_list([m.path for m in answer.prose()])}"] \
         if answer.prose() else []
     if failing:
@@ -61,26 +69,31 @@ def grade(index: Index, goal: dict, revision: str | None = None, changed: list[s
     return True, passing + notes
 
 
-def _one(answer: Answer, name: str, expect: str, index: Index, scope) -> tuple[bool, list[str]]:
+def _one(whole: Answer, answer: Answer, name: str, expect: str, index: Index, scope) -> tuple[bool, list[str]]:
+    """One name against `answer` (the files in scope); `whole` is the tree's answer, which
+    says whether the definition still exists anywhere."""
     defs = answer.definitions(name)
     where = "within the job's write paths" if scope is not None else f"in {index.checkout}"
     if expect == "absent":
         if defs:
             return False, [f"{name} is still defined {where}: {_list([f'{p}:{d[2]} ({d[1]})' for p, d in defs])}"]
+        macros = answer.in_macros(name)
+        if macros:
+            return False, [f"{name} appears inside a macro at {_list([f'{p}:{line}' for p, line in macros])}, "
+                           f"which may define it, and proctor does not expand macros"]
         return True, [f"{name} is defined nowhere {where}"]
     if expect == "present":
         if not defs:
             return False, [f"{name} is defined nowhere {where}, so this goal is unmet"]
         return True, [f"{name} is defined in {_list([f'{p}:{d[2]}' for p, d in defs])}"]
     # unreferenced: graded while the definition exists, anywhere in the tree
-    if scope is not None and not defs:
-        whole = index.ask([name])
-        defs = whole.definitions(name)
+    defs = whole.definitions(name)
     if not defs:
         return False, [f"{name} is no longer defined, so whether anything names it cannot be vouched for; "
                        f"grade unreferenced while the definition exists, and declare absent for the job that "
                        f"deletes it"]
-    refs = answer.references(name)  # a definition naming itself is not among them (languages.summarize)
+    in_scope = {m.path for m in answer.files}
+    refs = [(p, line) for p, line in whole.references(name) if p in in_scope]
     if refs:
         return False, [f"{name} is still named {where}: {_list([f'{p}:{line}' for p, line in refs])}"]
     return True, [f"nothing names {name} {where} outside its definition ({_list([f'{p}:{d[2]}' for p, d in defs])})"]
@@ -94,8 +107,10 @@ def _doubts(answer: Answer, names: list[str], expect: str) -> list[str]:
     unknown = answer.unknown()
     if unknown and expect in ("absent", "unreferenced"):
         for m in unknown[:SHOWN]:
-            out.append(f"{m.path} holds the text {', '.join(m.named)} and proctor has no grammar for its language, "
-                       f"so whether it {'defines' if expect == 'absent' else 'names'} the symbol cannot be told")
+            what = ("is prose that " + ", ".join(m.read_as_code) + " reads as code" if m.read_as_code
+                    else "is a binary file" if m.binary else "is in a language proctor has no grammar for")
+            out.append(f"{m.path} holds the text {', '.join(m.named)} and {what}, so whether it "
+                       f"{'defines' if expect == 'absent' else 'names'} the symbol cannot be told")
         if len(unknown) > SHOWN:
             out.append(f"and {len(unknown) - SHOWN} more files with no grammar")
     return out
@@ -114,10 +129,12 @@ def _changed(index: Index, names: list[str], revision: str | None, changed: list
     after = {}
     for path in sources:
         full = os.path.join(index.checkout, path)
-        if os.path.isfile(full) and not os.path.islink(full):
+        if os.path.isfile(full):  # through a link: what the language reads there
             with open(full, "rb") as handle:
                 after[path] = index.whole(path, handle.read())
-    doubts = sorted({f"{m.path}: {m.error}" for m in list(before.values()) + list(after.values()) if m.error})
+    doubts = sorted({f"{m.path} {m.error}" for m in list(before.values()) + list(after.values()) if m.error})
+    if doubts:  # a definition in a file that will not parse can neither be seen to change nor to stay
+        return False, [f"whether {', '.join(names)} changed cannot be told: {d}" for d in doubts]
     failing, passing = [], []
     for name in names:
         old = _defs_of(before, name)
@@ -129,7 +146,7 @@ def _changed(index: Index, names: list[str], revision: str | None, changed: list
             failing.append(f"{name} did not change since {revision[:8]}: no definition of it differs in the "
                            f"{len(changed)} changed paths, so this goal is unmet")
     if failing:
-        return False, failing + [f"and these could not be read: {d}" for d in doubts]
+        return False, failing
     return True, passing
 
 

@@ -35,7 +35,7 @@ RACY_SECONDS = 2.0  # a file whose status changed this recently may change again
 # summaries: a content's definitions (JSON) and parse error; names: the lines naming each name
 # in it (a question reads only the names it asks about); seen: per checkout path, the stat data
 # it was last read with, and the words its folded text spells that its bytes do not
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 4
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS summaries (blob TEXT NOT NULL, language TEXT NOT NULL, version TEXT NOT NULL,
     defs TEXT NOT NULL, error TEXT, PRIMARY KEY (blob, language, version)) WITHOUT ROWID;
@@ -57,6 +57,7 @@ class Mention:
     binary: bool = False
     error: str | None = None  # why the file could not be read or parsed
     named: list[str] = field(default_factory=list)  # with no grammar: the names its bytes hold
+    read_as_code: list[str] = field(default_factory=list)  # prose a source file names (include!, require)
 
 
 @dataclass
@@ -76,25 +77,66 @@ class Answer:
         return out
 
     def references(self, name: str) -> list[tuple[str, int]]:
-        """(path, line) for each place that names `name` other than its definitions."""
+        """(path, line) for each place that names `name`. A use inside a definition of that
+        name with a body (a recursive call) counts only while another definition of the name
+        exists, since which of them it names cannot then be told."""
         bare = name.rpartition(".")[2]
+        defined_in = {p for p, _d in self.definitions(bare)}
+        alone = len(self.definitions(bare)) == 1
         out = []
         for m in self.files:
-            for line in (m.summary or {}).get("refs", {}).get(bare, ()):
-                out.append((m.path, line))
-        return out
+            summary = m.summary or {}
+            out.extend((m.path, line) for line in summary.get("refs", {}).get(bare, ()))
+            if not (alone and m.path in defined_in):
+                out.extend((m.path, line) for line in summary.get("inner", {}).get(bare, ()))
+        return sorted(set(out))
+
+    def in_macros(self, name: str) -> list[tuple[str, int]]:
+        """(path, line) for each use of `name` inside a macro's tokens (Rust), where an item of
+        that name may be made."""
+        bare = name.rpartition(".")[2]
+        return sorted((m.path, line) for m in self.files for line in (m.summary or {}).get("macro", {}).get(bare, ()))
 
     def unreadable(self) -> list[Mention]:
-        """Files of a language with a grammar that could name a symbol but did not parse."""
+        """Files that could name a symbol but could not be read or parsed, and directories
+        whose files no listing shows."""
         return [m for m in self.files if m.error]
 
     def unknown(self) -> list[Mention]:
-        """Text files with no grammar, not prose, whose bytes hold a name."""
-        return [m for m in self.files if m.language is None and not m.binary and not m.error
-                and not languages.is_prose(m.path)]
+        """Files with no grammar whose text holds a name as a word: text in another language,
+        a binary (a .pyc, an object file), and prose that a source file reads as code."""
+        return [m for m in self.files if m.language is None and not m.error
+                and (not languages.is_prose(m.path) or m.read_as_code)]
 
     def prose(self) -> list[Mention]:
-        return [m for m in self.files if m.language is None and languages.is_prose(m.path)]
+        return [m for m in self.files if m.language is None and languages.is_prose(m.path) and not m.read_as_code
+                and not m.error]
+
+
+@dataclass
+class Scan:
+    spelled: dict[str, set[str]] = field(default_factory=dict)
+    links: set[str] = field(default_factory=set)
+    unseen: list[tuple[str, str]] = field(default_factory=list)  # (path, why its files are not read)
+
+
+# a name's rows in the names table: its references, its uses inside a namesake's body (#), and
+# inside a macro's tokens (!)
+_KINDS = {"#": "inner", "!": "macro"}
+
+
+def _keys(names: set[str]) -> list[str]:
+    return [prefix + n for prefix in ("", "#", "!") for n in sorted(names)]
+
+
+def _only(record: dict, names: set[str]) -> dict:
+    """`record` with its uses of `names` alone."""
+    return dict(record, **{key: {n: v for n, v in record.get(key, {}).items() if n in names}
+                           for key in ("refs", "inner", "macro")})
+
+
+def _paths(listed: bytes) -> list[str]:
+    return [p.decode("utf-8", "surrogateescape") for p in dict.fromkeys(listed.split(b"\0")) if p]
 
 
 def blob_id(data: bytes) -> str:
@@ -184,7 +226,7 @@ class Index:
         version = self.version(language)
         ahead = self._ahead.get((blob, language, version))
         if ahead is not None and names is not None and names <= self._ahead_names:
-            return dict(ahead, refs={n: v for n, v in ahead["refs"].items() if n in names})
+            return _only(ahead, names)
         if self._db is not None:
             try:
                 row = self._db.execute("SELECT defs, error FROM summaries WHERE blob = ? AND language = ? AND "
@@ -195,11 +237,13 @@ class Index:
                         found = self._db.execute("SELECT name, lines FROM names WHERE blob = ? AND language = ? "
                                                  "AND version = ?", key).fetchall()
                     else:
-                        found = [r for n in sorted(names) for r in self._db.execute(
+                        found = [r for n in _keys(names) for r in self._db.execute(
                             "SELECT name, lines FROM names WHERE blob = ? AND language = ? AND version = ? AND "
                             "name = ?", key + (n,))]
-                    return {"defs": json.loads(row[0]), "error": row[1],
-                            "refs": {n: [int(x) for x in lines.split(",")] for n, lines in found}}
+                    record = {"defs": json.loads(row[0]), "error": row[1], "refs": {}, "inner": {}, "macro": {}}
+                    for n, lines in found:
+                        record[_KINDS.get(n[:1], "refs")][n.lstrip("#!")] = [int(x) for x in lines.split(",")]
+                    return record
             except (sqlite3.Error, ValueError):
                 self._close()
         record = languages.summarize(data, language)
@@ -213,40 +257,56 @@ class Index:
                                       record["error"]))
                     self._db.executemany("INSERT OR REPLACE INTO names VALUES (?, ?, ?, ?, ?)",
                                          [(blob, language, version, n, ",".join(map(str, lines)))
-                                          for n, lines in record["refs"].items()])
+                                          for n, lines in record["refs"].items()]
+                                         + [(blob, language, version, prefix + n, ",".join(map(str, lines)))
+                                            for prefix, key in (("#", "inner"), ("!", "macro"))
+                                            for n, lines in record[key].items()])
             except sqlite3.Error:
                 self._close()
         if names is not None:
-            record = dict(record, refs={n: v for n, v in record["refs"].items() if n in names})
+            record = _only(record, names)
         return record
 
     # -- the work tree ---------------------------------------------------------------------------
 
     def ask(self, names: list[str]) -> Answer:
         """Every file of the checkout's work tree that could define or name one of `names`.
-        Raises ProctorError when git cannot read the tree."""
+        Raises ProctorError when git cannot read the tree or a file in it."""
         bare = sorted({n.rpartition(".")[2] for n in names if n})
         answer = Answer(list(names))
         if not bare:
             return answer
-        args = ["grep", "-l", "-z", "--untracked", "--no-color", "-F"]
+        args = ["grep", "-l", "-z", "--no-color", "-F", "--recurse-submodules"]
         for name in bare:
             args += ["-e", name]
-        # git's grep and the listing of the tree run side by side, each on its own core
+        # git's grep of the tracked files, and the listings of the tree, side by side. (With
+        # --untracked, git's grep passes over tracked files a .gitignore pattern matches.)
         grep = git.start(self.checkout, *args, "--")
-        listing = git.start(self.checkout, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+        tracked_listing = git.start(self.checkout, "ls-files", "-z", "-v", "--cached", "--recurse-submodules")
+        untracked_listing = git.start(self.checkout, "ls-files", "-z", "--others", "--exclude-standard")
         try:
-            listed = git.finish(listing, "ls-files")
+            tagged = _paths(git.finish(tracked_listing, "ls-files"))
+            tracked = [t[2:] for t in tagged]
+            # git's grep reads a flagged entry (assume-unchanged, skip-worktree) from the index,
+            # not the disk: those are read here, as the untracked are
+            flagged = [t[2:] for t in tagged if t[:1] == "S" or t[:1].islower()]
+            untracked = _paths(git.finish(untracked_listing, "ls-files"))
             wanted = set(bare)
-            folded = {p for p, words in self._folding_files(listed).items() if wanted & words}
+            scan = self._scan(tracked + untracked)
         finally:
             out, err = grep.communicate()
-        if grep.returncode not in (0, 1):
+        if grep.returncode not in (0, 1) or err.strip():
             message = err.decode("utf-8", "replace").strip().splitlines()
-            raise errors.ProctorError(f"git grep failed in {self.checkout}: "
+            raise errors.ProctorError(f"git grep could not read every file in {self.checkout}: "
                                       f"{message[-1] if message else 'exit ' + str(grep.returncode)}")
-        hits = {p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p}
-        read = [(path, self._read(path)) for path in sorted(hits | folded)]
+        hits = set(_paths(out))
+        for path in untracked + flagged:  # few, and read here: git's grep of them is a second walk of the tree
+            data = self._read(path)
+            if isinstance(data, bytes) and any(n.encode() in data for n in wanted):
+                hits.add(path)
+        spelled = {p for p, words in scan.spelled.items() if wanted & words}
+        candidates = sorted(hits | spelled | scan.links)
+        read = [(path, self._read(path, follow=True)) for path in candidates]
         self.prefetch([blob_id(data) for _path, data in read if isinstance(data, bytes)], wanted)
         for path, data in read:
             if data is None:
@@ -256,7 +316,29 @@ class Index:
                 self.mention(path, data, language, wanted)
             if mention is not None:
                 answer.files.append(mention)
+        for where, why in scan.unseen:
+            answer.files.append(Mention(where, None, error=why))
+        self._prose_read_as_code(answer)
         return answer
+
+    def _prose_read_as_code(self, answer: Answer) -> None:
+        """A prose file some source names (`include!("legacy.md")`, `#[path = "x.txt"]`,
+        `require('./x.txt')`) is read as code: its mention is a doubt, not a note."""
+        prose = answer.prose()
+        if not prose:
+            return
+        args = ["grep", "-l", "-z", "--no-color", "-F", "--untracked"]
+        for m in prose:
+            args += ["-e", os.path.basename(m.path)]
+        named = git.run(self.checkout, *args, "--", check=False).stdout
+        naming = [p for p in _paths(named) if languages.language_of(p)]
+        if not naming:
+            return
+        for m in prose:
+            base = os.path.basename(m.path)
+            by = [p for p in naming if base.encode() in (self._read(p, follow=True) or b"")]
+            if by:
+                m.read_as_code = by
 
     def prefetch(self, blobs: list[str], names: set[str]) -> None:
         """The cached summaries of `blobs` (their references to `names`), read in two queries
@@ -265,30 +347,31 @@ class Index:
         if self._db is None or not blobs:
             return
         try:
-            wanted = sorted(names)
+            wanted = _keys(names)
             for at in range(0, len(blobs), 400):  # under any build's limit on a statement's parameters
                 chunk = blobs[at:at + 400]
                 marks = ",".join("?" * len(chunk))
                 for blob, language, version, defs, error in self._db.execute(
                         f"SELECT blob, language, version, defs, error FROM summaries WHERE blob IN ({marks})", chunk):
-                    self._ahead[(blob, language, version)] = {"defs": json.loads(defs), "error": error, "refs": {}}
+                    self._ahead[(blob, language, version)] = {"defs": json.loads(defs), "error": error, "refs": {},
+                                                              "inner": {}, "macro": {}}
                 for blob, language, version, name, lines in self._db.execute(
                         f"SELECT blob, language, version, name, lines FROM names WHERE blob IN ({marks}) AND name IN "
                         f"({','.join('?' * len(wanted))})", chunk + wanted):
                     record = self._ahead.get((blob, language, version))
                     if record is not None:
-                        record["refs"][name] = [int(x) for x in lines.split(",")]
+                        record[_KINDS.get(name[:1], "refs")][name.lstrip("#!")] = [int(x) for x in lines.split(",")]
             self._ahead_names = set(names)
         except (sqlite3.Error, ValueError):
             self._ahead = {}
             self._close()
 
-    def _read(self, path: str) -> bytes | str | None:
-        """A file's bytes; None for what is not a regular file (a link's text is its target,
-        which is read as itself where it is); why, when it cannot be read."""
+    def _read(self, path: str, follow: bool = False) -> bytes | str | None:
+        """A file's bytes; None for what is not a regular file (a link, unless `follow`); why,
+        when it cannot be read."""
         full = os.path.join(self.checkout, path)
         try:
-            if os.path.islink(full) or not os.path.isfile(full):
+            if (not follow and os.path.islink(full)) or not os.path.isfile(full):
                 return None
             with open(full, "rb") as handle:
                 return handle.read()
@@ -297,67 +380,85 @@ class Index:
 
     def mention(self, path: str, data: bytes, language: str | None, wanted: set[str]) -> Mention | None:
         """`data` at `path` as an answer sees it; None when it cannot name any of `wanted`."""
-        if language is None:  # a source file with a NUL in it is still parsed as its language
-            named = sorted(n for n in wanted if _as_word(n, data))
-            return Mention(path, None, binary=is_binary(data), named=named) if named else None
+        if language is None:
+            language = languages.by_shebang(data)  # a script with no extension
+        if language is None:  # (a source file with a NUL in it is still parsed as its language)
+            binary = is_binary(data)
+            spelled = languages.spelled_words(data, None)
+            # a binary's names sit between length bytes and tags (a .pyc): any occurrence counts
+            named = sorted(n for n in wanted if (n.encode() in data if binary else _as_word(n, data))
+                           or n in spelled)
+            return Mention(path, None, binary=binary, named=named) if named else None
         if not languages.mentions(data, language, wanted):
             return None
-        return self.whole(path, data, names=wanted)
+        return self.whole(path, data, names=wanted, language=language)
 
-    def _folding_files(self, listed: bytes) -> dict[str, set[str]]:
-        """For each file of the tree in a folding language whose text could spell a name other
-        than by its bytes (non-ASCII text where names fold, a `\\u` escape in JavaScript), the
-        words its folded text spells that its bytes do not. Read only when changed since the
-        last question: the stat data and the words are kept per path."""
-        folding = {ext for ext, lang in languages.EXTENSIONS.items() if languages.SPECS[lang][3]}
-        paths = []
-        for raw in dict.fromkeys(listed.split(b"\0")):
-            path = raw.decode("utf-8", "surrogateescape")
-            dot = path.rfind(".")
-            if dot > path.rfind("/") + 1 and path[dot:].lower() in folding:
-                paths.append(path)
+    def _scan(self, paths: list[str]) -> Scan:
+        """What the listing alone does not say about the tree's files: the words each spells
+        other than by its bytes (languages.spelled_words), its symbolic links, and directories
+        whose files no listing shows (a nested repository, a link to a directory). A file is
+        read only when its stat data moved since the last question: the words are kept per path."""
+        scan = Scan()
         known: dict[str, tuple] = {}
         if self._db is not None:
             try:
                 for row in self._db.execute("SELECT path, ino, size, mtime_ns, ctime_ns, folded FROM seen "
                                             "WHERE checkout = ?", (self.checkout,)):
                     known[row[0]] = (row[1:5], row[5])
-            except (sqlite3.Error, ValueError):
+            except sqlite3.Error:
                 self._close()
         now = time.time()
-        found: dict[str, set[str]] = {}
         fresh = []
         base = self.checkout + os.sep
         lstat = os.lstat
+        dirs = set()
         for path in paths:
+            if path.endswith("/"):  # ls-files shows a nested repository as its directory
+                scan.unseen.append((path, "a nested repository, whose files no listing of this tree shows"))
+                continue
             try:
                 info = lstat(base + path)
             except OSError:
                 continue
-            if info.st_mode & 0o170000 != 0o100000:
+            mode = info.st_mode & 0o170000
+            if mode == 0o120000:
+                if os.path.isdir(base + path):
+                    scan.unseen.append((path, "a symbolic link to a directory, whose files no tree holds"))
+                else:
+                    scan.links.add(path)
                 continue
+            if mode != 0o100000:
+                continue
+            slash = path.rfind("/")
+            if slash > 0:
+                dirs.add(path[:slash])
             key = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
             cached = known.get(path)
             if cached is not None and cached[0] == key:
                 if cached[1]:
-                    found[path] = set(cached[1].split(" "))
+                    scan.spelled[path] = set(cached[1].split(" "))
                 continue
             try:
                 with open(base + path, "rb") as handle:
                     data = handle.read()
-            except OSError:
+            except OSError as exc:
+                scan.unseen.append((path, f"it cannot be read ({exc.strerror})"))
                 continue
-            words = languages.folded_words(data, languages.language_of(path))
+            words = languages.spelled_words(data, languages.language_of(path))
             if words:
-                found[path] = words
+                scan.spelled[path] = words
             if now - info.st_ctime_ns / 1e9 > RACY_SECONDS:
                 fresh.append((self.checkout, path, *key, " ".join(sorted(words))))
+        for directory in sorted(dirs):  # tracked files inside a directory made a repository of its own
+            if os.path.lexists(base + directory + "/.git"):
+                scan.unseen.append((directory + "/", "a directory holding a repository of its own, whose files "
+                                                      "git's grep of this tree passes over"))
         if fresh and self._db is not None:
             try:
                 self._db.executemany("INSERT OR REPLACE INTO seen VALUES (?, ?, ?, ?, ?, ?, ?)", fresh)
             except sqlite3.Error:
                 self._close()
-        return found
+        return scan
 
     # -- a commit's tree -------------------------------------------------------------------------
 
@@ -379,9 +480,10 @@ class Index:
             out[path] = self.whole(path, contents.get(blob, b""), blob)
         return out
 
-    def whole(self, path: str, data: bytes, blob: str | None = None, names: set[str] | None = None) -> Mention:
+    def whole(self, path: str, data: bytes, blob: str | None = None, names: set[str] | None = None,
+              language: str | None = None) -> Mention:
         """`data` at `path`, summarised (its references to `names` only, when given)."""
-        language = languages.language_of(path)
+        language = language or languages.language_of(path) or languages.by_shebang(data)
         if language is None:
             return Mention(path, None, blob=blob, binary=is_binary(data))
         blob = blob or blob_id(data)

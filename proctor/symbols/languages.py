@@ -47,37 +47,104 @@ EXTENSIONS = {
 # neither fails nor passes a goal
 PROSE = {".md", ".markdown", ".rst", ".txt", ".adoc", ".asciidoc"}
 
-# definitions the grammar's tags query leaves out, which a rename must still find
+# definitions the grammar's tags query leaves out, which a rename must still find: every binding
+# of a name at module or class level (assignments in any form, imports under another name,
+# exports under another name, fields, members). A binding of kind `variable` or `import` inside
+# a function's body is that function's local and is dropped (LOCAL_SCOPES); a use of it stays a
+# reference, which errs on the side of a goal that fails.
 EXTRA_DEFINITIONS = {
     "python": """
 (module (expression_statement (assignment left: (pattern_list (identifier) @name))) @definition.constant)
 (module (expression_statement (assignment left: (tuple_pattern (identifier) @name))) @definition.constant)
 (type_alias_statement left: (type (identifier) @name)) @definition.type
 (type_alias_statement left: (type (generic_type (identifier) @name))) @definition.type
+(assignment left: (identifier) @name) @definition.variable
+(assignment left: (_ (identifier) @name)) @definition.variable
+(assignment left: (_ (list_splat_pattern (identifier) @name))) @definition.variable
+(for_statement left: (identifier) @name) @definition.variable
+(for_statement left: (_ (identifier) @name)) @definition.variable
+(as_pattern_target (identifier) @name) @definition.variable
+(named_expression name: (identifier) @name) @definition.variable
+(case_pattern (dotted_name . (identifier) @name .)) @definition.variable
+(global_statement (identifier) @name) @definition.global
+(aliased_import alias: (identifier) @name) @definition.import
 """,
     "go": """
 (var_spec name: (identifier) @name) @definition.variable
 (const_spec name: (identifier) @name) @definition.constant
 (type_alias name: (type_identifier) @name) @definition.type
+(method_elem name: (field_identifier) @name) @definition.method
+(field_declaration name: (field_identifier) @name) @definition.field
 """,
     "javascript": """
 (program (lexical_declaration (variable_declarator name: (identifier) @name) @definition.variable))
 (program (variable_declaration (variable_declarator name: (identifier) @name) @definition.variable))
 (export_statement (lexical_declaration (variable_declarator name: (identifier) @name) @definition.variable))
 (export_statement (variable_declaration (variable_declarator name: (identifier) @name) @definition.variable))
+(variable_declarator name: (identifier) @name) @definition.variable
+(variable_declarator name: (array_pattern (identifier) @name)) @definition.variable
+(variable_declarator name: (object_pattern (pair_pattern value: (identifier) @name))) @definition.variable
+(variable_declarator name: (object_pattern (shorthand_property_identifier_pattern) @name)) @definition.variable
+(export_specifier alias: (_) @name) @definition.export
+(import_specifier alias: (identifier) @name) @definition.import
+(namespace_import (identifier) @name) @definition.import
+(import_clause (identifier) @name) @definition.import
+(namespace_export (_) @name) @definition.export
+(assignment_expression left: (member_expression object: (identifier) @_o property: (property_identifier) @name)
+  (#eq? @_o "exports")) @definition.export
+(assignment_expression left: (member_expression object: (member_expression object: (identifier) @_m
+  property: (property_identifier) @_e) property: (property_identifier) @name)
+  (#eq? @_m "module") (#eq? @_e "exports")) @definition.export
+(assignment_expression left: (member_expression object: (identifier) @_m property: (property_identifier) @_e)
+  right: (object (shorthand_property_identifier) @name) (#eq? @_m "module") (#eq? @_e "exports")) @definition.export
+(assignment_expression left: (member_expression object: (identifier) @_m property: (property_identifier) @_e)
+  right: (object (pair key: (property_identifier) @name)) (#eq? @_m "module") (#eq? @_e "exports")) @definition.export
 """,
     "rust": """
 (const_item name: (identifier) @name) @definition.constant
 (static_item name: (identifier) @name) @definition.constant
 (function_signature_item name: (identifier) @name) @definition.function
 (enum_variant name: (identifier) @name) @definition.variant
+(use_as_clause alias: (identifier) @name) @definition.import
+(extern_crate_declaration alias: (identifier) @name) @definition.import
+(field_declaration name: (field_identifier) @name) @definition.field
+(associated_type name: (type_identifier) @name) @definition.type
 """,
 }
 EXTRA_DEFINITIONS["typescript"] = EXTRA_DEFINITIONS["tsx"] = EXTRA_DEFINITIONS["javascript"] + """
 (type_alias_declaration name: (type_identifier) @name) @definition.type
 (enum_declaration name: (identifier) @name) @definition.enum
 (class_declaration name: (type_identifier) @name) @definition.class
+(public_field_definition name: (property_identifier) @name) @definition.field
+(property_signature name: (property_identifier) @name) @definition.field
+(required_parameter (accessibility_modifier) pattern: (identifier) @name) @definition.field
+(internal_module name: (identifier) @name) @definition.module
+(enum_body name: (property_identifier) @name) @definition.member
+(enum_body (enum_assignment name: (property_identifier) @name)) @definition.member
+(import_alias . (identifier) @name) @definition.import
+(export_statement "namespace" (identifier) @name) @definition.export
 """
+EXTRA_DEFINITIONS["javascript"] += """
+(field_definition property: (property_identifier) @name) @definition.field
+"""
+# the node types whose body holds a function's locals
+LOCAL_SCOPES = {
+    "python": {"function_definition", "lambda"},
+    "go": {"function_declaration", "method_declaration", "func_literal"},
+    "javascript": {"function_declaration", "function_expression", "arrow_function", "method_definition",
+                   "generator_function", "generator_function_declaration", "class_static_block"},
+    "rust": {"function_item", "closure_expression"},
+}
+LOCAL_SCOPES["typescript"] = LOCAL_SCOPES["tsx"] = LOCAL_SCOPES["javascript"]
+LOCAL_KINDS = {"variable", "constant", "import"}
+# definitions with a body of their own (a class, a function): a use of the name inside one is the
+# definition naming itself. Anything else binds a value (`Legacy = a.Legacy`), and a use inside it
+# names something else: a reference
+BODIES = {"class_definition", "function_definition", "decorated_definition", "class_declaration", "class",
+          "abstract_class_declaration", "function_declaration", "function_expression", "generator_function",
+          "generator_function_declaration", "method_definition", "method_declaration", "function_item",
+          "struct_item", "enum_item", "union_item", "trait_item", "impl_item", "mod_item", "macro_definition",
+          "interface_declaration", "internal_module", "module", "enum_declaration"}
 
 # leaves that name something, where the grammar has them
 IDENTIFIERS = ("identifier", "type_identifier", "field_identifier", "package_identifier", "property_identifier",
@@ -86,11 +153,11 @@ IDENTIFIERS = ("identifier", "type_identifier", "field_identifier", "package_ide
 STRINGS = ("string_content", "string_fragment", "interpreted_string_literal_content", "raw_string_literal_content")
 
 NAME = re.compile(r"[^\W\d]\w*|\$[\w$]*|[A-Za-z_$][\w$]*")
-_ESCAPE = re.compile(r"\\u\{([0-9a-fA-F]{1,6})\}|\\u([0-9a-fA-F]{4})")
+_ESCAPE = re.compile(r"\\u\{0*([0-9a-fA-F]{1,6})\}|\\u([0-9a-fA-F]{4})")
 
 # the queries proctor adds, and the way names are folded: a cached summary from another
 # version of either is not reused
-QUERY_VERSION = "4"
+QUERY_VERSION = "6"
 
 
 class NoGrammar(Exception):
@@ -103,52 +170,119 @@ def language_of(path: str) -> str | None:
     return EXTENSIONS.get(base[dot:].lower()) if dot > 0 else None
 
 
+def by_shebang(data: bytes) -> str | None:
+    """The language a script with no extension names on its first line (`#!/usr/bin/env
+    python3`, `node`)."""
+    if not data.startswith(b"#!"):
+        return None
+    first = data.split(b"\n", 1)[0]
+    if b"python" in first:
+        return "python"
+    if b"node" in first or b"deno" in first or b"bun" in first:
+        return "javascript"
+    return None
+
+
 def is_prose(path: str) -> bool:
     return os.path.splitext(path)[1].lower() in PROSE
 
 
-def fold(text: str, how: str | None) -> str:
-    """`text` as the language compares names."""
+def fold(text: str, how: str | None, language: str | None = None) -> str:
+    """`text` (a name) as the language compares names."""
     if how == "escapes":
         if "\\u" in text:
             text = _ESCAPE.sub(lambda m: chr(int(m.group(1) or m.group(2), 16)), text)
         return text
+    if language == "rust" and text.startswith("r#"):
+        text = text[2:]  # a raw identifier names the same thing
     if how and not text.isascii():
         return unicodedata.normalize(how, text)
     return text
 
 
-def may_fold(data: bytes, language: str) -> bool:
-    """Whether a name in `data` could be spelt other than by its own bytes: non-ASCII text in
-    a language that normalises identifiers, or a `\\u` escape in JavaScript or TypeScript."""
-    how = SPECS[language][3]
-    if how == "escapes":
-        return b"\\u" in data
-    return how is not None and not data.isascii()
+def source(data: bytes, language: str | None) -> bytes:
+    """`data` as UTF-8, read the way the language reads it: a byte-order mark (UTF-8, UTF-16,
+    UTF-32), Python's coding declaration (latin-1, utf-7, unicode_escape, ...), and UTF-16
+    without a mark where the bytes are plainly that. Anything else is its own bytes."""
+    import codecs
+
+    for mark, codec in ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
+                        (codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"),
+                        (codecs.BOM_UTF16_BE, "utf-16")):
+        if data.startswith(mark):
+            return _transcode(data, codec)
+    if language == "python" and b"coding" in data[:400]:
+        import io
+        import tokenize
+
+        try:
+            codec, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        except (SyntaxError, LookupError):
+            codec = "utf-8"
+        if codec.replace("_", "-").lower() not in ("utf-8", "utf8", "ascii", "us-ascii"):
+            return _transcode(data, codec)
+    if len(data) >= 4 and data.count(b"\0") * 3 > len(data):
+        evens, odds = data[0::2].count(b"\0"), data[1::2].count(b"\0")
+        if odds > evens * 4:
+            return _transcode(data, "utf-16-le")
+        if evens > odds * 4:
+            return _transcode(data, "utf-16-be")
+    return data
+
+
+def _transcode(data: bytes, codec: str) -> bytes:
+    try:
+        return data.decode(codec, "replace").encode("utf-8", "surrogateescape")
+    except (LookupError, UnicodeError, ValueError):
+        return data
+
+
+def _plain(data: bytes, language: str | None) -> bool:
+    """No way for `data` to spell a name other than by its bytes (most files)."""
+    return data.isascii() and b"\\u" not in data and b"\0" not in data and not (
+        language == "python" and b"coding" in data[:400]) and not (language == "rust" and b"r#" in data)
 
 
 _WORD = re.compile(r"[^\W\d][\w$]*|\$[\w$]*")
+_LINKNAME = re.compile(rb"^//go:linkname[ \t]+\S+[ \t]+\S*?([A-Za-z_][A-Za-z0-9_]*)[ \t]*$", re.M)
+_ASCII_WORD = re.compile(rb"[A-Za-z_$][\w$]*")
+_ANY_ESCAPE = re.compile(r"\\u\{0*([0-9a-fA-F]{1,6})\}|\\u+([0-9a-fA-F]{4})")
 
 
-def folded_words(data: bytes, language: str) -> set[str]:
-    """The words `data`'s folded text spells that its bytes do not (empty for most files)."""
-    if not may_fold(data, language):
+def spelled_words(data: bytes, language: str | None) -> set[str]:
+    """The words `data` spells as its language reads it that its own bytes do not: a name
+    behind an encoding, a fold (NFKC, NFC), an escape, or a raw identifier. Empty for most
+    files. With no grammar (`language` None) every `\\u` escape is decoded, as Java, C# and a
+    page's script read them."""
+    if _plain(data, language):
         return set()
-    text = data.decode("utf-8", "replace")
-    folded = fold(text, SPECS[language][3])
-    if folded == text:
-        return set()
-    return set(_WORD.findall(folded)) - set(_WORD.findall(text))
+    text = source(data, language).decode("utf-8", "replace")
+    how = SPECS[language][3] if language else "escapes"
+    if how == "escapes" or language is None:
+        text = _ANY_ESCAPE.sub(lambda m: _char(m.group(1) or m.group(2)), text)
+    if language == "rust":
+        text = text.replace("r#", " ")
+    if language is None:
+        how = "NFKC"  # with no grammar, the widest fold any language makes
+    if how in ("NFKC", "NFC") and not text.isascii():
+        text = unicodedata.normalize(how, text)
+    raw = {w.decode() for w in _ASCII_WORD.findall(data)}
+    return {w for w in _WORD.findall(text) if w not in raw}
+
+
+def _char(hexdigits: str) -> str:
+    try:
+        return chr(int(hexdigits, 16))
+    except (ValueError, OverflowError):
+        return " "
 
 
 def mentions(data: bytes, language: str | None, names: set[str]) -> bool:
-    """Whether `data` could name any of `names`: its bytes hold one, or folded text does."""
+    """Whether `data` could name any of `names`: its bytes hold one, or its text as the
+    language reads it spells one."""
     if any(n.encode() in data for n in names):
         return True
-    if language is None or not may_fold(data, language):
-        return False
-    text = fold(data.decode("utf-8", "replace"), SPECS[language][3])
-    return any(n in text for n in names)
+    return bool(names & spelled_words(data, language))
 
 
 _loaded: dict[str, tuple] = {}
@@ -194,14 +328,19 @@ def grammar_versions() -> str:
 def summarize(data: bytes, language: str) -> dict:
     """What `data` defines and names, as a JSON-able record:
     {"defs": [[name, kind, first line, last line, scope, digest, public]], "refs": {name: [lines]},
-     "error": None or where the parse failed}. A name used inside a definition of that same name
-    (byte for byte inside it, not merely on its lines) is not its reference. Lines count from 1; a definition's lines run
-    from its doc comment (where the tags query binds one) to its last line; its digest is of
-    its own text, so a changed body is a changed symbol."""
+     "inner": {name: [lines]}, "error": None or where the parse failed}.
+
+    The file is read as its language reads it (source()). Lines count from 1; a definition's
+    lines run from its doc comment (where the tags query binds one) to its last line; its
+    digest is of its own text (line endings aside), so a changed body is a changed symbol. A
+    name used inside a definition with a body (a class, a function) of that same name, byte for
+    byte inside it, is in `inner`, not `refs`: the definition naming itself, which goes with it
+    when it is the only one of that name (goals.py decides)."""
     import tree_sitter as ts
 
     _lang, parser, definitions, names = grammar(language)
     how = SPECS[language][3]
+    data = source(data, language)
     tree = parser.parse(data)
     root = tree.root_node
     error = None
@@ -209,13 +348,17 @@ def summarize(data: bytes, language: str) -> dict:
         error = _first_error(root)
     found: dict[int, list] = {}
     name_starts = set()
+    local = LOCAL_SCOPES.get(language, set())
     for pattern, captures in ts.QueryCursor(definitions).matches(root):
         nodes = captures.get("name")
         kinds = [k for k in captures if k.startswith("definition.")]
         if not nodes or not kinds:
             continue
         node, whole = nodes[0], captures[kinds[0]][0]
-        name = fold(data[node.start_byte:node.end_byte].decode("utf-8", "replace"), how)
+        kind = kinds[0].split(".", 1)[1]
+        if kind in LOCAL_KINDS and _inside(node, local):
+            continue  # a function's local: its uses stay references
+        name = fold(data[node.start_byte:node.end_byte].decode("utf-8", "replace"), how, language)
         name_starts.add(node.start_byte)
         if node.start_byte in found and found[node.start_byte][6] <= pattern:
             continue  # the earliest pattern to place a name wins: the grammar's own tags before proctor's
@@ -223,10 +366,10 @@ def summarize(data: bytes, language: str) -> dict:
         docs = captures.get("doc") or []
         if docs:
             first = min(first, min(d.start_point[0] for d in docs))
-        digest = hashlib.sha1(data[whole.start_byte:whole.end_byte]).hexdigest()[:16]
-        found[node.start_byte] = [name, kinds[0].split(".", 1)[1], first + 1, whole.end_point[0] + 1,
+        digest = hashlib.sha1(data[whole.start_byte:whole.end_byte].replace(b"\r\n", b"\n")).hexdigest()[:16]
+        found[node.start_byte] = [name, kind, first + 1, whole.end_point[0] + 1,
                                   (whole.start_byte, whole.end_byte), digest, pattern,
-                                  _exported(language, name, whole, data)]
+                                  _exported(language, name, whole, data), whole.type in BODIES]
     defs = sorted(found.values(), key=lambda d: (d[4][0], -d[4][1]))
     scoped = []
     stack: list[list] = []
@@ -240,25 +383,44 @@ def summarize(data: bytes, language: str) -> dict:
         public = bool(own and all(s[7] for s in enclosing))
         scoped.append([d[0], d[1], d[2], d[3], scope, d[5], public])
         stack.append(d)
-    spans: dict[str, list[tuple[int, int]]] = {}
+    bodies: dict[str, list[tuple[int, int]]] = {}
     for d in defs:
-        spans.setdefault(d[0], []).append(d[4])
+        if d[8]:
+            bodies.setdefault(d[0], []).append(d[4])
     refs: dict[str, list[int]] = {}
+    inner: dict[str, list[int]] = {}
+    macro: dict[str, list[int]] = {}
     for node in ts.QueryCursor(names).captures(root).get("n", ()):
-        if node.start_byte in name_starts:
-            continue
+        if node.start_byte in name_starts and node.type != "shorthand_property_identifier_pattern":
+            continue  # (a shorthand destructure, `const { Legacy } = require(...)`, binds it and names it)
         text = data[node.start_byte:node.end_byte].decode("utf-8", "replace")
         if node.type in STRINGS:
-            text = text.strip()
+            text = text.strip().rpartition(".")[2]  # a dotted name in a string ('a.Legacy') names its last part
             if not NAME.fullmatch(text):
                 continue
-        text = fold(text, how)
+        text = fold(text, how, language)
         if node.type == "private_property_identifier":
             text = text.lstrip("#")
-        if any(start <= node.start_byte < end for start, end in spans.get(text, ())):
-            continue  # a definition naming itself (a recursive call) goes with it: not a reference
-        refs.setdefault(text, []).append(node.start_point[0] + 1)
-    return {"defs": scoped, "refs": {name: sorted(set(lines)) for name, lines in refs.items()}, "error": error}
+        into = inner if any(start <= node.start_byte < end for start, end in bodies.get(text, ())) else refs
+        into.setdefault(text, []).append(node.start_point[0] + 1)
+        if language == "rust" and _inside(node, {"token_tree"}):
+            macro.setdefault(text, []).append(node.start_point[0] + 1)
+    if language == "go":  # a //go:linkname directive binds to another package's name
+        for match in _LINKNAME.finditer(data):
+            line = data.count(b"\n", 0, match.start()) + 1
+            refs.setdefault(match.group(1).decode("utf-8", "replace"), []).append(line)
+    return {"defs": scoped, "refs": {name: sorted(set(lines)) for name, lines in refs.items()},
+            "inner": {name: sorted(set(lines)) for name, lines in inner.items()},
+            "macro": {name: sorted(set(lines)) for name, lines in macro.items()}, "error": error}
+
+
+def _inside(node, scopes: set[str]) -> bool:
+    at = node.parent
+    while at is not None:
+        if at.type in scopes:
+            return True
+        at = at.parent
+    return False
 
 
 def _exported(language: str, name: str, node, data: bytes) -> bool:
