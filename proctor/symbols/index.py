@@ -4,17 +4,22 @@ A question names symbols ("where is LegacyStore defined, and who names it?") and
 one tree: a checkout's work tree as it is on disk (tracked and untracked files, less what git
 ignores), or a commit's tree. Only the files that could answer are read:
 
-- the files whose bytes hold one of the names (`git grep -F`, the work tree and untracked
-  files included, binary ones too: an attribute must not hide a file from the question);
-- in languages that fold names (Python's NFKC, Rust's NFC, JavaScript's `\\u` escapes), the
-  files whose text could spell a name without its bytes. Which files those are is kept per
-  path with the file's inode, size, mtime and ctime (a ctime no writer can set back), so a
-  second question reads only the files changed since.
+- the tracked files whose bytes hold one of the names (`git grep -F` of the tracked files, with
+  submodules; binary and attribute-marked files too: an attribute must not hide a file);
+- the untracked files, and the tracked ones flagged assume-unchanged or skip-worktree (whose
+  content git's grep takes from the index), read from disk here;
+- symbolic links, read through (what the language imports is the target);
+- the files whose text spells a name other than by its bytes (languages.spelled_words: an
+  encoding, a fold, an escape). Which files those are is kept per path with the file's inode,
+  size, mtime and ctime (a ctime no writer can set back), so a question reads only the files
+  changed since the last one.
 
-Each file read is summarised once per content (languages.summarize) and the summary kept in
-`symbols.db` under the repository's cache directory, keyed by the content's git blob id and
-the grammar's version: a second grading parses nothing that has not changed. A cache that
-cannot be opened or read is worked around, never trusted: the summaries are computed again.
+What no listing shows (a nested repository, a link to a directory) and what cannot be read are
+answered as doubts, which fail a goal rather than pass it. Each file read is summarised once
+per content (languages.summarize) and the summary kept in `symbols.db` under the repository's
+cache directory, keyed by the content's git blob id and the grammar's version: a second
+grading parses nothing that has not changed. A cache that cannot be opened or read is worked
+around, never trusted: the summaries are computed again.
 """
 
 from __future__ import annotations
@@ -33,17 +38,16 @@ from proctor.vcs import git
 RACY_SECONDS = 2.0  # a file whose status changed this recently may change again unseen
 
 # summaries: a content's definitions (JSON) and parse error; names: the lines naming each name
-# in it (a question reads only the names it asks about); seen: per checkout path, the stat data
-# it was last read with, and the words its folded text spells that its bytes do not
-SCHEMA_VERSION = 4
+# in it (a question reads only the names it asks about); seen: per checkout, each path's stat
+# data when it was last read and the words it spells other than by its bytes (one JSON record:
+# read in one go, since row by row it was most of a warm question's cost)
+SCHEMA_VERSION = 8
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS summaries (blob TEXT NOT NULL, language TEXT NOT NULL, version TEXT NOT NULL,
     defs TEXT NOT NULL, error TEXT, PRIMARY KEY (blob, language, version)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS names (blob TEXT NOT NULL, language TEXT NOT NULL, version TEXT NOT NULL,
-    name TEXT NOT NULL, lines TEXT NOT NULL, PRIMARY KEY (blob, language, version, name)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS seen (checkout TEXT NOT NULL, path TEXT NOT NULL, ino INTEGER NOT NULL,
-    size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, ctime_ns INTEGER NOT NULL, folded TEXT NOT NULL,
-    PRIMARY KEY (checkout, path)) WITHOUT ROWID;
+    name TEXT NOT NULL, lines TEXT NOT NULL, PRIMARY KEY (blob, name, language, version)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS seen (checkout TEXT NOT NULL PRIMARY KEY, paths BLOB NOT NULL);
 """
 
 
@@ -81,8 +85,9 @@ class Answer:
         name with a body (a recursive call) counts only while another definition of the name
         exists, since which of them it names cannot then be told."""
         bare = name.rpartition(".")[2]
-        defined_in = {p for p, _d in self.definitions(bare)}
-        alone = len(self.definitions(bare)) == 1
+        defs = self.definitions(bare)
+        defined_in = {p for p, _d in defs}
+        alone = len(defs) == 1
         out = []
         for m in self.files:
             summary = m.summary or {}
@@ -120,13 +125,13 @@ class Scan:
     unseen: list[tuple[str, str]] = field(default_factory=list)  # (path, why its files are not read)
 
 
-# a name's rows in the names table: its references, its uses inside a namesake's body (#), and
-# inside a macro's tokens (!)
+# a name's rows in the names table: its references, its uses inside a namesake's body (#),
+# inside a macro's tokens (!), and its definitions (=, as JSON)
 _KINDS = {"#": "inner", "!": "macro"}
 
 
 def _keys(names: set[str]) -> list[str]:
-    return [prefix + n for prefix in ("", "#", "!") for n in sorted(names)]
+    return [prefix + n for prefix in ("", "#", "!", "=") for n in sorted(names)]
 
 
 def _only(record: dict, names: set[str]) -> dict:
@@ -237,12 +242,13 @@ class Index:
                         found = self._db.execute("SELECT name, lines FROM names WHERE blob = ? AND language = ? "
                                                  "AND version = ?", key).fetchall()
                     else:
-                        found = [r for n in _keys(names) for r in self._db.execute(
+                        found = [r for n in _keys(names) if not n.startswith("=") for r in self._db.execute(
                             "SELECT name, lines FROM names WHERE blob = ? AND language = ? AND version = ? AND "
                             "name = ?", key + (n,))]
                     record = {"defs": json.loads(row[0]), "error": row[1], "refs": {}, "inner": {}, "macro": {}}
                     for n, lines in found:
-                        record[_KINDS.get(n[:1], "refs")][n.lstrip("#!")] = [int(x) for x in lines.split(",")]
+                        if not n.startswith("="):
+                            record[_KINDS.get(n[:1], "refs")][n.lstrip("#!")] = [int(x) for x in lines.split(",")]
                     return record
             except (sqlite3.Error, ValueError):
                 self._close()
@@ -255,9 +261,14 @@ class Index:
                     self._db.execute("INSERT OR REPLACE INTO summaries VALUES (?, ?, ?, ?, ?)",
                                      (blob, language, version, json.dumps(record["defs"], separators=(",", ":")),
                                       record["error"]))
+                    by_name: dict[str, list] = {}
+                    for d in record["defs"]:
+                        by_name.setdefault(d[0], []).append(d)
                     self._db.executemany("INSERT OR REPLACE INTO names VALUES (?, ?, ?, ?, ?)",
                                          [(blob, language, version, n, ",".join(map(str, lines)))
                                           for n, lines in record["refs"].items()]
+                                         + [(blob, language, version, "=" + n, json.dumps(ds, separators=(",", ":")))
+                                            for n, ds in by_name.items()]
                                          + [(blob, language, version, prefix + n, ",".join(map(str, lines)))
                                             for prefix, key in (("#", "inner"), ("!", "macro"))
                                             for n, lines in record[key].items()])
@@ -282,15 +293,14 @@ class Index:
         # git's grep of the tracked files, and the listings of the tree, side by side. (With
         # --untracked, git's grep passes over tracked files a .gitignore pattern matches.)
         grep = git.start(self.checkout, *args, "--")
-        tracked_listing = git.start(self.checkout, "ls-files", "-z", "-v", "--cached", "--recurse-submodules")
-        untracked_listing = git.start(self.checkout, "ls-files", "-z", "--others", "--exclude-standard")
+        listing = git.start(self.checkout, "ls-files", "-z", "-v", "--cached", "--others", "--exclude-standard")
         try:
-            tagged = _paths(git.finish(tracked_listing, "ls-files"))
-            tracked = [t[2:] for t in tagged]
+            tagged = _paths(git.finish(listing, "ls-files"))
+            untracked = [t[2:] for t in tagged if t[:1] == "?"]
+            tracked = [t[2:] for t in tagged if t[:1] != "?"]
             # git's grep reads a flagged entry (assume-unchanged, skip-worktree) from the index,
             # not the disk: those are read here, as the untracked are
             flagged = [t[2:] for t in tagged if t[:1] == "S" or t[:1].islower()]
-            untracked = _paths(git.finish(untracked_listing, "ls-files"))
             wanted = set(bare)
             scan = self._scan(tracked + untracked)
         finally:
@@ -307,13 +317,14 @@ class Index:
         spelled = {p for p, words in scan.spelled.items() if wanted & words}
         candidates = sorted(hits | spelled | scan.links)
         read = [(path, self._read(path, follow=True)) for path in candidates]
-        self.prefetch([blob_id(data) for _path, data in read if isinstance(data, bytes)], wanted)
+        blobs = {path: blob_id(data) for path, data in read if isinstance(data, bytes)}
+        self.prefetch(list(blobs.values()), wanted)
         for path, data in read:
             if data is None:
                 continue
             language = languages.language_of(path)
             mention = Mention(path, language, error=data) if isinstance(data, str) else \
-                self.mention(path, data, language, wanted)
+                self.mention(path, data, language, wanted, blobs.get(path))
             if mention is not None:
                 answer.files.append(mention)
         for where, why in scan.unseen:
@@ -351,15 +362,20 @@ class Index:
             for at in range(0, len(blobs), 400):  # under any build's limit on a statement's parameters
                 chunk = blobs[at:at + 400]
                 marks = ",".join("?" * len(chunk))
-                for blob, language, version, defs, error in self._db.execute(
-                        f"SELECT blob, language, version, defs, error FROM summaries WHERE blob IN ({marks})", chunk):
-                    self._ahead[(blob, language, version)] = {"defs": json.loads(defs), "error": error, "refs": {},
+                # the definitions of the names asked only (a large file's full list is not decoded)
+                for blob, language, version, error in self._db.execute(
+                        f"SELECT blob, language, version, error FROM summaries WHERE blob IN ({marks})", chunk):
+                    self._ahead[(blob, language, version)] = {"defs": [], "error": error, "refs": {},
                                                               "inner": {}, "macro": {}}
                 for blob, language, version, name, lines in self._db.execute(
                         f"SELECT blob, language, version, name, lines FROM names WHERE blob IN ({marks}) AND name IN "
                         f"({','.join('?' * len(wanted))})", chunk + wanted):
                     record = self._ahead.get((blob, language, version))
-                    if record is not None:
+                    if record is None:
+                        continue
+                    if name.startswith("="):
+                        record["defs"].extend(json.loads(lines))
+                    else:
                         record[_KINDS.get(name[:1], "refs")][name.lstrip("#!")] = [int(x) for x in lines.split(",")]
             self._ahead_names = set(names)
         except (sqlite3.Error, ValueError):
@@ -378,7 +394,8 @@ class Index:
         except OSError as exc:
             return f"it cannot be read ({exc.strerror})"
 
-    def mention(self, path: str, data: bytes, language: str | None, wanted: set[str]) -> Mention | None:
+    def mention(self, path: str, data: bytes, language: str | None, wanted: set[str],
+                blob: str | None = None) -> Mention | None:
         """`data` at `path` as an answer sees it; None when it cannot name any of `wanted`."""
         if language is None:
             language = languages.by_shebang(data)  # a script with no extension
@@ -391,7 +408,7 @@ class Index:
             return Mention(path, None, binary=binary, named=named) if named else None
         if not languages.mentions(data, language, wanted):
             return None
-        return self.whole(path, data, names=wanted, language=language)
+        return self.whole(path, data, blob, names=wanted, language=language)
 
     def _scan(self, paths: list[str]) -> Scan:
         """What the listing alone does not say about the tree's files: the words each spells
@@ -399,16 +416,18 @@ class Index:
         whose files no listing shows (a nested repository, a link to a directory). A file is
         read only when its stat data moved since the last question: the words are kept per path."""
         scan = Scan()
-        known: dict[str, tuple] = {}
+        known: dict = {}
         if self._db is not None:
             try:
-                for row in self._db.execute("SELECT path, ino, size, mtime_ns, ctime_ns, folded FROM seen "
-                                            "WHERE checkout = ?", (self.checkout,)):
-                    known[row[0]] = (row[1:5], row[5])
-            except sqlite3.Error:
-                self._close()
+                row = self._db.execute("SELECT paths FROM seen WHERE checkout = ?", (self.checkout,)).fetchone()
+                if row:
+                    known = json.loads(row[0])  # not marshal: the cache is read, never trusted to load
+                    if not isinstance(known, dict):
+                        known = {}
+            except (sqlite3.Error, ValueError, TypeError):
+                known = {}
         now = time.time()
-        fresh = []
+        kept: dict = {}
         base = self.checkout + os.sep
         lstat = os.lstat
         dirs = set()
@@ -432,9 +451,10 @@ class Index:
             slash = path.rfind("/")
             if slash > 0:
                 dirs.add(path[:slash])
-            key = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+            key = [info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
             cached = known.get(path)
             if cached is not None and cached[0] == key:
+                kept[path] = cached
                 if cached[1]:
                     scan.spelled[path] = set(cached[1].split(" "))
                 continue
@@ -448,14 +468,15 @@ class Index:
             if words:
                 scan.spelled[path] = words
             if now - info.st_ctime_ns / 1e9 > RACY_SECONDS:
-                fresh.append((self.checkout, path, *key, " ".join(sorted(words))))
+                kept[path] = [key, " ".join(sorted(words))]
         for directory in sorted(dirs):  # tracked files inside a directory made a repository of its own
             if os.path.lexists(base + directory + "/.git"):
                 scan.unseen.append((directory + "/", "a directory holding a repository of its own, whose files "
                                                       "git's grep of this tree passes over"))
-        if fresh and self._db is not None:
+        if kept != known and self._db is not None:
             try:
-                self._db.executemany("INSERT OR REPLACE INTO seen VALUES (?, ?, ?, ?, ?, ?, ?)", fresh)
+                self._db.execute("INSERT OR REPLACE INTO seen VALUES (?, ?)",
+                                 (self.checkout, json.dumps(kept, separators=(",", ":"))))
             except sqlite3.Error:
                 self._close()
         return scan
