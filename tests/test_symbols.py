@@ -310,3 +310,20 @@ def test_the_hook_never_loads_the_index():
                          capture_output=True, text=True, cwd=os.path.dirname(os.path.dirname(__file__)))
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == []
+
+
+def test_a_worktree_inside_the_checkout_is_another_checkout_and_a_nested_repository_a_doubt(repo):
+    from proctor.symbols import goals
+
+    git(repo, "worktree", "add", "-q", ".worktrees/w1")  # proctor's own worktrees may live here
+    with Index(repo) as index:
+        assert goals.grade(index, {"symbols": ["Nowhere"], "expect": "absent"}) == (
+            True, [f"Nowhere is defined nowhere in {os.path.realpath(repo)}"])
+    nested = os.path.join(repo, "vendor", "lib")
+    os.makedirs(nested)
+    git(nested, "init", "-q")
+    with Index(repo) as index:
+        ok, subjects = goals.grade(index, {"symbols": ["Nowhere"], "expect": "absent"})
+    assert not ok
+    assert "vendor/lib/ could name Nowhere but a nested repository, whose files no listing of this tree shows" \
+        in subjects[-1]

@@ -32,6 +32,7 @@ import time
 from dataclasses import dataclass, field
 
 from proctor import errors
+from proctor.paths import linked_worktree
 from proctor.symbols import languages
 from proctor.vcs import git
 
@@ -312,8 +313,8 @@ class Index:
         hits = set(_paths(out))
         for path in untracked + flagged:  # few, and read here: git's grep of them is a second walk of the tree
             data = self._read(path)
-            if isinstance(data, bytes) and any(n.encode() in data for n in wanted):
-                hits.add(path)
+            if isinstance(data, str) or isinstance(data, bytes) and any(n.encode() in data for n in wanted):
+                hits.add(path)  # (one that cannot be read is a doubt)
         spelled = {p for p, words in scan.spelled.items() if wanted & words}
         candidates = sorted(hits | spelled | scan.links)
         read = [(path, self._read(path, follow=True)) for path in candidates]
@@ -433,7 +434,8 @@ class Index:
         dirs = set()
         for path in paths:
             if path.endswith("/"):  # ls-files shows a nested repository as its directory
-                scan.unseen.append((path, "a nested repository, whose files no listing of this tree shows"))
+                if not linked_worktree(self.checkout, path.rstrip("/")):  # (another checkout, not content)
+                    scan.unseen.append((path, "a nested repository, whose files no listing of this tree shows"))
                 continue
             try:
                 info = lstat(base + path)
@@ -470,7 +472,7 @@ class Index:
             if now - info.st_ctime_ns / 1e9 > RACY_SECONDS:
                 kept[path] = [key, " ".join(sorted(words))]
         for directory in sorted(dirs):  # tracked files inside a directory made a repository of its own
-            if os.path.lexists(base + directory + "/.git"):
+            if os.path.lexists(base + directory + "/.git") and not linked_worktree(self.checkout, directory):
                 scan.unseen.append((directory + "/", "a directory holding a repository of its own, whose files "
                                                       "git's grep of this tree passes over"))
         if kept != known and self._db is not None:
