@@ -88,7 +88,7 @@ LANGS = {
     ),
     "rust": dict(
         lib=("lib/store.rs", f"pub struct {NEW};\n\n#[deprecated(note = \"use {NEW}\")]\npub type {OLD} = {NEW};\n"),
-        def_line=4, new_line=1,
+        def_line=3, new_line=1,  # a definition starts at its attributes (#[deprecated])
         a=("a/one.rs", f"use crate::lib::store::{OLD};\n\npub fn store() -> {OLD} {{\n    crate::lib::store::{NEW}\n}}\n"),
         b=("b/report.rs", f"use crate::lib::store::{OLD};\n\npub fn report(_s: &{OLD}) -> &'static str {{\n"
                           f"    \"report\"\n}}\n"),
@@ -500,7 +500,7 @@ def test_describe_grades_symbol_goals_and_writes_nothing(tmp_path, monkeypatch, 
         f"callers-moved: unmet: {OLD} is still named in {holder}: b/report.rs:1, b/report.rs:3, c/caller.rs:1, "
         f"c/caller.rs:3",
         f"new: met: {NEW} is defined in lib/store.rs:1",
-        f"gone: unmet: {OLD} is still defined in {holder}: lib/store.rs:4 (class)",
+        f"gone: unmet: {OLD} is still defined in {holder}: lib/store.rs:3 (class)",
         f"edited: met: store was edited since {checkpoint[:8]} (a/one.rs)",
     ]
     assert "Goals:\n  callers-moved: symbol unreferenced: symbols LegacyAccountStore\n" in first.out

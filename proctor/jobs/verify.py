@@ -539,7 +539,8 @@ def _symbol_goal(job: dict, goal: dict, observed: Observed | None, fallback: str
         diff_error = "a read-only job changes nothing" if job.get("read_only") else "the diff could not be observed"
     try:
         with Index(checkout) as index:
-            return symbol_goals.grade(index, goal, _revision(job), changed, diff_error, scope)
+            return symbol_goals.grade(index, goal, _revision(job), changed, diff_error, scope,
+                                      sorted(job.get("handed") or ()))
     except errors.ProctorError as exc:
         return False, [f"the symbol index could not read {checkout}: {exc.message}; an observation proctor could "
                        f"not make fails the goal rather than pass it"]

@@ -35,7 +35,8 @@ def graph_diff(checkout: str, revision: str, index: Index) -> dict:
     """{"revision": commit, "files": [{path, language, added, removed, changed, error}]}, each
     definition as {name, kind, scope, lines: [first, last]} (lines on its own side)."""
     commit = resolve(checkout, revision)
-    names = git.run(checkout, "diff-index", "--name-only", "-z", "--no-renames", commit, "--").stdout
+    names = git.run(checkout, "--literal-pathspecs", "diff-index", "--name-only", "-z", "--no-renames", commit,
+                    "--").stdout
     others = git.run(checkout, "ls-files", "--others", "--exclude-standard", "-z").stdout
     paths = sorted({p.decode("utf-8", "surrogateescape") for p in (names + others).split(b"\0") if p})
     sources = [p for p in paths if languages.language_of(p)]
@@ -44,7 +45,7 @@ def graph_diff(checkout: str, revision: str, index: Index) -> dict:
     for path in sources:
         full = os.path.join(checkout, path)
         after = None
-        if os.path.isfile(full) and not os.path.islink(full):
+        if os.path.isfile(full):  # through a link: what the language reads there
             with open(full, "rb") as handle:
                 after = index.whole(path, handle.read())
         old, new = before.get(path), after
@@ -109,6 +110,10 @@ def parse_patch(patch: bytes) -> list[dict]:
             continue  # "\ No newline at end of file"
         if raw.startswith(b"diff --git "):
             current = fresh(raw[11:].decode("utf-8", "surrogateescape"))
+        elif raw.startswith((b"diff --cc ", b"diff --combined ")):  # a merge's combined diff
+            current = fresh("")
+            current["old"] = current["new"] = raw.split(b" ", 2)[2].decode("utf-8", "surrogateescape")
+            current["combined"] = True
         elif raw.startswith(b"--- "):
             if current is None or current["hunks"]:  # diff -u: files with no `diff --git` line
                 current = fresh("")
@@ -141,9 +146,14 @@ def _side(raw: bytes, prefix: bytes) -> str | None:
         return None
     text = name.decode("utf-8", "surrogateescape")
     if text.startswith('"'):
-        text = git.unquote_path(text)
-        return text[2:] if text.startswith(prefix.decode()) else text
-    return text[len(prefix):] if name.startswith(prefix) else text
+        try:
+            text = git.unquote_path(text)
+        except ValueError:  # an escape no path holds (\\777): the name as written
+            text = text.strip('"')
+    # a/ and b/, or diff.mnemonicPrefix's c/, i/, w/, o/ (1/ and 2/ for --no-index)
+    if len(text) > 2 and text[1] == "/" and text[0] in (prefix.decode()[0] + "ciwo12"):
+        return text[2:]
+    return text
 
 
 def annotate(checkout: str, patch: bytes, index: Index) -> dict:
@@ -166,6 +176,10 @@ def annotate(checkout: str, patch: bytes, index: Index) -> dict:
         if language is None:
             record["note"] = "no grammar for its language: its declarations are not placed"
             continue
+        if entry.get("combined"):
+            record["note"] = ("a combined diff of a merge (diff --cc), whose lines are not placed; pipe in git diff "
+                              "against one parent")
+            continue
         sides = (("old", entry["old"], entry["old_blob"], entry["removed"]),
                  ("new", entry["new"], entry["new_blob"], entry["added"]))
         seen = set()
@@ -186,7 +200,7 @@ def annotate(checkout: str, patch: bytes, index: Index) -> dict:
                     record["outside"][side].append(line)
                     continue
                 d = min(holding, key=lambda d: d[3] - d[2])
-                key = (d[4], d[0], d[1])
+                key = (d[4], d[0], d[1], side)
                 if key in seen:
                     continue
                 seen.add(key)

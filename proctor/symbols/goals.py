@@ -34,7 +34,8 @@ EXPECT = ("changed", "present", "absent", "unreferenced")
 
 
 def grade(index: Index, goal: dict, revision: str | None = None, changed: list[str] | None = None,
-          diff_error: str | None = None, scope: list | None = None) -> tuple[bool, list[str]]:
+          diff_error: str | None = None, scope: list | None = None,
+          handed: list[str] | None = None) -> tuple[bool, list[str]]:
     """(ok, subjects) for one symbol goal on `index`'s checkout. `changed` and `revision` (the
     paths changed since the checkpoint, and the checkpoint) grade `changed`; `scope` (claims)
     narrows the files graded to the paths they cover."""
@@ -50,12 +51,14 @@ def grade(index: Index, goal: dict, revision: str | None = None, changed: list[s
                        for n in bad]
     try:
         if expect == "changed":
-            return _changed(index, names, revision, changed, diff_error)
+            return _changed(index, names, revision, changed, diff_error, set(handed or ()))
         whole = index.ask(names)
     except errors.ProctorError as exc:
         return False, [f"{exc.message}; an observation proctor could not make fails the goal"]
+    # a directory's doubt (a link to one, a nested repository) is in scope where any path under it is
     answer = whole if scope is None else Answer(whole.names, [
-        m for m in whole.files if any(jpaths.covers(c, m.path.rstrip("/")) for c in scope)])
+        m for m in whole.files if any(jpaths.covers(c, m.path.rstrip("/")) or jpaths.covers(c, m.path.rstrip("/")
+                                                                                              + "/_") for c in scope)])
     failing: list[str] = []
     passing: list[str] = []
     for name in names:
@@ -117,7 +120,7 @@ def _doubts(answer: Answer, names: list[str], expect: str) -> list[str]:
 
 
 def _changed(index: Index, names: list[str], revision: str | None, changed: list[str] | None,
-             diff_error: str | None) -> tuple[bool, list[str]]:
+             diff_error: str | None, handed: set[str] = frozenset()) -> tuple[bool, list[str]]:
     if diff_error:
         return False, [f"{diff_error}, so whether {', '.join(names)} changed cannot be told"]
     if revision is None or changed is None:
@@ -139,6 +142,13 @@ def _changed(index: Index, names: list[str], revision: str | None, changed: list
     for name in names:
         old = _defs_of(before, name)
         new = _defs_of(after, name)
+        differ = {p for p, *_ in set(old) ^ set(new)}
+        if differ and differ <= handed:
+            # the checkpoint is the commit; the job was handed uncommitted work in these files, so
+            # whether the change is the holder's or the hand-over's cannot be told
+            failing.append(f"{name} differs from {revision[:8]} only in {_list(sorted(differ))}, handed to the job "
+                           f"with uncommitted work at fork; whose change it is cannot be told, so this goal is unmet")
+            continue
         if sorted(old) != sorted(new):
             verb = "added" if not old else "removed" if not new else "edited"
             passing.append(f"{name} was {verb} since {revision[:8]} ({_list(sorted({p for p, *_ in old + new}))})")

@@ -486,22 +486,45 @@ class Index:
     # -- a commit's tree -------------------------------------------------------------------------
 
     def summaries_at(self, revision: str, paths: list[str]) -> dict[str, Mention]:
-        """Each of `paths` as `revision` holds it, summarised where its language has a grammar;
-        a path the revision does not hold is left out."""
+        """Each of `paths` as `revision` holds it, summarised where its language has a grammar
+        (a symbolic link as the file it leads to there); a path the revision does not hold is
+        left out. Paths are literal: `:legacy.go` is a file's name, not pathspec magic."""
         if not paths:
             return {}
-        listed = git.run(self.checkout, "ls-tree", "-z", "--full-tree", revision, "--", *paths).stdout
-        blobs: dict[str, str] = {}
+        entries = self._tree_entries(revision, paths)
+        links = {p: blob for p, (mode, blob) in entries.items() if mode == b"120000"}
+        contents = read_blobs(self.checkout, [blob for _mode, blob in entries.values()])
+        targets = {}
+        for path, blob in links.items():
+            target = os.path.normpath(os.path.join(os.path.dirname(path), contents.get(blob, b"").decode(
+                "utf-8", "surrogateescape")))
+            if not target.startswith(("..", "/")):
+                targets[path] = target
+        if targets:
+            led = self._tree_entries(revision, sorted(set(targets.values())))
+            contents.update(read_blobs(self.checkout, [blob for _mode, blob in led.values()]))
+            for path, target in targets.items():
+                if target in led and led[target][0] != b"120000":
+                    entries[path] = led[target]
+        out = {}
+        for path, (mode, blob) in entries.items():
+            if mode == b"120000":
+                out[path] = Mention(path, languages.language_of(path), blob=blob,
+                                    error="a symbolic link at the checkpoint whose file is not in the tree")
+                continue
+            out[path] = self.whole(path, contents.get(blob, b""), blob)
+        return out
+
+    def _tree_entries(self, revision: str, paths: list[str]) -> dict[str, tuple[bytes, str]]:
+        listed = git.run(self.checkout, "--literal-pathspecs", "ls-tree", "-z", "--full-tree", revision, "--",
+                         *paths).stdout
+        entries: dict[str, tuple[bytes, str]] = {}
         for record in listed.split(b"\0"):
             meta, _, name = record.partition(b"\t")
             parts = meta.split(b" ")
             if len(parts) == 3 and parts[1] == b"blob":
-                blobs[name.decode("utf-8", "surrogateescape")] = parts[2].decode()
-        contents = read_blobs(self.checkout, list(blobs.values()))
-        out = {}
-        for path, blob in blobs.items():
-            out[path] = self.whole(path, contents.get(blob, b""), blob)
-        return out
+                entries[name.decode("utf-8", "surrogateescape")] = (parts[0], parts[2].decode())
+        return entries
 
     def whole(self, path: str, data: bytes, blob: str | None = None, names: set[str] | None = None,
               language: str | None = None) -> Mention:

@@ -58,20 +58,23 @@ EXTRA_DEFINITIONS = {
 (module (expression_statement (assignment left: (tuple_pattern (identifier) @name))) @definition.constant)
 (type_alias_statement left: (type (identifier) @name)) @definition.type
 (type_alias_statement left: (type (generic_type (identifier) @name))) @definition.type
-(assignment left: (identifier) @name) @definition.variable
-(assignment left: (_ (identifier) @name)) @definition.variable
-(assignment left: (_ (list_splat_pattern (identifier) @name))) @definition.variable
-(for_statement left: (identifier) @name) @definition.variable
-(for_statement left: (_ (identifier) @name)) @definition.variable
-(as_pattern_target (identifier) @name) @definition.variable
+(assignment left: (_) @target) @definition.variable
+(for_statement left: (_) @target) @definition.variable
+(for_in_clause left: (_) @target) @definition.variable
+(as_pattern_target (_) @target) @definition.variable
 (named_expression name: (identifier) @name) @definition.variable
 (case_pattern (dotted_name . (identifier) @name .)) @definition.variable
+(splat_pattern (identifier) @name) @definition.variable
+(as_pattern (case_pattern) (identifier) @name .) @definition.variable
+(keyword_pattern (identifier) (dotted_name . (identifier) @name .)) @definition.variable
 (global_statement (identifier) @name) @definition.global
 (aliased_import alias: (identifier) @name) @definition.import
+(assignment left: (attribute object: (identifier) @_g attribute: (identifier) @name)
+  (#any-of? @_g "builtins" "__builtins__")) @definition.export
 """,
     "go": """
-(var_spec name: (identifier) @name) @definition.variable
-(const_spec name: (identifier) @name) @definition.constant
+(var_spec) @target @definition.variable
+(const_spec) @target @definition.constant
 (type_alias name: (type_identifier) @name) @definition.type
 (method_elem name: (field_identifier) @name) @definition.method
 (field_declaration name: (field_identifier) @name) @definition.field
@@ -81,10 +84,15 @@ EXTRA_DEFINITIONS = {
 (program (variable_declaration (variable_declarator name: (identifier) @name) @definition.variable))
 (export_statement (lexical_declaration (variable_declarator name: (identifier) @name) @definition.variable))
 (export_statement (variable_declaration (variable_declarator name: (identifier) @name) @definition.variable))
-(variable_declarator name: (identifier) @name) @definition.variable
-(variable_declarator name: (array_pattern (identifier) @name)) @definition.variable
-(variable_declarator name: (object_pattern (pair_pattern value: (identifier) @name))) @definition.variable
-(variable_declarator name: (object_pattern (shorthand_property_identifier_pattern) @name)) @definition.variable
+(variable_declarator name: (_) @target) @definition.variable
+(for_in_statement left: (_) @target) @definition.variable
+(assignment_expression left: (member_expression object: (identifier) @_g property: (property_identifier) @name)
+  (#any-of? @_g "globalThis" "window" "global" "self")) @definition.export
+(assignment_expression left: (subscript_expression object: (identifier) @_o index: (string) @name)
+  (#any-of? @_o "exports" "globalThis" "window" "global" "self")) @definition.export
+(assignment_expression left: (member_expression object: (identifier) @_m property: (property_identifier) @_e)
+  right: (object (pair key: (string) @name)) (#eq? @_m "module") (#eq? @_e "exports")) @definition.export
+(method_definition name: (string) @name) @definition.method
 (export_specifier alias: (_) @name) @definition.export
 (import_specifier alias: (identifier) @name) @definition.import
 (namespace_import (identifier) @name) @definition.import
@@ -118,6 +126,14 @@ EXTRA_DEFINITIONS["typescript"] = EXTRA_DEFINITIONS["tsx"] = EXTRA_DEFINITIONS["
 (public_field_definition name: (property_identifier) @name) @definition.field
 (property_signature name: (property_identifier) @name) @definition.field
 (required_parameter (accessibility_modifier) pattern: (identifier) @name) @definition.field
+(required_parameter (override_modifier) pattern: (identifier) @name) @definition.field
+(required_parameter "readonly" pattern: (identifier) @name) @definition.field
+(internal_module name: (nested_identifier (property_identifier) @name .)) @definition.module
+(enum_assignment name: (string) @name) @definition.member
+(property_signature name: (string) @name) @definition.field
+(public_field_definition name: (string) @name) @definition.field
+(module name: (nested_identifier (property_identifier) @name .)) @definition.module
+(module name: (identifier) @name) @definition.module
 (internal_module name: (identifier) @name) @definition.module
 (enum_body name: (property_identifier) @name) @definition.member
 (enum_body (enum_assignment name: (property_identifier) @name)) @definition.member
@@ -126,6 +142,7 @@ EXTRA_DEFINITIONS["typescript"] = EXTRA_DEFINITIONS["tsx"] = EXTRA_DEFINITIONS["
 """
 EXTRA_DEFINITIONS["javascript"] += """
 (field_definition property: (property_identifier) @name) @definition.field
+(field_definition property: (string) @name) @definition.field
 """
 # the node types whose body holds a function's locals
 LOCAL_SCOPES = {
@@ -157,7 +174,7 @@ _ESCAPE = re.compile(r"\\u\{0*([0-9a-fA-F]{1,6})\}|\\u([0-9a-fA-F]{4})")
 
 # the queries proctor adds, and the way names are folded: a cached summary from another
 # version of either is not reused
-QUERY_VERSION = "6"
+QUERY_VERSION = "10"
 
 
 class NoGrammar(Exception):
@@ -239,11 +256,37 @@ def _transcode(data: bytes, codec: str) -> bytes:
 
 def _plain(data: bytes, language: str | None) -> bool:
     """No way for `data` to spell a name other than by its bytes (most files)."""
-    return data.isascii() and b"\\u" not in data and b"\0" not in data and not (
-        language == "python" and b"coding" in data[:400]) and not (language == "rust" and b"r#" in data)
+    return data.isascii() and b"\\u" not in data and b"\\x" not in data and b"\0" not in data and not (
+        language == "python" and (b"coding" in data[:400] or _ADJACENT.search(data))) and not (
+        language == "rust" and b"r#" in data)
 
 
 _WORD = re.compile(r"[^\W\d][\w$]*|\$[\w$]*")
+_ADJACENT = re.compile(rb"""['"][ \t]+['"]""")
+_ADJACENT_TEXT = re.compile(r"""['"][ \t]+['"]""")
+_STRING_ESCAPE = re.compile(r"\\x([0-9a-fA-F]{2})|\\u\{0*([0-9a-fA-F]{1,6})\}|\\u([0-9a-fA-F]{4})")
+_TYPE_COMMENT = re.compile(rb"#[ \t]*type:([^\n]*)")
+_concatenated_query = {}
+
+
+def _concatenated(language: str):
+    import tree_sitter as ts
+
+    if language not in _concatenated_query:
+        _concatenated_query[language] = ts.Query(grammar(language)[0], "(concatenated_string) @s")
+    return _concatenated_query[language]
+
+
+def _descendants(node, kind: str) -> list:
+    out, stack = [], [node]
+    while stack:
+        at = stack.pop()
+        if at.type == kind:
+            out.append(at)
+        stack.extend(reversed(at.children))
+    return out
+
+
 _LINKNAME = re.compile(rb"^//go:linkname[ \t]+\S+[ \t]+\S*?([A-Za-z_][A-Za-z0-9_]*)[ \t]*$", re.M)
 _ASCII_WORD = re.compile(rb"[A-Za-z_$][\w$]*")
 _ANY_ESCAPE = re.compile(r"\\u\{0*([0-9a-fA-F]{1,6})\}|\\u+([0-9a-fA-F]{4})")
@@ -260,6 +303,10 @@ def spelled_words(data: bytes, language: str | None) -> set[str]:
     how = SPECS[language][3] if language else "escapes"
     if how == "escapes" or language is None:
         text = _ANY_ESCAPE.sub(lambda m: _char(m.group(1) or m.group(2)), text)
+    if "\\x" in text or "\\u" in text:  # a string's escapes ('\x4cegacy')
+        text = _STRING_ESCAPE.sub(lambda m: _char(m.group(1) or m.group(2) or m.group(3)), text)
+    if language == "python":  # 'Leg' 'acy' is one string
+        text = _ADJACENT_TEXT.sub("", text)
     if language == "rust":
         text = text.replace("r#", " ")
     if language is None:
@@ -305,7 +352,9 @@ def grammar(language: str):
         raise NoGrammar(f"the {language} grammar does not load ({exc}); pip install tree-sitter "
                         f"{SPECS[language][0].replace('_', '-')}") from None
     definitions = ts.Query(lang, tags + "\n" + EXTRA_DEFINITIONS.get(language, ""))
-    kinds = [k for k in IDENTIFIERS + STRINGS if lang.id_for_node_kind(k, True)]
+    # JavaScript's strings are read whole: a fragment stops at an escape ('\u004Cegacy')
+    strings = ("string",) if SPECS[language][3] == "escapes" else STRINGS
+    kinds = [k for k in IDENTIFIERS + strings if lang.id_for_node_kind(k, True)]
     names = ts.Query(lang, "[" + " ".join(f"({k})" for k in kinds) + "] @n")
     _loaded[language] = (lang, ts.Parser(lang), definitions, names)
     return _loaded[language]
@@ -350,26 +399,32 @@ def summarize(data: bytes, language: str) -> dict:
     name_starts = set()
     local = LOCAL_SCOPES.get(language, set())
     for pattern, captures in ts.QueryCursor(definitions).matches(root):
-        nodes = captures.get("name")
         kinds = [k for k in captures if k.startswith("definition.")]
-        if not nodes or not kinds:
+        if not kinds:
             continue
-        node, whole = nodes[0], captures[kinds[0]][0]
+        nodes = list(captures.get("name") or ())
+        for target in captures.get("target") or ():
+            nodes.extend(_bound(target))  # every name an assignment's target binds, at any depth
+        whole = _with_decorations(captures[kinds[0]][0])
         kind = kinds[0].split(".", 1)[1]
-        if kind in LOCAL_KINDS and _inside(node, local):
-            continue  # a function's local: its uses stay references
-        name = fold(data[node.start_byte:node.end_byte].decode("utf-8", "replace"), how, language)
-        name_starts.add(node.start_byte)
-        if node.start_byte in found and found[node.start_byte][6] <= pattern:
-            continue  # the earliest pattern to place a name wins: the grammar's own tags before proctor's
-        first = whole.start_point[0]
-        docs = captures.get("doc") or []
-        if docs:
-            first = min(first, min(d.start_point[0] for d in docs))
-        digest = hashlib.sha1(data[whole.start_byte:whole.end_byte].replace(b"\r\n", b"\n")).hexdigest()[:16]
-        found[node.start_byte] = [name, kind, first + 1, whole.end_point[0] + 1,
-                                  (whole.start_byte, whole.end_byte), digest, pattern,
-                                  _exported(language, name, whole, data), whole.type in BODIES]
+        for node in nodes:
+            if kind in LOCAL_KINDS and _inside(node, local):
+                continue  # a function's local: its uses stay references
+            text = data[node.start_byte:node.end_byte].decode("utf-8", "replace")
+            if node.type == "string":  # `export { Other as "Legacy" }`, `enum E { "Legacy" = 1 }`
+                text = text[1:-1] if len(text) >= 2 else text
+            name = fold(text, how, language)
+            name_starts.add(node.start_byte)
+            if node.start_byte in found and found[node.start_byte][6] <= pattern:
+                continue  # the earliest pattern to place a name wins: the grammar's own tags before proctor's
+            first = whole.start_point[0]
+            docs = captures.get("doc") or []
+            if docs:
+                first = min(first, min(d.start_point[0] for d in docs))
+            digest = hashlib.sha1(data[whole.start_byte:whole.end_byte].replace(b"\r\n", b"\n")).hexdigest()[:16]
+            found[node.start_byte] = [name, kind, first + 1, whole.end_point[0] + 1,
+                                      (whole.start_byte, whole.end_byte), digest, pattern,
+                                      _exported(language, name, whole.node, data), whole.type in BODIES]
     defs = sorted(found.values(), key=lambda d: (d[4][0], -d[4][1]))
     scoped = []
     stack: list[list] = []
@@ -394,7 +449,11 @@ def summarize(data: bytes, language: str) -> dict:
         if node.start_byte in name_starts and node.type != "shorthand_property_identifier_pattern":
             continue  # (a shorthand destructure, `const { Legacy } = require(...)`, binds it and names it)
         text = data[node.start_byte:node.end_byte].decode("utf-8", "replace")
-        if node.type in STRINGS:
+        if node.type == "string":
+            text = text[1:-1] if len(text) >= 2 else ""
+        if node.type in STRINGS or node.type == "string":
+            if "\\" in text:  # '\x4cegacy' is 'Legacy'
+                text = _STRING_ESCAPE.sub(lambda m: _char(m.group(1) or m.group(2) or m.group(3)), text)
             text = text.strip().rpartition(".")[2]  # a dotted name in a string ('a.Legacy') names its last part
             if not NAME.fullmatch(text):
                 continue
@@ -405,6 +464,17 @@ def summarize(data: bytes, language: str) -> dict:
         into.setdefault(text, []).append(node.start_point[0] + 1)
         if language == "rust" and _inside(node, {"token_tree"}):
             macro.setdefault(text, []).append(node.start_point[0] + 1)
+    if language == "python":
+        # 'Leg' 'acy' is one string; a `# type:` comment names what it annotates
+        for node in ts.QueryCursor(_concatenated(language)).captures(root).get("s", ()):
+            text = "".join(data[c.start_byte:c.end_byte].decode("utf-8", "replace")
+                           for c in _descendants(node, "string_content")).strip().rpartition(".")[2]
+            if NAME.fullmatch(text):
+                refs.setdefault(fold(text, how, language), []).append(node.start_point[0] + 1)
+        for match in _TYPE_COMMENT.finditer(data):
+            line = data.count(b"\n", 0, match.start()) + 1
+            for word in _ASCII_WORD.findall(match.group(1)):
+                refs.setdefault(word.decode(), []).append(line)
     if language == "go":  # a //go:linkname directive binds to another package's name
         for match in _LINKNAME.finditer(data):
             line = data.count(b"\n", 0, match.start()) + 1
@@ -412,6 +482,54 @@ def summarize(data: bytes, language: str) -> dict:
     return {"defs": scoped, "refs": {name: sorted(set(lines)) for name, lines in refs.items()},
             "inner": {name: sorted(set(lines)) for name, lines in inner.items()},
             "macro": {name: sorted(set(lines)) for name, lines in macro.items()}, "error": error}
+
+
+# what a binding target is made of: a name, or a pattern of them (the field named, where only
+# one side binds: `{key: value}`, `value = default`)
+_CONTAINERS = {"pattern_list": None, "tuple_pattern": None, "list_pattern": None, "list_splat_pattern": None,
+               "parenthesized_expression": None, "array_pattern": None, "object_pattern": None,
+               "rest_pattern": None, "pair_pattern": "value", "assignment_pattern": "left",
+               "object_assignment_pattern": "left", "tuple": None, "list": None}
+_BINDING_LEAVES = {"identifier", "shorthand_property_identifier_pattern"}
+
+
+def _bound(target) -> list:
+    """The name nodes a binding target binds: `a, (b, Legacy)`, `{a: {Legacy}, ...rest}`; not
+    what an attribute or subscript target reads (`Legacy.x = 1`, `registry[Legacy] = 1`)."""
+    if target.type in _BINDING_LEAVES:
+        return [target]
+    if target.type in ("var_spec", "const_spec"):  # Go: `const A, Legacy = 1, 2`
+        return [c for c in target.children_by_field_name("name") if c.type == "identifier"]
+    if target.type not in _CONTAINERS:
+        return []
+    only = _CONTAINERS[target.type]
+    children = [target.child_by_field_name(only)] if only else target.named_children
+    out = []
+    for child in children:
+        if child is not None:
+            out.extend(_bound(child))
+    return out
+
+
+class _Span:
+    """A definition's node widened to what decorates it."""
+
+    def __init__(self, node, first) -> None:
+        self.node, self.type = node, node.type
+        self.start_byte, self.start_point = first.start_byte, first.start_point
+        self.end_byte, self.end_point, self.parent = node.end_byte, node.end_point, node.parent
+
+
+def _with_decorations(node):
+    """A definition with what decorates it: Python's decorated_definition, and the attributes
+    (`#[derive]`) and decorators (`@Component`) written just above it."""
+    if node.parent is not None and node.parent.type == "decorated_definition":
+        node = node.parent
+    first = node
+    before = node.prev_named_sibling
+    while before is not None and before.type in ("decorator", "attribute_item"):
+        first, before = before, before.prev_named_sibling
+    return _Span(node, first)
 
 
 def _inside(node, scopes: set[str]) -> bool:
