@@ -327,3 +327,13 @@ def test_a_worktree_inside_the_checkout_is_another_checkout_and_a_nested_reposit
     assert not ok
     assert "vendor/lib/ could name Nowhere but a nested repository, whose files no listing of this tree shows" \
         in subjects[-1]
+
+
+def test_a_first_question_over_many_files_says_so_once(repo, monkeypatch, capsys):
+    from proctor.symbols import index as index_mod
+
+    monkeypatch.setattr(index_mod, "PROGRESS_AT", 2)
+    _places(repo, "LegacyStore")
+    assert "proctor: indexing 3 files that name LegacyStore (kept for the next question)" in capsys.readouterr().err
+    _places(repo, "LegacyStore")  # all kept: nothing to say
+    assert capsys.readouterr().err == ""

@@ -37,6 +37,7 @@ from proctor.symbols import languages
 from proctor.vcs import git
 
 RACY_SECONDS = 2.0  # a file whose status changed this recently may change again unseen
+PROGRESS_AT = 100  # files to parse for one question past which stderr says so
 
 # summaries: a content's definitions (JSON) and parse error; names: the lines naming each name
 # in it (a question reads only the names it asks about); seen: per checkout, each path's stat
@@ -320,6 +321,12 @@ class Index:
         read = [(path, self._read(path, follow=True)) for path in candidates]
         blobs = {path: blob_id(data) for path, data in read if isinstance(data, bytes)}
         self.prefetch(list(blobs.values()), wanted)
+        unparsed = len({b for b in blobs.values()} - {key[0] for key in self._ahead})
+        if unparsed >= PROGRESS_AT:  # a first question in a large tree takes a while: say why, once
+            import sys
+
+            print(f"proctor: indexing {unparsed} files that name {', '.join(bare)} (kept for the next question)",
+                  file=sys.stderr, flush=True)
         for path, data in read:
             if data is None:
                 continue
