@@ -25,7 +25,7 @@ from proctor import claims as jpaths
 from proctor import errors
 from proctor.jobs.model import SYMBOL_NAME
 from proctor.symbols import languages
-from proctor.symbols.index import Answer, Index
+from proctor.symbols.index import Answer, Index, names
 
 SHOWN = 10  # subjects listed per kind of failure before "and N more"
 
@@ -161,13 +161,8 @@ def _changed(index: Index, names: list[str], revision: str | None, changed: list
 
 
 def _defs_of(mentions: dict, name: str) -> list[tuple]:
-    scope, _, bare = name.rpartition(".")
-    out = []
-    for path, m in mentions.items():
-        for d in (m.summary or {}).get("defs", ()):
-            if d[0] == bare and (not scope or d[4] == scope or d[4].endswith("." + scope)):
-                out.append((path, d[4], d[1], d[5]))
-    return out
+    return [(path, d[4], d[1], d[5]) for path, m in mentions.items() for d in (m.summary or {}).get("defs", ())
+            if names(d, name)]
 
 
 def _list(items: list[str]) -> str:

@@ -74,13 +74,7 @@ class Answer:
 
     def definitions(self, name: str) -> list[tuple[str, list]]:
         """(path, def record) for each definition of `name` (`Scope.name` names its scope too)."""
-        scope, _, bare = name.rpartition(".")
-        out = []
-        for m in self.files:
-            for d in (m.summary or {}).get("defs", ()):
-                if d[0] == bare and (not scope or d[4] == scope or d[4].endswith("." + scope)):
-                    out.append((m.path, d))
-        return out
+        return [(m.path, d) for m in self.files for d in (m.summary or {}).get("defs", ()) if names(d, name)]
 
     def references(self, name: str) -> list[tuple[str, int]]:
         """(path, line) for each place that names `name`. A use inside a definition of that
@@ -148,6 +142,13 @@ def _paths(listed: bytes) -> list[str]:
 
 def blob_id(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def names(definition: list, name: str) -> bool:
+    """Whether a definition record is the one `name` asks for: `Name`, or `Scope.Name` whose
+    scope ends with `Scope`."""
+    scope, _, bare = name.rpartition(".")
+    return definition[0] == bare and (not scope or definition[4] == scope or definition[4].endswith("." + scope))
 
 
 def _as_word(name: str, data: bytes) -> bool:
