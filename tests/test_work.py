@@ -596,6 +596,11 @@ def test_tagged_lists_only_the_tagged(tmp_path):
     procs = [subprocess.Popen(["sleep", "30"], env=env, start_new_session=True),
              subprocess.Popen(["sleep", "30"], env={**env, "PROCTOR_TEST_TAG": "t2"})]
     try:
+        # Popen returns once exec has begun; the kernel sets the new image's environment a moment
+        # later, and /proc/<pid>/environ reads empty until then (seen once on a loaded CI machine)
+        deadline = time.monotonic() + 10
+        while not tagged("PROCTOR_TEST_TAG", "t1") and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert tagged("PROCTOR_TEST_TAG", "t1") == [procs[0].pid]
         assert tagged("PROCTOR_TEST_TAG", "t") == []  # the whole value, never a prefix
         assert kill_tagged("PROCTOR_TEST_TAG", "t1", grace=0.2) == [procs[0].pid]
