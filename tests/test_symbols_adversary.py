@@ -1316,7 +1316,8 @@ def test_cache_mmap_write_keeps_stat(tmp_path):
         os.close(fd)
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run the grader as another user")
+@pytest.mark.skipif(os.geteuid() != 0 and os.environ.get("CI") != "true",
+                    reason="needs root to run the grader as another user (CI runs as root, and there it runs)")
 def test_unreadable_file_as_grader(tmp_path):
     """A file the grader cannot read (mode 000, the grader not its owner or not root): git grep
     warns and exits 1 (no match), so the file is simply not a hit. An observation proctor could

@@ -354,9 +354,10 @@ class Index:
         naming = [p for p in _paths(named) if languages.language_of(p)]
         if not naming:
             return
+        texts = {p: self._read(p, follow=True) for p in naming}  # each source read once
         for m in prose:
             base = os.path.basename(m.path)
-            by = [p for p in naming if base.encode() in (self._read(p, follow=True) or b"")]
+            by = [p for p in naming if isinstance(texts[p], bytes) and base.encode() in texts[p]]
             if by:
                 m.read_as_code = by
 
