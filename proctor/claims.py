@@ -213,14 +213,16 @@ def ancestors(key: str) -> list[str]:
     return [""] + ["/".join(parts[: i + 1]) for i in range(len(parts))]
 
 
-def pair_kind(a: Claim, b: Claim) -> str | None:
-    """"overlapping", "disjoint" (different declarations of one file) or None (no overlap)."""
+def pair_kind(a: Claim, b: Claim, same=None) -> str | None:
+    """"overlapping", "disjoint" (different declarations of one file) or None (no overlap).
+    `same(path, a, b)`, given, says whether two differently spelled declaration claims name
+    one declaration of the file as it is (`def alpha` and `alpha`): then they overlap."""
     if not (contains(a.key, b.key) or contains(b.key, a.key)):
         return None
-    return _contained_kind(a, b)
+    return _contained_kind(a, b, same)
 
 
-def _contained_kind(a: Claim, b: Claim) -> str:
+def _contained_kind(a: Claim, b: Claim, same=None) -> str:
     """The kind of a pair already known to overlap by key."""
     if (
         a.declaration is not None
@@ -228,12 +230,13 @@ def _contained_kind(a: Claim, b: Claim) -> str:
         and a.path == b.path
         and a.declaration != b.declaration
         and not a.glob
+        and not (same is not None and same(a.path, a.declaration, b.declaration))
     ):
         return "disjoint"
     return "overlapping"
 
 
-def find_overlaps(claims_by_job: dict[str, list[Claim]]) -> list[dict]:
+def find_overlaps(claims_by_job: dict[str, list[Claim]], same=None) -> list[dict]:
     """Every pair of jobs whose claims intersect, each side's own spellings kept apart.
 
     Each claim looks up only its own key's ancestors (and itself) in a dict, so the work is
@@ -249,7 +252,7 @@ def find_overlaps(claims_by_job: dict[str, list[Claim]]) -> list[dict]:
             for other_job, other in by_key.get(anc, ()):
                 if other_job == job:
                     continue
-                kind = _contained_kind(claim, other)
+                kind = _contained_kind(claim, other, same)
                 a, b = (job, other_job) if job < other_job else (other_job, job)
                 entry = pairs.get((a, b))
                 if entry is None:
@@ -328,3 +331,32 @@ def within(child: Claim, parent: Claim) -> bool:
     if child.glob:
         return contains(parent.key, child.key) and child.key != ""
     return contains(parent.key, child.path)
+
+
+class Coverage:
+    """Whether any of many claims covers a path, in the time of the path's depth rather than
+    the number of claims: literal keys are looked up by the path's ancestors, globs (few)
+    tried one by one. The same answer as any(covers(c, path) for c in claims)."""
+
+    __slots__ = ("keys", "globs")
+
+    def __init__(self, claims) -> None:
+        self.keys: set[str] = set()
+        self.globs: list[str] = []
+        for claim in claims:
+            if claim.glob:
+                self.globs.append(claim.path)
+            else:
+                self.keys.add(claim.key)
+
+    def __call__(self, path: str) -> bool:
+        keys = self.keys
+        if keys:
+            if "" in keys or path in keys:
+                return True
+            at = path.find("/")
+            while at != -1:
+                if path[:at] in keys:
+                    return True
+                at = path.find("/", at + 1)
+        return any(glob_match(pattern, path) for pattern in self.globs)

@@ -12,7 +12,10 @@ def test_parse_hunks_skips_bodies_that_look_like_headers():
     patch = (b"diff --git a/x b/x\nindex 1..2 100644\n--- a/x\n+++ b/x\n"
              b"@@ -1,0 +2,3 @@ def f():\n+a\n++++ not a header\n+b\n"
              b"@@ -10,2 +12,0 @@\n--- gone\n-x\n\\ No newline at end of file\n")
-    assert vgit.parse_hunks(patch) == {"x": {"added": 3, "removed": 2, "new": [[2, 4]], "old": [[10, 11]]}}
+    bodies: dict = {}
+    assert vgit.parse_hunks(patch, bodies) == {"x": {"added": 3, "removed": 2, "new": [[2, 4]], "old": [[10, 11]],
+                                                     "after": [1]}}
+    assert bodies == {"x": [(2, 3, [], ""), (12, 0, [b"-- gone", b"x"], "-")]}
 
 
 def test_unquote_path():
@@ -37,9 +40,44 @@ def test_footprint_against_real_git(repo):
         handle.write("x\n")
     git(repo, "add", "-A")
     patch = vgit.run(repo, "diff-index", "-p", "-U0", "--no-renames", base, "--").stdout
-    hunks = vgit.parse_hunks(patch)
-    assert hunks["notes.sql"] == {"added": 1, "removed": 2, "new": [[3, 3]], "old": [[3, 3], [6, 6]]}
+    bodies: dict = {}
+    hunks = vgit.parse_hunks(patch, bodies)
+    assert hunks["notes.sql"] == {"added": 1, "removed": 2, "new": [[3, 3]], "old": [[3, 3], [6, 6]], "after": []}
     assert hunks["tab\tname.txt"]["new"] == [[1, 1]]
+    # the old file, rebuilt from the new one and the hunks, is the one git has at the base
+    with open(path, "rb") as handle:
+        rebuilt = vgit.old_side(handle.read(), bodies["notes.sql"])
+    assert rebuilt == vgit.run(repo, "show", f"{base}:notes.sql").stdout
+
+
+def test_old_side_rebuilds_what_git_diffed(repo):
+    """Random edits of a file, the old side rebuilt from each -U0 patch: git's own blob is the oracle."""
+    import random
+
+    path = os.path.join(repo, "f.txt")
+    rng = random.Random(7)
+    for round_ in range(120):
+        lines = [f"line {rng.randrange(6)}" for _ in range(rng.randrange(0, 25))]
+        with open(path, "w") as handle:
+            handle.write("\n".join(lines) + ("\n" if rng.random() < 0.8 else ""))
+        git(repo, "add", "f.txt")
+        git(repo, "commit", "-q", "--allow-empty", "-m", f"r{round_}")
+        base = git(repo, "rev-parse", "HEAD").strip()
+        for _ in range(rng.randrange(1, 6)):
+            op = rng.choice(("ins", "del", "rep"))
+            at = rng.randrange(len(lines) + 1)
+            if op == "ins":
+                lines[at:at] = [f"new {rng.randrange(9)}" for _ in range(rng.randrange(1, 4))]
+            elif lines and at < len(lines):
+                lines[at:at + rng.randrange(1, 3)] = [] if op == "del" else [f"rep {rng.randrange(9)}"]
+        with open(path, "w") as handle:
+            handle.write("\n".join(lines) + ("\n" if rng.random() < 0.8 else ""))
+        patch = vgit.run(repo, "diff-index", "-p", "-U0", "--no-renames", base, "--", "f.txt").stdout
+        bodies: dict = {}
+        vgit.parse_hunks(patch, bodies)
+        with open(path, "rb") as handle:
+            rebuilt = vgit.old_side(handle.read(), bodies.get("f.txt", []))
+        assert rebuilt == vgit.run(repo, "show", f"{base}:f.txt").stdout, (round_, patch)
 
 
 def _attributes(repo, text: str) -> None:

@@ -11,9 +11,10 @@ from __future__ import annotations
 from proctor import errors
 from proctor.config import Config
 from proctor import claims as jpaths
+from proctor import declarations
 from proctor.store import rows
 from proctor.jobs.targets import gate_chain
-from proctor.jobs.verify import grade
+from proctor.jobs.verify import grade, render_footprint
 from proctor.jobs.model import check_job_id, goal_list
 from proctor.workspace import Workspace
 
@@ -29,19 +30,49 @@ def describe_job(ws: Workspace, job_id: str) -> str:
         near = rows.live_claims_near(conn, [c.key for c in mine], job_id) if mine else {}
         family = set(rows.ancestors(conn, job_id)) | set(rows.descendants(conn, job_id))
         held_by_others = []
+        same = declarations.Resolver(ws.root)
         for other_id in sorted(set(near) - family):
             for theirs in near[other_id]:
-                if any(jpaths.pair_kind(theirs, m) for m in mine):
-                    held_by_others.append(f"{theirs.spelling}  (held by {other_id})")
+                kinds = {jpaths.pair_kind(theirs, m, same) for m in mine} - {None}
+                if kinds:
+                    apart = "; another declaration than this job's" if kinds == {"disjoint"} else ""
+                    held_by_others.append(f"{theirs.spelling}  (held by {other_id}{apart})")
         refuse_gate(job, ws.config)
         graded = grade(conn, job, ws.root, ws.store)
+    notes = declaration_notes(job, ws.root)
     goal_lines = []
     for outcome in graded.outcomes:
         if outcome.kind != "goal":
             continue
         status = "met" if outcome.ok else "unmet"
         goal_lines.extend(f"{outcome.name}: {status}: {subject}" for subject in outcome.subjects)
-    return render(job, ws.config, held_by_others, goal_lines)
+    footprint = render_footprint(graded.observed, job.get("entries") or ())[1:] \
+        if graded.observed is not None and graded.observed.footprint else []
+    return render(job, ws.config, held_by_others, goal_lines, notes, [line.strip() for line in footprint])
+
+
+def declaration_notes(job: dict, fallback: str) -> dict[str, str]:
+    """For each declaration claim among the write paths, what it names in the file as it is in
+    the job's checkout: the declaration lines, or that it names none yet (the job may create it)."""
+    import os
+
+    from proctor.jobs import evidence
+
+    claims = [c for c in rows.claims(job) if c.declaration is not None and not c.glob]
+    if not claims:
+        return {}
+    resolver = declarations.Resolver(evidence.checkout_of(job, fallback))
+    notes = {}
+    for claim in claims:
+        found = declarations.named(resolver.of(claim.path), claim.declaration)
+        if found:
+            notes[claim.spelling] = "names " + "; ".join(f"line {d.line} {d.text!r} (lines {d.start}-{d.end})"
+                                                         for d in found)
+        elif os.path.exists(os.path.join(resolver.reader.root, claim.path)):
+            notes[claim.spelling] = f"names no declaration of {claim.path} yet (the job may create it)"
+        else:
+            notes[claim.spelling] = f"{claim.path} does not exist yet (the job may create it)"
+    return notes
 
 
 def refuse_gate(job: dict, cfg: Config) -> None:
@@ -57,7 +88,8 @@ def refuse_gate(job: dict, cfg: Config) -> None:
                     f"job again with its own narrow target")])
 
 
-def render(job: dict, cfg: Config, held_by_others: list[str], graded_goals: list[str]) -> str:
+def render(job: dict, cfg: Config, held_by_others: list[str], graded_goals: list[str],
+           notes: dict[str, str] | None = None, footprint: list[str] | None = None) -> str:
     job_id = job["id"]
     sections: list[tuple[str, list[str]]] = []
     header = [f"id: {job_id}"]
@@ -73,7 +105,8 @@ def render(job: dict, cfg: Config, held_by_others: list[str], graded_goals: list
         header.append(f"deadline: {job['deadline']}")
     sections.append(("Job", header))
     sections.append(("Criteria", (job.get("criteria") or "").splitlines()))
-    sections.append(("Write paths", list(job.get("write_paths") or [])))
+    notes = notes or {}
+    sections.append(("Write paths", [f"{p}  ({notes[p]})" if p in notes else p for p in job.get("write_paths") or []]))
     sections.append(("Deny paths", list(job.get("deny_paths") or [])))
     sections.append(("Read paths", list(job.get("read_paths") or [])))
     sections.append(("Held by other jobs", held_by_others))
@@ -94,6 +127,7 @@ def render(job: dict, cfg: Config, held_by_others: list[str], graded_goals: list
         goal_lines.append(f"{goal['id']}: {goal['kind']} {goal['expect']}: {subject}{deps}")
     sections.append(("Goals", goal_lines))
     sections.append(("Graded now", graded_goals))
+    sections.append(("Footprint", footprint or []))
     sections.append(("Depends on", list(job.get("depends_on") or [])))
     entries = [
         f"{e['path']}  entered {e['entered']} by {e['by']}"

@@ -26,6 +26,7 @@ import os
 from proctor import config as config_mod
 from proctor import errors, trail
 from proctor import claims as jpaths
+from proctor import declarations
 from proctor.paths import machine_id
 from proctor.store import Tx, rows
 from proctor.jobs.targets import check_refusals
@@ -42,37 +43,31 @@ from proctor.workspace import Workspace
 # Files every worker in a checkout must read to load the workspace.
 WORKSPACE_LOAD_FILES = (config_mod.CONFIG_NAME,)
 
-# Extensions whose files git (or proctor) has a funcname diff driver for.
-DIFF_DRIVERS = {
-    ".py": "python", ".pyi": "python", ".go": "golang", ".rs": "rust", ".rb": "ruby",
-    ".java": "java", ".kt": "kotlin", ".kts": "kotlin", ".cs": "csharp", ".php": "php",
-    ".pl": "perl", ".pm": "perl", ".c": "cpp", ".h": "cpp", ".cc": "cpp", ".cpp": "cpp",
-    ".cxx": "cpp", ".hpp": "cpp", ".hh": "cpp", ".m": "objc", ".mm": "objc", ".swift": "swift",
-    ".js": "javascript", ".jsx": "javascript", ".mjs": "javascript", ".cjs": "javascript",
-    ".ts": "typescript", ".tsx": "typescript", ".md": "markdown", ".markdown": "markdown",
-    ".tex": "tex", ".css": "css", ".scss": "css", ".html": "html", ".htm": "html",
-    ".sh": "bash", ".bash": "bash", ".ex": "elixir", ".exs": "elixir", ".f90": "fortran",
-    ".pas": "pascal", ".scm": "scheme", ".dts": "dts", ".bib": "bibtex", ".adb": "ada",
-    ".ads": "ada", ".mat": "matlab",
-}
-
-
 def diff_driver(root: str, path: str) -> str | None:
     """The diff driver for a file: .gitattributes' `diff`, else proctor's by extension. A
     file whose `diff` is unset (`*.py -diff`) has none: git diffs it as binary."""
-    attribute = git.diff_attribute(root, path)
-    if attribute == git.DIFF_UNSET:
-        return None
-    if attribute and attribute != "default":
-        return attribute
-    return DIFF_DRIVERS.get(os.path.splitext(path)[1].lower())
+    return declarations.driver_for(git.diff_attribute(root, path), path)
 
 
 def release_digest(root: str, claim: jpaths.Claim) -> str:
     """What a released path carried: `sha256:<hex>`, or `absent`, `dir`, `unreadable`.
 
-    A glob is digested over the sorted (path, content digest) pairs of what it matches.
+    A glob is digested over the sorted (path, content digest) pairs of what it matches; a
+    declaration claim over the lines the declarations it names span now (`absent` when the
+    file names none of them), so an edit elsewhere in the file does not change it.
     """
+    if claim.declaration is not None and not claim.glob:
+        full = os.path.join(root, claim.path)
+        if not os.path.isfile(full):  # absent, a directory, a fifo or a dangling link: the file's word
+            return vcs_checkpoint.file_digest(full)
+        try:
+            with open(full, "rb") as handle:
+                data = handle.read()
+        except OSError:
+            return "unreadable"
+        reader = declarations.Reader(root)
+        found = declarations.named(reader.of(data, reader.driver(claim.path)), claim.declaration)
+        return declarations.digest(data, found) if found else "absent"
     if claim.glob:
         matches = _glob_files(root, claim.path)
         if not matches:
@@ -186,12 +181,21 @@ def fork(ws: Workspace, record_in: dict, caller: Caller) -> dict:
             else:
                 normalized.append(rel)
         goal["paths"] = normalized
-    for claim in parsed.get("write_paths", []):
-        if claim.declaration and not claim.glob and diff_driver(ws.root, claim.path) is None:
-            reasons.append((errors.CLAIM_UNGRADABLE,
-                f"refused fork of {job_id}: {claim.spelling} claims a declaration of {claim.path}, whose "
-                f"extension has no diff driver to find declarations by; claim the whole file, or set "
-                f"one in .gitattributes ({os.path.splitext(claim.path)[1] or claim.path} diff=<driver>)"))
+    declared = [c for c in parsed.get("write_paths", []) if c.declaration and not c.glob]
+    attributes = git.diff_attributes(ws.root, sorted({c.path for c in declared})) if declared else {}
+    # the patterns each claimed file's declarations are read by, recorded on the row: git's
+    # config and attributes are the holder's to write, and must not move its boundary
+    patterns = declarations.read_config(ws.root) if declared else {}
+    declaration_rules: dict[str, dict] = {}
+    for claim in declared:
+        driver = declarations.driver_for(attributes.get(claim.path), claim.path)
+        if driver is not None:
+            declaration_rules[claim.path] = declarations.configured(patterns, driver).to_json()
+            continue
+        reasons.append((errors.CLAIM_UNGRADABLE,
+            f"refused fork of {job_id}: {claim.spelling} claims a declaration of {claim.path}, whose "
+            f"extension has no diff driver to find declarations by; claim the whole file, or set "
+            f"one in .gitattributes ({os.path.splitext(claim.path)[1] or claim.path} diff=<driver>)"))
     if reasons:
         raise errors.Refused(reasons)
     if "checkpoint" in record:
@@ -214,6 +218,8 @@ def fork(ws: Workspace, record_in: dict, caller: Caller) -> dict:
         else:
             job = _new_row(ws, record, existing, caller, at)
             parsed.setdefault("write_paths", [])
+            if declaration_rules:
+                job["declaration_rules"] = declaration_rules
         job["updated"] = iso(at)
 
         parent = rows.get(conn, job["parent"]) if job.get("parent") else None
@@ -486,6 +492,7 @@ def _shared_file_refusals(conn: Tx, job: dict, write_claims: list[jpaths.Claim],
     near = rows.live_claims_near(conn, [c.path for c in literal], job["id"])
     reasons = []
     drivers: dict[str, str | None] = {}
+    same = None
     for other_id in sorted(near):
         other = rows.get(conn, other_id)
         if other is None or not other.get("checkout_root") or other.get("state") in TERMINAL:
@@ -499,7 +506,16 @@ def _shared_file_refusals(conn: Tx, job: dict, write_claims: list[jpaths.Claim],
                 if theirs.glob or theirs.path != mine.path:
                     continue
                 if mine.declaration is not None and theirs.declaration is not None:
-                    continue  # two declaration claims: graded per declaration
+                    if same is None:
+                        same = declarations.Resolver(ws.root)
+                    if not same(mine.path, mine.declaration, theirs.declaration):
+                        continue  # two declarations of one file: each graded on its own
+                    reasons.append((errors.FILE_SHARED_ACROSS_CHECKOUTS,
+                        f"refused fork of {job['id']}: {mine.spelling} and {theirs.spelling}, claimed by "
+                        f"{other_id} held in another checkout ({other['checkout_root']}), name one declaration "
+                        f"of {mine.path}; claim a different declaration, add --depends-on {other_id}, or fold "
+                        f"the work into {other_id}"))
+                    continue
                 if mine.path not in drivers:
                     drivers[mine.path] = diff_driver(ws.root, mine.path)
                 if drivers[mine.path] is None:
@@ -520,8 +536,9 @@ def _write_proof(conn: Tx, job: dict, write_claims: list[jpaths.Claim], root: st
     bound_here = [j for j in near if _bound_here(rows.get(conn, j) or {}, root)]
     if not rows.any_live_with_paths_in(conn, root, job["id"]):
         return "alone"
+    same = declarations.Resolver(root)
     for other_id in bound_here:
-        if any(jpaths.pair_kind(a, b) == "overlapping" for a in write_claims for b in near[other_id]):
+        if any(jpaths.pair_kind(a, b, same) == "overlapping" for a in write_claims for b in near[other_id]):
             return "overlapping"
     return "disjoint"
 

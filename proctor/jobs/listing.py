@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from proctor.config import Config
 from proctor import claims as jpaths
+from proctor import declarations
 from proctor.store import rows
 from proctor.jobs.model import is_live
 from proctor.timeutil import format_config_duration, format_duration, now, parse_iso
@@ -17,10 +18,10 @@ from proctor.workspace import Workspace
 def list_jobs(ws: Workspace) -> dict:
     with ws.store.read() as conn:
         jobs = rows.all_jobs(conn)
-    return build(jobs, ws.config, now())
+    return build(jobs, ws.config, now(), ws.root)
 
 
-def build(jobs: list[dict], cfg: Config, at: float) -> dict:
+def build(jobs: list[dict], cfg: Config, at: float, root: str | None = None) -> dict:
     stale_after = cfg["jobs.stale_after"]
     by_id = {j["id"]: j for j in jobs}
     children: dict[str | None, list[dict]] = {}
@@ -31,7 +32,9 @@ def build(jobs: list[dict], cfg: Config, at: float) -> dict:
         siblings.sort(key=lambda j: (j["created"], j["id"]))
 
     claims = {j["id"]: rows.claims(j) for j in jobs if is_live(j["state"]) and j.get("write_paths")}
-    overlaps = jpaths.find_overlaps(claims)
+    # two declaration claims spelled apart may name one declaration (`def alpha`, `alpha`): the
+    # file is read for such a pair only
+    overlaps = jpaths.find_overlaps(claims, declarations.Resolver(root) if root else None)
     partners: dict[str, list[str]] = {}
     for pair in overlaps:
         a, b = pair["jobs"]

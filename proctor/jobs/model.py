@@ -32,6 +32,7 @@ OUTPUT_FIELDS = (
     "base_diverges", "taken", "handed", "result", "verdict", "previous_results", "nonce_sha256",
     "worker_pid", "commit", "archived", "trashed", "depth", "age_seconds", "stale", "overdue",
     "overlaps_with", "notes", "column", "sparse", "runner_start", "forked_checkpoint", "previous_verdicts",
+    "declaration_rules",
     "machine", "declared_on", "worker_machine", "observed",
 )
 PATH_FIELDS = ("write_paths", "deny_paths", "read_paths")

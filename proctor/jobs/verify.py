@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from proctor import errors
 from proctor import claims as jpaths
+from proctor import declarations
 from proctor.store import Tx, rows
 from proctor.jobs import evidence
 from proctor.jobs.model import goal_list, is_live
@@ -75,7 +76,7 @@ class Grade:
 
 
 def observe(checkout: str, revision: str | None, handed: dict[str, str] | None = None,
-            sparse: bool = False) -> Observed:
+            sparse: bool = False, rules: dict | None = None) -> Observed:
     """The diff of `checkout`'s work tree since `revision`, untracked files included, less the
     uncommitted work the job was HANDED (paths still holding what they held at fork)."""
     seen = Observed(checkout, revision)
@@ -92,7 +93,8 @@ def observe(checkout: str, revision: str | None, handed: dict[str, str] | None =
                           "--no-textconv", "--no-color", "--src-prefix=a/", "--dst-prefix=b/", revision, "--")
         others = git.start(checkout, "ls-files", "--others", "--exclude-standard", "-z")
         tracked = [p.decode("utf-8", "surrogateescape") for p in git.finish(names, "diff").split(b"\0") if p]
-        hunks = git.parse_hunks(git.finish(patch, "diff"))
+        bodies: dict = {}
+        hunks = git.parse_hunks(git.finish(patch, "diff"), bodies)
         untracked = [p.decode("utf-8", "surrogateescape").rstrip("/")
                      for p in git.finish(others, "ls-files").split(b"\0") if p]
     except errors.ProctorError as exc:
@@ -126,7 +128,56 @@ def observe(checkout: str, revision: str | None, handed: dict[str, str] | None =
     for path in untracked:
         seen.footprint[path] = {"added": _line_count(os.path.join(checkout, path)), "removed": 0,
                                 "new": [], "old": [], "untracked": True}
+    place_declarations(checkout, seen.footprint, bodies, rules)
     return seen
+
+
+def place_declarations(checkout: str, footprint: dict[str, dict], bodies: dict, recorded: dict | None = None) -> None:
+    """Each changed line's declaration, old side and new side, into each text file's footprint
+    entry (`declarations`: [{text, old, new}], `outside`: a line lands above the first one);
+    a file with no diff driver gets `declarations_unread` saying why instead. The old side is
+    the file on disk with its hunks (`bodies`, from git.parse_hunks) taken back. A file the
+    job claims by declaration is read by the patterns its row recorded at fork (`recorded`),
+    not by the attributes and config its holder could have changed since."""
+    recorded = recorded if isinstance(recorded, dict) else {}
+    paths = [p for p, e in footprint.items() if not e.get("binary") and (e.get("new") or e.get("old")
+                                                                          or e.get("untracked"))]
+    if not paths:
+        return
+    reader = declarations.Reader(checkout)
+    drivers = reader.drivers(paths)
+    fixed = {p: declarations.Rules.from_json(r) for p, r in recorded.items() if p in footprint and isinstance(r, dict)}
+    for path in paths:
+        entry, driver = footprint[path], drivers[path]
+        rules = fixed.get(path) or (reader.rules(driver) if driver is not None else None)
+        if rules is None:
+            entry["declarations_unread"] = "no diff driver for its declarations"
+            continue
+        if rules.error:
+            entry["declarations_unread"] = rules.error
+            continue
+        try:
+            with open(os.path.join(checkout, path), "rb") as handle:
+                data = handle.read()
+        except OSError as exc:
+            entry["declarations_unread"] = f"the file could not be read: {exc.strerror}"
+            continue
+        placed: dict[str, dict] = {}
+        new_ranges = [[1, entry["added"]]] if entry.get("untracked") and entry["added"] else entry["new"]
+        # an insertion is also placed where it goes on the old side: code inserted into a
+        # declaration is that declaration's, whatever the inserted lines declare
+        old_ranges = entry["old"] + [[n, n] for n in entry.get("after") or () if n > 0]
+        outside = any(n == 0 for n in entry.get("after") or ())
+        for side, ranges in (("new", new_ranges), ("old", old_ranges)):
+            if not ranges:
+                continue
+            text = data if side == "new" else git.old_side(data, bodies.get(path) or [])
+            hit, above = declarations.place(declarations.declarations(text, rules), ranges)
+            outside = outside or above
+            for decl in hit:
+                placed.setdefault(decl.text, {"text": decl.text, "old": None, "new": None})[side] = decl.line
+        entry["declarations"] = list(placed.values())
+        entry["outside"] = outside
 
 
 def _content_changed(checkout: str, revision: str, tracked: list[str], hunks: dict) -> list[str]:
@@ -315,7 +366,7 @@ def grade(conn: Tx, job: dict, fallback_checkout: str, blob_store=None) -> Grade
             outcomes.append(Outcome("rule", "diff-read-where-taken", True, [note]))
     else:
         observed = observe(evidence.checkout_of(job, fallback_checkout), revision, job.get("handed"),
-                           bool(job.get("sparse"))) if writes else None
+                           bool(job.get("sparse")), job.get("declaration_rules")) if writes else None
     result = job.get("result")
 
     if observed is not None:
@@ -325,21 +376,23 @@ def grade(conn: Tx, job: dict, fallback_checkout: str, blob_store=None) -> Grade
         else:
             claims = rows.claims(job)
             denies = rows.claims(job, "deny_paths")
-            outside = [p for p in observed.changed if not any(jpaths.covers(c, p) for c in claims)]
+            covered, in_denies = jpaths.Coverage(claims), jpaths.Coverage(denies)
+            outside = [p for p in observed.changed if not covered(p)]
             outcomes.append(Outcome("rule", "inside-write-paths", not outside, [
                 f"{p} changed outside the write paths ({', '.join(job.get('write_paths') or []) or 'none'})"
                 for p in outside] or ["every change is inside the write paths"]))
-            denied = [p for p in observed.changed if any(jpaths.covers(d, p) for d in denies)]
+            denied = [p for p in observed.changed if in_denies(p)]
             outcomes.append(Outcome("rule", "outside-deny-paths", not denied, [
                 f"{p} changed inside the deny paths ({', '.join(job['deny_paths'])})" for p in denied]
                 or ["nothing changed inside the deny paths"]))
             outcomes.append(Outcome("rule", "non-empty", bool(observed.changed), [
                 f"nothing changed since {short} in {observed.checkout}"] if not observed.changed
                 else [f"{len(observed.changed)} paths changed"]))
-            inside = [p for p in observed.changed if any(jpaths.covers(c, p) for c in claims)]
+            inside = [p for p in observed.changed if covered(p)]
             outcomes.append(Outcome("rule", "change-inside-write-paths", bool(inside), [
                 f"no change since {short} falls inside the write paths"] if not inside
                 else [f"{len(inside)} changes inside the write paths"]))
+            outcomes.extend(_declaration_outcomes(job, claims, observed))
             if result is not None:
                 observed_set = set(observed.changed)
                 missing = [p for p in result.get("changed_paths") or () if p not in observed_set]
@@ -384,6 +437,37 @@ def grade(conn: Tx, job: dict, fallback_checkout: str, blob_store=None) -> Grade
     return Grade(job_id, outcomes, observed)
 
 
+def _declaration_outcomes(job: dict, claims: list, observed: Observed) -> list[Outcome]:
+    """For a file the job claims only by declaration: every declaration its diff touched that
+    none of those claims names, and a footprint proctor could not place, fail."""
+    by_file: dict[str, list] = {}
+    for claim in claims:
+        if claim.declaration is not None and not claim.glob:
+            by_file.setdefault(claim.path, []).append(claim)
+    if not by_file:
+        return []
+    whole = jpaths.Coverage(c for c in claims if c.declaration is None)
+    failures: list[str] = []
+    for path, mine in sorted(by_file.items()):
+        entry = observed.footprint.get(path)
+        if entry is None or whole(path):
+            continue
+        spelled = ", ".join(c.spelling for c in mine)
+        if "declarations" not in entry:
+            why = entry.get("declarations_unread") or ("binary or a mode change" if entry.get("binary") else
+                                                       "its changed lines could not be placed")
+            failures.append(f"{path}: the footprint cannot be placed in declarations ({why}); the job claims "
+                            f"only {spelled} of it, and a job is never passed on a footprint proctor cannot read")
+            continue
+        for decl in entry["declarations"]:
+            if not any(declarations.names(c.declaration, decl["text"]) for c in mine):
+                at = ", ".join(f"{side} line {decl[side]}" for side in ("new", "old") if decl[side])
+                failures.append(f"{path}: the diff touches the declaration {decl['text']!r} ({at}), which none of "
+                                f"the job's claims of that file ({spelled}) names")
+    return [Outcome("rule", "inside-claimed-declarations", not failures, failures or [
+        "every change to a file claimed by declaration lands in a claimed declaration or above the first"])]
+
+
 def record_observation(job: dict, fallback_checkout: str) -> dict:
     """What grade() reads from the job's checkout, read where the job is taken and kept in the
     job when its result is filed: a wait on another machine, which cannot read that checkout,
@@ -393,7 +477,7 @@ def record_observation(job: dict, fallback_checkout: str) -> dict:
 
     checkout = evidence.checkout_of(job, fallback_checkout)
     revision = _revision(job)
-    seen = observe(checkout, revision, job.get("handed"), bool(job.get("sparse"))) \
+    seen = observe(checkout, revision, job.get("handed"), bool(job.get("sparse")), job.get("declaration_rules")) \
         if not job.get("read_only") else None
     tree = (seen.tree if seen is not None and seen.tree is not None else None) or evidence.Tree(checkout)
     digest, tree_error = tree.now()
@@ -635,6 +719,12 @@ def render_footprint(observed: Observed | None, entries: list[dict] | tuple = ()
             where.append("removed at old " + ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in entry["old"]))
         note = " (untracked)" if entry.get("untracked") else " (binary or mode change)" if entry.get("binary") else ""
         detail = f" [{'; '.join(where)}]" if where else ""
+        placed = [d["text"] for d in entry.get("declarations") or ()]
+        if entry.get("outside"):
+            placed.insert(0, "(above the first declaration)")
+        if placed:
+            shown = placed[:8] + ([f"and {len(placed) - 8} more"] if len(placed) > 8 else [])
+            detail += " in " + "; ".join(shown)
         entered = [e for e in entries if _entered(e, path)]
         marks = "".join(f" (entered by {e['by']} at {e['entered']}, "
                         f"{'written ' + e['consumed'] if e.get('consumed') else 'not written yet'})" for e in entered)

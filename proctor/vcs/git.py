@@ -152,6 +152,21 @@ def diff_attribute(root: str, path: str) -> str | None:
     return value  # "unset" (DIFF_UNSET) or a driver's name
 
 
+def diff_attributes(root: str, paths: list[str]) -> dict[str, str | None]:
+    """diff_attribute's answer for many paths, from one `git check-attr --stdin`."""
+    proc = run(root, "check-attr", "-z", "--stdin", "diff",
+               input=b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in paths), check=False)
+    out: dict[str, str | None] = {p: None for p in paths}
+    if proc.returncode != 0:
+        return out
+    fields = proc.stdout.split(b"\0")
+    for i in range(0, len(fields) - 2, 3):
+        path = fields[i].decode("utf-8", "surrogateescape")
+        value = fields[i + 2].decode("utf-8", "replace")
+        out[path] = None if value in ("unspecified", "") else "default" if value == "set" else value
+    return out
+
+
 def start(root: str, *args: str) -> subprocess.Popen:
     """Start git without waiting, for reads that can run side by side."""
     try:
@@ -197,8 +212,10 @@ def unquote_path(text: str) -> str:
     return out.decode("utf-8", "surrogateescape")
 
 
-def parse_hunks(patch: bytes) -> dict[str, dict]:
-    """Per file of a `git diff -U0` patch: added and removed line counts and line ranges.
+def parse_hunks(patch: bytes, bodies: dict | None = None) -> dict[str, dict]:
+    """Per file of a `git diff -U0` patch: added and removed line counts and line ranges, and the
+    old line each pure insertion follows (`after`). `bodies`, given, receives per file each
+    hunk's (new start, new count, removed lines), from which `old_side` rebuilds the old file.
 
     Hunk bodies are skipped by their counts, never scanned for headers: a removed line
     `-- x` reads `--- x` in a patch and must not be taken for a file header.
@@ -220,7 +237,7 @@ def parse_hunks(patch: bytes) -> dict[str, dict]:
             new_path = line[4:].decode("utf-8", "surrogateescape")
             chosen = unquote_path(new_path if new_path != "/dev/null" else old_path or "")
             name = chosen[2:] if chosen[:2] in ("a/", "b/") else chosen
-            current = files.setdefault(name, {"added": 0, "removed": 0, "new": [], "old": []})
+            current = files.setdefault(name, {"added": 0, "removed": 0, "new": [], "old": [], "after": []})
             in_header = False
         elif line.startswith(b"@@ ") and current is not None:
             header = line[3:].split(b"@@")[0].split()
@@ -232,12 +249,52 @@ def parse_hunks(patch: bytes) -> dict[str, dict]:
             if new_count:
                 current["added"] += new_count
                 current["new"].append([new_start, new_start + new_count - 1])
+                if not old_count:
+                    current["after"].append(old_start)  # inserted after this old line (0: the top)
             body = old_count + new_count
-            while body > 0 and i < count:
-                if not lines[i].startswith(b"\\"):  # "\ No newline at end of file"
+            removed: list[bytes] = []
+            unended = ""  # "-" when the old file's last line has no newline, "+" the new's
+            while i < count and (body > 0 or lines[i].startswith(b"\\")):
+                if lines[i].startswith(b"\\"):  # "\ No newline at end of file", after its line
+                    unended += lines[i - 1][:1].decode("ascii", "replace")
+                else:
                     body -= 1
+                    if bodies is not None and lines[i].startswith(b"-"):
+                        removed.append(lines[i][1:])
                 i += 1
+            if bodies is not None:
+                bodies.setdefault(name, []).append((new_start, new_count, removed, unended))
     return files
+
+
+def old_side(new: bytes, hunks: list[tuple]) -> bytes:
+    """The file a -U0 patch was made from, rebuilt from the file it made and its hunks (each
+    (new start, new count, removed lines, unended) from parse_hunks, in order): no second read
+    of the old tree."""
+    ended = new.endswith(b"\n")
+    lines = (new[:-1] if ended else new).split(b"\n") if new else []
+    out: list[bytes] = []
+    cursor = 0
+    last = (False, -1)  # where the old file's last line came from: (removed, unended) or (False, new index)
+    for new_start, new_count, removed, unended in hunks:
+        before = new_start - 1 if new_count else new_start  # new lines ahead of the hunk
+        if before > cursor:
+            last = (False, before - 1)
+        out.extend(lines[cursor:before])
+        out.extend(removed)
+        if removed:
+            last = (True, "-" in unended)
+        cursor = before + new_count
+    if len(lines) > cursor:
+        last = (False, len(lines) - 1)
+    out.extend(lines[cursor:])
+    if not out:
+        return b""
+    removed_last, where = last
+    # a removed last line ends as the patch says; a kept one as it does in the new file, where
+    # only the new file's last line can lack its newline
+    unended_old = where if removed_last else (where == len(lines) - 1 and not ended)
+    return b"\n".join(out) + (b"" if unended_old else b"\n")
 
 
 def _range(spec: bytes) -> tuple[int, int]:
