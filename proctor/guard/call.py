@@ -14,7 +14,7 @@ OTHER = "other"
 class Call:
     __slots__ = ("host", "event", "session", "subagent", "tool", "command", "writes", "reads",
                  "edits", "transcript", "agent_transcript", "cwd", "prompt", "spawn_label", "tool_use_id",
-                 "response", "background", "raw", "unknown_writes", "proctor_tool", "tool_args")
+                 "response", "background", "raw", "unknown_writes", "proctor_tool", "tool_args", "patch")
 
     def __init__(self, host: str, event: str) -> None:
         self.host = host
@@ -25,7 +25,9 @@ class Call:
         self.command: str | None = None  # a shell command
         self.writes: list[str] = []  # file paths a file tool writes (absolute or cwd-relative)
         self.reads: list[str] = []  # file paths a file tool reads
-        self.edits: list[tuple[str, str]] = []  # (old_string, new_string) pairs
+        # (file or None for the call's one written file, old_string, new_string), in order
+        self.edits: list[tuple[str | None, str, str]] = []
+        self.patch: str | None = None  # an apply_patch body
         self.transcript: str | None = None
         self.agent_transcript: str | None = None  # a subagent's own transcript, at SubagentStop
         self.cwd: str | None = None

@@ -437,16 +437,57 @@ class Context:
         """Live jobs (other than the acting one) whose write claims cover repository file `rel`."""
         if self.conn is None:
             return []
+        cache = self.__dict__.setdefault("_holders", {})  # one store read per path per call
+        if rel in cache:
+            return cache[rel]
         near = rows.live_claims_near(self.conn, [rel], self.lease or "")
         out = []
         for job_id in sorted(near):
-            for claim in near[job_id]:
-                if claims.covers(claim, rel):
-                    row = self.job_row(job_id)
-                    if row is not None and job_id not in self.ended:
-                        out.append((row, claim))
-                    break
+            covering = [c for c in near[job_id] if claims.covers(c, rel)]
+            if not covering:
+                continue
+            row = self.job_row(job_id)
+            if row is not None and job_id not in self.ended:
+                # a claim of the whole file first: one of a declaration holds only that declaration
+                out.append((row, min(covering, key=lambda c: c.declaration is not None)))
+        cache[rel] = out
         return out
+
+    def declaration_holders(self, rel: str) -> list[tuple[dict, list[claims.Claim]]]:
+        """Live jobs (other than the acting one) claiming declarations of file `rel`, each with
+        those claims."""
+        out = []
+        for row, _ in self.holders_of(rel):
+            mine = [c for c in rows.claims(row) if c.declaration is not None and c.path == rel and not c.glob]
+            if mine:
+                out.append((row, mine))
+        return out
+
+    def edits_for(self, full: str) -> list[tuple[str, str]] | None:
+        """The (old, new) replacements this call makes in file `full` (absolute, resolved), or
+        None when it carries none proctor can place there: a whole-file write, a shell write, a
+        patch that adds, deletes or moves the file."""
+        call = self.call
+        if full in {self.full_path(p) for p in self.shell_writes.paths} or self.shell_writes.unknown:
+            return None
+        if call.patch is not None:
+            from proctor.guard.shell import patch_edits
+
+            found: list[tuple[str, str]] = []
+            for path, hunks in patch_edits(call.patch).items():
+                if self.full_path(path) != full:
+                    continue
+                if hunks is None:
+                    return None
+                found.extend(hunks)
+            return found or None
+        single = call.writes[0] if len({self.full_path(p) for p in call.writes}) == 1 else None
+        found = []
+        for path, old, new in call.edits:
+            path = path or single
+            if path is not None and self.full_path(path) == full:
+                found.append((old, new))
+        return found or None
 
     def ancestors(self, job_id: str) -> list[str]:
         return rows.ancestors(self.conn, job_id) if self.conn is not None else []

@@ -1181,11 +1181,69 @@ def parse(script: str) -> tuple[list[Command], list[str]]:
 def patch_paths(patch: str) -> list[str]:
     """Files an apply_patch body touches (`*** Update File: path`, Add, Delete, Move to)."""
     paths = []
-    for line in patch.splitlines():
+    for line in patch.split("\n"):  # apply_patch splits on \n alone and trims a header line
+        line = line.strip()
         for marker in ("*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: "):
             if line.startswith(marker) and line[len(marker):].strip():
                 paths.append(line[len(marker):].strip())
     return paths
+
+
+def patch_edits(patch: str) -> dict[str, list[tuple[str, str]] | None]:
+    """Per file an apply_patch body updates in place, its hunks as (old text, new text) pairs
+    (context and removed lines; context and added lines); None for a file it adds, deletes or
+    moves, or a hunk with no old line to find it by: a whole-file write."""
+    out: dict[str, list[tuple[str, str]] | None] = {}
+    current: str | None = None
+    old: list[str] = []
+    new: list[str] = []
+
+    def close() -> None:
+        if current is not None and out.get(current) is not None and (old or new):
+            if not old:
+                out[current] = None
+            else:
+                out[current].append(("\n".join(old), "\n".join(new)))
+        old.clear()
+        new.clear()
+
+    last_update: str | None = None
+    for line in patch.split("\n"):  # as apply_patch reads it: \n alone ends a line
+        header = line.strip()
+        if header.startswith(("*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: ",
+                              "*** End of File", "*** Begin Patch", "*** End Patch")):
+            close()
+            if header.startswith("*** End of File"):
+                continue  # a marker inside the file's hunks: the file goes on
+            current = None
+            line = header
+            for marker in ("*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: "):
+                path = line[len(marker):].strip() if line.startswith(marker) else ""
+                if not path:
+                    continue
+                if marker == "*** Update File: ":
+                    current = last_update = path
+                    out.setdefault(path, [])
+                else:
+                    out[path] = None
+                    if marker == "*** Move to: " and last_update is not None:
+                        out[last_update] = None  # a moved file is written whole under its new name
+            continue
+        if current is None:
+            continue
+        if line.startswith("@@"):
+            close()
+        elif line[:1] in (" ", "-"):
+            old.append(line[1:])
+            if line[:1] == " ":
+                new.append(line[1:])
+        elif line[:1] == "+":
+            new.append(line[1:])
+        elif line == "":
+            old.append("")
+            new.append("")
+    close()
+    return out
 
 
 def diff_paths(diff: str, strip: int | None) -> list[str] | None:

@@ -53,15 +53,16 @@ def read_tool_input(call: Call, tool_input: object) -> None:
             (not call.command or tool.startswith("mcp_")):
         read_named_paths(call, tool_input)  # an MCP server's file tool (its command too), or any tool naming a path
     if isinstance(tool_input.get("old_string"), str) and isinstance(tool_input.get("new_string"), str):
-        call.edits.append((tool_input["old_string"], tool_input["new_string"]))
+        call.edits.append((None, tool_input["old_string"], tool_input["new_string"]))
     for edit in tool_input.get("edits") or () if isinstance(tool_input.get("edits"), list) else ():
         if isinstance(edit, dict) and isinstance(edit.get("old_string"), str) and isinstance(edit.get("new_string"), str):
-            call.edits.append((edit["old_string"], edit["new_string"]))
+            call.edits.append((None, edit["old_string"], edit["new_string"]))
     patch = (text(tool_input.get("command")) or text(tool_input.get("input"))) if tool == "apply_patch" else None
     if isinstance(patch, str):
         from proctor.guard.shell import patch_paths
 
         call.writes.extend(patch_paths(patch))
+        call.patch = patch
     # A payload carrying a prompt rather than a command or a path is a delegation.
     if text(tool_input.get("prompt")) and not call.command and not call.writes and not call.reads:
         call.prompt = tool_input["prompt"]

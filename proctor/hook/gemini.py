@@ -67,7 +67,7 @@ def parse(event: dict) -> Call:
     elif tool not in SPAWN_TOOLS and tool not in KNOWN_TOOLS:
         read_named_paths(call, tool_input)  # an MCP server's file tool (mcp_context), or any tool naming a path
     if isinstance(tool_input.get("old_string"), str) and isinstance(tool_input.get("new_string"), str):
-        call.edits.append((tool_input["old_string"], tool_input["new_string"]))
+        call.edits.append((None, tool_input["old_string"], tool_input["new_string"]))
     # A delegation is invoke_agent (a subagent gets the prompt); web_fetch's prompt is not one.
     if tool in SPAWN_TOOLS and text(tool_input.get("prompt")):
         call.prompt = tool_input["prompt"]

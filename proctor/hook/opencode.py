@@ -42,7 +42,7 @@ def parse(event: dict) -> Call:
             if path and path not in call.writes:
                 call.writes.append(path)
             if isinstance(item.get("oldString"), str) and isinstance(item.get("newString"), str):
-                call.edits.append((item["oldString"], item["newString"]))
+                call.edits.append((path, item["oldString"], item["newString"]))
     elif tool in READ_TOOLS:
         if text(tool_input.get(READ_TOOLS[tool])):
             call.reads.append(tool_input[READ_TOOLS[tool]])
@@ -52,6 +52,7 @@ def parse(event: dict) -> Call:
             from proctor.guard.shell import patch_paths
 
             call.writes.extend(patch_paths(patch))
+            call.patch = patch
     elif tool == "task":
         if text(tool_input.get("prompt")):
             call.prompt = tool_input["prompt"]

@@ -27,8 +27,8 @@ def check(ctx) -> list[tuple[str, str]]:
         if rel in entered:
             continue
         for other, claim in ctx.holders_of(rel):
-            if other["id"] in family or overdue(other, ctx.now):
-                continue
+            if other["id"] in family or overdue(other, ctx.now) or claim.declaration is not None:
+                continue  # (a claim of one declaration is lease-claimed-declaration's)
             where = f", taken in {other['checkout_root']}" if other.get("checkout_root") else ""
             findings.append(("rule", f"{rel} is held by {other['id']} ({claim.spelling}{where}), updated "
                                      f"{age(other, ctx.now)} ago; if nobody holds it any more, end it with "
