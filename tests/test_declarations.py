@@ -90,17 +90,18 @@ def write_whole(tree: str, lease: str) -> dict:
 
 
 def replace(tree: str, old: str, new: str) -> None:
+    """The first `old` in the tree's src/a.py becomes `new`, its bytes otherwise kept."""
     path = os.path.join(tree, "src", "a.py")
-    with open(path) as handle:
-        text = handle.read()
+    with open(path, "rb") as handle:
+        text = handle.read().decode()
     assert old in text
-    with open(path, "w") as handle:
-        handle.write(text.replace(old, new))
+    with open(path, "wb") as handle:
+        handle.write(text.replace(old, new, 1).encode())
 
 
-def finish(job: str, tree: str) -> dict:
+def finish(job: str, tree: str, changed=("src/a.py",)) -> dict:
     made = api.run_target("test", cwd=tree, lease=job, warn=lambda _line: None)
-    api.exit_job(job, {"schema_version": 2, "changed_paths": ["src/a.py"],
+    api.exit_job(job, {"schema_version": 2, "changed_paths": list(changed),
                        "validation": [{"run": made["id"], "output_ref": made["output_ref"]}]},
                  cwd=tree, warn=lambda _line: None)
     return api.wait_job(job, cwd=tree)
@@ -110,9 +111,9 @@ def failing(waited: dict) -> list[str]:
     return [s for o in waited["grade"]["outcomes"] if not o["ok"] for s in o["subjects"]]
 
 
-def fork_pair(root: str, trees: dict) -> None:
-    api.fork({"id": "A", "write_paths": ["src/a.py#alpha"], "check": "test"}, cwd=root)
-    api.fork({"id": "B", "write_paths": ["src/a.py#def beta"], "check": "test"}, cwd=root)
+def fork_pair(root: str, trees: dict, a_paths=("src/a.py#alpha",), b_claim="src/a.py#def beta") -> None:
+    api.fork({"id": "A", "write_paths": list(a_paths), "check": "test"}, cwd=root)
+    api.fork({"id": "B", "write_paths": [b_claim], "check": "test"}, cwd=root)
     api.exec_job("A", cwd=trees["wa"], environ={})
     api.exec_job("B", cwd=trees["wb"], environ={})
 

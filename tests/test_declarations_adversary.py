@@ -4,34 +4,14 @@ honest holder wrongly refused. Each test asserts the secure / correct behaviour.
 
 from __future__ import annotations
 
-import json
 import os
 
 import pytest
 
 from proctor import api, declarations
-from proctor.hook import run as hook_run
 from tests.conftest import git, make_repo
 from tests.guard_lease import denied, said
-
-CONFIG = "[targets.test]\ncommand = 'true'\n"
-
-SOURCE = '''import os
-import sys
-
-
-def alpha():
-    return 1
-
-
-def beta():
-    return 2
-
-
-def gamma():
-    return 3
-'''
-
+from tests.test_declarations import CONFIG, SOURCE, failing, finish, fork_pair, hook, replace
 
 def build(tmp_path, monkeypatch, source=SOURCE, newline=None):
     root = make_repo(tmp_path / "main", CONFIG)
@@ -54,14 +34,6 @@ def world(tmp_path, monkeypatch):
     return build(tmp_path, monkeypatch)
 
 
-def hook(host: str, payload: dict, lease: str) -> dict:
-    environ = {k: v for k, v in os.environ.items() if k != "BAGGAGE"}
-    environ["BAGGAGE"] = f"proctor.lease={lease}"
-    out, code = hook_run([host], json.dumps(payload).encode(), environ)
-    assert code == 0
-    return json.loads(out) if out.strip() else {}
-
-
 def claude(tree: str, lease: str, tool: str, tool_input: dict) -> dict:
     return hook("claude", {"session_id": "s-" + lease, "transcript_path": "/tmp/none.jsonl", "cwd": tree,
                            "hook_event_name": "PreToolUse", "tool_name": tool, "tool_use_id": "toolu_1",
@@ -78,34 +50,6 @@ def codex_patch(tree: str, lease: str, patch: str) -> dict:
                           "hook_event_name": "PreToolUse", "model": "gpt-5", "permission_mode": "default",
                           "tool_name": "apply_patch", "tool_use_id": "call_1", "tool_input": {"command": patch}},
                  lease)
-
-
-def replace(tree: str, old: str, new: str) -> None:
-    path = os.path.join(tree, "src", "a.py")
-    with open(path, "rb") as handle:
-        text = handle.read().decode()
-    assert old in text
-    with open(path, "wb") as handle:
-        handle.write(text.replace(old, new, 1).encode())
-
-
-def finish(job: str, tree: str, changed=("src/a.py",)) -> dict:
-    made = api.run_target("test", cwd=tree, lease=job, warn=lambda _line: None)
-    api.exit_job(job, {"schema_version": 2, "changed_paths": list(changed),
-                       "validation": [{"run": made["id"], "output_ref": made["output_ref"]}]},
-                 cwd=tree, warn=lambda _line: None)
-    return api.wait_job(job, cwd=tree)
-
-
-def failing(waited: dict) -> list[str]:
-    return [s for o in waited["grade"]["outcomes"] if not o["ok"] for s in o["subjects"]]
-
-
-def fork_pair(root: str, trees: dict, a_paths=("src/a.py#alpha",), b_claim="src/a.py#def beta") -> None:
-    api.fork({"id": "A", "write_paths": list(a_paths), "check": "test"}, cwd=root)
-    api.fork({"id": "B", "write_paths": [b_claim], "check": "test"}, cwd=root)
-    api.exec_job("A", cwd=trees["wa"], environ={})
-    api.exec_job("B", cwd=trees["wb"], environ={})
 
 
 # -- guard and wait: semantic changes to beta that land in "alpha" by the placement rules --------

@@ -459,3 +459,39 @@ def test_a_leased_worker_cannot_plant_a_git_hook_or_rewire_the_guard(host_env, h
     assert hooks_path.returncode == 1 and hooks_path.stdout == "", hooks_path.stdout
     assert json.load(open(settings)) == wiring_json("claude"), "the wiring is the printed one still"
     assert read(host_repo, "src/a.py") == "A = 2\n"
+
+
+# --- declaration claims: two jobs on one file, each held to its own declaration ------------------
+
+TWO_DECLARATIONS = "import os\n\n\ndef alpha():\n    return 1\n\n\ndef beta():\n    return 2\n"
+
+
+def test_an_edit_lands_in_its_own_declaration_and_is_refused_in_anothers(host_env, host_repo):
+    d = os.path.join(host_repo, "src", "d.py")
+    with open(d, "w") as handle:
+        handle.write(TWO_DECLARATIONS)
+    subprocess.run(["git", "add", "-A"], cwd=host_repo, check=True)
+    subprocess.run(["git", "commit", "-qm", "d"], cwd=host_repo, check=True)
+    other = host_env.proctor("job", "fork", "other", "--criteria", "beta's", "--write-paths", "src/d.py#def beta",
+                             "--check", "test", cwd=host_repo)
+    assert other.returncode == 0, other.stderr
+    fork_and_take(host_env, host_repo, "feat", "src/d.py#alpha")
+    steps = [
+        Turn(tools=[Tool("Edit", {"file_path": d, "old_string": "    return 2", "new_string": "    return 20"},
+                         id="edit_beta")]),
+        Turn(tools=[Tool("Write", {"file_path": d, "content": "x = 1\n"}, id="write_d")]),
+        Turn(tools=[Tool("Edit", {"file_path": d, "old_string": "    return 1", "new_string": "    return 10"},
+                         id="edit_alpha")]),
+        Turn(text="finished"),
+    ]
+    with ScriptedModel(Anthropic(), steps) as model:
+        run_claude(host_env, host_repo, model, extra={"BAGGAGE": "proctor.lease=feat"})
+        told = model.told_after(0)
+        assert "[error] PreToolUse:Edit hook error: " in told, told
+        assert "deny [lease-claimed-declaration]: src/d.py: this edit lands in the declaration 'def beta():'" in told
+        assert "which other claims (src/d.py#def beta" in told, told
+        whole = model.told_after(1)
+        assert "deny [lease-claimed-declaration]" in whole and "as an edit" in whole, whole
+        own = model.told_after(2)
+        assert "[error]" not in own and "hook error" not in own, own
+    assert read(host_repo, "src/d.py") == TWO_DECLARATIONS.replace("return 1", "return 10")

@@ -592,3 +592,28 @@ def test_work_with_codex_resumes_its_worker_with_a_follow_up_and_lands_the_work(
     assert git(host_repo, "show", "HEAD:src/a.py") == "A = 2\n"
     assert git(host_repo, "log", "-1", "--format=%s").strip() == "set A to 2"
     assert read(host_repo, "src/b.py") == "B = 1\n"
+
+
+def test_apply_patch_into_another_jobs_declaration_is_denied_and_own_passes(host_env, host_repo):
+    source = "import os\n\n\ndef alpha():\n    return 1\n\n\ndef beta():\n    return 2\n"
+    with open(os.path.join(host_repo, "src", "d.py"), "w") as handle:
+        handle.write(source)
+    git(host_repo, "add", "-A")
+    git(host_repo, "commit", "-qm", "d")
+    other = host_env.proctor("job", "fork", "other", "--criteria", "beta's", "--write-paths", "src/d.py#def beta",
+                             "--check", "test", cwd=host_repo)
+    assert other.returncode == 0, other.stderr
+    fork_and_take(host_env, host_repo, JOB, "src/d.py#alpha")
+    theirs = "*** Begin Patch\n*** Update File: src/d.py\n@@ def beta():\n-    return 2\n+    return 20\n*** End Patch\n"
+    own = "*** Begin Patch\n*** Update File: src/d.py\n@@ def alpha():\n-    return 1\n+    return 10\n*** End Patch\n"
+    with ScriptedModel(Responses(), [
+        Turn(tools=[Tool("apply_patch", {"input": theirs})]),
+        Turn(tools=[Tool("apply_patch", {"input": own})]),
+        Turn(text="finished"),
+    ]) as model:
+        wire(host_env, host_repo, model)
+        run_codex(host_env, host_repo)
+        assert "blocked by PreToolUse hook: deny [lease-claimed-declaration]: src/d.py: this edit lands in the " \
+               "declaration 'def beta():'" in model.told_after(0)
+        assert "Success. Updated the following files" in model.told_after(1)
+    assert read(host_repo, "src/d.py") == source.replace("return 1", "return 10")

@@ -139,10 +139,11 @@ def test_parse_reads_opencode_tools():
     assert _parse("bash", {"command": "ls", "workdir": "/abs"}).cwd == "/abs"
     assert _parse("write", {"filePath": "src/b.py", "content": "x"}).writes == ["src/b.py"]
     edit = _parse("edit", {"filePath": "/r/src/a.py", "oldString": "A", "newString": "B"})
-    assert edit.writes == ["/r/src/a.py"] and edit.edits == [("A", "B")]
+    assert edit.writes == ["/r/src/a.py"] and edit.edits == [("/r/src/a.py", "A", "B")]
     multi = _parse("multiedit", {"filePath": "a.py", "edits": [{"filePath": "a.py", "oldString": "1", "newString": "2"},
                                                               {"filePath": "c.py", "oldString": "3", "newString": "4"}]})
-    assert multi.writes == ["a.py", "c.py"] and multi.edits == [("1", "2"), ("3", "4")]
+    # each replacement with the file it is made in, which the claimed-declaration row places
+    assert multi.writes == ["a.py", "c.py"] and multi.edits == [("a.py", "1", "2"), ("c.py", "3", "4")]
     patch = "*** Begin Patch\n*** Update File: src/a.py\n@@\n-A\n+B\n*** Add File: src/n.py\n+x\n*** End Patch"
     assert _parse("apply_patch", {"patchText": patch}).writes == ["src/a.py", "src/n.py"]
     assert _parse("read", {"filePath": "src/a.py"}).reads == ["src/a.py"]
