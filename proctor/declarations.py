@@ -330,20 +330,25 @@ class Rules:
         """{0-based line: the text git would print in a hunk header} for every declaration line."""
         if b"\r\n" in data:
             data = data.replace(b"\r\n", b"\n")  # git matches a line without its \r\n
-        decided: dict[int, bytes | None] = {}
+        return {line: _shown(match.group(1) if grouped and match.group(1) is not None else match.group(0))
+                for line, (match, grouped) in self._decide(data).items()}
+
+    def lines(self, data: bytes) -> list[int]:
+        """The 0-based declaration lines of `data` (\r\n already made \n), in order."""
+        return sorted(self._decide(data))
+
+    def _decide(self, data: bytes) -> dict:
+        """{0-based line: (the match, whether its pattern has a group)} for each line the first
+        pattern to match decides is a declaration line."""
+        decided: dict[int, tuple | None] = {}
         for compiled, negate, grouped in self.rules:
             line, last = 0, 0
             for match in compiled.finditer(data):
                 start = match.start()
                 line += data.count(b"\n", last, start)
                 last = start
-                if line in decided:
-                    continue
-                if negate:
-                    decided[line] = None
-                    continue
-                text = match.group(1) if grouped and match.group(1) is not None else match.group(0)
-                decided[line] = _shown(text)
+                if line not in decided:
+                    decided[line] = None if negate else (match, grouped)
         return {k: v for k, v in decided.items() if v is not None}
 
 
@@ -386,41 +391,80 @@ def declarations(data: bytes, rules: Rules) -> list[Declaration]:
     """Every declaration of a file's bytes, in order, with the lines it spans."""
     if b"\r\n" in data:
         data = data.replace(b"\r\n", b"\n")
-    heads = sorted(rules.headers(data))
+    heads = rules.lines(data)
     if not heads:
         return []
-    lines = data.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
-    above = ABOVE.get(rules.driver or "", ())
-    bound = DECORATORS.get(rules.driver or "", ())
-    out: list[Declaration] = []
-    floor = 0
-    for index in heads:
-        start = index
-        probe = index - 1
-        while above and probe >= floor:
-            if lines[probe].lstrip().startswith(above):
-                start = probe
-                probe -= 1
-                continue
-            if bound and not lines[probe].strip():
-                # a decorator binds across blank lines (Python's does): they are its declaration's
-                up = probe
-                while up >= floor and not lines[up].strip():
-                    up -= 1
-                if up >= floor and lines[up].lstrip().startswith(bound):
-                    start = probe = up
-                    probe -= 1
-                    continue
-            break
-        text = lines[index].strip().decode("utf-8", "surrogateescape")
-        out.append(Declaration(index + 1, start + 1, 0, text))
-        floor = index + 1
+    lines = _split(data)
+    out = [Declaration(index + 1, _start(lines, heads, i, rules.driver) + 1, 0,
+                       lines[index].strip().decode("utf-8", "surrogateescape")) for i, index in enumerate(heads)]
     for here, after in zip(out, out[1:]):
         here.end = after.start - 1
     out[-1].end = len(lines)
     return out
+
+
+def _split(data: bytes) -> list[bytes]:
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    return lines
+
+
+def _start(lines: list[bytes], heads: list[int], i: int, driver: str | None) -> int:
+    """The first line (0-based) of the declaration on line heads[i]: its line, or the doc
+    comments, decorators and attributes directly above it (a decorator across blank lines)."""
+    above = ABOVE.get(driver or "", ())
+    bound = DECORATORS.get(driver or "", ())
+    floor = heads[i - 1] + 1 if i else 0
+    start, probe = heads[i], heads[i] - 1
+    while above and probe >= floor:
+        if lines[probe].lstrip().startswith(above):
+            start = probe
+            probe -= 1
+            continue
+        if bound and not lines[probe].strip():
+            up = probe
+            while up >= floor and not lines[up].strip():
+                up -= 1
+            if up >= floor and lines[up].lstrip().startswith(bound):
+                start = probe = up
+                probe -= 1
+                continue
+        break
+    return start
+
+
+def locate(data: bytes, rules: Rules, ranges) -> tuple[list[tuple[int, str]], bool]:
+    """place(declarations(data, rules), ranges), as ((line, text) of each declaration hit,
+    whether a line lands above the first), reading only the declarations near the ranges:
+    the footprint of a large diff places every file's lines this way."""
+    if b"\r\n" in data:
+        data = data.replace(b"\r\n", b"\n")
+    heads = rules.lines(data)
+    if not heads:
+        return [], any(True for _ in ranges)
+    lines = _split(data)
+    starts: dict[int, int] = {}
+
+    def index_of(line: int) -> int:  # the declaration holding 0-based `line`, -1 above the first
+        i = bisect.bisect_right(heads, line) - 1
+        nxt = i + 1
+        if nxt < len(heads):
+            if nxt not in starts:
+                starts[nxt] = _start(lines, heads, nxt, rules.driver)
+            if starts[nxt] <= line:
+                return nxt
+        return i
+
+    hit: set[int] = set()
+    outside = False
+    for a, b in ranges:
+        first, last = index_of(a - 1), index_of(b - 1)
+        if first < 0:
+            outside = True
+            first = 0
+        hit.update(range(first, last + 1))
+    return [(heads[i] + 1, lines[heads[i]].strip().decode("utf-8", "surrogateescape")) for i in sorted(hit)], outside
 
 
 def _word(char: str) -> bool:

@@ -339,3 +339,26 @@ def test_an_edit_is_placed_in_memory_old_and_new_side():
     assert hit == [] and above
     assert declarations.touched(data, [("not in the file", "x")], rules) is None
     assert declarations.touched(data, [("", "x")], rules) is None
+
+
+def test_locate_is_place_of_declarations_on_random_files():
+    """The footprint's fast path reads only the declarations near the changed lines; it must
+    answer what placing among all of them answers."""
+    import random
+
+    rng = random.Random(11)
+    pieces = ["def f{}():", "    x = {}", "", "# about {}", "@deco{}", "class C{}:", "    def m{}(self):",
+              "import os", "    return {}"]
+    for driver in ("python", "golang", "cpp", "markdown", "javascript"):
+        rules = declarations.configured({}, driver)
+        for _ in range(150):
+            lines = [rng.choice(pieces).format(rng.randrange(9)) for _ in range(rng.randrange(0, 40))]
+            data = "\n".join(lines).encode() + (b"\n" if rng.random() < 0.7 else b"")
+            count = max(len(lines), 1)
+            ranges = []
+            for _ in range(rng.randrange(1, 4)):
+                a = rng.randrange(1, count + 1)
+                ranges.append([a, min(count, a + rng.randrange(0, 4))])
+            decls, outside = declarations.place(declarations.declarations(data, rules), ranges)
+            assert declarations.locate(data, rules, ranges) == ([(d.line, d.text) for d in decls], outside), \
+                (driver, lines, ranges)

@@ -172,10 +172,10 @@ def place_declarations(checkout: str, footprint: dict[str, dict], bodies: dict, 
             if not ranges:
                 continue
             text = data if side == "new" else git.old_side(data, bodies.get(path) or [])
-            hit, above = declarations.place(declarations.declarations(text, rules), ranges)
+            hit, above = declarations.locate(text, rules, ranges)
             outside = outside or above
-            for decl in hit:
-                placed.setdefault(decl.text, {"text": decl.text, "old": None, "new": None})[side] = decl.line
+            for line, decl in hit:
+                placed.setdefault(decl, {"text": decl, "old": None, "new": None})[side] = line
         entry["declarations"] = list(placed.values())
         entry["outside"] = outside
 
