@@ -640,6 +640,11 @@ _FOLD = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'
                        "\u00a0": " ", "\u2002": " ", "\u2003": " ", "\u2009": " ", "\u202f": " "})
 
 
+# The places one edit may land in that are weighed; past them the edit is not placed (and is
+# graded by its path), which bounds the hook's work whatever the file and the payload.
+PLACES = 200
+
+
 def _loose(line: str) -> str:
     return " ".join(line.translate(_FOLD).split())
 
@@ -698,9 +703,9 @@ class _Placing:
         self.lines[start:end + 1] = after
         self.origin[start:end + 1] = mapped
 
-    def candidates(self, old: str) -> list[tuple[int, int]]:
+    def candidates(self, old: str) -> list[tuple[int, int]] | None:
         """Line spans (start, end) where a host might find `old` written differently: its lines
-        matching with whitespace, quotes and dashes folded."""
+        matching with whitespace, quotes and dashes folded; None past PLACES of them."""
         wanted = [_loose(line) for line in old.split("\n")]
         while wanted and not wanted[-1]:
             wanted.pop()
@@ -710,14 +715,16 @@ class _Placing:
             return []
         loose = [_loose(line) for line in self.lines]
         width = len(wanted)
-        return [(i, i + width - 1) for i in range(len(loose) - width + 1)
-                if loose[i] == wanted[0] and loose[i:i + width] == wanted]
+        heads = [i for i in range(len(loose) - width + 1) if loose[i] == wanted[0]]
+        if len(heads) > PLACES:
+            return None  # too many places to weigh: the caller places nothing
+        return [(i, i + width - 1) for i in heads if loose[i:i + width] == wanted]
 
 
 def touched(data: bytes, edits: list[tuple[str, str]], rules: Rules) -> tuple[list[Declaration], bool] | None:
     """The declarations an edit of `data` lands in and whether a line lands above the first
-    declaration; None when the edit cannot be placed (no old text, or text the file does not
-    hold in any spelling a host would accept).
+    declaration; None when the edit cannot be placed (no old text, text the file does not
+    hold in any spelling a host would accept, or text it holds in more than PLACES places).
 
     Each (old, new) is applied in order at every place it occurs (a host replaces one: the rest
     is a superset), and every place its lines occur with whitespace, quotes and dashes folded is
@@ -737,9 +744,11 @@ def touched(data: bytes, edits: list[tuple[str, str]], rules: Rules) -> tuple[li
         at = joined.find(old)
         while at != -1:
             found.append(at)
+            if len(found) > PLACES:
+                return None  # a hook must answer in time: an edit made in that many places is not placed
             at = joined.find(old, at + len(old))
         loose = placing.candidates(old)
-        if not found and not loose:
+        if loose is None or (not found and not loose):
             return None
         exact_starts = {joined.count("\n", 0, at) for at in found}
         for start, end in loose:

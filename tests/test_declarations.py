@@ -362,3 +362,19 @@ def test_locate_is_place_of_declarations_on_random_files():
             decls, outside = declarations.place(declarations.declarations(data, rules), ranges)
             assert declarations.locate(data, rules, ranges) == ([(d.line, d.text) for d in decls], outside), \
                 (driver, lines, ranges)
+
+
+def test_placing_an_edit_is_bounded_whatever_the_payload():
+    """A hook must answer in time: an edit whose text is in more places than the guard weighs is
+    not placed (and so graded by its path), never weighed place by place."""
+    import time
+
+    rules = declarations.configured({}, "python")
+    data = b"def f():\n" + b"    x\n" * 200_000
+    start = time.perf_counter()
+    assert declarations.touched(data, [("    x", "    y")], rules) is None  # 200,000 exact places
+    assert declarations.touched(data, [("x\n" * 5000, "y\n")], rules) is None  # loose places, each 5,000 wide
+    assert time.perf_counter() - start < 30  # generous: seconds at most, never the minutes unbounded work takes
+    hit, _ = declarations.touched(b"def f():\n    x = 1\n\n\ndef g():\n    x = 1\n", [("    x = 1", "    x = 2")],
+                                  rules)
+    assert [d.text for d in hit] == ["def f():", "def g():"]  # both places weighed

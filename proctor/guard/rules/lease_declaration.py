@@ -90,5 +90,6 @@ def _place(ctx, full: str, rel: str, edits, rules):
         return rules.error
     placed = declarations.touched(data, edits, rules)
     if placed is None:
-        return "the edit names text the file does not hold"
+        return (f"its old text is not in the file, or is in more than {declarations.PLACES} places, so the edit "
+                f"cannot be placed")
     return placed
