@@ -305,7 +305,7 @@ class Rules:
                 try:
                     expression = translate(line[1:] if negate else line, extended)
                     compiled = re.compile(expression.encode("utf-8", "surrogateescape"), flags)
-                except (re.error, ValueError, RecursionError) as exc:
+                except Exception as exc:  # re.error, OverflowError, RecursionError, ...: git refuses it too
                     self.error = f"diff.{driver}'s pattern {line!r} cannot be read ({exc})"
                     self.rules = []
                     return
@@ -602,9 +602,9 @@ class Reader:
 
 
 class Resolver:
-    """Whether two declaration claims of one file name a common declaration of it as it is in
-    `root` (`def alpha` and `alpha`), each file read once; a file proctor cannot read, or one
-    naming neither, leaves them apart unless they are spelled alike."""
+    """Whether two declaration claims of one file name a common declaration: one names the
+    other's text (`alpha`, `def alpha`: so also a declaration not written yet), or both name
+    one declaration of the file as it is in `root`, each file read once."""
 
     def __init__(self, root: str) -> None:
         self.reader = Reader(root)
@@ -626,7 +626,9 @@ class Resolver:
         return self._files[path]
 
     def __call__(self, path: str, a: str, b: str) -> bool:
-        if a.strip() == b.strip():
+        # one claim a word-bounded run of the other names every line the other names, and
+        # the one the file may not have yet (`delta`, `def delta`)
+        if names(a, b) or names(b, a):
             return True
         return any(names(a, d.text) and names(b, d.text) for d in self.of(path))
 
@@ -666,6 +668,7 @@ class _Placing:
 
     def __init__(self, text: str) -> None:
         self.lines = text.split("\n")
+        self._loose: list[str] | None = None  # the lines folded, kept in step once made
         self.origin: list[int | None] = list(range(len(self.lines)))
         self.changed: set[int] = set()  # original 0-based lines changed or removed
         self.after: set[int] = set()  # original 0-based lines something was inserted after (-1: the top)
@@ -702,6 +705,8 @@ class _Placing:
             cursor_b, cursor_a = i2, j2
         self.lines[start:end + 1] = after
         self.origin[start:end + 1] = mapped
+        if self._loose is not None:
+            self._loose[start:end + 1] = [_loose(line) for line in after]
 
     def candidates(self, old: str) -> list[tuple[int, int]] | None:
         """Line spans (start, end) where a host might find `old` written differently: its lines
@@ -713,22 +718,35 @@ class _Placing:
             wanted.pop(0)
         if not wanted:
             return []
-        loose = [_loose(line) for line in self.lines]
-        width = len(wanted)
-        heads = [i for i in range(len(loose) - width + 1) if loose[i] == wanted[0]]
-        if len(heads) > PLACES:
-            return None  # too many places to weigh: the caller places nothing
+        if self._loose is None:
+            self._loose = [_loose(line) for line in self.lines]
+        loose, width, first = self._loose, len(wanted), wanted[0]
+        heads: list[int] = []
+        at = -1
+        while True:
+            try:
+                at = loose.index(first, at + 1)
+            except ValueError:
+                break
+            if at + width > len(loose):
+                break
+            heads.append(at)
+            if len(heads) > PLACES:
+                return None  # too many places to weigh: the caller places nothing
         return [(i, i + width - 1) for i in heads if loose[i:i + width] == wanted]
 
 
-def touched(data: bytes, edits: list[tuple[str, str]], rules: Rules) -> tuple[list[Declaration], bool] | None:
+def touched(data: bytes, edits: list[tuple[str, str]], rules: Rules,
+            patch: bool = False) -> tuple[list[Declaration], bool] | None:
     """The declarations an edit of `data` lands in and whether a line lands above the first
     declaration; None when the edit cannot be placed (no old text, text the file does not
     hold in any spelling a host would accept, or text it holds in more than PLACES places).
 
     Each (old, new) is applied in order at every place it occurs (a host replaces one: the rest
-    is a superset), and every place its lines occur with whitespace, quotes and dashes folded is
-    marked too, where a host falling back to a looser match would write. Changed lines are
+    is a superset). Where a host would fall back to a looser match (its text not in the file
+    exactly once; for an apply_patch hunk, `patch`, always, since the patch's context line picks
+    where it looks), every place its lines occur with whitespace, quotes and dashes folded is
+    marked too. Changed lines are
     placed on the old side, lines an edit inserts on the old side where they go (so code
     inserted into a declaration is that declaration's, whatever it declares) and on the new."""
     if rules.error:
@@ -747,7 +765,7 @@ def touched(data: bytes, edits: list[tuple[str, str]], rules: Rules) -> tuple[li
             if len(found) > PLACES:
                 return None  # a hook must answer in time: an edit made in that many places is not placed
             at = joined.find(old, at + len(old))
-        loose = placing.candidates(old)
+        loose = placing.candidates(old) if patch or len(found) != 1 else []
         if loose is None or (not found and not loose):
             return None
         exact_starts = {joined.count("\n", 0, at) for at in found}

@@ -463,13 +463,13 @@ class Context:
                 out.append((row, mine))
         return out
 
-    def edits_for(self, full: str) -> list[tuple[str, str]] | None:
-        """The (old, new) replacements this call makes in file `full` (absolute, resolved), or
+    def edits_for(self, full: str) -> tuple[list[tuple[str, str]] | None, bool]:
+        """(the (old, new) replacements this call makes in file `full` (absolute, resolved), or
         None when it carries none proctor can place there: a whole-file write, a shell write, a
-        patch that adds, deletes or moves the file."""
+        patch that adds, deletes or moves the file; whether they are apply_patch hunks)."""
         call = self.call
         if full in {self.full_path(p) for p in self.shell_writes.paths} or self.shell_writes.unknown:
-            return None
+            return None, False
         if call.patch is not None:
             from proctor.guard.shell import patch_edits
 
@@ -478,16 +478,16 @@ class Context:
                 if self.full_path(path) != full:
                     continue
                 if hunks is None:
-                    return None
+                    return None, True
                 found.extend(hunks)
-            return found or None
+            return found or None, True
         single = call.writes[0] if len({self.full_path(p) for p in call.writes}) == 1 else None
         found = []
         for path, old, new in call.edits:
             path = path or single
             if path is not None and self.full_path(path) == full:
                 found.append((old, new))
-        return found or None
+        return found or None, False
 
     def ancestors(self, job_id: str) -> list[str]:
         return rows.ancestors(self.conn, job_id) if self.conn is not None else []

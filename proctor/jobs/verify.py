@@ -156,8 +156,12 @@ def place_declarations(checkout: str, footprint: dict[str, dict], bodies: dict, 
         if rules.error:
             entry["declarations_unread"] = rules.error
             continue
+        full = os.path.join(checkout, path)
+        if not os.path.isfile(full):  # a fifo, a device, a link to one: opening it may never return
+            entry["declarations_unread"] = "not a regular file"
+            continue
         try:
-            with open(os.path.join(checkout, path), "rb") as handle:
+            with open(full, "rb") as handle:
                 data = handle.read()
         except OSError as exc:
             entry["declarations_unread"] = f"the file could not be read: {exc.strerror}"

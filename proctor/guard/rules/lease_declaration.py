@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from proctor.guard.call import PRE_TOOL
-from proctor.guard.rules._common import entered_paths, overdue, own_claims
+from proctor.guard.rules._common import entered_paths, overdue
 
 NAME = "lease-claimed-declaration"
 DEFAULT = "deny"
@@ -11,10 +11,11 @@ EVENTS = (PRE_TOOL,)
 SUMMARY = "a leased session's edit lands in a declaration of a file another live job claims"
 CATCHES = ("A write, under a live job, to a file another live job claims a declaration of (src/a.py#alpha): "
            "an edit (old and new text, a list of them, an apply_patch hunk) is applied to the file in memory "
-           "and its changed lines placed in the file's declarations, and one landing in the other job's "
-           "declaration is refused; one landing only in the caller's own claims, in a declaration nobody "
-           "claims, or above the first declaration passes. A write carrying no edit (a whole-file write, a "
-           "shell command) is graded by the path alone, and the path is the other job's too.")
+           "and its changed lines placed in the file's declarations, and one landing in a declaration the "
+           "other job's claim names is refused (the caller claiming it too does not make it the caller's); "
+           "one landing only in the caller's own claims, in a declaration nobody claims, or above the first "
+           "declaration passes. A write carrying no edit (a whole-file write, a shell command) is graded by "
+           "the path alone, and the path is the other job's too.")
 WHY = ("Declaration claims are how two jobs start on one file; each is held to its own declaration, "
        "and the file is read only when another live job claims a declaration of it.")
 
@@ -25,7 +26,6 @@ def check(ctx) -> list[tuple[str, str]]:
         return []
     family = set(ctx.ancestors(job["id"])) | {job["id"]}
     entered = entered_paths(ctx)
-    mine = [c for c in own_claims(job) if c.declaration is not None]
     findings = []
     for full in ctx.written_paths():
         rel = ctx.rel(full, resolved=True)
@@ -36,14 +36,14 @@ def check(ctx) -> list[tuple[str, str]]:
         if not others:
             continue
         named = "; ".join(f"{row['id']} claims {', '.join(c.spelling for c in claims)}" for row, claims in others)
-        edits = ctx.edits_for(full)
+        edits, patch = ctx.edits_for(full)
         from proctor import declarations
 
         for row, claims in others:
             # each claimant's declarations as its row recorded their patterns at fork: git's
             # config and attributes are the caller's to write
             recorded = (row.get("declaration_rules") or {}).get(rel)
-            placed = _place(ctx, full, rel, edits,
+            placed = _place(ctx, full, rel, edits, patch,
                             declarations.Rules.from_json(recorded) if isinstance(recorded, dict) else None)
             if isinstance(placed, str):
                 findings.append(("rule", f"{rel}: {named}, and {placed}; so it is graded by the path alone, which "
@@ -52,8 +52,8 @@ def check(ctx) -> list[tuple[str, str]]:
                 break
             decls, _ = placed
             for decl in decls:
-                if any(c.path == rel and declarations.names(c.declaration, decl.text) for c in mine):
-                    continue
+                # the caller claiming it too does not make it the caller's alone: a declaration
+                # another live job names is that job's (two claims on one are refused at fork)
                 claim = next((c for c in claims if declarations.names(c.declaration, decl.text)), None)
                 if claim is None:
                     continue
@@ -65,7 +65,7 @@ def check(ctx) -> list[tuple[str, str]]:
     return findings
 
 
-def _place(ctx, full: str, rel: str, edits, rules):
+def _place(ctx, full: str, rel: str, edits, patch: bool, rules):
     """(declarations, above-first) the call's edit of `full` lands in, or why it cannot be placed."""
     import os
 
@@ -88,7 +88,7 @@ def _place(ctx, full: str, rel: str, edits, rules):
         rules = reader.rules(driver)
     if rules.error:
         return rules.error
-    placed = declarations.touched(data, edits, rules)
+    placed = declarations.touched(data, edits, rules, patch)
     if placed is None:
         return (f"its old text is not in the file, or is in more than {declarations.PLACES} places, so the edit "
                 f"cannot be placed")
