@@ -34,22 +34,30 @@ def gamma():
 '''
 
 
-@pytest.fixture
-def world(tmp_path, monkeypatch):
+def build(tmp_path, monkeypatch, source=SOURCE, name="a.py", extra=None):
+    """A repository whose src/<name> holds `source` (and `extra` files), committed, with three
+    worktrees wa, wb, wc; (its root, the worktrees by name)."""
     root = make_repo(tmp_path / "main", CONFIG)
     os.makedirs(os.path.join(root, "src"))
-    with open(os.path.join(root, "src", "a.py"), "w") as handle:
-        handle.write(SOURCE)
-    with open(os.path.join(root, "src", "notes.txt"), "w") as handle:
-        handle.write("plain\n")
+    data = source if isinstance(source, bytes) else source.encode()
+    with open(os.path.join(root, "src", name), "wb") as handle:
+        handle.write(data)
+    for rel, text in (extra or {}).items():
+        with open(os.path.join(root, rel), "w") as handle:
+            handle.write(text)
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "src")
     trees = {}
-    for name in ("wa", "wb", "wc"):
-        trees[name] = os.path.realpath(str(tmp_path / name))
-        git(root, "worktree", "add", "-q", "-b", name, trees[name])
+    for tree in ("wa", "wb", "wc"):
+        trees[tree] = os.path.realpath(str(tmp_path / tree))
+        git(root, "worktree", "add", "-q", "-b", tree, trees[tree])
     monkeypatch.chdir(root)
     return os.path.realpath(root), trees
+
+
+@pytest.fixture
+def world(tmp_path, monkeypatch):
+    return build(tmp_path, monkeypatch, extra={"src/notes.txt": "plain\n"})
 
 
 def hook(host: str, payload: dict, lease: str) -> dict:
@@ -60,11 +68,15 @@ def hook(host: str, payload: dict, lease: str) -> dict:
     return json.loads(out) if out.strip() else {}
 
 
-def edit(tree: str, lease: str, old: str, new: str) -> dict:
+def claude(tree: str, lease: str, tool: str, tool_input: dict) -> dict:
     return hook("claude", {"session_id": "s-" + lease, "transcript_path": "/tmp/none.jsonl", "cwd": tree,
-                           "hook_event_name": "PreToolUse", "tool_name": "Edit", "tool_use_id": "toolu_1",
-                           "tool_input": {"file_path": os.path.join(tree, "src", "a.py"), "old_string": old,
-                                          "new_string": new}}, lease)
+                           "hook_event_name": "PreToolUse", "tool_name": tool, "tool_use_id": "toolu_1",
+                           "tool_input": tool_input}, lease)
+
+
+def edit(tree: str, lease: str, old: str, new: str, path: str | None = None) -> dict:
+    return claude(tree, lease, "Edit", {"file_path": path or os.path.join(tree, "src", "a.py"),
+                                        "old_string": old, "new_string": new})
 
 
 def multi_edit(tree: str, lease: str, pairs: list[tuple[str, str]]) -> dict:

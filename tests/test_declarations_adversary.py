@@ -9,41 +9,10 @@ import os
 import pytest
 
 from proctor import api, declarations
-from tests.conftest import git, make_repo
+from tests.conftest import git
 from tests.guard_lease import denied, said
-from tests.test_declarations import CONFIG, SOURCE, failing, finish, fork_pair, hook, replace
-
-def build(tmp_path, monkeypatch, source=SOURCE, newline=None):
-    root = make_repo(tmp_path / "main", CONFIG)
-    os.makedirs(os.path.join(root, "src"))
-    data = source if isinstance(source, bytes) else source.encode()
-    with open(os.path.join(root, "src", "a.py"), "wb") as handle:
-        handle.write(data)
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "src")
-    trees = {}
-    for name in ("wa", "wb"):
-        trees[name] = os.path.realpath(str(tmp_path / name))
-        git(root, "worktree", "add", "-q", "-b", name, trees[name])
-    monkeypatch.chdir(root)
-    return os.path.realpath(root), trees
-
-
-@pytest.fixture
-def world(tmp_path, monkeypatch):
-    return build(tmp_path, monkeypatch)
-
-
-def claude(tree: str, lease: str, tool: str, tool_input: dict) -> dict:
-    return hook("claude", {"session_id": "s-" + lease, "transcript_path": "/tmp/none.jsonl", "cwd": tree,
-                           "hook_event_name": "PreToolUse", "tool_name": tool, "tool_use_id": "toolu_1",
-                           "tool_input": tool_input}, lease)
-
-
-def edit(tree: str, lease: str, old: str, new: str, path: str | None = None) -> dict:
-    return claude(tree, lease, "Edit", {"file_path": path or os.path.join(tree, "src", "a.py"),
-                                        "old_string": old, "new_string": new})
-
+from tests.test_declarations import (SOURCE, build, claude, edit, failing, finish, fork_pair, hook, replace,
+                                     world)
 
 def codex_patch(tree: str, lease: str, patch: str) -> dict:
     return hook("codex", {"session_id": "s-" + lease, "turn_id": "t1", "transcript_path": None, "cwd": tree,
@@ -213,18 +182,10 @@ def test_codex_honest_alpha_edit_passes(world):
 # -- paths ---------------------------------------------------------------------------------------
 
 def test_edit_through_differently_named_symlink_is_refused(tmp_path, monkeypatch):
-    root = make_repo(tmp_path / "main", CONFIG)
-    os.makedirs(os.path.join(root, "src"))
-    with open(os.path.join(root, "src", "a.py"), "w") as handle:
-        handle.write(SOURCE)
-    os.symlink("a.py", os.path.join(root, "src", "link.txt"))
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "src")
-    wa, wb = os.path.realpath(str(tmp_path / "wa")), os.path.realpath(str(tmp_path / "wb"))
-    git(root, "worktree", "add", "-q", "-b", "wa", wa)
-    git(root, "worktree", "add", "-q", "-b", "wb", wb)
-    monkeypatch.chdir(root)
-    fork_pair(os.path.realpath(root), {"wa": wa, "wb": wb})
+    root, trees = build(tmp_path, monkeypatch)
+    wa = trees["wa"]
+    os.symlink("a.py", os.path.join(wa, "src", "link.txt"))
+    fork_pair(root, trees)
     answer = edit(wa, "A", "    return 2", "    return 666", path=os.path.join(wa, "src", "link.txt"))
     assert denied(answer), said(answer)
 
@@ -550,16 +511,8 @@ function beta() {
 
 
 def test_javascript_claims(tmp_path, monkeypatch):
-    root = make_repo(tmp_path / "main", CONFIG)
-    os.makedirs(os.path.join(root, "src"))
-    with open(os.path.join(root, "src", "a.js"), "w") as handle:
-        handle.write(JS)
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "src")
-    wa, wb = os.path.realpath(str(tmp_path / "wa")), os.path.realpath(str(tmp_path / "wb"))
-    git(root, "worktree", "add", "-q", "-b", "wa", wa)
-    git(root, "worktree", "add", "-q", "-b", "wb", wb)
-    monkeypatch.chdir(root)
+    root, trees = build(tmp_path, monkeypatch, JS, name="a.js")
+    wa, wb = trees["wa"], trees["wb"]
     api.fork({"id": "A", "write_paths": ["src/a.js#alpha"], "check": "test"}, cwd=root)
     api.fork({"id": "B", "write_paths": ["src/a.js#function beta"], "check": "test"}, cwd=root)
     api.exec_job("A", cwd=wa, environ={})

@@ -10,45 +10,11 @@ import time
 
 import pytest
 
-from proctor import api, declarations, errors
-from tests.conftest import git, make_repo
+from proctor import api, errors
+from tests.conftest import git
 from tests.guard_lease import denied, said
-from tests.test_declarations import CONFIG, SOURCE, failing, finish, fork_pair, hook, replace
-
-
-def build(tmp_path, monkeypatch, source=SOURCE, name="a.py", extra=None):
-    root = make_repo(tmp_path / "main", CONFIG)
-    os.makedirs(os.path.join(root, "src"))
-    data = source if isinstance(source, bytes) else source.encode()
-    with open(os.path.join(root, "src", name), "wb") as handle:
-        handle.write(data)
-    for rel, text in (extra or {}).items():
-        with open(os.path.join(root, rel), "w") as handle:
-            handle.write(text)
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "src")
-    trees = {}
-    for tree in ("wa", "wb", "wc"):
-        trees[tree] = os.path.realpath(str(tmp_path / tree))
-        git(root, "worktree", "add", "-q", "-b", tree, trees[tree])
-    monkeypatch.chdir(root)
-    return os.path.realpath(root), trees
-
-
-@pytest.fixture
-def world(tmp_path, monkeypatch):
-    return build(tmp_path, monkeypatch)
-
-
-def claude(tree, lease, tool, tool_input):
-    return hook("claude", {"session_id": "s-" + lease, "transcript_path": "/tmp/none.jsonl", "cwd": tree,
-                           "hook_event_name": "PreToolUse", "tool_name": tool, "tool_use_id": "toolu_9",
-                           "tool_input": tool_input}, lease)
-
-
-def edit(tree, lease, old, new, path=None):
-    return claude(tree, lease, "Edit", {"file_path": path or os.path.join(tree, "src", "a.py"),
-                                        "old_string": old, "new_string": new})
+from tests.test_declarations import (SOURCE, build, claude, edit, failing, finish, fork_pair, hook, replace,
+                                     world)
 
 
 def gemini_replace(tree, lease, old, new, path=None):
