@@ -1,6 +1,8 @@
 """Benchmark: `proctor job wait` on a job whose diff touches 2,000 files, each claimed by
 declaration (`src/mNNNN.py#f0`, the edit inside it), beside the same wait on a job claiming
-`src/**` and `git diff --name-only` of the same tree. Medians of real processes, one run.
+`src/**`, `git diff --name-only` of the same tree (the issue's baseline), and `git diff -U0`
+(the changed lines, which any footprint by declaration must read: the floor for this work).
+Medians of real processes, one run.
 
     python bench/declarations.py
 """
@@ -46,6 +48,8 @@ def main() -> None:
         changed = [f"src/m{n:04d}.py" for n in range(FILES)]
 
         names = statistics.median(clock(["git", "diff", "--name-only", base], root, env) for _ in range(RUNS))
+        hunks = statistics.median(clock(["git", "diff", "-U0", base], root, env) for _ in range(RUNS))
+        version = statistics.median(clock([*argv, "--version"], root, env) for _ in range(RUNS))
         results = {}
         for label, paths in (("src/**", ["src/**"]), ("by declaration", [f"{p}#f0" for p in changed])):
             waits = []
@@ -68,8 +72,11 @@ def main() -> None:
             results[label] = statistics.median(waits)
         print(f"job wait, {FILES} files changed (median of {RUNS}):")
         print(f"  git diff --name-only                 {names * 1000:8.1f} ms")
+        print(f"  git diff -U0                         {hunks * 1000:8.1f} ms   {hunks / names:.2f}x name-only")
+        print(f"  proctor --version (startup alone)    {version * 1000:8.1f} ms   {version / names:.2f}x name-only")
         for label, took in results.items():
-            print(f"  proctor job wait, claims {label:<14} {took * 1000:8.1f} ms   {took / names:.2f}x name-only")
+            print(f"  proctor job wait, claims {label:<14} {took * 1000:8.1f} ms   {took / names:.2f}x name-only, "
+                  f"{took / hunks:.2f}x -U0")
         print(f"  declarations cost                    "
               f"{(results['by declaration'] - results['src/**']) * 1000:8.1f} ms   "
               f"{results['by declaration'] / results['src/**']:.2f}x the same wait on src/**")
