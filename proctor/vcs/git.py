@@ -141,19 +141,12 @@ def diff_attribute(root: str, path: str) -> str | None:
     git prints a driver literally named "unset" as it prints `-diff`, so that name reads as
     unset here too, as git's own output leaves no way to tell them apart.
     """
-    proc = run(root, "check-attr", "diff", "--", path, check=False)
-    if proc.returncode != 0:
-        return None
-    value = proc.stdout.decode("utf-8", "replace").rsplit(": ", 1)[-1].strip()
-    if value in ("unspecified", ""):
-        return None
-    if value == "set":
-        return "default"
-    return value  # "unset" (DIFF_UNSET) or a driver's name
+    return diff_attributes(root, [path])[path]
 
 
 def diff_attributes(root: str, paths: list[str]) -> dict[str, str | None]:
-    """diff_attribute's answer for many paths, from one `git check-attr --stdin`."""
+    """diff_attribute's answer for many paths, from one `git check-attr --stdin`: "unset"
+    (DIFF_UNSET) or a driver's name as git prints it, "default" for `set`, None otherwise."""
     proc = run(root, "check-attr", "-z", "--stdin", "diff",
                input=b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in paths), check=False)
     out: dict[str, str | None] = {p: None for p in paths}
