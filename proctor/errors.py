@@ -46,6 +46,7 @@ SANDBOX_UNAVAILABLE = "PRC3061"  # [sandbox] mode = "landlock" on a kernel that 
 SANDBOX_FAILED = "PRC3062"  # the sandbox could not be built for a run that must have it
 DIFF_TAKES_STDIN = "PRC3063"  # proctor diff given a revision: the diff comes on stdin
 NOT_A_REVISION = "PRC3064"  # graph diff --rev names no commit
+BROKER_REFUSED = "PRC3065"  # a sandboxed worker's command that starts what would write the store
 
 EXIT_OK = 0
 EXIT_STATUS = 1

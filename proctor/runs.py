@@ -60,7 +60,7 @@ def run_target(ws: Workspace, name: str, caller: Caller, echo: BinaryIO | None) 
     hashed: dict = {}  # blob ids of the files hashed before, reused after where nothing moved
     begun = time.time_ns()  # a file whose status changes after this moved while the run ran
     before = _tree(ws.root, hashed)
-    env = dict(os.environ)
+    env = _target_env()
     if caller.lease:
         env["PROCTOR_LEASE"] = caller.lease
     boxed = sandboxed(ws, caller.lease)  # refuses here, before anything ran, where it must and cannot
@@ -211,19 +211,29 @@ def sandboxed(ws: Workspace, lease: str | None, extra_regions: tuple[str, ...] =
     such a kernel and PRC3062 when the rules cannot be built: a run meant to be sandboxed never
     runs without it. Narrowed with the checkout: a linked worktree's main checkout, a git
     directory kept outside the checkout, and (for a target, not a `worker`) proctor's state."""
-    if ws.config["sandbox.mode"] == "off" or not lease:
-        return None
-    from proctor import sandbox
+    from proctor import broker, sandbox
     from proctor.paths import repo_cache_dir
     from proctor.store import rows
 
-    with ws.store.read() as tx:
-        job = rows.get(tx, lease)
-    if not sandbox.narrows(job):
+    brokered = bool(os.environ.get(broker.BROKERED)) and not worker
+    if not brokered and (ws.config["sandbox.mode"] == "off" or not lease):
         return None
-    mode = sandbox.mode_for(ws.config)
-    if not mode.active:
-        return None
+    job = None
+    if lease:
+        with ws.store.read() as tx:
+            job = rows.get(tx, lease)
+    if brokered:
+        # a command a sandboxed worker's broker runs: it holds proctor's state, its targets never
+        # do, whatever lease they name or the checkout's proctor.toml says (proctor/broker.py)
+        mode = sandbox.Mode("landlock", sandbox.kernel_abi())
+        if not sandbox.narrows(job):
+            return _store_only(ws, lease, mode.abi)
+    else:
+        if not sandbox.narrows(job):
+            return None
+        mode = sandbox.mode_for(ws.config)
+        if not mode.active:
+            return None
     # the store that holds the row is no way around it: a target never writes proctor's state (a
     # worker does: it files its result through proctor, which writes the store in its process)
     regions = list(extra_regions) + ([] if worker else [ws.state_dir])
@@ -244,6 +254,40 @@ def sandboxed(ws: Workspace, lease: str | None, extra_regions: tuple[str, ...] =
             f"the sandbox for job {job['id']} could not be built ({exc.strerror or exc}); nothing ran. "
             f"Set [sandbox] mode = \"off\" in proctor.toml to run unsandboxed", errors.SANDBOX_FAILED) from None
     return Sandboxed(grant, ruleset, mode.abi)
+
+
+def _store_only(ws: Workspace, lease: str | None, abi: int) -> Sandboxed:
+    """The sandbox of a brokered command's target whose lease narrows nothing (a root job named
+    by flag, no row): the worker's domain it already runs in, less proctor's state."""
+    from proctor import sandbox
+
+    grant = sandbox.Grant(lease or "(none)", [ws.state_dir], [], "", [], False)
+    grant.tmpdir = sandbox.private_tmpdir()
+    grant.paths.append(grant.tmpdir)
+    try:
+        ruleset = sandbox.Ruleset(grant, abi)
+    except OSError as exc:
+        grant.cleanup()
+        raise errors.ProctorError(f"the sandbox of a worker's command could not be built ({exc.strerror or exc}); "
+                                  f"nothing ran", errors.SANDBOX_FAILED) from None
+    return Sandboxed(grant, ruleset, abi)
+
+
+def _target_env() -> dict:
+    """A target's environment: this process's, or, in a command a worker's broker runs, the
+    worker's own (the target runs sandboxed beneath it: proctor/broker.py)."""
+    import json
+
+    from proctor import broker
+
+    if os.environ.get(broker.BROKERED) and os.environ.get(broker.CLIENT_ENV):
+        try:
+            client = json.loads(os.environ[broker.CLIENT_ENV])
+        except ValueError:
+            client = None
+        if isinstance(client, dict):
+            return {str(k): str(v) for k, v in client.items()}
+    return dict(os.environ)
 
 
 def main_worktree(ws: Workspace) -> str | None:

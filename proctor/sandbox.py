@@ -201,7 +201,7 @@ def plan(job: dict, checkout: str, cache_dir: str, extra_regions: tuple[str, ...
     """The grant for a run acting for `job` in `checkout` (call only where `narrows(job)`)."""
     root = os.path.realpath(checkout)
     regions = [root] + [os.path.realpath(r) for r in extra_regions if r]
-    tmpdir = tempfile.mkdtemp(prefix=f"proctor-sandbox-{os.getuid()}-")
+    tmpdir = private_tmpdir()
     skipped: list[str] = []
     granted: set[str] = set()  # repository-relative
     if not job.get("read_only"):
@@ -221,6 +221,11 @@ def plan(job: dict, checkout: str, cache_dir: str, extra_regions: tuple[str, ...
             os.makedirs(extra, exist_ok=True)
             paths.append(os.path.realpath(extra))
     return Grant(job["id"], regions, paths, tmpdir, skipped, bool(job.get("read_only")))
+
+
+def private_tmpdir() -> str:
+    """A run's own TMPDIR, granted to it and removed after it."""
+    return tempfile.mkdtemp(prefix=f"proctor-sandbox-{os.getuid()}-")
 
 
 def _inside(path: str, root: str) -> bool:

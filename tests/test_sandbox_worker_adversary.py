@@ -135,10 +135,6 @@ def test_a_worker_cannot_swap_its_check_for_one_that_always_passes(tmp_path):
         f"the job passed on a check the worker chose: committed {committed}\n{done.stdout[-2000:]}")
 
 
-@pytest.mark.xfail(strict=True, reason="a known limit, stated in the README and note 20: a sandboxed worker keeps "
-                   "proctor's store writable (it files its result through proctor, in its own process), so it can "
-                   "rewrite any row with sqlite3; its own job's terms are put back after the attempt, another "
-                   "job's are not. Closing it takes a store the worker cannot open: proctor writing on its behalf")
 def test_a_worker_cannot_widen_a_sibling_job_it_does_not_hold(tmp_path):
     """plan/c's worker rewrites plan/d's row (write paths src/a.py only, not yet worked) to
     README; when plan/d is worked next, its worker's grant and its landing are those of the row

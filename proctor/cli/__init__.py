@@ -35,6 +35,7 @@ def run(argv: list[str]) -> int:
     from proctor.cli.main import cli
 
     try:
+        _refuse_brokered(argv)
         result = cli.main(args=argv, prog_name="proctor", standalone_mode=False)
         return result if isinstance(result, int) else 0
     except ProctorError as exc:
@@ -53,3 +54,20 @@ def run(argv: list[str]) -> int:
         return EXIT_CANNOT_ANSWER
     except BrokenPipeError:
         return 0
+
+
+def _refuse_brokered(argv: list[str]) -> None:
+    """A sandboxed worker's command, run by its broker (proctor/broker.py) with proctor's state
+    writable, never starts what would write it with the worker's hand: agent CLIs, the
+    server's monitors, a store move."""
+    import os
+
+    from proctor import broker
+    from proctor.errors import BROKER_REFUSED
+
+    job = os.environ.get(broker.BROKERED)
+    word = broker.command_word(argv)
+    if job and word in broker.REFUSED:
+        raise ProctorError(f"`proctor {word}` is not run for a sandboxed worker ({job}): it would start what "
+                           f"writes proctor's store outside the worker's sandbox. The person runs it, outside "
+                           f"the job", BROKER_REFUSED)

@@ -164,7 +164,10 @@ def _inherited_claim(conn: Tx | None) -> tuple[str, str] | None:
     BAGGAGE of its choosing. None elsewhere, or when no ancestor has one."""
     if conn is None or not os.path.isdir("/proc/self"):
         return None
-    pid = os.getppid()
+    # a command a worker's broker runs (proctor/broker.py) is a child of `proctor work`, not of the
+    # worker: the job it runs for was set in its own environment when it started, so the walk
+    # starts with it
+    pid = os.getpid() if os.environ.get("PROCTOR_BROKERED") else os.getppid()
     found = None
     walked: set[int] = set()
     while pid > 1 and pid not in walked:  # to init, however deep: nesting shells is no way out

@@ -131,6 +131,13 @@ def add(conn, cfg: config_mod.Config, repo_root: str, job_id: str, command: str,
         column = config_mod.column_of(cfg, job["state"])
         raise _refuse(CARD_INACTIVE, f"{job_id} is in column {column[0] if column else '(none)'}, which is not "
                                      f"active; monitors run only for jobs in an active column")
+    brokered = os.environ.get("PROCTOR_BROKERED")
+    if brokered:
+        # a sandboxed worker's command (its broker's: proctor/broker.py), whatever job it names
+        # and the checkout's proctor.toml says
+        raise _refuse(SANDBOXED_JOB, f"{brokered}'s worker runs in the sandbox, and a monitor runs with the server's "
+                                     f"own rights, outside it: a sandboxed worker cannot add one. The person adds "
+                                     f"it (proctor monitor add with the server's token, outside the job)")
     if actor.startswith("job:") and cfg["sandbox.mode"] != "off":
         from proctor import sandbox
 

@@ -284,23 +284,108 @@ def _put_back_terms(ws: Workspace, job_id: str, terms: dict) -> list[str]:
             f"its job only through proctor (its result), never the store itself"]
 
 
-def _worker_sandbox(ws: Workspace, worktree: str, job_id: str) -> "runs.Sandboxed | None":
+class _Boxed:
+    """A sandboxed worker's two domains: `worker`, the one its CLI starts in, and `brokered`,
+    the one its `proctor` commands run in (`broker`, proctor/broker.py)."""
+
+    def __init__(self, ws: Workspace, job_id: str, worker: "runs.Sandboxed", brokered: "runs.Sandboxed") -> None:
+        from proctor import broker as broker_mod
+
+        self.worker, self.brokered, self.job_id = worker, brokered, job_id
+        self.broker = None
+        self.path = broker_mod.socket_for(ws.state_dir, job_id)
+        broker_mod.SERVING[job_id] = self.path  # the pinned hook (workers/executors) hands its calls there
+
+    def serve(self, job_id: str, worktree: str, env: dict, allowed) -> dict:
+        """Start the broker; the worker's environment (PROCTOR_BROKER set, no store URL)."""
+        from proctor import broker as broker_mod
+
+        self.broker = broker_mod.Broker(self.path, job_id, worktree, self.brokered, env, allowed).start()
+        out = self.worker.env(env)
+        for key in _STORE_VARIABLES:  # the broker holds the store; the worker is handed no way to it
+            out.pop(key, None)
+        out[broker_mod.ENV] = self.path
+        return out
+
+    def record(self) -> dict:
+        return dict(self.worker.record(), broker=self.path)
+
+    def finish(self, worker_pids: set[int]) -> None:
+        from proctor import broker as broker_mod
+
+        try:
+            if self.broker is not None:
+                self.broker.close()
+        finally:
+            broker_mod.SERVING.pop(self.job_id, None)
+            self.worker.finish(worker_pids)
+            self.brokered.finish(set())
+
+
+_STORE_VARIABLES = ("PROCTOR_STORE_URL", "PROCTOR_STORE_URL_FILE", "PGPASSWORD", "PGPASSFILE", "PGSERVICEFILE",
+                    "PGSERVICE", "PGHOST", "PGUSER", "PGDATABASE", "PGPORT")
+
+
+def _worker_sandbox(ws: Workspace, worktree: str, job_id: str) -> _Boxed | None:
     """With `[sandbox] workers = true`, the grant the worker CLI itself starts in: its job's row
-    read in its worktree, as a target run there would get it (runs.sandboxed); outside the
-    worktree and the repository's own checkout, its host's state, config and caches stay
-    writable as they were."""
+    read in its worktree, as a target run there would get it (runs.sandboxed), less proctor's
+    state and what its broker runs from; outside those, the worktree and the repository's own
+    checkout, its host's state, config and caches stay writable as they were. And the grant its
+    `proctor` commands run in: the same with proctor's state but the streams of the attempt."""
     if not ws.config["sandbox.workers"]:
         return None
+    from proctor import broker
+
     there = Workspace(worktree, warn=lambda line: None)
     there._state_dir, there._store = ws.state_dir, ws.store
     # the streams proctor keeps of the attempt (and its integrity snapshot beside them) are
-    # proctor's record of what the worker did: narrowed, though the rest of the state is not
+    # proctor's record of what the worker did: narrowed for its commands too
     streams = os.path.join(ws.state_dir, "streams")
-    # nothing new can then be made directly in the state directory: what the worker's own proctor
-    # commands make there (run outputs, blobs of the trail) is made first
-    for sub in ("streams", "blobs", "prompts"):
+    # nothing new can then be made directly in the state directory: what the worker's commands
+    # make there (run outputs, blobs of the trail, the broker's socket) is made first
+    for sub in ("streams", "blobs", "prompts", "brokers"):
         os.makedirs(os.path.join(ws.state_dir, sub), exist_ok=True)
-    return runs.sandboxed(there, job_id, extra_regions=(streams,), worker=True)
+    runs_from = tuple(broker.interpreter_regions()) + (os.path.join(ws.state_dir, "brokers"),)
+    brokered = runs.sandboxed(there, job_id, extra_regions=(streams,) + runs_from, worker=True)
+    if brokered is None:
+        return None
+    try:
+        worker = runs.sandboxed(there, job_id, extra_regions=(ws.state_dir,) + runs_from, worker=True)
+    except BaseException:
+        brokered.finish(set())
+        raise
+    if worker is None:  # the row changed between the two readings: nothing narrows
+        brokered.finish(set())
+        return None
+    return _Boxed(ws, job_id, worker, brokered)
+
+
+def _of_attempt(info: dict, worker_pids: set[int]):
+    """Whether process `pid` is the attempt's: in its cgroup, or descended from its worker."""
+
+    def allowed(pid: int) -> bool:
+        group = info.get("cgroup")
+        if group:
+            try:
+                with open(os.path.join(group, "cgroup.procs")) as handle:
+                    if str(pid) in handle.read().split():
+                        return True
+            except OSError:
+                pass
+        seen: set[int] = set()
+        while pid > 1 and pid not in seen:
+            if pid in worker_pids:
+                return True
+            seen.add(pid)
+            try:
+                with open(f"/proc/{pid}/stat", "rb") as handle:
+                    stat = handle.read()
+                pid = int(stat[stat.rfind(b")") + 2:].split()[1])
+            except (OSError, ValueError, IndexError):
+                return False
+        return False
+
+    return allowed
 
 
 def _record_worker_denials(ws: Workspace, job_id: str, number: int, boxed: "runs.Sandboxed") -> None:
@@ -311,6 +396,15 @@ def _record_worker_denials(ws: Workspace, job_id: str, number: int, boxed: "runs
         for denial in boxed.denials:
             trail.append(conn, ws.state_dir, "sandbox_denial", ACTOR, job_id, {
                 "attempt": number, "path": denial["path"], "blockers": denial["blockers"]})
+
+
+def _record_broker(ws: Workspace, job_id: str, number: int, boxed: _Boxed) -> None:
+    """What the broker ran for a sandboxed worker, and what it refused, on the trail."""
+    if boxed.broker is None:
+        return
+    with ws.store.write() as conn:
+        trail.append(conn, ws.state_dir, "sandbox_broker", ACTOR, job_id, {
+            "attempt": number, "served": boxed.broker.served, "refused": boxed.broker.refused[:20]})
 
 
 def worker_env(job_id: str, nonce: str | None = None, module=None) -> dict:
@@ -675,7 +769,6 @@ def _run_step(ws: Workspace, job: dict, rungs: list[Worker], notify, dog) -> Job
                         prompt = first_prompt + "\nA previous attempt at this job did not pass:\n" + \
                             "\n".join(f"- {f}" for f in failures[:20]) + "\nThe tree is back at the checkpoint.\n"
                 prompt = deliverable(ws, prompt, number, job_id)
-                argv = module.argv(worker, prompt, resume=resume, lease=job_id)
                 started_any = True
                 limits = runner.Limits(idle=cfg.idle_limit_seconds, grace=cfg["jobs.grace_seconds"],
                                        wall=worker.wall_minutes * 60 if worker.wall_minutes else None,
@@ -688,8 +781,10 @@ def _run_step(ws: Workspace, job: dict, rungs: list[Worker], notify, dog) -> Job
                 handed = _Handover(ws, followup, f"resume:{worker.name}:{resume}")
 
                 worker_pids: set[int] = set()
+                attempt_info: dict = {}
 
                 def spawned(info: dict) -> None:
+                    attempt_info.update(info)  # the broker serves the processes of this attempt alone
                     worker_pids.add(info["pid"])
                     dog.tell(job=job_id, worktree=worktree, attempt=dict(
                         info, number=number, worker=worker.name, executor=worker.executor, stream=stream,
@@ -704,23 +799,27 @@ def _run_step(ws: Workspace, job: dict, rungs: list[Worker], notify, dog) -> Job
                                      "note": note, "idle": limits.idle, "grace": limits.grace,
                                      "wall": limits.wall, "spend": limits.spend})
                     boxed = _worker_sandbox(ws, worktree, job_id)
-                    env = worker_env(job_id, taken.get("_nonce"), module)
-                    if boxed is not None:
-                        env = boxed.env(env)
-                        notify("sandbox", {"job": job_id, "worker": worker.name, "attempt": number,
-                                           "sandbox": boxed.record()})
                     try:
+                        # with the sandbox, the hook pinned in argv (and in a host's settings) hands its
+                        # calls to the broker, which is serving by the time the worker starts
+                        argv = module.argv(worker, prompt, resume=resume, lease=job_id)
+                        env = worker_env(job_id, taken.get("_nonce"), module)
+                        if boxed is not None:
+                            env = boxed.serve(job_id, worktree, env, _of_attempt(attempt_info, worker_pids))
+                            notify("sandbox", {"job": job_id, "worker": worker.name, "attempt": number,
+                                               "sandbox": boxed.record()})
                         attempt = runner.run_attempt(
                             argv, module.Parser(), limits, worktree, env,
                             stdin_text=prompt if module.PROMPT_ON_STDIN else None, adopt_orphans=True,
                             stream_path=stream, on_spawn=spawned,
                             on_event=lambda kind, a: notify(kind, {"job": job_id, "worker": worker.name,
                                                                     "attempt": number, "data": a}),
-                            confine=boxed.preexec if boxed is not None else None)
+                            confine=boxed.worker.preexec if boxed is not None else None)
                     finally:
                         if boxed is not None:
                             boxed.finish(worker_pids)
-                            _record_worker_denials(ws, job_id, number, boxed)
+                            _record_worker_denials(ws, job_id, number, boxed.worker)
+                            _record_broker(ws, job_id, number, boxed)
                 handed.settle()
                 stream_ref, stderr_ref = keep_stream(ws, stream)
                 forged = [f"the {what} proctor kept of the attempt is not what the worker printed: changed while it "

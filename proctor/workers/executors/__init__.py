@@ -61,7 +61,15 @@ def pinned_hook(lease: str, host: str) -> str:
             "HOME": os.path.expanduser("~"), "LANG": "C.UTF-8",
             "PROCTOR_STATE_DIR": state_base(), "XDG_CACHE_HOME": os.path.dirname(cache_base()),
             "PROCTOR_WORKER_HOOK": "1"}
-    keep.update(_pinned_store())
+    from proctor import broker
+
+    socket = broker.SERVING.get(lease)
+    if socket:
+        # a sandboxed worker: its domain denies proctor's state, and the broker of its attempt
+        # runs the hook for it, with the store's URL (the worker is handed none)
+        keep[broker.ENV] = socket
+    else:
+        keep.update(_pinned_store())
     words = ["/usr/bin/env", "-i", *(f"{key}={value}" for key, value in keep.items()),
              sys.executable, "-I", "-m", "proctor", "hook", host, "--lease", lease]
     return " ".join(shlex.quote(word) for word in words)
