@@ -617,3 +617,57 @@ def test_apply_patch_into_another_jobs_declaration_is_denied_and_own_passes(host
                "declaration 'def beta():'" in model.told_after(0)
         assert "Success. Updated the following files" in model.told_after(1)
     assert read(host_repo, "src/d.py") == source.replace("return 1", "return 10")
+
+
+def test_a_sandboxed_codex_worker_reaches_the_store_through_its_broker_alone(host_env, host_repo,
+                                                                             state_outside_tmp):
+    """The real Codex as a worker inside its job's Landlock domain (`[sandbox] workers = true`),
+    inside Codex's own workspace-write sandbox too: its `proctor run test` and `proctor job exit`
+    are run by the broker of its attempt (a Unix socket, which Codex's sandbox lets through),
+    while a write into proctor's state and one outside its path are refused by the kernel."""
+    host_binary("codex")
+    from proctor import sandbox
+
+    if sandbox.kernel_abi() == 0 and os.environ.get("CI") != "true":
+        pytest.skip("this kernel offers no Landlock; CI's kernel does, and there this test runs")
+    assert host_env.proctor("init", "--force", cwd=host_repo).returncode == 0
+    with open(os.path.join(host_repo, "proctor.toml"), "w") as handle:
+        handle.write('[targets.test]\ncommand = "grep -q 2 src/a.py"\ntimeout = "5m"\n\n[jobs]\nidle_minutes = 2\n\n'
+                     '[sandbox]\nmode = "landlock"\nworkers = true\n\n'
+                     '[guard.rules]\nlease-write-scope = "off"\nlease-tamper = "off"\n\n[workers.cx]\nexecutor = "codex"\n')
+    git(host_repo, "add", "-A")
+    git(host_repo, "commit", "-q", "-m", "a sandboxed codex worker")
+    for argv in (("job", "fork", "plan", "--criteria", "the plan", "--check", "test"),
+                 ("job", "fork", JOB, "--parent", "plan", "--criteria", "set A to 2", "--write-paths", "src/a.py",
+                  "--check", "test")):
+        proc = host_env.proctor(*argv, cwd=host_repo)
+        assert proc.returncode == 0, proc.stderr
+    from proctor.workspace import Workspace
+
+    with Workspace(host_repo) as ws:
+        state = ws.state_dir
+    with ScriptedModel(Responses(), [
+        Turn(tools=[Tool("exec_command", {"cmd": "echo 'B = 2' > src/b.py; echo rc=$?"})]),
+        Turn(tools=[Tool("exec_command", {"cmd": f"echo x >> {state}/planted; echo rc=$?"})]),
+        Turn(tools=[Tool("exec_command", {"cmd": "printf 'A = 2\\n' > src/a.py"})]),
+        Turn(tools=[Tool("exec_command", {"cmd": "proctor run test"})]),
+        Turn(tools=[Tool("exec_command", {"cmd": f"echo '{RESULT}' | proctor job exit {JOB} --stdin"})]),
+        Turn(text="Set A = 2.\n\nDONE"),
+    ]) as model:
+        _write_codex_config(host_env.home, provider(model))
+        proc = host_env.proctor("work", JOB, "-o", "json", cwd=host_repo, timeout=300)
+        told = [model.told_after(n) for n in range(5)]
+    assert proc.returncode == 0, "\n--\n".join(told) + proc.stdout[-3000:] + proc.stderr[-3000:]
+    for n in (0, 1):
+        assert "rc=0" not in told[n] and ("Permission denied" in told[n] or "Read-only" in told[n]), told[n]
+    for n in (3, 4):
+        assert "Process exited with code 0" in told[n], told[n]
+    assert not os.path.exists(os.path.join(state, "planted"))
+    outcome = json.loads(proc.stdout)["jobs"][0]
+    assert outcome["passed"] and outcome["commit"], outcome
+    assert git(host_repo, "show", "--name-only", "--format=", "HEAD").split() == ["src/a.py"]
+    from proctor import trail
+
+    with Workspace(host_repo) as ws, ws.store.read() as tx:
+        [brokered] = trail.events(tx, JOB, "sandbox_broker")
+    assert brokered["data"]["served"] >= 2 and brokered["data"]["refused"] == [], brokered

@@ -24,6 +24,10 @@ Codex reads, a project's is not), and `-c features.hooks=true` outranks a `[feat
 false` anywhere below. Not `--dangerously-bypass-hook-trust`: that would run every other hook
 the person left untrusted too. Hooks come with a person's `command` as well; the sandbox
 options do not (a command of one's own says how it runs).
+
+With `[sandbox] workers = true` the worker starts inside proctor's Landlock grant, where
+Codex's own sandbox (bubblewrap) cannot be built: it runs with `sandbox_mode="danger-full-access"`,
+proctor's grant the boundary of what its commands write.
 """
 
 from __future__ import annotations
@@ -102,7 +106,15 @@ def argv(worker, prompt: str, resume: str | None = None, lease: str | None = Non
     if resume:
         out += ["resume"]
     out += ["--json"]
-    if not worker.command:
+    from proctor import broker
+
+    if not worker.command and lease in broker.SERVING:
+        # the worker starts inside proctor's own sandbox ([sandbox] workers = true), where Codex's
+        # cannot be built (bubblewrap may not remount / in a Landlock domain: "bwrap: Failed to make
+        # / slave"): its commands run in proctor's grant, which is the boundary, and its proctor
+        # commands reach the store through the broker of its attempt
+        out += ["-c", 'sandbox_mode="danger-full-access"', "-c", "allow_login_shell=false"]
+    elif not worker.command:
         # exec defaults to a read-only sandbox; this override is accepted by exec and exec resume
         out += ["-c", 'sandbox_mode="workspace-write"',
                 "-c", "sandbox_workspace_write.writable_roots=" + _toml_list(writable_roots()),
