@@ -465,3 +465,59 @@ def test_work_with_gemini_passes_a_job_and_a_provider_error_does_not_count(host_
     assert git(host_repo, "show", "HEAD:src/a.py") == "A = 2\n"
     assert git(host_repo, "log", "-1", "--format=%s") == "set A to 2\n"
     assert git(host_repo, "status", "--porcelain") == ""
+
+
+def test_a_sandboxed_gemini_worker_reaches_the_store_through_its_broker_alone(host_env, host_repo, tmp,
+                                                                              root_owned_state):
+    """The real Gemini CLI as a worker inside its job's Landlock domain (`[sandbox] workers =
+    true`), the guard's write-scope and tamper rules off: a write into proctor's state and one
+    outside its path are refused by the kernel; its own edit, its `proctor run test` and its
+    `proctor job exit` work, the two commands and its hooks run by the broker of its attempt."""
+    host_binary("gemini")
+    from proctor import sandbox
+
+    if sandbox.kernel_abi() == 0 and os.environ.get("CI") != "true":
+        pytest.skip("this kernel offers no Landlock; CI's kernel does, and there this test runs")
+    user_settings(host_env, {"general": {"maxAttempts": 1}})
+    with open(os.path.join(host_repo, "proctor.toml"), "a", encoding="utf-8") as handle:
+        handle.write('\n[workers]\nladder = ["gm"]\nattempts = 1\n\n[workers.gm]\nexecutor = "gemini"\n\n'
+                     '[jobs]\nidle_minutes = 2\n\n[sandbox]\nmode = "landlock"\nworkers = true\n\n'
+                     '[guard.rules]\nlease-write-scope = "off"\nlease-tamper = "off"\n')
+    git(host_repo, "add", "-A")
+    git(host_repo, "commit", "-q", "-m", "a sandboxed gemini worker")
+    for argv in (("job", "fork", "plan", "--criteria", "the plan", "--check", "test"),
+                 ("job", "fork", JOB, "--parent", "plan", "--criteria", "set A to 2", "--write-paths", "src/a.py",
+                  "--check", "test")):
+        proc = host_env.proctor(*argv, cwd=host_repo)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    from proctor.workspace import Workspace
+
+    with Workspace(host_repo) as ws:
+        state = ws.state_dir
+    result = json.dumps({"schema_version": 1, "changed_paths": ["src/a.py"], "status": "done", "summary": "set A"})
+    steps = [
+        Turn(tools=[shell("echo 'B = 2' > src/b.py; echo rc=$?")]),
+        Turn(tools=[shell(f"echo x >> {state}/planted; echo rc=$?")]),
+        Turn(tools=[Tool("replace", {"file_path": "src/a.py", "old_string": "A = 1", "new_string": "A = 2",
+                                     "instruction": "set A"})]),
+        Turn(tools=[shell("proctor run test")]),
+        Turn(tools=[shell(f"proctor job exit {JOB} --stdin <<'EOF'\n{result}\nEOF")]),
+        Turn(text="Set A = 2 in src/a.py.\n\nDONE"),
+    ]
+    with ScriptedModel(Gemini(), steps) as model:
+        proc = host_env.proctor("work", JOB, "-o", "json", cwd=host_repo, timeout=400,
+                                extra=model_env(model, str(tmp), lease=None))
+        told = [model.told_after(n) for n in range(5)]
+    assert proc.returncode == 0, "\n--\n".join(told) + proc.stdout[-3000:] + proc.stderr[-3000:]
+    for n in (0, 1):
+        assert "rc=0" not in told[n] and "Permission denied" in told[n] and "blocked" not in told[n], told[n]
+    assert "proctor: test exit 0" in told[3], told[3]
+    assert "Tool execution blocked" not in told[4], told[4]
+    assert not os.path.exists(os.path.join(state, "planted"))
+    assert read(host_repo, "src/b.py") == "B = 1\n"
+    assert git(host_repo, "show", "--name-only", "--format=", "HEAD").split() == ["src/a.py"]
+    from proctor import trail
+
+    with Workspace(host_repo) as ws, ws.store.read() as tx:
+        [brokered] = trail.events(tx, JOB, "sandbox_broker")
+    assert brokered["data"]["served"] >= 2 * 5 + 2 and brokered["data"]["refused"] == [], brokered

@@ -575,3 +575,56 @@ def test_executor_reads_a_provider_error(host_env, host_repo):
     parser = executor.Parser()
     fatal = [e for line in proc.stdout.splitlines() for e in parser.feed(line) if e.kind == "fatal"]
     assert fatal and "scripted: bad request" in fatal[0].text and "400" in fatal[0].text, proc.stdout[-2000:]
+
+
+def test_a_sandboxed_opencode_worker_reaches_the_store_through_its_broker_alone(host_env, host_repo):
+    """The real opencode as a worker inside its job's Landlock domain (`[sandbox] workers =
+    true`), the guard's write-scope and tamper rules off: a write into proctor's state and one
+    outside its path are refused by the kernel; its edit, its `proctor run test` and its `proctor
+    job exit` work, the commands and its plugin's hooks run by the broker of its attempt."""
+    host_binary("opencode")
+    from proctor import sandbox
+
+    if sandbox.kernel_abi() == 0 and os.environ.get("CI") != "true":
+        pytest.skip("this kernel offers no Landlock; CI's kernel does, and there this test runs")
+    with open(os.path.join(host_repo, "proctor.toml"), "a") as handle:
+        handle.write(WORKER + '\n[sandbox]\nmode = "landlock"\nworkers = true\n\n'
+                              '[guard.rules]\nlease-write-scope = "off"\nlease-tamper = "off"\n')
+    install_printed_plugin(host_repo)
+    git(host_repo, "add", "proctor.toml", ".opencode")
+    git(host_repo, "commit", "-q", "-m", "a sandboxed opencode worker")
+    for argv in (("job", "fork", "plan", "--criteria", "the plan", "--check", "test"),
+                 ("job", "fork", "plan/w1", "--parent", "plan", "--criteria", "make A two", "--write-paths",
+                  "src/a.py", "--check", "test")):
+        proc = host_env.proctor(*argv, cwd=host_repo)
+        assert proc.returncode == 0, proc.stderr
+    from proctor.workspace import Workspace
+
+    with Workspace(host_repo) as ws:
+        state = ws.state_dir
+    steps = [
+        Turn(tools=[Tool("bash", {"command": "echo 'B = 2' > src/b.py; echo rc=$?", "description": "also b"})]),
+        Turn(tools=[Tool("bash", {"command": f"echo x >> {state}/planted; echo rc=$?", "description": "state"})]),
+        Turn(tools=[Tool("edit", {"filePath": "src/a.py", "oldString": "A = 1", "newString": "A = 2"})]),
+        Turn(tools=[Tool("bash", {"command": "proctor run test", "description": "run the check"})]),
+        _exit_citing_the_run("plan/w1"),
+        Turn(text="Set A to 2, ran the check, filed the result.\n\nDONE"),
+    ]
+    with ScriptedModel(Chat(), steps) as model:
+        configure(host_env, model)
+        proc = host_env.proctor("work", "plan/w1", "-o", "json", cwd=host_repo, timeout=240)
+        told = [model.told_after(n) for n in range(5)]
+    assert proc.returncode == 0, "\n--\n".join(told) + proc.stdout[-3000:] + proc.stderr[-3000:]
+    for n in (0, 1):
+        assert "rc=0" not in told[n] and "Permission denied" in told[n] and "deny" not in told[n], told[n]
+    assert told[2].strip() == "Edit applied successfully.", told[2]
+    assert "test exit 0" in told[3], told[3]
+    assert told[4].startswith("filed the result of plan/w1"), told[4]
+    assert not os.path.exists(os.path.join(state, "planted"))
+    assert read(host_repo, "src/b.py") == "B = 1\n"
+    assert git(host_repo, "show", "--name-only", "--format=", "HEAD").split() == ["src/a.py"]
+    from proctor import trail
+
+    with Workspace(host_repo) as ws, ws.store.read() as tx:
+        [brokered] = trail.events(tx, "plan/w1", "sandbox_broker")
+    assert brokered["data"]["served"] >= 2 * 5 + 2 and brokered["data"]["refused"] == [], brokered
