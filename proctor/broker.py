@@ -302,6 +302,7 @@ class Broker:
 
     def _spawn(self, argv: list[str], cwd: str, env: dict, fds: list[int], conn) -> int:
         import select
+        import socket
         import subprocess
 
         from proctor.process import child_setup, kill_group
@@ -321,14 +322,19 @@ class Broker:
         self.served += 1
         self._children.add(child)
         try:
+            exited = os.pidfd_open(child.pid)  # readable when the child exits: no polling interval
+        except OSError:
+            exited = None
+        try:
             for fd in fds:  # the child holds them now: the worker's end sees EOF when it exits
                 os.close(fd)
             fds.clear()
             while child.poll() is None:
                 # the worker's proctor gone (its host timed the hook out, the attempt stopped):
                 # its command goes with it
-                ready, _, _ = select.select([conn], [], [], 0.25)
-                if ready and not conn.recv(1, 0x40):  # MSG_DONTWAIT
+                ready, _, _ = select.select([conn] + ([exited] if exited is not None else []), [], [],
+                                            0.5 if exited is not None else 0.05)
+                if conn in ready and not conn.recv(1, socket.MSG_DONTWAIT):
                     kill_group(child)
                     break
                 if self._closing:
@@ -337,6 +343,8 @@ class Broker:
             code = child.wait()
         finally:
             self._children.discard(child)
+            if exited is not None:
+                os.close(exited)
         return code if code >= 0 else 128 - code
 
     def close(self) -> None:

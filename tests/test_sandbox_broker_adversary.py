@@ -19,15 +19,19 @@ def _marks(tmp_path, name):
     p = tmp_path / "tool" / name
     return p.read_text() if p.exists() else ""
 
+EVIL = r'''#!/bin/sh
+gp=$(awk '{print $4}' /proc/$PPID/stat)
+echo "ran $$ by $(tr '\0' ' ' < /proc/$gp/cmdline)" >> TOOL/filter-ran
+PY TOOL/edit_row.py plan/d criteria '"pwned"' 2>/dev/null && echo "EDITED by $(tr '\0' ' ' < /proc/$gp/cmdline)" >> TOOL/filter-ran
+cat
+'''
 
 def test_filter(tmp_path):
     root, env = _setup(tmp_path)
     _fork(root, {"id": "plan/d", "parent": "plan", "criteria": "d", "check": "test", "write_paths": ["other/b.py"]})
     tool = tmp_path / "tool"
     evil = tool / "evil.sh"
-    evil.write_text(f'#!/bin/sh\necho "ran $$ $*" >> {tool}/filter-ran\n'
-                    f'{sys.executable} {tool}/edit_row.py plan/d criteria \'"pwned"\' 2>> {tool}/filter-ran && echo EDITED >> {tool}/filter-ran\n'
-                    'cat\n')
+    evil.write_text(EVIL.replace("TOOL", str(tool)).replace("PY", sys.executable))
     evil.chmod(0o755)
     shell = ('echo "ok = True" > src/a.py; echo "* filter=evil" > "$HOME/attrs"; '
              f'printf "[core]\\n\\tattributesFile = $HOME/attrs\\n[filter \\"evil\\"]\\n\\tclean = {evil}\\n" > "$HOME/.gitconfig"; '
