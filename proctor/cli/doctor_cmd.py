@@ -83,7 +83,7 @@ def doctor() -> int:
         line(True, f"sandbox: off ({sandbox.kernel_offers(abi)}{hint})")
     elif abi:
         line(True, f"sandbox: {mode}, Landlock ABI {abi}; runs under a child job's lease write only its paths"
-                   f"{' (workers too)' if cfg['sandbox.workers'] else ''}; denials {sandbox.denial_reporting()}")
+                   f"{' (workers too: their proctor commands through a broker)' if cfg['sandbox.workers'] else ''}; denials {sandbox.denial_reporting()}")
     else:
         line(mode == "auto", f"sandbox: {mode}, but {sandbox.kernel_offers(abi)}: "
              + ("runs are not sandboxed" if mode == "auto" else "a run under a child job's lease is refused; "

@@ -279,6 +279,10 @@ def work(job_id: str, worker_name: str | None, again: bool, output: str) -> int:
     paths inside its write paths when they pass; an attempt that committed or moved a ref
     fails. After every child passed the root's own check runs. One `proctor work` per job.
 
+    With [sandbox] workers = true the worker starts inside its job's Landlock grant, which
+    denies proctor's state: its proctor commands (its hook, its check, its result) are run for
+    it, as its job, by a broker this process keeps for the attempt (PROCTOR_BROKER).
+
     Follow-ups: an attempt that did not pass, whose worker ended its turn while the job has
     live monitors (run by `proctor server`) or a follow-up not yet delivered, is not retried
     blind: the job stays live (exited, its monitors running, its worktree kept) and proctor
