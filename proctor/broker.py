@@ -127,11 +127,26 @@ def forward(argv: list[str]) -> int:
 
 # -- proctor work's side: run it -----------------------------------------------------------------
 
-def interpreter_regions() -> list[str]:
+_RUNS_FROM: list[str] | None = None
+
+
+def interpreter_regions(keep_writable: tuple[str, ...] = ()) -> list[str]:
     """What a brokered command runs from, narrowed in every sandboxed worker's domain: the
     interpreter (its executable and, in a virtual environment, the environment), every
-    directory of its sys.path, proctor's own package, the git proctor runs and git's exec
-    path."""
+    directory of the sys.path it starts with (asked of it, with the broker's flags), proctor's
+    own package, the git proctor runs and git's exec path. A directory holding one of
+    `keep_writable` (the worker's worktree) is left out: narrowing it would deny the worker its
+    own tree."""
+    global _RUNS_FROM
+    if _RUNS_FROM is None:
+        _RUNS_FROM = _runs_from()
+    inside = [os.path.realpath(path) for path in keep_writable]
+    return [region for region in _RUNS_FROM
+            if not any(path == region or path.startswith(region.rstrip("/") + "/") for path in inside)]
+
+
+def _runs_from() -> list[str]:
+    import json
     import shutil
     import subprocess
 
@@ -140,7 +155,13 @@ def interpreter_regions() -> list[str]:
     out = {os.path.realpath(sys.executable), os.path.dirname(os.path.realpath(proctor.__file__))}
     if sys.prefix != sys.base_prefix:
         out.add(os.path.realpath(sys.prefix))
-    out.update(os.path.realpath(entry) for entry in sys.path if entry and os.path.exists(entry))
+    try:
+        started = subprocess.run([sys.executable, *_interpreter_flags(), "-c", "import json, sys; print(json.dumps(sys.path))"],
+                                 capture_output=True, text=True, timeout=30, env={"PATH": os.defpath})
+        paths = json.loads(started.stdout)
+    except (OSError, subprocess.SubprocessError, ValueError):
+        paths = sys.path
+    out.update(os.path.realpath(entry) for entry in paths if isinstance(entry, str) and entry and os.path.exists(entry))
     git = shutil.which("git")
     if git:
         out.add(os.path.realpath(git))

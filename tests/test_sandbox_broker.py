@@ -312,3 +312,14 @@ def test_a_socket_path_longer_than_an_address_still_serves(tmp_path):
         assert client.returncode == 0 and out.startswith("proctor "), (out, err)
     finally:
         served.close()
+
+
+def test_what_the_broker_runs_from_is_narrowed_but_never_the_workers_own_tree(monkeypatch, tmp_path):
+    import proctor
+
+    regions = broker.interpreter_regions()
+    assert os.path.realpath(sys.executable) in regions
+    assert os.path.dirname(os.path.realpath(proctor.__file__)) in regions
+    assert any(r.endswith("site-packages") for r in regions), regions
+    monkeypatch.setattr(broker, "_RUNS_FROM", ["/", "/home/u", "/home/u/venv", "/usr/bin/git"])
+    assert broker.interpreter_regions(keep_writable=("/home/u/work/tree",)) == ["/home/u/venv", "/usr/bin/git"]

@@ -345,7 +345,7 @@ def _worker_sandbox(ws: Workspace, worktree: str, job_id: str) -> _Boxed | None:
     # make there (run outputs, blobs of the trail, the broker's socket) is made first
     for sub in ("streams", "blobs", "prompts", "brokers"):
         os.makedirs(os.path.join(ws.state_dir, sub), exist_ok=True)
-    runs_from = tuple(broker.interpreter_regions()) + (os.path.join(ws.state_dir, "brokers"),)
+    runs_from = tuple(broker.interpreter_regions(keep_writable=(worktree,))) + (os.path.join(ws.state_dir, "brokers"),)
     brokered = runs.sandboxed(there, job_id, extra_regions=(streams,) + runs_from, worker=True)
     if brokered is None:
         return None
