@@ -323,3 +323,26 @@ def test_what_the_broker_runs_from_is_narrowed_but_never_the_workers_own_tree(mo
     assert any(r.endswith("site-packages") for r in regions), regions
     monkeypatch.setattr(broker, "_RUNS_FROM", ["/", "/home/u", "/home/u/venv", "/usr/bin/git"])
     assert broker.interpreter_regions(keep_writable=("/home/u/work/tree",)) == ["/home/u/venv", "/usr/bin/git"]
+
+
+def test_a_long_lived_command_speaks_through_the_broker_both_ways(tmp_path):
+    """`proctor mcp` (the MCP door a host starts on stdio) handed to the broker: the worker's
+    pipes are the command's own, so a request written after it started is answered, and it ends
+    when its stdin closes."""
+    root = make_repo(tmp_path / "repo", "")
+    served = _broker(tmp_path, root, lambda pid: True)
+    try:
+        client = subprocess.Popen([sys.executable, "-m", "proctor", "mcp"], cwd=root, stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  env=dict(os.environ, **{broker.ENV: served.path}))
+        request = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+        client.stdin.write(json.dumps(request) + "\n")
+        client.stdin.flush()
+        answer = json.loads(client.stdout.readline())
+        assert answer["id"] == 1 and "serverInfo" in answer["result"], answer
+        assert served.served == 1
+        client.stdin.close()
+        assert client.wait(timeout=30) == 0, client.stderr.read()
+    finally:
+        served.close()
