@@ -19,8 +19,8 @@ starts the command as a process of its own (`Broker`):
   what a command judges pass (a host's hook variables, the terminal, the locale); the targets
   the command runs get the worker's whole environment, and run sandboxed beneath it with
   proctor's state narrowed whatever the checkout's proctor.toml says (runs.sandboxed);
-- from proctor's own interpreter (`-E -P`, and `-s` unless proctor lives in the user site: no
-  PYTHON* variable, no module from the working directory), whose files, with the git proctor
+- from proctor's own interpreter (`-E -P -B`, and `-s` unless proctor lives in the user site: no
+  PYTHON* variable, no module from the working directory, no bytecode written), whose files, with the git proctor
   runs, the worker's domain narrows (`interpreter_regions`): the worker cannot change the code
   the broker runs for it;
 - never `proctor work`, `server` or `store` (REFUSED, refused by the command itself): those
@@ -175,13 +175,13 @@ def _runs_from() -> list[str]:
 
 
 def _interpreter_flags() -> list[str]:
-    """-E (no PYTHON* variable) -P (no working-directory module), and -s (no user site) unless
-    proctor is installed there."""
+    """-E (no PYTHON* variable) -P (no working-directory module) -B (no bytecode written), and
+    -s (no user site) unless proctor is installed there."""
     import site
 
     import proctor
 
-    flags = ["-E", "-P"]
+    flags = ["-E", "-P", "-B"]  # -B: it writes no bytecode where the worker's domain denies it
     user = site.getusersitepackages() if site.ENABLE_USER_SITE else None
     if not user or not os.path.realpath(proctor.__file__).startswith(os.path.realpath(user) + os.sep):
         flags.append("-s")
@@ -206,6 +206,7 @@ class Broker:
         self._threads: list = []
         self._closing = False
         self.served = 0
+        self.pids: set[int] = set()
         self.refused: list[str] = []
 
     def start(self) -> "Broker":
@@ -341,6 +342,7 @@ class Broker:
         except (OSError, subprocess.SubprocessError) as exc:
             return self._refuse(fds[2], f"the broker could not start the command in the worker's sandbox ({exc})")
         self.served += 1
+        self.pids.add(child.pid)  # whose domains the kernel's denials name
         self._children.add(child)
         try:
             exited = os.pidfd_open(child.pid)  # readable when the child exits: no polling interval

@@ -19,7 +19,7 @@ import pytest
 
 from proctor import broker, sandbox
 from proctor.workspace import Workspace
-from tests.conftest import git, make_repo
+from tests.conftest import machine_wide, make_repo
 from tests.test_sandbox import _fork
 from tests.test_sandbox_worker_adversary import _committed_since, _head, _row, _run, _setup, _work
 
@@ -346,3 +346,34 @@ def test_a_long_lived_command_speaks_through_the_broker_both_ways(tmp_path):
         assert client.wait(timeout=30) == 0, client.stderr.read()
     finally:
         served.close()
+
+
+@machine_wide("kernel-audit")
+def test_the_kernels_denials_of_the_worker_and_of_its_brokered_commands_reach_the_trail(tmp_path):
+    """With the kernel's audit on: the worker's own write into proctor's state, and a command its
+    broker ran that wrote outside the grant (`proctor init --force` rewrites proctor.toml, not a
+    write path), are each on the trail as sandbox_denial of the job, the second marked brokered."""
+    from tests.test_sandbox import _audit, audit_switch
+
+    was = sandbox._audit_enabled()
+    audit_switch(1)
+    try:
+        root, env = _setup(tmp_path)
+        with Workspace(root, warn=lambda line: None) as ws:
+            state = ws.state_dir
+        shell = (f'echo "ok = True" > src/a.py; (echo x >> "{state}/planted") 2>/dev/null; '
+                 f'proctor init --force 2>/dev/null; true')
+        done, payload = _work(root, "plan/c", env, shell)
+    finally:
+        _audit(1 if was else 0)
+    assert payload is not None, done.stdout + done.stderr
+    denials = _trail(root, "plan/c", "sandbox_denial")
+    assert all(d["job"] == "plan/c" for d in denials), denials
+    mine = [d["data"] for d in denials if not d["data"].get("brokered")]
+    brokered = [d["data"] for d in denials if d["data"].get("brokered")]
+    assert [(d["path"], d["blockers"], d["attempt"]) for d in mine] == [
+        (os.path.realpath(state), "fs.make_reg", 1)], denials
+    # nothing else of a brokered command is refused: no bytecode written beside proctor's modules,
+    # no look at the environment of a process outside its domain
+    assert [(d["path"].rsplit("/", 1)[-1], d["blockers"]) for d in brokered] == [
+        ("proctor.toml", "fs.write_file")], denials

@@ -165,12 +165,15 @@ def _inherited_claim(conn: Tx | None) -> tuple[str, str] | None:
     if conn is None or not os.path.isdir("/proc/self"):
         return None
     # a command a worker's broker runs (proctor/broker.py) is a child of `proctor work`, not of the
-    # worker: the job it runs for was set in its own environment when it started, so the walk
-    # starts with it
-    pid = os.getpid() if os.environ.get("PROCTOR_BROKERED") else os.getppid()
+    # worker: the job it runs for was set in its own environment when it started, and is the
+    # answer (its sandbox keeps it from reading the environment of processes outside it)
+    brokered = bool(os.environ.get("PROCTOR_BROKERED"))
+    pid = os.getpid() if brokered else os.getppid()
     found = None
     walked: set[int] = set()
     while pid > 1 and pid not in walked:  # to init, however deep: nesting shells is no way out
+        if brokered and walked:
+            break
         walked.add(pid)
         try:
             with open(f"/proc/{pid}/environ", "rb") as handle:

@@ -319,7 +319,7 @@ class _Boxed:
         finally:
             broker_mod.SERVING.pop(self.job_id, None)
             self.worker.finish(worker_pids)
-            self.brokered.finish(set())
+            self.brokered.finish(self.broker.pids if self.broker is not None else set())
 
 
 _STORE_VARIABLES = ("PROCTOR_STORE_URL", "PROCTOR_STORE_URL_FILE", "PGPASSWORD", "PGPASSFILE", "PGSERVICEFILE",
@@ -388,14 +388,17 @@ def _of_attempt(info: dict, worker_pids: set[int]):
     return allowed
 
 
-def _record_worker_denials(ws: Workspace, job_id: str, number: int, boxed: "runs.Sandboxed") -> None:
-    """The kernel's denials of a sandboxed worker, on the trail as sandbox_denial."""
+def _record_worker_denials(ws: Workspace, job_id: str, number: int, boxed: "runs.Sandboxed",
+                           brokered: bool = False) -> None:
+    """The kernel's denials of a sandboxed worker (or of the commands its broker ran), on the
+    trail as sandbox_denial."""
     if not boxed.denials:
         return
     with ws.store.write() as conn:
         for denial in boxed.denials:
             trail.append(conn, ws.state_dir, "sandbox_denial", ACTOR, job_id, {
-                "attempt": number, "path": denial["path"], "blockers": denial["blockers"]})
+                "attempt": number, "path": denial["path"], "blockers": denial["blockers"],
+                **({"brokered": True} if brokered else {})})
 
 
 def _record_broker(ws: Workspace, job_id: str, number: int, boxed: _Boxed) -> None:
@@ -819,6 +822,7 @@ def _run_step(ws: Workspace, job: dict, rungs: list[Worker], notify, dog) -> Job
                         if boxed is not None:
                             boxed.finish(worker_pids)
                             _record_worker_denials(ws, job_id, number, boxed.worker)
+                            _record_worker_denials(ws, job_id, number, boxed.brokered, brokered=True)
                             _record_broker(ws, job_id, number, boxed)
                 handed.settle()
                 stream_ref, stderr_ref = keep_stream(ws, stream)
