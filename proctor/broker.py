@@ -42,6 +42,7 @@ BROKERED = "PROCTOR_BROKERED"  # set on a command the broker runs: the job it ru
 CLIENT_ENV = "PROCTOR_BROKER_ENV"  # the worker's own environment (JSON), for the targets it runs
 REFUSED = ("work", "server", "store")
 MAX_REQUEST = 8 << 20
+NOT_SERVED = -(1 << 30)  # the answer to a process that is not of the attempt
 
 # The worker's variables a brokered command reads: what it judges (a host's hook), how it
 # prints. Never PATH, HOME, PYTHON*, GIT_*, LD_*, the state directory or the store's URL.
@@ -101,8 +102,11 @@ def forward(argv: list[str]) -> int:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         _address(sock, path, bind=False)
-        socket.send_fds(sock, [struct.pack("!I", len(request))], fds)
-        sock.sendall(request)
+        try:
+            socket.send_fds(sock, [struct.pack("!I", len(request))], fds)
+            sock.sendall(request)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # refused before the request was read: its answer says so
         answer = b""
         while len(answer) < 4:
             chunk = sock.recv(4 - len(answer))
@@ -122,7 +126,12 @@ def forward(argv: list[str]) -> int:
     if len(answer) < 4:
         sys.stderr.write("proctor: the broker ended before the command did (proctor work stopped the attempt)\n")
         return 2
-    return struct.unpack("!i", answer)[0]
+    status = struct.unpack("!i", answer)[0]
+    if status == NOT_SERVED:
+        sys.stderr.write(f"proctor: the broker at {path} serves only the processes of its worker's attempt, and "
+                         f"this process is not of the attempt (nothing ran). Outside a worker, unset {ENV}\n")
+        return 2
+    return status
 
 
 # -- proctor work's side: run it -----------------------------------------------------------------
@@ -133,8 +142,9 @@ _RUNS_FROM: list[str] | None = None
 def interpreter_regions(keep_writable: tuple[str, ...] = ()) -> list[str]:
     """What a brokered command runs from, narrowed in every sandboxed worker's domain: the
     interpreter (its executable and, in a virtual environment, the environment), every
-    directory of the sys.path it starts with (asked of it, with the broker's flags), proctor's
-    own package, the git proctor runs and git's exec path. A directory holding one of
+    directory of the sys.path it starts with (asked of it, with the broker's flags), the shared
+    libraries it loads, proctor's own package, every directory of proctor's PATH, and git's
+    exec path. A directory holding one of
     `keep_writable` (the worker's worktree) is left out: narrowing it would deny the worker its
     own tree."""
     global _RUNS_FROM
@@ -162,6 +172,23 @@ def _runs_from() -> list[str]:
     except (OSError, subprocess.SubprocessError, ValueError):
         paths = sys.path
     out.update(os.path.realpath(entry) for entry in paths if isinstance(entry, str) and entry and os.path.exists(entry))
+    # the shared libraries this interpreter has loaded (libpython, libc, sqlite's): what a brokered
+    # command loads too, wherever its Python was installed
+    try:
+        with open("/proc/self/maps") as handle:
+            for line in handle:
+                mapped = line.split(maxsplit=5)
+                if len(mapped) == 6 and mapped[5].startswith("/") and ".so" in mapped[5]:
+                    where = mapped[5].strip()
+                    if os.path.isfile(where):
+                        out.add(os.path.realpath(where))
+    except OSError:
+        pass
+    # every directory of the PATH proctor finds its programs on (git, sh, the checks' tools): a
+    # program the worker put first on it would run outside its domain, or with the store writable
+    for directory in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        if directory and os.path.isabs(directory) and os.path.isdir(directory):
+            out.add(os.path.realpath(directory))
     git = shutil.which("git")
     if git:
         out.add(os.path.realpath(git))
@@ -188,6 +215,26 @@ def _interpreter_flags() -> list[str]:
     return flags
 
 
+KEPT_GIT_KEYS = ("user.name", "user.email", "safe.directory")
+
+
+def _person_git_config() -> list[tuple[str, str]]:
+    """The person's global and system git config a brokered command still needs (who commits,
+    which directories are trusted), read when the broker starts, before the worker runs: the
+    rest of it, which the worker may have rewritten by then, is not read."""
+    import subprocess
+
+    kept = []
+    for key in KEPT_GIT_KEYS:
+        try:
+            out = subprocess.run(["git", "config", "--get-all", key], capture_output=True, text=True, timeout=10,
+                                 cwd="/")
+        except (OSError, subprocess.SubprocessError):
+            continue
+        kept.extend((key, value) for value in out.stdout.splitlines() if value)
+    return kept
+
+
 def command_word(argv: list[str]) -> str | None:
     """The command group `argv` runs (its first word that is no option)."""
     return next((word for word in argv if not word.startswith("-")), None)
@@ -201,6 +248,7 @@ class Broker:
         self.path, self.job_id, self.root, self.boxed = path, job_id, os.path.realpath(root), boxed
         self.base, self.allowed = env, allowed
         self.flags = _interpreter_flags()
+        self.git_kept = _person_git_config()
         self._sock = None
         self._children: set = set()
         self._threads: list = []
@@ -248,6 +296,15 @@ class Broker:
         try:
             pid, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
                                                               struct.calcsize("3i")))
+            if uid != os.getuid() or not self.allowed(pid):
+                # asked before a byte is read: a process outside the attempt holds no thread
+                self.refused.append(f"process {pid} is not of the attempt")
+                try:
+                    conn.sendall(struct.pack("!i", NOT_SERVED))
+                except OSError:
+                    pass
+                return
+            conn.settimeout(30)  # the request follows its connection at once
             head, fds, _, _ = socket.recv_fds(conn, 4, 3)
             if len(head) != 4 or len(fds) != 3:
                 return
@@ -260,12 +317,13 @@ class Broker:
                 if not chunk:
                     return
                 data += chunk
+            conn.settimeout(None)
             status = self._run(pid, uid, data, fds, conn)
             try:
                 conn.sendall(struct.pack("!i", status))
             except OSError:
                 pass
-        except OSError:
+        except Exception:  # noqa: BLE001 - a malformed request ends its connection, never the broker
             pass
         finally:
             for fd in fds:
@@ -292,11 +350,12 @@ class Broker:
         try:
             request = json.loads(data.decode("utf-8", "surrogateescape"))
             argv, cwd, client = request["argv"], request["cwd"], request["env"]
-            if not (isinstance(argv, list) and all(isinstance(a, str) for a in argv) and isinstance(cwd, str)
-                    and isinstance(client, dict) and all(isinstance(k, str) and isinstance(v, str)
-                                                         for k, v in client.items())):
+            if not (isinstance(argv, list) and all(isinstance(a, str) and "\0" not in a for a in argv)
+                    and isinstance(cwd, str) and "\0" not in cwd and isinstance(client, dict)
+                    and all(isinstance(k, str) and isinstance(v, str) and "\0" not in k + v and "=" not in k
+                            for k, v in client.items())):
                 raise ValueError("malformed")
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):
             return self._refuse(fds[2], "the broker could not read the command it was handed")
         real = os.path.realpath(cwd)
         if not (real == self.root or real.startswith(self.root + os.sep)) or not os.path.isdir(real):
@@ -308,15 +367,26 @@ class Broker:
         that say what it judges, the job pinned, and the worker's own for its targets."""
         import json
 
-        from proctor.jobs.lease import BAGGAGE_KEY, parse_baggage
+        from proctor.jobs.lease import BAGGAGE_KEY
 
         env = dict(self.base)
         for key, value in client.items():
             if key not in env and (key in PASS or key.startswith(PASS_PREFIXES)):
                 env[key] = value
-        members = parse_baggage(client.get("BAGGAGE", ""))
-        members.pop(BAGGAGE_KEY, None)
-        env["BAGGAGE"] = ",".join([f"{BAGGAGE_KEY}={self.job_id}"] + [f"{k}={v}" for k, v in members.items()])
+        # the worker's BAGGAGE is never merged (a member it encodes could decode to another job):
+        # the command's is the one proctor started the worker with, naming its job alone
+        env["BAGGAGE"] = f"{BAGGAGE_KEY}={self.job_id}"
+        # git reads no config of the person's (a filter or attributes file the worker planted in
+        # ~/.gitconfig would run with the store writable): the repository's own, which the
+        # worker's domain denies it, is what a command needs
+        env["GIT_CONFIG_GLOBAL"] = os.devnull
+        env["GIT_CONFIG_NOSYSTEM"] = "1"
+        count = int(env.get("GIT_CONFIG_COUNT") or 0) if (env.get("GIT_CONFIG_COUNT") or "0").isdigit() else 0
+        for key, value in self.git_kept:  # the person's name and trusted directories, read before the worker ran
+            env[f"GIT_CONFIG_KEY_{count}"], env[f"GIT_CONFIG_VALUE_{count}"] = key, value
+            count += 1
+        if count:
+            env["GIT_CONFIG_COUNT"] = str(count)
         env.pop(ENV, None)
         env[BROKERED] = self.job_id
         env[CLIENT_ENV] = json.dumps(client)
@@ -384,8 +454,11 @@ class Broker:
             self._sock.close()
         for child in list(self._children):
             kill_group(child)
+        import time
+
+        deadline = time.monotonic() + 5  # for all of them: a thread still reading gives up on its own
         for thread in self._threads:
-            thread.join(timeout=5)
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
         try:
             os.unlink(self.path)
         except OSError:

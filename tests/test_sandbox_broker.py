@@ -255,7 +255,8 @@ def test_the_broker_hands_the_command_proctors_environment_and_pins_the_job(tmp_
                 "OPENSSL_CONF", broker.ENV):
         assert key not in env, key
     assert env["CLAUDE_PROJECT_DIR"] == root and env["GEMINI_SESSION_ID"] == "g1" and env["LC_ALL"] == "C.UTF-8"
-    assert env["BAGGAGE"] == "proctor.lease=plan/c,other=1"
+    assert env["BAGGAGE"] == "proctor.lease=plan/c"  # the worker's own members never merged
+    assert env["GIT_CONFIG_GLOBAL"] == os.devnull and env["GIT_CONFIG_NOSYSTEM"] == "1"
     assert env[broker.BROKERED] == "plan/c"
     assert json.loads(env[broker.CLIENT_ENV]) == client  # the targets' environment, sandboxed beneath
 

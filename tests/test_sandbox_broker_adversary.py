@@ -14,9 +14,7 @@ from __future__ import annotations
 import glob
 import json
 import os
-import signal
 import socket
-import struct
 import subprocess
 import sys
 import time
@@ -25,7 +23,6 @@ import pytest
 
 from proctor import broker, sandbox
 from proctor.workspace import Workspace
-from tests.conftest import git
 from tests.test_sandbox import _fork
 from tests.test_sandbox_worker_adversary import _committed_since, _head, _row, _run, _setup, _work
 
@@ -59,13 +56,6 @@ def _terms(job: dict | None) -> dict:
     return {k: (job or {}).get(k) for k in keys}
 
 
-def _all_ids(root: str) -> set[str]:
-    from proctor.store import rows
-
-    with Workspace(root, warn=lambda line: None) as ws, ws.store.read() as tx:
-        return {j["id"] for j in rows.all_jobs(tx)} if hasattr(rows, "all_jobs") else set()
-
-
 def _bindings_to(root: str, job_id: str) -> list:
     """Every binding row (a checkout's or an agent session's) naming `job_id`, read from the
     SQLite store's own tables."""
@@ -80,6 +70,11 @@ def _bindings_to(root: str, job_id: str) -> list:
                 out += [(table, *r) for r in conn.execute(f"select scope, job from '{table}' where job = ?",
                                                          (job_id,))]
     return out
+
+
+# the worker waits for the test without going idle (the stand-in's idle limit is 3 s): the
+# stand-in's shell runs with stdout on /dev/null, so it ticks on stderr, which the runner reads
+WAIT_FOR = 'for i in $(seq 1 600); do [ -e "$MARKS/{mark}" ] && break; echo tick >&2; sleep 0.1; done'
 
 
 # the program the worker plants: logs who ran it (its parent's parent: the proctor that ran git)
@@ -195,6 +190,11 @@ def test_a_git_the_worker_puts_first_on_the_persons_path_is_never_run_by_proctor
             f'{sys.executable} {tool}/edit_row.py plan/d criteria \'"pwned-by-git"\' >/dev/null 2>&1 && '
             f'echo "EDITED <- $who" >> {tool}/git-ran\n'
             f'(echo pwned >> "{os.path.realpath(root)}/PWNED-git") 2>/dev/null\n'
+            # once proctor has landed and checked its commit (it removes the worktree next), a file
+            # of the worker's is folded into that commit
+            f'case " $* " in *" worktree remove "*) [ -e "{os.path.realpath(root)}/EVIL.txt" ] || '
+            f'(cd "{os.path.realpath(root)}" && echo evil > EVIL.txt && {real_git} add EVIL.txt && '
+            f'{real_git} -c core.hooksPath=/dev/null commit -q --amend --no-edit) >/dev/null 2>&1;; esac\n'
             f'exec {real_git} "$@"\n')
     (tool / "fake-git").write_text(fake)
     shell = (f'echo "ok = True" > src/a.py; mkdir -p "{bindir}"; cp "$MARKS/fake-git" "{bindir}/git"; '
@@ -204,9 +204,9 @@ def test_a_git_the_worker_puts_first_on_the_persons_path_is_never_run_by_proctor
     after = _terms(_row(root, "plan/d"))
     pwned = os.path.exists(os.path.join(root, "PWNED-git"))
     committed = _committed_since(root, base)
-    assert after == before and not pwned and "PWNED-git" not in committed, (
+    assert after == before and not pwned and not committed - {"src/a.py"}, (
         f"a git the worker planted on PATH ran for proctor (plan/d {after['criteria']!r}, main checkout "
-        f"written: {pwned}):\n" + "\n".join(sorted(set(l.split(' <- ')[1] for l in ran.splitlines()
+        f"written: {pwned}, committed: {sorted(committed)}):\n" + "\n".join(sorted(set(l.split(' <- ')[1] for l in ran.splitlines()
                                                          if ' <- ' in l)))[:1500])
 
 
@@ -441,7 +441,7 @@ def test_no_brokered_command_acts_on_a_sibling_or_the_root(tmp_path):
     cmds += [f"BAGGAGE=proctor.lease=plan/d proctor job trash plan/d", "proctor job delete plan/d --orchestrator",
              "proctor job delete plan/d", "proctor job delete plan --orchestrator"]
     shell = 'echo "ok = True" > src/a.py; ' + "; ".join(
-        f'{c} >> "$MARKS/out" 2>&1; echo "rc=$? {n}" >> "$MARKS/codes"' for n, c in enumerate(cmds)) + "; true"
+        f'{c} >> "$MARKS/out" 2>&1; echo "rc=$? {n}" >> "$MARKS/codes"; echo tick >&2' for n, c in enumerate(cmds)) + "; true"
     done, payload = _work(root, "plan/c", env, shell)
     codes = _marks(tmp_path, "codes").splitlines()
     assert len(codes) == len(cmds), (codes, done.stderr[-1000:])
@@ -533,7 +533,7 @@ def test_a_process_outside_the_attempt_is_not_served_while_it_runs(tmp_path):
     the worker's and no job appears."""
     root, env = _setup(tmp_path)
     shell = ('echo "ok = True" > src/a.py; pwd > "$MARKS/worktree"; echo "$PROCTOR_BROKER" > "$MARKS/broker"; '
-             'for i in $(seq 1 100); do [ -e "$MARKS/outside-done" ] && break; sleep 0.1; done')
+             + WAIT_FOR.format(mark="outside-done"))
     proc = subprocess.Popen([sys.executable, "-m", "proctor", "work", "plan/c", "-o", "json"], cwd=root,
                             env={**{k: v for k, v in os.environ.items() if not k.startswith("GIT_CONFIG")}, **env,
                                  "STANDIN_SHELL": shell},
@@ -554,27 +554,10 @@ def test_a_process_outside_the_attempt_is_not_served_while_it_runs(tmp_path):
     finally:
         (tmp_path / "tool" / "outside-done").write_text("")
         out, err = proc.communicate(timeout=180)
-    assert all(a.returncode != 0 for a in answers), [(a.returncode, a.stderr[-300:]) for a in answers]
+    assert all(a.returncode != 0 and "not of the attempt" in a.stderr for a in answers), \
+        [(a.returncode, a.stderr[-300:]) for a in answers]
     summary = json.dumps(_row(root, "plan/c").get("result"))
     assert "forged from outside" not in summary and _row(root, "plan/c/x") is None, summary
-
-
-def _raw(path: str, head: bytes, body: bytes, fds: list[int] | None = None, wait: float = 5.0) -> bytes:
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(wait)
-    try:
-        broker._address(s, path, bind=False)
-        if fds is None:
-            s.sendall(head)
-        else:
-            socket.send_fds(s, [head], fds)
-        s.sendall(body)
-        try:
-            return s.recv(4)
-        except OSError:
-            return b""
-    finally:
-        s.close()
 
 
 ABUSE = r'''
@@ -644,3 +627,240 @@ def test_a_worker_that_abuses_the_socket_neither_hangs_nor_crashes_proctor_work(
     assert took < 90, f"proctor work took {took:.0f}s after the worker abused its broker\n{abuse}"
     assert payload is not None and payload["passed"] is True, (abuse, done.stdout[-1500:], done.stderr[-1500:])
     assert (_row(root, "plan/c").get("result") or {}).get("summary") == "did it"
+
+
+def _work_in_background(root: str, job: str, env: dict, shell: str) -> subprocess.Popen:
+    full = {k: v for k, v in os.environ.items() if not k.startswith("GIT_CONFIG")}
+    full.update(env, STANDIN_SHELL=shell)
+    return subprocess.Popen([sys.executable, "-m", "proctor", "work", job, "-o", "json"], cwd=root, env=full,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for(tmp_path, name: str, seconds: float = 60) -> str:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        text = _marks(tmp_path, name).strip()
+        if text:
+            return text
+        time.sleep(0.1)
+    return ""
+
+
+
+
+def test_a_worker_cannot_write_a_siblings_worktree_while_both_run(tmp_path):
+    """plan/d (write path other/b.py, check `always`) is being worked, its worktree under
+    /tmp/proctor-work-<uid>/<repo>/ made, when plan/c's attempt starts. plan/c's worker writes
+    other/b.py in plan/d's worktree (outside its own write paths, in a checkout not its own);
+    plan/d's own worker writes nothing. Nothing plan/c's worker wrote may be written there, nor
+    land as plan/d's work."""
+    root, env = _setup(tmp_path)
+    _fork(root, {"id": "plan/d", "parent": "plan", "criteria": "d", "check": "always", "write_paths": ["other/b.py"]})
+    base = _head(root)
+    d_shell = 'pwd > "$MARKS/d-worktree"; ' + WAIT_FOR.format(mark="c-done")
+    d_proc = _work_in_background(root, "plan/d", env, d_shell)
+    try:
+        d_tree = _wait_for(tmp_path, "d-worktree")
+        assert d_tree, "plan/d's worker never started"
+        c_shell = ('echo "ok = True" > src/a.py; d="$(cat "$MARKS/d-worktree")"; '
+                   '(echo "written by plan/c" > "$d/other/b.py") 2>/dev/null && echo other >> "$MARKS/cross"; '
+
+                   '[ -d "$d" ] && echo "saw it" >> "$MARKS/c-saw"; true')
+        done, payload = _work(root, "plan/c", env, c_shell)
+    finally:
+        (tmp_path / "tool" / "c-done").write_text("x")
+        d_out, d_err = d_proc.communicate(timeout=180)
+    assert _marks(tmp_path, "c-saw"), "plan/c's worker did not see plan/d's worktree: the attack did not run"
+    committed = _committed_since(root, base)
+    with open(os.path.join(root, "other", "b.py")) as handle:
+        landed_b = handle.read()
+    assert not _marks(tmp_path, "cross") and "written by plan/c" not in landed_b, (
+        f"plan/c's worker wrote plan/d's worktree ({_marks(tmp_path, 'cross').split()}); landed: {committed}, "
+        f"other/b.py = {landed_b!r}\n{d_out[-800:]}")
+
+
+def test_a_flood_of_idle_connections_from_outside_does_not_stop_the_workers_commands(tmp_path):
+    """Connecting to a unix socket is no write: any process of the user (a sibling's worker, a
+    leftover) can connect to a broker whose path it can compute. From outside the attempt, 100
+    connections that never send a byte are held open on plan/c's broker while its worker files
+    its result, and until proctor work has returned. The worker's own `proctor job exit` must
+    still be served, and proctor work must not hang on the idle connections."""
+    root, env = _setup(tmp_path)
+    shell = ('echo "ok = True" > src/a.py; pwd > "$MARKS/worktree"; echo "$PROCTOR_BROKER" > "$MARKS/broker"; '
+             + WAIT_FOR.format(mark="flooded"))
+    proc = _work_in_background(root, "plan/c", env, shell)
+    held = []
+    try:
+        path = _wait_for(tmp_path, "broker")
+        assert path, "the worker never started"
+        for _ in range(100):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                broker._address(s, path, bind=False)
+                held.append(s)
+            except OSError:
+                s.close()
+                break
+        (tmp_path / "tool" / "flooded").write_text(str(len(held)))
+        began = time.monotonic()
+        try:
+            out, err = proc.communicate(timeout=90)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+        took = time.monotonic() - began
+    finally:
+        for s in held:
+            s.close()
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        # proctor work killed mid-close leaves its worktree (outside tmp_path) behind: removed here
+        import shutil
+
+        left = _marks(tmp_path, "worktree").strip()
+        if left and os.path.isdir(left):
+            subprocess.run(["git", "worktree", "remove", "--force", "--force", left], cwd=root, capture_output=True)
+            shutil.rmtree(left, ignore_errors=True)
+    assert len(held) >= 60, len(held)
+    summary = (_row(root, "plan/c").get("result") or {}).get("summary")
+    assert summary == "did it" and took < 60, (
+        f"with {len(held)} idle connections held from outside the attempt, the worker's result was "
+        f"{'filed' if summary == 'did it' else 'not filed'} and proctor work took {took:.0f}s after the flood\n"
+        f"{err[-800:]}")
+
+
+SERVER_CALL = r'''
+import json, os, sys, urllib.request, urllib.error
+state = sys.argv[1]
+token = open(os.path.join(state, "server", "token")).read().strip()
+port = json.load(open(os.path.join(state, "server", "server.json")))["port"]
+body = {"job": "plan/d", "command": "echo monitor >> " + os.environ["MAIN"] + "/PWNED-monitor; echo tick",
+        "interval": "10s", "allow_unsandboxed": True, "cwd": os.environ["MAIN"]}
+req = urllib.request.Request(f"http://127.0.0.1:{port}/api/v1/monitors", data=json.dumps(body).encode(), method="POST",
+                             headers={"Content-Type": "application/json", "Authorization": "Bearer " + token,
+                                      "Host": f"127.0.0.1:{port}"})
+try:
+    with urllib.request.urlopen(req, timeout=20) as r:
+        print("ADDED", r.status, r.read()[:300])
+except urllib.error.HTTPError as exc:
+    print("refused", exc.code, exc.read()[:300])
+'''
+
+
+def test_the_server_token_the_worker_can_read_does_not_make_it_the_person(tmp_path):
+    """Reads are not narrowed: the worker reads the server's token from proctor's state and asks
+    the running server, as the person, for a monitor on its sibling (unsandboxed, writing the
+    main checkout), directly and from a target its brokered `proctor run` starts with the
+    worker's environment stripped of every lease. No monitor may be added, and none runs."""
+    root, env = _setup(tmp_path)
+    _sibling(root)
+    state = _state_dir(root)
+    (tmp_path / "tool" / "server_call.py").write_text(SERVER_CALL)
+    evil = tmp_path / "tool" / "evil-bin"
+    evil.mkdir()
+    (evil / "grep").write_text(f'#!/bin/sh\nenv -i MAIN="$MAIN" {sys.executable} {tmp_path}/tool/server_call.py '
+                               f'"{state}" >> {tmp_path}/tool/server.out 2>&1\nexit 0\n')
+    (evil / "grep").chmod(0o755)
+    started = _run(root, "server", "start", env=env)
+    assert started.returncode == 0, started.stdout + started.stderr
+    try:
+        shell = ('echo "ok = True" > src/a.py; '
+                 f'{sys.executable} "$MARKS/server_call.py" "{state}" >> "$MARKS/server.out" 2>&1; '
+                 f'env -u BAGGAGE -u PROCTOR_NONCE -u PROCTOR_WORKER_TAG PATH="{evil}:$PATH" proctor run test '
+                 '>/dev/null 2>&1; true')
+        done, payload = _work(root, "plan/c", env, shell)
+        said = _marks(tmp_path, "server.out")
+        pwned = os.path.join(root, "PWNED-monitor")
+        deadline = time.monotonic() + 6
+        while time.monotonic() < deadline and not os.path.exists(pwned):
+            time.sleep(0.2)
+    finally:
+        _run(root, "server", "stop", env=env)
+    assert said.count("refused") + said.count("ADDED") >= 2, said
+    assert "ADDED" not in said and not os.path.exists(pwned), f"the worker acted as the person with the token: {said}"
+
+
+
+@pytest.mark.xfail(strict=True, reason="a known limit, stated in the README: the sandbox narrows writes, not reads, "
+                   "and a lock can be taken on a file opened for reading; a sandboxed worker can hold the store's lock "
+                   "while its attempt lasts (it writes nothing: every writer waits, then says which file is held)")
+def test_a_worker_holding_the_stores_lock_stops_no_one_elses_write(tmp_path):
+    """Reads are not narrowed, and flock(2) takes an exclusive lock through a read-only
+    descriptor: the worker opens proctor's sidecar lock (<state>/proctor.db.lock) for reading,
+    locks it, and holds it for 14 seconds. Meanwhile the person forks a job. The person's write
+    must go through: a worker's domain may not stop proctor's store from being written."""
+    root, env = _setup(tmp_path)
+    state = _state_dir(root)
+    lock = os.path.join(state, "proctor.db.lock")
+    assert os.path.exists(lock), os.listdir(state)
+    hold = (f'{sys.executable} -c "import fcntl,os,sys,time\nfd=os.open(sys.argv[1], os.O_RDONLY)\n'
+            f'fcntl.flock(fd, fcntl.LOCK_EX)\nopen(sys.argv[2], \'w\').write(\'held\')\n'
+            f'for i in range(140):\n    sys.stderr.write(\'tick\\\\n\'); sys.stderr.flush(); time.sleep(0.1)" '
+            f'"{lock}" "$MARKS/held"')
+    proc = _work_in_background(root, "plan/c", env, 'echo "ok = True" > src/a.py; ' + hold)
+    try:
+        assert _wait_for(tmp_path, "held"), "the worker never held the lock"
+        began = time.monotonic()
+        forked = subprocess.run([sys.executable, "-m", "proctor", "job", "fork", "--stdin"], cwd=root,
+                                input=json.dumps({"id": "plan/e", "parent": "plan", "criteria": "e", "check": "test",
+                                                  "write_paths": ["other/e.py"]}),
+                                capture_output=True, text=True, timeout=60)
+        took = time.monotonic() - began
+    finally:
+        out, err = proc.communicate(timeout=120)
+    assert forked.returncode == 0 and _row(root, "plan/e") is not None, (
+        f"while the worker held proctor's store lock (taken through a read-only descriptor), the person's "
+        f"`proctor job fork` failed after {took:.0f}s: {forked.stderr.strip()[-400:]}")
+
+
+def test_a_percent_encoded_baggage_member_cannot_rename_the_job_a_brokered_command_acts_for(tmp_path):
+    """The broker pins BAGGAGE to the worker's job and keeps the worker's other members, decoded.
+    The worker hands it a member whose encoded value holds a comma and a second proctor.lease
+    (`x=a%2Cproctor.lease%3Dplan%2Fd`), then takes and ends its sibling: `job exec plan/d` and
+    `job exit plan/d` with a forged result. plan/d must be left as it was forked."""
+    root, env = _setup(tmp_path)
+    before = _terms(_sibling(root))
+    result = json.dumps({"schema_version": 1, "status": "done", "summary": "forged by the sibling worker"})
+    inject = "BAGGAGE='x=a%2Cproctor.lease%3Dplan%2Fd'"
+    shell = ('echo "ok = True" > src/a.py; '
+             f'{inject} proctor job exec plan/d > "$MARKS/inject" 2>&1; echo "exec rc=$?" >> "$MARKS/inject"; '
+             f"echo '{result}' | {inject} proctor job exit plan/d --stdin >> \"$MARKS/inject\" 2>&1; "
+             'echo "exit rc=$?" >> "$MARKS/inject"')
+    done, payload = _work(root, "plan/c", env, shell)
+    said = _marks(tmp_path, "inject")
+    assert "exit rc=" in said, said + done.stderr[-1000:]
+    after = _terms(_row(root, "plan/d"))
+    assert after == before, (
+        f"plan/c's worker acted as plan/d through a BAGGAGE member the broker decoded into a second "
+        f"proctor.lease: plan/d is {after['state']}, result {after['result']}\n{said[-800:]}")
+
+
+def test_brokered_verbs_that_write_files_land_nothing_outside_the_write_paths(tmp_path):
+    """The verbs that write files or widen a grant, through the broker: `proctor init --force`
+    (proctor.toml), `proctor agent harness install` (.claude/ and the rest), a child of plan/c
+    forked with README and one with src/a.py, and the check run under the child's lease. What
+    proctor commits is src/a.py alone, the main checkout's files are as they were, and no child
+    holds README."""
+    root, env = _setup(tmp_path)
+    base = _head(root)
+    with open(os.path.join(root, "proctor.toml")) as handle:
+        config = handle.read()
+    wide = json.dumps({"id": "plan/c/wide", "parent": "plan/c", "criteria": "w", "check": "always",
+                       "write_paths": ["README"]})
+    inside = json.dumps({"id": "plan/c/in", "parent": "plan/c", "criteria": "i", "check": "test",
+                         "write_paths": ["src/a.py"]})
+    cmds = ["proctor init --force", "proctor agent harness install", f"echo '{wide}' | proctor job fork --stdin",
+            f"echo '{inside}' | proctor job fork --stdin", "proctor run test --lease plan/c/in",
+            "proctor run always --lease plan/c/wide"]
+    shell = 'echo "ok = True" > src/a.py; ' + "; ".join(
+        f'{c} >> "$MARKS/out" 2>&1; echo "rc=$? {n}" >> "$MARKS/codes"; echo tick >&2' for n, c in enumerate(cmds))
+    done, payload = _work(root, "plan/c", env, shell)
+    assert len(_marks(tmp_path, "codes").splitlines()) == len(cmds), _marks(tmp_path, "codes") + done.stderr[-800:]
+    committed = _committed_since(root, base)
+    with open(os.path.join(root, "proctor.toml")) as handle:
+        assert handle.read() == config
+    assert not os.path.exists(os.path.join(root, ".claude"))
+    wide_row = _row(root, "plan/c/wide")
+    assert committed <= {"src/a.py"} and not (wide_row and "README" in (wide_row.get("write_paths") or [])), (
+        committed, wide_row, _marks(tmp_path, "out")[-1500:])

@@ -345,7 +345,19 @@ def _worker_sandbox(ws: Workspace, worktree: str, job_id: str) -> _Boxed | None:
     # make there (run outputs, blobs of the trail, the broker's socket) is made first
     for sub in ("streams", "blobs", "prompts", "brokers"):
         os.makedirs(os.path.join(ws.state_dir, sub), exist_ok=True)
-    runs_from = tuple(broker.interpreter_regions(keep_writable=(worktree,))) + (os.path.join(ws.state_dir, "brokers"),)
+    from proctor.paths import cache_base
+
+    # a directory of PATH that does not exist yet is one the worker could make and fill (a git, a
+    # grep proctor or a check would run): proctor's PATH keeps the ones that exist, all narrowed
+    kept = [d for d in os.environ.get("PATH", "").split(os.pathsep) if d and os.path.isabs(d) and os.path.isdir(d)]
+    os.environ["PATH"] = os.pathsep.join(kept) if kept else os.defpath
+    runs_from = tuple(broker.interpreter_regions(keep_writable=(worktree,))) + (
+        os.path.join(ws.state_dir, "brokers"),
+        # which store a checkout's proctor opens: the repository keys proctor keeps in its cache
+        os.path.join(cache_base(), "repo-keys"),
+        # the other jobs' worktrees beside this one: theirs to write, not this worker's
+        os.path.dirname(os.path.realpath(worktree)))
+    os.makedirs(os.path.join(cache_base(), "repo-keys"), exist_ok=True)
     brokered = runs.sandboxed(there, job_id, extra_regions=(streams,) + runs_from, worker=True)
     if brokered is None:
         return None
