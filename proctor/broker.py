@@ -218,7 +218,7 @@ def _interpreter_flags() -> list[str]:
 KEPT_GIT_KEYS = ("user.name", "user.email", "safe.directory")
 
 
-def _person_git_config() -> list[tuple[str, str]]:
+def person_git_config() -> list[tuple[str, str]]:
     """The person's global and system git config a brokered command still needs (who commits,
     which directories are trusted), read when the broker starts, before the worker runs: the
     rest of it, which the worker may have rewritten by then, is not read."""
@@ -248,7 +248,9 @@ class Broker:
         self.path, self.job_id, self.root, self.boxed = path, job_id, os.path.realpath(root), boxed
         self.base, self.allowed = env, allowed
         self.flags = _interpreter_flags()
-        self.git_kept = _person_git_config()
+        from proctor.vcs import git
+
+        self.git_kept = git.PERSON_CONFIG if git.PERSON_CONFIG is not None else person_git_config()
         self._sock = None
         self._children: set = set()
         self._threads: list = []

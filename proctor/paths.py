@@ -157,6 +157,12 @@ def cache_base() -> str:
     return os.path.join(xdg, "proctor")
 
 
+def repo_keys_dir() -> str:
+    """Where `repo_key` caches each repository's key: beside the stores the keys name (a
+    sandboxed worker's domain denies it with them)."""
+    return os.path.join(state_base(), "repo-keys")
+
+
 def _common_dir_tag(common_dir: str) -> str:
     """A short, stable name for a git dir (two checksums; hashlib's import costs the hook 5 ms)."""
     data = common_dir.encode("utf-8", "surrogateescape")
@@ -178,7 +184,7 @@ def repo_key(checkout: Checkout) -> str:
     alternates), without running git.
     """
     tag = _common_dir_tag(checkout.common_dir)
-    cache_file = os.path.join(cache_base(), "repo-keys", tag)
+    cache_file = os.path.join(repo_keys_dir(), tag)
     try:
         with open(cache_file, encoding="ascii") as handle:
             cached = handle.read().strip()

@@ -66,6 +66,9 @@ def run_target(ws: Workspace, name: str, caller: Caller, echo: BinaryIO | None) 
     boxed = sandboxed(ws, caller.lease)  # refuses here, before anything ran, where it must and cannot
     if boxed is not None:
         env = boxed.env(env)
+        # a sandboxed job's worker may write $HOME: a .pth or usercustomize it put in the user
+        # site would decide a Python check
+        env["PYTHONNOUSERSITE"] = "1"
     writer = blobs.writer(ws.store)
     # Hashing and writing the blob happen on a thread of their own (hashlib and file writes
     # release the GIL), so recording overlaps with reading the pipe and echoing.

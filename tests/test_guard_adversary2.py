@@ -138,16 +138,16 @@ def test_a_hard_link_to_ground_outside_the_repository(ws, home, ground, through,
 @pytest.mark.sqlite_store
 def test_the_repository_key_rewritten_through_a_hard_link_repoints_the_store(ws):
     """Promises 2 and 3. The store's directory is `state_base()/<repo key>`, and the key is read
-    back from `cache_base()/repo-keys/<tag>` without question (an absolute key replaces the
+    back from `repo_keys_dir()/<tag>` without question (an absolute key replaces the
     base). `cd <repo-keys> && ln * <root>/plan/w1/k` passes (the cache is named only by `cd`, a
     read, and the glob names nothing), a write to plan/w1/k passes (the hard-link walk stays in
     the repository), and from then on the guard reads a store of the worker's making: here a
     copy (`cat proctor.db > plan/w1/fake/proctor.db` passes as a read) in which w1 holds `**`.
     A write to another job's src/b.py then passes silently."""
-    from proctor.paths import cache_base
+    from proctor.paths import repo_keys_dir
 
     assert denied(bash(ws, "echo y > src/b.py"), "lease-write-scope")  # the key is cached now
-    (key_file,) = glob.glob(os.path.join(cache_base(), "repo-keys", "*"))
+    (key_file,) = glob.glob(os.path.join(repo_keys_dir(), "*"))
     db = os.path.join(state_dir(ws), "proctor.db")
     link_cmd = f"cd {os.path.dirname(key_file)} && ln * {ws}/plan/w1/k"
     copy_cmd = f"mkdir -p plan/w1/fake && cat {db} > plan/w1/fake/proctor.db"

@@ -29,7 +29,7 @@ def _root_commit(root) -> str:
 
 def _cache_file(root) -> str:
     checkout = paths.find_checkout(str(root))
-    return os.path.join(paths.cache_base(), "repo-keys", paths._common_dir_tag(checkout.common_dir))
+    return os.path.join(paths.repo_keys_dir(), paths._common_dir_tag(checkout.common_dir))
 
 
 @pytest.fixture

@@ -378,3 +378,22 @@ def test_the_kernels_denials_of_the_worker_and_of_its_brokered_commands_reach_th
     # no look at the environment of a process outside its domain
     assert [(d["path"].rsplit("/", 1)[-1], d["blockers"]) for d in brokered] == [
         ("proctor.toml", "fs.write_file")], denials
+
+
+def test_the_modes_a_worker_changes_on_proctors_state_are_put_back(tmp_path):
+    """chmod is no write Landlock governs: the worker takes the owner's rights off the store's
+    files and the state directory; after its attempt they are back, the attempt fails saying so,
+    and the person's next fork writes the store."""
+    root, env = _setup(tmp_path)
+    with Workspace(root, warn=lambda line: None) as ws:
+        state = ws.state_dir
+    files = [os.path.join(state, name) for name in ("proctor.db", "proctor.db.lock")]
+    shell = 'echo "ok = True" > src/a.py; ' + "; ".join(f'chmod 400 "{f}"' for f in files) + f'; chmod 500 "{state}"; true'
+    done, payload = _work(root, "plan/c", env, shell)
+    assert payload is not None, done.stdout[-1500:] + done.stderr[-1500:]
+    assert os.stat(state).st_mode & 0o700 == 0o700
+    assert all(os.stat(f).st_mode & 0o600 == 0o600 for f in files)
+    failures = payload["jobs"][0]["attempts"][0]["failures"]
+    assert any("changed the mode" in f and "put its rights back" in f for f in failures), failures
+    _fork(root, {"id": "plan/e", "parent": "plan", "criteria": "e", "check": "test", "write_paths": ["other/e.py"]})
+    assert _row(root, "plan/e") is not None

@@ -377,15 +377,17 @@ def test_the_worker_cannot_plant_code_on_the_brokers_import_path(tmp_path):
 
 def test_the_worker_cannot_move_proctors_store_by_rewriting_the_repo_key_cache(tmp_path):
     """proctor finds a repository's store by its root commit, cached in
-    $XDG_CACHE_HOME/proctor/repo-keys/<tag> and trusted while it names any object of the
+    repo_keys_dir()/<tag> (beside the stores) and trusted while it names any object of the
     repository. The worker (which may write the cache) names README's blob there: the person's
     next proctor command must still read the store the jobs are in."""
     root, env = _setup(tmp_path)
     _sibling(root)
-    keys = glob.glob(os.path.join(os.environ["XDG_CACHE_HOME"], "proctor", "repo-keys", "*"))
+    from proctor.paths import repo_keys_dir
+
+    keys = glob.glob(os.path.join(repo_keys_dir(), "*"))
     assert keys, "no repo key cache to attack"
     shell = ('echo "ok = True" > src/a.py; blob=$(git rev-parse HEAD:README); '
-             f'for f in "$XDG_CACHE_HOME"/proctor/repo-keys/*; do echo "$blob" > "$f" && echo "$f" >> "$MARKS/keys"; done')
+             f'for f in "$PROCTOR_STATE_DIR"/repo-keys/*; do echo "$blob" > "$f" && echo "$f" >> "$MARKS/keys"; done')
     done, payload = _work(root, "plan/c", env, shell, XDG_CACHE_HOME=os.environ["XDG_CACHE_HOME"])
     listed = _run(root, "ls", "jobs", "-o", "json", env=env)
     assert _row(root, "plan/d") is not None and "plan/d" in listed.stdout, (

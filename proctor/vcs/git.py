@@ -43,8 +43,24 @@ _PINNED = (
 CONFINE = None
 
 
+# Set by `proctor work` once a sandboxed worker has run: [(key, value)] of the person's git
+# config kept (who commits, the trusted directories), read before any worker ran. proctor's git
+# then reads no global or system config, which the worker could write and proctor may not be
+# able to put back (a file made immutable, a home made read-only): a filter planted there never
+# runs with proctor's rights.
+PERSON_CONFIG: list | None = None
+
+
 def _env() -> dict:
     env = dict(os.environ)
+    if PERSON_CONFIG is not None:
+        env["GIT_CONFIG_GLOBAL"] = os.devnull
+        env["GIT_CONFIG_NOSYSTEM"] = "1"
+        count = int(env["GIT_CONFIG_COUNT"]) if env.get("GIT_CONFIG_COUNT", "").isdigit() else 0
+        for key, value in PERSON_CONFIG:
+            env[f"GIT_CONFIG_KEY_{count}"], env[f"GIT_CONFIG_VALUE_{count}"] = key, value
+            count += 1
+        env["GIT_CONFIG_COUNT"] = str(count)
     env["GIT_OPTIONAL_LOCKS"] = "0"
     env["GIT_NO_REPLACE_OBJECTS"] = "1"
     env.pop("GIT_DIR", None)

@@ -64,7 +64,10 @@ class Snapshot:
         for path in global_files(root):
             files[path] = _file(path) if os.path.lexists(path) else None
         loose, packs = _objects(common)
-        return cls({"root": root, "common": common, "worktree": worktree, "admin": admin,
+        # where each watched file's directory really is: a put-back never follows a link the attempt
+        # put in its place (into the repository's .git, proctor's state)
+        parents = {os.path.dirname(path): os.path.realpath(os.path.dirname(path)) for path in files}
+        return cls({"root": root, "common": common, "worktree": worktree, "admin": admin, "parents": parents,
                     "checkout": _checkout_state(root),
                     "refs": refs(root, worktree), "reflog": _lines(os.path.join(admin, "logs", "HEAD")) if admin else 0,
                     "files": files, "loose": sorted(loose), "packs": sorted(packs),
@@ -115,6 +118,13 @@ class Snapshot:
             if (old or [None])[0] == (new or [None])[0]:
                 continue
             how = "added" if old is None else "removed" if new is None else "rewritten"
+            parent = os.path.dirname(path)
+            recorded = (self.data.get("parents") or {}).get(parent, os.path.realpath(parent))
+            if os.path.realpath(parent) != recorded:
+                out.append(f"the attempt put a link in place of {parent} (it leads to {os.path.realpath(parent)}): "
+                           f"proctor touched nothing through it; look at it. A worker never touches git's hooks "
+                           f"or config")
+                continue
             try:
                 if old is None:
                     if os.path.isdir(path) and not os.path.islink(path):

@@ -345,19 +345,21 @@ def _worker_sandbox(ws: Workspace, worktree: str, job_id: str) -> _Boxed | None:
     # make there (run outputs, blobs of the trail, the broker's socket) is made first
     for sub in ("streams", "blobs", "prompts", "brokers"):
         os.makedirs(os.path.join(ws.state_dir, sub), exist_ok=True)
-    from proctor.paths import cache_base
+    from proctor.paths import repo_keys_dir
 
     # a directory of PATH that does not exist yet is one the worker could make and fill (a git, a
     # grep proctor or a check would run): proctor's PATH keeps the ones that exist, all narrowed
     kept = [d for d in os.environ.get("PATH", "").split(os.pathsep) if d and os.path.isabs(d) and os.path.isdir(d)]
     os.environ["PATH"] = os.pathsep.join(kept) if kept else os.defpath
+    if git.PERSON_CONFIG is None:  # from now on proctor's git reads none of the person's config but these
+        git.PERSON_CONFIG = broker.person_git_config()
     runs_from = tuple(broker.interpreter_regions(keep_writable=(worktree,))) + (
         os.path.join(ws.state_dir, "brokers"),
-        # which store a checkout's proctor opens: the repository keys proctor keeps in its cache
-        os.path.join(cache_base(), "repo-keys"),
+        # which store a checkout's proctor opens: the repository keys proctor keeps
+        repo_keys_dir(),
         # the other jobs' worktrees beside this one: theirs to write, not this worker's
         os.path.dirname(os.path.realpath(worktree)))
-    os.makedirs(os.path.join(cache_base(), "repo-keys"), exist_ok=True)
+    os.makedirs(repo_keys_dir(), exist_ok=True)
     brokered = runs.sandboxed(there, job_id, extra_regions=(streams,) + runs_from, worker=True)
     if brokered is None:
         return None
@@ -411,6 +413,33 @@ def _record_worker_denials(ws: Workspace, job_id: str, number: int, boxed: "runs
             trail.append(conn, ws.state_dir, "sandbox_denial", ACTOR, job_id, {
                 "attempt": number, "path": denial["path"], "blockers": denial["blockers"],
                 **({"brokered": True} if brokered else {})})
+
+
+def _put_back_state_modes(ws: Workspace) -> list[str]:
+    """A sandboxed worker cannot write proctor's state, but may change its modes (Landlock does
+    not govern chmod): the state directory, the store's files and proctor's directories there
+    get back the owner's rights they need."""
+    out = []
+    entries = [ws.state_dir] + [os.path.join(ws.state_dir, name) for name in os.listdir(ws.state_dir)]
+    for path in entries:
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        import stat
+
+        if stat.S_ISLNK(st.st_mode):
+            continue
+        need = 0o700 if stat.S_ISDIR(st.st_mode) else 0o600
+        if st.st_mode & need != need:
+            try:
+                os.chmod(path, stat.S_IMODE(st.st_mode) | need)
+                back = "proctor put its rights back"
+            except OSError as exc:
+                back = f"proctor could not put its rights back ({exc.strerror}); look at it"
+            out.append(f"the attempt changed the mode of {path} in proctor's state ({back}): a worker never "
+                       f"touches proctor's files")
+    return out
 
 
 def _record_broker(ws: Workspace, job_id: str, number: int, boxed: _Boxed) -> None:
@@ -846,6 +875,8 @@ def _run_step(ws: Workspace, job: dict, rungs: list[Worker], notify, dog) -> Job
                 forget(_prompt_path(ws, job_id, number))  # a prompt too long for argv, read by now
                 moved = before.settle(lambda old, new: bool(landed_by_proctor(ws, old, new)))
                 moved += _put_back_terms(ws, job_id, terms) + forged
+                if boxed is not None:
+                    moved += _put_back_state_modes(ws)
                 if dog.tampered:
                     moved.append(f"{dog.tampered}: a worker never touches proctor's own processes")
                 noticed = before.noticed()
