@@ -9,10 +9,8 @@ from __future__ import annotations
 import glob
 import json
 import os
-import socket
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
@@ -21,17 +19,12 @@ from proctor import broker, sandbox
 from proctor.workspace import Workspace
 from tests.conftest import machine_wide, make_repo
 from tests.test_sandbox import _fork
-from tests.test_sandbox_worker_adversary import _committed_since, _head, _row, _run, _setup, _work
+from tests.test_sandbox_worker_adversary import _marks, _row, _setup, _work
 
 ABI = sandbox.kernel_abi()
 pytestmark = pytest.mark.skipif(
     ABI == 0 and os.environ.get("CI") != "true",
     reason="this kernel offers no Landlock; CI's kernel does, and there these tests run")
-
-
-def _marks(tmp_path, name: str) -> str:
-    path = tmp_path / "tool" / name
-    return path.read_text() if path.exists() else ""
 
 
 def _trail(root: str, job: str, kind: str) -> list[dict]:

@@ -22,9 +22,9 @@ import time
 import pytest
 
 from proctor import broker, sandbox
-from proctor.workspace import Workspace
 from tests.test_sandbox import _fork
-from tests.test_sandbox_worker_adversary import _committed_since, _head, _row, _run, _setup, _work
+from tests.test_sandbox_worker_adversary import (_committed_since, _head, _marks, _row, _run, _setup, _state_dir,
+                                                 _work)
 
 ABI = sandbox.kernel_abi()
 pytestmark = pytest.mark.skipif(
@@ -34,14 +34,6 @@ pytestmark = pytest.mark.skipif(
 
 # -- helpers -------------------------------------------------------------------------------------
 
-def _marks(tmp_path, name: str) -> str:
-    path = tmp_path / "tool" / name
-    return path.read_text(errors="replace") if path.exists() else ""
-
-
-def _state_dir(root: str) -> str:
-    with Workspace(root, warn=lambda line: None) as ws:
-        return ws.state_dir
 
 
 def _sibling(root: str, job: str = "plan/d", paths=("other/b.py",)) -> dict:

@@ -17,9 +17,8 @@ import sys
 import pytest
 
 from proctor import sandbox
-from proctor.workspace import Workspace
 from tests.test_sandbox import _fork
-from tests.test_sandbox_worker_adversary import _committed_since, _head, _row, _run, _setup, _work
+from tests.test_sandbox_worker_adversary import _committed_since, _head, _marks, _row, _setup, _state_dir, _work
 
 ABI = sandbox.kernel_abi()
 pytestmark = pytest.mark.skipif(
@@ -27,14 +26,6 @@ pytestmark = pytest.mark.skipif(
     reason="this kernel offers no Landlock; CI's kernel does, and there these tests run")
 
 
-def _marks(tmp_path, name: str) -> str:
-    path = tmp_path / "tool" / name
-    return path.read_text(errors="replace") if path.exists() else ""
-
-
-def _state_dir(root: str) -> str:
-    with Workspace(root, warn=lambda line: None) as ws:
-        return ws.state_dir
 
 
 def _tree_digest(top: str) -> dict[str, str]:

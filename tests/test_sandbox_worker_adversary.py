@@ -99,6 +99,19 @@ def _head(root: str) -> str:
     return git(root, "rev-parse", "HEAD").strip()
 
 
+def _marks(tmp_path, name: str) -> str:
+    """What the worker's shell left in $MARKS/<name>, or ""."""
+    path = tmp_path / "tool" / name
+    return path.read_text(errors="replace") if path.exists() else ""
+
+
+def _state_dir(root: str) -> str:
+    from proctor.workspace import Workspace
+
+    with Workspace(root, warn=lambda line: None) as ws:
+        return ws.state_dir
+
+
 # -- proctor's store: the row the grant and the gates are read from --------------------------------
 
 def test_a_row_the_worker_widened_does_not_widen_its_next_attempt(tmp_path):
