@@ -196,7 +196,7 @@ def repo_key(checkout: Checkout) -> str:
     if not roots:
         return _nocommit_key(checkout.common_dir)
     key = min(roots)
-    if key != cached:
+    if key != cached and os.path.isdir(state_base()):  # a cache never makes proctor's state (the hook's no-store pass)
         try:
             write_atomic(cache_file, key + "\n")
         except OSError:

@@ -32,6 +32,13 @@ def _cache_file(root) -> str:
     return os.path.join(paths.repo_keys_dir(), paths._common_dir_tag(checkout.common_dir))
 
 
+@pytest.fixture(autouse=True)
+def state_base_exists():
+    """The cache lives beside the stores and is kept once proctor's state exists (a hook that
+    finds no store makes none, not even a cache): these tests read it, so the state is there."""
+    os.makedirs(paths.state_base(), exist_ok=True)
+
+
 @pytest.fixture
 def no_git(tmp_path, monkeypatch):
     """A `git` first on PATH that fails and leaves a mark: a call made while it is in place

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -168,7 +169,8 @@ def _monitor_runs(world) -> list[tuple]:
     from proctor.store.postgres import schema_name
 
     base = world.alpha.env["PROCTOR_STATE_DIR"]
-    key = next(name for name in os.listdir(base) if os.path.isdir(os.path.join(base, name)))
+    key = next(name for name in os.listdir(base)  # a repository's directory, named by its key (not repo-keys)
+               if os.path.isdir(os.path.join(base, name)) and re.fullmatch(r"[0-9a-f]{40,64}", name))
     with psycopg.connect(world.url, autocommit=True) as conn:
         conn.execute(f'SET search_path TO "{schema_name(os.path.join(base, key))}"')
         return conn.execute("SELECT machine, exit_code FROM monitor_runs WHERE ended IS NOT NULL ORDER BY id").fetchall()
