@@ -376,27 +376,20 @@ def _worker_sandbox(ws: Workspace, worktree: str, job_id: str) -> _Boxed | None:
 
 def _of_attempt(info: dict, worker_pids: set[int]):
     """Whether process `pid` is the attempt's: in its cgroup, or descended from its worker."""
+    from proctor.process import _stat, cgroup_pids
 
     def allowed(pid: int) -> bool:
-        group = info.get("cgroup")
-        if group:
-            try:
-                with open(os.path.join(group, "cgroup.procs")) as handle:
-                    if str(pid) in handle.read().split():
-                        return True
-            except OSError:
-                pass
+        if info.get("cgroup") and pid in cgroup_pids(info["cgroup"]):
+            return True
         seen: set[int] = set()
         while pid > 1 and pid not in seen:
             if pid in worker_pids:
                 return True
             seen.add(pid)
-            try:
-                with open(f"/proc/{pid}/stat", "rb") as handle:
-                    stat = handle.read()
-                pid = int(stat[stat.rfind(b")") + 2:].split()[1])
-            except (OSError, ValueError, IndexError):
+            stat = _stat(pid)
+            if stat is None:
                 return False
+            pid = stat[0]
         return False
 
     return allowed
