@@ -459,6 +459,21 @@ def column_of(config: "Config", state: str) -> tuple[str, bool] | None:
     return None
 
 
+def column_of_job(config: "Config", job: dict) -> tuple[str, bool] | None:
+    """(column name, active?) for a job on the board; None when it is off the board (archived,
+    trashed, or in a state no column holds). A job's column follows its state unless a person
+    moved its card (`moved`, jobs/take.move): the move holds while the job stays in the state it
+    was moved in, and a column since removed from [board] counts as no move."""
+    if job.get("archived") or job.get("trashed"):
+        return None
+    moved = job.get("moved")
+    if isinstance(moved, dict) and moved.get("state") == job.get("state"):
+        for name, _states, active in config.board:
+            if name == moved.get("column"):
+                return name, active
+    return column_of(config, job.get("state", ""))
+
+
 def _apply_workers(workers: Any, config: Config) -> None:
     if not isinstance(workers, dict):
         config.problems.append(f"{CONFIG_NAME}: workers must be a table ([workers.NAME]); no worker is defined")

@@ -47,6 +47,7 @@ SANDBOX_FAILED = "PRC3062"  # the sandbox could not be built for a run that must
 DIFF_TAKES_STDIN = "PRC3063"  # proctor diff given a revision: the diff comes on stdin
 NOT_A_REVISION = "PRC3064"  # graph diff --rev names no commit
 BROKER_REFUSED = "PRC3065"  # a sandboxed worker's command that starts what would write the store
+UNKNOWN_COLUMN = "PRC3066"  # job move to a column [board] does not declare
 
 EXIT_OK = 0
 EXIT_STATUS = 1

@@ -465,7 +465,10 @@ def test_the_mcp_door_through_the_broker_acts_only_as_the_workers_job(tmp_path):
     lines += [{"jsonrpc": "2.0", "id": n + 1, "method": "tools/call", "params": {"name": name, "arguments": args}}
               for n, (name, args) in enumerate(calls)]
     (tmp_path / "tool" / "rpc").write_text("".join(json.dumps(line) + "\n" for line in lines))
-    shell = ('echo "ok = True" > src/a.py; (cat "$MARKS/rpc"; sleep 8) | proctor mcp > "$MARKS/mcp.out" 2>&1; true')
+    # stdin stays open until the last call is answered (a loaded machine, a PostgreSQL store), 90 s at most
+    shell = ('echo "ok = True" > src/a.py; (cat "$MARKS/rpc"; for i in $(seq 900); do '
+             f'[ "$(grep -c jsonrpc "$MARKS/mcp.out" 2>/dev/null)" -gt {len(calls)} ] && break; sleep 0.1; done) '
+             '| proctor mcp > "$MARKS/mcp.out" 2>&1; true')
     done, payload = _work(root, "plan/c", env, shell)
     out = _marks(tmp_path, "mcp.out")
     answered = out.replace(" ", "")

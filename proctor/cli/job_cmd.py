@@ -253,3 +253,28 @@ def _put_away(how: str):
 
 for _how in ("archive", "trash", "delete"):
     _put_away(_how)
+
+
+@job.command()
+@click.argument("job_id", metavar="ID")
+@click.argument("column")
+@lease_option
+@output_option("text", "json")
+def move(job_id: str, column: str, lease: str | None, output: str) -> None:
+    """Move a job's card to another COLUMN of the board ([board] in proctor.toml).
+
+    A job's column follows its state unless moved; the move holds while the job stays in the
+    state it was moved in. A passive column deletes the job's monitors for good. The person's
+    move: refused under a lease."""
+    from proctor.jobs import lease as jlease
+    from proctor.jobs import take
+    from proctor.workspace import Workspace
+
+    with Workspace() as ws:
+        with ws.store.read() as conn:
+            caller = jlease.resolve(conn, ws.root, lease)
+        moved = take.move(ws, job_id, column, caller)
+    if output == "json":
+        emit_json({"job": job_id, "column": column, "moved": moved.get("moved")})
+    else:
+        click.echo(f"moved {job_id} to {column}")

@@ -22,7 +22,8 @@ def server() -> None:
 @click.option("--foreground", is_flag=True, help="Run in this process until SIGTERM or Ctrl-C.")
 @orchestrated
 def start(port: int | None, foreground: bool, orchestrator: bool) -> None:
-    """Start the server for this repository, bound to 127.0.0.1 behind a bearer token.
+    """Start the server for this repository, bound to 127.0.0.1 behind a bearer token, and
+    print a one-time link that logs a browser in to the console.
 
     Refused (SERVER_LEASED_CALLER) to a caller that works a job: under a lease, or beneath a
     process that was started under one."""
@@ -41,6 +42,20 @@ def start(port: int | None, foreground: bool, orchestrator: bool) -> None:
         click.echo(f"api:     {running['url']}")
         click.echo(f"mcp:     {running.get('mcp') or 'none (a server older than this proctor; restart it)'}")
         click.echo(f"token:   {daemon.token_path(ws)}")
+        click.echo(f"login:   {_login_link(ws)[1]}")
+
+
+def _login_link(ws) -> tuple[str | None, str]:
+    """(a one-time console login link, or None; the line that says it or why there is none)."""
+    from proctor import errors
+    from proctor.server import daemon
+
+    try:
+        link = daemon.request(ws, "POST", "/api/v1/login-link", {}, timeout=10)
+    except errors.ProctorError as exc:
+        return None, f"no login link: {exc.message}"
+    minutes = int(link.get("expires_in", 300) // 60)
+    return link["url"], f"{link['url']}  (opens the console once, within {minutes} min)"
 
 
 @server.command()
@@ -60,8 +75,9 @@ def stop(orchestrator: bool) -> None:
 @server.command()
 @output_option("text", "json")
 def status(output: str) -> int:
-    """Where the server is (console, API and MCP URLs), and whether it runs other code than this
-    proctor (an older version, or the same version's files changed since it started)."""
+    """Where the server is (console, API and MCP URLs), a one-time link that logs a browser in
+    to the console, and whether it runs other code than this proctor (an older version, or the
+    same version's files changed since it started)."""
     from proctor.server import daemon
     from proctor.workspace import Workspace
 
@@ -79,6 +95,10 @@ def status(output: str) -> int:
                    "mcp": running.get("mcp"), "pid": running["pid"],
                    "version": running.get("version"), "installed_version": __version__, "outdated": outdated,
                    "code": running.get("code"), "installed_code": installed, "token_path": daemon.token_path(ws)}
+        payload["login_link"] = None
+        login_line = "no login link: this server predates them; restart it"
+        if running.get("console"):
+            payload["login_link"], login_line = _login_link(ws)
         if output == "json":
             emit_json(payload)
             return 0
@@ -90,6 +110,7 @@ def status(output: str) -> int:
         else:
             click.echo("mcp:     none: this server predates the MCP endpoint; restart it")
         click.echo(f"token:   {payload['token_path']}")
+        click.echo(f"login:   {login_line}")
         if outdated:
             if running.get("version") != __version__:
                 why = f"it runs proctor {running.get('version')}, the installed one is {__version__}"

@@ -1,12 +1,13 @@
 """`proctor ls jobs`: every job as a tree (parents above the jobs they forked), with its
-state, age, stale and overdue marks, write_proof, and the overlaps between live jobs.
+state, age, stale and overdue marks, write_proof, its column on the board, and the overlaps
+between live jobs that are not parent and child (a child works inside its parent's paths).
 
 Overlaps are derived on the read and stored nowhere, so they cannot go out of date.
 """
 
 from __future__ import annotations
 
-from proctor.config import Config
+from proctor.config import Config, column_of_job
 from proctor import claims as jpaths
 from proctor import declarations
 from proctor.store import rows
@@ -34,7 +35,8 @@ def build(jobs: list[dict], cfg: Config, at: float, root: str | None = None) -> 
     claims = {j["id"]: rows.claims(j) for j in jobs if is_live(j["state"]) and j.get("write_paths")}
     # two declaration claims spelled apart may name one declaration (`def alpha`, `alpha`): the
     # file is read for such a pair only
-    overlaps = jpaths.find_overlaps(claims, declarations.Resolver(root) if root else None)
+    overlaps = [pair for pair in jpaths.find_overlaps(claims, declarations.Resolver(root) if root else None)
+                if not _nested(by_id, *pair["jobs"])]
     partners: dict[str, list[str]] = {}
     for pair in overlaps:
         a, b = pair["jobs"]
@@ -45,9 +47,29 @@ def build(jobs: list[dict], cfg: Config, at: float, root: str | None = None) -> 
     stack = [(j, 0) for j in reversed(children.get(None, []))]
     while stack:
         job, depth = stack.pop()
-        ordered.append(_row(job, depth, at, stale_after, partners.get(job["id"], [])))
+        row = _row(job, depth, at, stale_after, partners.get(job["id"], []))
+        column = column_of_job(cfg, job)
+        row["column"] = column[0] if column else None
+        ordered.append(row)
         stack.extend((c, depth + 1) for c in reversed(children.get(job["id"], [])))
     return {"jobs": ordered, "overlaps": overlaps}
+
+
+def _nested(by_id: dict[str, dict], a: str, b: str) -> bool:
+    """Whether one of two jobs descends from the other: a child forked inside its parent's
+    paths works part of its parent's job, which is no overlap."""
+    return _descends(by_id, a, b) or _descends(by_id, b, a)
+
+
+def _descends(by_id: dict[str, dict], job: str, ancestor: str) -> bool:
+    seen = set()
+    parent = (by_id.get(job) or {}).get("parent")
+    while parent and parent not in seen:
+        if parent == ancestor:
+            return True
+        seen.add(parent)
+        parent = (by_id.get(parent) or {}).get("parent")
+    return False
 
 
 def _row(job: dict, depth: int, at: float, stale_after: float, partners: list[str]) -> dict:
@@ -58,7 +80,8 @@ def _row(job: dict, depth: int, at: float, stale_after: float, partners: list[st
     age = at - parse_iso(job["updated"])
     row["depth"] = depth
     row["age_seconds"] = round(age, 3)
-    row["stale"] = bool(live and stale_after and age > stale_after)
+    # the server's own jobs are ended by the server itself: quiet is not possibly dead
+    row["stale"] = bool(live and stale_after and age > stale_after and job.get("holder") != "server")
     row["overdue"] = bool(live and job.get("deadline") and parse_iso(job["deadline"]) < at)
     row["overlaps_with"] = sorted(partners)
     notes = []

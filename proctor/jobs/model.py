@@ -33,7 +33,7 @@ OUTPUT_FIELDS = (
     "worker_pid", "commit", "archived", "trashed", "depth", "age_seconds", "stale", "overdue",
     "overlaps_with", "notes", "column", "sparse", "runner_start", "forked_checkpoint", "previous_verdicts",
     "declaration_rules",
-    "machine", "declared_on", "worker_machine", "observed",
+    "machine", "declared_on", "worker_machine", "observed", "moved",
 )
 PATH_FIELDS = ("write_paths", "deny_paths", "read_paths")
 

@@ -324,3 +324,40 @@ def put_away(ws: Workspace, job_id: str, how: str, caller: Caller) -> dict | Non
             rows.put(conn, job, job["_root"], job["_depth"])
         trail.append(conn, ws.state_dir, f"job_{how}", caller.actor, job_id, {})
     return None if how == "delete" else job
+
+
+def move(ws: Workspace, job_id: str, column: str, caller: Caller) -> dict:
+    """Move a job's card to another column of the board (the person's move, an unleased
+    caller's). The move holds while the job stays in the state it was moved in; a move to the
+    column its state already puts it in clears any earlier move. A passive column ends the
+    job's monitors: the server deletes them for good on its next look (monitors/store.prune)."""
+    from proctor import config as config_mod
+
+    check_job_id(job_id)
+    if caller.lease:
+        raise errors.Refused([(errors.NOT_YOUR_JOB,
+            f"refused to move {job_id}: a session holding lease {caller.lease} may not; moving a card is the "
+            f"person's ({caller.whence()}){caller.remedy()}")])
+    names = [name for name, _states, _active in ws.config.board]
+    if column not in names:
+        raise errors.Refused([(errors.UNKNOWN_COLUMN,
+            f"no column {column!r} on the board; [board] in proctor.toml declares {', '.join(names)}")])
+    with ws.store.write() as conn:
+        job = rows.get(conn, job_id)
+        if job is None:
+            raise errors.ProctorError(f"no job {job_id}; proctor ls jobs lists them", errors.UNKNOWN_JOB)
+        if job.get("archived") or job.get("trashed"):
+            raise errors.Refused([(errors.NOT_LIVE,
+                f"refused to move {job_id}: it is {'archived' if job.get('archived') else 'trashed'}, off the board")])
+        was = config_mod.column_of_job(ws.config, job)
+        at = now()
+        by_state = config_mod.column_of(ws.config, job["state"])
+        if by_state is not None and by_state[0] == column:
+            job.pop("moved", None)
+        else:
+            job["moved"] = {"column": column, "state": job["state"], "at": iso(at), "by": caller.actor}
+        job["updated"] = iso(at)
+        rows.put(conn, job, job["_root"], job["_depth"])
+        trail.append(conn, ws.state_dir, "job_moved", caller.actor, job_id,
+                     {"from": was[0] if was else None, "to": column}, when=at)
+    return job

@@ -110,9 +110,7 @@ def allowed_cwd(job: dict, cwd: str, repo_root: str) -> tuple[str, str]:
 
 
 def job_is_active(cfg: config_mod.Config, job: dict) -> bool:
-    if job.get("archived") or job.get("trashed"):
-        return False
-    column = config_mod.column_of(cfg, job["state"])
+    column = config_mod.column_of_job(cfg, job)
     return bool(column and column[1])
 
 
@@ -128,7 +126,7 @@ def add(conn, cfg: config_mod.Config, repo_root: str, job_id: str, command: str,
     if job is None:
         raise errors.ProctorError(f"no job {job_id}; proctor ls jobs lists them", errors.UNKNOWN_JOB)
     if not job_is_active(cfg, job):
-        column = config_mod.column_of(cfg, job["state"])
+        column = config_mod.column_of_job(cfg, job)
         raise _refuse(CARD_INACTIVE, f"{job_id} is in column {column[0] if column else '(none)'}, which is not "
                                      f"active; monitors run only for jobs in an active column")
     brokered = os.environ.get("PROCTOR_BROKERED")
@@ -201,7 +199,7 @@ def prunable(conn, cfg: config_mod.Config) -> list[tuple[dict, str]]:
         elif job.get("trashed"):
             why = "its job was trashed"
         elif not job_is_active(cfg, job):
-            column = config_mod.column_of(cfg, job["state"])
+            column = config_mod.column_of_job(cfg, job)
             why = f"its job is in column {column[0] if column else '(none)'}, which is passive"
         else:
             continue

@@ -27,6 +27,7 @@ import json
 import os
 import secrets
 import time
+from urllib.parse import quote
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -64,6 +65,11 @@ class State:
         self.sessions: dict[str, float] = {}  # console session id -> last used (monotonic), loop thread only
         self._valid: frozenset = frozenset()
         self.streams = 0  # event streams open now
+        from proctor.server import console as console_mod
+
+        self.board = console_mod.Board()  # the console's rows, read once per change for every tab
+        self.login_codes = console_mod.LoginCodes()
+        self.watcher = None  # looks for other processes' writes while a console is open
 
     def open_session(self) -> str:
         self.expire()
@@ -265,8 +271,9 @@ def guarded(handler, allow_nonce: bool = True):
             if how == "session":
                 state.touch(cookie)
             if how is None or (scope is not None and not allow_nonce):
-                if request.url.path == "/" or request.url.path.startswith("/console"):
-                    return RedirectResponse("/login", status_code=303)
+                if request.url.path == "/" or request.url.path.startswith("/jobs/"):
+                    target = "/login" if request.url.path == "/" else "/login?next=" + quote(request.url.path, safe="/")
+                    return RedirectResponse(target, status_code=303)
                 return JSONResponse({"error": {"code": "UNAUTHORIZED", "message": "send the server token (proctor "
                                                "server status prints where it is)"}}, status_code=401)
             if how in ("token", "session"):  # a console session is the token's too: a cookie can leak
@@ -317,17 +324,13 @@ async def jobs(request: Request) -> Response:
 
 
 def _jobs(state: State) -> dict:
-    from proctor import config as config_mod
     from proctor.jobs.listing import list_jobs
 
     with _opened(state) as ws:
         listing = list_jobs(ws)
-        cfg = ws.config
         for row in listing["jobs"]:
-            column = config_mod.column_of(cfg, row["state"])
-            row["column"] = None if row.get("archived") or row.get("trashed") or column is None else column[0]
             row.pop("nonce_sha256", None)
-        listing["board"] = [{"name": n, "states": list(s), "active": a} for n, s, a in cfg.board]
+        listing["board"] = [{"name": n, "states": list(s), "active": a} for n, s, a in ws.config.board]
     return listing
 
 
@@ -471,32 +474,87 @@ class _CountedStream(StreamingResponse):
 
 
 async def stream(request: Request) -> Response:
-    """Server-sent events: `changed` whenever the store or a monitor changed."""
+    """Server-sent events (server/console.py): `jobs`, the board's rows (all, then what
+    changed), and with ?job=ID `job`, that job's page whenever it changed."""
+    from proctor.server import console as console_mod
+
     state: State = request.app.state.proctor
-    scheduler = state.scheduler
+    job = request.query_params.get("job") or None
     if state.streams >= MAX_STREAMS:
         return JSONResponse({"error": {"code": "TOO_MANY_STREAMS", "message": f"{MAX_STREAMS} event streams are "
                                        f"open already; close one (a console tab) and retry"}}, status_code=503,
                             headers={"Retry-After": "5"})
+    if job is not None:
+        from proctor.jobs.model import check_job_id
+
+        check_job_id(job)
     state.streams += 1
-
-    async def gen():
-        last = -1
-        yield "retry: 2000\n\n"
-        while True:
-            if await request.is_disconnected():
-                break
-            if scheduler.version != last:
-                last = scheduler.version
-                yield f"event: changed\ndata: {last}\n\n"
-            try:
-                async with scheduler.changed:
-                    await asyncio.wait_for(scheduler.changed.wait(), timeout=15)
-            except asyncio.TimeoutError:
-                yield ": keep-alive\n\n"
-
-    return _CountedStream(state, gen(), media_type="text/event-stream",
+    if state.watcher is None:
+        state.watcher = asyncio.ensure_future(console_mod.watch(state))
+    return _CountedStream(state, console_mod.stream_body(state, request, job), media_type="text/event-stream",
                           headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+
+
+async def job_one(request: Request) -> Response:
+    """One job's page (server/console.py job_page)."""
+    from proctor.server import console as console_mod
+
+    state: State = request.app.state.proctor
+    await _reaped(state)
+    return JSONResponse(json.loads(json.dumps(await _in_thread(console_mod.job_page, state, request.path_params["id"]),
+                                              default=str)))
+
+
+async def action(request: Request) -> Response:
+    """A person's action from the console: archive, trash, delete, end (no result) or move a
+    job's card; by the CLI's rules, as the orchestrator."""
+    from proctor.server import console as console_mod
+
+    state: State = request.app.state.proctor
+    body = await _body(request)
+    await _reaped(state)
+    done = await _in_thread(console_mod.act, state, body, request.state.actor)
+    for monitor_id in done["monitors_deleted"]:
+        state.scheduler.removed(monitor_id)
+    state.scheduler.bump()
+    return JSONResponse(done)
+
+
+async def attempt_stream(request: Request) -> Response:
+    """What a worker printed in one attempt (?job=ID&number=N, &stderr=1 for its stderr), as
+    `proctor ls attempts ID --stream N` prints it."""
+    state: State = request.app.state.proctor
+    job = request.query_params.get("job") or ""
+    number = _query_int(request, "number", None, 1, 1 << 30)
+    key = "stderr_stream" if request.query_params.get("stderr") else "stream"
+
+    def read() -> bytes:
+        from proctor.jobs.model import check_job_id
+        from proctor.store import blobs
+        from proctor.workers.work import attempts_of
+
+        check_job_id(job)
+        with _opened(state) as ws:
+            chosen = [a for a in attempts_of(ws, job) if a.get("number") == number and a.get(key)]
+            if not chosen:
+                raise errors.ProctorError(f"no {key.replace('_', ' ')} kept for attempt {number} of {job}",
+                                          errors.UNKNOWN_RUN)
+            return blobs.get(ws.store, chosen[-1][key])
+
+    data = await _in_thread(read)
+    return Response(data, media_type="text/plain; charset=utf-8",
+                    headers={"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff",
+                             "Content-Security-Policy": "default-src 'none'; sandbox"})
+
+
+async def login_link(request: Request) -> Response:
+    """A one-time login link for the console (the token's holder asks: server start, status)."""
+    state: State = request.app.state.proctor
+    if request.state.actor != "token":
+        return JSONResponse({"error": {"code": "TOKEN_ONLY", "message": "a login link is issued to the token's "
+                                       "holder only (proctor server status prints one)"}}, status_code=403)
+    code, seconds = state.login_codes.issue()
+    return JSONResponse({"url": f"http://127.0.0.1:{state.port}/login?code={code}", "expires_in": seconds})
 
 
 async def shutdown(request: Request) -> Response:
@@ -517,13 +575,49 @@ async def login_page(request: Request) -> Response:
     state: State = request.app.state.proctor
     if not _host_ok(request, state):
         return JSONResponse({"error": {"code": "BAD_HOST"}}, status_code=421)
+    code = request.query_params.get("code")
+    if code is not None:
+        return await _redeem(request, state, code)
     failed = request.query_params.get("failed")
     note = "<p class=err>That token is not this server's.</p>" if failed else ""
-    return HTMLResponse(f"""<!doctype html><meta charset=utf-8><title>proctor: log in</title>
-<style>body{{font:15px system-ui;margin:4em auto;max-width:32em}}input{{width:100%;padding:.4em}}.err{{color:#b00}}</style>
+    from html import escape
+
+    return HTMLResponse(_LOGIN_PAGE.format(note=note, next=escape(_local(request.query_params.get("next")))))
+
+
+def _local(target: str | None) -> str:
+    """Where to go after logging in: a path of this server's console, else the board."""
+    if not target or not target.startswith("/jobs/") or "\\" in target or any(c in target for c in "\r\n"):
+        return "/"
+    return target
+
+
+_LOGIN_PAGE = """<!doctype html><html lang=en><meta charset=utf-8><title>proctor: log in</title>
+<meta name=viewport content="width=device-width, initial-scale=1">
+<style>body{{font:16px system-ui;margin:2em auto;max-width:32em;padding:0 1em;color:#1d1d1f}}
+input{{width:100%;padding:.5em;box-sizing:border-box;font:inherit}}button{{font:inherit;padding:.4em 1.2em}}
+.err{{color:#a4001c}}</style>
 <h1>proctor console</h1>{note}
-<form method=post action=/login><label>Server token (<code>proctor server status</code> prints its path)<br>
-<input name=token type=password autofocus></label><p><button>Log in</button></form>""")
+<p>Open the login link <code>proctor server status</code> prints, or paste the server token.</p>
+<form method=post action=/login><input type=hidden name=next value="{next}"><label>Server token (<code>proctor server status</code> prints its path)<br>
+<input name=token type=password autofocus></label><p><button>Log in</button></form></html>"""
+
+
+async def _redeem(request: Request, state: State, code: str) -> Response:
+    """A login link: a code used once, within its time, by a process that works no job."""
+    if not state.login_codes.redeem(code):
+        return HTMLResponse(_LOGIN_PAGE.format(next="/", note="<p class=err>That login link was used already or has expired; "
+                                                    "<code>proctor server status</code> prints a new one.</p>"),
+                            status_code=403)
+    try:
+        why = await _in_thread(_peer_refusal, state, request.client)
+    except errors.ProctorError as exc:
+        return _error(exc)
+    if why:
+        return _leased_response(why)
+    response = RedirectResponse("/", status_code=303)
+    response.set_cookie(cookie_name(state.port), state.open_session(), httponly=True, samesite="strict", path="/")
+    return response
 
 
 async def login(request: Request) -> Response:
@@ -539,16 +633,19 @@ async def login(request: Request) -> Response:
         return _error(exc)
     from urllib.parse import parse_qs
 
-    token = (parse_qs(body).get("token") or [""])[0]
+    form = parse_qs(body)
+    token = (form.get("token") or [""])[0]
+    target = _local((form.get("next") or ["/"])[0])
     if not _same(token, state.token):
-        return RedirectResponse("/login?failed=1", status_code=303)
+        return RedirectResponse("/login?failed=1" + ("&next=" + quote(target, safe="/") if target != "/" else ""),
+                                status_code=303)
     try:
         why = await _in_thread(_peer_refusal, state, request.client)
     except errors.ProctorError as exc:
         return _error(exc)
     if why:
         return _leased_response(why)
-    response = RedirectResponse("/", status_code=303)
+    response = RedirectResponse(quote(target, safe="/"), status_code=303)
     response.set_cookie(cookie_name(state.port), state.open_session(), httponly=True, samesite="strict", path="/")
     return response
 
@@ -556,6 +653,11 @@ async def login(request: Request) -> Response:
 def build(state: State, lifespan) -> Starlette:
     routes = [
         Route("/", guarded(console, allow_nonce=False)),
+        Route("/jobs/{id:path}", guarded(console, allow_nonce=False)),
+        Route("/api/v1/jobs/{id:path}", guarded(job_one, allow_nonce=False)),
+        Route("/api/v1/actions", guarded(action, allow_nonce=False), methods=["POST"]),
+        Route("/api/v1/attempt", guarded(attempt_stream, allow_nonce=False)),
+        Route("/api/v1/login-link", guarded(login_link, allow_nonce=False), methods=["POST"]),
         Route("/login", login_page, methods=["GET"]),
         Route("/login", login, methods=["POST"]),
         Route("/api/v1/status", guarded(status)),
