@@ -74,8 +74,9 @@ def slim(row: dict) -> dict:
 
 
 class Board:
-    """The board's rows as the console pushes them, read once per (store change, MARKS_SECONDS)
-    and shared by every stream."""
+    """The board's rows as the console pushes them, read once per (change of a job's row,
+    MARKS_SECONDS) and shared by every stream: a monitor's output changes the store but no row,
+    and costs a digest of the rows, not a listing."""
 
     def __init__(self) -> None:
         self.key = None
@@ -83,12 +84,18 @@ class Board:
         self.order: list[str] = []
         self.meta = "{}"  # the board's columns and the overlaps, as JSON
         self.lock = asyncio.Lock()
+        self.version = None  # the scheduler's version the stamp was read at
+        self.stamp = None  # rows.fingerprint then
 
     async def current(self, state, version: int) -> "Board":
         from proctor.server import app
+        from proctor.store import rows
 
-        key = (version, int(time.time() // MARKS_SECONDS))
         async with self.lock:
+            if version != self.version:  # something changed: the jobs, or only a monitor's output?
+                self.version = version
+                self.stamp = await app._in_thread(app._reading, state, rows.fingerprint)
+            key = (self.stamp, int(time.time() // MARKS_SECONDS))
             if key != self.key:
                 listing = await app._in_thread(app._jobs, state)
                 self.rows = {row["id"]: json.dumps(slim(row), sort_keys=True) for row in listing["jobs"]}

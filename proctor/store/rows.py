@@ -55,6 +55,18 @@ def all_jobs(conn: Tx) -> list[dict]:
     return [_doc(r) for r in conn.all(f"SELECT {_COLUMNS} FROM jobs")]
 
 
+def fingerprint(conn: Tx) -> str:
+    """A digest of every row as stored: it changes whenever any job does (the console reads the
+    whole board again only then, not on every monitor's line)."""
+    import hashlib
+
+    digest = hashlib.sha1()
+    for job_id, doc in conn.all("SELECT id, doc FROM jobs ORDER BY id"):
+        digest.update(f"{len(job_id)}:{job_id}{len(doc)}:".encode("utf-8", "surrogateescape"))
+        digest.update(doc.encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()
+
+
 def where(conn: Tx, clause: str, params: tuple = ()) -> list[dict]:
     """Jobs matching an SQL condition on the jobs table's columns (prefer the named verbs:
     children)."""
