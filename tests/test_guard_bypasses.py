@@ -153,6 +153,12 @@ def test_server_stop_and_other_jobs_are_refused(ws):
     assert not denied(bash(ws, "proctor server stop", lease=None, session="person")), "a person stops their server"
 
 
+def test_moving_a_card_is_the_persons(ws):
+    assert denied(bash(ws, "proctor job move w1 Done"), "lease-store"), "not even its own: a passive column ends monitors"
+    assert denied(bash(ws, "proctor job move other Running"), "lease-store")
+    assert not denied(bash(ws, "proctor job move other Running", lease=None, session="person"))
+
+
 def test_a_guard_bound_session_cannot_take_another_job(ws):
     assert bash(ws, "proctor job exec w1", lease=None, session="worker") == {}
     answer = bash(ws, "proctor job exec other", lease=None, session="worker")

@@ -22,7 +22,7 @@ CATCHES = ("`proctor job fork` by a session under a live job that names neither 
            "its write paths, and changing nothing else of its row) nor --parent <its job> (as flags, or a "
            "--stdin record in the command's one quoted heredoc) for a NEW job, whose read paths and "
            "depends_on stay within what the holder may read; `proctor job wait` on any job that is not one "
-           "of its descendants; `proctor job exit`, archive, trash or delete of a job that is neither its own "
+           "of its descendants; `proctor job move`; `proctor job exit`, archive, trash or delete of a job that is neither its own "
            "nor beneath it, or one named through xargs, a variable or a substitution; `proctor job exec` of "
            "another job while its own is in flight (taking a lease is one-way); any proctor command passed "
            "--lease naming another job or --orchestrator (or an option the guard cannot read: a variable or a "
@@ -118,6 +118,9 @@ def check(ctx) -> list[tuple[str, str]]:
             findings.append(("rule", f"proctor server {argv[1]}: a session holding {lease} does not {argv[1]} the "
                                      f"server every job's monitors run in (one started under a lease would hand "
                                      f"its lease and secret to all of them); a person {argv[1]}s the server"))
+        elif argv[:2] == ["job", "move"] and "--help" not in argv:
+            findings.append(("rule", f"proctor job move: a session holding {lease} does not move cards on the "
+                                     f"board (a passive column would end monitors); a person moves them"))
         elif argv[:1] == ["job"] and argv[1:2] and argv[1] in ("exit", "archive", "trash", "delete", "exec"):
             target = next(iter(ctx.positional(argv[2:])), None)
             if target is None or not _literal(target):
