@@ -23,7 +23,8 @@ def server() -> None:
 @orchestrated
 def start(port: int | None, foreground: bool, orchestrator: bool) -> None:
     """Start the server for this repository, bound to 127.0.0.1 behind a bearer token, and
-    print a one-time link that logs a browser in to the console.
+    print a one-time link that logs a browser in to the console (with --foreground, `proctor
+    server status` from another shell prints one).
 
     Refused (SERVER_LEASED_CALLER) to a caller that works a job: under a lease, or beneath a
     process that was started under one."""
