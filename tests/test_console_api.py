@@ -279,3 +279,19 @@ def test_the_servers_own_jobs_are_never_stale(tmp_path):
             {"id": "quiet", "state": "running", "holder": "session", "created": old, "updated": old}]
     rows = {r["id"]: r for r in build(jobs, load(str(tmp_path)), at)["jobs"]}
     assert rows["quiet"]["stale"] and not rows["proctor-server"]["stale"]
+
+
+def test_the_console_page_runs_only_its_own_script_and_is_never_framed(served):  # noqa: F811
+    import base64
+    import hashlib
+
+    request = urllib.request.Request(f"http://127.0.0.1:{served.port}/", headers={"Authorization": f"Bearer {served.token}"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        page, policy = response.read().decode(), response.headers["Content-Security-Policy"]
+        assert response.headers["X-Frame-Options"] == "DENY"
+    script = page.split("<script>", 1)[1].split("</script>", 1)[0]
+    digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+    assert f"script-src 'sha256-{digest}'" in policy and "frame-ancestors 'none'" in policy
+    assert "unsafe-inline'; img" in policy and "script-src 'unsafe-inline'" not in policy, "inline styles only"
+    with urllib.request.urlopen(f"http://127.0.0.1:{served.port}/login", timeout=30) as response:
+        assert "frame-ancestors 'none'" in response.headers["Content-Security-Policy"]

@@ -564,11 +564,31 @@ async def shutdown(request: Request) -> Response:
     return JSONResponse({"stopping": True})
 
 
-async def console(request: Request) -> Response:
-    from importlib import resources
+_PAGE: tuple[str, dict] | None = None
 
-    page = resources.files("proctor.server").joinpath("console.html").read_text(encoding="utf-8")
-    return HTMLResponse(page, headers={"Cache-Control": "no-store"})
+
+def _console_page() -> tuple[str, dict]:
+    """The console's page and its headers: a policy that runs only the page's own script (by
+    its digest), connects only to this server, and lets no other page frame it (a click on
+    Delete through a frame)."""
+    global _PAGE
+    if _PAGE is None:
+        import base64
+        from importlib import resources
+
+        page = resources.files("proctor.server").joinpath("console.html").read_text(encoding="utf-8")
+        script = page.split("<script>", 1)[1].split("</script>", 1)[0]
+        digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode()
+        policy = (f"default-src 'none'; script-src 'sha256-{digest}'; style-src 'unsafe-inline'; img-src data:; "
+                  f"connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+        _PAGE = page, {"Cache-Control": "no-store", "Content-Security-Policy": policy, "X-Frame-Options": "DENY",
+                       "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
+    return _PAGE
+
+
+async def console(request: Request) -> Response:
+    page, headers = _console_page()
+    return HTMLResponse(page, headers=headers)
 
 
 async def login_page(request: Request) -> Response:
@@ -582,7 +602,8 @@ async def login_page(request: Request) -> Response:
     note = "<p class=err>That token is not this server's.</p>" if failed else ""
     from html import escape
 
-    return HTMLResponse(_LOGIN_PAGE.format(note=note, next=escape(_local(request.query_params.get("next")))))
+    return HTMLResponse(_LOGIN_PAGE.format(note=note, next=escape(_local(request.query_params.get("next")))),
+                        headers=_LOGIN_HEADERS)
 
 
 def _local(target: str | None) -> str:
@@ -592,6 +613,9 @@ def _local(target: str | None) -> str:
     return target
 
 
+_LOGIN_HEADERS = {"Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; "
+                                             "frame-ancestors 'none'", "X-Frame-Options": "DENY",
+                  "Referrer-Policy": "no-referrer"}
 _LOGIN_PAGE = """<!doctype html><html lang=en><meta charset=utf-8><title>proctor: log in</title>
 <meta name=viewport content="width=device-width, initial-scale=1">
 <style>body{{font:16px system-ui;margin:2em auto;max-width:32em;padding:0 1em;color:#1d1d1f}}
@@ -604,17 +628,18 @@ input{{width:100%;padding:.5em;box-sizing:border-box;font:inherit}}button{{font:
 
 
 async def _redeem(request: Request, state: State, code: str) -> Response:
-    """A login link: a code used once, within its time, by a process that works no job."""
-    if not state.login_codes.redeem(code):
-        return HTMLResponse(_LOGIN_PAGE.format(next="/", note="<p class=err>That login link was used already or has expired; "
-                                                    "<code>proctor server status</code> prints a new one.</p>"),
-                            status_code=403)
+    """A login link: a code used once, within its time, by a process that works no job (asked
+    first: a leased process that tries a link it found does not spend the person's)."""
     try:
         why = await _in_thread(_peer_refusal, state, request.client)
     except errors.ProctorError as exc:
         return _error(exc)
     if why:
         return _leased_response(why)
+    if not state.login_codes.redeem(code):
+        return HTMLResponse(_LOGIN_PAGE.format(next="/", note="<p class=err>That login link was used already or has expired; "
+                                                    "<code>proctor server status</code> prints a new one.</p>"),
+                            status_code=403)
     response = RedirectResponse("/", status_code=303)
     response.set_cookie(cookie_name(state.port), state.open_session(), httponly=True, samesite="strict", path="/")
     return response
