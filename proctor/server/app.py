@@ -582,7 +582,7 @@ def _console_page() -> tuple[str, dict]:
         policy = (f"default-src 'none'; script-src 'sha256-{digest}'; style-src 'unsafe-inline'; img-src data:; "
                   f"connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
         _PAGE = page, {"Cache-Control": "no-store", "Content-Security-Policy": policy, "X-Frame-Options": "DENY",
-                       "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
+                       "X-Content-Type-Options": "nosniff", "Referrer-Policy": "same-origin"}
     return _PAGE
 
 
@@ -615,7 +615,7 @@ def _local(target: str | None) -> str:
 
 _LOGIN_HEADERS = {"Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; "
                                              "frame-ancestors 'none'", "X-Frame-Options": "DENY",
-                  "Referrer-Policy": "no-referrer"}
+                  "Referrer-Policy": "same-origin"}
 _LOGIN_PAGE = """<!doctype html><html lang=en><meta charset=utf-8><title>proctor: log in</title>
 <meta name=viewport content="width=device-width, initial-scale=1">
 <style>body{{font:16px system-ui;margin:2em auto;max-width:32em;padding:0 1em;color:#1d1d1f}}
