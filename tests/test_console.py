@@ -760,3 +760,27 @@ def test_focus_survives_a_live_update(served, browser):  # noqa: F811
     shot(page, "focus-after-push", "desktop")
     assert focused == "do-archive", f"a live update moved the keyboard focus from #do-archive to {focused}"
     context.close()
+
+
+def test_a_rejected_jobs_page(served, browser):  # noqa: F811
+    """The result, the verdict with every failing rule, and the footprint, as a person reads them."""
+    holder = served.worktree
+    os.makedirs(os.path.join(holder, "src"), exist_ok=True)
+    with open(os.path.join(holder, "src", "a.py"), "w") as handle:
+        handle.write("ok = True\n")
+    with open(os.path.join(holder, "stray.txt"), "w") as handle:
+        handle.write("not card's\n")
+    made = api.run_target("test", cwd=holder, warn=lambda _line: None)
+    api.exit_job("card", {"schema_version": 2, "status": "done", "summary": "wrote a.py", "changed_paths": ["src/a.py"],
+                          "validation": [{"run": made["id"], "output_ref": made["output_ref"]}]},
+                 cwd=holder, warn=lambda _line: None)
+    assert cli(served.root, "job", "wait", "card", check=False).returncode == 1
+    for kind in ("desktop", "phone"):
+        context, page = logged_in(browser, served, kind, "/jobs/card")
+        page.wait_for_selector("body[data-page='card'] .verdict")
+        text = page.inner_text("#pageview")
+        assert "wrote a.py" in text and "rejected" in text and "stray.txt" in page.inner_text(".verdict"), text
+        assert "src/a.py: +1" in page.inner_text("pre.footprint")
+        assert "End without a result" not in text, "an ended job is not ended again"
+        shot(page, "job-rejected", kind)
+        context.close()

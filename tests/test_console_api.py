@@ -295,3 +295,32 @@ def test_the_console_page_runs_only_its_own_script_and_is_never_framed(served): 
     assert "unsafe-inline'; img" in policy and "script-src 'unsafe-inline'" not in policy, "inline styles only"
     with urllib.request.urlopen(f"http://127.0.0.1:{served.port}/login", timeout=30) as response:
         assert "frame-ancestors 'none'" in response.headers["Content-Security-Policy"]
+
+
+def test_a_rejected_jobs_page_holds_its_result_verdict_and_footprint(served):  # noqa: F811
+    """card's holder writes its own file and one outside its paths, files a result citing its
+    check, and the person's wait rejects it: the page holds the result, every failing rule with
+    its subject, and the footprint as `job wait` prints it."""
+    holder = served.worktree
+    os.makedirs(os.path.join(holder, "src"), exist_ok=True)
+    with open(os.path.join(holder, "src", "a.py"), "w") as handle:
+        handle.write("ok = True\n")
+    with open(os.path.join(holder, "stray.txt"), "w") as handle:
+        handle.write("not card's\n")
+    made = api.run_target("test", cwd=holder, warn=lambda _line: None)
+    api.exit_job("card", {"schema_version": 2, "status": "done", "summary": "wrote a.py",
+                          "changed_paths": ["src/a.py"],
+                          "validation": [{"run": made["id"], "output_ref": made["output_ref"]}]},
+                 cwd=holder, warn=lambda _line: None)
+    waited = cli(served.root, "job", "wait", "card", check=False)
+    assert waited.returncode == 1, waited.stdout + waited.stderr
+    page = served.call("GET", "/api/v1/jobs/card")[1]
+    assert page["result"]["summary"] == "wrote a.py" and page["job"]["state"] == "fail"
+    subjects = [s for failure in page["verdict"]["failures"] for s in failure["subjects"]]
+    assert any("stray.txt" in s for s in subjects), page["verdict"]
+    for failure in page["verdict"]["failures"]:
+        for subject in failure["subjects"]:
+            assert f"{failure['label']}: {subject}" in waited.stdout, "every failing rule, as the wait printed it"
+    footprint = "\n".join(page["footprint"])
+    assert "src/a.py: +1" in footprint and "stray.txt" in footprint, footprint
+    assert page["job"]["column"] == "Done"

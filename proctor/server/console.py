@@ -231,10 +231,18 @@ def job_page(state, job_id: str, terms_cache: dict | None = None) -> dict:
     for run in runs:
         if run.get("started") and run.get("ended"):
             run["duration"] = round(parse_iso(run["ended"]) - parse_iso(run["started"]), 3)
+    footprint = None
+    seen = job.get("observed")
+    if isinstance(seen, dict):  # what the filing read in the job's checkout, as `job wait` prints it
+        from proctor.jobs.verify import Observed, render_footprint
+
+        footprint = render_footprint(Observed(seen.get("checkout") or "", seen.get("revision"), seen.get("changed") or [],
+                                              seen.get("footprint") or {}, seen.get("error")), job.get("entries") or [])
+        footprint.append(f"(read in {seen.get('checkout')} at {seen.get('at')})")
     public = {k: v for k, v in job.items() if not k.startswith("_") and k != "nonce_sha256"}
     public["column"] = column[0] if column else None
     return {"id": job_id, "job": public, "terms": terms, "result": job.get("result"), "verdict": job.get("verdict"),
-            "observed": job.get("observed"), "entries": job.get("entries") or [], "releases": job.get("releases") or [],
+            "footprint": footprint, "entries": job.get("entries") or [], "releases": job.get("releases") or [],
             "attempts": attempts, "monitors": monitors, "runs": list(reversed(runs)),
             "followups": list(reversed(followups)), "output": list(reversed(output)),
             "trail": list(reversed(events)), "columns": columns}
