@@ -125,6 +125,13 @@ def fork_rivals(root) -> None:
     api.fork({"id": "rival", "write_paths": ["src/**"], "check": "test"}, cwd=root)  # releases docs/r.md
 
 
+def rivals_and_a_monitor(served) -> None:
+    """fork_rivals, and a monitor of card that has printed `build green`."""
+    fork_rivals(served.root)
+    served.add("card", "echo build green")
+    wait_for(lambda: served.events("card"), timeout=15)
+
+
 def confirm_dialog(page, answer: str) -> str:
     """Answer the open confirmation ("cancel" or "ok") by clicking; return its text."""
     page.wait_for_selector("#confirm[open]")
@@ -208,9 +215,7 @@ def test_login(served, browser, kind):  # noqa: F811
 @pytest.mark.parametrize("kind", ["desktop", "phone"])
 def test_board_and_tree(served, browser, kind):  # noqa: F811
     root = served.root
-    fork_rivals(root)
-    served.add("card", "echo build green")
-    wait_for(lambda: served.events("card"), timeout=15)
+    rivals_and_a_monitor(served)
     context, page = logged_in(browser, served, kind)
     page.wait_for_selector("tr.job[data-job='proctor-server/monitors']")
     page.wait_for_selector("tr.job[data-job='rival']")
@@ -277,9 +282,7 @@ def test_board_and_tree(served, browser, kind):  # noqa: F811
 @pytest.mark.parametrize("kind", ["desktop", "phone"])
 def test_job_page(served, browser, kind):  # noqa: F811
     root = served.root
-    fork_rivals(root)
-    served.add("card", "echo build green")
-    wait_for(lambda: served.events("card"), timeout=15)
+    rivals_and_a_monitor(served)
     context, page = logged_in(browser, served, kind)
     page.goto(url(served, "/jobs/card"))  # a deep link
     page.wait_for_selector("body[data-page=card]")
@@ -764,17 +767,9 @@ def test_focus_survives_a_live_update(served, browser):  # noqa: F811
 
 def test_a_rejected_jobs_page(served, browser):  # noqa: F811
     """The result, the verdict with every failing rule, and the footprint, as a person reads them."""
-    holder = served.worktree
-    os.makedirs(os.path.join(holder, "src"), exist_ok=True)
-    with open(os.path.join(holder, "src", "a.py"), "w") as handle:
-        handle.write("ok = True\n")
-    with open(os.path.join(holder, "stray.txt"), "w") as handle:
-        handle.write("not card's\n")
-    made = api.run_target("test", cwd=holder, warn=lambda _line: None)
-    api.exit_job("card", {"schema_version": 2, "status": "done", "summary": "wrote a.py", "changed_paths": ["src/a.py"],
-                          "validation": [{"run": made["id"], "output_ref": made["output_ref"]}]},
-                 cwd=holder, warn=lambda _line: None)
-    assert cli(served.root, "job", "wait", "card", check=False).returncode == 1
+    from tests.test_console_api import reject_card
+
+    reject_card(served)
     for kind in ("desktop", "phone"):
         context, page = logged_in(browser, served, kind, "/jobs/card")
         page.wait_for_selector("body[data-page='card'] .verdict")

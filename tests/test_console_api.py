@@ -297,10 +297,9 @@ def test_the_console_page_runs_only_its_own_script_and_is_never_framed(served): 
         assert "frame-ancestors 'none'" in response.headers["Content-Security-Policy"]
 
 
-def test_a_rejected_jobs_page_holds_its_result_verdict_and_footprint(served):  # noqa: F811
-    """card's holder writes its own file and one outside its paths, files a result citing its
-    check, and the person's wait rejects it: the page holds the result, every failing rule with
-    its subject, and the footprint as `job wait` prints it."""
+def reject_card(served):  # noqa: F811
+    """card's holder writes src/a.py and stray.txt (outside its paths), files a result citing a
+    run of its check, and the person's wait rejects it; the wait's output."""
     holder = served.worktree
     os.makedirs(os.path.join(holder, "src"), exist_ok=True)
     with open(os.path.join(holder, "src", "a.py"), "w") as handle:
@@ -308,12 +307,19 @@ def test_a_rejected_jobs_page_holds_its_result_verdict_and_footprint(served):  #
     with open(os.path.join(holder, "stray.txt"), "w") as handle:
         handle.write("not card's\n")
     made = api.run_target("test", cwd=holder, warn=lambda _line: None)
-    api.exit_job("card", {"schema_version": 2, "status": "done", "summary": "wrote a.py",
-                          "changed_paths": ["src/a.py"],
+    api.exit_job("card", {"schema_version": 2, "status": "done", "summary": "wrote a.py", "changed_paths": ["src/a.py"],
                           "validation": [{"run": made["id"], "output_ref": made["output_ref"]}]},
                  cwd=holder, warn=lambda _line: None)
     waited = cli(served.root, "job", "wait", "card", check=False)
     assert waited.returncode == 1, waited.stdout + waited.stderr
+    return waited
+
+
+def test_a_rejected_jobs_page_holds_its_result_verdict_and_footprint(served):  # noqa: F811
+    """card's holder writes its own file and one outside its paths, files a result citing its
+    check, and the person's wait rejects it: the page holds the result, every failing rule with
+    its subject, and the footprint as `job wait` prints it."""
+    waited = reject_card(served)
     page = served.call("GET", "/api/v1/jobs/card")[1]
     assert page["result"]["summary"] == "wrote a.py" and page["job"]["state"] == "fail"
     subjects = [s for failure in page["verdict"]["failures"] for s in failure["subjects"]]

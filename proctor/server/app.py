@@ -630,17 +630,23 @@ input{{width:100%;padding:.5em;box-sizing:border-box;font:inherit}}button{{font:
 async def _redeem(request: Request, state: State, code: str) -> Response:
     """A login link: a code used once, within its time, by a process that works no job (asked
     first: a leased process that tries a link it found does not spend the person's)."""
+    return await _open_session(request, state, "/", lambda: state.login_codes.redeem(code))
+
+
+async def _open_session(request: Request, state: State, target: str, proven) -> Response:
+    """A console session for the caller, sent on to `target`, once the process at the other end
+    is seen to work no job and then `proven()` (a code spent, a token matched) holds."""
     try:
         why = await _in_thread(_peer_refusal, state, request.client)
     except errors.ProctorError as exc:
         return _error(exc)
     if why:
         return _leased_response(why)
-    if not state.login_codes.redeem(code):
+    if not proven():
         return HTMLResponse(_LOGIN_PAGE.format(next="/", note="<p class=err>That login link was used already or has expired; "
                                                     "<code>proctor server status</code> prints a new one.</p>"),
-                            status_code=403)
-    response = RedirectResponse("/", status_code=303)
+                            status_code=403, headers=_LOGIN_HEADERS)
+    response = RedirectResponse(quote(target, safe="/"), status_code=303)
     response.set_cookie(cookie_name(state.port), state.open_session(), httponly=True, samesite="strict", path="/")
     return response
 
@@ -664,15 +670,7 @@ async def login(request: Request) -> Response:
     if not _same(token, state.token):
         return RedirectResponse("/login?failed=1" + ("&next=" + quote(target, safe="/") if target != "/" else ""),
                                 status_code=303)
-    try:
-        why = await _in_thread(_peer_refusal, state, request.client)
-    except errors.ProctorError as exc:
-        return _error(exc)
-    if why:
-        return _leased_response(why)
-    response = RedirectResponse(quote(target, safe="/"), status_code=303)
-    response.set_cookie(cookie_name(state.port), state.open_session(), httponly=True, samesite="strict", path="/")
-    return response
+    return await _open_session(request, state, target, lambda: True)
 
 
 def build(state: State, lifespan) -> Starlette:
