@@ -255,7 +255,7 @@ def test_job_move_from_the_cli(tmp_path, monkeypatch):
     assert "moved a to Done" in cli(root, "job", "move", "a", "Done").stdout
 
 
-def test_a_child_inside_its_parent_is_no_overlap_and_server_jobs_are_never_stale(served):  # noqa: F811
+def test_a_child_inside_its_parent_is_no_overlap(served):  # noqa: F811
     root = served.root
     api.fork({"id": "card/part", "parent": "card", "write_paths": ["src/a.py"], "check": "test"}, cwd=served.worktree,
              environ={"BAGGAGE": "proctor.lease=card"})
