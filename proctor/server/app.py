@@ -501,8 +501,8 @@ async def job_one(request: Request) -> Response:
 
     state: State = request.app.state.proctor
     await _reaped(state)
-    return JSONResponse(json.loads(json.dumps(await _in_thread(console_mod.job_page, state, request.path_params["id"]),
-                                              default=str)))
+    page = await _in_thread(console_mod.job_page, state, request.path_params["id"])
+    return Response(json.dumps(page, default=str), media_type="application/json")
 
 
 async def action(request: Request) -> Response:

@@ -29,7 +29,7 @@ MARKS_SECONDS = 10.0
 WATCH_SECONDS = 0.25  # how often an open stream's server looks for another process's write
 COALESCE_SECONDS = 0.05  # a burst of changes is one push
 PAGE_LIMITS = {"events": 200, "runs": 50, "followups": 50, "trail": 300}
-ACTIONS = ("archive", "trash", "delete", "end", "move", "remove_monitor")
+ACTIONS = ("archive", "trash", "delete", "end", "move")
 # what the board and the tree need of a row; the rest is on the job's page
 ROW_KEYS = ("id", "parent", "depth", "state", "holder", "updated", "created", "deadline", "write_proof", "stale",
             "overdue", "overlaps_with", "notes", "column", "write_paths", "archived", "trashed", "read_only")
@@ -259,9 +259,8 @@ def act(state, body: dict, actor: str) -> dict:
 
     action, job_id = body.get("action"), body.get("job")
     if action not in ACTIONS:
-        raise errors.ProctorError(f"action must be one of {', '.join(ACTIONS)}", "BAD_ACTION")
-    if action == "remove_monitor":
-        raise errors.ProctorError("remove a monitor with DELETE /api/v1/monitors/<id>", "BAD_ACTION")
+        raise errors.ProctorError(f"action must be one of {', '.join(ACTIONS)} (a monitor is removed with DELETE "
+                                  f"/api/v1/monitors/<id>)", "BAD_ACTION")
     if not isinstance(job_id, str):
         raise errors.ProctorError("name the job: {\"job\": ID}", "BAD_ACTION")
     check_job_id(job_id)
