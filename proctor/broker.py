@@ -369,7 +369,7 @@ class Broker:
         that say what it judges, the job pinned, and the worker's own for its targets."""
         import json
 
-        from proctor.jobs.lease import BAGGAGE_KEY
+        from proctor.jobrecord import BAGGAGE_KEY
 
         env = dict(self.base)
         for key, value in client.items():

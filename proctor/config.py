@@ -15,6 +15,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from proctor.jobrecord import STATES
 from proctor.timeutil import format_config_duration, parse_duration
 
 CONFIG_NAME = "proctor.toml"
@@ -26,7 +27,6 @@ RESERVED_SECTIONS: tuple[str, ...] = ()
 MONITORS_KEEP_RANGE = (3600.0, 3650 * 86400.0)
 MONITORS_KEEP_DEFAULT = 7 * 86400.0
 MAX_WAITING_RANGE = (1, 1000)
-JOB_STATES = ("declared", "running", "exited", "pass", "fail", "no_return")
 DEFAULT_BOARD = (
     ("Declared", ("declared",), False),
     ("Running", ("running",), True),
@@ -432,9 +432,9 @@ def _apply_board(board: Any, config: Config) -> None:
             config.problems.append(f"{CONFIG_NAME}: [board] column {index + 1} needs a name; using the default board")
             return
         states = column.get("states")
-        if not isinstance(states, list) or not states or any(s not in JOB_STATES for s in states):
+        if not isinstance(states, list) or not states or any(s not in STATES for s in states):
             config.problems.append(f"{CONFIG_NAME}: [board] column {column['name']!r} states must be a list of "
-                                   f"{', '.join(JOB_STATES)}; using the default board")
+                                   f"{', '.join(STATES)}; using the default board")
             return
         for state in states:
             if state in seen:

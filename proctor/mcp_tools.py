@@ -14,7 +14,7 @@ person, who holds no lease) or a job's secret (that job's holder, scoped to it).
 
 from __future__ import annotations
 
-from proctor import errors
+from proctor import errors, jobrecord
 from proctor.guard.call import TOOL_NAMES  # noqa: F401  (the names, kept where the guard's hook reads them)
 
 MONITOR_TOOLS = frozenset(("monitor_add", "monitor_list", "monitor_remove", "monitor_events"))
@@ -39,11 +39,6 @@ class Door:
 def _warnings() -> tuple[list[str], callable]:
     lines: list[str] = []
     return lines, lines.append
-
-
-def _public(row: dict) -> dict:
-    """A job as an agent may read it: the secret's digest is the server's to compare, no one's to read."""
-    return {k: v for k, v in row.items() if k != "nonce_sha256"}
 
 
 def _with_ended(out: dict, ended: list[str]) -> dict:
@@ -92,7 +87,7 @@ def jobs_list(door: Door, args: dict) -> dict:
     _args("jobs_list", args, {})
     ended, warn = _warnings()
     listing = api.ls_jobs(door.cwd, warn)
-    listing["jobs"] = [_public(row) for row in listing["jobs"]]
+    listing["jobs"] = [jobrecord.public(row) for row in listing["jobs"]]
     return _with_ended(listing, ended)
 
 
@@ -109,7 +104,7 @@ def job_put(door: Door, args: dict) -> dict:
 
     ended, warn = _warnings()
     row = api.fork(dict(args), lease=door.lease, cwd=door.cwd, environ=door.environ, warn=warn)
-    return _with_ended({"job": _public(row)}, ended)
+    return _with_ended({"job": jobrecord.public(row)}, ended)
 
 
 def job_exec(door: Door, args: dict) -> dict:
@@ -126,9 +121,9 @@ def job_exec(door: Door, args: dict) -> dict:
     ended, warn = _warnings()
     taken = api.exec_job(args["id"], lease=door.lease, cwd=door.cwd, environ=door.environ, warn=warn,
                          worktree=args.get("worktree"))
-    out = {"job": _public({k: v for k, v in taken.items() if k not in ("nonce", "notes", "retake")}),
+    out = {"job": jobrecord.public({k: v for k, v in taken.items() if k not in ("nonce", "notes", "retake")}),
            "retake": bool(taken.get("retake")), "notes": taken.get("notes") or []}
-    environment = {"BAGGAGE": f"proctor.lease={args['id']}"}
+    environment = {"BAGGAGE": f"{jobrecord.BAGGAGE_KEY}={args['id']}"}
     if taken.get("nonce"):
         environment["PROCTOR_NONCE"] = taken["nonce"]
     out["environment"] = environment
@@ -145,7 +140,7 @@ def job_exit(door: Door, args: dict) -> dict:
     ended, warn = _warnings()
     row = api.exit_job(args["id"], args.get("result"), lease=door.lease, cwd=door.cwd, environ=door.environ,
                        warn=warn)
-    out = {"job": _public(row)}
+    out = {"job": jobrecord.public(row)}
     out["next"] = (f"job_wait {args['id']} verifies the filed result against the evidence" if args.get("result")
                    is not None else f"{args['id']} ended no_return")
     return _with_ended(out, ended)

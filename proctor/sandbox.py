@@ -190,7 +190,7 @@ class Grant:
 def narrows(job: dict | None) -> bool:
     """Whether a run acting for `job` is narrowed: a live row with a parent, and write paths or
     read_only."""
-    from proctor.store.rows import is_live
+    from proctor.jobrecord import is_live
 
     if not job or not is_live(job.get("state", "")) or not job.get("parent"):
         return False

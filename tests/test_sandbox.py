@@ -175,12 +175,13 @@ def test_what_does_not_narrow(tmp_path, case):
         return
     assert done.returncode == 0, done.stderr
     if case == "ended":
+        from proctor import jobrecord
         from proctor.store import rows
         from proctor.workspace import Workspace
 
         with Workspace(root, warn=lambda line: None) as ws, ws.store.read() as tx:
             state = rows.get(tx, "plan/e")["state"]
-        if rows.is_live(state):
+        if jobrecord.is_live(state):
             pytest.fail(f"the test could not end plan/e (state {state})")
     assert record["sandbox"] is None
     assert said["outside"] and said["newroot"] and said["denied"], said

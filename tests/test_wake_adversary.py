@@ -405,7 +405,7 @@ def test_p2_a_stop_hook_active_that_is_no_boolean_is_counted_from_the_store(ws):
 def test_p3_a_wait_for_an_archived_job_exits(ws):
     """Attack: the job is archived (`proctor job archive`), which leaves its state as it was
     (running/declared) and sets `archived`; its monitors are deleted only when a server prunes
-    them. wake.wait checks only rows.is_live(state) and live monitor rows, so with no server
+    them. wake.wait checks only jobrecord.is_live(state) and live monitor rows, so with no server
     running the wait lingers for a job that will never have a follow-up again."""
     add_monitor(ws)
     proc = wait_cli(ws, "--job", "feat", "--timeout", "8s")

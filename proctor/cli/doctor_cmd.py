@@ -7,6 +7,7 @@ import os
 import click
 
 from proctor import errors
+from proctor import jobrecord
 
 
 @click.command()
@@ -63,7 +64,7 @@ def doctor() -> int:
         line(True, "bound lease: none in this checkout; a session here is judged only by the lease it names")
     elif job is None:
         line(False, f"bound lease: {caller.lease} (from {caller.lease_from}) names no job; nothing is judged")
-    elif not rows.is_live(job["state"]):
+    elif not jobrecord.is_live(job["state"]):
         line(False, f"bound lease: {caller.lease} (from {caller.lease_from}) has ended ({job['state']}); "
                     f"nothing is judged")
     elif not job.get("base"):

@@ -223,7 +223,9 @@ def wait(job_id: str, lease: str | None, output: str) -> int:
 
 
 def _revision(job: dict) -> str | None:
-    return (job.get("checkpoint") or "").split("+")[0] or None
+    from proctor.jobrecord import checkpoint_revision
+
+    return checkpoint_revision(job.get("checkpoint"))
 
 
 _PUT_AWAY_HELP = {

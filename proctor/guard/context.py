@@ -23,12 +23,11 @@ import json
 import os
 import time
 
-from proctor import claims
+from proctor import claims, jobrecord
 from proctor.guard.call import Call
 from proctor.paths import find_checkout, machine_id, repo_state_dir
 from proctor.store import rows
 
-BAGGAGE_KEY = "proctor.lease"
 PROCTOR_VALUE_OPTIONS = frozenset(("-o", "--output", "--lease", "--criteria", "--write-paths", "--deny-paths",
                                    "--read-paths", "--check", "--parent", "--depends-on", "--timeout", "--model",
                                    "--checkpoint", "--host", "--worktree"))
@@ -111,35 +110,6 @@ def os_safe(path: str) -> str:
     return path
 
 
-def unquote(text: str) -> str:
-    """Percent-decoding, as W3C baggage values use it (urllib.parse costs the hook 5 ms)."""
-    if "%" not in text:
-        return text
-    out = bytearray()
-    i = 0
-    raw = text.encode("utf-8", "surrogateescape")
-    while i < len(raw):
-        if raw[i] == 0x25 and i + 2 < len(raw) + 0 and all(chr(c) in "0123456789abcdefABCDEF" for c in raw[i + 1:i + 3]) \
-                and len(raw[i + 1:i + 3]) == 2:
-            out.append(int(raw[i + 1:i + 3], 16))
-            i += 3
-        else:
-            out.append(raw[i])
-            i += 1
-    return out.decode("utf-8", "replace")
-
-
-def baggage(environ) -> dict[str, str]:
-    members: dict[str, str] = {}
-    for member in (environ.get("BAGGAGE") or "").split(","):
-        pair = member.split(";", 1)[0].strip()
-        if "=" in pair:
-            key, _, value = pair.partition("=")
-            if key.strip():
-                members[key.strip()] = unquote(value.strip())
-    return members
-
-
 class _NoCommand:
     """A call with no shell command: shell.Writes with nothing in it."""
 
@@ -195,7 +165,7 @@ class Context:
                                        f"no jobs, so no lease is enforced until it is back; proctor doctor says why")
         self.pending: list = []  # callables run in one write transaction after judging
         self.allowed_only: list = []  # the same, dropped when the verdict denies
-        self.baggage = baggage(environ)
+        self.baggage = jobrecord.parse_baggage(environ.get("BAGGAGE"))
         self.spawn_note: str | None = None  # why a subagent's spawn bound nothing
         self.ended: dict[str, str] = {}  # jobs proctor can prove nobody holds: judged ended now
         try:
@@ -212,7 +182,7 @@ class Context:
         self.job: dict | None = None
         self.lease_note: str | None = self.spawn_note
         if self.lease:
-            if row is None or not rows.is_live(row["state"]):
+            if row is None or not jobrecord.is_live(row["state"]):
                 state = "names no job" if row is None else f"names a job that has ended ({row['state']})"
                 if self.conn is None and self.store_problem:
                     state = f"cannot be checked: {self.store_problem}"
@@ -267,7 +237,7 @@ class Context:
             # the job's own checkpoint and every ancestor's: a holder cannot loosen its child's
             # rules by committing a looser proctor.toml and forking the child from there
             for row in [self.job] + [self.job_row(a) or {} for a in self.ancestors(self.job["id"])]:
-                for candidate in ((row.get("checkpoint") or "").split("+", 1)[0], row.get("base") or ""):
+                for candidate in (jobrecord.split_checkpoint(row.get("checkpoint"))[0], row.get("base") or ""):
                     if 7 <= len(candidate) <= 64 and all(c in "0123456789abcdef" for c in candidate):
                         if candidate not in pinned:
                             pinned.append(candidate)  # a revision, never an option git could read
@@ -298,7 +268,7 @@ class Context:
     def _claimed_lease(self, flag: str | None) -> tuple[str | None, str | None]:
         if flag:
             return flag, "flag"
-        claim = self.baggage.get(BAGGAGE_KEY) or None
+        claim = self.baggage.get(jobrecord.BAGGAGE_KEY) or None
         record, source = None, None
         if self.conn is not None:
             from proctor.store.rows import agent_scope, checkout_scope
@@ -344,7 +314,7 @@ class Context:
                 self.spawn_note = (f"the spawn names lease {job}, but its spawner cannot be told (no record of "
                                    f"the spawning call) while subagents of this session hold jobs; it binds nothing")
                 return spawner_job
-            refusal = self.spawn_refusal(job, spawner_job or self.baggage.get(BAGGAGE_KEY) or None)
+            refusal = self.spawn_refusal(job, spawner_job or self.baggage.get(jobrecord.BAGGAGE_KEY) or None)
             if refusal is None:
                 self.take_for_agent(job, agent_scope(call.host, call.session or "", call.subagent))
                 return job
@@ -362,11 +332,11 @@ class Context:
         named = f"the spawn names lease {job_id}, which"
         if row is None:
             return f"{named} names no job; it binds nothing"
-        if row["state"] not in ("declared", "running"):
+        if not jobrecord.in_flight(row["state"]):
             return f"{named} has ended ({row['state']}); it binds nothing"
         taken = row.get("checkout_root")
-        if row["state"] == "running" and taken and not rows.taken_here(row, self.root):
-            return f"{named} is taken in another checkout ({rows.where_taken(row)}); it binds nothing"
+        if row["state"] == "running" and taken and not jobrecord.taken_here(row, self.root):
+            return f"{named} is taken in another checkout ({jobrecord.where_taken(row)}); it binds nothing"
         if spawner and job_id != spawner and spawner not in self.ancestors(job_id):
             return (f"{named} is not the spawner's job {spawner} nor beneath it; it binds nothing, and "
                     f"the subagent acts under {spawner}")
@@ -413,9 +383,9 @@ class Context:
             from proctor.timeutil import iso
 
             job = rows.get(conn, job_id)
-            if job is None or job["state"] not in ("declared", "running"):
+            if job is None or not jobrecord.in_flight(job["state"]):
                 return
-            if job["state"] == "running" and job.get("checkout_root") and not rows.taken_here(job, root):
+            if job["state"] == "running" and job.get("checkout_root") and not jobrecord.taken_here(job, root):
                 return  # taken in another checkout meanwhile: no binding here
             rows.bind(conn, scope, job_id, iso(when))
             if job["state"] == "running" and job.get("base"):

@@ -14,6 +14,7 @@ non-blank line is `lease: <id>`, and passes without a single rule evaluated.
 from __future__ import annotations
 
 from proctor.guard.call import NOTIFY, POST_TOOL, PRE_TOOL, PROMPT, STOP, Call
+from proctor import jobrecord
 
 DENY, ADVISE, PASS = "deny", "advise", "pass"
 
@@ -53,7 +54,7 @@ def spawn_job(prompt: str) -> str | None:
             head = line.strip()
             if head.lower().startswith("lease:"):
                 candidate = head[len("lease:"):].strip()
-                if candidate and len(candidate) <= 200 and all(c.isalnum() or c in "_.-/" for c in candidate):
+                if jobrecord.is_job_id(candidate):
                     return candidate
             return None
     return None
@@ -171,15 +172,13 @@ def _bind_exec(ctx) -> None:
     call = ctx.call
     if not (call.session or call.subagent):
         return  # a caller with no ids is bound by the checkout's record, which exec itself writes
-    from proctor.store import rows
-
     for job in _taken_here(ctx):
         row = ctx.job_row(job) if job else None
-        if row is None or row["state"] not in ("declared", "running"):
+        if row is None or not jobrecord.in_flight(row["state"]):
             continue
-        if row["state"] == "running" and not rows.taken_here(row, ctx.root):
+        if row["state"] == "running" and not jobrecord.taken_here(row, ctx.root):
             continue  # taken in another checkout: the store refuses this exec
-        if ctx.job is not None and ctx.job["id"] != job and ctx.job["state"] in ("declared", "running"):
+        if ctx.job is not None and ctx.job["id"] != job and jobrecord.in_flight(ctx.job["state"]):
             continue  # one-way while the held job is in flight; the store refuses the exec
 
         def action(conn, state_dir, job=job):

@@ -8,7 +8,7 @@ no clock, no ages, stable order everywhere.
 
 from __future__ import annotations
 
-from proctor import errors
+from proctor import errors, jobrecord
 from proctor.config import Config
 from proctor import claims as jpaths
 from proctor import declarations
@@ -22,10 +22,7 @@ from proctor.workspace import Workspace
 def describe_job(ws: Workspace, job_id: str) -> str:
     check_job_id(job_id)
     with ws.store.read() as conn:
-        job = rows.get(conn, job_id)
-        if job is None:
-            raise errors.ProctorError(
-                f"no job {job_id}; proctor ls jobs lists the jobs of this repository", errors.UNKNOWN_JOB)
+        job = jobrecord.require(rows.get(conn, job_id), job_id)
         mine = rows.claims(job) + rows.claims(job, "read_paths")
         near = rows.live_claims_near(conn, [c.key for c in mine], job_id) if mine else {}
         family = set(rows.ancestors(conn, job_id)) | set(rows.descendants(conn, job_id))

@@ -11,7 +11,7 @@ not move the job's `updated`.
 from __future__ import annotations
 
 
-from proctor import errors, trail
+from proctor import errors, jobrecord, trail
 from proctor import claims as jpaths
 from proctor.store import rows
 from proctor.jobs.lease import Caller
@@ -45,9 +45,7 @@ def enter(ws: Workspace, record: dict, caller: Caller) -> dict:
         raise errors.Refused(reasons)
     refuse = lambda why: errors.Refused([(errors.BAD_ENTRY, f"refused entry into {job_id}: {why}")])  # noqa: E731
     with ws.store.write() as conn:
-        job = rows.get(conn, job_id)
-        if job is None:
-            raise errors.ProctorError(f"no job {job_id}; proctor ls jobs lists them", errors.UNKNOWN_JOB)
+        job = jobrecord.require(rows.get(conn, job_id), job_id)
         if not is_live(job["state"]):
             raise refuse(f"it has ended ({job['state']}); an ended job owns nothing to enter")
         if caller.lease == job_id:

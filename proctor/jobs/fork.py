@@ -24,7 +24,7 @@ import hashlib
 import os
 
 from proctor import config as config_mod
-from proctor import errors, trail
+from proctor import errors, jobrecord, trail
 from proctor import claims as jpaths
 from proctor import declarations
 from proctor.paths import machine_id
@@ -121,7 +121,7 @@ def _is_related(conn: Tx, a: dict, b: dict) -> bool:
 
 def _touched(other: dict, path: str) -> str:
     checkout = other.get("checkout_root")
-    revision = (other.get("checkpoint") or "").split("+")[0]
+    revision = jobrecord.checkpoint_revision(other.get("checkpoint"))
     if not checkout or not revision or not os.path.isdir(checkout):
         return "what it has touched could not be read"
     counts = git.changed_lines(checkout, revision, path)
@@ -136,17 +136,6 @@ def _touched(other: dict, path: str) -> str:
     if not added and not removed:
         return "it has not changed the file yet"
     return f"it has changed +{added} -{removed} lines of it so far"
-
-
-def _overdue(job: dict) -> bool:
-    return bool(job.get("deadline")) and parse_iso(job["deadline"]) < now()
-
-
-def _bound_here(job: dict, root: str) -> bool:
-    """A job bound to this checkout: taken here, or declared here and not taken yet."""
-    if job.get("checkout_root"):
-        return rows.taken_here(job, root)
-    return job.get("declared_in") == root and job.get("declared_on") in (None, machine_id())
 
 
 def fork(ws: Workspace, record_in: dict, caller: Caller) -> dict:
@@ -474,7 +463,7 @@ def _workspace_load_refusals(conn: Tx, job: dict, write_claims: list[jpaths.Clai
         return []
     taken = rows.taken_with_paths(conn, job["id"])
     holders = [j for j in taken
-               if _bound_here(rows.get(conn, j) or {}, root) and not _overdue(rows.get(conn, j) or {})]
+               if jobrecord.bound_here(rows.get(conn, j) or {}, root) and not jobrecord.overdue(rows.get(conn, j) or {}, now())]
     if not holders:
         return []
     return [(errors.WORKSPACE_LOAD_FILE,
@@ -497,9 +486,9 @@ def _shared_file_refusals(conn: Tx, job: dict, write_claims: list[jpaths.Claim],
         other = rows.get(conn, other_id)
         if other is None or not other.get("checkout_root") or other.get("state") in TERMINAL:
             continue
-        if _overdue(other):
+        if jobrecord.overdue(other, now()):
             continue  # a job past its deadline owns nothing against other jobs
-        if rows.taken_here(other, root) or _is_related(conn, job, other):
+        if jobrecord.taken_here(other, root) or _is_related(conn, job, other):
             continue
         for mine in literal:
             for theirs in near[other_id]:
@@ -533,7 +522,7 @@ def _write_proof(conn: Tx, job: dict, write_claims: list[jpaths.Claim], root: st
     if not write_claims:
         return None
     near = rows.live_claims_near(conn, [c.key for c in write_claims], job["id"])
-    bound_here = [j for j in near if _bound_here(rows.get(conn, j) or {}, root)]
+    bound_here = [j for j in near if jobrecord.bound_here(rows.get(conn, j) or {}, root)]
     if not rows.any_live_with_paths_in(conn, root, job["id"]):
         return "alone"
     same = declarations.Resolver(root)

@@ -12,18 +12,15 @@ from __future__ import annotations
 import getpass
 import os
 from dataclasses import dataclass
-from urllib.parse import unquote
 
-from proctor.jobs.model import check_job_id
+from proctor.jobrecord import BAGGAGE_KEY, check_job_id, parse_baggage
 from proctor.store import Tx, rows
 from proctor.store.rows import agent_scope, checkout_scope  # noqa: F401  (re-exported)
 from proctor.timeutil import iso, now
 
-BAGGAGE_KEY = "proctor.lease"
 # `lease=ORCHESTRATOR` (the CLI's --orchestrator): act as the orchestrator, holding no lease,
 # whatever the checkout's record or BAGGAGE say. Not a job id: no id holds a colon.
 ORCHESTRATOR = ":orchestrator"
-SPAWNER_KEY = "proctor.spawner"
 
 
 class Secret(str):
@@ -77,20 +74,6 @@ class Caller:
         return (f". If you are not {self.lease}'s holder: take jobs in worktrees of their own (proctor job exec "
                 f"<id> --worktree ../<dir>), or act as the orchestrator explicitly with --orchestrator (the guard "
                 f"refuses it to any session under a lease)")
-
-
-def parse_baggage(header: str) -> dict[str, str]:
-    """W3C baggage: `key=value;prop, key2=value2`, values percent-encoded."""
-    members: dict[str, str] = {}
-    for member in header.split(","):
-        pair = member.split(";", 1)[0].strip()
-        if "=" not in pair:
-            continue
-        key, _, value = pair.partition("=")
-        key, value = key.strip(), value.strip()
-        if key:
-            members[key] = unquote(value)
-    return members
 
 
 def _user() -> str:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from proctor.config import Config, column_of_job
 from proctor import claims as jpaths
-from proctor import declarations
+from proctor import declarations, jobrecord
 from proctor.store import rows
-from proctor.jobs.model import is_live
+from proctor.jobrecord import is_live
 from proctor.timeutil import format_config_duration, format_duration, now, parse_iso
 from proctor.workspace import Workspace
 
@@ -73,16 +73,14 @@ def _descends(by_id: dict[str, dict], job: str, ancestor: str) -> bool:
 
 
 def _row(job: dict, depth: int, at: float, stale_after: float, partners: list[str]) -> dict:
-    row = dict(job)
-    row.pop("_root", None)
-    row.pop("_depth", None)
+    row = jobrecord.public(job)
     live = is_live(job["state"])
     age = at - parse_iso(job["updated"])
     row["depth"] = depth
     row["age_seconds"] = round(age, 3)
     # the server's own jobs are ended by the server itself: quiet is not possibly dead
     row["stale"] = bool(live and stale_after and age > stale_after and job.get("holder") != "server")
-    row["overdue"] = bool(live and job.get("deadline") and parse_iso(job["deadline"]) < at)
+    row["overdue"] = live and jobrecord.overdue(job, at)
     row["overlaps_with"] = sorted(partners)
     notes = []
     if row["stale"]:

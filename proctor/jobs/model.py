@@ -1,6 +1,8 @@
-"""The job record: its fields, states, id syntax, validation, and the JSON Schema of a
+"""The job record as a client writes it: its fields, their validation, and the JSON Schema of a
 `fork --stdin` record. What a client may send and what only the store writes are listed
-here once; fork, the CLI's --schema and the library door all read these tables.
+here once; fork, the CLI's --schema and the library door all read these tables. A job's
+states, its id syntax and what a row means are the core record's (`proctor.jobrecord`), which
+the guard reads too.
 """
 
 from __future__ import annotations
@@ -9,16 +11,15 @@ import re
 from typing import Any
 
 from proctor import errors
+# the core record's facts, read here by the CLI's --schema and the jobs' modules
+from proctor.jobrecord import (  # noqa: F401  (re-exported)
+    DECLARED, EXITED, FAIL, HOLDER_SERVER, HOLDER_SESSION, JOB_ID_PATTERN, MAX_JOB_ID, NO_RETURN, PASS, RUNNING,
+    STATES, TERMINAL, check_job_id, is_live,
+)
 from proctor.timeutil import parse_duration
 
 RECORD_SCHEMA_VERSION = 1
 
-from proctor.store.rows import STATES, TERMINAL, is_live  # noqa: F401  (re-exported)
-
-DECLARED, RUNNING, EXITED, PASS, FAIL, NO_RETURN = STATES
-
-HOLDER_SESSION = "session"
-HOLDER_SERVER = "server"
 
 # Fields a client may send, and the fields only the store writes.
 INPUT_FIELDS = (
@@ -47,22 +48,6 @@ GOAL_FIELDS = ("id", "kind", "expect", "check", "paths", "symbols", "depends_on"
 CHECK_GOAL_ID = "check"
 # a symbol goal's name: an identifier, or one inside its scope (Store.load)
 SYMBOL_NAME = re.compile(r"(?:[^\W\d]|\$)[\w$]*(?:\.(?:[^\W\d]|\$)[\w$]*)*")
-
-_JOB_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*(/[A-Za-z0-9_][A-Za-z0-9_.\-]*)*$")
-MAX_JOB_ID = 200
-
-
-def check_job_id(value: object, what: str = "job id") -> str:
-    if not isinstance(value, str) or not value:
-        raise errors.ProctorError(f"{what} must be a non-empty string", errors.BAD_JOB_ID)
-    if len(value) > MAX_JOB_ID or not _JOB_ID.fullmatch(value) or ".." in value.split("/"):
-        raise errors.ProctorError(
-            f"{what} {value!r} cannot be a job id: use letters, digits, _ . - in segments "
-            f"separated by / (api/migrate), at most {MAX_JOB_ID} characters",
-            errors.BAD_JOB_ID,
-        )
-    return value
-
 
 def _bad(message: str) -> errors.ProctorError:
     return errors.ProctorError(message, errors.BAD_RECORD)
@@ -312,7 +297,7 @@ _CHECK_SCHEMA = {
     ],
 }
 
-_JOB_ID_SCHEMA = {"type": "string", "pattern": _JOB_ID.pattern, "maxLength": MAX_JOB_ID}
+_JOB_ID_SCHEMA = {"type": "string", "pattern": JOB_ID_PATTERN, "maxLength": MAX_JOB_ID}
 
 
 def record_schema() -> dict:

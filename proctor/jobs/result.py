@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from proctor import errors, trail
+from proctor import errors, jobrecord, trail
 from proctor import claims as jpaths
 from proctor.paths import machine_id
 from proctor.store import rows
@@ -154,9 +154,9 @@ def file_result(ws: Workspace, job_id: str, record: Any, caller: Caller) -> dict
     with ws.store.read() as conn:
         before = rows.get(conn, job_id)
         cited_runs = [r for r in (runs.get(conn, e["run"]) for e in result["validation"]) if r]
-    if before is not None and before.get("checkout_root") and not rows.on_this_machine(before):
+    if before is not None and before.get("checkout_root") and not jobrecord.on_this_machine(before):
         raise errors.Refused([(errors.CHECKOUT_ELSEWHERE,
-            f"refused exit of {job_id}: it is taken in {rows.where_taken(before)}; its holder files its result "
+            f"refused exit of {job_id}: it is taken in {jobrecord.where_taken(before)}; its holder files its result "
             f"there, where its diff and its runs can be read")])
     observed = None
     if before is not None and before["state"] in (DECLARED, RUNNING):
@@ -171,10 +171,7 @@ def file_result(ws: Workspace, job_id: str, record: Any, caller: Caller) -> dict
         for found in cited_runs:
             blobs[found["id"]] = evidence.blob_problem(ws.store, found)
     with ws.store.write() as conn:
-        job = rows.get(conn, job_id)
-        if job is None:
-            raise errors.ProctorError(
-                f"no job {job_id}; proctor ls jobs lists the jobs of this repository", errors.UNKNOWN_JOB)
+        job = jobrecord.require(rows.get(conn, job_id), job_id)
         if caller.lease and caller.lease != job_id:
             raise errors.Refused([(errors.NOT_YOUR_JOB,
                 f"refused exit of {job_id}: a session holding lease {caller.lease} may end only its own "

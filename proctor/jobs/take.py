@@ -19,13 +19,11 @@ from proctor.jobs.model import DECLARED, EXITED, NO_RETURN, RUNNING, TERMINAL, c
 from proctor.timeutil import iso, now
 from proctor.vcs import checkpoint as vcs_checkpoint
 from proctor.workspace import Workspace
+from proctor import jobrecord
 
 
 def _get_live(conn, job_id: str, verb: str) -> dict:
-    job = rows.get(conn, job_id)
-    if job is None:
-        raise errors.ProctorError(
-            f"no job {job_id}; proctor ls jobs lists the jobs of this repository", errors.UNKNOWN_JOB)
+    job = jobrecord.require(rows.get(conn, job_id), job_id)
     if job["state"] in TERMINAL:
         raise errors.Refused([(errors.NOT_LIVE,
             f"refused {verb} of {job_id}: it has ended ({job['state']}"
@@ -48,11 +46,11 @@ def _retake_diverges(root: str, job: dict, previous: str | None, base: str | Non
     edits and commits on top of where it landed are its work, not a divergence: a base on the
     same revision keeps the first take's answer, and a new revision diverges only when the
     checkpoint's revision is not beneath it."""
-    handed = (job.get("checkpoint") or "").split("+")[0]
-    new_revision = (base or "").split("+")[0]
+    handed = jobrecord.checkpoint_revision(job.get("checkpoint"))
+    new_revision = jobrecord.checkpoint_revision(base)
     if not handed or not new_revision:
         return bool(job.get("checkpoint")) and base != job.get("checkpoint")
-    if previous and previous.split("+")[0] == new_revision:
+    if previous and jobrecord.checkpoint_revision(previous) == new_revision:
         return bool(job.get("base_diverges"))
     from proctor.vcs import git
 
@@ -81,10 +79,10 @@ def exec_job(ws: Workspace, job_id: str, caller: Caller, worktree: str | None = 
             raise errors.Refused([(errors.NOT_LIVE,
                 f"refused exec of {job_id}: it has exited and waits for verification "
                 f"(proctor job wait {job_id})")])
-        retake = job["state"] == RUNNING and rows.taken_here(job, root)
+        retake = job["state"] == RUNNING and jobrecord.taken_here(job, root)
         if job["state"] == RUNNING and not retake:
             raise errors.Refused([(errors.LEASE_HELD,
-                f"refused exec of {job_id}: it is taken in {rows.where_taken(job)}; end it there "
+                f"refused exec of {job_id}: it is taken in {jobrecord.where_taken(job)}; end it there "
                 f"(proctor job exit {job_id}) or fork a new job")])
         at = now()
         nonce = None
@@ -168,7 +166,7 @@ def _exec_in_worktree(ws: Workspace, job_id: str, caller: Caller, path: str) -> 
                 f"name a path outside it")])
     existed = os.path.isdir(target)
     token = job.get("checkpoint") or ""
-    revision, _, digest = token.partition("+")
+    revision, digest = jobrecord.split_checkpoint(token)
     revision = revision or git.head(ws.root)
     if not revision:
         raise errors.ProctorError(f"refused exec of {job_id} --worktree: the job has no checkpoint and this "
@@ -313,9 +311,7 @@ def put_away(ws: Workspace, job_id: str, how: str, caller: Caller) -> dict | Non
             f"refused to {how} {job_id}: a session holding lease {caller.lease} may not; it is the forking "
             f"session's ({caller.whence()}){caller.remedy()}")])
     with ws.store.write() as conn:
-        job = rows.get(conn, job_id)
-        if job is None:
-            raise errors.ProctorError(f"no job {job_id}; proctor ls jobs lists them", errors.UNKNOWN_JOB)
+        job = jobrecord.require(rows.get(conn, job_id), job_id)
         at = iso(now())
         if how == "delete":
             rows.delete(conn, job_id)
@@ -343,9 +339,7 @@ def move(ws: Workspace, job_id: str, column: str, caller: Caller) -> dict:
         raise errors.Refused([(errors.UNKNOWN_COLUMN,
             f"no column {column!r} on the board; [board] in proctor.toml declares {', '.join(names)}")])
     with ws.store.write() as conn:
-        job = rows.get(conn, job_id)
-        if job is None:
-            raise errors.ProctorError(f"no job {job_id}; proctor ls jobs lists them", errors.UNKNOWN_JOB)
+        job = jobrecord.require(rows.get(conn, job_id), job_id)
         if job.get("archived") or job.get("trashed"):
             raise errors.Refused([(errors.NOT_LIVE,
                 f"refused to move {job_id}: it is {'archived' if job.get('archived') else 'trashed'}, off the board")])

@@ -22,6 +22,7 @@ from proctor.jobs import evidence
 from proctor.jobs.model import goal_list, is_live
 from proctor.vcs import git
 from proctor.vcs.checkpoint import digest_of, hash_paths, tree_entries
+from proctor import jobrecord
 
 
 @dataclass
@@ -345,8 +346,7 @@ def _line_count(path: str) -> int:
 
 
 def _revision(job: dict) -> str | None:
-    token = job.get("checkpoint") or ""
-    return token.split("+")[0] or None
+    return jobrecord.checkpoint_revision(job.get("checkpoint"))
 
 
 def grade(conn: Tx, job: dict, fallback_checkout: str, blob_store=None) -> Grade:
@@ -362,7 +362,7 @@ def grade(conn: Tx, job: dict, fallback_checkout: str, blob_store=None) -> Grade
     revision = _revision(job)
     short = revision[:8] if revision else "its checkpoint"
     writes = not job.get("read_only")
-    elsewhere = bool(job.get("checkout_root")) and not rows.on_this_machine(job)
+    elsewhere = bool(job.get("checkout_root")) and not jobrecord.on_this_machine(job)
     recorded_tree = None
     if elsewhere:
         observed, recorded_tree, note = _observed_elsewhere(job, revision, writes)
@@ -496,7 +496,7 @@ def _observed_elsewhere(job: dict, revision: str | None, writes: bool):
     from proctor.paths import machine_id
 
     checkout = os.path.realpath(job["checkout_root"])
-    where, machine = rows.where_taken(job), job.get("machine")
+    where, machine = jobrecord.where_taken(job), job.get("machine")
     tree = evidence.Tree(checkout)
     record = job.get("observed")
     if not isinstance(record, dict) or record.get("machine") != machine:
@@ -553,7 +553,7 @@ def _grade_goal(conn, job: dict, goal: dict, observed: Observed | None, short: s
             hint = runs.latest(conn, target, job["created"], checkout, machine)
             remedy = (f"the latest run of {target} there is {hint['id']} (exit {hint['exit_code']}, output_ref "
                       f"{hint['output_ref']})" if hint else f"run proctor run {target} there")
-            where = rows.where_taken(job) if job.get("checkout_root") else checkout
+            where = jobrecord.where_taken(job) if job.get("checkout_root") else checkout
             return False, [f"{why}; a check passes only on a cited run of {target} in {where}; {remedy}"] + problems
         run = max(mine, key=lambda r: (r["started"], r["id"]))
         reasons = evidence.provenance(conn, job, run, checkout, tree)
@@ -612,8 +612,8 @@ def _symbol_goal(job: dict, goal: dict, observed: Observed | None, fallback: str
     """A symbol goal on the tree the job's checkout holds (proctor.symbols.goals); `scope`,
     given, narrows it to those claims (an ancestor's goal graded on a descendant)."""
     checkout = evidence.checkout_of(job, fallback)
-    if job.get("checkout_root") and not rows.on_this_machine(job):
-        return False, [f"the tree is in {rows.where_taken(job)}, which this machine cannot read; symbol goals are "
+    if job.get("checkout_root") and not jobrecord.on_this_machine(job):
+        return False, [f"the tree is in {jobrecord.where_taken(job)}, which this machine cannot read; symbol goals are "
                        f"graded where the job is taken: run proctor job wait {job['id']} on machine {job.get('machine')}"]
     if not os.path.isdir(checkout):
         return False, [f"the checkout {checkout} no longer exists, so the tree cannot be read"]

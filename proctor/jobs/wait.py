@@ -8,7 +8,7 @@ answer (no such job, nothing filed, a job that ended without a result).
 
 from __future__ import annotations
 
-from proctor import errors, trail
+from proctor import errors, jobrecord, trail
 from proctor.store import rows
 from proctor.jobs.lease import Caller
 from proctor.jobs.model import EXITED, FAIL, NO_RETURN, PASS, check_job_id
@@ -18,10 +18,7 @@ from proctor.workspace import Workspace
 
 
 def _load(conn, job_id: str) -> dict:
-    job = rows.get(conn, job_id)
-    if job is None:
-        raise errors.ProctorError(
-            f"no job {job_id}; proctor ls jobs lists the jobs of this repository", errors.UNKNOWN_JOB)
+    job = jobrecord.require(rows.get(conn, job_id), job_id)
     return job
 
 

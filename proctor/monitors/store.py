@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 
-from proctor import config as config_mod
+from proctor import config as config_mod, jobrecord
 from proctor import errors
 from proctor.store import monitors as mrows
 from proctor.store import rows
@@ -122,9 +122,7 @@ def add(conn, cfg: config_mod.Config, repo_root: str, job_id: str, command: str,
     if not isinstance(command, str) or not command.strip():
         raise errors.ProctorError("a monitor needs a command (--cmd)")
     seconds = parse_interval(interval)
-    job = rows.get(conn, job_id)
-    if job is None:
-        raise errors.ProctorError(f"no job {job_id}; proctor ls jobs lists them", errors.UNKNOWN_JOB)
+    job = jobrecord.require(rows.get(conn, job_id), job_id)
     if not job_is_active(cfg, job):
         column = config_mod.column_of_job(cfg, job)
         raise _refuse(CARD_INACTIVE, f"{job_id} is in column {column[0] if column else '(none)'}, which is not "

@@ -30,6 +30,7 @@ from proctor.store import sessions as _sessions
 from proctor.store.followups import mark_delivered  # noqa: F401  (the one writer of "delivered")
 from proctor.store.followups import mark_printed  # noqa: F401  (claims a follow-up for a wait)
 from proctor.store.followups import undelivered  # noqa: F401
+from proctor import jobrecord
 
 MAX_STOP_BLOCKS = 3
 WAIT_WORDS = "proctor monitor wait"
@@ -291,7 +292,7 @@ def wait(ws, job: str, host: str | None, session: str | None, timeout: float | N
                 row = rows.get(conn, job)
                 if row is None:
                     return NOTHING_LEFT, None, f"no job {job}"
-                if not rows.is_live(row["state"]):
+                if not jobrecord.is_live(row["state"]):
                     return NOTHING_LEFT, None, f"job {job} has ended ({row.get('state')})"
                 if not job_is_active(ws.config, row):
                     return NOTHING_LEFT, None, (f"job {job} is archived, trashed or in a passive column: its monitors "

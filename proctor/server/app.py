@@ -327,9 +327,7 @@ def _jobs(state: State) -> dict:
     from proctor.jobs.listing import list_jobs
 
     with _opened(state) as ws:
-        listing = list_jobs(ws)
-        for row in listing["jobs"]:
-            row.pop("nonce_sha256", None)
+        listing = list_jobs(ws)  # rows as jobrecord.public shows them
         listing["board"] = [{"name": n, "states": list(s), "active": a} for n, s, a in ws.config.board]
     return listing
 

@@ -21,7 +21,7 @@ import json
 import secrets
 import time
 
-from proctor import errors
+from proctor import errors, jobrecord
 
 LOGIN_CODE_SECONDS = 300.0
 MAX_LOGIN_CODES = 16
@@ -194,9 +194,7 @@ def job_page(state, job_id: str, terms_cache: dict | None = None) -> dict:
     check_job_id(job_id)
     with _opened(state) as ws:
         with ws.store.read() as conn:
-            job = rows.get(conn, job_id)
-            if job is None:
-                raise errors.ProctorError(f"no job {job_id}; proctor ls jobs lists them", errors.UNKNOWN_JOB)
+            job = jobrecord.require(rows.get(conn, job_id), job_id)
             events = trail.events(conn, job_id)[-PAGE_LIMITS["trail"]:]
             monitors = mstore.live(conn, job_id)
             runs = mstore.runs(conn, job_id, None, PAGE_LIMITS["runs"])
@@ -239,7 +237,7 @@ def job_page(state, job_id: str, terms_cache: dict | None = None) -> dict:
         footprint = render_footprint(Observed(seen.get("checkout") or "", seen.get("revision"), seen.get("changed") or [],
                                               seen.get("footprint") or {}, seen.get("error")), job.get("entries") or [])
         footprint.append(f"(read in {seen.get('checkout')} at {seen.get('at')})")
-    public = {k: v for k, v in job.items() if not k.startswith("_") and k != "nonce_sha256"}
+    public = jobrecord.public(job)
     public["column"] = column[0] if column else None
     return {"id": job_id, "job": public, "terms": terms, "result": job.get("result"), "verdict": job.get("verdict"),
             "footprint": footprint, "entries": job.get("entries") or [], "releases": job.get("releases") or [],

@@ -339,7 +339,7 @@ def alive(pid: int) -> bool:
 
 def _claims(environ: bytes | None) -> tuple[list[str], list[str]]:
     """(jobs BAGGAGE's proctor.lease names, secrets PROCTOR_NONCE holds) in an environment."""
-    from proctor.jobs.lease import BAGGAGE_KEY, parse_baggage
+    from proctor.jobrecord import BAGGAGE_KEY, parse_baggage
 
     jobs, nonces = [], []
     for item in (environ or b"").split(b"\0"):

@@ -23,6 +23,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from proctor import errors
+from proctor import jobrecord
 
 PATH = "/mcp"
 
@@ -129,7 +130,7 @@ def _identify(state, header: str) -> tuple[str | None, str | None, str | None]:
     with api._opened(state) as ws, ws.store.read() as conn:
         row = rows.get(conn, job)
     taken = (row or {}).get("checkout_root")
-    usable = bool(taken) and rows.on_this_machine(row) and os.path.isdir(taken)
+    usable = bool(taken) and jobrecord.on_this_machine(row) and os.path.isdir(taken)
     return how, job, os.path.realpath(taken) if usable else None
 
 

@@ -13,17 +13,11 @@ import json
 
 from proctor import claims as jpaths
 from proctor.paths import machine_id
+from proctor.jobrecord import IN_FLIGHT, is_live
 from proctor.store import Tx
 
-# A job's states; every job ends in one of the last three.
-STATES = ("declared", "running", "exited", "pass", "fail", "no_return")
-TERMINAL = frozenset(("pass", "fail", "no_return"))
-IN_FLIGHT = ("declared", "running")
-
-
-def is_live(state: str) -> bool:
-    return state not in TERMINAL
-
+# the states a binding holds in, as SQL
+_IN_FLIGHT = "(" + ", ".join(f"'{state}'" for state in IN_FLIGHT) + ")"
 _COLUMNS = "id, parent, root, depth, state, live, holder, checkout_root, declared_in, created, updated, doc, machine"
 _UPDATE = ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS.split(", ")[1:])
 
@@ -235,7 +229,7 @@ def bound_job(conn: Tx, scope: str) -> str | None:
     """The job `scope` is bound to while that job is in flight (declared or running)."""
     row = conn.one(
         "SELECT b.job FROM bindings b JOIN jobs j ON j.id = b.job WHERE b.scope = ? "
-        "AND j.state IN ('declared', 'running')", (scope,),
+        f"AND j.state IN {_IN_FLIGHT}", (scope,),
     )
     return row[0] if row else None
 
@@ -244,7 +238,7 @@ def any_bound_under(conn: Tx, prefix: str) -> bool:
     """Whether a scope that extends `prefix` (a session's subagents) is bound to a job in flight."""
     return conn.one(
         "SELECT 1 FROM bindings b JOIN jobs j ON j.id = b.job WHERE b.scope > ? AND b.scope < ? "
-        "AND j.state IN ('declared', 'running') LIMIT 1", (prefix, prefix + "\uffff")) is not None
+        f"AND j.state IN {_IN_FLIGHT} LIMIT 1", (prefix, prefix + "\uffff")) is not None
 
 
 def checkout_scope(root: str) -> str:
@@ -253,26 +247,6 @@ def checkout_scope(root: str) -> str:
     import os
 
     return f"checkout:{machine_id()}:{os.path.realpath(root)}"
-
-
-def on_this_machine(job: dict) -> bool:
-    """Whether the job's checkout (if taken) is on this machine; a job recorded before machines
-    were (a one-machine store) is."""
-    return job.get("machine") in (None, machine_id())
-
-
-def taken_here(job: dict, root: str) -> bool:
-    """Taken in the checkout at `root` (a real path) on this machine."""
-    import os
-
-    taken = job.get("checkout_root")
-    return bool(taken) and os.path.realpath(taken) == root and on_this_machine(job)
-
-
-def where_taken(job: dict) -> str:
-    """Where a job was taken, as a person reads it: the path, and the machine when not this one."""
-    taken = job.get("checkout_root") or "?"
-    return taken if on_this_machine(job) else f"{taken} on machine {job.get('machine')}"
 
 
 def agent_scope(host: str, session: str, subagent: str | None) -> str:

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import os
 
+from proctor.jobrecord import DECLARED, HOLDER_SESSION, NO_RETURN, RUNNING
 from proctor.paths import machine_id
 from proctor.store import Tx, rows
 from proctor.timeutil import format_config_duration, format_duration, iso, parse_iso
 
-DECLARED, RUNNING, _EXITED, _PASS, _FAIL, NO_RETURN = rows.STATES
-HOLDER_SESSION = "session"  # jobs.model's: a core module does not import the jobs package
 
 
 def checkout_gone(path: str, cache: dict[str, bool | None], repository: str | None = None) -> bool | None:

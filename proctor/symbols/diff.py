@@ -13,6 +13,7 @@ import os
 import re
 
 from proctor import errors
+from proctor.jobrecord import split_checkpoint
 from proctor.symbols import languages
 from proctor.symbols.index import Index, Mention, blob_id, read_blobs
 from proctor.vcs import git
@@ -22,7 +23,7 @@ SHOWN = 5  # referring places listed per declaration
 
 def resolve(checkout: str, revision: str) -> str:
     """`revision` (a checkpoint token's revision half too) as a commit id."""
-    rev = revision.split("+")[0].strip()
+    rev = split_checkpoint(revision)[0]
     proc = git.run(checkout, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}",
                    check=False) if rev and not rev.startswith("-") else None
     if proc is None or proc.returncode != 0:

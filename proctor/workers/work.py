@@ -60,13 +60,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from proctor import errors, runs, trail
+from proctor import errors, jobrecord, runs, trail
 from proctor.claims import covers
 from proctor.config import Worker
 from proctor.jobs import describe as jdescribe
 from proctor.jobs import result as jresult
 from proctor.jobs import take, wait
-from proctor.jobs.lease import Caller, parse_baggage
+from proctor.jobs.lease import Caller
+from proctor.jobrecord import BAGGAGE_KEY, parse_baggage
 from proctor.jobs.model import DECLARED, EXITED, FAIL, NO_RETURN, PASS, RUNNING, goal_list, is_live
 from proctor.jobs.verify import Outcome, grade
 from proctor.paths import machine_id
@@ -112,9 +113,7 @@ class JobOutcome:
 def plan(ws: Workspace, job_id: str) -> list[dict]:
     """The jobs `work` runs: the job itself, or its children not yet passed in depends_on order."""
     with ws.store.read() as conn:
-        job = rows.get(conn, job_id)
-        if job is None:
-            raise errors.ProctorError(f"no job {job_id}; proctor ls jobs lists them", errors.UNKNOWN_JOB)
+        job = jobrecord.require(rows.get(conn, job_id), job_id)
         every_child = rows.children(conn, job_id)
     children = [c for c in every_child if c["state"] != PASS]
     if every_child and not children:
@@ -157,9 +156,7 @@ def retry(ws: Workspace, job_id: str) -> list[str]:
     again (their verdicts kept in `previous_verdicts`, their history on the trail)."""
     again = []
     with ws.store.write() as conn:
-        job = rows.get(conn, job_id)
-        if job is None:
-            raise errors.ProctorError(f"no job {job_id}; proctor ls jobs lists them", errors.UNKNOWN_JOB)
+        job = jobrecord.require(rows.get(conn, job_id), job_id)
         family = [job] + rows.children(conn, job_id)
         for row in family:
             if row["state"] not in (FAIL, NO_RETURN, EXITED):
@@ -460,8 +457,8 @@ def worker_env(job_id: str, nonce: str | None = None, module=None) -> dict:
     if nonce:
         env["PROCTOR_NONCE"] = nonce  # the job's secret: with it the agent manages its own monitors
     members = parse_baggage(env.get("BAGGAGE", ""))
-    members.pop("proctor.lease", None)
-    parts = [f"proctor.lease={job_id}"] + [f"{k}={v}" for k, v in members.items()]
+    members.pop(BAGGAGE_KEY, None)
+    parts = [f"{BAGGAGE_KEY}={job_id}"] + [f"{k}={v}" for k, v in members.items()]
     env["BAGGAGE"] = ",".join(parts)
     return env
 

@@ -14,11 +14,6 @@ def own_claims(job: dict, field: str = "write_paths") -> list[claims.Claim]:
     return rows.claims(job, field)
 
 
-def overdue(job: dict, now: float) -> bool:
-    deadline = job.get("deadline")
-    return bool(deadline) and parse_iso(deadline) < now
-
-
 def age(job: dict, now: float) -> str:
     return format_duration(now - parse_iso(job["updated"]))
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from proctor.guard.call import PRE_TOOL
-from proctor.guard.rules._common import overdue
+from proctor.jobrecord import overdue
 
 NAME = "lease-deadline"
 DEFAULT = "deny"

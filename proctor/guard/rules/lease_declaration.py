@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from proctor.guard.call import PRE_TOOL
-from proctor.guard.rules._common import entered_paths, overdue
+from proctor.guard.rules._common import entered_paths
+from proctor.jobrecord import overdue
 
 NAME = "lease-claimed-declaration"
 DEFAULT = "deny"

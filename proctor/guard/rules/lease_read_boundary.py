@@ -32,7 +32,7 @@ def check(ctx) -> list[tuple[str, str]]:
     allowed = boundary(ctx, job)
     if not allowed:
         return []
-    from proctor.store.rows import taken_here as _taken_here
+    from proctor.jobrecord import taken_here as _taken_here
 
     taken_here = _taken_here(job, ctx.root)
     level = "rule" if taken_here else "advise"

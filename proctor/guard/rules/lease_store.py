@@ -6,9 +6,9 @@ import json
 import os
 import posixpath
 
-from proctor import claims
+from proctor import claims, jobrecord
 from proctor.guard.call import PRE_TOOL
-from proctor.guard.context import BAGGAGE_KEY, Context, baggage
+from proctor.guard.context import Context
 from proctor.store import rows
 
 NAME = "lease-store"
@@ -128,7 +128,7 @@ def check(ctx) -> list[tuple[str, str]]:
                                          f"the job it {'takes' if argv[1] == 'exec' else 'ends'} literally, where "
                                          f"the guard can read it (not from xargs, a variable or a substitution)"))
             elif argv[1] == "exec":
-                if target != lease and job["state"] in ("declared", "running"):
+                if target != lease and jobrecord.in_flight(job["state"]):
                     findings.append(("rule", f"proctor job exec {target}: this session holds {lease}, still "
                                              f"{job['state']}; taking a lease is one-way while the job is in "
                                              f"flight. Return it first (proctor job exit {lease} --stdin)"))
@@ -235,7 +235,7 @@ def _literal(word: str) -> bool:
 def _baggage_change(words: list[str], lease: str) -> str | None:
     """What in these words changes BAGGAGE for a proctor command, if anything does."""
     for index, word in enumerate(words):
-        if word.startswith("BAGGAGE=") and baggage({"BAGGAGE": word[len("BAGGAGE="):]}).get(BAGGAGE_KEY) != lease:
+        if word.startswith("BAGGAGE=") and jobrecord.parse_baggage(word[len("BAGGAGE="):]).get(jobrecord.BAGGAGE_KEY) != lease:
             return word[:80]
         if word in ("-u", "--unset") and index + 1 < len(words) and words[index + 1] == "BAGGAGE":
             return f"env {word} BAGGAGE"
@@ -391,7 +391,7 @@ def _mcp_refusal(ctx, job: dict) -> str | None:
         return _record_refusal(ctx, dict(args), job, "job_put")
     if name in ("job_exec", "job_exit", "job_wait") and not isinstance(target, str):
         return None  # the tool refuses a call naming no job; there is nothing to judge
-    if name == "job_exec" and target != lease and job["state"] in ("declared", "running"):
+    if name == "job_exec" and target != lease and jobrecord.in_flight(job["state"]):
         return (f"job_exec {target}: this session holds {lease}, still {job['state']}; taking a lease is one-way "
                 f"while the job is in flight. Return it first (job_exit {lease} with a result)")
     if name == "job_exit" and target != lease and target not in ctx.descendants(lease):

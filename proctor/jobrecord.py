@@ -1,0 +1,171 @@
+"""The core job record: what the guard, the jobs and the doors all know of a job, said once.
+
+A job's states, its id syntax, when it is overdue, where it was taken and whether that is
+here, what of it the public may see, how a checkpoint token splits, the lease a BAGGAGE header
+names, and "that job, or a refusal naming the remedy". Both `proctor.jobs` and
+`proctor.guard` read these; neither keeps a copy.
+
+Core, and on the hook's hot path: it imports only `os`, `re`, `proctor.errors`,
+`proctor.paths` and `proctor.timeutil` (no `typing`, `dataclasses` or `urllib`), and holds no
+connection: the store reads rows, this module says what a row means.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from proctor import errors
+from proctor.paths import machine_id
+from proctor.timeutil import parse_iso
+
+# A job's states, in the order a job moves through them; every job ends in one of the last three.
+STATES = ("declared", "running", "exited", "pass", "fail", "no_return")
+DECLARED, RUNNING, EXITED, PASS, FAIL, NO_RETURN = STATES
+TERMINAL = frozenset((PASS, FAIL, NO_RETURN))
+# In flight: the job is still to be worked (declared) or being worked (running); a checkout's
+# binding, a one-way lease and an entry hold only while their job is in flight.
+IN_FLIGHT = (DECLARED, RUNNING)
+
+HOLDER_SESSION = "session"
+HOLDER_SERVER = "server"
+
+
+def is_live(state: str) -> bool:
+    """Not ended: declared, running or exited (a filed result not yet graded)."""
+    return state not in TERMINAL
+
+
+def in_flight(state: str) -> bool:
+    return state in IN_FLIGHT
+
+
+# --- id syntax --------------------------------------------------------------------------------
+
+JOB_ID_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*(/[A-Za-z0-9_][A-Za-z0-9_.\-]*)*$"
+_JOB_ID = re.compile(JOB_ID_PATTERN)
+MAX_JOB_ID = 200
+
+
+def is_job_id(value: object) -> bool:
+    """Whether `value` can be a job id: segments of letters, digits, `_ . -` joined by `/`,
+    none of them `..`, at most MAX_JOB_ID characters."""
+    return (isinstance(value, str) and 0 < len(value) <= MAX_JOB_ID and _JOB_ID.fullmatch(value) is not None
+            and ".." not in value.split("/"))
+
+
+def check_job_id(value: object, what: str = "job id") -> str:
+    if not isinstance(value, str) or not value:
+        raise errors.ProctorError(f"{what} must be a non-empty string", errors.BAD_JOB_ID)
+    if not is_job_id(value):
+        raise errors.ProctorError(
+            f"{what} {value!r} cannot be a job id: use letters, digits, _ . - in segments "
+            f"separated by / (api/migrate), at most {MAX_JOB_ID} characters",
+            errors.BAD_JOB_ID,
+        )
+    return value
+
+
+def require(job: dict | None, job_id: str) -> dict:
+    """The job read for `job_id`, or the refusal every door gives for an id naming none."""
+    if job is None:
+        raise errors.ProctorError(f"no job {job_id}; proctor ls jobs lists the jobs of this repository",
+                                  errors.UNKNOWN_JOB)
+    return job
+
+
+# --- time and place ---------------------------------------------------------------------------
+
+def overdue(job: dict, at: float) -> bool:
+    """Past its deadline at `at` (seconds since the epoch). Whether that matters (a live job's
+    writes are refused, its paths block nobody) is the reader's."""
+    deadline = job.get("deadline")
+    return bool(deadline) and parse_iso(deadline) < at
+
+
+def on_this_machine(job: dict) -> bool:
+    """Whether the job's checkout (if taken) is on this machine; a job recorded before machines
+    were (a one-machine store) is."""
+    return job.get("machine") in (None, machine_id())
+
+
+def taken_here(job: dict, root: str) -> bool:
+    """Taken in the checkout at `root` (a real path) on this machine."""
+    taken = job.get("checkout_root")
+    return bool(taken) and os.path.realpath(taken) == root and on_this_machine(job)
+
+
+def bound_here(job: dict, root: str) -> bool:
+    """Bound to the checkout at `root`: taken there, or declared there and not taken yet."""
+    if job.get("checkout_root"):
+        return taken_here(job, root)
+    return job.get("declared_in") == root and job.get("declared_on") in (None, machine_id())
+
+
+def where_taken(job: dict) -> str:
+    """Where a job was taken, as a person reads it: the path, and the machine when not this one."""
+    taken = job.get("checkout_root") or "?"
+    return taken if on_this_machine(job) else f"{taken} on machine {job.get('machine')}"
+
+
+# --- what others may see ----------------------------------------------------------------------
+
+# Fields no reader but the store sees: the digest a job's secret is checked against.
+PRIVATE_FIELDS = frozenset(("nonce_sha256",))
+
+
+def public(job: dict) -> dict:
+    """The job as a listing, the API, MCP and the console show it: without the store's own
+    keys (`_root`, `_depth`) and without PRIVATE_FIELDS."""
+    return {k: v for k, v in job.items() if not k.startswith("_") and k not in PRIVATE_FIELDS}
+
+
+# --- checkpoints ------------------------------------------------------------------------------
+
+def split_checkpoint(token: str | None) -> tuple[str, str]:
+    """`<revision>[+<digest>]` (as `proctor vcs checkpoint -o name` prints it) -> (revision,
+    digest); either may be empty."""
+    revision, _, digest = (token or "").strip().partition("+")
+    return revision, digest
+
+
+def checkpoint_revision(token: str | None) -> str | None:
+    """The commit a checkpoint token names, or None for an empty token."""
+    return split_checkpoint(token)[0] or None
+
+
+# --- the lease a caller claims ----------------------------------------------------------------
+
+BAGGAGE_KEY = "proctor.lease"
+_HEX = frozenset(b"0123456789abcdefABCDEF")
+
+
+def _unquote(text: str) -> str:
+    """Percent-decoding, as W3C baggage values use it (urllib.parse costs the hook 5 ms)."""
+    if "%" not in text:
+        return text
+    out = bytearray()
+    raw = text.encode("utf-8", "surrogateescape")
+    i = 0
+    while i < len(raw):
+        if raw[i] == 0x25 and i + 2 < len(raw) and raw[i + 1] in _HEX and raw[i + 2] in _HEX:
+            out.append(int(raw[i + 1:i + 3], 16))
+            i += 3
+        else:
+            out.append(raw[i])
+            i += 1
+    return out.decode("utf-8", "replace")
+
+
+def parse_baggage(header: str | None) -> dict[str, str]:
+    """W3C baggage: `key=value;prop, key2=value2`, values percent-encoded."""
+    members: dict[str, str] = {}
+    for member in (header or "").split(","):
+        pair = member.split(";", 1)[0].strip()
+        if "=" not in pair:
+            continue
+        key, _, value = pair.partition("=")
+        key = key.strip()
+        if key:
+            members[key] = _unquote(value.strip())
+    return members
