@@ -95,7 +95,8 @@ ALLOWED_STDLIB = {
     "datetime", "_datetime", "collections.abc",
 }
 ALLOWED_PREFIXES = ("proctor", "proctor.hook", "proctor.guard", "proctor.store", "proctor.claims", "proctor.paths",
-                    "proctor.errors", "proctor.gate", "proctor.timeutil", "proctor.trail", "proctor.transcript")
+                    "proctor.errors", "proctor.gate", "proctor.timeutil", "proctor.trail", "proctor.transcript",
+                    "proctor.jobrecord")
 FORBIDDEN = ("click", "rich", "asyncio", "tomllib", "subprocess", "dataclasses", "typing", "inspect",
              "proctor.cli", "proctor.jobs", "proctor.config", "proctor.workspace", "proctor.vcs", "proctor.api",
              "hashlib", "urllib", "shlex", "selectors", "threading", "psycopg")

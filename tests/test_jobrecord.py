@@ -5,7 +5,6 @@ standard library's percent-decoding, the fork schema's own pattern, git's revisi
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys

@@ -28,9 +28,15 @@ from proctor.guard.call import Call
 from proctor.paths import find_checkout, machine_id, repo_state_dir
 from proctor.store import rows
 
-PROCTOR_VALUE_OPTIONS = frozenset(("-o", "--output", "--lease", "--criteria", "--write-paths", "--deny-paths",
-                                   "--read-paths", "--check", "--parent", "--depends-on", "--timeout", "--model",
-                                   "--checkpoint", "--host", "--worktree"))
+# Every option of proctor's own commands that takes a value, so that reading a command's
+# positional arguments skips the value too. The hook cannot load the CLI (click) to ask it:
+# tests/test_layers.py ties this list to the CLI's definitions, and fails when one changes.
+PROCTOR_VALUE_OPTIONS = frozenset((
+    "-o", "--output", "--lease", "--criteria", "--write-paths", "--deny-paths", "--read-paths", "--check", "--parent",
+    "--depends-on", "--timeout", "--model", "--checkpoint", "--host", "--worktree", "--cmd", "--description",
+    "--interval", "--job", "--limit", "--monitor", "--session", "--text", "--from", "--to", "--part", "--port",
+    "--rev", "--stream", "--worker",
+))
 HARD_LINK_WALK_BUDGET = 50_000  # directory entries walked to find a hard link's other names
 RECORD_WAIT_SECONDS = 0.25  # how long the hook waits for another writer before skipping its records
 ACTIVITY_WAIT_SECONDS = 3.0  # ... and for a prompt's, a notification's or a stop's (the session's activity)

@@ -1,0 +1,158 @@
+"""Layers that hold, read from the source itself (Python's own parser, every import at the top
+and inside functions): the core imports no capability and no door; a capability imports no door
+but the few named below; and the guard's list of proctor's value-taking options is the CLI's.
+ARCHITECTURE.md names the layers."""
+
+from __future__ import annotations
+
+import ast
+import os
+
+import click
+import pytest
+
+import proctor
+
+PACKAGE = os.path.dirname(os.path.abspath(proctor.__file__))
+
+CORE, CAPABILITY, DOOR = 0, 1, 2
+NAMES = {CORE: "core", CAPABILITY: "capability", DOOR: "door"}
+# The first name under proctor/ decides a module's layer; whatever is not listed is core.
+CAPABILITIES = ("jobs", "guard", "monitors", "workers", "sandbox", "broker", "runs", "gate", "symbols",
+                "declarations", "transcript")
+DOORS = ("cli", "server", "hook", "mcp_server", "mcp_tools", "api", "__main__")
+
+# Capability -> door imports that stand today, each with why; the test fails when one is added
+# and when one is gone (then strike it here). The host modules (proctor/hook/<host>.py) carry a
+# host's parse, render and wiring, which the harness and the executors read: moving them into a
+# registry below the doors is the hosts' part of the redesign.
+KNOWN = {
+    ("proctor.guard.harness", "proctor.hook"): "the host list and each host's wiring",
+    ("proctor.workers.executors.claude", "proctor.hook"): "Claude Code's hook wiring, for the worker's settings",
+    ("proctor.workers.executors.claude", "proctor.hook.claude"): "Claude Code's hook wiring",
+    ("proctor.workers.executors.codex", "proctor.hook"): "Codex's hook wiring, for the worker's config",
+    ("proctor.workers.executors.codex", "proctor.hook.codex"): "Codex's hook wiring",
+    ("proctor.workers.executors.gemini", "proctor.hook"): "Gemini CLI's hook wiring and settings reader",
+    ("proctor.workers.executors.gemini", "proctor.hook.gemini"): "Gemini CLI's hook wiring and settings reader",
+    ("proctor.monitors.client", "proctor.server"): "the monitor commands reach the running server",
+    ("proctor.monitors.client", "proctor.server.daemon"): "the monitor commands reach the running server",
+    ("proctor.workers.work", "proctor.server"): "whether a server runs, to say where follow-ups go",
+    ("proctor.workers.work", "proctor.server.daemon"): "whether a server runs, to say where follow-ups go",
+}
+
+
+def _modules() -> dict[str, str]:
+    found = {}
+    for directory, _, files in os.walk(PACKAGE):
+        for name in files:
+            if name.endswith(".py"):
+                path = os.path.join(directory, name)
+                module = "proctor." + os.path.relpath(path, PACKAGE)[:-3].replace(os.sep, ".")
+                found[module.removesuffix(".__init__")] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _imports(module: str, path: str) -> set[str]:
+    with open(path, encoding="utf-8") as handle:
+        tree = ast.parse(handle.read(), path)
+    package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[:len(package.split(".")) - node.level + 1]
+                source = ".".join(base + ([node.module] if node.module else []))
+            else:
+                source = node.module or ""
+            out.add(source)
+            out.update(f"{source}.{alias.name}" for alias in node.names if f"{source}.{alias.name}" in MODULES)
+    return {name for name in out if name == "proctor" or name.startswith("proctor.")}
+
+
+def layer(module: str) -> int:
+    first = module.split(".")[1] if module.count(".") else ""
+    return DOOR if first in DOORS else CAPABILITY if first in CAPABILITIES else CORE
+
+
+def _edges() -> list[tuple[str, str]]:
+    return [(module, target) for module, path in sorted(MODULES.items()) for target in sorted(_imports(module, path))]
+
+
+def test_the_layer_table_names_real_modules():
+    tops = {m.split(".")[1] for m in MODULES if m.count(".")}
+    assert set(CAPABILITIES) <= tops and set(DOORS) <= tops, sorted(set(CAPABILITIES + DOORS) - tops)
+    assert len(MODULES) > 100 and len(_edges()) > 300, "the walk read too little to judge anything"
+
+
+def test_the_core_imports_no_capability_and_no_door():
+    upward = [f"{m} -> {t} ({NAMES[layer(t)]})" for m, t in _edges() if layer(m) == CORE and layer(t) > CORE]
+    assert not upward, "a core module imports above itself:\n" + "\n".join(upward)
+
+
+def test_a_capability_imports_no_door_but_the_known_few():
+    found = {(m, t) for m, t in _edges() if layer(m) == CAPABILITY and layer(t) == DOOR}
+    new = sorted(found - set(KNOWN))
+    gone = sorted(set(KNOWN) - found)
+    assert not new, "a capability imports a door:\n" + "\n".join(f"{m} -> {t}" for m, t in new)
+    assert not gone, "no longer imported (strike it from KNOWN):\n" + "\n".join(f"{m} -> {t}" for m, t in gone)
+
+
+def test_the_check_can_fail(tmp_path, monkeypatch):
+    """A core module that imported the CLI would be caught: the walk reads lazy imports too."""
+    fake = tmp_path / "fake.py"
+    fake.write_text("def f():\n    from proctor.cli import main\n    from . import jobs\n")
+    monkeypatch.setitem(MODULES, "proctor.fake", str(fake))
+    assert {"proctor.cli", "proctor.jobs"} <= _imports("proctor.fake", str(fake))
+    with pytest.raises(AssertionError, match="proctor.fake -> proctor.cli"):
+        test_the_core_imports_no_capability_and_no_door()
+
+
+# --- the guard's reading of proctor's own command lines ---------------------------------------
+
+def _cli_options() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    from proctor.cli.main import cli
+
+    values: dict[str, set[str]] = {}
+    flags: dict[str, set[str]] = {}
+
+    def walk(command: click.Command, path: list[str]) -> None:
+        if isinstance(command, click.Group):
+            context = click.Context(command)
+            for name in command.list_commands(context):
+                walk(command.get_command(context, name), path + [name])
+        for param in command.params:
+            if isinstance(param, click.Option):
+                into = flags if (param.is_flag or param.count) else values
+                for name in param.opts + param.secondary_opts:
+                    into.setdefault(name, set()).add(" ".join(path))
+
+    walk(cli, [])
+    return values, flags
+
+
+def test_the_guards_value_options_are_the_clis():
+    """The guard skips an option's value when it reads a command's positional arguments (which
+    job `proctor job exit` ends, say); it cannot load click on the hook's path, so its list is
+    its own, and this ties it to every option the CLI defines."""
+    from proctor.guard.context import PROCTOR_VALUE_OPTIONS
+
+    values, flags = _cli_options()
+    assert len(values) > 20, "the walk found too few of the CLI's options to judge"
+    missing = {name: sorted(values[name]) for name in sorted(set(values) - PROCTOR_VALUE_OPTIONS)}
+    extra = sorted(PROCTOR_VALUE_OPTIONS - set(values))
+    both = {name: (sorted(values[name]), sorted(flags[name])) for name in sorted(set(values) & set(flags))}
+    assert not missing, f"options that take a value, missing from the guard's list: {missing}"
+    assert not extra, f"the guard's list names options no command defines: {extra}"
+    assert not both, f"one name is a flag in one command and takes a value in another (one list cannot say): {both}"
+
+
+def test_the_guard_reads_a_target_past_a_value_option():
+    from proctor.guard.context import Context
+
+    assert Context.positional(["--worker", "codex", "plan/a"]) == ["plan/a"]
+    assert Context.positional(["--job", "x", "--limit", "5", "-o", "json"]) == []
