@@ -50,7 +50,9 @@ class Key:
     parse: Callable[[Any], Any]  # raises ValueError with the reason
     default: Any
     show: Callable[[Any], str]
-    doc: str
+    doc: str  # one or two sentences; `proctor init`'s template prints it above the key
+    example: str  # a TOML value the template shows (commented out, unless `written`)
+    written: bool = False  # the template writes the key, set to `example`, rather than a comment
 
 
 @dataclass
@@ -274,40 +276,44 @@ KEYS: dict[str, Key] = {
     k.name: k
     for k in (
         Key("jobs.max_depth", _optional_count, None, _show_count,
-            "levels below the root job; 0 or unset = unlimited"),
+            "levels of jobs below a root job; 0 or unset = unlimited", "3"),
         Key("jobs.max_live", _optional_count, None, _show_count,
-            "live jobs under one root; 0 or unset = unlimited"),
+            "live jobs under one root; 0 or unset = unlimited", "12"),
         Key("jobs.default_timeout", _optional_duration, None, _show_optional_duration,
-            "deadline stamped on a job forked without --timeout; unset = none"),
+            "deadline stamped on a job forked without --timeout; unset = none", '"2h"'),
         Key("jobs.stale_after", _duration_zero_never, 7200.0, _show_stale,
-            "end untaken jobs untouched this long, and mark taken ones stale; 0 = never"),
+            "end jobs nobody took that were untouched this long, and mark taken ones stale; 0 = never",
+            '"2h"', written=True),
         Key("jobs.gate", _name, "ci", str,
-            "the target that is the release gate: run once, in the orchestrator's tree"),
+            "the release gate: the target run once, in the orchestrator's tree, after every job lands; "
+            "no job may name it as its check", '"ci"', written=True),
         Key("jobs.idle_minutes", _minutes, None,
             lambda v: "derived" if v is None else f"{v:g}",
-            "minutes of silence before a worker is stopped; unset derives it from the targets' timeouts"),
+            "minutes of silence before a worker is stopped; unset derives it from the targets' timeouts "
+            "(1.5 times the longest, at least 15)", "30"),
         Key("jobs.grace_seconds", _grace_seconds, 60.0, lambda v: f"{v:g}",
-            "seconds a worker may take to exit after its final reply (5 to 3600)"),
+            "seconds a worker may take to exit after its final reply (5 to 3600)", "60"),
         Key("jobs.commit_body", _commit_body, "full", str,
-            "full or minimal: what goes under each passing job's commit subject"),
+            "full or minimal: what goes under each passing job's commit subject", '"full"'),
         # A week: long enough to look back at what a monitor saw over a weekend, or to debug a run
         # a few days on; short enough that events, runs and follow-ups stay a few megabytes (the
         # per-job and per-monitor caps in monitors/retention.py bound a chatty monitor sooner).
         Key("monitors.keep", _monitors_keep, MONITORS_KEEP_DEFAULT, format_config_duration,
-            "how long monitor events, runs and follow-ups are kept (1h to 3650d)"),
+            "how long monitor events, runs and follow-ups are kept (1h to 3650d)", '"7d"'),
         Key("monitors.max_waiting", _max_waiting, 10, str,
-            "undelivered follow-ups a job may have; the oldest past it are dropped, and said so (1 to 1000)"),
+            "undelivered follow-ups a job may have; the oldest past it are dropped, and said so (1 to 1000)",
+            "10"),
         # Off by default: under a child job's lease it narrows what every check may write, and a
         # build that writes its output into the checkout (cargo's target/, a coverage file) stops
         # working until its output goes to the cache or a write path; a repository opts in.
         Key("sandbox.mode", _sandbox_mode, "off", str,
             "off, landlock or auto: runs under a child job's lease may write only its write paths "
-            "(Landlock; auto = where the kernel offers it)"),
+            "(Landlock; auto = where the kernel offers it; landlock = refuse to run without it)", '"auto"'),
         Key("sandbox.workers", _boolean, False, lambda v: "true" if v else "false",
-            "true: proctor work starts each worker CLI inside its job's write grant too"),
+            "true: proctor work starts each worker CLI inside its job's write grant too", "false"),
         Key("store.url", _store_url, None, _show_store_url,
             "postgresql://user@host/db: one store for agents on several machines (PROCTOR_STORE_URL wins); "
-            "unset = the embedded SQLite store"),
+            "unset = the embedded SQLite store", '"postgresql://proctor@db.internal/proctor"'),
     )
 }
 
@@ -682,27 +688,27 @@ def _apply_targets(targets: Any, config: Config) -> None:
         config.targets[name] = Target(name, command, timeout, cwd)
 
 
-TEMPLATE = """\
+# What `proctor init` writes: a short note per section, then every key of KEYS with its doc
+# and an example, so a key added to the table is in the template too (tests/test_config.py
+# uncomments every key and reads the file back with no problem).
+_TEMPLATE_HEAD = """\
 # proctor.toml: how proctor supervises agents in this repository.
 # `proctor config show` prints every effective value and where it came from.
 # Durations are written 30s, 15m, 2h or 1h30m; a bare number is in the key's unit:
 # minutes for a key named *_minutes, else seconds.
 # A bad value is reported and its default kept: it never stops a command.
-
-[jobs]
-# Levels of jobs below a root job; 0 or unset = unlimited.
-# max_depth = 3
-# Live jobs under one root; 0 or unset = unlimited.
-# max_live = 12
-# Deadline stamped on a job forked without --timeout; unset = none.
-# default_timeout = "2h"
-# End jobs nobody took that were untouched this long, and mark taken ones stale.
-# 0 = never.
-stale_after = "2h"
-# The release gate: the target run once, in the orchestrator's tree, after every job
-# lands. No job may name it as its check.
-gate = "ci"
-
+"""
+_SECTION_NOTES = {
+    "jobs": "",
+    "monitors": "Monitors: commands the server runs for a job, and the follow-ups they leave.",
+    "store": ("The job store. Unset, it is an embedded SQLite file on this machine, shared by every "
+              "worktree and clone here. For agents on several machines, point every clone at one "
+              "PostgreSQL database (`proctor store migrate --to URL` copies the embedded store there first)."),
+    "sandbox": ("The sandbox (Linux Landlock): a run under a child job's lease may write only the job's "
+                "write paths inside the checkout, the cache and a private TMPDIR; outside the checkout "
+                "nothing changes."),
+}
+_TARGETS_NOTE = """\
 # Targets are named commands. A job names one as its check (`--check test`); proctor
 # runs it through the shell, from the repository root or `cwd`, within `timeout`.
 # [targets.test]
@@ -713,19 +719,60 @@ gate = "ci"
 # [targets.ci]
 # command = "make ci"
 # timeout = "30m"
-
-# The job store. Unset, it is an embedded SQLite file on this machine, shared by every
-# worktree and clone here. For agents on several machines, point every clone at one
-# PostgreSQL database (PROCTOR_STORE_URL wins over this; `proctor store migrate --to URL`
-# copies the embedded store there first).
-# [store]
-# url = "postgresql://proctor@db.internal/proctor"
-
-# The sandbox (Linux Landlock): a run under a child job's lease may write only the job's
-# write paths inside the checkout, the cache and a private TMPDIR; outside the checkout
-# nothing changes. auto = where the kernel offers it; landlock = refuse to run without it.
-# workers = true starts each `proctor work` worker CLI inside its job's grant as well.
-# [sandbox]
-# mode = "auto"
-# workers = false
 """
+
+_WORKERS_NOTE = f"""\
+# Workers: the agent CLIs `proctor work` runs unattended ({', '.join(EXECUTORS)}),
+# tried in the ladder's order, each attempt bounded by spend and wall time.
+# [workers]
+# ladder = ["claude"]
+# attempts = 1
+#
+# [workers.claude]
+# executor = "claude"
+# The CLI to run, as an argv list; unset = the executor's own.
+# command = ["claude"]
+# The model to ask for; unset = the CLI's default.
+# model = "sonnet"
+# Dollars one attempt may spend (not for codex or gemini, which report tokens).
+# max_spend_usd = 2
+# wall_minutes = 60
+# How many of this worker may run at once; unset = unlimited.
+# slots = 2
+"""
+_GUARD_NOTE = """\
+# The guard's rules, each off, advise or deny; unset = the rule's own default.
+# `proctor describe rules` lists them, `proctor describe rule NAME` says what one catches.
+# [guard.rules]
+# lease-write-scope = "deny"
+"""
+
+
+def _comment(text: str) -> list[str]:
+    import textwrap
+
+    first = text.split(" ", 1)[0]
+    # a sentence starts with a capital, unless it starts with a value (off, true, postgresql://)
+    sentence = (text[:1].upper() + text[1:] if first.isalpha() else text) + ("" if text.endswith(".") else ".")
+    return ["# " + line for line in textwrap.wrap(sentence, 86)]
+
+
+def template() -> str:
+    """The commented proctor.toml `proctor init` writes, generated from KEYS."""
+    parts = [_TEMPLATE_HEAD]
+    for section, note in _SECTION_NOTES.items():
+        keys = [key for key in KEYS.values() if key.name.split(".", 1)[0] == section]
+        written = any(key.written for key in keys)
+        lines = _comment(note) if note else []
+        lines.append(f"[{section}]" if written else f"# [{section}]")
+        for key in keys:
+            lines.extend(_comment(key.doc))
+            lines.append(f"{'' if key.written else '# '}{key.name.split('.', 1)[1]} = {key.example}")
+        parts.append("\n".join(lines) + "\n")
+        if section == "jobs":
+            parts.append(_TARGETS_NOTE)
+    parts.extend((_WORKERS_NOTE, _GUARD_NOTE))
+    return "\n".join(parts)
+
+
+TEMPLATE = template()

@@ -153,3 +153,33 @@ def test_init_writes_a_commented_config_that_parses_clean(tmp_path, proctor):
     again = proctor("init", cwd=root)
     assert again.code == 2 and "--force" in again.err
     assert proctor("init", "--force", cwd=root).code == 0
+
+
+def test_the_template_holds_every_key_and_each_example_reads_back(tmp_path):
+    """`proctor init`'s template is generated from the key table: uncomment every key and table
+    it shows (targets and workers included) and the file parses with no problem, every setting
+    read from it, none defaulted; TOML's own parser reads it too."""
+    import re
+    import tomllib
+
+    from proctor import config as config_mod
+
+    text = config_mod.template()
+    assert tomllib.loads(text) == {"jobs": {"stale_after": "2h", "gate": "ci"}}, "only the written keys are live"
+    lines = []
+    for line in text.splitlines():  # every table header and key the template shows, uncommented
+        if re.fullmatch(r"# \[[\w.]+\]", line) or re.fullmatch(r"# [\w-]+ = .+", line):
+            line = line[2:]
+        lines.append(line)
+    uncommented = "\n".join(lines) + "\n"
+    parsed = tomllib.loads(uncommented)
+    assert {f"{s}.{k}" for s, table in parsed.items() for k in table if s in ("jobs", "monitors", "store", "sandbox")
+            } == set(config_mod.KEYS)
+    loaded = config_mod.parse(uncommented.encode(), str(tmp_path / "proctor.toml"))
+    assert loaded.problems == [], loaded.problems
+    defaulted = [name for name, setting in loaded.settings.items() if setting.source == "default"]
+    assert defaulted == [], f"keys the template does not set: {defaulted}"
+    assert loaded.guard_rules == {"lease-write-scope": "deny"}
+    from proctor.guard.rules import ALL
+
+    assert "lease-write-scope" in {rule.NAME for rule in ALL}, "the template's example names a real rule"
