@@ -156,3 +156,25 @@ def test_the_guard_reads_a_target_past_a_value_option():
 
     assert Context.positional(["--worker", "codex", "plan/a"]) == ["plan/a"]
     assert Context.positional(["--job", "x", "--limit", "5", "-o", "json"]) == []
+
+
+# --- the rules' interface --------------------------------------------------------------------
+
+def test_every_rule_is_a_rule():
+    """What proctor/guard/rules/__init__.py's Rule protocol states (mypy checks ALL against it),
+    checked at run time too: the members, their types, and check(ctx: Context)."""
+    import inspect
+
+    from proctor.guard.call import NOTIFY, POST_TOOL, PRE_TOOL, PROMPT, STOP, SUBAGENT_STOP
+    from proctor.guard.rules import ALL, BY_NAME
+
+    events = {NOTIFY, POST_TOOL, PRE_TOOL, PROMPT, STOP, SUBAGENT_STOP}
+    assert len(ALL) == len(BY_NAME) == len({rule.__name__ for rule in ALL})
+    for rule in ALL:
+        for member in ("NAME", "DEFAULT", "SUMMARY", "CATCHES", "WHY"):
+            assert isinstance(getattr(rule, member), str) and getattr(rule, member), (rule.__name__, member)
+        assert rule.DEFAULT in ("deny", "advise"), rule.__name__
+        assert isinstance(rule.EVENTS, tuple) and rule.EVENTS and set(rule.EVENTS) <= events, rule.__name__
+        signature = inspect.signature(rule.check)
+        assert list(signature.parameters) == ["ctx"], rule.__name__
+        assert signature.parameters["ctx"].annotation in ("Context", "ctx: Context"), (rule.__name__, signature)

@@ -169,6 +169,7 @@ class Context:
                     # a shared store the network lost: the guard fails open, and says so to the session
                     self.store_note = (f"proctor cannot reach its job store ({exc}); this call is judged with "
                                        f"no jobs, so no lease is enforced until it is back; proctor doctor says why")
+        self.entered: set[str] = set()  # paths of this call an entry lets through (lease-entry sets them)
         self.pending: list = []  # callables run in one write transaction after judging
         self.allowed_only: list = []  # the same, dropped when the verdict denies
         self.baggage = jobrecord.parse_baggage(environ.get("BAGGAGE"))

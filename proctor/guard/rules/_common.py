@@ -20,7 +20,3 @@ def age(job: dict, now: float) -> str:
 
 open_entry = entry_covering  # an entry is read the way the store stamps it
 
-
-def entered_paths(ctx) -> set[str]:
-    """Paths of this call let through by an entry (set by lease-entry, read by later rules)."""
-    return getattr(ctx, "_entered", set())

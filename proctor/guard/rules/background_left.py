@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from proctor.guard.call import STOP, SUBAGENT_STOP
+from proctor.guard.context import Context
 from proctor.guard.rules import _tasks
 
 NAME = "background-left"
@@ -18,7 +19,7 @@ WHY = ("A subagent's background task outlives the subagent and nobody is left to
        "the one that knows whether to stop it or hand it over.")
 
 
-def check(ctx) -> list[tuple[str, str]]:
+def check(ctx: Context) -> list[tuple[str, str]]:
     call = ctx.call
     if call.event == SUBAGENT_STOP:
         tasks = _subagent_tasks(ctx)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from proctor.guard.call import PRE_TOOL
+from proctor.guard.context import Context
 from proctor.guard.rules import _tasks
 
 NAME = "background-silent"
@@ -35,7 +36,7 @@ def check_options(values: dict) -> str | None:
     return None
 
 
-def check(ctx) -> list[tuple[str, str]]:
+def check(ctx: Context) -> list[tuple[str, str]]:
     call = ctx.call
     if not call.command or call.subagent:
         return []

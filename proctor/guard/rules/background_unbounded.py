@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from proctor.guard.call import PRE_TOOL
+from proctor.guard.context import Context
 
 NAME = "background-unbounded"
 DEFAULT = "advise"
@@ -75,7 +76,7 @@ def _inline(argv: list[str]) -> list[list[str]] | None:
     return [c.argv for c in commands]
 
 
-def check(ctx) -> list[tuple[str, str]]:
+def check(ctx: Context) -> list[tuple[str, str]]:
     call = ctx.call
     if not call.command:
         return []

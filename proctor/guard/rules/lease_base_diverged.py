@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from proctor import claims
 from proctor.guard.call import PRE_TOOL
+from proctor.guard.context import Context
 from proctor.guard.rules._common import own_claims
 
 NAME = "lease-base-diverged"
@@ -17,7 +18,7 @@ WHY = ("Hosts that isolate workers often branch them from an older revision than
        "made against a tree its orchestrator never saw.")
 
 
-def check(ctx) -> list[tuple[str, str]]:
+def check(ctx: Context) -> list[tuple[str, str]]:
     job = ctx.job
     if job is None or not job.get("base_diverges"):
         return []

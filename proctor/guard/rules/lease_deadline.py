@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from proctor.guard.call import PRE_TOOL
+from proctor.guard.context import Context
 from proctor.jobrecord import overdue
 
 NAME = "lease-deadline"
@@ -16,7 +17,7 @@ WHY = ("A deadline is the forking session's bound on the job; past it the job's 
        "stays live: end it with proctor job exit, or ask for a new job.")
 
 
-def check(ctx) -> list[tuple[str, str]]:
+def check(ctx: Context) -> list[tuple[str, str]]:
     job = ctx.job
     if job is None or not overdue(job, ctx.now):
         return []

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from proctor.guard.call import PRE_TOOL
-from proctor.guard.rules._common import entered_paths
+from proctor.guard.context import Context
 from proctor.jobrecord import overdue
 
 NAME = "lease-claimed-declaration"
@@ -21,12 +21,12 @@ WHY = ("Declaration claims are how two jobs start on one file; each is held to i
        "and the file is read only when another live job claims a declaration of it.")
 
 
-def check(ctx) -> list[tuple[str, str]]:
+def check(ctx: Context) -> list[tuple[str, str]]:
     job = ctx.job
     if job is None:
         return []
     family = set(ctx.ancestors(job["id"])) | {job["id"]}
-    entered = entered_paths(ctx)
+    entered = ctx.entered
     findings = []
     for full in ctx.written_paths():
         rel = ctx.rel(full, resolved=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from proctor.guard.call import PRE_TOOL
+from proctor.guard.context import Context
 from proctor.guard.rules._common import ENTRY_QUIET_SECONDS, open_entry
 
 NAME = "lease-entry"
@@ -17,7 +18,7 @@ WHY = ("An entry is how a small change reaches a path a live job owns without en
        "under a holder that is mid-edit would have both write one file at once.")
 
 
-def check(ctx) -> list[tuple[str, str]]:
+def check(ctx: Context) -> list[tuple[str, str]]:
     findings = []
     entered: set[str] = set()
     own_id = ctx.job["id"] if ctx.job else None
@@ -41,7 +42,7 @@ def check(ctx) -> list[tuple[str, str]]:
             entered.add(rel)
             ctx.if_allowed(_consume(holder["id"], rel, ctx))  # a refused write consumes nothing
             break
-    ctx._entered = entered
+    ctx.entered = entered
     return findings
 
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from proctor.guard.call import PRE_TOOL
-from proctor.guard.rules._common import age, entered_paths
+from proctor.guard.context import Context
+from proctor.guard.rules._common import age
 from proctor.jobrecord import overdue
 
 NAME = "lease-foreign-path"
@@ -17,12 +18,12 @@ WHY = ("Two holders editing one file each believe theirs wins. The denial says h
        "any more; a job past its deadline owns nothing against other jobs.")
 
 
-def check(ctx) -> list[tuple[str, str]]:
+def check(ctx: Context) -> list[tuple[str, str]]:
     job = ctx.job
     if job is None:
         return []
     family = set(ctx.ancestors(job["id"])) | {job["id"]}
-    entered = entered_paths(ctx)
+    entered = ctx.entered
     findings = []
     for rel in ctx.written():
         if rel in entered:

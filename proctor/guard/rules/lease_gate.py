@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from proctor.gate import gate_chain
 from proctor.guard.call import PRE_TOOL
+from proctor.guard.context import Context
 
 NAME = "lease-gate"
 DEFAULT = "deny"
@@ -16,7 +17,7 @@ WHY = ("The gate runs ONCE per branch, in the orchestrator's tree, after every j
        "refused and handed its own check instead. A job whose check names the gate owns it.")
 
 
-def check(ctx) -> list[tuple[str, str]]:
+def check(ctx: Context) -> list[tuple[str, str]]:
     job = ctx.job
     if job is None:
         return []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from proctor.guard.call import PRE_TOOL
+from proctor.guard.context import Context
 
 NAME = "lease-harness"
 DEFAULT = "deny"
@@ -14,7 +15,7 @@ WHY = ("The skills are what steer every holder; only an unbound caller rewrites 
        "subagent records a command cannot see.")
 
 
-def check(ctx) -> list[tuple[str, str]]:
+def check(ctx: Context) -> list[tuple[str, str]]:
     if ctx.job is None:
         return []
     for argv in ctx.proctor_commands():

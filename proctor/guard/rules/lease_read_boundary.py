@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from proctor import claims
 from proctor.guard.call import PRE_TOOL
+from proctor.guard.context import Context
 
 NAME = "lease-read-boundary"
 DEFAULT = "deny"
@@ -25,7 +26,7 @@ def boundary(ctx, job: dict) -> list[claims.Claim]:
     return read_boundary(job, ctx.job_row)
 
 
-def check(ctx) -> list[tuple[str, str]]:
+def check(ctx: Context) -> list[tuple[str, str]]:
     job = ctx.job
     if job is None or not ctx.call.reads:
         return []

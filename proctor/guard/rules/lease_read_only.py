@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from proctor.guard.call import PRE_TOOL
+from proctor.guard.context import Context
 
 NAME = "lease-read-only"
 DEFAULT = "deny"
@@ -13,7 +14,7 @@ WHY = ("A read-only job was forked to look, not to change: its empty write paths
        "A write under it is a write nobody will verify.")
 
 
-def check(ctx) -> list[tuple[str, str]]:
+def check(ctx: Context) -> list[tuple[str, str]]:
     job = ctx.job
     if job is None or not job.get("read_only"):
         return []

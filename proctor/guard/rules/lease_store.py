@@ -43,7 +43,7 @@ WHY = ("One author per job: widening a boundary, changing the plan's shape and v
        "with the caller's session known, before anything runs.")
 
 
-def check(ctx) -> list[tuple[str, str]]:
+def check(ctx: Context) -> list[tuple[str, str]]:
     job = ctx.job
     if job is None:
         return []

@@ -6,6 +6,7 @@ import functools
 import os
 
 from proctor.guard.call import PRE_TOOL
+from proctor.guard.context import Context
 
 NAME = "lease-tamper"
 DEFAULT = "deny"
@@ -214,7 +215,7 @@ def _walks(argv: list[str]) -> bool:
     return bool(set(flags) & set("rR")) or bool(long & {"--recursive", "--dereference-recursive"})
 
 
-def check(ctx) -> list[tuple[str, str]]:
+def check(ctx: Context) -> list[tuple[str, str]]:
     job = ctx.job
     if job is None:
         return []

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from proctor.guard.call import PRE_TOOL
-from proctor.guard.rules._common import age, entered_paths
+from proctor.guard.context import Context
+from proctor.guard.rules._common import age
 
 NAME = "lease-unattributed"
 DEFAULT = "advise"
@@ -17,7 +18,7 @@ WHY = ("proctor never blocks a writer it cannot attribute: a person in their own
        "holder and verifier would otherwise find a change nobody explains.")
 
 
-def check(ctx) -> list[tuple[str, str]]:
+def check(ctx: Context) -> list[tuple[str, str]]:
     findings = []
     if ctx.store_note:
         findings.append(("advise", ctx.store_note))
@@ -25,7 +26,7 @@ def check(ctx) -> list[tuple[str, str]]:
         findings.append(("advise", ctx.lease_note))
     if ctx.job is not None:
         return findings
-    entered = entered_paths(ctx)
+    entered = ctx.entered
     for rel in ctx.written():
         if rel in entered:
             continue

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from proctor import claims
 from proctor.guard.call import PRE_TOOL
+from proctor.guard.context import Context
 from proctor.guard.rules._common import own_claims
 
 NAME = "lease-write-scope"
@@ -22,7 +23,7 @@ WHY = ("The job row is the boundary its forking session declared, and the diff i
        "A write proctor cannot name ($VAR in a path) is advised, never refused.")
 
 
-def check(ctx) -> list[tuple[str, str]]:
+def check(ctx: Context) -> list[tuple[str, str]]:
     job = ctx.job
     if job is None or job.get("read_only") or not job.get("write_paths"):
         return []

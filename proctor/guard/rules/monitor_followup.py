@@ -7,6 +7,7 @@ counts as delivered.
 from __future__ import annotations
 
 from proctor.guard.call import PROMPT, STOP
+from proctor.guard.context import Context
 
 NAME = "monitor-followup"
 DEFAULT = "deny"
@@ -24,7 +25,7 @@ WHY = ("A monitor watches something for the job after the agent's own command en
        "is woken only by something it started, so it starts the wait.")
 
 
-def check(ctx) -> list[tuple[str, str]]:
+def check(ctx: Context) -> list[tuple[str, str]]:
     call = ctx.call
     if ctx.job is None or ctx.conn is None or call.subagent:
         return []
