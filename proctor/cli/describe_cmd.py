@@ -7,6 +7,7 @@ import click
 from proctor import api
 from proctor.cli import emit_json
 from proctor.cli.options import output_option
+from proctor.hook import HOSTS
 
 
 @click.group()
@@ -43,7 +44,7 @@ def rule(name: str) -> None:
 
 
 @describe.command()
-@click.option("--host", type=click.Choice(["claude", "codex", "gemini", "opencode"]), default=None,
+@click.option("--host", type=click.Choice(HOSTS), default=None,
               help="Only this host's wiring (default: every host).")
 @click.option("--part", type=click.Choice(["hooks", "mcp", "all"]), default="all", show_default=True,
               help="The guard's hooks, the MCP tools (proctor mcp), or both.")

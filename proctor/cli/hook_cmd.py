@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import click
 
+from proctor.hook import HOSTS
+
 
 @click.command(context_settings={"ignore_unknown_options": True})
-@click.argument("host", type=click.Choice(["claude", "codex", "gemini", "opencode"]))
+@click.argument("host", type=click.Choice(HOSTS))
 @click.option("--lease", metavar="ID", help="Judge every call under this job's lease.")
 def hook(host: str, lease: str | None) -> int:
     """Judge one tool call: the host's JSON event on stdin, its answer on stdout.

@@ -701,8 +701,10 @@ def _work(ws: Workspace, job_id: str, worker_name: str | None,
                                   f"with an executor in proctor.toml")
     rungs = [cfg.workers[worker_name]] if worker_name else [cfg.workers[n] for n in cfg.ladder]
     if not rungs:
-        raise errors.ProctorError("no workers are defined; add [workers.NAME] with executor = \"claude\" (or "
-                                  "opencode, codex, command) to proctor.toml")
+        from proctor.config import EXECUTORS
+
+        raise errors.ProctorError(f"no workers are defined; add [workers.NAME] with executor = \"claude\" (or "
+                                  f"{', '.join(e for e in EXECUTORS if e != 'claude')}) to proctor.toml")
     notify = on_event or (lambda kind, data: None)
     with ws.store.read() as conn:
         named = rows.get(conn, job_id)
