@@ -22,6 +22,8 @@ import pytest
 from proctor import api
 from tests.test_server import Server, cli, served, wait_for  # noqa: F401  (the fixture)
 
+pytestmark = pytest.mark.slow  # every test here drives Chromium
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or "/usr/bin/chromium"
 FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]

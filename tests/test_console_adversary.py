@@ -498,6 +498,7 @@ def hostile(tmp_path, monkeypatch):
     cli(root, "server", "stop", check=False)
 
 
+@pytest.mark.slow  # Chromium
 def test_no_script_runs_in_the_console(hostile):
     from tests.test_console import browser as _b  # noqa: F401
     from playwright.sync_api import sync_playwright

@@ -18,8 +18,7 @@ PACKAGE = os.path.dirname(os.path.abspath(proctor.__file__))
 CORE, CAPABILITY, DOOR = 0, 1, 2
 NAMES = {CORE: "core", CAPABILITY: "capability", DOOR: "door"}
 # The first name under proctor/ decides a module's layer; whatever is not listed is core.
-CAPABILITIES = ("jobs", "guard", "monitors", "workers", "sandbox", "broker", "runs", "gate", "symbols",
-                "declarations", "transcript")
+CAPABILITIES = ("jobs", "guard", "monitors", "workers", "sandbox", "broker", "runs", "symbols")
 DOORS = ("cli", "server", "hook", "mcp_server", "mcp_tools", "api", "__main__")
 
 # Capability -> door imports that stand today, each with why; the test fails when one is added
@@ -178,3 +177,28 @@ def test_every_rule_is_a_rule():
         signature = inspect.signature(rule.check)
         assert list(signature.parameters) == ["ctx"], rule.__name__
         assert signature.parameters["ctx"].annotation in ("Context", "ctx: Context"), (rule.__name__, signature)
+
+
+def test_the_guard_reads_job_fork_options_as_the_cli_defines_them():
+    """The guard judges `proctor job fork --write-paths ...` by the record its options state
+    (lease-store's table); every option of the CLI's `job fork` that sets a field is in it,
+    under the field the CLI gives it, and nothing else is."""
+    from proctor.cli.main import cli
+    from proctor.guard.rules.lease_store import FORK_FLAG_OPTIONS, FORK_VALUE_OPTIONS
+
+    context = click.Context(cli)
+    job = cli.get_command(context, "job")
+    fork = job.get_command(click.Context(job), "fork")
+    not_fields = {"--lease", "--output", "-o", "--stdin", "--schema", "--orchestrator", "--help", "-h"}
+    values, flags = {}, {}
+    for param in fork.params:
+        if not isinstance(param, click.Option):
+            continue
+        for name in param.opts:
+            if name not in not_fields:
+                (flags if param.is_flag else values)[name] = param.name
+    assert values == FORK_VALUE_OPTIONS, (values, FORK_VALUE_OPTIONS)
+    assert flags == FORK_FLAG_OPTIONS, (flags, FORK_FLAG_OPTIONS)
+    from proctor.jobs.model import INPUT_FIELDS
+
+    assert set(values.values()) | set(flags.values()) <= set(INPUT_FIELDS), "every option sets a record field"

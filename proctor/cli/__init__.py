@@ -1,5 +1,7 @@
-"""The person's door: `proctor <group> <command>`. One module per command group; every
-command calls proctor.api (or jobs/ directly) and none states a rule of its own.
+"""The person's door: `proctor <group> <command>`. One module per command group (main.py
+builds the tree, options.py holds shared options); every command calls proctor.api or the
+capability that owns its verb (jobs/, workers/, monitors/, server/, store/, symbols/,
+guard.harness) and none states a rule of its own.
 
 click runs with standalone_mode=False and one error handler, so exit codes are stable:
 0 success, 1 a status (refused, rejected), 2 could not answer (usage, input, store).

@@ -1,4 +1,7 @@
-"""The store's schema, as forward migrations. Append; never edit a released step."""
+"""The store's schema, as forward migrations. Append; never edit a released step.
+
+One list serves both engines: a step is a statement in SQLite's dialect (store/postgres.py
+translates it for PostgreSQL) or a function called with the migrating transaction."""
 
 from __future__ import annotations
 

@@ -1,10 +1,13 @@
-"""git, through subprocess, with plain functions. Nothing else in proctor runs git.
+"""git, through subprocess, with plain functions: how proctor runs git. A few calls elsewhere
+run git themselves, without this module's pinned options: paths._root_commits (`git rev-list`)
+and store/unheld.py (`git cat-file -e`), both with the two variables below set, and broker.py
+(`git --exec-path`, `git config --get-all` of the person's config), with neither.
 
-Every call sets GIT_OPTIONAL_LOCKS=0 so a read (git status refreshes the index otherwise)
-writes nothing to the repository, GIT_NO_REPLACE_OBJECTS=1 so what proctor reads is the
-history itself (a `git replace` made in the tree cannot stand in for a commit or a file
-proctor grades or takes its settings from), and pins the diff options a user's config could
-change.
+Every call made here sets GIT_OPTIONAL_LOCKS=0 so a read (git status refreshes the index
+otherwise) writes nothing to the repository, GIT_NO_REPLACE_OBJECTS=1 so what proctor reads
+is the history itself (a `git replace` made in the tree cannot stand in for a commit or a
+file proctor grades or takes its settings from), and pins the diff options a user's config
+could change.
 """
 
 from __future__ import annotations

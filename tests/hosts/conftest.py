@@ -254,3 +254,12 @@ def json_lines(text: str) -> list[dict]:
         except ValueError:
             continue
     return events
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every test under tests/hosts runs a real agent host CLI: marked slow (make test-fast
+    leaves them out)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    for item in items:
+        if str(item.fspath).startswith(here + os.sep):
+            item.add_marker(pytest.mark.slow)

@@ -270,12 +270,20 @@ def _store_change(words: list[str]) -> str | None:
     return None
 
 
+# `proctor job fork`'s options that set a field of the record (the CLI's own, which the hook
+# cannot load; tests/test_layers.py ties this table to them), and its one flag that does.
+FORK_VALUE_OPTIONS = {"--parent": "parent", "--write-paths": "write_paths", "--check": "check",
+                      "--criteria": "criteria", "--deny-paths": "deny_paths", "--read-paths": "read_paths",
+                      "--depends-on": "depends_on", "--timeout": "timeout", "--model": "model",
+                      "--checkpoint": "checkpoint"}
+FORK_FLAG_OPTIONS = {"--read-only": "read_only"}
+
+
 def _flags(args: list[str]) -> dict:
+    """The record a `proctor job fork` command line states, as the guard reads it."""
     record: dict = {}
     i = 0
-    names = {"--parent": "parent", "--write-paths": "write_paths", "--check": "check", "--criteria": "criteria",
-             "--deny-paths": "deny_paths", "--read-paths": "read_paths", "--depends-on": "depends_on",
-             "--timeout": "timeout", "--model": "model", "--checkpoint": "checkpoint"}
+    names = FORK_VALUE_OPTIONS
     while i < len(args):
         arg = args[i]
         if arg in names and i + 1 < len(args):
@@ -285,8 +293,8 @@ def _flags(args: list[str]) -> dict:
         if arg.startswith("--") and "=" in arg and arg.split("=", 1)[0] in names:
             key, value = arg.split("=", 1)
             record[names[key]] = value
-        elif arg == "--read-only":
-            record["read_only"] = True
+        elif arg in FORK_FLAG_OPTIONS:
+            record[FORK_FLAG_OPTIONS[arg]] = True
         i += 1
     positional = Context.positional(args)
     if positional:

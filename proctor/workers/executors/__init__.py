@@ -16,7 +16,8 @@ Events: Event("session", value=id), Event("final", text=reply), Event("confirm",
 value=kind) (a final reply confirmed later: the text and kind, no new grace window),
 Event("step") (work resumed after a final-looking reply), Event("cost", value=total usd so
 far), Event("fatal", text=...), Event("provider_error", text=...). Adding a CLI is adding a
-module and a line in MODULES.
+module and its name in config.EXECUTORS (and in config.TOKENS_ONLY when it reports tokens, not
+dollars); ARCHITECTURE.md lists the rest.
 """
 
 from __future__ import annotations
