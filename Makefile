@@ -18,7 +18,7 @@ test-fast:
 	$(PYTHON) -m pytest -q -n 4 -m "not slow"
 
 lint:
-	$(RUFF) check proctor tests
+	$(RUFF) check proctor tests bench
 
 # each benchmark in turn (they take no arguments; several take minutes, and sandbox.py and
 # broker.py need a kernel with Landlock); a failing one does not stop the rest, and the

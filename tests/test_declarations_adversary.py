@@ -12,7 +12,7 @@ from proctor import api, declarations
 from tests.conftest import git
 from tests.guard_lease import denied, said
 from tests.test_declarations import (SOURCE, build, claude, edit, failing, finish, fork_pair, hook, replace,
-                                     world)
+                                     world)  # noqa: F401  (world: the fixture)
 
 def codex_patch(tree: str, lease: str, patch: str) -> dict:
     return hook("codex", {"session_id": "s-" + lease, "turn_id": "t1", "transcript_path": None, "cwd": tree,

@@ -14,7 +14,7 @@ from proctor import api, errors
 from tests.conftest import git
 from tests.guard_lease import denied, said
 from tests.test_declarations import (SOURCE, build, claude, edit, failing, finish, fork_pair, hook, replace,
-                                     world)
+                                     world)  # noqa: F401  (world: the fixture)
 
 
 def gemini_replace(tree, lease, old, new, path=None):

@@ -19,7 +19,6 @@ session holds w1 (plan/w1/**, w1/sub beneath it), `other` holds src/**.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import socket

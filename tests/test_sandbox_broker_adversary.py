@@ -198,8 +198,8 @@ def test_a_git_the_worker_puts_first_on_the_persons_path_is_never_run_by_proctor
     committed = _committed_since(root, base)
     assert after == before and not pwned and not committed - {"src/a.py"}, (
         f"a git the worker planted on PATH ran for proctor (plan/d {after['criteria']!r}, main checkout "
-        f"written: {pwned}, committed: {sorted(committed)}):\n" + "\n".join(sorted(set(l.split(' <- ')[1] for l in ran.splitlines()
-                                                         if ' <- ' in l)))[:1500])
+        f"written: {pwned}, committed: {sorted(committed)}):\n" + "\n".join(sorted(set(line.split(' <- ')[1] for line in ran.splitlines()
+                                                         if ' <- ' in line)))[:1500])
 
 
 def test_a_program_the_check_runs_cannot_be_shadowed_on_the_persons_path(tmp_path):
@@ -379,7 +379,7 @@ def test_the_worker_cannot_move_proctors_store_by_rewriting_the_repo_key_cache(t
     keys = glob.glob(os.path.join(repo_keys_dir(), "*"))
     assert keys, "no repo key cache to attack"
     shell = ('echo "ok = True" > src/a.py; blob=$(git rev-parse HEAD:README); '
-             f'for f in "$PROCTOR_STATE_DIR"/repo-keys/*; do echo "$blob" > "$f" && echo "$f" >> "$MARKS/keys"; done')
+             'for f in "$PROCTOR_STATE_DIR"/repo-keys/*; do echo "$blob" > "$f" && echo "$f" >> "$MARKS/keys"; done')
     done, payload = _work(root, "plan/c", env, shell, XDG_CACHE_HOME=os.environ["XDG_CACHE_HOME"])
     listed = _run(root, "ls", "jobs", "-o", "json", env=env)
     assert _row(root, "plan/d") is not None and "plan/d" in listed.stdout, (
@@ -432,7 +432,7 @@ def test_no_brokered_command_acts_on_a_sibling_or_the_root(tmp_path):
         cmds += [f"echo '{record_d}' | proctor job fork --stdin {how}",
                  f"echo '{record_root}' | proctor job fork --stdin {how}",
                  f"echo '{record_new}' | proctor job fork --stdin {how}"]
-    cmds += [f"BAGGAGE=proctor.lease=plan/d proctor job trash plan/d", "proctor job delete plan/d --orchestrator",
+    cmds += ["BAGGAGE=proctor.lease=plan/d proctor job trash plan/d", "proctor job delete plan/d --orchestrator",
              "proctor job delete plan/d", "proctor job delete plan --orchestrator"]
     shell = 'echo "ok = True" > src/a.py; ' + "; ".join(
         f'{c} >> "$MARKS/out" 2>&1; echo "rc=$? {n}" >> "$MARKS/codes"; echo tick >&2' for n, c in enumerate(cmds)) + "; true"

@@ -31,7 +31,7 @@ pytestmark = pytest.mark.skipif(
 def _tree_digest(top: str) -> dict[str, str]:
     """Every file under `top` (not following links) and a digest of it."""
     out = {}
-    for base, dirs, files in os.walk(top):
+    for base, _dirs, files in os.walk(top):
         for name in files:
             full = os.path.join(base, name)
             try:

@@ -394,7 +394,7 @@ def said(verdict: dict) -> str:
     if not verdict["text"]:
         return "pass ({})"
     kind = "DENY" if verdict["denied"] else "advise"
-    lines = [l for l in verdict["text"].splitlines() if not l.startswith("(acting under lease")]
+    lines = [line for line in verdict["text"].splitlines() if not line.startswith("(acting under lease")]
     return f"{kind}: " + " | ".join(lines)
 
 

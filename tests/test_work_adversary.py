@@ -232,7 +232,7 @@ def test_a_tree_object_planted_at_the_sha_of_the_graded_tree_is_not_what_is_comm
     root = repo()
     fork(root, {"id": "feat", "criteria": "make a ok", "write_paths": ["src/a.py"], "check": "test"})
     forge = tmp_path / "forge_tree.py"
-    forge.write_text(f"""
+    forge.write_text("""
 import os, subprocess, tempfile, zlib
 def g(*a, env=None, input=None):
     return subprocess.run(["git", *a], capture_output=True, text=True, check=True, env=env, input=input).stdout.strip()

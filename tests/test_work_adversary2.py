@@ -162,7 +162,7 @@ def with_marker(marker: str) -> list[int]:
 def cgroup_of(pid: int) -> str | None:
     try:
         with open(f"/proc/{pid}/cgroup") as handle:
-            line = next((l for l in handle if l.startswith("0::")), None)
+            line = next((text for text in handle if text.startswith("0::")), None)
     except OSError:
         return None
     return line[3:].strip() if line else None

@@ -23,7 +23,7 @@ def _settings(argv: list[str]) -> dict:
 
 
 def test_pinned_hooks_cover_the_printed_events():
-    printed = json.loads("\n".join(l for l in claude_hook.wiring().splitlines() if not l.startswith("#")))
+    printed = json.loads("\n".join(line for line in claude_hook.wiring().splitlines() if not line.startswith("#")))
     pinned = _settings(claude.argv(Worker(), "p", lease="feat"))
     assert pinned["disableAllHooks"] is False
     assert sorted(pinned["hooks"]) == sorted(printed["hooks"])

@@ -241,7 +241,7 @@ def serve(ws: Workspace, port: int | None) -> None:
     token = ensure_token(token_path(ws))
     repo_root = repository_root(ws.root, ws.checkout.common_dir)
     state = State(ws.root, ws.state_dir, repo_root, token, port)
-    ws.store  # the store exists and is migrated before anything runs
+    _ = ws.store  # the store exists and is migrated before anything runs
     _tighten(ws.state_dir, 0o700)  # the store, its trail's blobs and the server's files are the person's
     for name in ("proctor.db", "proctor.db-wal", "proctor.db-shm", "proctor.db.lock", "server/server.log"):
         _tighten(os.path.join(ws.state_dir, name), 0o600)

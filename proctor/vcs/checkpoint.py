@@ -98,7 +98,6 @@ def handed_digests(root: str, limit: int = 5000) -> dict[str, str]:
     """For a dirty tree: each uncommitted path with the digest of what it holds now. Stored
     on a job at fork, so verification can tell the uncommitted work that was HANDED OUT from
     what the holder changed since."""
-    import hashlib
 
     _revision, _branch, changed, untracked = git.status(root)
     out: dict[str, str] = {}

@@ -400,7 +400,9 @@ def test_stop_block_hands_the_follow_up_to_the_model(host_env, host_repo):
     text = "Follow-up from the monitors of job plan/w1 (1 event): deploy finished with 2 warnings"
     proc = host_env.run([sys.executable, "-c", ADD_FOLLOW_UP, host_repo, JOB, text], cwd=host_repo)
     assert proc.returncode == 0, proc.stderr
-    carried = lambda record: text in json.dumps(record["body"].get("input"))
+    def carried(record):
+        return text in json.dumps(record["body"].get("input"))
+
     with ScriptedModel(Responses(), [Turn(text="first answer"),
                                      Turn(text="second answer after the follow-up", when=carried)]) as model:
         wire(host_env, host_repo, model)
