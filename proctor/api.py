@@ -87,6 +87,29 @@ def exit_job(job_id: str, result: dict | None = None, *, lease: str | None = Non
         return _public(_result.file_result(ws, job_id, result, caller))
 
 
+def put_away(job_id: str, how: str, *, lease: str | None = None, cwd: str | None = None,
+             environ: dict | None = None, warn: Warn | None = None) -> dict | None:
+    """Archive, trash or delete a job (`how`: "archive", "trash" or "delete"), the forking
+    session's move, as the console's action does it; return the row, None once deleted. Its
+    monitors are deleted for good by the server."""
+    from proctor.jobs import take as _take
+
+    with _opened(cwd, warn) as ws:
+        job = _take.put_away(ws, job_id, how, _caller(ws, lease, environ))
+        return None if job is None else _public(job)
+
+
+def move_job(job_id: str, column: str, *, lease: str | None = None, cwd: str | None = None,
+             environ: dict | None = None, warn: Warn | None = None) -> dict:
+    """Move a job's card to another column of the board (the person's move), as the console's
+    action does it; return the row (`moved` holds the move, absent when the column is its
+    state's own)."""
+    from proctor.jobs import take as _take
+
+    with _opened(cwd, warn) as ws:
+        return _public(_take.move(ws, job_id, column, _caller(ws, lease, environ)))
+
+
 def wait_job(job_id: str, *, lease: str | None = None, cwd: str | None = None,
              environ: dict | None = None, warn: Warn | None = None) -> dict:
     """Verify a filed result and record pass or fail: `{"job": row, "grade": {...} or None}`.
@@ -144,15 +167,11 @@ def config_show(cwd: str | None = None) -> dict:
     """Every effective setting with its source, and every problem found."""
     from proctor import config as config_mod
 
-    from proctor.guard.rules import BY_NAME
-
     root = find_checkout(cwd).root
     cfg = config_mod.load(root)
-    from proctor.guard.settings import rule_options
+    from proctor.guard.settings import rule_options, unknown_rules
 
-    for name in sorted(set(cfg.guard_rules) - set(BY_NAME)):
-        cfg.problems.append(f"{config_mod.CONFIG_NAME}: [guard.rules] {name} is not a rule (proctor describe "
-                            f"rules lists them); ignored")
+    cfg.problems.extend(unknown_rules(cfg.guard_rules))
     options, option_problems = rule_options(cfg.guard_options)
     cfg.problems.extend(option_problems)
     for rule_name, values in options.items():

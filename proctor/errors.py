@@ -1,10 +1,12 @@
-"""Errors and refusal codes: the single source of truth for what proctor says when it says no.
+"""Errors and refusal codes. The codes proctor says no with are defined here: the PRC family,
+the monitors' named codes (MONITOR_*, FOLLOWUP_NOT_FOUND), the server's HTTP doors' codes
+(SERVER_LEASED_CALLER, TOO_LARGE, ...) and STORE_BUSY.
 
-Exit codes (DESIGN.md): 0 success; 1 a status (refused, rejected, failed, every reason
+Exit codes: 0 success; 1 a status (refused, rejected, failed, every reason
 named); 2 proctor could not answer (usage, unreadable input, no usable store).
 
-Every refusal carries a stable code from the PRC family, what was refused, and the remedy.
-A code is never reused for another meaning; docs/errors.md lists them all.
+Every refusal carries a stable code, what was refused, and the remedy. A code is never
+reused for another meaning; README.md's "Exit codes and refusals" table lists the PRC codes.
 """
 
 from __future__ import annotations
@@ -48,6 +50,29 @@ DIFF_TAKES_STDIN = "PRC3063"  # proctor diff given a revision: the diff comes on
 NOT_A_REVISION = "PRC3064"  # graph diff --rev names no commit
 BROKER_REFUSED = "PRC3065"  # a sandboxed worker's command that starts what would write the store
 UNKNOWN_COLUMN = "PRC3066"  # job move to a column [board] does not declare
+
+# The monitors' codes (proctor/monitors), named as the monitor spec names them.
+MONITOR_UNSANDBOXED_ACK_REQUIRED = "MONITOR_UNSANDBOXED_ACK_REQUIRED"
+MONITOR_INTERVAL_INVALID = "MONITOR_INTERVAL_INVALID"
+MONITOR_CWD_OUTSIDE_CARD = "MONITOR_CWD_OUTSIDE_CARD"
+MONITOR_LIMIT_REACHED = "MONITOR_LIMIT_REACHED"
+MONITOR_CARD_INACTIVE = "MONITOR_CARD_INACTIVE"
+MONITOR_NOT_FOUND = "MONITOR_NOT_FOUND"
+MONITOR_OUT_OF_SCOPE = "MONITOR_OUT_OF_SCOPE"
+FOLLOWUP_NOT_FOUND = "FOLLOWUP_NOT_FOUND"
+MONITOR_SANDBOXED_JOB = "MONITOR_SANDBOXED_JOB"
+
+# The server's codes (proctor/server): what its HTTP doors answer before, or instead of, a verb.
+SERVER_LEASED_CALLER = "SERVER_LEASED_CALLER"  # the token (or a console session) from a process that works a job
+TOO_LARGE = "TOO_LARGE"  # a request body over its limit (413)
+BODY_TIMEOUT = "BODY_TIMEOUT"  # a request body that did not arrive in time (408)
+BAD_JSON = "BAD_JSON"  # a request body that is not a JSON object
+BAD_HOST = "BAD_HOST"  # a Host header that does not name this loopback server (421)
+CROSS_SITE = "CROSS_SITE"  # a state-changing request from another origin, or not JSON (403)
+UNAUTHORIZED = "UNAUTHORIZED"  # no token, console session or job's secret (401)
+TOO_MANY_STREAMS = "TOO_MANY_STREAMS"  # every event stream slot taken (503)
+TOKEN_ONLY = "TOKEN_ONLY"  # a login link asked for by other than the token's holder (403)
+BAD_ACTION = "BAD_ACTION"  # a console action the server does not know, or without its job or column
 
 EXIT_OK = 0
 EXIT_STATUS = 1

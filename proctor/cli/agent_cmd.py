@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import click
 
-from proctor import errors
 from proctor.cli.options import lease_option
 
 
@@ -27,17 +26,9 @@ def install(lease: str | None) -> None:
     Refused under a lease (the checkout's binding or a BAGGAGE claim): the skills steer every
     holder, so only an unbound caller rewrites them.
     """
-    from proctor.guard.harness import install_plugin, install_skill
-    from proctor.jobs.lease import resolve
+    from proctor.guard.harness import install as install_harness
     from proctor.workspace import Workspace
 
     with Workspace() as ws:
-        with ws.store.read() as conn:
-            caller = resolve(conn, ws.root, lease)
-        if caller.lease:
-            raise errors.Refused([(errors.NOT_YOUR_JOB,
-                f"refused proctor agent harness install: {caller.whence()}; the skills steer every holder, so "
-                f"only an unbound caller rewrites them{caller.remedy()}")])
-        for path in install_skill(ws.root):
+        for path in install_harness(ws, lease):
             click.echo(f"wrote {path}")
-        click.echo(f"wrote {install_plugin(ws.root)}")

@@ -240,14 +240,7 @@ def _put_away(how: str):
     @click.argument("job_id", metavar="ID")
     @lease_option
     def command(job_id: str, lease: str | None) -> None:
-        from proctor.jobs import lease as jlease
-        from proctor.jobs import take
-        from proctor.workspace import Workspace
-
-        with Workspace() as ws:
-            with ws.store.read() as conn:
-                caller = jlease.resolve(conn, ws.root, lease)
-            take.put_away(ws, job_id, how, caller)
+        api.put_away(job_id, how, lease=lease)
         click.echo(f"{how}d {job_id}" if how != "delete" else f"deleted {job_id}")
 
     return command
@@ -268,14 +261,7 @@ def move(job_id: str, column: str, lease: str | None, output: str) -> None:
     A job's column follows its state unless moved; the move holds while the job stays in the
     state it was moved in. A passive column deletes the job's monitors for good. The person's
     move: refused under a lease."""
-    from proctor.jobs import lease as jlease
-    from proctor.jobs import take
-    from proctor.workspace import Workspace
-
-    with Workspace() as ws:
-        with ws.store.read() as conn:
-            caller = jlease.resolve(conn, ws.root, lease)
-        moved = take.move(ws, job_id, column, caller)
+    moved = api.move_job(job_id, column, lease=lease)
     if output == "json":
         emit_json({"job": job_id, "column": column, "moved": moved.get("moved")})
     else:

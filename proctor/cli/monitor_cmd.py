@@ -185,8 +185,6 @@ def wait_(job_id: str | None, host: str, session: str | None, timeout: str | Non
     follow-up from its output. Exit 0: printed; 3: nothing left to wait for (the job ended, or
     it has no live monitors and no follow-up to come); 4: --timeout passed.
     """
-    from proctor import errors
-    from proctor.jobs.lease import resolve
     from proctor.monitors import wake
     from proctor.timeutil import parse_duration
     from proctor.workspace import Workspace
@@ -198,14 +196,7 @@ def wait_(job_id: str | None, host: str, session: str | None, timeout: str | Non
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--timeout") from None
     with Workspace() as ws:
-        with ws.store.read() as conn:
-            caller = resolve(conn, ws.root)
-        if caller.lease and job_id and job_id != caller.lease:
-            raise errors.Refused([(errors.NOT_YOUR_JOB,
-                f"{caller.whence()}; you wait for your own job's follow-ups (--job {caller.lease}){caller.remedy()}")])
-        job = job_id or caller.lease
-        if not job:
-            raise errors.ProctorError("name the job (--job ID): you act under no lease")
+        job = wake.job_to_wait(ws, job_id)
         code, followup, why = wake.wait(ws, job, host, session, seconds)
     if output == "json":
         emit_json({"job": job, "followup": followup, "status": {0: "printed", 3: "nothing-left", 4: "timed-out"}[code],

@@ -180,3 +180,19 @@ def install_plugin(root: str) -> str:
     with open(path, "w", encoding="utf-8") as handle:
         handle.write(module.wiring())
     return path
+
+
+def install(ws, lease: str | None = None, environ: dict | None = None) -> list[str]:
+    """`proctor agent harness install`: the skills and opencode's plugin, written into `ws`'s
+    checkout; return the paths written. Refused under a lease (the checkout's binding or a
+    BAGGAGE claim): the skills steer every holder, so only an unbound caller rewrites them."""
+    from proctor import errors
+    from proctor.jobs.lease import resolve
+
+    with ws.store.read() as conn:
+        caller = resolve(conn, ws.root, lease, environ)
+    if caller.lease:
+        raise errors.Refused([(errors.NOT_YOUR_JOB,
+            f"refused proctor agent harness install: {caller.whence()}; the skills steer every holder, so "
+            f"only an unbound caller rewrites them{caller.remedy()}")])
+    return install_skill(ws.root) + [install_plugin(ws.root)]

@@ -82,11 +82,7 @@ def compute(checkout: Checkout, head: str | None, pinned: tuple[str, ...] = ()) 
     others = [config_mod.parse(_committed_config(checkout.root, "HEAD") if head else b"", "HEAD:" + CONFIG_NAME)]
     for revision in pinned:
         others.append(config_mod.parse(_committed_config(checkout.root, revision), f"{revision}:{CONFIG_NAME}"))
-    problems = list(worktree.problems)
-    known = {rule.NAME for rule in ALL}
-    for name in sorted(set(worktree.guard_rules) - known):
-        problems.append(f"{CONFIG_NAME}: [guard.rules] {name} is not a rule (proctor describe rules lists "
-                        f"them); ignored")
+    problems = list(worktree.problems) + unknown_rules(worktree.guard_rules)
     rules = {}
     for rule in ALL:
         decision = worktree.guard_rules.get(rule.NAME, rule.DEFAULT)
@@ -118,6 +114,15 @@ def _committed_config(root: str, revision: str) -> bytes:
 
     proc = git.run(root, "show", f"{revision}:{CONFIG_NAME}", check=False)
     return proc.stdout if proc.returncode == 0 else b""
+
+
+def unknown_rules(decisions: dict) -> list[str]:
+    """A problem for each name in [guard.rules] that is no rule's: each is ignored."""
+    from proctor.guard.rules import ALL
+
+    known = {rule.NAME for rule in ALL}
+    return [f"{CONFIG_NAME}: [guard.rules] {name} is not a rule (proctor describe rules lists them); ignored"
+            for name in sorted(set(decisions) - known)]
 
 
 def rule_options(tables: dict[str, dict]) -> tuple[dict[str, dict], list[str]]:

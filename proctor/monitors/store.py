@@ -26,15 +26,17 @@ MIN_INTERVAL, MAX_INTERVAL = 10.0, 86400.0
 MAX_PER_JOB = 8
 MAX_DESCRIPTION = 200  # characters; a description is one line of every follow-up it is in
 
-UNSANDBOXED_ACK_REQUIRED = "MONITOR_UNSANDBOXED_ACK_REQUIRED"
-INTERVAL_INVALID = "MONITOR_INTERVAL_INVALID"
-CWD_OUTSIDE_CARD = "MONITOR_CWD_OUTSIDE_CARD"
-LIMIT_REACHED = "MONITOR_LIMIT_REACHED"
-CARD_INACTIVE = "MONITOR_CARD_INACTIVE"
-NOT_FOUND = "MONITOR_NOT_FOUND"
-OUT_OF_SCOPE = "MONITOR_OUT_OF_SCOPE"
-FOLLOWUP_NOT_FOUND = "FOLLOWUP_NOT_FOUND"
-SANDBOXED_JOB = "MONITOR_SANDBOXED_JOB"
+# the codes are proctor/errors.py's; these names are kept for their readers
+UNSANDBOXED_ACK_REQUIRED = errors.MONITOR_UNSANDBOXED_ACK_REQUIRED
+INTERVAL_INVALID = errors.MONITOR_INTERVAL_INVALID
+CWD_OUTSIDE_CARD = errors.MONITOR_CWD_OUTSIDE_CARD
+LIMIT_REACHED = errors.MONITOR_LIMIT_REACHED
+CARD_INACTIVE = errors.MONITOR_CARD_INACTIVE
+NOT_FOUND = errors.MONITOR_NOT_FOUND
+OUT_OF_SCOPE = errors.MONITOR_OUT_OF_SCOPE
+FOLLOWUP_NOT_FOUND = errors.FOLLOWUP_NOT_FOUND
+SANDBOXED_JOB = errors.MONITOR_SANDBOXED_JOB
+MAX_ID = 2 ** 62  # an id at or past this is no monitor's, nor a follow-up's (and a store's integer holds it)
 
 _COLUMNS = mrows.COLUMNS
 
@@ -173,6 +175,8 @@ def live(conn, job: str | None = None) -> list[dict]:
 
 def remove(conn, monitor_id: int, scope_job: str | None, why: str = "removed",
            actor: str | None = None) -> dict:
+    if not 0 < monitor_id < MAX_ID:
+        raise _refuse(NOT_FOUND, f"no monitor {monitor_id}")
     monitor = get(conn, monitor_id)
     if monitor is None or monitor["deleted"]:
         raise _refuse(NOT_FOUND, f"no monitor {monitor_id}; proctor monitor list shows them")
@@ -260,6 +264,8 @@ def followups(conn, job: str | None = None, limit: int = 100) -> list[dict]:
 
 def followup(conn, followup_id: int, scope_job: str | None = None) -> dict:
     """One follow-up with its text; refused for another job's under a job's secret."""
+    if not 0 < followup_id < MAX_ID:
+        raise _refuse(FOLLOWUP_NOT_FOUND, f"no follow-up {followup_id}")
     row = mrows.followup_row(conn, followup_id)
     if row is None or (scope_job is not None and row[1] != scope_job):
         raise _refuse(FOLLOWUP_NOT_FOUND, f"no follow-up {followup_id}"

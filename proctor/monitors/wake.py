@@ -261,6 +261,24 @@ NOTHING_LEFT, TIMED_OUT = 3, 4
 POLL_SECONDS = 0.5
 
 
+def job_to_wait(ws, job: str | None) -> str:
+    """The job a `proctor monitor wait` waits on: the one named, else the caller's lease. A
+    caller under a lease waits for its own job's follow-ups only (NOT_YOUR_JOB); an unleased
+    caller names the job."""
+    from proctor import errors
+    from proctor.jobs.lease import resolve
+
+    with ws.store.read() as conn:
+        caller = resolve(conn, ws.root)
+    if caller.lease and job and job != caller.lease:
+        raise errors.Refused([(errors.NOT_YOUR_JOB,
+            f"{caller.whence()}; you wait for your own job's follow-ups (--job {caller.lease}){caller.remedy()}")])
+    job = job or caller.lease
+    if not job:
+        raise errors.ProctorError("name the job (--job ID): you act under no lease")
+    return job
+
+
 def wait(ws, job: str, host: str | None, session: str | None, timeout: float | None,
          clock=None, sleep=None) -> tuple[int, dict | None, str]:
     """Block until `job` has a follow-up not delivered and not yet printed for this reader (the

@@ -47,7 +47,7 @@ STORE_SECONDS = 5.0
 MAX_SESSIONS = 64
 SESSION_IDLE = 12 * 3600.0
 STORE_BUSY = errors.STORE_BUSY
-_STATUS = {"TOO_LARGE": 413, "BODY_TIMEOUT": 408, STORE_BUSY: 503}
+_STATUS = {errors.TOO_LARGE: 413, errors.BODY_TIMEOUT: 408, STORE_BUSY: 503}
 
 
 def cookie_name(port: int) -> str:
@@ -182,7 +182,7 @@ def _peer_refusal(state: State, client) -> str | None:
 
 
 def _leased_response(why: str) -> JSONResponse:
-    return JSONResponse({"error": {"code": "SERVER_LEASED_CALLER", "message": (
+    return JSONResponse({"error": {"code": errors.SERVER_LEASED_CALLER, "message": (
         f"the server token is a person's, and {why}; a job's process manages that job's monitors with its secret "
         f"(Authorization: Nonce <PROCTOR_NONCE>), which scopes it to them")}}, status_code=403)
 
@@ -220,7 +220,7 @@ async def _read(request: Request, limit: int, drain: int) -> bytes:
     a reset connection."""
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > drain:
-        raise errors.ProctorError(f"request body of {declared} bytes is over the {limit}-byte limit", "TOO_LARGE")
+        raise errors.ProctorError(f"request body of {declared} bytes is over the {limit}-byte limit", errors.TOO_LARGE)
     data = bytearray()
     seen = 0
 
@@ -237,9 +237,9 @@ async def _read(request: Request, limit: int, drain: int) -> bytes:
         await asyncio.wait_for(pull(), BODY_SECONDS)
     except asyncio.TimeoutError:
         raise errors.ProctorError(f"the request body did not arrive within {BODY_SECONDS:g} s",
-                                  "BODY_TIMEOUT") from None
+                                  errors.BODY_TIMEOUT) from None
     if seen > limit:
-        raise errors.ProctorError(f"request body of {seen} bytes is over the {limit}-byte limit", "TOO_LARGE")
+        raise errors.ProctorError(f"request body of {seen} bytes is over the {limit}-byte limit", errors.TOO_LARGE)
     return bytes(data)
 
 
@@ -249,9 +249,9 @@ async def _body(request: Request) -> dict:
     try:
         value = json.loads(data or b"{}")
     except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser goes
-        raise errors.ProctorError("the request body is not JSON (or is nested too deep)", "BAD_JSON") from None
+        raise errors.ProctorError("the request body is not JSON (or is nested too deep)", errors.BAD_JSON) from None
     if not isinstance(value, dict):
-        raise errors.ProctorError("the request body must be a JSON object", "BAD_JSON")
+        raise errors.ProctorError("the request body must be a JSON object", errors.BAD_JSON)
     return value
 
 
@@ -259,10 +259,10 @@ def guarded(handler, allow_nonce: bool = True):
     async def wrapped(request: Request) -> Response:
         state: State = request.app.state.proctor
         if not _host_ok(request, state):
-            return JSONResponse({"error": {"code": "BAD_HOST", "message": "this server answers 127.0.0.1 only"}},
+            return JSONResponse({"error": {"code": errors.BAD_HOST, "message": "this server answers 127.0.0.1 only"}},
                                 status_code=421)
         if _cross_site(request, state):
-            return JSONResponse({"error": {"code": "CROSS_SITE", "message": "a state-changing request must be "
+            return JSONResponse({"error": {"code": errors.CROSS_SITE, "message": "a state-changing request must be "
                                            "JSON from this server's own origin"}}, status_code=403)
         try:
             state.expire()
@@ -274,7 +274,7 @@ def guarded(handler, allow_nonce: bool = True):
                 if request.url.path == "/" or request.url.path.startswith("/jobs/"):
                     target = "/login" if request.url.path == "/" else "/login?next=" + quote(request.url.path, safe="/")
                     return RedirectResponse(target, status_code=303)
-                return JSONResponse({"error": {"code": "UNAUTHORIZED", "message": "send the server token (proctor "
+                return JSONResponse({"error": {"code": errors.UNAUTHORIZED, "message": "send the server token (proctor "
                                                "server status prints where it is)"}}, status_code=401)
             if how in ("token", "session"):  # a console session is the token's too: a cookie can leak
                 why = await _in_thread(_peer_refusal, state, request.client)
@@ -412,9 +412,6 @@ async def add_monitor(state: State, scope: str | None, actor: str, body: dict) -
 
 
 async def remove_monitor(state: State, scope: str | None, actor: str, monitor_id: int) -> dict:
-    if not 0 < monitor_id < 2 ** 62:
-        raise errors.Refused([(mstore.NOT_FOUND, f"no monitor {monitor_id}")])
-
     def remove() -> dict:
         with _opened(state) as ws, ws.store.write() as conn:
             return mstore.remove(conn, monitor_id, scope, actor=actor)
@@ -452,8 +449,6 @@ async def followup_one(request: Request) -> Response:
     """One follow-up with its text."""
     state: State = request.app.state.proctor
     followup_id = request.path_params["id"]
-    if not 0 < followup_id < 2 ** 62:
-        raise errors.Refused([(mstore.FOLLOWUP_NOT_FOUND, f"no follow-up {followup_id}")])
     return JSONResponse(await _in_thread(_reading, state, mstore.followup, followup_id, request.state.scope))
 
 
@@ -479,7 +474,7 @@ async def stream(request: Request) -> Response:
     state: State = request.app.state.proctor
     job = request.query_params.get("job") or None
     if state.streams >= MAX_STREAMS:
-        return JSONResponse({"error": {"code": "TOO_MANY_STREAMS", "message": f"{MAX_STREAMS} event streams are "
+        return JSONResponse({"error": {"code": errors.TOO_MANY_STREAMS, "message": f"{MAX_STREAMS} event streams are "
                                        f"open already; close one (a console tab) and retry"}}, status_code=503,
                             headers={"Retry-After": "5"})
     if job is not None:
@@ -549,7 +544,7 @@ async def login_link(request: Request) -> Response:
     """A one-time login link for the console (the token's holder asks: server start, status)."""
     state: State = request.app.state.proctor
     if request.state.actor != "token":
-        return JSONResponse({"error": {"code": "TOKEN_ONLY", "message": "a login link is issued to the token's "
+        return JSONResponse({"error": {"code": errors.TOKEN_ONLY, "message": "a login link is issued to the token's "
                                        "holder only (proctor server status prints one)"}}, status_code=403)
     code, seconds = state.login_codes.issue()
     return JSONResponse({"url": f"http://127.0.0.1:{state.port}/login?code={code}", "expires_in": seconds})
@@ -592,7 +587,7 @@ async def console(request: Request) -> Response:
 async def login_page(request: Request) -> Response:
     state: State = request.app.state.proctor
     if not _host_ok(request, state):
-        return JSONResponse({"error": {"code": "BAD_HOST"}}, status_code=421)
+        return JSONResponse({"error": {"code": errors.BAD_HOST}}, status_code=421)
     code = request.query_params.get("code")
     if code is not None:
         return await _redeem(request, state, code)
@@ -652,10 +647,10 @@ async def _open_session(request: Request, state: State, target: str, proven) -> 
 async def login(request: Request) -> Response:
     state: State = request.app.state.proctor
     if not _host_ok(request, state):
-        return JSONResponse({"error": {"code": "BAD_HOST"}}, status_code=421)
+        return JSONResponse({"error": {"code": errors.BAD_HOST}}, status_code=421)
     origin = request.headers.get("origin")
     if origin is not None and origin not in (f"http://127.0.0.1:{state.port}", f"http://localhost:{state.port}"):
-        return JSONResponse({"error": {"code": "CROSS_SITE"}}, status_code=403)
+        return JSONResponse({"error": {"code": errors.CROSS_SITE}}, status_code=403)
     try:
         body = (await _read(request, LOGIN_BODY, LOGIN_BODY)).decode("utf-8", "replace")
     except errors.ProctorError as exc:
