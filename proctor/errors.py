@@ -73,6 +73,7 @@ UNAUTHORIZED = "UNAUTHORIZED"  # no token, console session or job's secret (401)
 TOO_MANY_STREAMS = "TOO_MANY_STREAMS"  # every event stream slot taken (503)
 TOKEN_ONLY = "TOKEN_ONLY"  # a login link asked for by other than the token's holder (403)
 BAD_ACTION = "BAD_ACTION"  # a console action the server does not know, or without its job or column
+METHOD = "METHOD"  # an /mcp request that is not one POSTed JSON-RPC message (405)
 
 EXIT_OK = 0
 EXIT_STATUS = 1

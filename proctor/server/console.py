@@ -258,9 +258,9 @@ def act(state, body: dict, actor: str) -> dict:
     action, job_id = body.get("action"), body.get("job")
     if action not in ACTIONS:
         raise errors.ProctorError(f"action must be one of {', '.join(ACTIONS)} (a monitor is removed with DELETE "
-                                  f"/api/v1/monitors/<id>)", "BAD_ACTION")
+                                  f"/api/v1/monitors/<id>)", errors.BAD_ACTION)
     if not isinstance(job_id, str):
-        raise errors.ProctorError("name the job: {\"job\": ID}", "BAD_ACTION")
+        raise errors.ProctorError("name the job: {\"job\": ID}", errors.BAD_ACTION)
     check_job_id(job_id)
     # the server let only the person in (the token or a console session, from a process that
     # works no job): the console acts as the orchestrator, recorded as user:console
@@ -273,7 +273,7 @@ def act(state, body: dict, actor: str) -> dict:
         else:
             column = body.get("column")
             if not isinstance(column, str):
-                raise errors.ProctorError("name the column: {\"column\": NAME}", "BAD_ACTION")
+                raise errors.ProctorError("name the column: {\"column\": NAME}", errors.BAD_ACTION)
             job = take.move(ws, job_id, column, caller)
         # off the board, ended or in a passive column: its monitors go now, not at the next look
         from proctor.monitors import store as mstore

@@ -35,7 +35,6 @@ from proctor.paths import write_atomic
 from proctor.workspace import Workspace
 
 
-LEASED_CALLER = "SERVER_LEASED_CALLER"
 
 
 def server_dir(ws: Workspace) -> str:
@@ -534,7 +533,7 @@ def peer_pids(client_port: int, server_port: int) -> list[int] | None:
     return holders
 
 
-def refuse_leased(ws: Workspace, orchestrator: bool, doing: str, remedy: str, code: str = LEASED_CALLER) -> None:
+def refuse_leased(ws: Workspace, orchestrator: bool, doing: str, remedy: str, code: str = errors.SERVER_LEASED_CALLER) -> None:
     """Refuse this command (`doing`) to a caller that acts under a lease (any tier: --lease,
     BAGGAGE, the checkout's record, an ancestor's BAGGAGE) or whose lineage works a job."""
     from proctor.jobs.lease import ORCHESTRATOR, resolve

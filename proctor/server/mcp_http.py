@@ -22,8 +22,7 @@ from urllib.parse import parse_qs, urlsplit
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from proctor import errors
-from proctor import jobrecord
+from proctor import errors, jobrecord
 
 PATH = "/mcp"
 
@@ -58,16 +57,16 @@ class Endpoint:
         answer = None
         origin = request.headers.get("origin")
         if not api._host_ok(request, state):
-            answer = JSONResponse({"error": {"code": "BAD_HOST", "message": "this server answers 127.0.0.1 only"}},
+            answer = JSONResponse({"error": {"code": errors.BAD_HOST, "message": "this server answers 127.0.0.1 only"}},
                                   status_code=421)
         elif origin is not None and origin not in (f"http://127.0.0.1:{state.port}", f"http://localhost:{state.port}"):
-            answer = JSONResponse({"error": {"code": "CROSS_SITE", "message": "an MCP request from a page elsewhere "
+            answer = JSONResponse({"error": {"code": errors.CROSS_SITE, "message": "an MCP request from a page elsewhere "
                                              "is refused"}}, status_code=403)
         else:
             try:
                 how, job, checkout = await api._in_thread(_identify, state, request.headers.get("authorization", ""))
                 if how is None:
-                    answer = JSONResponse({"error": {"code": "UNAUTHORIZED", "message": (
+                    answer = JSONResponse({"error": {"code": errors.UNAUTHORIZED, "message": (
                         "send the server token (Authorization: Bearer <token>; proctor server status prints where "
                         "it is) or, for an agent, its job's secret (Authorization: Nonce <PROCTOR_NONCE>)")}},
                         status_code=401)
@@ -76,13 +75,13 @@ class Endpoint:
                     if why:
                         answer = api._leased_response(why)
                 elif job and checkout is None:
-                    answer = JSONResponse({"error": {"code": "CHECKOUT_ELSEWHERE", "message": (
+                    answer = JSONResponse({"error": {"code": errors.CHECKOUT_ELSEWHERE, "message": (
                         f"{job}'s checkout is not on this machine, or is gone; a job's secret acts in the "
                         f"checkout its job was taken in (proctor ls jobs shows where)")}}, status_code=409)
                 elif request.method != "POST":
                     # stateless, answered as JSON: no stream to open (GET), no session to end (DELETE);
                     # an open stream would be a socket and a task that nothing writes or closes
-                    answer = JSONResponse({"error": {"code": "METHOD", "message": "POST one JSON-RPC message "
+                    answer = JSONResponse({"error": {"code": errors.METHOD, "message": "POST one JSON-RPC message "
                                                      "to /mcp"}}, status_code=405, headers={"Allow": "POST"})
                 scope["proctor.caller"] = (how, job, checkout)
             except errors.ProctorError as exc:
