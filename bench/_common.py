@@ -10,9 +10,16 @@ import time
 
 
 def isolated_env(work: str, **extra: str) -> dict:
-    env = dict(os.environ, PROCTOR_STATE_DIR=os.path.join(work, "state"), XDG_CACHE_HOME=os.path.join(work, "cache"),
-               GIT_AUTHOR_NAME="b", GIT_AUTHOR_EMAIL="b@example.invalid", GIT_COMMITTER_NAME="b",
-               GIT_COMMITTER_EMAIL="b@example.invalid", **extra)
+    env = dict(
+        os.environ,
+        PROCTOR_STATE_DIR=os.path.join(work, "state"),
+        XDG_CACHE_HOME=os.path.join(work, "cache"),
+        GIT_AUTHOR_NAME="b",
+        GIT_AUTHOR_EMAIL="b@example.invalid",
+        GIT_COMMITTER_NAME="b",
+        GIT_COMMITTER_EMAIL="b@example.invalid",
+        **extra,
+    )
     env.pop("BAGGAGE", None)
     return env
 
@@ -26,8 +33,9 @@ def commit_all(root: str, env: dict) -> None:
 def timed_proctor(root: str, env: dict, *argv: str, data: str | None = None) -> float:
     """Seconds one `proctor <argv>` process took in `root`; a failure ends the benchmark."""
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "proctor", *argv], cwd=root, env=env, input=data,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "proctor", *argv], cwd=root, env=env, input=data, capture_output=True, text=True
+    )
     took = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"proctor {' '.join(argv)} failed: {proc.stderr}")

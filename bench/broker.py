@@ -54,11 +54,27 @@ def main() -> None:
         env = isolated_env(work)
         commit_all(root, env)
         proctor(root, env, "job", "fork", "--stdin", data=json.dumps({"id": "plan", "criteria": "p", "check": "noop"}))
-        proctor(root, env, "job", "fork", "--stdin", data=json.dumps(
-            {"id": "plan/c", "parent": "plan", "criteria": "c", "check": "noop", "write_paths": ["src/m1*.py"]}))
+        proctor(
+            root,
+            env,
+            "job",
+            "fork",
+            "--stdin",
+            data=json.dumps(
+                {"id": "plan/c", "parent": "plan", "criteria": "c", "check": "noop", "write_paths": ["src/m1*.py"]}
+            ),
+        )
         for n in range(JOBS - 2):
-            proctor(root, env, "job", "fork", "--stdin", data=json.dumps(
-                {"id": f"other{n}", "criteria": "o", "check": "noop", "write_paths": [f"src/m{2 + n % 40}.py"]}))
+            proctor(
+                root,
+                env,
+                "job",
+                "fork",
+                "--stdin",
+                data=json.dumps(
+                    {"id": f"other{n}", "criteria": "o", "check": "noop", "write_paths": [f"src/m{2 + n % 40}.py"]}
+                ),
+            )
         env["BAGGAGE"] = "proctor.lease=plan/c"
         os.environ.update({k: env[k] for k in ("PROCTOR_STATE_DIR", "XDG_CACHE_HOME")})
         from proctor.workspace import Workspace
@@ -66,13 +82,22 @@ def main() -> None:
         ws = Workspace(root, warn=lambda line: None)
         boxed = runs.sandboxed(ws, "plan/c", extra_regions=tuple(broker.interpreter_regions()), worker=True)
         assert boxed is not None, "plan/c narrows nothing: the benchmark measures no sandbox"
-        served = broker.Broker(broker.socket_for(ws.state_dir, "plan/c"), "plan/c", root, boxed, dict(env),
-                               lambda pid: True).start()
+        served = broker.Broker(
+            broker.socket_for(ws.state_dir, "plan/c"), "plan/c", root, boxed, dict(env), lambda pid: True
+        ).start()
         through = dict(env, **{broker.ENV: served.path})
-        payload = json.dumps({"session_id": "bench", "transcript_path": "/tmp/x.jsonl", "cwd": root,
-                              "permission_mode": "default", "hook_event_name": "PreToolUse", "tool_use_id": "t1",
-                              "tool_name": "Write", "tool_input": {"file_path": os.path.join(root, "src/m1.py"),
-                                                                   "content": "x = 1\n"}}).encode()
+        payload = json.dumps(
+            {
+                "session_id": "bench",
+                "transcript_path": "/tmp/x.jsonl",
+                "cwd": root,
+                "permission_mode": "default",
+                "hook_event_name": "PreToolUse",
+                "tool_use_id": "t1",
+                "tool_name": "Write",
+                "tool_input": {"file_path": os.path.join(root, "src/m1.py"), "content": "x = 1\n"},
+            }
+        ).encode()
         hook = [sys.executable, "-m", "proctor", "hook", "claude"]
         ls = [sys.executable, "-m", "proctor", "ls", "jobs", "-o", "json"]
         cases = {
@@ -98,8 +123,10 @@ def main() -> None:
                 samples[name].append(time.perf_counter() - start)
         med = {name: statistics.median(v) * 1000 for name, v in samples.items()}
         floor = med["python -I -S -c pass"]
-        print(f"proctor broker: Landlock ABI {abi}; {os.cpu_count()} CPUs; {JOBS} jobs; "
-              f"median of {RUNS} interleaved real processes each")
+        print(
+            f"proctor broker: Landlock ABI {abi}; {os.cpu_count()} CPUs; {JOBS} jobs; "
+            f"median of {RUNS} interleaved real processes each"
+        )
         for name, value in med.items():
             line = f"  {name:<30} {value:8.1f} ms   {value / floor:5.2f}x python -I -S -c pass"
             if name.endswith("through the broker"):

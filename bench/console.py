@@ -39,8 +39,9 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
 def cli(root, env, *args):
-    return subprocess.run([sys.executable, "-m", "proctor", *args], cwd=root, env=env, capture_output=True,
-                          text=True, check=True)
+    return subprocess.run(
+        [sys.executable, "-m", "proctor", *args], cwd=root, env=env, capture_output=True, text=True, check=True
+    )
 
 
 def fill(root: str, env: dict, jobs: int) -> None:
@@ -82,7 +83,9 @@ def main() -> None:
             token = handle.read().strip()
 
         def get(path: str) -> tuple[float, int]:
-            request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", headers={"Authorization": f"Bearer {token}"})
+            request = urllib.request.Request(
+                f"http://127.0.0.1:{port}{path}", headers={"Authorization": f"Bearer {token}"}
+            )
             begun = time.perf_counter()
             with urllib.request.urlopen(request, timeout=60) as response:
                 size = len(response.read())
@@ -129,7 +132,9 @@ def main() -> None:
             push_bytes = _push_bytes(port, token, root)
             print(f"first paint, {JOBS} jobs: {paint_ms:.0f} ms  ({paint_ms / base_ms:.2f}x the listing's GET alone)")
             print(f"an update, fork to row: {update_ms:.0f} ms; applied by the page in {apply_ms:.1f} ms")
-            print(f"one update's push: {push_bytes} B  ({push_bytes / base_bytes:.5f}x the {base_bytes} B a refetch reads)")
+            print(
+                f"one update's push: {push_bytes} B  ({push_bytes / base_bytes:.5f}x the {base_bytes} B a refetch reads)"
+            )
 
             # two chatty monitors on a running job, one tab on the board and one on its page
             api.fork({"id": "chatty", "write_paths": ["chatty/x.py"], "check": "test"}, cwd=root)
@@ -137,11 +142,21 @@ def main() -> None:
             subprocess.run(["git", "worktree", "add", "-q", "-b", "wt", worktree], cwd=root, env=env, check=True)
             api.exec_job("chatty", cwd=worktree)
             for n in range(2):
-                body = json.dumps({"job": "chatty", "command": f"while true; do echo line-{n}; sleep 1; done",
-                                   "interval": "10s", "cwd": root, "allow_unsandboxed": True}).encode()
-                request = urllib.request.Request(f"http://127.0.0.1:{port}/api/v1/monitors", data=body, method="POST",
-                                                 headers={"Authorization": f"Bearer {token}",
-                                                          "Content-Type": "application/json"})
+                body = json.dumps(
+                    {
+                        "job": "chatty",
+                        "command": f"while true; do echo line-{n}; sleep 1; done",
+                        "interval": "10s",
+                        "cwd": root,
+                        "allow_unsandboxed": True,
+                    }
+                ).encode()
+                request = urllib.request.Request(
+                    f"http://127.0.0.1:{port}/api/v1/monitors",
+                    data=body,
+                    method="POST",
+                    headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+                )
                 urllib.request.urlopen(request, timeout=30).read()
             time.sleep(3)
             pid = status["pid"]
@@ -166,10 +181,14 @@ def main() -> None:
             after = tabs["/jobs/chatty"].evaluate(lines).count("line-")
             for where, log in seen.items():
                 extra = f"; its output list took {after - before} new lines" if where != "/" else ""
-                print(f"requests in 10 s from a tab on {where}, two monitors printing every second: {len(log)} "
-                      f"(aim <= 20){extra}")
-            print(f"server CPU over 10 s with both tabs open: {open_cpu:.2f} s, beside {idle_cpu:.2f} s with none "
-                  f"({open_cpu / max(idle_cpu, 0.01):.2f}x)")
+                print(
+                    f"requests in 10 s from a tab on {where}, two monitors printing every second: {len(log)} "
+                    f"(aim <= 20){extra}"
+                )
+            print(
+                f"server CPU over 10 s with both tabs open: {open_cpu:.2f} s, beside {idle_cpu:.2f} s with none "
+                f"({open_cpu / max(idle_cpu, 0.01):.2f}x)"
+            )
             browser.close()
     finally:
         subprocess.run([sys.executable, "-m", "proctor", "server", "stop"], cwd=root, env=env, capture_output=True)
@@ -191,7 +210,9 @@ def _push_bytes(port: int, token: str, root: str) -> int:
     from proctor import api
 
     sock = socket.create_connection(("127.0.0.1", port), timeout=0.5)
-    sock.sendall(f"GET /api/v1/stream HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\n\r\n".encode())
+    sock.sendall(
+        f"GET /api/v1/stream HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\n\r\n".encode()
+    )
     data = bytearray()
 
     def read(seconds: float) -> None:

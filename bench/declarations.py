@@ -40,8 +40,9 @@ def main() -> None:
             with open(os.path.join(root, "src", f"m{n:04d}.py"), "w") as handle:
                 handle.write(body)
         commit_all(root, env)
-        base = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, env=env, capture_output=True,
-                              text=True).stdout.strip()
+        base = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, env=env, capture_output=True, text=True
+        ).stdout.strip()
         for n in range(FILES):
             with open(os.path.join(root, "src", f"m{n:04d}.py"), "w") as handle:
                 handle.write(body.replace("    y = x + 0\n", f"    y = x + 0 + {n}\n"))
@@ -59,8 +60,14 @@ def main() -> None:
                 sh([*argv, "job", "fork", "--stdin"], root, env, stdin=json.dumps(record).encode())
                 sh([*argv, "job", "exec", job], root, env)
                 made = json.loads(sh([*argv, "run", "check", "-o", "json"], root, env, out=subprocess.PIPE).stdout)
-                result = json.dumps({"schema_version": 2, "changed_paths": changed, "status": "done", "validation": [
-                    {"run": made["id"], "output_ref": made["output_ref"]}]}).encode()
+                result = json.dumps(
+                    {
+                        "schema_version": 2,
+                        "changed_paths": changed,
+                        "status": "done",
+                        "validation": [{"run": made["id"], "output_ref": made["output_ref"]}],
+                    }
+                ).encode()
                 sh([*argv, "job", "exit", job, "--stdin"], root, env, stdin=result)
                 start = time.perf_counter()
                 verdict = sh([*argv, "job", "wait", job], root, env, out=subprocess.PIPE)
@@ -75,11 +82,15 @@ def main() -> None:
         print(f"  git diff -U0                         {hunks * 1000:8.1f} ms   {hunks / names:.2f}x name-only")
         print(f"  proctor --version (startup alone)    {version * 1000:8.1f} ms   {version / names:.2f}x name-only")
         for label, took in results.items():
-            print(f"  proctor job wait, claims {label:<14} {took * 1000:8.1f} ms   {took / names:.2f}x name-only, "
-                  f"{took / hunks:.2f}x -U0")
-        print(f"  declarations cost                    "
-              f"{(results['by declaration'] - results['src/**']) * 1000:8.1f} ms   "
-              f"{results['by declaration'] / results['src/**']:.2f}x the same wait on src/**")
+            print(
+                f"  proctor job wait, claims {label:<14} {took * 1000:8.1f} ms   {took / names:.2f}x name-only, "
+                f"{took / hunks:.2f}x -U0"
+            )
+        print(
+            f"  declarations cost                    "
+            f"{(results['by declaration'] - results['src/**']) * 1000:8.1f} ms   "
+            f"{results['by declaration'] / results['src/**']:.2f}x the same wait on src/**"
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

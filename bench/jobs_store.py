@@ -55,9 +55,14 @@ def fill(root: str, count: int) -> None:
             record = {"id": f"g{group}", "check": "test", "checkpoint": token, "criteria": "orchestrate"}
         else:
             shared = f"pkg{group % 50}/common.py" if member == 9 else f"pkg{group % 50}/m{group}/f{member}.py"
-            record = {"id": f"g{group}/j{member}", "parent": f"g{group}", "check": "test",
-                      "checkpoint": token, "criteria": f"job {n}",
-                      "write_paths": [shared, f"pkg{group % 50}/m{group}/t{member}_test.py"]}
+            record = {
+                "id": f"g{group}/j{member}",
+                "parent": f"g{group}",
+                "check": "test",
+                "checkpoint": token,
+                "criteria": f"job {n}",
+                "write_paths": [shared, f"pkg{group % 50}/m{group}/t{member}_test.py"],
+            }
         jfork.fork(ws, record, caller)
     ws.close()
 
@@ -66,7 +71,9 @@ def main() -> None:
     sizes = [int(a) for a in sys.argv[1:]] or [100, 1000, 10000]
     argv = proctor_argv()
     print(f"proctor: {' '.join(argv)}; median of {RUNS} runs each\n")
-    print(f"{'live jobs':>10}  {'--version':>10}  {'ls jobs -o json':>16}  {'ratio':>6}  {'job fork':>10}  {'ratio':>6}")
+    print(
+        f"{'live jobs':>10}  {'--version':>10}  {'ls jobs -o json':>16}  {'ratio':>6}  {'job fork':>10}  {'ratio':>6}"
+    )
     for size in sizes:
         work = tempfile.mkdtemp(prefix="proctor-bench-")
         try:
@@ -85,13 +92,19 @@ def main() -> None:
             fork_samples = []
             for n in range(RUNS):
                 start = time.perf_counter()
-                subprocess.run([*argv, "job", "fork", f"bench/new{n}", "--check", "test",
-                                "--write-paths", f"new/{n}.py"], cwd=root, env=env, check=True,
-                               stdout=subprocess.DEVNULL)
+                subprocess.run(
+                    [*argv, "job", "fork", f"bench/new{n}", "--check", "test", "--write-paths", f"new/{n}.py"],
+                    cwd=root,
+                    env=env,
+                    check=True,
+                    stdout=subprocess.DEVNULL,
+                )
                 fork_samples.append(time.perf_counter() - start)
             forking = statistics.median(fork_samples)
-            print(f"{size:>10}  {version * 1000:>8.1f}ms  {listing * 1000:>14.1f}ms  {listing / version:>5.2f}x"
-                  f"  {forking * 1000:>8.1f}ms  {forking / version:>5.2f}x   (filled in {filled:.1f}s)")
+            print(
+                f"{size:>10}  {version * 1000:>8.1f}ms  {listing * 1000:>14.1f}ms  {listing / version:>5.2f}x"
+                f"  {forking * 1000:>8.1f}ms  {forking / version:>5.2f}x   (filled in {filled:.1f}s)"
+            )
         finally:
             shutil.rmtree(work, ignore_errors=True)
 

@@ -29,9 +29,11 @@ JOBS = int(os.environ.get("BENCH_JOBS", "1000"))
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-CALLS = [("vcs checkpoint", ["vcs", "checkpoint", "-o", "json"], "vcs_checkpoint", {}),
-         ("ls jobs", ["ls", "jobs", "-o", "json"], "jobs_list", {}),
-         ("describe job", ["describe", "job", "j0"], "job_describe", {"id": "j0"})]
+CALLS = [
+    ("vcs checkpoint", ["vcs", "checkpoint", "-o", "json"], "vcs_checkpoint", {}),
+    ("ls jobs", ["ls", "jobs", "-o", "json"], "jobs_list", {}),
+    ("describe job", ["describe", "job", "j0"], "job_describe", {"id": "j0"}),
+]
 
 
 async def over(client, samples: dict) -> None:
@@ -66,7 +68,7 @@ def main() -> None:
     env = isolated_env(work)
     try:
         with open(os.path.join(root, "proctor.toml"), "w") as handle:
-            handle.write("[targets.test]\ncommand = \"true\"\n")
+            handle.write('[targets.test]\ncommand = "true"\n')
         commit_all(root, env)
         sys.path.insert(0, os.path.dirname(HERE))
         os.environ.update({k: env[k] for k in ("PROCTOR_STATE_DIR", "XDG_CACHE_HOME")})
@@ -75,8 +77,15 @@ def main() -> None:
         for n in range(JOBS):
             api.fork({"id": f"j{n}", "write_paths": [f"src/m{n}.py"], "check": "test"}, cwd=root)
         cli(root, env, "server", "start")
-        status = json.loads(subprocess.run([sys.executable, "-m", "proctor", "server", "status", "-o", "json"],
-                                           cwd=root, env=env, capture_output=True, text=True).stdout)
+        status = json.loads(
+            subprocess.run(
+                [sys.executable, "-m", "proctor", "server", "status", "-o", "json"],
+                cwd=root,
+                env=env,
+                capture_output=True,
+                text=True,
+            ).stdout
+        )
         with open(status["token_path"]) as handle:
             token = handle.read().strip()
         samples: dict[str, list[float]] = {"version": []}
@@ -93,6 +102,7 @@ def main() -> None:
         async def http_run() -> None:
             async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as client:
                 await over(Client(streamable_http_client(status["mcp"], http_client=client)), http)
+
         http = {label: [] for label, *_ in CALLS}
         asyncio.run(http_run())
         starts = [asyncio.run(start_once(params)) for _ in range(max(3, RUNS // 3))]
@@ -100,15 +110,21 @@ def main() -> None:
         ms = lambda values: statistics.median(values) * 1000  # noqa: E731
         print(f"proctor MCP door: {JOBS} live jobs; {os.cpu_count()} CPUs; median of {RUNS} each")
         print(f"  proctor --version (baseline)                    {ms(samples['version']):8.1f} ms")
-        print(f"  proctor mcp start (spawn, initialize, tools)    {ms(starts):8.1f} ms   "
-              f"{ms(starts) / ms(samples['version']):.2f}x --version; once per session")
+        print(
+            f"  proctor mcp start (spawn, initialize, tools)    {ms(starts):8.1f} ms   "
+            f"{ms(starts) / ms(samples['version']):.2f}x --version; once per session"
+        )
         for label, *_ in CALLS:
             base = ms(samples[f"cli {label}"])
             print(f"  {label:<14} CLI process                    {base:8.1f} ms")
-            print(f"  {label:<14} MCP stdio, open connection     {ms(stdio[label]):8.1f} ms   "
-                  f"{ms(stdio[label]) / base:.2f}x the CLI")
-            print(f"  {label:<14} MCP HTTP /mcp, token           {ms(http[label]):8.1f} ms   "
-                  f"{ms(http[label]) / base:.2f}x the CLI")
+            print(
+                f"  {label:<14} MCP stdio, open connection     {ms(stdio[label]):8.1f} ms   "
+                f"{ms(stdio[label]) / base:.2f}x the CLI"
+            )
+            print(
+                f"  {label:<14} MCP HTTP /mcp, token           {ms(http[label]):8.1f} ms   "
+                f"{ms(http[label]) / base:.2f}x the CLI"
+            )
     finally:
         subprocess.run([sys.executable, "-m", "proctor", "server", "stop"], cwd=root, env=env, capture_output=True)
         shutil.rmtree(work, ignore_errors=True)

@@ -40,14 +40,22 @@ def main() -> None:
         for n in range(200):
             with open(os.path.join(root, "src", f"m{n}.py"), "w") as handle:
                 handle.write(f"x = {n}\n")
-        config = "[targets.noop]\ncommand = \"true\"\n\n[sandbox]\nmode = \"{mode}\"\n"
+        config = '[targets.noop]\ncommand = "true"\n\n[sandbox]\nmode = "{mode}"\n'
         with open(os.path.join(root, "proctor.toml"), "w") as handle:
             handle.write(config.format(mode="off"))
         env = isolated_env(work)
         commit_all(root, env)
         proctor(root, env, "job", "fork", "--stdin", data=json.dumps({"id": "plan", "criteria": "p", "check": "noop"}))
-        proctor(root, env, "job", "fork", "--stdin", data=json.dumps(
-            {"id": "plan/c", "parent": "plan", "criteria": "c", "check": "noop", "write_paths": ["src/m1*.py"]}))
+        proctor(
+            root,
+            env,
+            "job",
+            "fork",
+            "--stdin",
+            data=json.dumps(
+                {"id": "plan/c", "parent": "plan", "criteria": "c", "check": "noop", "write_paths": ["src/m1*.py"]}
+            ),
+        )
         samples: dict[str, list[float]] = {"version": [], "off": [], "landlock": []}
         for _ in range(RUNS):
             samples["version"].append(proctor(root, env, "--version"))
@@ -59,8 +67,10 @@ def main() -> None:
         print(f"proctor sandbox: Landlock ABI {abi}; {os.cpu_count()} CPUs; median of {RUNS} real processes each")
         print(f"  proctor --version (baseline)            {med['version']:8.1f} ms")
         print(f"  proctor run noop, [sandbox] mode off    {med['off']:8.1f} ms")
-        print(f"  proctor run noop, mode landlock         {med['landlock']:8.1f} ms   "
-              f"{med['landlock'] / med['off']:.2f}x mode off (+{med['landlock'] - med['off']:.1f} ms)")
+        print(
+            f"  proctor run noop, mode landlock         {med['landlock']:8.1f} ms   "
+            f"{med['landlock'] / med['off']:.2f}x mode off (+{med['landlock'] - med['off']:.1f} ms)"
+        )
 
         print("\ngrant + rules in this process (sandbox.plan + Ruleset), by the checkout's siblings:")
         job = {"id": "plan/c", "parent": "plan", "state": "running", "write_paths": ["src/m1*.py"]}

@@ -52,13 +52,14 @@ JOBS = 1000
 PG_DURABLE = os.environ.get("BENCH_PG_DURABLE", "1") != "0"
 PG_UNIX = os.environ.get("BENCH_PG_UNIX", "1") != "0"
 COUNTER_JOB = "g99"  # a root job of the fill, no write paths; the writers' shared row
-LEASE = "g3/j1"      # a job of the fill that may write pkg3/m3/f1.py
+LEASE = "g3/j1"  # a job of the fill that may write pkg3/m3/f1.py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 
 
 # -- the writer process (runs from the snapshot: python -I bench/store.py --writer ...) -----------
+
 
 def _drive(count: int, write, undo=None) -> None:
     """Say ready, wait for go on stdin, then `count` calls of `write` (one transaction each);
@@ -135,8 +136,10 @@ def counter(job_id: str, action: str) -> None:
         with psycopg.connect(os.environ["PROCTOR_STORE_URL"], autocommit=True) as conn:
             if action == "reset":
                 conn.execute("CREATE TABLE IF NOT EXISTS bench_floor (id text PRIMARY KEY, doc text)")
-                conn.execute("INSERT INTO bench_floor VALUES ('x', '{\"bench_counter\": 0}') "
-                             "ON CONFLICT (id) DO UPDATE SET doc = excluded.doc")
+                conn.execute(
+                    "INSERT INTO bench_floor VALUES ('x', '{\"bench_counter\": 0}') "
+                    "ON CONFLICT (id) DO UPDATE SET doc = excluded.doc"
+                )
             print(json.loads(conn.execute("SELECT doc FROM bench_floor WHERE id = 'x'").fetchone()[0])["bench_counter"])
         return
     from proctor.store import rows
@@ -155,6 +158,7 @@ def counter(job_id: str, action: str) -> None:
 
 # -- the bench --------------------------------------------------------------------------------
 
+
 def snapshot(work: str) -> str:
     """A scratch venv holding a copy of this checkout's proctor/ (non-editable); its other
     dependencies on a path line to the running interpreter's site-packages. Its python."""
@@ -167,16 +171,27 @@ def snapshot(work: str) -> str:
     venv = os.path.join(work, "venv")
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
     python = os.path.join(venv, "bin", "python")
-    site = subprocess.run([python, "-I", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                          check=True, capture_output=True, text=True).stdout.strip()
-    shutil.copytree(os.path.join(REPO, "proctor"), os.path.join(site, "proctor"),
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    site = subprocess.run(
+        [python, "-I", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    shutil.copytree(
+        os.path.join(REPO, "proctor"),
+        os.path.join(site, "proctor"),
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+    )
     # a path line only: the .pth files there (the editable install's finder) are not run
     with open(os.path.join(site, "zz_bench_deps.pth"), "w") as handle:
         handle.write(deps + "\n")
     subprocess.run([python, "-I", "-m", "compileall", "-q", os.path.join(site, "proctor")], check=True)
-    where = subprocess.run([python, "-I", "-c", "import proctor, psycopg; print(proctor.__file__)"],
-                           check=True, capture_output=True, text=True).stdout.strip()
+    where = subprocess.run(
+        [python, "-I", "-c", "import proctor, psycopg; print(proctor.__file__)"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     assert where.startswith(site), where
     return python
 
@@ -227,11 +242,19 @@ def first_lines(text: str, n: int = 6) -> str:
 
 
 def run_checked(argv, engine: Engine, data: bytes | None = None, capture: bool = False):
-    proc = subprocess.run(argv, input=data, cwd=engine.root, env=engine.env,
-                          stdout=subprocess.PIPE if capture else subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.run(
+        argv,
+        input=data,
+        cwd=engine.root,
+        env=engine.env,
+        stdout=subprocess.PIPE if capture else subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     if proc.returncode != 0:
-        raise RuntimeError(f"`{' '.join(argv[3:] if argv[1:3] == ['-I', '-m'] else argv)}` exited "
-                           f"{proc.returncode}: {first_lines(proc.stderr.decode(errors='replace'))}")
+        raise RuntimeError(
+            f"`{' '.join(argv[3:] if argv[1:3] == ['-I', '-m'] else argv)}` exited "
+            f"{proc.returncode}: {first_lines(proc.stderr.decode(errors='replace'))}"
+        )
     return proc
 
 
@@ -246,20 +269,31 @@ def writer_batch(python: str, engine: Engine, count: int, bare: bool = False) ->
     latencies, errors, span and the counter before and after."""
     me = os.path.abspath(__file__)
     row = "-" if bare else COUNTER_JOB
-    before = int(run_checked([python, "-I", me, "--counter", row, "reset"], engine,
-                             capture=True).stdout)
+    before = int(run_checked([python, "-I", me, "--counter", row, "reset"], engine, capture=True).stdout)
     procs = []
     try:
         for _ in range(count):
-            argv = [python, "-I", me, "--bare-writer", str(WRITES)] if bare else \
-                [python, "-I", me, "--writer", COUNTER_JOB, str(WRITES)]
-            procs.append(subprocess.Popen(argv,
-                                          cwd=engine.root, env=engine.env, stdin=subprocess.PIPE,
-                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+            argv = (
+                [python, "-I", me, "--bare-writer", str(WRITES)]
+                if bare
+                else [python, "-I", me, "--writer", COUNTER_JOB, str(WRITES)]
+            )
+            procs.append(
+                subprocess.Popen(
+                    argv,
+                    cwd=engine.root,
+                    env=engine.env,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                )
+            )
         for proc in procs:
             if proc.stdout.readline().strip() != b"ready":
                 proc.wait()
-                raise RuntimeError(f"a writer did not start: {first_lines(proc.stderr.read().decode(errors='replace'))}")
+                raise RuntimeError(
+                    f"a writer did not start: {first_lines(proc.stderr.read().decode(errors='replace'))}"
+                )
         for proc in procs:
             proc.stdin.write(b"go\n")
             proc.stdin.flush()
@@ -278,9 +312,13 @@ def writer_batch(python: str, engine: Engine, count: int, bare: bool = False) ->
                 proc.kill()
                 proc.wait()
     after = int(run_checked([python, "-I", me, "--counter", row, "read"], engine, capture=True).stdout)
-    return {"lat": [x for r in results for x in r["lat"]], "errors": [e for r in results for e in r["errors"]],
-            "span": max(r["last"] for r in results) - min(r["first"] for r in results),
-            "before": before, "after": after}
+    return {
+        "lat": [x for r in results for x in r["lat"]],
+        "errors": [e for r in results for e in r["errors"]],
+        "span": max(r["last"] for r in results) - min(r["first"] for r in results),
+        "before": before,
+        "after": after,
+    }
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -323,8 +361,15 @@ def main() -> None:
             print(f"filling {engine.name} with {JOBS} jobs ...", file=sys.stderr)
             try:
                 fill_seconds[engine.name] = timed(
-                    [python, "-I", "-c", f"import sys; sys.path.insert(0, {HERE!r}); "
-                     f"from jobs_store import fill; fill({engine.root!r}, {JOBS})"], engine)
+                    [
+                        python,
+                        "-I",
+                        "-c",
+                        f"import sys; sys.path.insert(0, {HERE!r}); "
+                        f"from jobs_store import fill; fill({engine.root!r}, {JOBS})",
+                    ],
+                    engine,
+                )
             except RuntimeError as exc:
                 engine.errors["fill"] = str(exc)
         live = [e for e in engines if "fill" not in e.errors]
@@ -359,8 +404,11 @@ def main() -> None:
                 sample(engine, "ls", [*proctor, "ls", "jobs", "-o", "json"])
         for n in range(RUNS):
             for engine in live:
-                sample(engine, "fork", [*proctor, "job", "fork", f"bench/new{n}", "--check", "test",
-                                        "--write-paths", f"new/{n}.py"])
+                sample(
+                    engine,
+                    "fork",
+                    [*proctor, "job", "fork", f"bench/new{n}", "--check", "test", "--write-paths", f"new/{n}.py"],
+                )
 
         # -- 3: the hook, under a live lease --------------------------------------------------------
         print("hook ...", file=sys.stderr)
@@ -368,21 +416,40 @@ def main() -> None:
         events: dict[str, dict[str, bytes]] = {}
         for engine in live:
             engine.env["BAGGAGE"] = f"proctor.lease={LEASE}"
-            base = {"session_id": "bench", "transcript_path": "/tmp/x.jsonl", "cwd": engine.root,
-                    "permission_mode": "default", "hook_event_name": "PreToolUse", "tool_use_id": "toolu_1"}
+            base = {
+                "session_id": "bench",
+                "transcript_path": "/tmp/x.jsonl",
+                "cwd": engine.root,
+                "permission_mode": "default",
+                "hook_event_name": "PreToolUse",
+                "tool_use_id": "toolu_1",
+            }
             events[engine.name] = {
-                "hook Bash": json.dumps({**base, "tool_name": "Bash", "tool_input": {
-                    "command": "python -m pytest -q pkg3/m3 > pkg3/m3/t1_test.log 2>&1", "timeout": 120000}}).encode(),
-                "hook Write": json.dumps({**base, "tool_name": "Write", "tool_input": {
-                    "file_path": os.path.join(engine.root, "pkg3/m3/f1.py"), "content": "x = 1\n"}}).encode(),
+                "hook Bash": json.dumps(
+                    {
+                        **base,
+                        "tool_name": "Bash",
+                        "tool_input": {
+                            "command": "python -m pytest -q pkg3/m3 > pkg3/m3/t1_test.log 2>&1",
+                            "timeout": 120000,
+                        },
+                    }
+                ).encode(),
+                "hook Write": json.dumps(
+                    {
+                        **base,
+                        "tool_name": "Write",
+                        "tool_input": {"file_path": os.path.join(engine.root, "pkg3/m3/f1.py"), "content": "x = 1\n"},
+                    }
+                ).encode(),
             }
             for measure, payload in events[engine.name].items():  # warm, and see the answers
                 try:
                     out = run_checked([*proctor, "hook", "claude"], engine, payload, capture=True).stdout
                     answer = json.loads(out) if out.strip() else {}
-                    decisions[(engine.name, measure)] = (
-                        answer.get("hookSpecificOutput", {}).get("permissionDecision")
-                        or ("advise" if answer else "pass"))
+                    decisions[(engine.name, measure)] = answer.get("hookSpecificOutput", {}).get(
+                        "permissionDecision"
+                    ) or ("advise" if answer else "pass")
                 except (RuntimeError, ValueError) as exc:
                     engine.errors[measure] = str(exc)
         bare = [sys.executable, "-I", "-S", "-c", "pass"]
@@ -406,8 +473,10 @@ def main() -> None:
                     except RuntimeError as exc:
                         engine.errors[key] = str(exc)
                 if pgs and f"bare {count}" not in pgs[0].errors:
-                    print(f"writers: round {round_ + 1}/{ROUNDS}, {count} bare psycopg on {pgs[0].name} ...",
-                          file=sys.stderr)
+                    print(
+                        f"writers: round {round_ + 1}/{ROUNDS}, {count} bare psycopg on {pgs[0].name} ...",
+                        file=sys.stderr,
+                    )
                     try:
                         batches.setdefault(("bare", count), []).append(writer_batch(python, pgs[0], count, bare=True))
                     except RuntimeError as exc:
@@ -447,9 +516,12 @@ def main() -> None:
             ("hook Write", "hook claude: Write", "ms"),
         ]
         for count in WRITERS:
-            rows_out += [(f"w{count} p50", f"{count} writers: p50", "ms"), (f"w{count} p99", f"{count} writers: p99", "ms"),
-                         (f"w{count} max", f"{count} writers: max", "ms"),
-                         (f"w{count} tx/s", f"{count} writers: throughput", "tx/s")]
+            rows_out += [
+                (f"w{count} p50", f"{count} writers: p50", "ms"),
+                (f"w{count} p99", f"{count} writers: p99", "ms"),
+                (f"w{count} max", f"{count} writers: max", "ms"),
+                (f"w{count} tx/s", f"{count} writers: throughput", "tx/s"),
+            ]
 
         def cell(name: str, key: str, unit: str) -> str:
             value = figures.get((name, key))
@@ -466,12 +538,16 @@ def main() -> None:
         width = 34
         head = f"{'':<{width}}" + "".join(f"{n:>11}" for n in names) + "".join(f"{p.name + '/sqlite':>16}" for p in pgs)
         print()
-        print(f"proctor store engines: SQLite (WAL) vs PostgreSQL {pg_version} "
-              f"({'durable: fsync, synchronous_commit on' if PG_DURABLE else 'fsync/synchronous_commit OFF'}; "
-              f"pg-tcp = 127.0.0.1 + SCRAM{', pg-unix = Unix socket, trust' if PG_UNIX else ''})")
-        print(f"proctor = `python -I -m proctor` from a non-editable snapshot of this checkout; {os.cpu_count()} CPUs; "
-              f"medians of {RUNS} interleaved runs (CLI), {HOOK_RUNS} (hook); writers: {ROUNDS} round(s) x "
-              f"{WRITES} read-modify-write transactions each, one shared job row")
+        print(
+            f"proctor store engines: SQLite (WAL) vs PostgreSQL {pg_version} "
+            f"({'durable: fsync, synchronous_commit on' if PG_DURABLE else 'fsync/synchronous_commit OFF'}; "
+            f"pg-tcp = 127.0.0.1 + SCRAM{', pg-unix = Unix socket, trust' if PG_UNIX else ''})"
+        )
+        print(
+            f"proctor = `python -I -m proctor` from a non-editable snapshot of this checkout; {os.cpu_count()} CPUs; "
+            f"medians of {RUNS} interleaved runs (CLI), {HOOK_RUNS} (hook); writers: {ROUNDS} round(s) x "
+            f"{WRITES} read-modify-write transactions each, one shared job row"
+        )
         print(head)
         for key, label, unit in rows_out:
             line = f"{label:<{width}}" + "".join(f"{cell(n, key, unit):>11}" for n in names)
@@ -480,11 +556,19 @@ def main() -> None:
                 line += f"{(f'{a / b:.2f}x' if a is not None and b else '-'):>16}"
             print(line)
         for count in WRITERS:
-            print(f"{f'{count} writers: lost-update check':<{width}}" + "  ".join(
-                f"{n}: {lost.get((n, count), 'ERROR')}" for n in names + ["bare"] if (n, count) in lost or n != "bare"))
+            print(
+                f"{f'{count} writers: lost-update check':<{width}}"
+                + "  ".join(
+                    f"{n}: {lost.get((n, count), 'ERROR')}"
+                    for n in names + ["bare"]
+                    if (n, count) in lost or n != "bare"
+                )
+            )
         if pgs:
-            print(f"\nthe floor: {pgs[0].name} with psycopg alone (no proctor), the same lock and statements, "
-                  f"the same number of writer processes, measured between proctor's batches:")
+            print(
+                f"\nthe floor: {pgs[0].name} with psycopg alone (no proctor), the same lock and statements, "
+                f"the same number of writer processes, measured between proctor's batches:"
+            )
             for count in WRITERS:
                 p50, p99 = figures.get(("bare", f"w{count} p50")), figures.get(("bare", f"w{count} p99"))
                 ours = figures.get((pgs[0].name, f"w{count} p99"))
@@ -492,10 +576,14 @@ def main() -> None:
                     print(f"  {count} writers: not measured")
                     continue
                 ratio = f"; proctor's p99 is {ours / p99:.2f}x the floor's" if ours else ""
-                print(f"  {count} writers: p50 {p50:.1f} ms, p99 {p99:.1f} ms, "
-                      f"{figures[('bare', f'w{count} tx/s')]:.0f} tx/s{ratio}")
-        for measure, label in (("python -I -S -c pass", "python -I -S -c pass (baseline)"),
-                               ("import psycopg", "python -I -c 'import psycopg'")):
+                print(
+                    f"  {count} writers: p50 {p50:.1f} ms, p99 {p99:.1f} ms, "
+                    f"{figures[('bare', f'w{count} tx/s')]:.0f} tx/s{ratio}"
+                )
+        for measure, label in (
+            ("python -I -S -c pass", "python -I -S -c pass (baseline)"),
+            ("import psycopg", "python -I -c 'import psycopg'"),
+        ):
             value = figures.get(("sqlite", measure))
             if value:
                 print(f"{label:<{width}}{value:>9.1f}ms")
@@ -509,19 +597,26 @@ def main() -> None:
             for measure in ("hook Bash", "hook Write"):
                 a, b = figures.get((pg.name, measure)), figures.get(("sqlite", measure))
                 if a is not None and b:
-                    print(f"  {measure} on {pg.name}: {a / b:.2f}x SQLite (aim <= 1.50x): "
-                          f"{'MET' if a / b <= 1.5 else 'NOT MET'}")
+                    print(
+                        f"  {measure} on {pg.name}: {a / b:.2f}x SQLite (aim <= 1.50x): "
+                        f"{'MET' if a / b <= 1.5 else 'NOT MET'}"
+                    )
                 else:
                     print(f"  {measure} on {pg.name}: not measured")
             top = max(WRITERS) if WRITERS else None
             p99 = figures.get((pg.name, f"w{top} p99"))
             if p99 is not None:
-                print(f"  p99 at {top} writers on {pg.name}: {p99:.1f} ms (aim < 60 ms): {'MET' if p99 < 60 else 'NOT MET'}")
+                print(
+                    f"  p99 at {top} writers on {pg.name}: {p99:.1f} ms (aim < 60 ms): {'MET' if p99 < 60 else 'NOT MET'}"
+                )
             else:
                 print(f"  p99 at {top} writers on {pg.name}: not measured")
         failures = [(e.name, m, t) for e in engines for m, t in e.errors.items()]
-        failures += [(n, f"writers {c}", f"{len(errs)} transaction(s) failed, first: {errs[0]}")
-                     for (n, c), errs in errors_seen.items() if errs]
+        failures += [
+            (n, f"writers {c}", f"{len(errs)} transaction(s) failed, first: {errs[0]}")
+            for (n, c), errs in errors_seen.items()
+            if errs
+        ]
         if failures:
             print("\nerrors:")
             for name, measure, text in failures:

@@ -70,8 +70,10 @@ def main() -> None:
         from proctor.symbols import languages
 
         print(f"tree: {files} .py files of {sysconfig.get_paths()['stdlib']}, median of {RUNS} runs")
-        print(f"{'name':<22} {'expect':<13} {'git grep -w':>12} {'cold':>10} {'warm':>10} {'1 changed':>10}"
-              f" {'warm/grep':>10} {'parsed cold':>12}")
+        print(
+            f"{'name':<22} {'expect':<13} {'git grep -w':>12} {'cold':>10} {'warm':>10} {'1 changed':>10}"
+            f" {'warm/grep':>10} {'parsed cold':>12}"
+        )
         for name, expect in NAMES:
             goal = {"symbols": [name], "expect": expect}
             shutil.rmtree(os.path.join(work, "cache"), ignore_errors=True)
@@ -86,13 +88,18 @@ def main() -> None:
                     result = goals.grade(warm, goal)
                     assert warm.parsed == 0, "a warm check parses nothing"
                     assert result == cold_result
+
             # the stat records of files changed under RACY_SECONDS ago are not kept: let them age
             time.sleep(2.2)
             warm_check()
             # interleaved with the baseline, so a busy moment weighs on both alike
-            pairs = [(median(lambda: subprocess.run(["git", "grep", "-w", "-l", name], cwd=root,
-                                                    capture_output=True), 1), median(warm_check, 1))
-                     for _ in range(RUNS)]
+            pairs = [
+                (
+                    median(lambda: subprocess.run(["git", "grep", "-w", "-l", name], cwd=root, capture_output=True), 1),
+                    median(warm_check, 1),
+                )
+                for _ in range(RUNS)
+            ]
             grep = statistics.median(p[0] for p in pairs)
             warm = statistics.median(p[1] for p in pairs)
             target = None
@@ -107,10 +114,13 @@ def main() -> None:
                 with Index(root) as changed:
                     goals.grade(changed, goal)
                     assert changed.parsed <= 1, changed.parsed
+
             changed = median(changed_check, max(3, RUNS // 3))
             subprocess.run(["git", "checkout", "-q", "--", target], cwd=root, check=True)
-            print(f"{name:<22} {expect:<13} {grep * 1000:>10.1f}ms {cold * 1000:>8.0f}ms {warm * 1000:>8.1f}ms "
-                  f"{changed * 1000:>8.1f}ms {warm / grep:>9.2f}x {parsed:>12}")
+            print(
+                f"{name:<22} {expect:<13} {grep * 1000:>10.1f}ms {cold * 1000:>8.0f}ms {warm * 1000:>8.1f}ms "
+                f"{changed * 1000:>8.1f}ms {warm / grep:>9.2f}x {parsed:>12}"
+            )
         # for scale: every file parsed, as a question needing all of them would
         listed = subprocess.run(["git", "ls-files", "-z"], cwd=root, capture_output=True).stdout.split(b"\0")
         start = time.perf_counter()

@@ -22,8 +22,9 @@ import time
 
 MB = int(os.environ.get("BENCH_MB", "300"))
 RUNS = int(os.environ.get("BENCH_RUNS", "15"))
-FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "fixtures",
-                        "claude", "transcripts")
+FIXTURES = os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "fixtures", "claude", "transcripts"
+)
 
 
 def real_lines() -> list[bytes]:
@@ -75,9 +76,16 @@ def main() -> None:
         hook = [sys.executable, "-m", "proctor", "hook", "claude"]
 
         def event(transcript: str) -> bytes:
-            return json.dumps({"session_id": "bench", "transcript_path": transcript, "cwd": root,
-                               "hook_event_name": "PreToolUse", "tool_name": "Bash",
-                               "tool_input": {"command": "make build > out.txt"}}).encode()
+            return json.dumps(
+                {
+                    "session_id": "bench",
+                    "transcript_path": transcript,
+                    "cwd": root,
+                    "hook_event_name": "PreToolUse",
+                    "tool_name": "Bash",
+                    "tool_input": {"command": "make build > out.txt"},
+                }
+            ).encode()
 
         cat = statistics.median(timed(["cat", big], None, env, root) for _ in range(3))
         first = timed(hook, event(big), env, root)

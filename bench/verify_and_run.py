@@ -59,8 +59,9 @@ def main() -> None:
             with open(os.path.join(root, "src", f"m{n:04d}.py"), "w") as handle:
                 handle.write("".join(f"value_{i} = {i}\n" for i in range(40)))
         commit_all(root, env)
-        base = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, env=env, capture_output=True,
-                              text=True).stdout.strip()
+        base = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, env=env, capture_output=True, text=True
+        ).stdout.strip()
         for n in range(FILES):
             with open(os.path.join(root, "src", f"m{n:04d}.py"), "a") as handle:
                 handle.write(f"added_{n} = True\n")
@@ -71,12 +72,21 @@ def main() -> None:
         waits = []
         for n in range(RUNS):
             job = f"bench/w{n}"
-            sh([*argv, "job", "fork", job, "--check", "check", "--write-paths", "src/**",
-                "--checkpoint", base], root, env)
+            sh(
+                [*argv, "job", "fork", job, "--check", "check", "--write-paths", "src/**", "--checkpoint", base],
+                root,
+                env,
+            )
             sh([*argv, "job", "exec", job], root, env)
             made = json.loads(sh([*argv, "run", "check", "-o", "json"], root, env, out=subprocess.PIPE).stdout)
-            result = json.dumps({"schema_version": 2, "changed_paths": changed, "status": "done", "validation": [
-                {"run": made["id"], "output_ref": made["output_ref"]}]}).encode()
+            result = json.dumps(
+                {
+                    "schema_version": 2,
+                    "changed_paths": changed,
+                    "status": "done",
+                    "validation": [{"run": made["id"], "output_ref": made["output_ref"]}],
+                }
+            ).encode()
             sh([*argv, "job", "exit", job, "--stdin"], root, env, stdin=result)
             start = time.perf_counter()
             verdict = sh([*argv, "job", "wait", job], root, env)
@@ -87,8 +97,9 @@ def main() -> None:
         print(f"job wait, {FILES} files changed (median of {RUNS}):")
         print(f"  git diff --name-only  {names * 1000:8.1f} ms")
         print(f"  git diff --stat       {stat * 1000:8.1f} ms")
-        print(f"  proctor job wait      {wait * 1000:8.1f} ms   {wait / names:.2f}x name-only, "
-              f"{wait / stat:.2f}x --stat")
+        print(
+            f"  proctor job wait      {wait * 1000:8.1f} ms   {wait / names:.2f}x name-only, {wait / stat:.2f}x --stat"
+        )
 
         version = statistics.median(clock([*argv, "--version"], root, env) for _ in range(RUNS))
         cat = statistics.median(clock(["cat", big], root, env) for _ in range(RUNS))
@@ -98,8 +109,10 @@ def main() -> None:
         print(f"  cat                   {cat * 1000:8.1f} ms")
         print(f"  sh -c cat             {shell_cat * 1000:8.1f} ms")
         print(f"  proctor --version     {version * 1000:8.1f} ms   (startup alone)")
-        print(f"  proctor run big       {runs * 1000:8.1f} ms   {runs / cat:.2f}x cat; recording overhead "
-              f"beyond startup {(runs - version) / cat:.2f}x cat")
+        print(
+            f"  proctor run big       {runs * 1000:8.1f} ms   {runs / cat:.2f}x cat; recording overhead "
+            f"beyond startup {(runs - version) / cat:.2f}x cat"
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -40,8 +40,9 @@ RUNS = 5
 
 def timed_run(argv, limits, parser=None, stream: str | None = None) -> tuple[float, runner.Attempt]:
     start = time.perf_counter()
-    attempt = runner.run_attempt(argv, parser or command.Parser(), limits, os.getcwd(), dict(os.environ),
-                                 stream_path=stream)
+    attempt = runner.run_attempt(
+        argv, parser or command.Parser(), limits, os.getcwd(), dict(os.environ), stream_path=stream
+    )
     elapsed = time.perf_counter() - start
     if stream:
         for path in (stream, stream + ".stderr"):
@@ -113,10 +114,15 @@ def claude_mix(path: str, count: int) -> None:
     if not init:  # no captures: lines of the same shape
         session = '"session_id":"00000000-0000-0000-0000-000000000000"'
         init = '{"type":"system","subtype":"init",%s}\n' % session
-        pools["assistant"] = ['{"type":"assistant","message":{"content":[{"type":"text","text":"working on %d"}]},'
-                              '"parent_tool_use_id":null,%s}\n' % (n, session) for n in range(50)]
-        pools["user"] = ['{"type":"user","message":{"content":[{"type":"tool_result","content":"%s"}]},'
-                         '"parent_tool_use_id":null,%s}\n' % ("x" * 400, session)]
+        pools["assistant"] = [
+            '{"type":"assistant","message":{"content":[{"type":"text","text":"working on %d"}]},'
+            '"parent_tool_use_id":null,%s}\n' % (n, session)
+            for n in range(50)
+        ]
+        pools["user"] = [
+            '{"type":"user","message":{"content":[{"type":"tool_result","content":"%s"}]},'
+            '"parent_tool_use_id":null,%s}\n' % ("x" * 400, session)
+        ]
         pools["other"] = ['{"type":"system","subtype":"hook_started","hook_event":"PreToolUse",%s}\n' % session]
         stop = '{"type":"system","subtype":"hook_response","hook_event":"Stop","output":"{}","exit_code":0}\n'
         result = '{"type":"result","subtype":"success","result":"done","total_cost_usd":0.01,%s}\n' % session
@@ -149,13 +155,17 @@ def main() -> None:
         start_proctor = proctor_start()
         print(f"containment: {runner.containment()}")
         print(f"proctor --version (median of 5): {start_proctor * 1000:.1f} ms")
-        print(f"\nstreaming through the runner (median of {RUNS} rounds; each ratio the median of the rounds' "
-              f"own, against baselines measured in the same round; `kept`: the stream kept in a file, as `proctor "
-              f"work` keeps it, in {os.path.dirname(stream)}):")
+        print(
+            f"\nstreaming through the runner (median of {RUNS} rounds; each ratio the median of the rounds' "
+            f"own, against baselines measured in the same round; `kept`: the stream kept in a file, as `proctor "
+            f"work` keeps it, in {os.path.dirname(stream)}):"
+        )
         limits = runner.Limits(idle=600, grace=60)
-        cases = (("1,000,000 short lines, command parser", lines, command.Parser),
-                 ("1,000,000 Claude lines, claude parser", mix, claude.Parser),
-                 ("one 5 MB line, command parser", big, command.Parser))
+        cases = (
+            ("1,000,000 short lines, command parser", lines, command.Parser),
+            ("1,000,000 Claude lines, claude parser", mix, claude.Parser),
+            ("one 5 MB line, command parser", big, command.Parser),
+        )
         for name, path, parser in cases:
             size = os.path.getsize(path)
             rounds = []  # baselines and runs interleaved, round by round: the machine's drift hits both
@@ -169,17 +179,24 @@ def main() -> None:
                 if parser is claude.Parser:
                     assert attempt.reply and attempt.reply_kind == "success", (attempt.reply, attempt.reply_kind)
             devnull, cat_cat, piped, to_file, bare_time, kept_time = (
-                statistics.median(r[i] for r in rounds) for i in range(6))
+                statistics.median(r[i] for r in rounds) for i in range(6)
+            )
             bare_ratio = statistics.median(r[4] / r[1] for r in rounds)
             kept_ratio = statistics.median(r[5] / r[1] for r in rounds)
             kept_file_ratio = statistics.median(r[5] / r[3] for r in rounds)
             print(f"  {name} ({size / 1e6:.0f} MB)")
-            print(f"    cat > /dev/null {devnull * 1000:7.1f} ms   cat | cat {cat_cat * 1000:7.1f} ms   "
-                  f"cat | python readline {piped * 1000:7.1f} ms   cat | cat > file {to_file * 1000:7.1f} ms")
-            print(f"    runner          {bare_time * 1000:7.1f} ms   {bare_ratio:.2f}x cat | cat   "
-                  f"{bare_time / piped:.2f}x the Python reader   {bare_time / start_proctor:.2f}x proctor --version")
-            print(f"    runner, kept    {kept_time * 1000:7.1f} ms   {kept_ratio:.2f}x cat | cat   "
-                  f"{kept_file_ratio:.2f}x cat | cat > file   {kept_time / start_proctor:.2f}x proctor --version")
+            print(
+                f"    cat > /dev/null {devnull * 1000:7.1f} ms   cat | cat {cat_cat * 1000:7.1f} ms   "
+                f"cat | python readline {piped * 1000:7.1f} ms   cat | cat > file {to_file * 1000:7.1f} ms"
+            )
+            print(
+                f"    runner          {bare_time * 1000:7.1f} ms   {bare_ratio:.2f}x cat | cat   "
+                f"{bare_time / piped:.2f}x the Python reader   {bare_time / start_proctor:.2f}x proctor --version"
+            )
+            print(
+                f"    runner, kept    {kept_time * 1000:7.1f} ms   {kept_ratio:.2f}x cat | cat   "
+                f"{kept_file_ratio:.2f}x cat | cat > file   {kept_time / start_proctor:.2f}x proctor --version"
+            )
 
         script = os.path.join(work, "silent.sh")
         with open(script, "w") as handle:
@@ -193,8 +210,10 @@ def main() -> None:
             limit_at = start + idle
             gone.append(attempt.gone_at - limit_at)
             assert attempt.stop == "idle", attempt.reason
-        print(f"\nidle stop, a grandchild ignoring SIGTERM: all gone {min(gone):.2f} to {max(gone):.2f} s after "
-              f"the idle limit (5 runs)")
+        print(
+            f"\nidle stop, a grandchild ignoring SIGTERM: all gone {min(gone):.2f} to {max(gone):.2f} s after "
+            f"the idle limit (5 runs)"
+        )
 
         before = resource.getrusage(resource.RUSAGE_SELF)
         start = time.perf_counter()
@@ -202,8 +221,10 @@ def main() -> None:
         after = resource.getrusage(resource.RUSAGE_SELF)
         wall = time.perf_counter() - start
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-        print(f"runner CPU while its worker was silent for {wall:.1f} s: {cpu * 1000:.1f} ms "
-              f"({cpu / wall * 100:.2f}% of one core)")
+        print(
+            f"runner CPU while its worker was silent for {wall:.1f} s: {cpu * 1000:.1f} ms "
+            f"({cpu / wall * 100:.2f}% of one core)"
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

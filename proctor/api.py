@@ -53,8 +53,14 @@ def checkpoint(cwd: str | None = None) -> dict:
     return _checkpoint.take(find_checkout(cwd).root).to_json()
 
 
-def fork(record: dict, *, lease: str | None = None, cwd: str | None = None,
-         environ: dict | None = None, warn: Warn | None = None) -> dict:
+def fork(
+    record: dict,
+    *,
+    lease: str | None = None,
+    cwd: str | None = None,
+    environ: dict | None = None,
+    warn: Warn | None = None,
+) -> dict:
     """Declare (or replace) one job from a record; return the stored row."""
     from proctor.jobs import fork as _fork
 
@@ -62,8 +68,15 @@ def fork(record: dict, *, lease: str | None = None, cwd: str | None = None,
         return _public(_fork.fork(ws, record, _caller(ws, lease, environ)))
 
 
-def exec_job(job_id: str, *, lease: str | None = None, cwd: str | None = None,
-             environ: dict | None = None, warn: Warn | None = None, worktree: str | None = None) -> dict:
+def exec_job(
+    job_id: str,
+    *,
+    lease: str | None = None,
+    cwd: str | None = None,
+    environ: dict | None = None,
+    warn: Warn | None = None,
+    worktree: str | None = None,
+) -> dict:
     """Take the job's lease in this checkout, or with `worktree` in a new worktree made there
     at the job's checkpoint; return the row, with `nonce` (the job's secret, on a first take),
     `retake` and `notes` (what the caller should know) beside it."""
@@ -73,8 +86,15 @@ def exec_job(job_id: str, *, lease: str | None = None, cwd: str | None = None,
         return _public(_take.exec_job(ws, job_id, _caller(ws, lease, environ), worktree))
 
 
-def exit_job(job_id: str, result: dict | None = None, *, lease: str | None = None,
-             cwd: str | None = None, environ: dict | None = None, warn: Warn | None = None) -> dict:
+def exit_job(
+    job_id: str,
+    result: dict | None = None,
+    *,
+    lease: str | None = None,
+    cwd: str | None = None,
+    environ: dict | None = None,
+    warn: Warn | None = None,
+) -> dict:
     """File a holder's result (the job becomes exited), or with no result end it no_return."""
     with _opened(cwd, warn) as ws:
         caller = _caller(ws, lease, environ)
@@ -87,8 +107,15 @@ def exit_job(job_id: str, result: dict | None = None, *, lease: str | None = Non
         return _public(_result.file_result(ws, job_id, result, caller))
 
 
-def put_away(job_id: str, how: str, *, lease: str | None = None, cwd: str | None = None,
-             environ: dict | None = None, warn: Warn | None = None) -> dict | None:
+def put_away(
+    job_id: str,
+    how: str,
+    *,
+    lease: str | None = None,
+    cwd: str | None = None,
+    environ: dict | None = None,
+    warn: Warn | None = None,
+) -> dict | None:
     """Archive, trash or delete a job (`how`: "archive", "trash" or "delete"), the forking
     session's move, as the console's action does it; return the row, None once deleted. Its
     monitors are deleted for good by the server."""
@@ -99,8 +126,15 @@ def put_away(job_id: str, how: str, *, lease: str | None = None, cwd: str | None
         return None if job is None else _public(job)
 
 
-def move_job(job_id: str, column: str, *, lease: str | None = None, cwd: str | None = None,
-             environ: dict | None = None, warn: Warn | None = None) -> dict:
+def move_job(
+    job_id: str,
+    column: str,
+    *,
+    lease: str | None = None,
+    cwd: str | None = None,
+    environ: dict | None = None,
+    warn: Warn | None = None,
+) -> dict:
     """Move a job's card to another column of the board (the person's move), as the console's
     action does it; return the row (`moved` holds the move, absent when the column is its
     state's own)."""
@@ -110,8 +144,14 @@ def move_job(job_id: str, column: str, *, lease: str | None = None, cwd: str | N
         return _public(_take.move(ws, job_id, column, _caller(ws, lease, environ)))
 
 
-def wait_job(job_id: str, *, lease: str | None = None, cwd: str | None = None,
-             environ: dict | None = None, warn: Warn | None = None) -> dict:
+def wait_job(
+    job_id: str,
+    *,
+    lease: str | None = None,
+    cwd: str | None = None,
+    environ: dict | None = None,
+    warn: Warn | None = None,
+) -> dict:
     """Verify a filed result and record pass or fail: `{"job": row, "grade": {...} or None}`.
 
     `grade` is None when the verdict was recorded earlier; the row's `verdict` holds it.
@@ -123,8 +163,15 @@ def wait_job(job_id: str, *, lease: str | None = None, cwd: str | None = None,
         return {"job": _public(job), "grade": graded.to_json() if graded else None}
 
 
-def run_target(target: str, *, lease: str | None = None, cwd: str | None = None,
-               environ: dict | None = None, echo=None, warn: Warn | None = None) -> dict:
+def run_target(
+    target: str,
+    *,
+    lease: str | None = None,
+    cwd: str | None = None,
+    environ: dict | None = None,
+    echo=None,
+    warn: Warn | None = None,
+) -> dict:
     """Run a target from proctor.toml and record the run; `echo` receives its output as it comes."""
     from proctor import runs as _runs
 
@@ -185,8 +232,12 @@ def config_show(cwd: str | None = None) -> dict:
     abi = kernel_abi()
     mode = cfg.settings["sandbox.mode"]
     mode.shown = f"{mode.value} ({kernel_offers(abi)}" + (
-        ": runs are not sandboxed)" if mode.value == "auto" and not abi else
-        ": a run under a child job's lease is refused)" if mode.value == "landlock" and not abi else ")")
+        ": runs are not sandboxed)"
+        if mode.value == "auto" and not abi
+        else ": a run under a child job's lease is refused)"
+        if mode.value == "landlock" and not abi
+        else ")"
+    )
     return {
         "file": cfg.path,
         "exists": cfg.exists,

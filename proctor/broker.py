@@ -46,8 +46,22 @@ NOT_SERVED = -(1 << 30)  # the answer to a process that is not of the attempt
 
 # The worker's variables a brokered command reads: what it judges (a host's hook), how it
 # prints. Never PATH, HOME, PYTHON*, GIT_*, LD_*, the state directory or the store's URL.
-PASS = frozenset({"TERM", "COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR", "LANG", "LANGUAGE", "TZ",
-                  "TRACEPARENT", "TRACESTATE", "PROCTOR_WORKER_HOOK", "PROCTOR_BUSY_TIMEOUT"})
+PASS = frozenset(
+    {
+        "TERM",
+        "COLUMNS",
+        "LINES",
+        "NO_COLOR",
+        "FORCE_COLOR",
+        "LANG",
+        "LANGUAGE",
+        "TZ",
+        "TRACEPARENT",
+        "TRACESTATE",
+        "PROCTOR_WORKER_HOOK",
+        "PROCTOR_BUSY_TIMEOUT",
+    }
+)
 PASS_PREFIXES = ("CLAUDE_", "GEMINI_", "CODEX_", "OPENCODE_", "LC_")
 
 # (job id) -> the socket of the broker serving it in this process: read by the pinned hook
@@ -79,6 +93,7 @@ def _address(sock, path: str, bind: bool) -> None:
 
 
 # -- the worker's side: hand the command over ---------------------------------------------------
+
 
 def forward(argv: list[str]) -> int:
     """Run `proctor argv` through the broker PROCTOR_BROKER names; its exit status."""
@@ -119,7 +134,8 @@ def forward(argv: list[str]) -> int:
         sys.stderr.write(
             f"proctor: this process's proctor commands go through the broker of the `proctor work` that runs its "
             f"worker ({ENV}={path}), which cannot be reached ({exc.strerror or exc}): the attempt has ended. "
-            f"Outside a worker, unset {ENV}\n")
+            f"Outside a worker, unset {ENV}\n"
+        )
         return 2
     finally:
         sock.close()
@@ -128,8 +144,10 @@ def forward(argv: list[str]) -> int:
         return 2
     status = struct.unpack("!i", answer)[0]
     if status == NOT_SERVED:
-        sys.stderr.write(f"proctor: the broker at {path} serves only the processes of its worker's attempt, and "
-                         f"this process is not of the attempt (nothing ran). Outside a worker, unset {ENV}\n")
+        sys.stderr.write(
+            f"proctor: the broker at {path} serves only the processes of its worker's attempt, and "
+            f"this process is not of the attempt (nothing ran). Outside a worker, unset {ENV}\n"
+        )
         return 2
     return status
 
@@ -151,8 +169,11 @@ def interpreter_regions(keep_writable: tuple[str, ...] = ()) -> list[str]:
     if _RUNS_FROM is None:
         _RUNS_FROM = _runs_from()
     inside = [os.path.realpath(path) for path in keep_writable]
-    return [region for region in _RUNS_FROM
-            if not any(path == region or path.startswith(region.rstrip("/") + "/") for path in inside)]
+    return [
+        region
+        for region in _RUNS_FROM
+        if not any(path == region or path.startswith(region.rstrip("/") + "/") for path in inside)
+    ]
 
 
 def _runs_from() -> list[str]:
@@ -166,8 +187,13 @@ def _runs_from() -> list[str]:
     if sys.prefix != sys.base_prefix:
         out.add(os.path.realpath(sys.prefix))
     try:
-        started = subprocess.run([sys.executable, *_interpreter_flags(), "-c", "import json, sys; print(json.dumps(sys.path))"],
-                                 capture_output=True, text=True, timeout=30, env={"PATH": os.defpath})
+        started = subprocess.run(
+            [sys.executable, *_interpreter_flags(), "-c", "import json, sys; print(json.dumps(sys.path))"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env={"PATH": os.defpath},
+        )
         paths = json.loads(started.stdout)
     except (OSError, subprocess.SubprocessError, ValueError):
         paths = sys.path
@@ -227,8 +253,9 @@ def person_git_config() -> list[tuple[str, str]]:
     kept = []
     for key in KEPT_GIT_KEYS:
         try:
-            out = subprocess.run(["git", "config", "--get-all", key], capture_output=True, text=True, timeout=10,
-                                 cwd="/")
+            out = subprocess.run(
+                ["git", "config", "--get-all", key], capture_output=True, text=True, timeout=10, cwd="/"
+            )
         except (OSError, subprocess.SubprocessError):
             continue
         kept.extend((key, value) for value in out.stdout.splitlines() if value)
@@ -296,8 +323,9 @@ class Broker:
 
         fds: list[int] = []
         try:
-            pid, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
-                                                              struct.calcsize("3i")))
+            pid, uid, _ = struct.unpack(
+                "3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+            )
             if uid != os.getuid() or not self.allowed(pid):
                 # asked before a byte is read: a process outside the attempt holds no thread
                 self.refused.append(f"process {pid} is not of the attempt")
@@ -347,15 +375,25 @@ class Broker:
         import json
 
         if uid != os.getuid() or not self.allowed(pid):
-            return self._refuse(fds[2], f"process {pid} is not of the attempt this broker serves ({self.job_id}); "
-                                        f"it runs only the commands of that job's worker")
+            return self._refuse(
+                fds[2],
+                f"process {pid} is not of the attempt this broker serves ({self.job_id}); "
+                f"it runs only the commands of that job's worker",
+            )
         try:
             request = json.loads(data.decode("utf-8", "surrogateescape"))
             argv, cwd, client = request["argv"], request["cwd"], request["env"]
-            if not (isinstance(argv, list) and all(isinstance(a, str) and "\0" not in a for a in argv)
-                    and isinstance(cwd, str) and "\0" not in cwd and isinstance(client, dict)
-                    and all(isinstance(k, str) and isinstance(v, str) and "\0" not in k + v and "=" not in k
-                            for k, v in client.items())):
+            if not (
+                isinstance(argv, list)
+                and all(isinstance(a, str) and "\0" not in a for a in argv)
+                and isinstance(cwd, str)
+                and "\0" not in cwd
+                and isinstance(client, dict)
+                and all(
+                    isinstance(k, str) and isinstance(v, str) and "\0" not in k + v and "=" not in k
+                    for k, v in client.items()
+                )
+            ):
                 raise ValueError("malformed")
         except (ValueError, KeyError, TypeError, RecursionError):
             return self._refuse(fds[2], "the broker could not read the command it was handed")
@@ -408,9 +446,16 @@ class Broker:
             self.boxed.preexec()
 
         try:
-            child = subprocess.Popen([sys.executable, *self.flags, "-m", "proctor", *argv], cwd=cwd, env=env,
-                                     stdin=fds[0], stdout=fds[1], stderr=fds[2], start_new_session=True,
-                                     preexec_fn=preexec)
+            child = subprocess.Popen(
+                [sys.executable, *self.flags, "-m", "proctor", *argv],
+                cwd=cwd,
+                env=env,
+                stdin=fds[0],
+                stdout=fds[1],
+                stderr=fds[2],
+                start_new_session=True,
+                preexec_fn=preexec,
+            )
         except (OSError, subprocess.SubprocessError) as exc:
             return self._refuse(fds[2], f"the broker could not start the command in the worker's sandbox ({exc})")
         self.served += 1
@@ -427,8 +472,9 @@ class Broker:
             while child.poll() is None:
                 # the worker's proctor gone (its host timed the hook out, the attempt stopped):
                 # its command goes with it
-                ready, _, _ = select.select([conn] + ([exited] if exited is not None else []), [], [],
-                                            0.5 if exited is not None else 0.05)
+                ready, _, _ = select.select(
+                    [conn] + ([exited] if exited is not None else []), [], [], 0.5 if exited is not None else 0.05
+                )
                 if conn in ready and not conn.recv(1, socket.MSG_DONTWAIT):
                     kill_group(child)
                     break

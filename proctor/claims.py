@@ -96,7 +96,7 @@ def split_entry(raw: str) -> tuple[str, str | None, bool]:
             i += 2
             continue
         if c == "#":
-            return "".join(out), raw[i + 1:].replace("\\#", "#"), True
+            return "".join(out), raw[i + 1 :].replace("\\#", "#"), True
         out.append(c)
         i += 1
     return "".join(out), None, False
@@ -112,7 +112,7 @@ def normalize(path_text: str, root: str) -> str | None:
             if candidate == base:
                 return "."
             if candidate.startswith(base.rstrip("/") + "/"):
-                return candidate[len(base.rstrip("/")) + 1:]
+                return candidate[len(base.rstrip("/")) + 1 :]
         return None
     rel = os.path.normpath(text) if text else "."
     if rel == ".." or rel.startswith("../"):
@@ -147,8 +147,9 @@ def escapes_by_link(path: str, root: str, seen: dict | None = None) -> bool:
     return answer
 
 
-def parse(raw: object, root: str, field: str, job_id: str,
-          seen: dict | None = None) -> tuple[Claim | None, list[tuple[str, str]]]:
+def parse(
+    raw: object, root: str, field: str, job_id: str, seen: dict | None = None
+) -> tuple[Claim | None, list[tuple[str, str]]]:
     """One entry of a path list: the claim, or the refusals it earns (`seen`: escapes_by_link's)."""
     if not isinstance(raw, str):
         raise errors.ProctorError(f"{field} entries must be strings, got {raw!r}", errors.BAD_RECORD)
@@ -161,42 +162,52 @@ def parse(raw: object, root: str, field: str, job_id: str,
         unsplit = normalize(entry.replace("\\#", "#"), root)
         if unsplit is not None and os.path.lexists(os.path.join(root, unsplit)):
             escaped = unsplit.replace("#", "\\#")
-            refusals.append((
-                errors.HASH_AMBIGUOUS,
-                f"refused fork of {job_id}: {field} entry {entry!r} names the existing path "
-                f"{unsplit!r}, but an unescaped # starts a declaration claim; write ./{unsplit} "
-                f"or {escaped} for the file",
-            ))
+            refusals.append(
+                (
+                    errors.HASH_AMBIGUOUS,
+                    f"refused fork of {job_id}: {field} entry {entry!r} names the existing path "
+                    f"{unsplit!r}, but an unescaped # starts a declaration claim; write ./{unsplit} "
+                    f"or {escaped} for the file",
+                )
+            )
             return None, refusals
     path = normalize(path_text, root)
     if path is None:
-        refusals.append((
-            errors.PATH_OUTSIDE_REPO,
-            f"refused fork of {job_id}: {field} entry {entry!r} is outside the repository {root}; "
-            f"name paths inside it, relative to its root",
-        ))
+        refusals.append(
+            (
+                errors.PATH_OUTSIDE_REPO,
+                f"refused fork of {job_id}: {field} entry {entry!r} is outside the repository {root}; "
+                f"name paths inside it, relative to its root",
+            )
+        )
         return None, refusals
     if escapes_by_link(path, root, seen):
-        refusals.append((
-            errors.PATH_OUTSIDE_REPO,
-            f"refused fork of {job_id}: {field} entry {entry!r} leads outside the repository through "
-            f"a symbolic link; name the real path inside {root}",
-        ))
+        refusals.append(
+            (
+                errors.PATH_OUTSIDE_REPO,
+                f"refused fork of {job_id}: {field} entry {entry!r} leads outside the repository through "
+                f"a symbolic link; name the real path inside {root}",
+            )
+        )
         return None, refusals
     claim = Claim(path, declaration.strip() if declaration is not None else None)
     if declaration is not None:
         if not claim.declaration:
-            refusals.append((
-                errors.CLAIM_UNGRADABLE,
-                f"refused fork of {job_id}: {field} entry {entry!r} claims an empty declaration; "
-                f"name the declaration after # (run.go#executeStages) or drop the # to claim the file",
-            ))
+            refusals.append(
+                (
+                    errors.CLAIM_UNGRADABLE,
+                    f"refused fork of {job_id}: {field} entry {entry!r} claims an empty declaration; "
+                    f"name the declaration after # (run.go#executeStages) or drop the # to claim the file",
+                )
+            )
         elif claim.glob:
-            refusals.append((
-                errors.CLAIM_UNGRADABLE,
-                f"refused fork of {job_id}: {field} entry {entry!r} claims a declaration of a glob, "
-                f"which nothing can grade; claim a declaration of one literal file",
-            ))
+            refusals.append(
+                (
+                    errors.CLAIM_UNGRADABLE,
+                    f"refused fork of {job_id}: {field} entry {entry!r} claims a declaration of a glob, "
+                    f"which nothing can grade; claim a declaration of one literal file",
+                )
+            )
     return claim, refusals
 
 
@@ -214,7 +225,7 @@ def ancestors(key: str) -> list[str]:
 
 
 def pair_kind(a: Claim, b: Claim, same=None) -> str | None:
-    """"overlapping", "disjoint" (different declarations of one file) or None (no overlap).
+    """ "overlapping", "disjoint" (different declarations of one file) or None (no overlap).
     `same(path, a, b)`, given, says whether two differently spelled declaration claims name
     one declaration of the file as it is (`def alpha` and `alpha`): then they overlap."""
     if not (contains(a.key, b.key) or contains(b.key, a.key)):
@@ -262,7 +273,7 @@ def find_overlaps(claims_by_job: dict[str, list[Claim]], same=None) -> list[dict
                 if kind == "overlapping":
                     entry["claims"] = "overlapping"
     result = []
-    for (a, b) in sorted(pairs):
+    for a, b in sorted(pairs):
         entry = pairs[(a, b)]
         entry["paths"] = {job: sorted(paths) for job, paths in entry["paths"].items()}
         result.append(entry)
@@ -293,7 +304,7 @@ def _glob_regex(pattern: str) -> re.Pattern:
                 out.append(re.escape(c))
                 i += 1
             else:
-                body = pattern[i + 1:end]
+                body = pattern[i + 1 : end]
                 if body.startswith("!"):
                     body = "^" + body[1:]
                 out.append(f"[{body}]")

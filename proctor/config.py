@@ -124,7 +124,7 @@ class Config:
 def _sandbox_mode(value: Any) -> str:
     """[sandbox] mode: off, landlock or auto."""
     if value not in ("off", "landlock", "auto"):
-        raise ValueError(f"expected \"off\", \"landlock\" or \"auto\", got {_describe(value)}")
+        raise ValueError(f'expected "off", "landlock" or "auto", got {_describe(value)}')
     return value
 
 
@@ -213,8 +213,9 @@ def _monitors_keep(value: Any) -> float:
     low, high = MONITORS_KEEP_RANGE
     if not low <= seconds <= high:
         # under an hour a follow-up could go before its agent is back; past ten years is no bound
-        raise Clamped(f"clamped to {format_config_duration(low)}..{format_config_duration(high)}",
-                      min(high, max(low, seconds)))
+        raise Clamped(
+            f"clamped to {format_config_duration(low)}..{format_config_duration(high)}", min(high, max(low, seconds))
+        )
     return seconds
 
 
@@ -275,45 +276,122 @@ def _show_stale(value: float) -> str:
 KEYS: dict[str, Key] = {
     k.name: k
     for k in (
-        Key("jobs.max_depth", _optional_count, None, _show_count,
-            "levels of jobs below a root job; 0 or unset = unlimited", "3"),
-        Key("jobs.max_live", _optional_count, None, _show_count,
-            "live jobs under one root; 0 or unset = unlimited", "12"),
-        Key("jobs.default_timeout", _optional_duration, None, _show_optional_duration,
-            "deadline stamped on a job forked without --timeout; unset = none", '"2h"'),
-        Key("jobs.stale_after", _duration_zero_never, 7200.0, _show_stale,
+        Key(
+            "jobs.max_depth",
+            _optional_count,
+            None,
+            _show_count,
+            "levels of jobs below a root job; 0 or unset = unlimited",
+            "3",
+        ),
+        Key(
+            "jobs.max_live",
+            _optional_count,
+            None,
+            _show_count,
+            "live jobs under one root; 0 or unset = unlimited",
+            "12",
+        ),
+        Key(
+            "jobs.default_timeout",
+            _optional_duration,
+            None,
+            _show_optional_duration,
+            "deadline stamped on a job forked without --timeout; unset = none",
+            '"2h"',
+        ),
+        Key(
+            "jobs.stale_after",
+            _duration_zero_never,
+            7200.0,
+            _show_stale,
             "end jobs nobody took that were untouched this long, and mark taken ones stale; 0 = never",
-            '"2h"', written=True),
-        Key("jobs.gate", _name, "ci", str,
+            '"2h"',
+            written=True,
+        ),
+        Key(
+            "jobs.gate",
+            _name,
+            "ci",
+            str,
             "the release gate: the target run once, in the orchestrator's tree, after every job lands; "
-            "no job may name it as its check", '"ci"', written=True),
-        Key("jobs.idle_minutes", _minutes, None,
+            "no job may name it as its check",
+            '"ci"',
+            written=True,
+        ),
+        Key(
+            "jobs.idle_minutes",
+            _minutes,
+            None,
             lambda v: "derived" if v is None else f"{v:g}",
             "minutes of silence before a worker is stopped; unset derives it from the targets' timeouts "
-            "(1.5 times the longest, at least 15)", "30"),
-        Key("jobs.grace_seconds", _grace_seconds, 60.0, lambda v: f"{v:g}",
-            "seconds a worker may take to exit after its final reply (5 to 3600)", "60"),
-        Key("jobs.commit_body", _commit_body, "full", str,
-            "full or minimal: what goes under each passing job's commit subject", '"full"'),
+            "(1.5 times the longest, at least 15)",
+            "30",
+        ),
+        Key(
+            "jobs.grace_seconds",
+            _grace_seconds,
+            60.0,
+            lambda v: f"{v:g}",
+            "seconds a worker may take to exit after its final reply (5 to 3600)",
+            "60",
+        ),
+        Key(
+            "jobs.commit_body",
+            _commit_body,
+            "full",
+            str,
+            "full or minimal: what goes under each passing job's commit subject",
+            '"full"',
+        ),
         # A week: long enough to look back at what a monitor saw over a weekend, or to debug a run
         # a few days on; short enough that events, runs and follow-ups stay a few megabytes (the
         # per-job and per-monitor caps in monitors/retention.py bound a chatty monitor sooner).
-        Key("monitors.keep", _monitors_keep, MONITORS_KEEP_DEFAULT, format_config_duration,
-            "how long monitor events, runs and follow-ups are kept (1h to 3650d)", '"7d"'),
-        Key("monitors.max_waiting", _max_waiting, 10, str,
+        Key(
+            "monitors.keep",
+            _monitors_keep,
+            MONITORS_KEEP_DEFAULT,
+            format_config_duration,
+            "how long monitor events, runs and follow-ups are kept (1h to 3650d)",
+            '"7d"',
+        ),
+        Key(
+            "monitors.max_waiting",
+            _max_waiting,
+            10,
+            str,
             "undelivered follow-ups a job may have; the oldest past it are dropped, and said so (1 to 1000)",
-            "10"),
+            "10",
+        ),
         # Off by default: under a child job's lease it narrows what every check may write, and a
         # build that writes its output into the checkout (cargo's target/, a coverage file) stops
         # working until its output goes to the cache or a write path; a repository opts in.
-        Key("sandbox.mode", _sandbox_mode, "off", str,
+        Key(
+            "sandbox.mode",
+            _sandbox_mode,
+            "off",
+            str,
             "off, landlock or auto: runs under a child job's lease may write only its write paths "
-            "(Landlock; auto = where the kernel offers it; landlock = refuse to run without it)", '"auto"'),
-        Key("sandbox.workers", _boolean, False, lambda v: "true" if v else "false",
-            "true: proctor work starts each worker CLI inside its job's write grant too", "false"),
-        Key("store.url", _store_url, None, _show_store_url,
+            "(Landlock; auto = where the kernel offers it; landlock = refuse to run without it)",
+            '"auto"',
+        ),
+        Key(
+            "sandbox.workers",
+            _boolean,
+            False,
+            lambda v: "true" if v else "false",
+            "true: proctor work starts each worker CLI inside its job's write grant too",
+            "false",
+        ),
+        Key(
+            "store.url",
+            _store_url,
+            None,
+            _show_store_url,
             "postgresql://user@host/db: one store for agents on several machines (PROCTOR_STORE_URL wins); "
-            "unset = the embedded SQLite store", '"postgresql://proctor@db.internal/proctor"'),
+            "unset = the embedded SQLite store",
+            '"postgresql://proctor@db.internal/proctor"',
+        ),
     )
 }
 
@@ -380,8 +458,10 @@ def _keyed_table(data: dict, section: str, fallback: str, config: Config) -> dic
 def _apply(data: dict, config: Config) -> None:
     source = CONFIG_NAME
     for section in data:
-        if section in ("jobs", "targets", "guard", "workers", "board", "monitors", "store", "sandbox") or \
-                section in RESERVED_SECTIONS:
+        if (
+            section in ("jobs", "targets", "guard", "workers", "board", "monitors", "store", "sandbox")
+            or section in RESERVED_SECTIONS
+        ):
             continue
         config.problems.append(f"{CONFIG_NAME}: unknown section [{section}]; ignored")
     jobs = _keyed_table(data, "jobs", "every [jobs] default is kept", config)
@@ -399,7 +479,9 @@ def _apply(data: dict, config: Config) -> None:
         try:
             value = key.parse(raw)
         except Clamped as exc:
-            problem = f"{CONFIG_NAME}: [{section}] {name} = {_render_raw(raw)} is out of range; {exc} ({key.show(exc.value)})"
+            problem = (
+                f"{CONFIG_NAME}: [{section}] {name} = {_render_raw(raw)} is out of range; {exc} ({key.show(exc.value)})"
+            )
             config.problems.append(problem)
             config.settings[key.name] = Setting(key.name, exc.value, source, key.show(exc.value), problem)
             continue
@@ -409,9 +491,7 @@ def _apply(data: dict, config: Config) -> None:
                 f"using the default ({key.show(key.default)})"
             )
             config.problems.append(problem)
-            config.settings[key.name] = Setting(
-                key.name, key.default, "default", key.show(key.default), problem
-            )
+            config.settings[key.name] = Setting(key.name, key.default, "default", key.show(key.default), problem)
             continue
         config.settings[key.name] = Setting(key.name, value, source, key.show(value))
     _apply_targets(data.get("targets", {}), config)
@@ -429,8 +509,9 @@ def _apply_board(board: Any, config: Config) -> None:
         return
     columns = board.get("columns") if isinstance(board, dict) else None
     if not isinstance(columns, list) or not columns:
-        config.problems.append(f"{CONFIG_NAME}: [board] needs columns = [{{name, states, active}}, ...]; "
-                               f"using the default board")
+        config.problems.append(
+            f"{CONFIG_NAME}: [board] needs columns = [{{name, states, active}}, ...]; using the default board"
+        )
         return
     parsed, seen = [], {}
     for index, column in enumerate(columns):
@@ -439,19 +520,25 @@ def _apply_board(board: Any, config: Config) -> None:
             return
         states = column.get("states")
         if not isinstance(states, list) or not states or any(s not in STATES for s in states):
-            config.problems.append(f"{CONFIG_NAME}: [board] column {column['name']!r} states must be a list of "
-                                   f"{', '.join(STATES)}; using the default board")
+            config.problems.append(
+                f"{CONFIG_NAME}: [board] column {column['name']!r} states must be a list of "
+                f"{', '.join(STATES)}; using the default board"
+            )
             return
         for state in states:
             if state in seen:
-                config.problems.append(f"{CONFIG_NAME}: [board] state {state} is in columns {seen[state]!r} and "
-                                       f"{column['name']!r}; using the default board")
+                config.problems.append(
+                    f"{CONFIG_NAME}: [board] state {state} is in columns {seen[state]!r} and "
+                    f"{column['name']!r}; using the default board"
+                )
                 return
             seen[state] = column["name"]
         active = column.get("active", False)
         if not isinstance(active, bool):
-            config.problems.append(f"{CONFIG_NAME}: [board] column {column['name']!r} active must be true or false; "
-                                   f"using the default board")
+            config.problems.append(
+                f"{CONFIG_NAME}: [board] column {column['name']!r} active must be true or false; "
+                f"using the default board"
+            )
             return
         parsed.append((column["name"], tuple(states), active))
     config.board = parsed
@@ -495,13 +582,19 @@ def _apply_workers(workers: Any, config: Config) -> None:
             config.problems.append(f"{CONFIG_NAME}: unknown key {extra} in {where}; ignored")
         executor = table.get("executor")
         if executor not in EXECUTORS:
-            config.problems.append(f"{CONFIG_NAME}: {where} executor = {_render_raw(executor)} is invalid "
-                                   f"(expected {', '.join(EXECUTORS)}); worker ignored")
+            config.problems.append(
+                f"{CONFIG_NAME}: {where} executor = {_render_raw(executor)} is invalid "
+                f"(expected {', '.join(EXECUTORS)}); worker ignored"
+            )
             continue
         command = table.get("command")
-        if command is not None and not (isinstance(command, list) and command and all(isinstance(c, str) and c for c in command)):
-            config.problems.append(f"{CONFIG_NAME}: {where} command must be an argv list of strings "
-                                   f"(command = [\"claude\"]); using the executor's own CLI")
+        if command is not None and not (
+            isinstance(command, list) and command and all(isinstance(c, str) and c for c in command)
+        ):
+            config.problems.append(
+                f"{CONFIG_NAME}: {where} command must be an argv list of strings "
+                f'(command = ["claude"]); using the executor\'s own CLI'
+            )
             command = None
         if executor == "command" and command is None:
             config.problems.append(f"{CONFIG_NAME}: {where} with executor command needs a command; worker ignored")
@@ -523,9 +616,11 @@ def _apply_workers(workers: Any, config: Config) -> None:
             except ValueError as exc:
                 reject("max_spend_usd", str(exc), "using the default (none)")
         if executor in TOKENS_ONLY and spend is not None:
-            rejected["max_spend_usd"] = (f"{CONFIG_NAME}: {where} max_spend_usd cannot be enforced on a {executor} "
-                                         f"worker ({executor} reports tokens, not dollars); no spend limit, "
-                                         f"bound it with wall_minutes")
+            rejected["max_spend_usd"] = (
+                f"{CONFIG_NAME}: {where} max_spend_usd cannot be enforced on a {executor} "
+                f"worker ({executor} reports tokens, not dollars); no spend limit, "
+                f"bound it with wall_minutes"
+            )
             config.problems.append(rejected["max_spend_usd"])
             spend = None
         wall = DEFAULT_WALL_MINUTES
@@ -536,8 +631,9 @@ def _apply_workers(workers: Any, config: Config) -> None:
                 reject("wall_minutes", str(exc), f"using the default ({DEFAULT_WALL_MINUTES:g})")
         slots = table.get("slots")
         if slots is not None and (isinstance(slots, bool) or not isinstance(slots, int) or slots < 1):
-            reject("slots", f"expected a whole number, 1 or more, got {_describe(slots)}",
-                   "using the default (unlimited)")
+            reject(
+                "slots", f"expected a whole number, 1 or more, got {_describe(slots)}", "using the default (unlimited)"
+            )
             slots = None
         worker = Worker(name, executor, tuple(command) if command else None, model, spend, wall, slots)
         config.workers[name] = worker
@@ -545,29 +641,35 @@ def _apply_workers(workers: Any, config: Config) -> None:
     ladder = workers.get("ladder")
     if ladder is not None:
         if not isinstance(ladder, list) or not all(isinstance(n, str) for n in ladder):
-            config.problems.append(f"{CONFIG_NAME}: [workers] ladder must be a list of worker names; using "
-                                   f"the workers in the order they are defined")
+            config.problems.append(
+                f"{CONFIG_NAME}: [workers] ladder must be a list of worker names; using "
+                f"the workers in the order they are defined"
+            )
         else:
             unknown = [n for n in ladder if n not in config.workers]
             for name in unknown:
-                config.problems.append(f"{CONFIG_NAME}: [workers] ladder names {name}, which is not a worker; "
-                                       f"left out")
+                config.problems.append(f"{CONFIG_NAME}: [workers] ladder names {name}, which is not a worker; left out")
             config.ladder = [n for n in ladder if n in config.workers]
     if not config.ladder:
         config.ladder = list(config.workers)
     attempts = workers.get("attempts")
     if attempts is not None:
         if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1 or attempts > 100:
-            config.problems.append(f"{CONFIG_NAME}: [workers] attempts = {_render_raw(attempts)} is invalid "
-                                   f"(expected a whole number from 1 to 100); using the default (1)")
+            config.problems.append(
+                f"{CONFIG_NAME}: [workers] attempts = {_render_raw(attempts)} is invalid "
+                f"(expected a whole number from 1 to 100); using the default (1)"
+            )
         else:
             config.attempts = attempts
-    config.settings["workers.ladder"] = Setting("workers.ladder", list(config.ladder),
-                                                CONFIG_NAME if ladder is not None else "default",
-                                                ", ".join(config.ladder) or "(no workers)")
-    config.settings["workers.attempts"] = Setting("workers.attempts", config.attempts,
-                                                  CONFIG_NAME if attempts is not None else "default",
-                                                  str(config.attempts))
+    config.settings["workers.ladder"] = Setting(
+        "workers.ladder",
+        list(config.ladder),
+        CONFIG_NAME if ladder is not None else "default",
+        ", ".join(config.ladder) or "(no workers)",
+    )
+    config.settings["workers.attempts"] = Setting(
+        "workers.attempts", config.attempts, CONFIG_NAME if attempts is not None else "default", str(config.attempts)
+    )
 
 
 def _show_worker(config: Config, worker: Worker, given: set[str], rejected: dict[str, str]) -> None:
@@ -578,8 +680,13 @@ def _show_worker(config: Config, worker: Worker, given: set[str], rejected: dict
         "command": shlex.join(worker.command) if worker.command else f"{worker.executor} (the executor's default)",
         "model": worker.model or "the CLI's default",
         "wall_minutes": f"{worker.wall_minutes:g}",
-        "max_spend_usd": (f"not enforceable: {worker.executor} reports tokens" if tokens_only
-                          else "none" if worker.max_spend_usd is None else f"{worker.max_spend_usd:g}"),
+        "max_spend_usd": (
+            f"not enforceable: {worker.executor} reports tokens"
+            if tokens_only
+            else "none"
+            if worker.max_spend_usd is None
+            else f"{worker.max_spend_usd:g}"
+        ),
         "slots": _show_count(worker.slots),
     }
     for key, text in shown.items():
@@ -609,7 +716,8 @@ def _apply_guard(guard: Any, config: Config) -> None:
         if value not in RULE_DECISIONS:
             config.problems.append(
                 f"{CONFIG_NAME}: [guard.rules] {name} = {_render_raw(value)} is invalid (expected "
-                f"deny, advise or off); using the rule's default")
+                f"deny, advise or off); using the rule's default"
+            )
             continue
         config.guard_rules[name] = value
         key = f"guard.rules.{name}"
@@ -701,12 +809,16 @@ _TEMPLATE_HEAD = """\
 _SECTION_NOTES = {
     "jobs": "",
     "monitors": "Monitors: commands the server runs for a job, and the follow-ups they leave.",
-    "store": ("The job store. Unset, it is an embedded SQLite file on this machine, shared by every "
-              "worktree and clone here. For agents on several machines, point every clone at one "
-              "PostgreSQL database (`proctor store migrate --to URL` copies the embedded store there first)."),
-    "sandbox": ("The sandbox (Linux Landlock): a run under a child job's lease may write only the job's "
-                "write paths inside the checkout, the cache and a private TMPDIR; outside the checkout "
-                "nothing changes."),
+    "store": (
+        "The job store. Unset, it is an embedded SQLite file on this machine, shared by every "
+        "worktree and clone here. For agents on several machines, point every clone at one "
+        "PostgreSQL database (`proctor store migrate --to URL` copies the embedded store there first)."
+    ),
+    "sandbox": (
+        "The sandbox (Linux Landlock): a run under a child job's lease may write only the job's "
+        "write paths inside the checkout, the cache and a private TMPDIR; outside the checkout "
+        "nothing changes."
+    ),
 }
 _TARGETS_NOTE = """\
 # Targets are named commands. A job names one as its check (`--check test`); proctor
@@ -722,7 +834,7 @@ _TARGETS_NOTE = """\
 """
 
 _WORKERS_NOTE = f"""\
-# Workers: the agent CLIs `proctor work` runs unattended ({', '.join(EXECUTORS)}),
+# Workers: the agent CLIs `proctor work` runs unattended ({", ".join(EXECUTORS)}),
 # tried in the ladder's order, each attempt bounded by spend and wall time.
 # [workers]
 # ladder = ["claude"]

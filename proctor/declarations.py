@@ -38,90 +38,157 @@ import re
 
 # Extensions whose files git (or proctor) has a funcname diff driver for.
 DIFF_DRIVERS = {
-    ".py": "python", ".pyi": "python", ".go": "golang", ".rs": "rust", ".rb": "ruby",
-    ".java": "java", ".kt": "kotlin", ".kts": "kotlin", ".cs": "csharp", ".php": "php",
-    ".pl": "perl", ".pm": "perl", ".c": "cpp", ".h": "cpp", ".cc": "cpp", ".cpp": "cpp",
-    ".cxx": "cpp", ".hpp": "cpp", ".hh": "cpp", ".m": "objc", ".mm": "objc", ".swift": "swift",
-    ".js": "javascript", ".jsx": "javascript", ".mjs": "javascript", ".cjs": "javascript",
-    ".ts": "typescript", ".tsx": "typescript", ".md": "markdown", ".markdown": "markdown",
-    ".tex": "tex", ".css": "css", ".scss": "css", ".html": "html", ".htm": "html",
-    ".sh": "bash", ".bash": "bash", ".ex": "elixir", ".exs": "elixir", ".f90": "fortran",
-    ".pas": "pascal", ".scm": "scheme", ".dts": "dts", ".bib": "bibtex", ".adb": "ada",
-    ".ads": "ada", ".mat": "matlab",
+    ".py": "python",
+    ".pyi": "python",
+    ".go": "golang",
+    ".rs": "rust",
+    ".rb": "ruby",
+    ".java": "java",
+    ".kt": "kotlin",
+    ".kts": "kotlin",
+    ".cs": "csharp",
+    ".php": "php",
+    ".pl": "perl",
+    ".pm": "perl",
+    ".c": "cpp",
+    ".h": "cpp",
+    ".cc": "cpp",
+    ".cpp": "cpp",
+    ".cxx": "cpp",
+    ".hpp": "cpp",
+    ".hh": "cpp",
+    ".m": "objc",
+    ".mm": "objc",
+    ".swift": "swift",
+    ".js": "javascript",
+    ".jsx": "javascript",
+    ".mjs": "javascript",
+    ".cjs": "javascript",
+    ".ts": "typescript",
+    ".tsx": "typescript",
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".tex": "tex",
+    ".css": "css",
+    ".scss": "css",
+    ".html": "html",
+    ".htm": "html",
+    ".sh": "bash",
+    ".bash": "bash",
+    ".ex": "elixir",
+    ".exs": "elixir",
+    ".f90": "fortran",
+    ".pas": "pascal",
+    ".scm": "scheme",
+    ".dts": "dts",
+    ".bib": "bibtex",
+    ".adb": "ada",
+    ".ads": "ada",
+    ".mat": "matlab",
 }
 
 # git's built-in funcname patterns (userdiff.c, git 2.39), written as git writes them: one
 # POSIX extended expression per line, `!` before one that rules a line out. (pattern, icase)
 BUILTIN = {
-    "ada": ("!^(.*[ \t])?(is[ \t]+new|renames|is[ \t]+separate)([ \t].*)?$\n"
-            "!^[ \t]*with[ \t].*$\n"
-            "^[ \t]*((procedure|function)[ \t]+.*)$\n"
-            "^[ \t]*((package|protected|task)[ \t]+.*)$", True),
-    "bash": ("^[ \t]*(([a-zA-Z_][a-zA-Z0-9_]*[ \t]*\\([ \t]*\\))|(function[ \t]+[a-zA-Z_][a-zA-Z0-9_]*"
-             "(([ \t]*\\([ \t]*\\))|([ \t]+)))[ \t]*(\\{|\\(\\(?|\\[\\[))", False),
+    "ada": (
+        "!^(.*[ \t])?(is[ \t]+new|renames|is[ \t]+separate)([ \t].*)?$\n"
+        "!^[ \t]*with[ \t].*$\n"
+        "^[ \t]*((procedure|function)[ \t]+.*)$\n"
+        "^[ \t]*((package|protected|task)[ \t]+.*)$",
+        True,
+    ),
+    "bash": (
+        "^[ \t]*(([a-zA-Z_][a-zA-Z0-9_]*[ \t]*\\([ \t]*\\))|(function[ \t]+[a-zA-Z_][a-zA-Z0-9_]*"
+        "(([ \t]*\\([ \t]*\\))|([ \t]+)))[ \t]*(\\{|\\(\\(?|\\[\\[))",
+        False,
+    ),
     "bibtex": ("(@[a-zA-Z]{1,}[ \t]*\\{{0,1}[ \t]*[^ \t\"@',\\#}{~%]*).*$", False),
-    "cpp": ("!^[ \t]*[A-Za-z_][A-Za-z_0-9]*:[[:space:]]*($|/[/*])\n"
-            "^((::[[:space:]]*)?[A-Za-z_].*)$", False),
-    "csharp": ("!^[ \t]*(do|while|for|if|else|instanceof|new|return|switch|case|throw|catch|using)\n"
-               "^[ \t]*(((static|public|internal|private|protected|new|virtual|sealed|override|unsafe|async)"
-               "[ \t]+)*[][<>@.~_[:alnum:]]+[ \t]+[<>@._[:alnum:]]+[ \t]*\\(.*\\))[ \t]*$\n"
-               "^[ \t]*(((static|public|internal|private|protected|new|virtual|sealed|override|unsafe)"
-               "[ \t]+)*[][<>@.~_[:alnum:]]+[ \t]+[@._[:alnum:]]+)[ \t]*$\n"
-               "^[ \t]*(((static|public|internal|private|protected|new|unsafe|sealed|abstract|partial)"
-               "[ \t]+)*(class|enum|interface|struct|record)[ \t]+.*)$\n"
-               "^[ \t]*(namespace[ \t]+.*)$", False),
-    "css": ("![:;][[:space:]]*$\n"
-            "^[:[@.#]?[_a-z0-9].*$", True),
-    "dts": ("!;\n"
-            "!=\n"
-            "^[ \t]*((/[ \t]*\\{|&?[a-zA-Z_]).*)", False),
+    "cpp": ("!^[ \t]*[A-Za-z_][A-Za-z_0-9]*:[[:space:]]*($|/[/*])\n^((::[[:space:]]*)?[A-Za-z_].*)$", False),
+    "csharp": (
+        "!^[ \t]*(do|while|for|if|else|instanceof|new|return|switch|case|throw|catch|using)\n"
+        "^[ \t]*(((static|public|internal|private|protected|new|virtual|sealed|override|unsafe|async)"
+        "[ \t]+)*[][<>@.~_[:alnum:]]+[ \t]+[<>@._[:alnum:]]+[ \t]*\\(.*\\))[ \t]*$\n"
+        "^[ \t]*(((static|public|internal|private|protected|new|virtual|sealed|override|unsafe)"
+        "[ \t]+)*[][<>@.~_[:alnum:]]+[ \t]+[@._[:alnum:]]+)[ \t]*$\n"
+        "^[ \t]*(((static|public|internal|private|protected|new|unsafe|sealed|abstract|partial)"
+        "[ \t]+)*(class|enum|interface|struct|record)[ \t]+.*)$\n"
+        "^[ \t]*(namespace[ \t]+.*)$",
+        False,
+    ),
+    "css": ("![:;][[:space:]]*$\n^[:[@.#]?[_a-z0-9].*$", True),
+    "dts": ("!;\n!=\n^[ \t]*((/[ \t]*\\{|&?[a-zA-Z_]).*)", False),
     "elixir": ("^[ \t]*((def(macro|module|impl|protocol|p)?|test)[ \t].*)$", False),
-    "fortran": ("!^([C*]|[ \t]*!)\n"
-                "!^[ \t]*MODULE[ \t]+PROCEDURE[ \t]\n"
-                "^[ \t]*((END[ \t]+)?(PROGRAM|MODULE|BLOCK[ \t]+DATA"
-                "|([^!'\" \t]+[ \t]+)*(SUBROUTINE|FUNCTION))[ \t]+[A-Z].*)$", True),
+    "fortran": (
+        "!^([C*]|[ \t]*!)\n"
+        "!^[ \t]*MODULE[ \t]+PROCEDURE[ \t]\n"
+        "^[ \t]*((END[ \t]+)?(PROGRAM|MODULE|BLOCK[ \t]+DATA"
+        "|([^!'\" \t]+[ \t]+)*(SUBROUTINE|FUNCTION))[ \t]+[A-Z].*)$",
+        True,
+    ),
     "fountain": ("^((\\.[^.]|(int|ext|est|int\\.?/ext|i/e)[. ]).*)$", True),
-    "golang": ("^[ \t]*(func[ \t]*.*(\\{[ \t]*)?)\n"
-               "^[ \t]*(type[ \t].*(struct|interface)[ \t]*(\\{[ \t]*)?)", False),
+    "golang": ("^[ \t]*(func[ \t]*.*(\\{[ \t]*)?)\n^[ \t]*(type[ \t].*(struct|interface)[ \t]*(\\{[ \t]*)?)", False),
     "html": ("^[ \t]*(<[Hh][1-6]([ \t].*)?>.*)$", False),
-    "java": ("!^[ \t]*(catch|do|for|if|instanceof|new|return|switch|throw|while)\n"
-             "^[ \t]*(([a-z]+[ \t]+)*(class|enum|interface)[ \t]+[A-Za-z][A-Za-z0-9_$]*[ \t]+.*)$\n"
-             "^[ \t]*(([A-Za-z_<>&][][?&<>.,A-Za-z_0-9]*[ \t]+)+[A-Za-z_][A-Za-z_0-9]*[ \t]*\\([^;]*)$", False),
+    "java": (
+        "!^[ \t]*(catch|do|for|if|instanceof|new|return|switch|throw|while)\n"
+        "^[ \t]*(([a-z]+[ \t]+)*(class|enum|interface)[ \t]+[A-Za-z][A-Za-z0-9_$]*[ \t]+.*)$\n"
+        "^[ \t]*(([A-Za-z_<>&][][?&<>.,A-Za-z_0-9]*[ \t]+)+[A-Za-z_][A-Za-z_0-9]*[ \t]*\\([^;]*)$",
+        False,
+    ),
     "kotlin": ("^[ \t]*(([a-z]+[ \t]+)*(fun|class|interface)[ \t]+.*)$", False),
     "markdown": ("^ {0,3}#{1,6}[ \t].*", False),
     "matlab": ("^[[:space:]]*((classdef|function)[[:space:]].*)$|^(%%%?|##)[[:space:]].*$", False),
-    "objc": ("!^[ \t]*(do|for|if|else|return|switch|while)\n"
-             "^[ \t]*([-+][ \t]*\\([ \t]*[A-Za-z_][A-Za-z_0-9* \t]*\\)[ \t]*[A-Za-z_].*)$\n"
-             "^[ \t]*(([A-Za-z_][A-Za-z_0-9]*[ \t]+)+[A-Za-z_][A-Za-z_0-9]*[ \t]*\\([^;]*)$\n"
-             "^(@(implementation|interface|protocol)[ \t].*)$", False),
-    "pascal": ("^(((class[ \t]+)?(procedure|function)|constructor|destructor|interface"
-               "|implementation|initialization|finalization)[ \t]*.*)$\n"
-               "^(.*=[ \t]*(class|record).*)$", False),
-    "perl": ("^package .*\n"
-             "^sub [[:alnum:]_':]+[ \t]*(\\([^)]*\\)[ \t]*)?(:[^;#]*)?(\\{[ \t]*)?(#.*)?$\n"
-             "^(BEGIN|END|INIT|CHECK|UNITCHECK|AUTOLOAD|DESTROY)[ \t]*(\\{[ \t]*)?(#.*)?$\n"
-             "^=head[0-9] .*", False),
-    "php": ("^[\t ]*(((public|protected|private|static|abstract|final)[\t ]+)*function.*)$\n"
-            "^[\t ]*((((final|abstract)[\t ]+)?class|enum|interface|trait).*)$", False),
+    "objc": (
+        "!^[ \t]*(do|for|if|else|return|switch|while)\n"
+        "^[ \t]*([-+][ \t]*\\([ \t]*[A-Za-z_][A-Za-z_0-9* \t]*\\)[ \t]*[A-Za-z_].*)$\n"
+        "^[ \t]*(([A-Za-z_][A-Za-z_0-9]*[ \t]+)+[A-Za-z_][A-Za-z_0-9]*[ \t]*\\([^;]*)$\n"
+        "^(@(implementation|interface|protocol)[ \t].*)$",
+        False,
+    ),
+    "pascal": (
+        "^(((class[ \t]+)?(procedure|function)|constructor|destructor|interface"
+        "|implementation|initialization|finalization)[ \t]*.*)$\n"
+        "^(.*=[ \t]*(class|record).*)$",
+        False,
+    ),
+    "perl": (
+        "^package .*\n"
+        "^sub [[:alnum:]_':]+[ \t]*(\\([^)]*\\)[ \t]*)?(:[^;#]*)?(\\{[ \t]*)?(#.*)?$\n"
+        "^(BEGIN|END|INIT|CHECK|UNITCHECK|AUTOLOAD|DESTROY)[ \t]*(\\{[ \t]*)?(#.*)?$\n"
+        "^=head[0-9] .*",
+        False,
+    ),
+    "php": (
+        "^[\t ]*(((public|protected|private|static|abstract|final)[\t ]+)*function.*)$\n"
+        "^[\t ]*((((final|abstract)[\t ]+)?class|enum|interface|trait).*)$",
+        False,
+    ),
     "python": ("^[ \t]*((class|(async[ \t]+)?def)[ \t].*)$", False),
     "ruby": ("^[ \t]*((class|module|def)[ \t].*)$", False),
-    "rust": ("^[\t ]*((pub(\\([^\\)]+\\))?[\t ]+)?((async|const|unsafe|extern([\t ]+\"[^\"]+\"))[\t ]+)?"
-             "(struct|enum|union|mod|trait|fn|impl|macro_rules!)[< \t]+[^;]*)$", False),
-    "scheme": ("^[\t ]*(\\(((define|def(struct|syntax|class|method|rules|record|proto|alias)?)[-*/ \t]"
-               "|(library|module|struct|class)[*+ \t]).*)$", False),
+    "rust": (
+        '^[\t ]*((pub(\\([^\\)]+\\))?[\t ]+)?((async|const|unsafe|extern([\t ]+"[^"]+"))[\t ]+)?'
+        "(struct|enum|union|mod|trait|fn|impl|macro_rules!)[< \t]+[^;]*)$",
+        False,
+    ),
+    "scheme": (
+        "^[\t ]*(\\(((define|def(struct|syntax|class|method|rules|record|proto|alias)?)[-*/ \t]"
+        "|(library|module|struct|class)[*+ \t]).*)$",
+        False,
+    ),
     "tex": ("^(\\\\((sub)*section|chapter|part)\\*{0,1}\\{.*)$", False),
 }
 
 # proctor's own, for languages git has no driver for (a `diff.javascript.xfuncname` in git's
 # config wins over these, as it would in git): functions, classes and methods at any depth,
 # bindings and TypeScript's type declarations at the top level; control statements are not.
-_JS = ("!^[ \t]*(if|for|while|switch|catch|with|return|else|do|try|finally)([ \t({]|$)\n"
-       "^[ \t]*((export[ \t]+)?(default[ \t]+)?(async[ \t]+)?function[ \t*].*)$\n"
-       "^[ \t]*((export[ \t]+)?(default[ \t]+)?(abstract[ \t]+)?class[ \t].*)$\n"
-       "^((export[ \t]+)?(declare[ \t]+)?(const|let|var|interface|type|enum|namespace|module)[ \t]+"
-       "[A-Za-z_$][A-Za-z0-9_$.]*.*)$\n"
-       "^[ \t]+(((static|async|get|set|public|private|protected|readonly|override|abstract)[ \t]+)*\\*?"
-       "#?[A-Za-z_$][A-Za-z0-9_$]*[ \t]*(<[^>]*>)?\\([^;]*\\{[ \t]*)$")
+_JS = (
+    "!^[ \t]*(if|for|while|switch|catch|with|return|else|do|try|finally)([ \t({]|$)\n"
+    "^[ \t]*((export[ \t]+)?(default[ \t]+)?(async[ \t]+)?function[ \t*].*)$\n"
+    "^[ \t]*((export[ \t]+)?(default[ \t]+)?(abstract[ \t]+)?class[ \t].*)$\n"
+    "^((export[ \t]+)?(declare[ \t]+)?(const|let|var|interface|type|enum|namespace|module)[ \t]+"
+    "[A-Za-z_$][A-Za-z0-9_$.]*.*)$\n"
+    "^[ \t]+(((static|async|get|set|public|private|protected|readonly|override|abstract)[ \t]+)*\\*?"
+    "#?[A-Za-z_$][A-Za-z0-9_$]*[ \t]*(<[^>]*>)?\\([^;]*\\{[ \t]*)$"
+)
 PROCTOR_OWN = {"javascript": (_JS, False), "typescript": (_JS, False)}
 
 # What else starts a declaration line: Go's top-level var, const and type.
@@ -130,25 +197,71 @@ EXTRA = {"golang": "^((var|const|type)([ \t(].*)?)$"}
 # Lines directly above a declaration line that are its own: doc comments, decorators, attributes.
 _C_LIKE = (b"//", b"/*", b"*", b"@", b"#[", b"#![")
 ABOVE = {
-    "python": (b"#", b"@"), "ruby": (b"#",), "perl": (b"#",), "bash": (b"#",), "elixir": (b"#", b"@"),
-    "golang": (b"//", b"/*", b"*"), "rust": (b"//", b"/*", b"*", b"#["), "java": _C_LIKE,
-    "kotlin": _C_LIKE, "csharp": (b"//", b"/*", b"*", b"["), "php": _C_LIKE, "cpp": (b"//", b"/*", b"*"),
-    "objc": (b"//", b"/*", b"*"), "swift": _C_LIKE, "javascript": _C_LIKE, "typescript": _C_LIKE,
-    "scheme": (b";",), "tex": (b"%",), "matlab": (b"%",), "ada": (b"--",), "pascal": (b"//", b"{", b"(*"),
-    "css": (b"/*", b"*"), "dts": (b"//", b"/*", b"*"),
+    "python": (b"#", b"@"),
+    "ruby": (b"#",),
+    "perl": (b"#",),
+    "bash": (b"#",),
+    "elixir": (b"#", b"@"),
+    "golang": (b"//", b"/*", b"*"),
+    "rust": (b"//", b"/*", b"*", b"#["),
+    "java": _C_LIKE,
+    "kotlin": _C_LIKE,
+    "csharp": (b"//", b"/*", b"*", b"["),
+    "php": _C_LIKE,
+    "cpp": (b"//", b"/*", b"*"),
+    "objc": (b"//", b"/*", b"*"),
+    "swift": _C_LIKE,
+    "javascript": _C_LIKE,
+    "typescript": _C_LIKE,
+    "scheme": (b";",),
+    "tex": (b"%",),
+    "matlab": (b"%",),
+    "ada": (b"--",),
+    "pascal": (b"//", b"{", b"(*"),
+    "css": (b"/*", b"*"),
+    "dts": (b"//", b"/*", b"*"),
 }
 
 # Of those, what binds to the declaration below it across blank lines too.
-DECORATORS = {"python": (b"@",), "rust": (b"#[",), "java": (b"@",), "kotlin": (b"@",), "javascript": (b"@",),
-              "typescript": (b"@",), "csharp": (b"[",), "php": (b"#[",), "swift": (b"@",)}
+DECORATORS = {
+    "python": (b"@",),
+    "rust": (b"#[",),
+    "java": (b"@",),
+    "kotlin": (b"@",),
+    "javascript": (b"@",),
+    "typescript": (b"@",),
+    "csharp": (b"[",),
+    "php": (b"#[",),
+    "swift": (b"@",),
+}
 
 _CLASSES = {
-    "alpha": "A-Za-z", "digit": "0-9", "alnum": "A-Za-z0-9", "upper": "A-Z", "lower": "a-z",
-    "space": " \\t\\r\\f\\v", "blank": " \\t", "xdigit": "0-9A-Fa-f", "word": "A-Za-z0-9_",
-    "punct": "!-/:-@\\[-`{-~", "cntrl": "\\x00-\\x09\\x0b-\\x1f\\x7f", "print": " -~", "graph": "!-~",
+    "alpha": "A-Za-z",
+    "digit": "0-9",
+    "alnum": "A-Za-z0-9",
+    "upper": "A-Z",
+    "lower": "a-z",
+    "space": " \\t\\r\\f\\v",
+    "blank": " \\t",
+    "xdigit": "0-9A-Fa-f",
+    "word": "A-Za-z0-9_",
+    "punct": "!-/:-@\\[-`{-~",
+    "cntrl": "\\x00-\\x09\\x0b-\\x1f\\x7f",
+    "print": " -~",
+    "graph": "!-~",
 }
-_ESCAPES = {"w": "[A-Za-z0-9_]", "W": "[^A-Za-z0-9_\\n]", "s": "[ \\t\\r\\f\\v]", "S": "[^ \\t\\r\\f\\v\\n]",
-            "<": "\\b(?=\\w)", ">": "\\b(?<=\\w)", "b": "\\b", "B": "\\B", "`": "^", "'": "$"}
+_ESCAPES = {
+    "w": "[A-Za-z0-9_]",
+    "W": "[^A-Za-z0-9_\\n]",
+    "s": "[ \\t\\r\\f\\v]",
+    "S": "[^ \\t\\r\\f\\v\\n]",
+    "<": "\\b(?=\\w)",
+    ">": "\\b(?<=\\w)",
+    "b": "\\b",
+    "B": "\\B",
+    "`": "^",
+    "'": "$",
+}
 
 
 def translate(pattern: str, extended: bool = True) -> str:
@@ -267,7 +380,7 @@ def _bracket(pattern: str, at: int) -> tuple[int | None, str]:
             close = pattern.find(kind + "]", i + 2)
             if close == -1:
                 return None, ""
-            name = pattern[i + 2:close]
+            name = pattern[i + 2 : close]
             if kind == ":":
                 if name not in _CLASSES:
                     return None, ""
@@ -291,8 +404,9 @@ class Rules:
 
     __slots__ = ("driver", "rules", "source", "text", "extended", "icase", "error")
 
-    def __init__(self, driver: str | None, text: str | None, extended: bool = True, icase: bool = False,
-                 source: str = "builtin") -> None:
+    def __init__(
+        self, driver: str | None, text: str | None, extended: bool = True, icase: bool = False, source: str = "builtin"
+    ) -> None:
         self.driver, self.source, self.text, self.extended, self.icase = driver, source, text, extended, icase
         self.error: str | None = None
         self.rules: list[tuple[re.Pattern, bool, bool]] = []
@@ -317,21 +431,33 @@ class Rules:
     def to_json(self) -> dict:
         """What a job row records, so the job is graded by the patterns it was forked under,
         not by ones its holder set since (git's config and attributes are the holder's to write)."""
-        return {"driver": self.driver, "pattern": self.text, "extended": self.extended, "icase": self.icase,
-                "source": self.source}
+        return {
+            "driver": self.driver,
+            "pattern": self.text,
+            "extended": self.extended,
+            "icase": self.icase,
+            "source": self.source,
+        }
 
     @classmethod
     def from_json(cls, record: dict) -> "Rules":
         """The rules a row recorded (compiled once per distinct record in a process)."""
-        return _recorded(record.get("driver"), record.get("pattern"), bool(record.get("extended", True)),
-                         bool(record.get("icase")), str(record.get("source") or "builtin"))
+        return _recorded(
+            record.get("driver"),
+            record.get("pattern"),
+            bool(record.get("extended", True)),
+            bool(record.get("icase")),
+            str(record.get("source") or "builtin"),
+        )
 
     def headers(self, data: bytes) -> dict[int, bytes]:
         """{0-based line: the text git would print in a hunk header} for every declaration line."""
         if b"\r\n" in data:
             data = data.replace(b"\r\n", b"\n")  # git matches a line without its \r\n
-        return {line: _shown(match.group(1) if grouped and match.group(1) is not None else match.group(0))
-                for line, (match, grouped) in self._decide(data).items()}
+        return {
+            line: _shown(match.group(1) if grouped and match.group(1) is not None else match.group(0))
+            for line, (match, grouped) in self._decide(data).items()
+        }
 
     def lines(self, data: bytes) -> list[int]:
         """The 0-based declaration lines of `data` (\r\n already made \n), in order."""
@@ -359,7 +485,7 @@ def _shown(text: bytes) -> bytes:
     try:
         text.decode("utf-8")
     except UnicodeDecodeError as exc:
-        text = text[:exc.start]
+        text = text[: exc.start]
     return text
 
 
@@ -369,8 +495,13 @@ _RECORDED: dict[tuple, Rules] = {}
 def _recorded(driver, pattern, extended: bool, icase: bool, source: str) -> Rules:
     key = (driver, pattern, extended, icase, source)
     if key not in _RECORDED:
-        _RECORDED[key] = Rules(driver if isinstance(driver, str) else None,
-                               pattern if isinstance(pattern, str) else None, extended, icase, source)
+        _RECORDED[key] = Rules(
+            driver if isinstance(driver, str) else None,
+            pattern if isinstance(pattern, str) else None,
+            extended,
+            icase,
+            source,
+        )
     return _RECORDED[key]
 
 
@@ -395,8 +526,15 @@ def declarations(data: bytes, rules: Rules) -> list[Declaration]:
     if not heads:
         return []
     lines = _split(data)
-    out = [Declaration(index + 1, _start(lines, heads, i, rules.driver) + 1, 0,
-                       lines[index].strip().decode("utf-8", "surrogateescape")) for i, index in enumerate(heads)]
+    out = [
+        Declaration(
+            index + 1,
+            _start(lines, heads, i, rules.driver) + 1,
+            0,
+            lines[index].strip().decode("utf-8", "surrogateescape"),
+        )
+        for i, index in enumerate(heads)
+    ]
     for here, after in zip(out, out[1:]):
         here.end = after.start - 1
     out[-1].end = len(lines)
@@ -481,8 +619,7 @@ def names(claim: str, text: str) -> bool:
     while at != -1:
         before = text[at - 1] if at else ""
         after = text[at + len(claim)] if at + len(claim) < len(text) else ""
-        if not (before and _word(before) and _word(claim[0])) and \
-                not (after and _word(after) and _word(claim[-1])):
+        if not (before and _word(before) and _word(claim[0])) and not (after and _word(after) and _word(claim[-1])):
             return True
         at = text.find(claim, at + 1)
     return False
@@ -516,11 +653,12 @@ def digest(data: bytes, decls: list[Declaration]) -> str:
     lines = data.split(b"\n")
     h = hashlib.sha256()
     for decl in decls:
-        h.update(b"\n".join(lines[decl.start - 1:decl.end]) + b"\n\0")
+        h.update(b"\n".join(lines[decl.start - 1 : decl.end]) + b"\n\0")
     return "sha256:" + h.hexdigest()
 
 
 # -- drivers and their patterns, as git's attributes and config give them ---------------------
+
 
 def driver_for(attribute: str | None, path: str) -> str | None:
     """The diff driver from a file's `diff` attribute (proctor.vcs.git.diff_attribute's answer),
@@ -562,7 +700,7 @@ def read_config(root: str) -> dict[str, tuple[str, bool]]:
         key, _, value = item.decode("utf-8", "surrogateescape").partition("\n")
         if not key.startswith("diff."):
             continue
-        driver, _, kind = key[len("diff."):].rpartition(".")
+        driver, _, kind = key[len("diff.") :].rpartition(".")
         if driver and kind in ("xfuncname", "funcname"):
             out[driver] = (value, kind == "xfuncname")
     return out
@@ -636,10 +774,30 @@ class Resolver:
 # -- an edit placed before it is made (the guard's claimed-declaration row) --------------------
 
 # Punctuation hosts fold when an edit's old text is not found as written (curly quotes, dashes).
-_FOLD = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u201c": '"',
-                       "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u2010": "-", "\u2011": "-",
-                       "\u2012": "-", "\u2013": "-", "\u2014": "-", "\u2015": "-", "\u2212": "-",
-                       "\u00a0": " ", "\u2002": " ", "\u2003": " ", "\u2009": " ", "\u202f": " "})
+_FOLD = str.maketrans(
+    {
+        "\u2018": "'",
+        "\u2019": "'",
+        "\u201a": "'",
+        "\u201b": "'",
+        "\u201c": '"',
+        "\u201d": '"',
+        "\u201e": '"',
+        "\u201f": '"',
+        "\u2010": "-",
+        "\u2011": "-",
+        "\u2012": "-",
+        "\u2013": "-",
+        "\u2014": "-",
+        "\u2015": "-",
+        "\u2212": "-",
+        "\u00a0": " ",
+        "\u2002": " ",
+        "\u2003": " ",
+        "\u2009": " ",
+        "\u202f": " ",
+    }
+)
 
 
 # The places one edit may land in that are weighed; past them the edit is not placed (and is
@@ -658,8 +816,11 @@ def _local(before: list[str], after: list[str]) -> list[tuple[str, int, int, int
         return [("replace", 0, len(before), 0, len(after))]
     import difflib
 
-    return [op for op in difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes()
-            if op[0] != "equal"] if before != after else []
+    return (
+        [op for op in difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes() if op[0] != "equal"]
+        if before != after
+        else []
+    )
 
 
 class _Placing:
@@ -691,10 +852,10 @@ class _Placing:
 
     def replace(self, start: int, end: int, after: list[str]) -> None:
         """Current lines start..end (inclusive) become `after`."""
-        before = self.lines[start:end + 1]
+        before = self.lines[start : end + 1]
         ops = _local(before, after)
         self.mark(start, ops)
-        origin = list(self.origin[start:end + 1])
+        origin = list(self.origin[start : end + 1])
         mapped: list[int | None] = [None] * len(after)
         cursor_b = cursor_a = 0
         for _tag, i1, i2, j1, j2 in ops + [("end", len(before), len(before), len(after), len(after))]:
@@ -703,10 +864,10 @@ class _Placing:
                 cursor_b += 1
                 cursor_a += 1
             cursor_b, cursor_a = i2, j2
-        self.lines[start:end + 1] = after
-        self.origin[start:end + 1] = mapped
+        self.lines[start : end + 1] = after
+        self.origin[start : end + 1] = mapped
         if self._loose is not None:
-            self._loose[start:end + 1] = [_loose(line) for line in after]
+            self._loose[start : end + 1] = [_loose(line) for line in after]
 
     def candidates(self, old: str) -> list[tuple[int, int]] | None:
         """Line spans (start, end) where a host might find `old` written differently: its lines
@@ -733,11 +894,12 @@ class _Placing:
             heads.append(at)
             if len(heads) > PLACES:
                 return None  # too many places to weigh: the caller places nothing
-        return [(i, i + width - 1) for i in heads if loose[i:i + width] == wanted]
+        return [(i, i + width - 1) for i in heads if loose[i : i + width] == wanted]
 
 
-def touched(data: bytes, edits: list[tuple[str, str]], rules: Rules,
-            patch: bool = False) -> tuple[list[Declaration], bool] | None:
+def touched(
+    data: bytes, edits: list[tuple[str, str]], rules: Rules, patch: bool = False
+) -> tuple[list[Declaration], bool] | None:
     """The declarations an edit of `data` lands in and whether a line lands above the first
     declaration; None when the edit cannot be placed (no old text, text the file does not
     hold in any spelling a host would accept, or text it holds in more than PLACES places).
@@ -772,7 +934,7 @@ def touched(data: bytes, edits: list[tuple[str, str]], rules: Rules,
         for start, end in loose:
             if start in exact_starts:
                 continue
-            placing.mark(start, _local(placing.lines[start:end + 1], new.split("\n")))
+            placing.mark(start, _local(placing.lines[start : end + 1], new.split("\n")))
         if not found:  # the host's looser match is the one it applies
             start, end = loose[0]
             placing.replace(start, end, new.split("\n"))
@@ -783,7 +945,7 @@ def touched(data: bytes, edits: list[tuple[str, str]], rules: Rules,
             line_start = joined.rfind("\n", 0, at) + 1
             prefix = joined[line_start:at]
             tail_end = joined.find("\n", at + len(old))
-            suffix = joined[at + len(old):tail_end if tail_end != -1 else len(joined)]
+            suffix = joined[at + len(old) : tail_end if tail_end != -1 else len(joined)]
             placing.replace(first, last, (prefix + new + suffix).split("\n"))
     after = "\n".join(placing.lines)
     before_decls = declarations(data, rules)

@@ -50,8 +50,12 @@ MAX_JOB_ID = 200
 def is_job_id(value: object) -> bool:
     """Whether `value` can be a job id: segments of letters, digits, `_ . -` joined by `/`,
     none of them `..`, at most MAX_JOB_ID characters."""
-    return (isinstance(value, str) and 0 < len(value) <= MAX_JOB_ID and _JOB_ID.fullmatch(value) is not None
-            and ".." not in value.split("/"))
+    return (
+        isinstance(value, str)
+        and 0 < len(value) <= MAX_JOB_ID
+        and _JOB_ID.fullmatch(value) is not None
+        and ".." not in value.split("/")
+    )
 
 
 def check_job_id(value: object, what: str = "job id") -> str:
@@ -69,12 +73,14 @@ def check_job_id(value: object, what: str = "job id") -> str:
 def require(job: dict | None, job_id: str) -> dict:
     """The job read for `job_id`, or the refusal every door gives for an id naming none."""
     if job is None:
-        raise errors.ProctorError(f"no job {job_id}; proctor ls jobs lists the jobs of this repository",
-                                  errors.UNKNOWN_JOB)
+        raise errors.ProctorError(
+            f"no job {job_id}; proctor ls jobs lists the jobs of this repository", errors.UNKNOWN_JOB
+        )
     return job
 
 
 # --- time and place ---------------------------------------------------------------------------
+
 
 def overdue(job: dict, at: float) -> bool:
     """Past its deadline at `at` (seconds since the epoch). Whether that matters (a live job's
@@ -122,6 +128,7 @@ def public(job: dict) -> dict:
 
 # --- checkpoints ------------------------------------------------------------------------------
 
+
 def split_checkpoint(token: str | None) -> tuple[str, str]:
     """`<revision>[+<digest>]` (as `proctor vcs checkpoint -o name` prints it) -> (revision,
     digest); either may be empty."""
@@ -149,7 +156,7 @@ def _unquote(text: str) -> str:
     i = 0
     while i < len(raw):
         if raw[i] == 0x25 and i + 2 < len(raw) and raw[i + 1] in _HEX and raw[i + 2] in _HEX:
-            out.append(int(raw[i + 1:i + 3], 16))
+            out.append(int(raw[i + 1 : i + 3], 16))
             i += 3
         else:
             out.append(raw[i])

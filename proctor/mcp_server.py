@@ -25,7 +25,8 @@ INSTRUCTIONS = (
     "returns it with a result that proctor verifies against the real diff and recorded runs, never the agent's "
     "word. Take a checkpoint (vcs_checkpoint) and read jobs_list before you declare work; declare a job with "
     "job_put, take it with job_exec, return it with job_exit and verify it with job_wait. Every refusal names its "
-    "PRC code and what to do instead.")
+    "PRC code and what to do instead."
+)
 
 
 def _result(value: dict) -> types.CallToolResult:
@@ -36,14 +37,17 @@ def _result(value: dict) -> types.CallToolResult:
 
 
 def _failure(payload: dict, text: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structured_content=payload,
-                                is_error=True)
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)], structured_content=payload, is_error=True
+    )
 
 
 def refusal(exc: errors.ProctorError) -> types.CallToolResult:
     payload = mcp_tools.error_json(exc)
-    lines = [f"{code}: {message}" if code else message for code, message in
-             (getattr(exc, "reasons", None) or [(exc.code, exc.message)])]
+    lines = [
+        f"{code}: {message}" if code else message
+        for code, message in (getattr(exc, "reasons", None) or [(exc.code, exc.message)])
+    ]
     return _failure(payload, "\n".join(lines))
 
 
@@ -65,8 +69,10 @@ async def call(door: mcp_tools.Door, name: str, arguments: dict | None) -> types
     except errors.ProctorError as exc:
         return refusal(exc)
     except Exception as exc:  # a bug: say so as a tool error rather than drop the connection
-        return _failure({"error": {"code": None, "message": f"proctor failed: {type(exc).__name__}: {exc}"}},
-                        f"proctor failed: {type(exc).__name__}: {exc}")
+        return _failure(
+            {"error": {"code": None, "message": f"proctor failed: {type(exc).__name__}: {exc}"}},
+            f"proctor failed: {type(exc).__name__}: {exc}",
+        )
 
 
 # At most this many tool calls run at once in one process: over HTTP they share the server's
@@ -101,8 +107,10 @@ def _bounded(function, door: mcp_tools.Door, args: dict) -> dict:
 
 def build(door_for) -> Server:
     """The MCP server; `door_for(ctx)` says who a request's caller is."""
-    listed = [types.Tool(name=t["name"], description=t["description"], input_schema=t["inputSchema"])
-              for t in mcp_tools.tools()]
+    listed = [
+        types.Tool(name=t["name"], description=t["description"], input_schema=t["inputSchema"])
+        for t in mcp_tools.tools()
+    ]
 
     async def list_tools(ctx, params) -> types.ListToolsResult:
         return types.ListToolsResult(tools=listed)
@@ -110,8 +118,9 @@ def build(door_for) -> Server:
     async def call_tool(ctx, params) -> types.CallToolResult:
         return await call(door_for(ctx), params.name, params.arguments)
 
-    return Server("proctor", version=__version__, instructions=INSTRUCTIONS, on_list_tools=list_tools,
-                  on_call_tool=call_tool)
+    return Server(
+        "proctor", version=__version__, instructions=INSTRUCTIONS, on_list_tools=list_tools, on_call_tool=call_tool
+    )
 
 
 async def _count(client) -> int:

@@ -28,7 +28,10 @@ class Checkout:
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Checkout) and (self.root, self.git_dir, self.common_dir) == (
-            other.root, other.git_dir, other.common_dir)
+            other.root,
+            other.git_dir,
+            other.common_dir,
+        )
 
     def __repr__(self) -> str:
         return f"Checkout({self.root!r})"
@@ -50,9 +53,7 @@ def find_checkout(start: str | None = None) -> Checkout:
         if parent == probe:
             break
         probe = parent
-    raise ProctorError(
-        f"{here} is not inside a git checkout; run proctor in a git repository (git init creates one)"
-    )
+    raise ProctorError(f"{here} is not inside a git checkout; run proctor in a git repository (git init creates one)")
 
 
 def _is_git_dir(path: str) -> bool:
@@ -74,7 +75,7 @@ def _read_gitdir_file(dot_git: str, root: str) -> str | None:
         return None
     if not first.startswith("gitdir:"):
         return None
-    target = first[len("gitdir:"):].strip()
+    target = first[len("gitdir:") :].strip()
     return os.path.normpath(os.path.join(root, target))
 
 
@@ -231,9 +232,16 @@ def _nocommit_key(common_dir: str) -> str:
 
 # FS_IOC_GETVERSION, _IOR('v', 1, long), on the architectures whose ioctl numbers follow
 # asm-generic's layout; elsewhere the generation is not asked for.
-_GETVERSION = {"x86_64": 0x80087601, "aarch64": 0x80087601, "arm64": 0x80087601,
-               "riscv64": 0x80087601, "s390x": 0x80087601, "i386": 0x80047601,
-               "i686": 0x80047601, "armv7l": 0x80047601}
+_GETVERSION = {
+    "x86_64": 0x80087601,
+    "aarch64": 0x80087601,
+    "arm64": 0x80087601,
+    "riscv64": 0x80087601,
+    "s390x": 0x80087601,
+    "i386": 0x80047601,
+    "i686": 0x80047601,
+    "armv7l": 0x80047601,
+}
 
 
 def _inode_generation(path: str) -> int | None:
@@ -291,8 +299,7 @@ def has_object(objects_dir: str, name: str) -> bool:
 
 def _alternates(store: str) -> list[str]:
     try:
-        with open(os.path.join(store, "info", "alternates"), encoding="utf-8",
-                  errors="surrogateescape") as handle:
+        with open(os.path.join(store, "info", "alternates"), encoding="utf-8", errors="surrogateescape") as handle:
             lines = handle.read().splitlines()
     except OSError:
         return []
@@ -383,8 +390,12 @@ def repo_state_dir(checkout: Checkout, create: bool = True) -> str:
     base = state_base()
     key = repo_key(checkout)
     path = os.path.join(base, key)
-    if not create and not os.path.isdir(path) and not key.startswith("nocommit-") and \
-            os.path.isdir(os.path.join(base, _nocommit_key(checkout.common_dir))):
+    if (
+        not create
+        and not os.path.isdir(path)
+        and not key.startswith("nocommit-")
+        and os.path.isdir(os.path.join(base, _nocommit_key(checkout.common_dir)))
+    ):
         create = True  # a store made before the first commit is carried on its first read after it
     if create and not os.path.isdir(path):
         # A store made before the first commit is carried forward to the root-commit key:

@@ -64,7 +64,6 @@ def kill_group(proc: subprocess.Popen, grace: float = TERM_GRACE) -> None:
     proc.wait()
 
 
-
 def tagged(name: str, value: str) -> list[int]:
     """The live processes whose environment holds `name=value` (read from /proc; Linux).
 
@@ -156,7 +155,7 @@ def _stat(pid: int | str) -> tuple[int, str, int] | None:
             raw = handle.read()
     except OSError:
         return None
-    fields = raw[raw.rfind(b")") + 2:].split()  # the name, in parentheses, may hold anything
+    fields = raw[raw.rfind(b")") + 2 :].split()  # the name, in parentheses, may hold anything
     try:
         return int(fields[1]), fields[0].decode(), int(fields[19])
     except (IndexError, ValueError):
@@ -194,8 +193,7 @@ class Tree:
     (adopted orphans that ended) are reaped as they are seen; `root` is never reaped here
     (its Popen does that)."""
 
-    def __init__(self, root: int, adopted_since: int | None = None,
-                 spare: Callable[[int], bool] = lambda pid: False):
+    def __init__(self, root: int, adopted_since: int | None = None, spare: Callable[[int], bool] = lambda pid: False):
         self.root, self.adopted_since, self.spare = root, adopted_since, spare
         self.known: dict[int, int] = {}  # pid -> start time
         self.root_start = start_time(root)  # once reaped, its pid may be another process's
@@ -262,13 +260,26 @@ def _signal(pid: int, signum: int) -> None:
     except (ProcessLookupError, PermissionError):
         pass
 
-def run_shell(command: str, cwd: str, timeout: float | None, sink: Callable[[bytes], None],
-              env: dict | None = None, preexec: Callable[[], None] | None = None) -> Finished:
+
+def run_shell(
+    command: str,
+    cwd: str,
+    timeout: float | None,
+    sink: Callable[[bytes], None],
+    env: dict | None = None,
+    preexec: Callable[[], None] | None = None,
+) -> Finished:
     """Run `command` through /bin/sh, stdout and stderr merged into `sink`, within `timeout`;
     `preexec` runs in the child just before exec (the sandbox's)."""
     proc = subprocess.Popen(
-        ["/bin/sh", "-c", command], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=preexec,
+        ["/bin/sh", "-c", command],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        preexec_fn=preexec,
     )
     fd = proc.stdout.fileno()
     try:
@@ -296,12 +307,16 @@ def run_shell(command: str, cwd: str, timeout: float | None, sink: Callable[[byt
             if exited_at is not None and now - exited_at >= DRAIN_AFTER_EXIT:
                 pipe_held = True
                 break
-            waits = [t for t in (
-                deadline - now if deadline is not None else None,
-                exited_at + DRAIN_AFTER_EXIT - now if exited_at is not None else None,
-                # Without a pidfd, wake now and then to notice an exit behind an open pipe.
-                0.5 if exited_at is None and exit_fd is None else None,
-            ) if t is not None]
+            waits = [
+                t
+                for t in (
+                    deadline - now if deadline is not None else None,
+                    exited_at + DRAIN_AFTER_EXIT - now if exited_at is not None else None,
+                    # Without a pidfd, wake now and then to notice an exit behind an open pipe.
+                    0.5 if exited_at is None and exit_fd is None else None,
+                )
+                if t is not None
+            ]
             ready = selector.select(max(0.0, min(waits)) if waits else None)
             if not any(key.fd == fd for key, _ in ready):
                 if exit_fd is not None and ready:
@@ -339,7 +354,7 @@ def _pgrp(pid: int | str) -> int | None:
     try:
         with open(f"/proc/{pid}/stat", "rb") as handle:
             raw = handle.read()
-        return int(raw[raw.rfind(b")") + 2:].split()[2])
+        return int(raw[raw.rfind(b")") + 2 :].split()[2])
     except (OSError, IndexError, ValueError):
         return None
 
@@ -400,7 +415,7 @@ def cgroup_home() -> tuple[str, str] | None:
             continue
         root, point = _unescape(fields[3]).rstrip("/"), _unescape(fields[4])
         if own == root or own.startswith(root + "/"):
-            return point, os.path.normpath(point + own[len(root):])
+            return point, os.path.normpath(point + own[len(root) :])
     return None
 
 
@@ -506,8 +521,7 @@ def _release(path: str, spare: Callable[[int], bool]) -> None:
     """Freeze cgroup `path`, move the spared processes and their descendants out of it."""
     if _write(os.path.join(path, "cgroup.freeze"), "1"):
         until = time.monotonic() + _FREEZE_WAIT
-        while "frozen 1" not in (_read(os.path.join(path, "cgroup.events")) or "frozen 1") and \
-                time.monotonic() < until:
+        while "frozen 1" not in (_read(os.path.join(path, "cgroup.events")) or "frozen 1") and time.monotonic() < until:
             time.sleep(0.002)
     inside = set(cgroup_pids(path))
     children: dict[int, list[int]] = {}
@@ -617,4 +631,5 @@ def child_setup(procs_fd: int | None, mask=None) -> Callable[[], None]:
             prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
             if os.getppid() != parent:  # the parent died before the signal was asked for
                 os._exit(128 + int(signal.SIGKILL))
+
     return setup

@@ -38,7 +38,8 @@ def run_target(ws: Workspace, name: str, caller: Caller, echo: BinaryIO | None) 
         known = ", ".join(sorted(cfg.targets)) or "none defined"
         raise errors.ProctorError(
             f"no target {name!r} in proctor.toml (targets: {known}); add [targets.{name}] with a command",
-            errors.CHECK_UNKNOWN_TARGET)
+            errors.CHECK_UNKNOWN_TARGET,
+        )
     cwd = os.path.join(ws.root, target.cwd) if target.cwd else ws.root
     if not os.path.isdir(cwd):
         raise errors.ProctorError(f"target {name}'s cwd {cwd} is not a directory; fix [targets.{name}] cwd")
@@ -100,8 +101,9 @@ def run_target(ws: Workspace, name: str, caller: Caller, echo: BinaryIO | None) 
         _git.CONFINE = boxed.preexec  # from the target's start until its tree is read back
     try:
         try:
-            finished = run_shell(target.command, cwd, target.timeout, sink, env,
-                                 preexec=boxed.preexec if boxed is not None else None)
+            finished = run_shell(
+                target.command, cwd, target.timeout, sink, env, preexec=boxed.preexec if boxed is not None else None
+            )
         except BaseException:
             pending.put(None)
             recorder.join()
@@ -116,8 +118,10 @@ def run_target(ws: Workspace, name: str, caller: Caller, echo: BinaryIO | None) 
             if isinstance(exc, subprocess.SubprocessError):  # the sandbox's preexec raised: nothing ran
                 raise errors.ProctorError(
                     f"the sandbox for job {boxed.job} could not be applied to {name} (the kernel refused "
-                    f"landlock_restrict_self or no_new_privs); nothing ran. Set [sandbox] mode = \"off\" in "
-                    f"proctor.toml to run unsandboxed", errors.SANDBOX_FAILED) from None
+                    f'landlock_restrict_self or no_new_privs); nothing ran. Set [sandbox] mode = "off" in '
+                    f"proctor.toml to run unsandboxed",
+                    errors.SANDBOX_FAILED,
+                ) from None
         raise
     finally:
         _restore_sigterm(previous)
@@ -129,9 +133,15 @@ def run_target(ws: Workspace, name: str, caller: Caller, echo: BinaryIO | None) 
     changed_status: dict[bytes, int] = {}
     after = _tree(ws.root, hashed, changed_status)
     reader.join()
-    moved = sorted(p.decode("utf-8", "surrogateescape") for p in set(before or {}) | set(after or {})
-                   if (before or {}).get(p) != (after or {}).get(p)
-                   or changed_status.get(p, 0) > begun) if before is not None and after is not None else []
+    moved = (
+        sorted(
+            p.decode("utf-8", "surrogateescape")
+            for p in set(before or {}) | set(after or {})
+            if (before or {}).get(p) != (after or {}).get(p) or changed_status.get(p, 0) > begun
+        )
+        if before is not None and after is not None
+        else []
+    )
     if moved and after is not None:
         # written while it ran, even if put back since: the run is evidence for no tree
         after = {**after, b"\0moved": "\0".join(moved).encode("utf-8", "surrogateescape")}
@@ -141,25 +151,51 @@ def run_target(ws: Workspace, name: str, caller: Caller, echo: BinaryIO | None) 
     checkpoint = checkpoint_box[0]
     run = {
         "id": f"run-{iso(started).replace(':', '').replace('-', '').replace('.', '')[:18]}-{os.urandom(3).hex()}",
-        "target": name, "command": target.command, "cwd": cwd, "checkout": os.path.realpath(ws.root),
+        "target": name,
+        "command": target.command,
+        "cwd": cwd,
+        "checkout": os.path.realpath(ws.root),
         "checkpoint": checkpoint,
         "tree": vcs_checkpoint.digest_of(before) if before is not None else None,
         "tree_end": vcs_checkpoint.digest_of(after) if after is not None else None,
-        "lease": caller.lease, "exit_code": finished.exit_code,
-        "timed_out": finished.timed_out, "started": iso(started), "ended": iso(ended),
-        "output_ref": output_ref, "output_bytes": writer.size, "machine": machine_id(),
+        "lease": caller.lease,
+        "exit_code": finished.exit_code,
+        "timed_out": finished.timed_out,
+        "started": iso(started),
+        "ended": iso(ended),
+        "output_ref": output_ref,
+        "output_bytes": writer.size,
+        "machine": machine_id(),
         "sandbox": boxed.record() if boxed is not None else None,
     }
     with ws.store.write() as conn:
         run_rows.insert(conn, run)
-        trail.append(conn, ws.state_dir, "run", caller.actor, caller.lease, {
-            "run": run["id"], "target": name, "exit_code": finished.exit_code,
-            "timed_out": finished.timed_out, "output_ref": output_ref,
-            **({"sandboxed": boxed.job} if boxed is not None else {})}, when=ended)
+        trail.append(
+            conn,
+            ws.state_dir,
+            "run",
+            caller.actor,
+            caller.lease,
+            {
+                "run": run["id"],
+                "target": name,
+                "exit_code": finished.exit_code,
+                "timed_out": finished.timed_out,
+                "output_ref": output_ref,
+                **({"sandboxed": boxed.job} if boxed is not None else {}),
+            },
+            when=ended,
+        )
         for denial in boxed.denials if boxed is not None else []:
-            trail.append(conn, ws.state_dir, "sandbox_denial", caller.actor, boxed.job, {
-                "run": run["id"], "target": name, "path": denial["path"], "blockers": denial["blockers"]},
-                when=ended)
+            trail.append(
+                conn,
+                ws.state_dir,
+                "sandbox_denial",
+                caller.actor,
+                boxed.job,
+                {"run": run["id"], "target": name, "path": denial["path"], "blockers": denial["blockers"]},
+                when=ended,
+            )
     run["ref"] = output_ref
     run["tree_moved"] = moved  # paths that changed while it ran: its own output, or someone's edits
     run["duration_seconds"] = round(ended - started, 3)
@@ -206,8 +242,9 @@ class Sandboxed:
         return out
 
 
-def sandboxed(ws: Workspace, lease: str | None, extra_regions: tuple[str, ...] = (),
-              worker: bool = False) -> Sandboxed | None:
+def sandboxed(
+    ws: Workspace, lease: str | None, extra_regions: tuple[str, ...] = (), worker: bool = False
+) -> Sandboxed | None:
     """The sandbox a run acting for `lease` in this checkout gets ([sandbox] mode), or None
     where nothing narrows: mode off, no lease, a root job, no live row, a writable row without
     write paths, or `auto` on a kernel without Landlock. Raises PRC3061 for mode landlock on
@@ -255,7 +292,9 @@ def sandboxed(ws: Workspace, lease: str | None, extra_regions: tuple[str, ...] =
         grant.cleanup()
         raise errors.ProctorError(
             f"the sandbox for job {job['id']} could not be built ({exc.strerror or exc}); nothing ran. "
-            f"Set [sandbox] mode = \"off\" in proctor.toml to run unsandboxed", errors.SANDBOX_FAILED) from None
+            f'Set [sandbox] mode = "off" in proctor.toml to run unsandboxed',
+            errors.SANDBOX_FAILED,
+        ) from None
     return Sandboxed(grant, ruleset, mode.abi)
 
 
@@ -271,8 +310,10 @@ def _store_only(ws: Workspace, lease: str | None, abi: int) -> Sandboxed:
         ruleset = sandbox.Ruleset(grant, abi)
     except OSError as exc:
         grant.cleanup()
-        raise errors.ProctorError(f"the sandbox of a worker's command could not be built ({exc.strerror or exc}); "
-                                  f"nothing ran", errors.SANDBOX_FAILED) from None
+        raise errors.ProctorError(
+            f"the sandbox of a worker's command could not be built ({exc.strerror or exc}); nothing ran",
+            errors.SANDBOX_FAILED,
+        ) from None
     return Sandboxed(grant, ruleset, abi)
 
 

@@ -72,8 +72,18 @@ _AUDIT_LANDLOCK_ACCESS, _AUDIT_LANDLOCK_DOMAIN = 1423, 1424
 
 def write_rights(abi: int) -> tuple[int, int]:
     """(rights on a directory, rights on a file) that make up "write" at Landlock `abi`."""
-    directory = WRITE_FILE | REMOVE_DIR | REMOVE_FILE | MAKE_CHAR | MAKE_DIR | MAKE_REG | MAKE_SOCK | \
-        MAKE_FIFO | MAKE_BLOCK | MAKE_SYM
+    directory = (
+        WRITE_FILE
+        | REMOVE_DIR
+        | REMOVE_FILE
+        | MAKE_CHAR
+        | MAKE_DIR
+        | MAKE_REG
+        | MAKE_SOCK
+        | MAKE_FIFO
+        | MAKE_BLOCK
+        | MAKE_SYM
+    )
     file = WRITE_FILE
     if abi >= 2:
         directory |= REFER
@@ -112,8 +122,11 @@ class _RulesetAttr(ctypes.Structure):
 
 
 class _RulesetAttrScoped(ctypes.Structure):  # ABI 6: the scopes a domain is confined to
-    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
-                ("scoped", ctypes.c_uint64)]
+    _fields_ = [
+        ("handled_access_fs", ctypes.c_uint64),
+        ("handled_access_net", ctypes.c_uint64),
+        ("scoped", ctypes.c_uint64),
+    ]
 
 
 _SCOPE_SIGNAL = 1 << 1  # no signal to a process outside the domain (proctor, the server, the person's)
@@ -125,6 +138,7 @@ class _PathBeneath(ctypes.Structure):
 
 
 # -- the mode -------------------------------------------------------------------------------------
+
 
 class Mode:
     """What `[sandbox] mode` comes to on this kernel: `active` when runs are narrowed."""
@@ -154,31 +168,43 @@ def mode_for(config) -> Mode:
         return mode
     if configured == "landlock":
         raise errors.ProctorError(
-            "[sandbox] mode = \"landlock\" but this kernel offers no Landlock (Linux 5.13 or later, with "
-            "landlock among its LSMs); nothing ran. Set mode = \"auto\" to run unsandboxed where the kernel "
-            "has none, or \"off\"", errors.SANDBOX_UNAVAILABLE)
+            '[sandbox] mode = "landlock" but this kernel offers no Landlock (Linux 5.13 or later, with '
+            'landlock among its LSMs); nothing ran. Set mode = "auto" to run unsandboxed where the kernel '
+            'has none, or "off"',
+            errors.SANDBOX_UNAVAILABLE,
+        )
     if not _told_auto:
         _told_auto = True
-        sys.stderr.write("proctor: [sandbox] mode = \"auto\": this kernel offers no Landlock, so runs are not "
-                         "sandboxed\n")
+        sys.stderr.write(
+            'proctor: [sandbox] mode = "auto": this kernel offers no Landlock, so runs are not sandboxed\n'
+        )
     return mode
 
 
 # -- the grant ------------------------------------------------------------------------------------
 
+
 class Grant:
     """What a run under job `job` may write: `paths` inside the narrowed `regions`, everything
     outside them, and the private `tmpdir`."""
 
-    def __init__(self, job: str, regions: list[str], paths: list[str], tmpdir: str, skipped: list[str],
-                 read_only: bool) -> None:
+    def __init__(
+        self, job: str, regions: list[str], paths: list[str], tmpdir: str, skipped: list[str], read_only: bool
+    ) -> None:
         self.job, self.regions, self.paths, self.tmpdir = job, regions, paths, tmpdir
         self.skipped, self.read_only = skipped, read_only
 
     def record(self, abi: int) -> dict:
         """The run record's `sandbox` entry."""
-        out = {"mode": "landlock", "abi": abi, "job": self.job, "narrowed": self.regions,
-               "grant": self.paths, "tmpdir": self.tmpdir, "read_only": self.read_only}
+        out = {
+            "mode": "landlock",
+            "abi": abi,
+            "job": self.job,
+            "narrowed": self.regions,
+            "grant": self.paths,
+            "tmpdir": self.tmpdir,
+            "read_only": self.read_only,
+        }
         if self.skipped:
             out["not_granted"] = self.skipped
         return out
@@ -319,7 +345,7 @@ def _carve(granted: set[str], deny: str, root: str) -> set[str]:
             out.add(grant)
             continue
         # descend from grant toward deny
-        parts = deny.split("/") if grant == "." else deny[len(grant) + 1:].split("/")
+        parts = deny.split("/") if grant == "." else deny[len(grant) + 1 :].split("/")
         here = grant
         for part in parts:
             directory = os.path.join(root, here) if here != "." else root
@@ -339,6 +365,7 @@ def _carve(granted: set[str], deny: str, root: str) -> set[str]:
 
 # -- the ruleset ----------------------------------------------------------------------------------
 
+
 class Ruleset:
     """A Landlock ruleset built in the parent; `preexec` enforces it in a child before exec."""
 
@@ -350,8 +377,9 @@ class Ruleset:
         # from ABI 6 the domain's processes may signal only processes inside it: a run cannot
         # stop or kill the proctor that judges it, the server, or anything of the person's
         attr = _RulesetAttrScoped(directory, 0, _SCOPE_SIGNAL) if abi >= 6 else _RulesetAttr(directory)
-        fd = libc.syscall(_SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)),
-                          ctypes.c_uint32(0))
+        fd = libc.syscall(
+            _SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)), ctypes.c_uint32(0)
+        )
         if fd < 0:
             raise OSError(ctypes.get_errno(), f"landlock_create_ruleset: {os.strerror(ctypes.get_errno())}")
         self.fd = int(fd)
@@ -376,7 +404,10 @@ class Ruleset:
                 return  # a symlink grants nothing: writes through it land on its target
             access = directory if stat.S_ISDIR(mode) else file
             attr = _PathBeneath(access, fd)
-            if _syscall().syscall(_SYS_ADD_RULE, self.fd, _RULE_PATH_BENEATH, ctypes.byref(attr), ctypes.c_uint32(0)) != 0:
+            if (
+                _syscall().syscall(_SYS_ADD_RULE, self.fd, _RULE_PATH_BENEATH, ctypes.byref(attr), ctypes.c_uint32(0))
+                != 0
+            ):
                 code = ctypes.get_errno()
                 raise OSError(code, f"landlock_add_rule {path}: {os.strerror(code)}")
             self.rules += 1
@@ -437,6 +468,7 @@ def env_for(grant: Grant, env: dict) -> dict:
 
 # -- denials, as the kernel reports them ---------------------------------------------------------
 
+
 class AuditWatch:
     """Landlock's denial records from the kernel's audit log, read while a run lasts. `open`
     returns None where they cannot be read (audit off, or no CAP_AUDIT_READ); `why` says which."""
@@ -454,8 +486,11 @@ class AuditWatch:
     def open(cls) -> "AuditWatch | None":
         enabled = _audit_enabled()
         if enabled is not True:
-            cls.why = ("the kernel's audit is off (auditctl -e 1 turns it on)" if enabled is False
-                       else "the kernel's audit status cannot be read")
+            cls.why = (
+                "the kernel's audit is off (auditctl -e 1 turns it on)"
+                if enabled is False
+                else "the kernel's audit status cannot be read"
+            )
             return None
         try:
             sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW | socket.SOCK_CLOEXEC, 9)  # NETLINK_AUDIT
@@ -480,7 +515,7 @@ class AuditWatch:
                 if length < 16:
                     break
                 if kind in (_AUDIT_LANDLOCK_ACCESS, _AUDIT_LANDLOCK_DOMAIN):
-                    text = data[offset + 16:offset + length].split(b"\0", 1)[0].decode("utf-8", "replace")
+                    text = data[offset + 16 : offset + length].split(b"\0", 1)[0].decode("utf-8", "replace")
                     self.records.append((kind, text))
                 offset += (length + 3) & ~3
 
@@ -503,15 +538,24 @@ class AuditWatch:
         for kind, text in self.records:
             if kind == _AUDIT_LANDLOCK_DOMAIN:
                 fields = _fields(text)
-                if fields.get("status") == "allocated" and fields.get("pid", "").isdigit() and int(fields["pid"]) in pids:
+                if (
+                    fields.get("status") == "allocated"
+                    and fields.get("pid", "").isdigit()
+                    and int(fields["pid"]) in pids
+                ):
                     domains.add(fields.get("domain"))
         out = []
         for kind, text in self.records:
             if kind == _AUDIT_LANDLOCK_ACCESS:
                 fields = _fields(text)
                 if fields.get("domain") in domains:
-                    out.append({"blockers": fields.get("blockers", ""), "path": fields.get("path"),
-                                "domain": fields.get("domain")})
+                    out.append(
+                        {
+                            "blockers": fields.get("blockers", ""),
+                            "path": fields.get("path"),
+                            "domain": fields.get("domain"),
+                        }
+                    )
         return out
 
 
@@ -568,5 +612,18 @@ def denial_reporting() -> str:
     return "not recorded: the kernel's audit status cannot be read; each run record names its grant"
 
 
-__all__ = ["MODES", "Mode", "mode_for", "kernel_abi", "kernel_offers", "inside_any", "narrows", "plan", "Grant",
-           "Ruleset", "AuditWatch", "env_for", "denial_reporting"]
+__all__ = [
+    "MODES",
+    "Mode",
+    "mode_for",
+    "kernel_abi",
+    "kernel_offers",
+    "inside_any",
+    "narrows",
+    "plan",
+    "Grant",
+    "Ruleset",
+    "AuditWatch",
+    "env_for",
+    "denial_reporting",
+]

@@ -20,7 +20,8 @@ SHARED_FIXTURES = os.path.normpath(os.path.join(os.path.dirname(__file__), "..",
 # that reads them skips when they are absent; under CI=true it runs, and fails if they are.
 needs_shared_fixtures = pytest.mark.skipif(
     not os.path.isdir(SHARED_FIXTURES) and os.environ.get("CI") != "true",
-    reason=f"the shared fixtures ({SHARED_FIXTURES}) are absent; CI runs these tests")
+    reason=f"the shared fixtures ({SHARED_FIXTURES}) are absent; CI runs these tests",
+)
 
 
 def git(cwd, *args: str) -> str:
@@ -173,8 +174,13 @@ def proctor_process():
         full_env = dict(os.environ)
         full_env.update(env or {})
         proc = subprocess.run(
-            [sys.executable, "-m", "proctor", *argv], cwd=cwd, input=stdin, capture_output=True,
-            text=True, env=full_env, timeout=120,
+            [sys.executable, "-m", "proctor", *argv],
+            cwd=cwd,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            env=full_env,
+            timeout=120,
         )
         return Result(proc.returncode, proc.stdout, proc.stderr)
 

@@ -74,8 +74,13 @@ def denied(answer: dict, rule: str | None = None) -> bool:
 def said(answer: dict) -> str:
     """What an answer tells the model, for an assertion's message."""
     spec = answer.get("hookSpecificOutput", {})
-    return (spec.get("permissionDecisionReason") or spec.get("additionalContext") or answer.get("reason")
-            or answer.get("advisory") or "pass ({})")
+    return (
+        spec.get("permissionDecisionReason")
+        or spec.get("additionalContext")
+        or answer.get("reason")
+        or answer.get("advisory")
+        or "pass ({})"
+    )
 
 
 def proctor_path(tmp_path) -> str:
@@ -83,6 +88,6 @@ def proctor_path(tmp_path) -> str:
     directory = tmp_path / "bin"
     directory.mkdir(exist_ok=True)
     script = directory / "proctor"
-    script.write_text(f"#!/bin/sh\nexec {sys.executable} -m proctor \"$@\"\n")
+    script.write_text(f'#!/bin/sh\nexec {sys.executable} -m proctor "$@"\n')
     script.chmod(0o755)
     return str(directory) + os.pathsep + os.environ["PATH"]

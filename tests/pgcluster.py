@@ -24,8 +24,10 @@ import time
 USER = "proctor"
 PASSWORD = "proctor-test-pw"
 
-ABSENT_REASON = ("PostgreSQL is not installed (no initdb under /usr/lib/postgresql/*/bin or on PATH); "
-                  "install postgresql (Debian: apt-get install postgresql) to run these tests")
+ABSENT_REASON = (
+    "PostgreSQL is not installed (no initdb under /usr/lib/postgresql/*/bin or on PATH); "
+    "install postgresql (Debian: apt-get install postgresql) to run these tests"
+)
 
 
 def find_postgres() -> str | None:
@@ -72,8 +74,9 @@ class Cluster:
         env = {key: value for key, value in os.environ.items() if not key.startswith("PG")}
         proc = subprocess.run(command, cwd=self.root, env=env, capture_output=True, text=True)
         if check and proc.returncode != 0:
-            raise RuntimeError(f"{' '.join(argv[:2])} failed ({proc.returncode}):\n{proc.stdout}{proc.stderr}"
-                               + self._log_tail())
+            raise RuntimeError(
+                f"{' '.join(argv[:2])} failed ({proc.returncode}):\n{proc.stdout}{proc.stderr}" + self._log_tail()
+            )
         return proc
 
     def _log_tail(self) -> str:
@@ -96,21 +99,50 @@ class Cluster:
             try:
                 entry = pwd.getpwnam("postgres")
             except KeyError:
-                raise RuntimeError("running as root, and there is no `postgres` user to run PostgreSQL as "
-                                   "(PostgreSQL refuses to run as root)") from None
+                raise RuntimeError(
+                    "running as root, and there is no `postgres` user to run PostgreSQL as "
+                    "(PostgreSQL refuses to run as root)"
+                ) from None
             for path in (self.root, self.socket_dir, pwfile):
                 os.chown(path, entry.pw_uid, entry.pw_gid)
-        self._run("initdb", "-D", self.datadir, "-U", USER, f"--pwfile={pwfile}", "-E", "UTF8", "--no-locale",
-                  "--auth-local=trust", "--auth-host=scram-sha-256", "--no-sync", "--no-instructions")
+        self._run(
+            "initdb",
+            "-D",
+            self.datadir,
+            "-U",
+            USER,
+            f"--pwfile={pwfile}",
+            "-E",
+            "UTF8",
+            "--no-locale",
+            "--auth-local=trust",
+            "--auth-host=scram-sha-256",
+            "--no-sync",
+            "--no-instructions",
+        )
         os.unlink(pwfile)
         with open(os.path.join(self.datadir, "postgresql.conf"), "a") as f:
-            f.write(f"\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '{self.socket_dir}'\n"
-                    "fsync = off\nsynchronous_commit = off\nfull_page_writes = off\nmax_connections = 200\n"
-                    "shared_buffers = 32MB\n")
+            f.write(
+                f"\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '{self.socket_dir}'\n"
+                "fsync = off\nsynchronous_commit = off\nfull_page_writes = off\nmax_connections = 200\n"
+                "shared_buffers = 32MB\n"
+            )
         for attempt in range(3):
             self.port = _free_port()
-            proc = self._run("pg_ctl", "-D", self.datadir, "-l", os.path.join(self.root, "log"), "-w", "-t", "30",
-                             "-o", f"-p {self.port}", "start", check=attempt == 2)
+            proc = self._run(
+                "pg_ctl",
+                "-D",
+                self.datadir,
+                "-l",
+                os.path.join(self.root, "log"),
+                "-w",
+                "-t",
+                "30",
+                "-o",
+                f"-p {self.port}",
+                "start",
+                check=attempt == 2,
+            )
             if proc.returncode == 0:
                 break
         self.started = True

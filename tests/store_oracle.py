@@ -20,8 +20,9 @@ _TOKEN = re.compile(r"'(?:[^']|'')*'|\?|%")
 
 def _pg_sql(sql: str) -> str:
     """`?` → `%s` outside string literals, every literal `%` doubled."""
-    return _TOKEN.sub(lambda m: m.group(0).replace("%", "%%") if m.group(0)[0] == "'" else
-                      "%s" if m.group(0) == "?" else "%%", sql)
+    return _TOKEN.sub(
+        lambda m: m.group(0).replace("%", "%%") if m.group(0)[0] == "'" else "%s" if m.group(0) == "?" else "%%", sql
+    )
 
 
 class _Postgres:
@@ -82,13 +83,18 @@ def store_size(where) -> int:
         db = os.path.join(_state(where), "proctor.db")
         return os.path.getsize(db) + (os.path.getsize(db + "-wal") if os.path.exists(db + "-wal") else 0)
     with contextlib.closing(connect(where)) as conn:
-        return int(conn.execute("SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
-                                "JOIN pg_namespace n ON n.oid = c.relnamespace "
-                                "WHERE n.nspname = current_schema() AND c.relkind = 'r'").fetchone()[0])
+        return int(
+            conn.execute(
+                "SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+                "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE n.nspname = current_schema() AND c.relkind = 'r'"
+            ).fetchone()[0]
+        )
 
 
 # Blobs (store/blobs.py): files `<state>/blobs/<2 hex>/<62 hex>` beside SQLite's file, rows of
 # the `blobs` table on PostgreSQL.
+
 
 def _blob_file(where, ref: str) -> str:
     digest = ref.split(":", 1)[1]

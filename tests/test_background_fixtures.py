@@ -38,8 +38,9 @@ READS = ("ls", "cat file", "git status")
 
 
 def _transcripts() -> list[str]:
-    return sorted(glob.glob(os.path.join(SHARED_FIXTURES, "claude", "transcripts", "*.jsonl"))) + \
-        sorted(glob.glob(os.path.join(SHARED_FIXTURES, "hosts", "claude-*", "*", "transcript.jsonl")))
+    return sorted(glob.glob(os.path.join(SHARED_FIXTURES, "claude", "transcripts", "*.jsonl"))) + sorted(
+        glob.glob(os.path.join(SHARED_FIXTURES, "hosts", "claude-*", "*", "transcript.jsonl"))
+    )
 
 
 def _judged(state: claude.State) -> tuple[str, ...]:
@@ -72,8 +73,7 @@ def _runs() -> list[tuple[str, tuple[str, ...], list[int]]]:
 
 
 RUNS = _runs() if os.path.isdir(SHARED_FIXTURES) else []
-CUTS = [(source, end) for source, _, ends in RUNS
-        for end in sorted({ends[0], ends[len(ends) // 2], ends[-1]})]
+CUTS = [(source, end) for source, _, ends in RUNS for end in sorted({ends[0], ends[len(ends) // 2], ends[-1]})]
 
 
 def _name(cut) -> str:
@@ -137,9 +137,15 @@ def test_a_silent_task_refuses_every_call_that_is_not_a_read(cut, tmp_path, monk
     clock["now"] = max(_silent_since(t) for t in running) + DENY_MINUTES * 60 + 60
 
     def call(command: str) -> dict:
-        payload = {"session_id": "fixture-session", "transcript_path": str(transcript), "cwd": root,
-                   "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": "toolu_fixture",
-                   "tool_input": {"command": command, "description": "x"}}
+        payload = {
+            "session_id": "fixture-session",
+            "transcript_path": str(transcript),
+            "cwd": root,
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Bash",
+            "tool_use_id": "toolu_fixture",
+            "tool_input": {"command": command, "description": "x"},
+        }
         out, code = hook_run(["claude"], json.dumps(payload).encode(), dict(os.environ))
         assert code == 0
         return json.loads(out)

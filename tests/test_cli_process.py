@@ -17,8 +17,13 @@ def test_version_and_help(repo, proctor_process):
     assert helped.code == 0
     for group in ("init", "config", "vcs", "job", "ls", "describe"):
         assert group in helped.out
-    for args in (("job", "fork", "--help"), ("ls", "jobs", "--help"), ("vcs", "checkpoint", "--help"),
-                 ("config", "show", "--help"), ("describe", "job", "--help")):
+    for args in (
+        ("job", "fork", "--help"),
+        ("ls", "jobs", "--help"),
+        ("vcs", "checkpoint", "--help"),
+        ("config", "show", "--help"),
+        ("describe", "job", "--help"),
+    ):
         assert proctor_process(*args, cwd=repo).code == 0, args
 
 
@@ -29,8 +34,9 @@ def test_console_script_installed(repo):
 
 
 def test_round_trip_as_processes(repo, proctor_process):
-    made = proctor_process("job", "fork", "api/x", "--criteria", "c", "--write-paths", "a.py",
-                           "--check", "test", "-o", "json", cwd=repo)
+    made = proctor_process(
+        "job", "fork", "api/x", "--criteria", "c", "--write-paths", "a.py", "--check", "test", "-o", "json", cwd=repo
+    )
     assert made.code == 0, made.err
     listed = proctor_process("ls", "jobs", "-o", "json", cwd=repo)
     assert [r["id"] for r in listed.json()["jobs"]] == ["api/x"]
@@ -61,6 +67,7 @@ def test_stdin_closed_or_empty(repo, proctor_process):
 def test_library_door_has_the_same_rules(repo):
     from proctor import api, errors
     import pytest
+
     row = api.fork({"id": "lib", "write_paths": ["a.py"], "check": "test"}, cwd=repo)
     assert row["write_proof"] == "alone"
     with pytest.raises(errors.Refused) as refused:

@@ -37,8 +37,14 @@ def test_sixteen_processes_lose_nothing(tmp_path, proctor, monkeypatch):
     env = dict(os.environ)
     env["PROCTOR_BUSY_TIMEOUT"] = "60"
     procs = [
-        subprocess.Popen([sys.executable, "-c", WORKER, str(i)], cwd=root, env=env,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", WORKER, str(i)],
+            cwd=root,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for i in range(16)
     ]
     won = 0
@@ -55,10 +61,13 @@ def test_sixteen_processes_lose_nothing(tmp_path, proctor, monkeypatch):
             row = rows[f"p{i}/j{k}"]
             assert row["write_paths"] == [f"w{i}/{k}/a.py"]
             assert [(r["path"], r["digest"]) for r in row["releases"]] == [
-                (f"w{i}/{k}/b.py", "absent"), (f"w{i}/{k}/c.py", "absent")]
+                (f"w{i}/{k}/b.py", "absent"),
+                (f"w{i}/{k}/c.py", "absent"),
+            ]
     from proctor import trail
     from proctor.paths import find_checkout, repo_state_dir
     from proctor.store import Store
+
     store = Store(repo_state_dir(find_checkout(root)))
     with store.read() as conn:
         forks = trail.events(conn, kind="job_fork")

@@ -29,7 +29,9 @@ def test_defaults_without_a_file(tmp_path, proctor):
 
 
 def test_values_and_sources(tmp_path, proctor):
-    root = make_repo(tmp_path / "r", """
+    root = make_repo(
+        tmp_path / "r",
+        """
 [jobs]
 max_depth = 3
 max_live = 12
@@ -41,7 +43,8 @@ gate = "release"
 command = "pytest -q"
 timeout = "10m"
 cwd = "sub"
-""")
+""",
+    )
     settings = _settings(proctor("config", "show", "-o", "json", cwd=root))
     assert settings["jobs.max_depth"] == {**settings["jobs.max_depth"], "value": 3, "source": "proctor.toml"}
     assert settings["jobs.max_live"]["value"] == 12
@@ -62,20 +65,23 @@ def test_zero_means_unlimited_and_never(tmp_path, proctor):
     assert settings["jobs.stale_after"]["value"] == 0
 
 
-@pytest.mark.parametrize("line, key, default", [
-    ("max_depth = -1", "jobs.max_depth", None),
-    ("max_depth = 2.5", "jobs.max_depth", None),
-    ("max_depth = \"three\"", "jobs.max_depth", None),
-    ("max_depth = true", "jobs.max_depth", None),
-    ("max_live = inf", "jobs.max_live", None),
-    ("max_live = nan", "jobs.max_live", None),
-    ("stale_after = inf", "jobs.stale_after", 7200),
-    ("stale_after = nan", "jobs.stale_after", 7200),
-    ("stale_after = -5", "jobs.stale_after", 7200),
-    ("stale_after = \"soon\"", "jobs.stale_after", 7200),
-    ("default_timeout = \"2 fortnights\"", "jobs.default_timeout", None),
-    ("gate = 5", "jobs.gate", "ci"),
-])
+@pytest.mark.parametrize(
+    "line, key, default",
+    [
+        ("max_depth = -1", "jobs.max_depth", None),
+        ("max_depth = 2.5", "jobs.max_depth", None),
+        ('max_depth = "three"', "jobs.max_depth", None),
+        ("max_depth = true", "jobs.max_depth", None),
+        ("max_live = inf", "jobs.max_live", None),
+        ("max_live = nan", "jobs.max_live", None),
+        ("stale_after = inf", "jobs.stale_after", 7200),
+        ("stale_after = nan", "jobs.stale_after", 7200),
+        ("stale_after = -5", "jobs.stale_after", 7200),
+        ('stale_after = "soon"', "jobs.stale_after", 7200),
+        ('default_timeout = "2 fortnights"', "jobs.default_timeout", None),
+        ("gate = 5", "jobs.gate", "ci"),
+    ],
+)
 def test_bad_value_reported_with_default(tmp_path, proctor, line, key, default):
     root = make_repo(tmp_path / "r", f"[jobs]\n{line}\n")
     shown = proctor("config", "show", "-o", "json", cwd=root)
@@ -92,13 +98,17 @@ def test_bad_value_reported_with_default(tmp_path, proctor, line, key, default):
 
 
 def test_unknown_key_and_section(tmp_path, proctor):
-    root = make_repo(tmp_path / "r", "[jobs]\nmax_dpeth = 3\n[jbos]\nx = 1\n[guard.rules]\nlease-gate = \"advise\"\n"
-                                     "[workers.cheap]\nexecutor = \"claude\"\n")
+    root = make_repo(
+        tmp_path / "r",
+        '[jobs]\nmax_dpeth = 3\n[jbos]\nx = 1\n[guard.rules]\nlease-gate = "advise"\n'
+        '[workers.cheap]\nexecutor = "claude"\n',
+    )
     problems = proctor("config", "show", "-o", "json", cwd=root).json()["problems"]
     assert any("unknown key max_dpeth in [jobs]" in p for p in problems)
     assert any("unknown section [jbos]" in p for p in problems)
-    assert not any("guard" in p or "workers" in p for p in problems), \
+    assert not any("guard" in p or "workers" in p for p in problems), (
         "a known rule, and sections later capabilities read, are not unknown"
+    )
 
 
 def test_unparseable_file_keeps_every_default(tmp_path, proctor):
@@ -111,7 +121,9 @@ def test_unparseable_file_keeps_every_default(tmp_path, proctor):
 
 
 def test_bad_targets(tmp_path, proctor):
-    root = make_repo(tmp_path / "r", """
+    root = make_repo(
+        tmp_path / "r",
+        """
 [targets.nocommand]
 timeout = "5m"
 [targets.badtimeout]
@@ -123,7 +135,8 @@ cwd = "../elsewhere"
 [targets.extra]
 command = "true"
 retries = 3
-""")
+""",
+    )
     shown = proctor("config", "show", "-o", "json", cwd=root)
     problems = "\n".join(shown.json()["problems"])
     settings = _settings(shown)
@@ -173,8 +186,9 @@ def test_the_template_holds_every_key_and_each_example_reads_back(tmp_path):
         lines.append(line)
     uncommented = "\n".join(lines) + "\n"
     parsed = tomllib.loads(uncommented)
-    assert {f"{s}.{k}" for s, table in parsed.items() for k in table if s in ("jobs", "monitors", "store", "sandbox")
-            } == set(config_mod.KEYS)
+    assert {
+        f"{s}.{k}" for s, table in parsed.items() for k in table if s in ("jobs", "monitors", "store", "sandbox")
+    } == set(config_mod.KEYS)
     loaded = config_mod.parse(uncommented.encode(), str(tmp_path / "proctor.toml"))
     assert loaded.problems == [], loaded.problems
     defaulted = [name for name, setting in loaded.settings.items() if setting.source == "default"]

@@ -20,10 +20,19 @@ def _settings(result) -> dict:
 
 # --- durations ----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("raw, minutes", [
-    ("20", 20.0), ("2.5", 2.5), ('"20m"', 20.0), ('"90s"', 1.5), ('"1h30m"', 90.0), ('"2h"', 120.0),
-    ('"45"', 45.0),  # a bare number written as text keeps the key's unit too
-])
+
+@pytest.mark.parametrize(
+    "raw, minutes",
+    [
+        ("20", 20.0),
+        ("2.5", 2.5),
+        ('"20m"', 20.0),
+        ('"90s"', 1.5),
+        ('"1h30m"', 90.0),
+        ('"2h"', 120.0),
+        ('"45"', 45.0),  # a bare number written as text keeps the key's unit too
+    ],
+)
 def test_idle_minutes_takes_a_duration_or_minutes(tmp_path, raw, minutes):
     config = _load(tmp_path, f"[jobs]\nidle_minutes = {raw}\n")
     assert config.problems == []
@@ -31,18 +40,34 @@ def test_idle_minutes_takes_a_duration_or_minutes(tmp_path, raw, minutes):
     assert config.settings["jobs.idle_minutes"].source == "proctor.toml"
 
 
-@pytest.mark.parametrize("raw, seconds", [
-    ("30", 30.0), ("12.5", 12.5), ('"90s"', 90.0), ('"2m"', 120.0), ('"1h"', 3600.0), ('"1m30s"', 90.0),
-])
+@pytest.mark.parametrize(
+    "raw, seconds",
+    [
+        ("30", 30.0),
+        ("12.5", 12.5),
+        ('"90s"', 90.0),
+        ('"2m"', 120.0),
+        ('"1h"', 3600.0),
+        ('"1m30s"', 90.0),
+    ],
+)
 def test_grace_seconds_takes_a_duration_or_seconds(tmp_path, raw, seconds):
     config = _load(tmp_path, f"[jobs]\ngrace_seconds = {raw}\n")
     assert config.problems == []
     assert config["jobs.grace_seconds"] == seconds
 
 
-@pytest.mark.parametrize("raw, minutes", [
-    ("45", 45.0), ("0.5", 0.5), ('"20m"', 20.0), ('"90s"', 1.5), ('"1h30m"', 90.0), ('"3h"', 180.0),
-])
+@pytest.mark.parametrize(
+    "raw, minutes",
+    [
+        ("45", 45.0),
+        ("0.5", 0.5),
+        ('"20m"', 20.0),
+        ('"90s"', 1.5),
+        ('"1h30m"', 90.0),
+        ('"3h"', 180.0),
+    ],
+)
 def test_wall_minutes_takes_a_duration_or_minutes(tmp_path, raw, minutes):
     config = _load(tmp_path, f'[workers.w]\nexecutor = "claude"\nwall_minutes = {raw}\n')
     assert config.problems == []
@@ -50,14 +75,13 @@ def test_wall_minutes_takes_a_duration_or_minutes(tmp_path, raw, minutes):
     assert config.settings["workers.w.wall_minutes"].source == "proctor.toml"
 
 
-BAD = ["inf", "-inf", "nan", "-1", "0", '"0s"', "true", '"soon"', '"1h30"', '"20 minutes"', '""', '"99999d"',
-       "[1]"]
+BAD = ["inf", "-inf", "nan", "-1", "0", '"0s"', "true", '"soon"', '"1h30"', '"20 minutes"', '""', '"99999d"', "[1]"]
 
 
 @pytest.mark.parametrize("raw", BAD)
 @pytest.mark.parametrize("key, default", [("idle_minutes", None), ("grace_seconds", 60.0)])
 def test_bad_jobs_duration_reported_with_the_default_kept(tmp_path, key, default, raw):
-    config = _load(tmp_path, f"[jobs]\n{key} = {raw}\n[targets.test]\ncommand = \"true\"\ntimeout = \"5m\"\n")
+    config = _load(tmp_path, f'[jobs]\n{key} = {raw}\n[targets.test]\ncommand = "true"\ntimeout = "5m"\n')
     setting = config.settings[f"jobs.{key}"]
     assert setting.value == default and setting.source == "default"
     assert config.problems == [setting.problem]
@@ -77,14 +101,22 @@ def test_bad_wall_minutes_reported_with_60_kept(tmp_path, raw):
     assert setting.source == "default" and setting.problem == config.problems[0]
 
 
-@pytest.mark.parametrize("raw, clamped", [
-    ("99999", 3600.0), ('"2h"', 3600.0), ("1", 5.0), ('"1s"', 5.0), ('"500ms"', 5.0),
-])
+@pytest.mark.parametrize(
+    "raw, clamped",
+    [
+        ("99999", 3600.0),
+        ('"2h"', 3600.0),
+        ("1", 5.0),
+        ('"1s"', 5.0),
+        ('"500ms"', 5.0),
+    ],
+)
 def test_grace_out_of_range_is_clamped_and_says_so(tmp_path, raw, clamped):
     config = _load(tmp_path, f"[jobs]\ngrace_seconds = {raw}\n")
     assert config["jobs.grace_seconds"] == clamped
-    assert config.problems == [f"proctor.toml: [jobs] grace_seconds = {raw} is out of range; "
-                               f"clamped to 5..3600 seconds ({clamped:g})"]
+    assert config.problems == [
+        f"proctor.toml: [jobs] grace_seconds = {raw} is out of range; clamped to 5..3600 seconds ({clamped:g})"
+    ]
     setting = config.settings["jobs.grace_seconds"]
     assert setting.source == "proctor.toml" and setting.problem == config.problems[0]
 
@@ -99,6 +131,7 @@ def test_a_clamp_reads_as_a_clamp_in_config_show(tmp_path, proctor):
 
 
 # --- workers ------------------------------------------------------------------------------------
+
 
 def test_wall_clock_defaults_to_an_hour(tmp_path):
     config = _load(tmp_path, '[workers.w]\nexecutor = "claude"\n')
@@ -132,9 +165,12 @@ def test_worker_built_without_slots_has_none():
 
 # --- the derived idle limit -----------------------------------------------------------------------
 
+
 def test_idle_derived_from_the_longest_target(tmp_path):
-    config = _load(tmp_path, '[targets.test]\ncommand = "pytest"\ntimeout = "15m"\n'
-                             '[targets.lint]\ncommand = "ruff"\ntimeout = "5m"\n')
+    config = _load(
+        tmp_path,
+        '[targets.test]\ncommand = "pytest"\ntimeout = "15m"\n[targets.lint]\ncommand = "ruff"\ntimeout = "5m"\n',
+    )
     assert config["jobs.idle_minutes"] is None and config.idle_limit_seconds == 22.5 * 60
     assert config.idle_limit_source == "derived: 1.5 x [targets.test] timeout 15m"
     assert config.settings["jobs.idle_minutes"].shown == "22.5 (derived: 1.5 x [targets.test] timeout 15m)"
@@ -242,10 +278,14 @@ def test_config_show_prints_each_workers_limits(tmp_path, proctor_process):
 
 
 def test_a_bad_duration_is_on_stderr_and_stops_nothing(tmp_path, proctor):
-    root = make_repo(tmp_path / "r", '[jobs]\nidle_minutes = nan\n[workers.w]\nexecutor = "claude"\n'
-                                     'wall_minutes = inf\nslots = 0\n')
+    root = make_repo(
+        tmp_path / "r", '[jobs]\nidle_minutes = nan\n[workers.w]\nexecutor = "claude"\nwall_minutes = inf\nslots = 0\n'
+    )
     listed = proctor("ls", "jobs", cwd=root)
     assert listed.code == 0
-    for needle in ("[jobs] idle_minutes = nan is invalid", "[workers.w] wall_minutes = inf is invalid",
-                   "[workers.w] slots = 0 is invalid"):
+    for needle in (
+        "[jobs] idle_minutes = nan is invalid",
+        "[workers.w] wall_minutes = inf is invalid",
+        "[workers.w] slots = 0 is invalid",
+    ):
         assert needle in listed.err, needle

@@ -25,13 +25,26 @@ from tests.test_server import Server, cli, served, wait_for  # noqa: F401  (the 
 pytestmark = pytest.mark.slow  # every test here drives Chromium
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or "/usr/bin/chromium"
-FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+FLAGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 OUT = os.path.join(REPO, "bench", "out")
 SIZES = {
     "desktop": {"viewport": {"width": 1400, "height": 900}},
-    "phone": {"viewport": {"width": 390, "height": 844}, "has_touch": True, "is_mobile": True, "device_scale_factor": 2},
+    "phone": {
+        "viewport": {"width": 390, "height": 844},
+        "has_touch": True,
+        "is_mobile": True,
+        "device_scale_factor": 2,
+    },
 }
 LONG = 20000  # ms: the machine has two cores and a server to share them with
 
@@ -48,6 +61,7 @@ def browser():
 
 
 # -- helpers ------------------------------------------------------------------------------------
+
 
 def _png_size(path: str) -> tuple[int, int]:
     with open(path, "rb") as handle:
@@ -72,8 +86,9 @@ def context_for(browser, kind: str):
 def login_link(served) -> str:
     """The one-time link as `proctor server status` prints it."""
     text = cli(served.root, "server", "status").stdout
-    found = re.search(r"^login:\s+(http://127\.0\.0\.1:\d+/login\?code=\S+)\s+\(opens the console once, within 5 min\)",
-                      text, re.M)
+    found = re.search(
+        r"^login:\s+(http://127\.0\.0\.1:\d+/login\?code=\S+)\s+\(opens the console once, within 5 min\)", text, re.M
+    )
     assert found, text
     return found.group(1)
 
@@ -121,8 +136,11 @@ def open_job(page, served, job: str) -> None:
 
 
 def fork_rivals(root) -> None:
-    api.fork({"id": "card/child", "parent": "card", "write_paths": ["src/a.py"], "check": "test"}, cwd=root,
-             environ={"BAGGAGE": "proctor.lease=card"})
+    api.fork(
+        {"id": "card/child", "parent": "card", "write_paths": ["src/a.py"], "check": "test"},
+        cwd=root,
+        environ={"BAGGAGE": "proctor.lease=card"},
+    )
     api.fork({"id": "rival", "write_paths": ["src/**", "docs/r.md"], "check": "test"}, cwd=root)
     api.fork({"id": "rival", "write_paths": ["src/**"], "check": "test"}, cwd=root)  # releases docs/r.md
 
@@ -144,6 +162,7 @@ def confirm_dialog(page, answer: str) -> str:
 
 
 # -- 1. login -----------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("kind", ["desktop", "phone"])
 def test_login(served, browser, kind):  # noqa: F811
@@ -214,6 +233,7 @@ def test_login(served, browser, kind):  # noqa: F811
 
 # -- 2. the board and the tree ------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("kind", ["desktop", "phone"])
 def test_board_and_tree(served, browser, kind):  # noqa: F811
     root = served.root
@@ -224,7 +244,12 @@ def test_board_and_tree(served, browser, kind):  # noqa: F811
 
     rows = rows_of(page)
     assert {"card", "card/child", "rival", "other", "proctor-server", "proctor-server/monitors"} <= set(rows)
-    assert [th.inner_text() for th in page.query_selector_all("#jobs thead th")][:4] == ["JOB", "STATE", "HOLDER", "TOUCHED"]
+    assert [th.inner_text() for th in page.query_selector_all("#jobs thead th")][:4] == [
+        "JOB",
+        "STATE",
+        "HOLDER",
+        "TOUCHED",
+    ]
     assert cell(page, "proctor-server", 2) == "server"
     assert cell(page, "proctor-server/monitors", 2) == "server"
     assert cell(page, "card", 2) == "session"
@@ -240,9 +265,13 @@ def test_board_and_tree(served, browser, kind):  # noqa: F811
     # the tree: the child right under its parent, indented
     order = list(rows)
     assert order.index("card/child") == order.index("card") + 1
-    pad = page.evaluate("id => parseFloat(getComputedStyle(document.querySelector(`tr.job[data-job='${id}'] td`)).paddingLeft)",
-                        "card/child")
-    assert pad > page.evaluate("parseFloat(getComputedStyle(document.querySelector(\"tr.job[data-job='card'] td\")).paddingLeft)")
+    pad = page.evaluate(
+        "id => parseFloat(getComputedStyle(document.querySelector(`tr.job[data-job='${id}'] td`)).paddingLeft)",
+        "card/child",
+    )
+    assert pad > page.evaluate(
+        "parseFloat(getComputedStyle(document.querySelector(\"tr.job[data-job='card'] td\")).paddingLeft)"
+    )
     assert page.query_selector("tr.job[data-job='card'] button.toggle[aria-expanded=true]") is not None
 
     # overlaps on both rows, never between a parent and the child forked inside its paths
@@ -253,8 +282,9 @@ def test_board_and_tree(served, browser, kind):  # noqa: F811
     marks_rival = cell(page, "rival", 5)
     assert "overlaps card" in marks_rival and "overlaps card/child" in marks_rival
     assert "overlaps card/child" not in cell(page, "card", 5), "a parent does not overlap its own child"
-    assert "overlaps card" not in cell(page, "card/child", 5).replace("overlaps card/", ""), \
+    assert "overlaps card" not in cell(page, "card/child", 5).replace("overlaps card/", ""), (
         "a child does not overlap its parent"
+    )
     pairs = api.ls_jobs(cwd=root)["overlaps"]
     assert not any({"card", "card/child"} == set(p if isinstance(p, list) else p.get("jobs", [])) for p in pairs), pairs
     assert "overlaps rival" in cell(page, "other", 5), "src/b.py is under rival's src/**"
@@ -263,10 +293,16 @@ def test_board_and_tree(served, browser, kind):  # noqa: F811
     # the server's own jobs are never stale, however small stale_after is
     with open(os.path.join(root, "proctor.toml"), "a") as handle:
         handle.write('\n[jobs]\nstale_after = "1s"\n')
-    page.wait_for_function("() => document.querySelector(\"tr.job[data-job='card']\").innerText.includes('stale')", timeout=40000)
+    page.wait_for_function(
+        "() => document.querySelector(\"tr.job[data-job='card']\").innerText.includes('stale')", timeout=40000
+    )
     for job in ("proctor-server", "proctor-server/monitors"):
         assert "stale" not in cell(page, job, 5), f"{job} marked stale"
-        assert "stale" not in page.inner_text(f".card[data-job='{job}']") if page.query_selector(f".card[data-job='{job}']") else True
+        assert (
+            "stale" not in page.inner_text(f".card[data-job='{job}']")
+            if page.query_selector(f".card[data-job='{job}']")
+            else True
+        )
     server_rows = {r["id"]: r for r in served.call("GET", "/api/v1/jobs")[1]["jobs"]}
     assert server_rows["card"]["stale"] is True
     assert server_rows["proctor-server"]["stale"] is False and server_rows["proctor-server/monitors"]["stale"] is False
@@ -280,6 +316,7 @@ def test_board_and_tree(served, browser, kind):  # noqa: F811
 
 
 # -- 3. a job's page ----------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("kind", ["desktop", "phone"])
 def test_job_page(served, browser, kind):  # noqa: F811
@@ -295,7 +332,9 @@ def test_job_page(served, browser, kind):  # noqa: F811
     terms = cli(root, "describe", "job", "card").stdout
     assert page.inner_text("pre.terms").strip() == terms.strip(), "the terms as `proctor describe job` prints them"
 
-    page.wait_for_function("() => document.querySelector('pre.events') && document.querySelector('pre.events').innerText.includes('build green')")
+    page.wait_for_function(
+        "() => document.querySelector('pre.events') && document.querySelector('pre.events').innerText.includes('build green')"
+    )
     page.wait_for_selector("li.monitor .muted:has-text('last run')")
     monitor = page.inner_text("li.monitor")
     assert "echo build green" in monitor and "every 10s" in monitor
@@ -307,10 +346,24 @@ def test_job_page(served, browser, kind):  # noqa: F811
     trail = page.inner_text("ul.trail")
     assert page.query_selector_all("ul.trail li.event") and "by " in trail
     headings = [h.inner_text() for h in page.query_selector_all("#pageview h3")]
-    for heading in ("Terms", "Result", "Verdict", "Footprint", "Entries", "Released paths", "Attempts", "Monitors",
-                    "Output (newest first)", "Runs (newest first)", "Follow-ups", "Trail (newest first)"):
+    for heading in (
+        "Terms",
+        "Result",
+        "Verdict",
+        "Footprint",
+        "Entries",
+        "Released paths",
+        "Attempts",
+        "Monitors",
+        "Output (newest first)",
+        "Runs (newest first)",
+        "Follow-ups",
+        "Trail (newest first)",
+    ):
         assert heading in headings, f"{heading} section"
-    attempts = page.evaluate("[...document.querySelectorAll('#pageview h3')].find(h => h.innerText === 'Attempts').parentElement.innerText")
+    attempts = page.evaluate(
+        "[...document.querySelectorAll('#pageview h3')].find(h => h.innerText === 'Attempts').parentElement.innerText"
+    )
     assert attempts.startswith("Attempts") and ("none" in attempts or "#" in attempts)
     shot(page, "job-card", kind)
 
@@ -331,6 +384,7 @@ def test_job_page(served, browser, kind):  # noqa: F811
 
 
 # -- 4. actions -----------------------------------------------------------------------------------
+
 
 def _act(page, button: str, answer: str) -> str:
     page.click(button)
@@ -492,15 +546,18 @@ def test_request_count_and_output(served, browser):  # noqa: F811
 
     before = lines()
     # enough lines to scroll: scroll the output down a little, and it stays there as lines come
-    job.wait_for_function("() => { const p = document.querySelector('pre.events'); return p && p.scrollHeight > p.clientHeight + 80; }",
-                          timeout=30000)
+    job.wait_for_function(
+        "() => { const p = document.querySelector('pre.events'); return p && p.scrollHeight > p.clientHeight + 80; }",
+        timeout=30000,
+    )
     job.evaluate("document.querySelector('pre.events').scrollTop = 60")
     top_line = job.evaluate("document.querySelector('pre.events').innerText.split('\\n').length")
     scrolled = job.evaluate("document.querySelector('pre.events').scrollTop")
     assert scrolled >= 50
     first = lines()[0]
-    job.wait_for_function(f"() => document.querySelector('pre.events').innerText.split('\\n')[0] !== {json.dumps(first)}",
-                          timeout=15000)
+    job.wait_for_function(
+        f"() => document.querySelector('pre.events').innerText.split('\\n')[0] !== {json.dumps(first)}", timeout=15000
+    )
     after = lines()
     assert after != before and len(after) >= top_line, "new lines appear"
     scroll = job.evaluate("document.querySelector('pre.events').scrollTop")
@@ -527,14 +584,19 @@ def test_request_count_and_output(served, browser):  # noqa: F811
 
 # -- 7. ages tick ---------------------------------------------------------------------------------
 
+
 def test_ages_tick_without_requests(served, browser):  # noqa: F811
     context, page = logged_in(browser, served, "desktop")
-    page.wait_for_function("() => /^\\d+s ago$/.test(document.querySelector(\"tr.job[data-job='card'] td.age\").innerText)")
+    page.wait_for_function(
+        "() => /^\\d+s ago$/.test(document.querySelector(\"tr.job[data-job='card'] td.age\").innerText)"
+    )
     requests = []
     page.on("request", lambda r: requests.append(r.url))
     before = cell(page, "card", 3)
-    page.wait_for_function(f"() => document.querySelector(\"tr.job[data-job='card'] td.age\").innerText !== {json.dumps(before)}",
-                           timeout=2500)
+    page.wait_for_function(
+        f"() => document.querySelector(\"tr.job[data-job='card'] td.age\").innerText !== {json.dumps(before)}",
+        timeout=2500,
+    )
     after = cell(page, "card", 3)
     assert re.fullmatch(r"\d+s ago", after) and int(after.split("s")[0]) > int(before.split("s")[0])
     assert requests == [], requests
@@ -543,12 +605,20 @@ def test_ages_tick_without_requests(served, browser):  # noqa: F811
 
 # -- 8. a phone ----------------------------------------------------------------------------------
 
+
 def test_phone_has_no_sideways_scroll(served, browser):  # noqa: F811
     root = served.root
     fork_rivals(root)
-    api.fork({"id": "card/a-rather-long-child-job-name-that-might-push-the-table-wider-than-a-phone",
-              "parent": "card", "write_paths": ["src/a.py"], "check": "test"}, cwd=root,
-             environ={"BAGGAGE": "proctor.lease=card"})
+    api.fork(
+        {
+            "id": "card/a-rather-long-child-job-name-that-might-push-the-table-wider-than-a-phone",
+            "parent": "card",
+            "write_paths": ["src/a.py"],
+            "check": "test",
+        },
+        cwd=root,
+        environ={"BAGGAGE": "proctor.lease=card"},
+    )
     served.add("card", "echo " + "unbroken" * 40 + "; echo short")
     wait_for(lambda: served.events("card"), timeout=15)
     context, page = logged_in(browser, served, "phone")
@@ -559,7 +629,9 @@ def test_phone_has_no_sideways_scroll(served, browser):  # noqa: F811
     shot(page, "phone-board", "phone")
     assert width <= 390, f"the board scrolls sideways on a phone: {width} px"
     open_job(page, served, "card")
-    page.wait_for_function("() => document.querySelector('pre.events') && document.querySelector('pre.events').innerText.includes('unbroken')")
+    page.wait_for_function(
+        "() => document.querySelector('pre.events') && document.querySelector('pre.events').innerText.includes('unbroken')"
+    )
     width = page.evaluate("document.documentElement.scrollWidth")
     shot(page, "phone-job", "phone")
     assert width <= 390, f"the job page scrolls sideways on a phone: {width} px"
@@ -567,6 +639,7 @@ def test_phone_has_no_sideways_scroll(served, browser):  # noqa: F811
 
 
 # -- 9. filters and collapse ----------------------------------------------------------------------
+
 
 def visible_rows(page) -> list[str]:
     return page.evaluate("[...document.querySelectorAll('tr.job')].filter(t => !t.hidden).map(t => t.dataset.job)")
@@ -632,6 +705,7 @@ def test_filters_and_collapse(served, browser, kind):  # noqa: F811
 
 # -- 10. keyboard and contrast -------------------------------------------------------------------
 
+
 def tab_through(page, limit: int = 250) -> list[str]:
     """The data-k of each element Tab reaches, in order, until focus comes round again."""
     page.evaluate("document.activeElement && document.activeElement.blur()")
@@ -639,7 +713,9 @@ def tab_through(page, limit: int = 250) -> list[str]:
     seen = []
     for _ in range(limit):
         page.keyboard.press("Tab")
-        k = page.evaluate("document.activeElement && document.activeElement.dataset ? document.activeElement.dataset.k || '' : ''")
+        k = page.evaluate(
+            "document.activeElement && document.activeElement.dataset ? document.activeElement.dataset.k || '' : ''"
+        )
         if k and seen and k == seen[0]:
             break
         seen.append(k)
@@ -647,10 +723,13 @@ def tab_through(page, limit: int = 250) -> list[str]:
 
 
 def label_targets(page, selector: str) -> dict:
-    return page.evaluate("""sel => { const out = {}; let n = 0;
+    return page.evaluate(
+        """sel => { const out = {}; let n = 0;
         for (const node of document.querySelectorAll(sel)) { if (!node.getClientRects().length) continue;
           node.dataset.k = 'k' + (n++); out[node.dataset.k] = (node.id || node.getAttribute('href') || '') + ' ' + node.innerText; }
-        return out; }""", selector)
+        return out; }""",
+        selector,
+    )
 
 
 CONTRAST = """scope => {
@@ -717,7 +796,9 @@ def test_keyboard_and_contrast(served, browser):  # noqa: F811
     page.wait_for_selector(f"button[data-remove='{monitor['id']}']")
     page.wait_for_selector("ul.followups li.followup", timeout=40000)  # what changes soon has changed
     targets = label_targets(page, "#pageview button, #pageview select, #pageview a")
-    assert {"#do-move", "#do-end", "#do-archive", "#do-trash", "#do-delete"} <= {"#" + v.split(" ")[0] for v in targets.values()}
+    assert {"#do-move", "#do-end", "#do-archive", "#do-trash", "#do-delete"} <= {
+        "#" + v.split(" ")[0] for v in targets.values()
+    }
     reached = tab_through(page)
     missing = {k: v for k, v in targets.items() if k not in reached}
     assert not missing, f"not reachable by Tab on card's page: {missing}"
@@ -755,12 +836,15 @@ def test_focus_survives_a_live_update(served, browser):  # noqa: F811
     wait_for(lambda: served.events("card"), timeout=15)
     context, page = logged_in(browser, served, "desktop")
     open_job(page, served, "card")
-    page.wait_for_function("() => document.querySelector('pre.events') && document.querySelector('pre.events').innerText.includes('tick')")
+    page.wait_for_function(
+        "() => document.querySelector('pre.events') && document.querySelector('pre.events').innerText.includes('tick')"
+    )
     page.focus("#do-archive")
     assert page.evaluate("document.activeElement.id") == "do-archive"
     first = page.inner_text("pre.events").splitlines()[0]
-    page.wait_for_function(f"() => document.querySelector('pre.events').innerText.split('\\n')[0] !== {json.dumps(first)}",
-                           timeout=15000)  # the page was pushed again
+    page.wait_for_function(
+        f"() => document.querySelector('pre.events').innerText.split('\\n')[0] !== {json.dumps(first)}", timeout=15000
+    )  # the page was pushed again
     focused = page.evaluate("document.activeElement.id || document.activeElement.tagName")
     shot(page, "focus-after-push", "desktop")
     assert focused == "do-archive", f"a live update moved the keyboard focus from #do-archive to {focused}"

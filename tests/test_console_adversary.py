@@ -22,7 +22,7 @@ from tests.test_server_adversary import SAME_USER
 
 # A client run as its own process (so the server sees *that* process at the other end):
 # argv: port method path auth-header cookie body-json out-file
-CLIENT = textwrap.dedent(r'''
+CLIENT = textwrap.dedent(r"""
     import http.client, json, sys
     port, method, path, auth, cookie, body, out = sys.argv[1:8]
     conn = http.client.HTTPConnection("127.0.0.1", int(port), timeout=30)
@@ -38,14 +38,29 @@ CLIENT = textwrap.dedent(r'''
         print(json.dumps(result))
     else:
         open(out, "w").write(json.dumps(result))
-''')
+""")
 
 
 def run_client(served, method, path, *, auth="", cookie="", body=None, env=None, cwd=None):
-    proc = subprocess.run([sys.executable, "-c", CLIENT, str(served.port), method, path, auth, cookie,
-                           json.dumps(body) if body is not None else "", "-"],
-                          capture_output=True, text=True, env=env if env is not None else dict(os.environ),
-                          cwd=cwd, timeout=60)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            CLIENT,
+            str(served.port),
+            method,
+            path,
+            auth,
+            cookie,
+            json.dumps(body) if body is not None else "",
+            "-",
+        ],
+        capture_output=True,
+        text=True,
+        env=env if env is not None else dict(os.environ),
+        cwd=cwd,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
@@ -89,11 +104,17 @@ def job_state(served, job):
     return row
 
 
-ACTIONS = [{"action": "move", "job": "other", "column": "Done"}, {"action": "archive", "job": "other"},
-           {"action": "trash", "job": "other"}, {"action": "end", "job": "other"}, {"action": "delete", "job": "other"}]
+ACTIONS = [
+    {"action": "move", "job": "other", "column": "Done"},
+    {"action": "archive", "job": "other"},
+    {"action": "trash", "job": "other"},
+    {"action": "end", "job": "other"},
+    {"action": "delete", "job": "other"},
+]
 
 
 # -- 1. only the person acts ----------------------------------------------------------------------
+
 
 def test_nonce_and_leased_token_and_cookie_cannot_act(served):
     cookie = session_cookie(served)
@@ -114,11 +135,16 @@ def test_nonce_and_leased_token_and_cookie_cannot_act(served):
         # the token from a process working in the bound worktree (no BAGGAGE)
         r = run_client(served, "POST", "/api/v1/actions", auth=token, body=body, env=clean_env(), cwd=served.worktree)
         assert r["status"] == 403, (body, r)
-    for auth, cookie_, env, cwd in ((token, "", leased_env(), None), ("", cookie, leased_env(), None),
-                                    (token, "", clean_env(), served.worktree)):
+    for auth, cookie_, env, cwd in (
+        (token, "", leased_env(), None),
+        ("", cookie, leased_env(), None),
+        (token, "", clean_env(), served.worktree),
+    ):
         r = run_client(served, "POST", "/api/v1/login-link", auth=auth, cookie=cookie_, body={}, env=env, cwd=cwd)
         assert r["status"] == 403, r
-        r = run_client(served, "DELETE", f"/api/v1/monitors/{monitor['id']}", auth=auth, cookie=cookie_, env=env, cwd=cwd)
+        r = run_client(
+            served, "DELETE", f"/api/v1/monitors/{monitor['id']}", auth=auth, cookie=cookie_, env=env, cwd=cwd
+        )
         assert r["status"] == 403, r
     # a job's secret may not mint a link either (it is no person)
     r = run_client(served, "POST", "/api/v1/login-link", auth=nonce, body={}, env=clean_env())
@@ -132,17 +158,35 @@ def test_nonce_and_leased_token_and_cookie_cannot_act(served):
 
 def test_nested_shell_beneath_leased_process_cannot_act(served):
     """A process whose parent carries BAGGAGE but which itself was started with it unset."""
-    script = ("import os, subprocess, sys; env = {k: v for k, v in os.environ.items() if k != 'BAGGAGE'};"
-              "sys.exit(subprocess.run([sys.executable, '-c', sys.argv[1]] + sys.argv[2:], env=env).returncode)")
+    script = (
+        "import os, subprocess, sys; env = {k: v for k, v in os.environ.items() if k != 'BAGGAGE'};"
+        "sys.exit(subprocess.run([sys.executable, '-c', sys.argv[1]] + sys.argv[2:], env=env).returncode)"
+    )
     body = json.dumps({"action": "archive", "job": "other"})
-    proc = subprocess.run([sys.executable, "-c", script, CLIENT, str(served.port), "POST", "/api/v1/actions",
-                           f"Bearer {served.token}", "", body, "-"], capture_output=True, text=True,
-                          env=leased_env(), timeout=60)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            script,
+            CLIENT,
+            str(served.port),
+            "POST",
+            "/api/v1/actions",
+            f"Bearer {served.token}",
+            "",
+            body,
+            "-",
+        ],
+        capture_output=True,
+        text=True,
+        env=leased_env(),
+        timeout=60,
+    )
     assert json.loads(proc.stdout)["status"] == 403, proc.stdout + proc.stderr
     assert not job_state(served, "other").get("archived")
 
 
-DAEMONIZE = textwrap.dedent(r'''
+DAEMONIZE = textwrap.dedent(r"""
     import os, sys, time
     client, port, method, path, auth, body, out = sys.argv[1:8]
     if os.fork():
@@ -154,7 +198,7 @@ DAEMONIZE = textwrap.dedent(r'''
     os.chdir("/")
     env = {k: v for k, v in os.environ.items() if k not in ("BAGGAGE", "PROCTOR_NONCE")}
     os.execve(sys.executable, [sys.executable, "-c", client, port, method, path, auth, "", body, out], env)
-''')
+""")
 
 
 @SAME_USER
@@ -163,15 +207,34 @@ def test_daemonized_grandchild_of_leased_process_cannot_use_the_token(served, tm
     cwd outside every checkout: it is no longer beneath the leased process, but it is still the
     agent. It must not archive a job or mint a login link."""
     results = {}
-    for name, method, path, body in (("archive", "POST", "/api/v1/actions", {"action": "archive", "job": "other"}),
-                                     ("link", "POST", "/api/v1/login-link", {})):
+    for name, method, path, body in (
+        ("archive", "POST", "/api/v1/actions", {"action": "archive", "job": "other"}),
+        ("link", "POST", "/api/v1/login-link", {}),
+    ):
         out = str(tmp_path / f"{name}.json")
-        proc = subprocess.run([sys.executable, "-c", DAEMONIZE, CLIENT, str(served.port), method, path,
-                               f"Bearer {served.token}", json.dumps(body), out],
-                              env=leased_env(), cwd=served.worktree, capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                DAEMONIZE,
+                CLIENT,
+                str(served.port),
+                method,
+                path,
+                f"Bearer {served.token}",
+                json.dumps(body),
+                out,
+            ],
+            env=leased_env(),
+            cwd=served.worktree,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert proc.returncode == 0, proc.stderr
-        results[name] = json.loads(wait_for(lambda: os.path.exists(out) and os.path.getsize(out) and open(out).read(),
-                                            timeout=30))
+        results[name] = json.loads(
+            wait_for(lambda: os.path.exists(out) and os.path.getsize(out) and open(out).read(), timeout=30)
+        )
     assert results["archive"]["status"] == 403, f"a leased agent's orphan archived a job: {results['archive']}"
     assert results["link"]["status"] == 403, f"a leased agent's orphan minted a login link: {results['link']}"
 
@@ -179,44 +242,67 @@ def test_daemonized_grandchild_of_leased_process_cannot_use_the_token(served, tm
 def test_cross_site_and_form_posts_are_refused(served):
     cookie = session_cookie(served)
     body = json.dumps({"action": "archive", "job": "other"}).encode()
-    for headers in ({"Content-Type": "text/plain"}, {"Content-Type": "application/x-www-form-urlencoded"},
-                    {"Content-Type": "multipart/form-data; boundary=x"},
-                    {"Content-Type": "application/json", "Origin": f"http://127.0.0.1:{served.port + 1}"},
-                    {"Content-Type": "application/json", "Origin": "null"},
-                    {"Content-Type": "application/json", "Origin": f"http://evil.example:{served.port}"},
-                    {"Content-Type": "application/json", "Origin": f"http://127.0.0.1:{served.port}.evil.example"}):
+    for headers in (
+        {"Content-Type": "text/plain"},
+        {"Content-Type": "application/x-www-form-urlencoded"},
+        {"Content-Type": "multipart/form-data; boundary=x"},
+        {"Content-Type": "application/json", "Origin": f"http://127.0.0.1:{served.port + 1}"},
+        {"Content-Type": "application/json", "Origin": "null"},
+        {"Content-Type": "application/json", "Origin": f"http://evil.example:{served.port}"},
+        {"Content-Type": "application/json", "Origin": f"http://127.0.0.1:{served.port}.evil.example"},
+    ):
         status, _, _ = raw(served, "POST", "/api/v1/actions", {"Cookie": cookie, **headers}, body)
         assert status == 403, headers
         status, _, _ = raw(served, "POST", "/api/v1/login-link", {"Cookie": cookie, **headers}, b"{}")
         assert status in (401, 403), headers
     # DNS rebinding: another Host
-    status, _, _ = raw(served, "POST", "/api/v1/actions", {"Cookie": cookie, "Content-Type": "application/json",
-                                                           "Host": f"evil.example:{served.port}"}, body)
+    status, _, _ = raw(
+        served,
+        "POST",
+        "/api/v1/actions",
+        {"Cookie": cookie, "Content-Type": "application/json", "Host": f"evil.example:{served.port}"},
+        body,
+    )
     assert status == 421
     assert not job_state(served, "other").get("archived")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a known limit of the CLI's doors (job move, archive, trash, delete, exit alike): the CLI reads a caller's "
-    "lease from BAGGAGE (its own and its ancestors') and its own checkout's record, not from the checkouts its "
-    "ancestors work in, which could be a person's terminal started in a worktree; the guard denies `proctor job "
-    "move` to a leased session, and the server refuses such a caller the token and the console (daemon.lineage)"))
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "a known limit of the CLI's doors (job move, archive, trash, delete, exit alike): the CLI reads a caller's "
+        "lease from BAGGAGE (its own and its ancestors') and its own checkout's record, not from the checkouts its "
+        "ancestors work in, which could be a person's terminal started in a worktree; the guard denies `proctor job "
+        "move` to a leased session, and the server refuses such a caller the token and the console (daemon.lineage)"
+    ),
+)
 def test_cli_move_from_a_bound_worktree_is_refused(served):
     """`proctor job move` from a process beneath one working in a bound worktree (no BAGGAGE
     anywhere): the agent in the worktree runs the CLI with its cwd set to the main checkout."""
-    script = ("import subprocess, sys; p = subprocess.run([sys.executable, '-m', 'proctor', 'job', 'move', 'card', "
-              "'Done'], cwd=sys.argv[1], capture_output=True, text=True); print(p.returncode); "
-              "print(p.stdout + p.stderr)")
-    proc = subprocess.run([sys.executable, "-c", script, served.root], cwd=served.worktree, env=clean_env(),
-                          capture_output=True, text=True, timeout=120)
+    script = (
+        "import subprocess, sys; p = subprocess.run([sys.executable, '-m', 'proctor', 'job', 'move', 'card', "
+        "'Done'], cwd=sys.argv[1], capture_output=True, text=True); print(p.returncode); "
+        "print(p.stdout + p.stderr)"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script, served.root],
+        cwd=served.worktree,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     rc = int(proc.stdout.split("\n", 1)[0])
     row = job_state(served, "card")
     assert rc != 0 and row["column"] == "Running", (
-        f"an agent in card's worktree moved card by running the CLI from the main checkout: {proc.stdout}")
+        f"an agent in card's worktree moved card by running the CLI from the main checkout: {proc.stdout}"
+    )
     # with BAGGAGE, refused
     assert cli(served.root, "job", "move", "other", "Done", env=leased_env(), check=False).returncode != 0
-    assert cli(served.root, "job", "move", "other", "Done", "--orchestrator", env=leased_env(),
-               check=False).returncode != 0
+    assert (
+        cli(served.root, "job", "move", "other", "Done", "--orchestrator", env=leased_env(), check=False).returncode
+        != 0
+    )
 
 
 def test_server_status_prints_no_link_to_a_leased_process(served):
@@ -226,6 +312,7 @@ def test_server_status_prints_no_link_to_a_leased_process(served):
 
 
 # -- 2. login links --------------------------------------------------------------------------------
+
 
 def _link_path(served):
     status, link = served.call("POST", "/api/v1/login-link", {})
@@ -288,11 +375,25 @@ def test_login_codes_expire():
     assert len(codes.codes) <= console.MAX_LOGIN_CODES
 
 
-@pytest.mark.parametrize("target", ["//evil.example", "/\\evil.example", "https://evil.example/", "/jobs/..//evil.example",
-                                    "/jobs//evil.example", "/jobs/%2F%2Fevil.example", "/jobs/\t//evil.example",
-                                    "/jobs/x\r\nSet-Cookie: a=b", "/jobs/x%0d%0aSet-Cookie:%20a=b",
-                                    "javascript:alert(1)", "/jobs/\"><script>alert(1)</script>",
-                                    "/jobs/../../../evil", "/jobs/\u3002evil", "/jobs/x#@evil.example"])
+@pytest.mark.parametrize(
+    "target",
+    [
+        "//evil.example",
+        "/\\evil.example",
+        "https://evil.example/",
+        "/jobs/..//evil.example",
+        "/jobs//evil.example",
+        "/jobs/%2F%2Fevil.example",
+        "/jobs/\t//evil.example",
+        "/jobs/x\r\nSet-Cookie: a=b",
+        "/jobs/x%0d%0aSet-Cookie:%20a=b",
+        "javascript:alert(1)",
+        '/jobs/"><script>alert(1)</script>',
+        "/jobs/../../../evil",
+        "/jobs/\u3002evil",
+        "/jobs/x#@evil.example",
+    ],
+)
 def test_next_never_leaves_the_server(served, target):
     # the login form's hidden field
     status, _, page = raw(served, "GET", "/login?next=" + urllib.parse.quote(target, safe=""))
@@ -317,19 +418,25 @@ def test_next_never_leaves_the_server(served, target):
 
 def test_login_by_token_from_leased_process_is_refused(served):
     form = urllib.parse.urlencode({"token": served.token}).encode()
-    script = textwrap.dedent(r'''
+    script = textwrap.dedent(r"""
         import http.client, sys
         c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]))
         c.request("POST", "/login", body=sys.argv[2].encode(),
                   headers={"Host": "127.0.0.1:" + sys.argv[1], "Content-Type": "application/x-www-form-urlencoded"})
         r = c.getresponse(); print(r.status, r.getheader("set-cookie"))
-    ''')
-    out = subprocess.run([sys.executable, "-c", script, str(served.port), form.decode()], env=leased_env(),
-                         capture_output=True, text=True, timeout=60).stdout
+    """)
+    out = subprocess.run(
+        [sys.executable, "-c", script, str(served.port), form.decode()],
+        env=leased_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
     assert out.startswith("403") and "None" in out, out
 
 
 # -- 4. the stream and the page -------------------------------------------------------------------
+
 
 def read_stream(served, path, auth, seconds=2.0, limit=1 << 20):
     s = socket.create_connection(("127.0.0.1", served.port), timeout=seconds)
@@ -363,27 +470,47 @@ def test_stream_and_page_keep_the_secret(served):
     text = json.dumps(body)
     assert status == 200 and digest not in text and served.card_nonce not in text and "nonce_sha256" not in text
     # a job's secret sees no page, no stream, no listing, no attempt
-    for path in ("/api/v1/jobs/card", "/api/v1/jobs/other", "/api/v1/stream", "/api/v1/stream?job=other",
-                 "/api/v1/jobs", "/api/v1/attempt?job=other&number=1", "/jobs/other", "/"):
+    for path in (
+        "/api/v1/jobs/card",
+        "/api/v1/jobs/other",
+        "/api/v1/stream",
+        "/api/v1/stream?job=other",
+        "/api/v1/jobs",
+        "/api/v1/attempt?job=other&number=1",
+        "/jobs/other",
+        "/",
+    ):
         status, headers, payload = raw(served, "GET", path, {"Authorization": f"Nonce {served.card_nonce}"})
         assert status in (303, 401, 403), (path, status)
         assert b"other" not in payload or status == 303, path
 
 
 def test_hostile_job_ids(served):
-    for job in ("a" * 100000, "../../etc/passwd", "%00", "x/../y", "\u202e", "a/" * 150 + "a", "card\nx",
-                "card%0aevent:%20jobs", "."):
-        for path in ("/api/v1/jobs/" + urllib.parse.quote(job, safe="/"),
-                     "/api/v1/stream?job=" + urllib.parse.quote(job, safe=""),
-                     "/api/v1/attempt?number=1&job=" + urllib.parse.quote(job, safe="")):
+    for job in (
+        "a" * 100000,
+        "../../etc/passwd",
+        "%00",
+        "x/../y",
+        "\u202e",
+        "a/" * 150 + "a",
+        "card\nx",
+        "card%0aevent:%20jobs",
+        ".",
+    ):
+        for path in (
+            "/api/v1/jobs/" + urllib.parse.quote(job, safe="/"),
+            "/api/v1/stream?job=" + urllib.parse.quote(job, safe=""),
+            "/api/v1/attempt?number=1&job=" + urllib.parse.quote(job, safe=""),
+        ):
             status, _, body = raw(served, "GET", path, {"Authorization": f"Bearer {served.token}"})
             assert status in (400, 404, 409, 414, 431), (job[:30], path[:60], status, body[:200])
     status, _ = served.call("GET", "/api/v1/status")
     assert status == 200
     # hostile numbers on the attempt viewer
     for number in ("-1", "0", "99999999999999999999999999", "1e9", "nan", "1" * 5000):
-        status, _, body = raw(served, "GET", f"/api/v1/attempt?job=card&number={number}",
-                              {"Authorization": f"Bearer {served.token}"})
+        status, _, body = raw(
+            served, "GET", f"/api/v1/attempt?job=card&number={number}", {"Authorization": f"Bearer {served.token}"}
+        )
         assert status in (400, 404, 409, 414, 431), (number[:20], status, body[:200])
 
 
@@ -394,14 +521,18 @@ def test_many_streams_and_a_client_that_never_reads(served):
         for _ in range(40):
             s = socket.create_connection(("127.0.0.1", served.port), timeout=5)
             s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
-            s.sendall(f"GET /api/v1/stream?job=card HTTP/1.1\r\nHost: 127.0.0.1:{served.port}\r\n"
-                      f"Authorization: {token}\r\n\r\n".encode())
+            s.sendall(
+                f"GET /api/v1/stream?job=card HTTP/1.1\r\nHost: 127.0.0.1:{served.port}\r\n"
+                f"Authorization: {token}\r\n\r\n".encode()
+            )
             sockets.append(s)
         # churn so every stream has something to send, none read
         for i in range(20):
             served.add("card", f"seq 1 2000 # {i}", "10s") if i < 7 else None
-            api.fork({"id": f"churn{i}", "write_paths": [f"c/{i}"] , "check": "test",
-                      "criteria": "x" * 50000}, cwd=served.root)
+            api.fork(
+                {"id": f"churn{i}", "write_paths": [f"c/{i}"], "check": "test", "criteria": "x" * 50000},
+                cwd=served.root,
+            )
         started = time.monotonic()
         status, body = served.call("GET", "/api/v1/jobs")
         assert status == 200 and time.monotonic() - started < 10, "the server is blocked by unread streams"
@@ -410,14 +541,17 @@ def test_many_streams_and_a_client_that_never_reads(served):
     finally:
         for s in sockets:
             s.close()
+
     # every slot comes back
     def reopened():
         data = read_stream(served, "/api/v1/stream", token, seconds=1)
         return data.startswith(b"HTTP/1.1 200")
+
     wait_for(reopened, timeout=30, step=1)
 
 
 # -- 5. the attempt viewer ---------------------------------------------------------------------------
+
 
 def test_attempt_viewer_serves_only_a_recorded_attempt_as_inert_text(served):
     from proctor import trail
@@ -429,26 +563,48 @@ def test_attempt_viewer_serves_only_a_recorded_attempt_as_inert_text(served):
             evil = blobs.put(conn, b"<script>alert(1)</script>")
     with Workspace(served.root) as ws:
         with ws.store.write() as conn:
-            trail.append(conn, ws.state_dir, "worker_attempt", "worker:w", "card",
-                         {"number": 1, "stream": evil, "worker": "w", "executor": "command"})
-    status, headers, body = raw(served, "GET", "/api/v1/attempt?job=card&number=1",
-                                {"Authorization": f"Bearer {served.token}"})
+            trail.append(
+                conn,
+                ws.state_dir,
+                "worker_attempt",
+                "worker:w",
+                "card",
+                {"number": 1, "stream": evil, "worker": "w", "executor": "command"},
+            )
+    status, headers, body = raw(
+        served, "GET", "/api/v1/attempt?job=card&number=1", {"Authorization": f"Bearer {served.token}"}
+    )
     assert status == 200 and body == b"<script>alert(1)</script>"
     assert headers["content-type"].startswith("text/plain")
     assert "sandbox" in headers["content-security-policy"] and headers["x-content-type-options"] == "nosniff"
     # another job's number, a stream it has not, stderr of an attempt without one
-    for path in ("/api/v1/attempt?job=other&number=1", "/api/v1/attempt?job=card&number=2",
-                 "/api/v1/attempt?job=card&number=1&stderr=1", "/api/v1/attempt?job=card"):
+    for path in (
+        "/api/v1/attempt?job=other&number=1",
+        "/api/v1/attempt?job=card&number=2",
+        "/api/v1/attempt?job=card&number=1&stderr=1",
+        "/api/v1/attempt?job=card",
+    ):
         status, _, body = raw(served, "GET", path, {"Authorization": f"Bearer {served.token}"})
         assert status in (400, 404, 409) and b"<script>" not in body, (path, status)
 
 
 # -- 6. forged `moved` -------------------------------------------------------------------------------
 
+
 def test_fork_cannot_forge_a_move(served):
-    api.fork({"id": "card/kid", "parent": "card", "write_paths": ["src/a.py"], "check": "test",
-              "moved": {"column": "Running", "state": "declared", "at": "2020-01-01T00:00:00Z", "by": "token"},
-              "column": "Running", "archived": None}, cwd=served.root, environ={"BAGGAGE": "proctor.lease=card"})
+    api.fork(
+        {
+            "id": "card/kid",
+            "parent": "card",
+            "write_paths": ["src/a.py"],
+            "check": "test",
+            "moved": {"column": "Running", "state": "declared", "at": "2020-01-01T00:00:00Z", "by": "token"},
+            "column": "Running",
+            "archived": None,
+        },
+        cwd=served.root,
+        environ={"BAGGAGE": "proctor.lease=card"},
+    )
     row = job_state(served, "card/kid")
     assert row["column"] == "Declared", row
     assert served.add("card/kid", "true")[1].get("error", {}).get("code") == "MONITOR_CARD_INACTIVE"
@@ -457,9 +613,17 @@ def test_fork_cannot_forge_a_move(served):
     assert status == 200
     assert job_state(served, "card/kid")["column"] == "Done"
     try:
-        api.fork({"id": "card/kid", "parent": "card", "write_paths": ["src/a.py"], "check": "test",
-                  "moved": {"column": "Running", "state": "declared"}}, cwd=served.root,
-                 environ={"BAGGAGE": "proctor.lease=card"})
+        api.fork(
+            {
+                "id": "card/kid",
+                "parent": "card",
+                "write_paths": ["src/a.py"],
+                "check": "test",
+                "moved": {"column": "Running", "state": "declared"},
+            },
+            cwd=served.root,
+            environ={"BAGGAGE": "proctor.lease=card"},
+        )
     except Exception:
         pass
     assert job_state(served, "card/kid")["column"] in ("Done", "Declared")
@@ -469,8 +633,8 @@ def test_fork_cannot_forge_a_move(served):
 
 # -- 3. no XSS -----------------------------------------------------------------------------------
 
-P = "<img src=x onerror=\"window.__xss=(window.__xss||0)+1\">"
-Q = "\"><svg onload=\"window.__xss=(window.__xss||0)+1\">"
+P = '<img src=x onerror="window.__xss=(window.__xss||0)+1">'
+Q = '"><svg onload="window.__xss=(window.__xss||0)+1">'
 BOARD = f"""[targets.test]
 command = 'true'
 [board]
@@ -504,8 +668,12 @@ def test_no_script_runs_in_the_console(hostile):
     from playwright.sync_api import sync_playwright
 
     served = hostile
-    status, monitor = served.add("card", "echo '" + P.replace("'", "") + "'; echo '</pre><script>window.__xss=7</script>'",
-                                 "10s", description=P + Q)
+    status, monitor = served.add(
+        "card",
+        "echo '" + P.replace("'", "") + "'; echo '</pre><script>window.__xss=7</script>'",
+        "10s",
+        description=P + Q,
+    )
     assert status == 201, monitor
     status, _ = served.call("POST", "/api/v1/actions", {"action": "move", "job": "other", "column": Q})
     assert status == 200
@@ -541,14 +709,22 @@ def test_leased_refork_cannot_undo_the_persons_move(served):
     files and the runner reopens, hoping to clear the move and add monitors again."""
     status, _ = served.call("POST", "/api/v1/actions", {"action": "move", "job": "card", "column": "Done"})
     assert status == 200 and job_state(served, "card")["column"] == "Done"
-    for record in ({"id": "card", "write_paths": ["src/a.py"], "check": "test"},
-                   {"id": "card", "write_paths": ["src/a.py"], "check": "test", "state": "running"},
-                   {"id": "card", "write_paths": ["src/a.py"], "check": "test", "state": "declared"}):
+    for record in (
+        {"id": "card", "write_paths": ["src/a.py"], "check": "test"},
+        {"id": "card", "write_paths": ["src/a.py"], "check": "test", "state": "running"},
+        {"id": "card", "write_paths": ["src/a.py"], "check": "test", "state": "declared"},
+    ):
         try:
             api.fork(record, cwd=served.worktree, environ={"BAGGAGE": "proctor.lease=card"})
         except Exception:
             pass
         assert job_state(served, "card")["column"] == "Done", record
-    r = run_client(served, "POST", "/api/v1/monitors", auth=f"Nonce {served.card_nonce}",
-                   body={"command": "true", "interval": "10s", "allow_unsandboxed": True}, env=clean_env())
+    r = run_client(
+        served,
+        "POST",
+        "/api/v1/monitors",
+        auth=f"Nonce {served.card_nonce}",
+        body={"command": "true", "interval": "10s", "allow_unsandboxed": True},
+        env=clean_env(),
+    )
     assert r["status"] != 201, r

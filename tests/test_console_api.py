@@ -55,7 +55,9 @@ def test_actions_change_the_store_as_the_cli_would(served):  # noqa: F811
     status, done = _act(served, action="end", job="spare")
     assert status == 200 and done["state"] == "no_return", done
     assert _row(root, "spare")["state"] == "no_return"
-    assert "abandoned by user:token" in _row(root, "spare")["end_reason"], "who acted: the token here, user:console from a browser"
+    assert "abandoned by user:token" in _row(root, "spare")["end_reason"], (
+        "who acted: the token here, user:console from a browser"
+    )
     assert _act(served, action="archive", job="spare")[0] == 200
     assert _row(root, "spare")["archived"] and _row(root, "spare")["column"] is None
     assert _act(served, action="trash", job="other")[0] == 200 and _row(root, "other")["trashed"]
@@ -95,29 +97,52 @@ def test_actions_are_the_persons_only(served, tmp_path):  # noqa: F811
     root = served.root
     body = json.dumps({"action": "archive", "job": "other"})
     # a job's secret manages that job's monitors, nothing more
-    request = urllib.request.Request(f"http://127.0.0.1:{served.port}/api/v1/actions", data=body.encode(), method="POST",
-                                     headers={"Authorization": f"Nonce {served.card_nonce}", "Content-Type": "application/json"})
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{served.port}/api/v1/actions",
+        data=body.encode(),
+        method="POST",
+        headers={"Authorization": f"Nonce {served.card_nonce}", "Content-Type": "application/json"},
+    )
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(request, timeout=30)
     assert refused.value.code == 401
     # another origin, or a form post, cannot act with the person's cookie
     conn = http.client.HTTPConnection("127.0.0.1", served.port, timeout=30)
-    conn.request("POST", "/api/v1/actions", body, {"Authorization": f"Bearer {served.token}", "Origin": "http://evil.example",
-                                                   "Content-Type": "application/json"})
+    conn.request(
+        "POST",
+        "/api/v1/actions",
+        body,
+        {
+            "Authorization": f"Bearer {served.token}",
+            "Origin": "http://evil.example",
+            "Content-Type": "application/json",
+        },
+    )
     assert conn.getresponse().status == 403
     conn = http.client.HTTPConnection("127.0.0.1", served.port, timeout=30)
-    conn.request("POST", "/api/v1/actions", "action=archive&job=other", {"Authorization": f"Bearer {served.token}",
-                                                                        "Content-Type": "application/x-www-form-urlencoded"})
+    conn.request(
+        "POST",
+        "/api/v1/actions",
+        "action=archive&job=other",
+        {"Authorization": f"Bearer {served.token}", "Content-Type": "application/x-www-form-urlencoded"},
+    )
     assert conn.getresponse().status == 403
     # a process that works a job, holding the token, is refused
-    call = ("import json,sys,urllib.request,urllib.error\n"
-            "r=urllib.request.Request(sys.argv[1],data=sys.argv[2].encode(),method='POST',headers={'Authorization':'Bearer '+sys.argv[3],"
-            "'Content-Type':'application/json'})\n"
-            "try:\n  print(urllib.request.urlopen(r,timeout=30).status)\n"
-            "except urllib.error.HTTPError as e:\n  print(e.code, e.read().decode())\n")
-    done = subprocess.run([sys.executable, "-c", call, f"http://127.0.0.1:{served.port}/api/v1/actions", body, served.token],
-                          env={**os.environ, "BAGGAGE": "proctor.lease=card"}, cwd=served.worktree, capture_output=True,
-                          text=True, timeout=60)
+    call = (
+        "import json,sys,urllib.request,urllib.error\n"
+        "r=urllib.request.Request(sys.argv[1],data=sys.argv[2].encode(),method='POST',headers={'Authorization':'Bearer '+sys.argv[3],"
+        "'Content-Type':'application/json'})\n"
+        "try:\n  print(urllib.request.urlopen(r,timeout=30).status)\n"
+        "except urllib.error.HTTPError as e:\n  print(e.code, e.read().decode())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", call, f"http://127.0.0.1:{served.port}/api/v1/actions", body, served.token],
+        env={**os.environ, "BAGGAGE": "proctor.lease=card"},
+        cwd=served.worktree,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.stdout.startswith("403") and "SERVER_LEASED_CALLER" in done.stdout, done.stdout + done.stderr
     assert not _row(root, "other").get("archived")
 
@@ -197,8 +222,12 @@ def test_a_login_link_opens_one_session_once(served):  # noqa: F811
     assert urllib.request.urlopen(request, timeout=30).status == 200
     # only the token's holder gets a link: not a console session, not a job's secret
     for headers in ({"Cookie": session}, {"Authorization": f"Nonce {served.card_nonce}"}):
-        request = urllib.request.Request(f"http://127.0.0.1:{served.port}/api/v1/login-link", data=b"{}", method="POST",
-                                         headers={**headers, "Content-Type": "application/json"})
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{served.port}/api/v1/login-link",
+            data=b"{}",
+            method="POST",
+            headers={**headers, "Content-Type": "application/json"},
+        )
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(request, timeout=30)
         assert refused.value.code in (401, 403)
@@ -233,8 +262,12 @@ def test_after_logging_in_a_deep_link_returns_to_its_job_and_nowhere_else(served
     with pytest.raises(urllib.error.HTTPError) as sent:
         opener.open(f"http://127.0.0.1:{served.port}/jobs/card", timeout=30)
     assert sent.value.code == 303 and sent.value.headers["Location"] == "/login?next=/jobs/card"
-    for target, lands in (("/jobs/card", "/jobs/card"), ("//evil.example/x", "/"), ("https://evil.example", "/"),
-                          ("/jobs/x\r\nSet-Cookie: a=b", "/")):
+    for target, lands in (
+        ("/jobs/card", "/jobs/card"),
+        ("//evil.example/x", "/"),
+        ("https://evil.example", "/"),
+        ("/jobs/x\r\nSet-Cookie: a=b", "/"),
+    ):
         form = urllib.parse.urlencode({"token": served.token, "next": target}).encode()
         request = urllib.request.Request(f"http://127.0.0.1:{served.port}/login", data=form, method="POST")
         with pytest.raises(urllib.error.HTTPError) as answer:
@@ -249,7 +282,11 @@ def test_job_move_from_the_cli(tmp_path, monkeypatch):
     assert json.loads(done.stdout)["moved"]["column"] == "Running"
     assert _row(root, "a")["column"] == "Running" and _row(root, "a")["state"] == "declared"
     refused = cli(root, "job", "move", "a", "Nope", check=False)
-    assert refused.returncode == 1 and "PRC3066" in refused.stderr and "Declared, Running, Returned, Done" in refused.stderr
+    assert (
+        refused.returncode == 1
+        and "PRC3066" in refused.stderr
+        and "Declared, Running, Returned, Done" in refused.stderr
+    )
     leased = cli(root, "job", "move", "a", "Done", "--lease", "a", check=False)
     assert leased.returncode == 1 and "PRC3042" in leased.stderr
     assert "moved a to Done" in cli(root, "job", "move", "a", "Done").stdout
@@ -257,13 +294,19 @@ def test_job_move_from_the_cli(tmp_path, monkeypatch):
 
 def test_a_child_inside_its_parent_is_no_overlap(served):  # noqa: F811
     root = served.root
-    api.fork({"id": "card/part", "parent": "card", "write_paths": ["src/a.py"], "check": "test"}, cwd=served.worktree,
-             environ={"BAGGAGE": "proctor.lease=card"})
+    api.fork(
+        {"id": "card/part", "parent": "card", "write_paths": ["src/a.py"], "check": "test"},
+        cwd=served.worktree,
+        environ={"BAGGAGE": "proctor.lease=card"},
+    )
     api.fork({"id": "rival", "write_paths": ["src/**"], "check": "test"}, cwd=root)
     listing = api.ls_jobs(cwd=root)
     rows = {r["id"]: r for r in listing["jobs"]}
     assert "card" not in rows["card/part"]["overlaps_with"] and "card/part" not in rows["card"]["overlaps_with"]
-    assert rows["card/part"]["overlaps_with"] == ["rival"] and set(rows["rival"]["overlaps_with"]) >= {"card", "card/part"}
+    assert rows["card/part"]["overlaps_with"] == ["rival"] and set(rows["rival"]["overlaps_with"]) >= {
+        "card",
+        "card/part",
+    }
     assert all(set(p["jobs"]) != {"card", "card/part"} for p in listing["overlaps"])
     text = cli(root, "ls", "jobs").stdout
     assert "card] and card/part" not in text and "card/part [src/a.py] and rival" in text, text
@@ -275,8 +318,10 @@ def test_the_servers_own_jobs_are_never_stale(tmp_path):
 
     at = time.time()
     old = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(at - 86400))
-    jobs = [{"id": "proctor-server", "state": "running", "holder": "server", "created": old, "updated": old},
-            {"id": "quiet", "state": "running", "holder": "session", "created": old, "updated": old}]
+    jobs = [
+        {"id": "proctor-server", "state": "running", "holder": "server", "created": old, "updated": old},
+        {"id": "quiet", "state": "running", "holder": "session", "created": old, "updated": old},
+    ]
     rows = {r["id"]: r for r in build(jobs, load(str(tmp_path)), at)["jobs"]}
     assert rows["quiet"]["stale"] and not rows["proctor-server"]["stale"]
 
@@ -285,7 +330,9 @@ def test_the_console_page_runs_only_its_own_script_and_is_never_framed(served): 
     import base64
     import hashlib
 
-    request = urllib.request.Request(f"http://127.0.0.1:{served.port}/", headers={"Authorization": f"Bearer {served.token}"})
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{served.port}/", headers={"Authorization": f"Bearer {served.token}"}
+    )
     with urllib.request.urlopen(request, timeout=30) as response:
         page, policy = response.read().decode(), response.headers["Content-Security-Policy"]
         assert response.headers["X-Frame-Options"] == "DENY"
@@ -307,9 +354,18 @@ def reject_card(served):  # noqa: F811
     with open(os.path.join(holder, "stray.txt"), "w") as handle:
         handle.write("not card's\n")
     made = api.run_target("test", cwd=holder, warn=lambda _line: None)
-    api.exit_job("card", {"schema_version": 2, "status": "done", "summary": "wrote a.py", "changed_paths": ["src/a.py"],
-                          "validation": [{"run": made["id"], "output_ref": made["output_ref"]}]},
-                 cwd=holder, warn=lambda _line: None)
+    api.exit_job(
+        "card",
+        {
+            "schema_version": 2,
+            "status": "done",
+            "summary": "wrote a.py",
+            "changed_paths": ["src/a.py"],
+            "validation": [{"run": made["id"], "output_ref": made["output_ref"]}],
+        },
+        cwd=holder,
+        warn=lambda _line: None,
+    )
     waited = cli(served.root, "job", "wait", "card", check=False)
     assert waited.returncode == 1, waited.stdout + waited.stderr
     return waited

@@ -17,7 +17,7 @@ from tests.guard_lease import denied, job_row, said
 
 CONFIG = "[targets.test]\ncommand = 'true'\n"
 
-SOURCE = '''import os
+SOURCE = """import os
 import sys
 
 
@@ -31,7 +31,7 @@ def beta():
 
 def gamma():
     return 3
-'''
+"""
 
 
 def build(tmp_path, monkeypatch, source=SOURCE, name="a.py", extra=None):
@@ -69,36 +69,83 @@ def hook(host: str, payload: dict, lease: str) -> dict:
 
 
 def claude(tree: str, lease: str, tool: str, tool_input: dict) -> dict:
-    return hook("claude", {"session_id": "s-" + lease, "transcript_path": "/tmp/none.jsonl", "cwd": tree,
-                           "hook_event_name": "PreToolUse", "tool_name": tool, "tool_use_id": "toolu_1",
-                           "tool_input": tool_input}, lease)
+    return hook(
+        "claude",
+        {
+            "session_id": "s-" + lease,
+            "transcript_path": "/tmp/none.jsonl",
+            "cwd": tree,
+            "hook_event_name": "PreToolUse",
+            "tool_name": tool,
+            "tool_use_id": "toolu_1",
+            "tool_input": tool_input,
+        },
+        lease,
+    )
 
 
 def edit(tree: str, lease: str, old: str, new: str, path: str | None = None) -> dict:
-    return claude(tree, lease, "Edit", {"file_path": path or os.path.join(tree, "src", "a.py"),
-                                        "old_string": old, "new_string": new})
+    return claude(
+        tree,
+        lease,
+        "Edit",
+        {"file_path": path or os.path.join(tree, "src", "a.py"), "old_string": old, "new_string": new},
+    )
 
 
 def multi_edit(tree: str, lease: str, pairs: list[tuple[str, str]]) -> dict:
-    return hook("claude", {"session_id": "s-" + lease, "transcript_path": "/tmp/none.jsonl", "cwd": tree,
-                           "hook_event_name": "PreToolUse", "tool_name": "MultiEdit", "tool_use_id": "toolu_2",
-                           "tool_input": {"file_path": os.path.join(tree, "src", "a.py"),
-                                          "edits": [{"old_string": o, "new_string": n} for o, n in pairs]}}, lease)
+    return hook(
+        "claude",
+        {
+            "session_id": "s-" + lease,
+            "transcript_path": "/tmp/none.jsonl",
+            "cwd": tree,
+            "hook_event_name": "PreToolUse",
+            "tool_name": "MultiEdit",
+            "tool_use_id": "toolu_2",
+            "tool_input": {
+                "file_path": os.path.join(tree, "src", "a.py"),
+                "edits": [{"old_string": o, "new_string": n} for o, n in pairs],
+            },
+        },
+        lease,
+    )
 
 
 def apply_patch(tree: str, lease: str, body: str) -> dict:
     patch = f"*** Begin Patch\n*** Update File: src/a.py\n{body}*** End Patch\n"
-    return hook("codex", {"session_id": "s-" + lease, "turn_id": "t1", "transcript_path": None, "cwd": tree,
-                          "hook_event_name": "PreToolUse", "model": "gpt-5", "permission_mode": "default",
-                          "tool_name": "apply_patch", "tool_use_id": "call_1", "tool_input": {"command": patch}},
-                 lease)
+    return hook(
+        "codex",
+        {
+            "session_id": "s-" + lease,
+            "turn_id": "t1",
+            "transcript_path": None,
+            "cwd": tree,
+            "hook_event_name": "PreToolUse",
+            "model": "gpt-5",
+            "permission_mode": "default",
+            "tool_name": "apply_patch",
+            "tool_use_id": "call_1",
+            "tool_input": {"command": patch},
+        },
+        lease,
+    )
 
 
 def write_whole(tree: str, lease: str) -> dict:
-    return hook("claude", {"session_id": "s-" + lease, "transcript_path": "/tmp/none.jsonl", "cwd": tree,
-                           "hook_event_name": "PreToolUse", "tool_name": "Write", "tool_use_id": "toolu_3",
-                           "tool_input": {"file_path": os.path.join(tree, "src", "a.py"), "content": "x\n"}},
-                lease)
+    return hook(
+        "claude",
+        {
+            "session_id": "s-" + lease,
+            "transcript_path": "/tmp/none.jsonl",
+            "cwd": tree,
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Write",
+            "tool_use_id": "toolu_3",
+            "tool_input": {"file_path": os.path.join(tree, "src", "a.py"), "content": "x\n"},
+        },
+        lease,
+    )
 
 
 def replace(tree: str, old: str, new: str) -> None:
@@ -113,9 +160,16 @@ def replace(tree: str, old: str, new: str) -> None:
 
 def finish(job: str, tree: str, changed=("src/a.py",)) -> dict:
     made = api.run_target("test", cwd=tree, lease=job, warn=lambda _line: None)
-    api.exit_job(job, {"schema_version": 2, "changed_paths": list(changed),
-                       "validation": [{"run": made["id"], "output_ref": made["output_ref"]}]},
-                 cwd=tree, warn=lambda _line: None)
+    api.exit_job(
+        job,
+        {
+            "schema_version": 2,
+            "changed_paths": list(changed),
+            "validation": [{"run": made["id"], "output_ref": made["output_ref"]}],
+        },
+        cwd=tree,
+        warn=lambda _line: None,
+    )
     return api.wait_job(job, cwd=tree)
 
 
@@ -215,17 +269,27 @@ def test_footprint_prints_the_declaration_in_wait_and_describe(world, proctor):
     assert "src/a.py#alpha  (names line 5 'def alpha():' (lines 5-8))" in described.out
     assert "Footprint:" in described.out and "in def alpha():" in described.out
     made = api.run_target("test", cwd=wa, lease="A", warn=lambda _line: None)
-    api.exit_job("A", {"schema_version": 2, "changed_paths": ["src/a.py"],
-                       "validation": [{"run": made["id"], "output_ref": made["output_ref"]}]},
-                 cwd=wa, warn=lambda _line: None)
+    api.exit_job(
+        "A",
+        {
+            "schema_version": 2,
+            "changed_paths": ["src/a.py"],
+            "validation": [{"run": made["id"], "output_ref": made["output_ref"]}],
+        },
+        cwd=wa,
+        warn=lambda _line: None,
+    )
     waited = proctor("job", "wait", "A", cwd=wa)
     assert "src/a.py: +1 -1 [lines 6] in def alpha():" in waited.out, waited.out
 
 
 def test_fork_refusals_and_a_claim_that_names_nothing_yet(world, proctor):
     root, _ = world
-    for spelling, text in (("src/a.py#", "empty declaration"), ("src/*.py#alpha", "glob"),
-                           ("src/notes.txt#alpha", "no diff driver")):
+    for spelling, text in (
+        ("src/a.py#", "empty declaration"),
+        ("src/*.py#alpha", "glob"),
+        ("src/notes.txt#alpha", "no diff driver"),
+    ):
         refused = proctor("job", "fork", "X", "--write-paths", spelling, "--check", "test", cwd=root)
         assert refused.code == 1 and "PRC3031" in refused.err and text in refused.err, refused.err
     made = proctor("job", "fork", "X", "--write-paths", "src/a.py#delta", "--check", "test", cwd=root)
@@ -243,8 +307,13 @@ def test_releasing_a_declaration_digests_its_lines_only(world):
     # B's release of its declaration, from its own checkout
     expected_b = declarations.digest(
         open(os.path.join(wb, "src", "a.py"), "rb").read(),
-        declarations.named(declarations.declarations(open(os.path.join(wb, "src", "a.py"), "rb").read(),
-                                                     declarations.configured({}, "python")), "def beta"))
+        declarations.named(
+            declarations.declarations(
+                open(os.path.join(wb, "src", "a.py"), "rb").read(), declarations.configured({}, "python")
+            ),
+            "def beta",
+        ),
+    )
     api.fork({"id": "B", "write_paths": ["src/a.py#def beta", "src/b.py"], "check": "test"}, cwd=root)
     api.fork({"id": "B", "write_paths": ["src/b.py"]}, cwd=wb)
     release = job_row(root, "B")["releases"][0]
@@ -299,7 +368,7 @@ def test_prc3032_remedy_works_end_to_end(world):
 
 # -- the placement rules the spec adds to git's lines ------------------------------------------
 
-GO = b'''package main
+GO = b"""package main
 
 import "fmt"
 
@@ -319,23 +388,37 @@ const Limit = 3
 func (m *Magus) executeStages(ctx context.Context) error {
 	return nil
 }
-'''
+"""
 
 
 def test_go_var_const_type_and_doc_comments_are_declarations_of_their_own():
     decls = declarations.declarations(GO, declarations.configured({}, "golang"))
     assert [(d.text, d.start, d.end) for d in decls] == [
-        ("type Magus struct {", 5, 9), ("var (", 10, 14), ("const Limit = 3", 15, 16),
-        ("func (m *Magus) executeStages(ctx context.Context) error {", 17, 20)]
+        ("type Magus struct {", 5, 9),
+        ("var (", 10, 14),
+        ("const Limit = 3", 15, 16),
+        ("func (m *Magus) executeStages(ctx context.Context) error {", 17, 20),
+    ]
     assert declarations.place(decls, [[1, 3]]) == ([], True)  # package clause and imports: no claim
     assert [d.text for d in declarations.place(decls, [[5, 5]])[0]] == ["type Magus struct {"]  # its doc comment
 
 
-@pytest.mark.parametrize("claim,named", [
-    ("executeStages", True), ("execute", False), ("Stages", False), ("func (m *Magus) executeStages", True),
-    ("(m *Magus)", True), ("m *Magus", True), ("*Magus) executeStages(ctx", True), ("Magu", False),
-    ("func (m *Magus) executeStages(ctx context.Context) error {", True), ("error {", True), ("rror", False),
-])
+@pytest.mark.parametrize(
+    "claim,named",
+    [
+        ("executeStages", True),
+        ("execute", False),
+        ("Stages", False),
+        ("func (m *Magus) executeStages", True),
+        ("(m *Magus)", True),
+        ("m *Magus", True),
+        ("*Magus) executeStages(ctx", True),
+        ("Magu", False),
+        ("func (m *Magus) executeStages(ctx context.Context) error {", True),
+        ("error {", True),
+        ("rror", False),
+    ],
+)
 def test_a_claim_names_a_run_that_cuts_no_word(claim, named):
     assert declarations.names(claim, "func (m *Magus) executeStages(ctx context.Context) error {") is named
 
@@ -359,8 +442,17 @@ def test_locate_is_place_of_declarations_on_random_files():
     import random
 
     rng = random.Random(11)
-    pieces = ["def f{}():", "    x = {}", "", "# about {}", "@deco{}", "class C{}:", "    def m{}(self):",
-              "import os", "    return {}"]
+    pieces = [
+        "def f{}():",
+        "    x = {}",
+        "",
+        "# about {}",
+        "@deco{}",
+        "class C{}:",
+        "    def m{}(self):",
+        "import os",
+        "    return {}",
+    ]
     for driver in ("python", "golang", "cpp", "markdown", "javascript"):
         rules = declarations.configured({}, driver)
         for _ in range(150):
@@ -372,8 +464,11 @@ def test_locate_is_place_of_declarations_on_random_files():
                 a = rng.randrange(1, count + 1)
                 ranges.append([a, min(count, a + rng.randrange(0, 4))])
             decls, outside = declarations.place(declarations.declarations(data, rules), ranges)
-            assert declarations.locate(data, rules, ranges) == ([(d.line, d.text) for d in decls], outside), \
-                (driver, lines, ranges)
+            assert declarations.locate(data, rules, ranges) == ([(d.line, d.text) for d in decls], outside), (
+                driver,
+                lines,
+                ranges,
+            )
 
 
 def test_placing_an_edit_is_bounded_whatever_the_payload():
@@ -387,6 +482,7 @@ def test_placing_an_edit_is_bounded_whatever_the_payload():
     assert declarations.touched(data, [("    x", "    y")], rules) is None  # 200,000 exact places
     assert declarations.touched(data, [("x\n" * 5000, "y\n")], rules) is None  # loose places, each 5,000 wide
     assert time.perf_counter() - start < 30  # generous: seconds at most, never the minutes unbounded work takes
-    hit, _ = declarations.touched(b"def f():\n    x = 1\n\n\ndef g():\n    x = 1\n", [("    x = 1", "    x = 2")],
-                                  rules)
+    hit, _ = declarations.touched(
+        b"def f():\n    x = 1\n\n\ndef g():\n    x = 1\n", [("    x = 1", "    x = 2")], rules
+    )
     assert [d.text for d in hit] == ["def f():", "def g():"]  # both places weighed

@@ -11,14 +11,26 @@ import pytest
 from proctor import api, declarations
 from tests.conftest import git
 from tests.guard_lease import denied, said
-from tests.test_declarations import (SOURCE, build, claude, edit, failing, finish, fork_pair, hook, replace,
-                                     world)  # noqa: F401  (world: the fixture)
+from tests.test_declarations import SOURCE, build, claude, edit, failing, finish, fork_pair, hook, replace, world  # noqa: F401  (world: the fixture)
+
 
 def codex_patch(tree: str, lease: str, patch: str) -> dict:
-    return hook("codex", {"session_id": "s-" + lease, "turn_id": "t1", "transcript_path": None, "cwd": tree,
-                          "hook_event_name": "PreToolUse", "model": "gpt-5", "permission_mode": "default",
-                          "tool_name": "apply_patch", "tool_use_id": "call_1", "tool_input": {"command": patch}},
-                 lease)
+    return hook(
+        "codex",
+        {
+            "session_id": "s-" + lease,
+            "turn_id": "t1",
+            "transcript_path": None,
+            "cwd": tree,
+            "hook_event_name": "PreToolUse",
+            "model": "gpt-5",
+            "permission_mode": "default",
+            "tool_name": "apply_patch",
+            "tool_use_id": "call_1",
+            "tool_input": {"command": patch},
+        },
+        lease,
+    )
 
 
 # -- guard and wait: semantic changes to beta that land in "alpha" by the placement rules --------
@@ -70,8 +82,7 @@ def test_guard_refuses_decorator_directly_above_beta(world):
 def test_guard_refuses_renaming_and_removing_beta(world):
     root, trees = world
     fork_pair(root, trees)
-    for old, new in (("def beta():", "def alpha_beta():"), ("def beta():\n    return 2\n", ""),
-                     ("def beta():\n", "")):
+    for old, new in (("def beta():", "def alpha_beta():"), ("def beta():\n    return 2\n", ""), ("def beta():\n", "")):
         answer = edit(trees["wa"], "A", old, new)
         assert denied(answer, "lease-claimed-declaration"), (old, said(answer))
 
@@ -94,21 +105,31 @@ def test_guard_refuses_old_string_matching_in_alpha_and_beta(tmp_path, monkeypat
 def test_multiedit_first_edit_moves_text_second_changes_beta(world):
     root, trees = world
     fork_pair(root, trees)
-    answer = claude(trees["wa"], "A", "MultiEdit", {
-        "file_path": os.path.join(trees["wa"], "src", "a.py"),
-        "edits": [{"old_string": "    return 1", "new_string": "    return 1  # X"},
-                  {"old_string": "    return 2", "new_string": "    return 666"}]})
+    answer = claude(
+        trees["wa"],
+        "A",
+        "MultiEdit",
+        {
+            "file_path": os.path.join(trees["wa"], "src", "a.py"),
+            "edits": [
+                {"old_string": "    return 1", "new_string": "    return 1  # X"},
+                {"old_string": "    return 2", "new_string": "    return 666"},
+            ],
+        },
+    )
     assert denied(answer, "lease-claimed-declaration"), said(answer)
 
 
 # -- Codex apply_patch parsing differences --------------------------------------------------------
 
+
 def test_codex_indented_update_header_is_still_graded(world):
     # Codex trims a hunk header line (parse_one_hunk: lines[0].trim()); proctor's parser does not
     root, trees = world
     fork_pair(root, trees)
-    patch = ("*** Begin Patch\n *** Update File: src/a.py\n@@ def beta():\n-    return 2\n+    return 666\n"
-             "*** End Patch\n")
+    patch = (
+        "*** Begin Patch\n *** Update File: src/a.py\n@@ def beta():\n-    return 2\n+    return 666\n*** End Patch\n"
+    )
     answer = codex_patch(trees["wa"], "A", patch)
     assert denied(answer), said(answer)
 
@@ -118,8 +139,10 @@ def test_codex_chunk_after_end_of_file_marker_is_graded(world):
     # appended to the end of the file, i.e. into gamma, which B claims
     root, trees = world
     fork_pair(root, trees, b_claim="src/a.py#def gamma")
-    patch = ("*** Begin Patch\n*** Update File: src/a.py\n@@\n def gamma():\n     return 3\n*** End of File\n"
-             "@@\n+    os.system('evil')\n*** End Patch\n")
+    patch = (
+        "*** Begin Patch\n*** Update File: src/a.py\n@@\n def gamma():\n     return 3\n*** End of File\n"
+        "@@\n+    os.system('evil')\n*** End Patch\n"
+    )
     answer = codex_patch(trees["wa"], "A", patch)
     assert denied(answer, "lease-claimed-declaration"), said(answer)
 
@@ -130,13 +153,15 @@ def test_codex_line_with_non_newline_break_does_not_hide_later_chunk(world, brk)
     # '+' line holding "<brk>*** x" ends the file for proctor, but not for Codex
     root, trees = world
     fork_pair(root, trees)
-    patch = ("*** Begin Patch\n*** Update File: src/a.py\n@@ def alpha():\n-    return 1\n"
-             f"+    return 1  # {brk}*** x\n@@ def beta():\n-    return 2\n+    return 666\n*** End Patch\n")
+    patch = (
+        "*** Begin Patch\n*** Update File: src/a.py\n@@ def alpha():\n-    return 1\n"
+        f"+    return 1  # {brk}*** x\n@@ def beta():\n-    return 2\n+    return 666\n*** End Patch\n"
+    )
     answer = codex_patch(trees["wa"], "A", patch)
     assert denied(answer), said(answer)
 
 
-FUZZY = '''import os
+FUZZY = """import os
 
 
 def alpha():
@@ -147,7 +172,7 @@ def alpha():
 def beta():
     x = 1 
     return x
-'''
+"""
 
 
 def test_codex_fuzzy_match_after_context_lands_in_beta(tmp_path, monkeypatch):
@@ -155,8 +180,10 @@ def test_codex_fuzzy_match_after_context_lands_in_beta(tmp_path, monkeypatch):
     # whitespace: the change lands in beta, while an exact in-memory replace lands in alpha
     root, trees = build(tmp_path, monkeypatch, FUZZY)
     fork_pair(root, trees)
-    patch = ("*** Begin Patch\n*** Update File: src/a.py\n@@ def beta():\n-    x = 1\n-    return x\n"
-             "+    return 666\n*** End Patch\n")
+    patch = (
+        "*** Begin Patch\n*** Update File: src/a.py\n@@ def beta():\n-    x = 1\n-    return x\n"
+        "+    return 666\n*** End Patch\n"
+    )
     answer = codex_patch(trees["wa"], "A", patch)
     assert denied(answer), said(answer)
 
@@ -166,8 +193,10 @@ def test_codex_add_file_over_existing_and_move_are_refused(world):
     fork_pair(root, trees)
     add = "*** Begin Patch\n*** Add File: src/a.py\n+x = 1\n*** End Patch\n"
     assert denied(codex_patch(trees["wa"], "A", add)), "Add File over a claimed file"
-    move = ("*** Begin Patch\n*** Update File: src/a.py\n*** Move to: src/z.py\n@@\n-    return 1\n"
-            "+    return 10\n*** End Patch\n")
+    move = (
+        "*** Begin Patch\n*** Update File: src/a.py\n*** Move to: src/z.py\n@@\n-    return 1\n"
+        "+    return 10\n*** End Patch\n"
+    )
     assert denied(codex_patch(trees["wa"], "A", move)), "Move to"
 
 
@@ -180,6 +209,7 @@ def test_codex_honest_alpha_edit_passes(world):
 
 
 # -- paths ---------------------------------------------------------------------------------------
+
 
 def test_edit_through_differently_named_symlink_is_refused(tmp_path, monkeypatch):
     root, trees = build(tmp_path, monkeypatch)
@@ -210,12 +240,17 @@ def test_shell_write_to_claimed_file_is_refused(world):
     fork_pair(root, trees)
     answer = claude(trees["wa"], "A", "Bash", {"command": "sed -i 's/return 2/return 666/' src/a.py"})
     assert denied(answer), said(answer)
-    answer = claude(trees["wa"], "A", "Write", {"file_path": os.path.join(trees["wa"], "src", "a.py"),
-                                                "content": SOURCE.replace("return 2", "return 666")})
+    answer = claude(
+        trees["wa"],
+        "A",
+        "Write",
+        {"file_path": os.path.join(trees["wa"], "src", "a.py"), "content": SOURCE.replace("return 2", "return 666")},
+    )
     assert denied(answer, "lease-claimed-declaration"), said(answer)
 
 
 # -- CRLF, no trailing newline, tabs, unicode ---------------------------------------------------------
+
 
 def test_crlf_file_guard_and_wait(tmp_path, monkeypatch):
     root, trees = build(tmp_path, monkeypatch, SOURCE.replace("\n", "\r\n"))
@@ -262,7 +297,7 @@ def test_tab_indented_and_unicode_declarations(tmp_path, monkeypatch):
 
 # -- methods, classes, several matches -----------------------------------------------------------------
 
-CLASSES = '''class Alpha:
+CLASSES = """class Alpha:
     def run(self):
         return 1
 
@@ -273,7 +308,7 @@ class Beta:
 
     def other(self):
         return 3
-'''
+"""
 
 
 def test_method_claims(tmp_path, monkeypatch):
@@ -290,6 +325,7 @@ def test_method_claims(tmp_path, monkeypatch):
 
 
 # -- the holder changing how declarations are read ------------------------------------------------
+
 
 def test_wait_fails_beta_touch_hidden_by_info_attributes(world):
     root, trees = world
@@ -343,6 +379,7 @@ def test_wait_fails_beta_touch_with_own_gitattributes_unset_diff(world):
 
 # -- honest holders ---------------------------------------------------------------------------
 
+
 def test_honest_edit_of_alpha_def_line_passes_guard_and_wait(world):
     root, trees = world
     fork_pair(root, trees)
@@ -380,7 +417,10 @@ def test_placement_units():
     rules = declarations.configured({}, "python")
     decls = declarations.declarations(SOURCE.encode(), rules)
     assert [(d.text, d.start, d.end) for d in decls] == [
-        ("def alpha():", 5, 8), ("def beta():", 9, 12), ("def gamma():", 13, 14)]
+        ("def alpha():", 5, 8),
+        ("def beta():", 9, 12),
+        ("def gamma():", 13, 14),
+    ]
     # a claim that names a run across a word boundary only
     assert not declarations.names("alpha", "def alphabet():")
     assert declarations.names("alpha", "def alpha():")
@@ -388,10 +428,19 @@ def test_placement_units():
 
 # -- opencode's edit tool, and a job not yet taken ------------------------------------------------
 
+
 def opencode_edit(tree: str, lease: str, old: str, new: str) -> dict:
-    return hook("opencode", {"session_id": "s-" + lease, "cwd": tree, "hook_event_name": "PreToolUse",
-                             "tool_name": "edit", "tool_input": {"filePath": os.path.join(tree, "src", "a.py"),
-                                                                 "oldString": old, "newString": new}}, lease)
+    return hook(
+        "opencode",
+        {
+            "session_id": "s-" + lease,
+            "cwd": tree,
+            "hook_event_name": "PreToolUse",
+            "tool_name": "edit",
+            "tool_input": {"filePath": os.path.join(tree, "src", "a.py"), "oldString": old, "newString": new},
+        },
+        lease,
+    )
 
 
 def test_opencode_edit_into_beta_is_refused(world):
@@ -402,7 +451,7 @@ def test_opencode_edit_into_beta_is_refused(world):
     assert not denied(opencode_edit(trees["wa"], "A", "    return 1", "    return 10"))
 
 
-AMBIGUOUS = '''import os
+AMBIGUOUS = """import os
 
 
 def alpha():
@@ -416,7 +465,7 @@ def beta():
     if True:
         x = 1
         return x
-'''
+"""
 
 
 def test_opencode_ambiguous_exact_match_falls_back_to_fuzzy_match_in_beta(tmp_path, monkeypatch):
@@ -450,29 +499,41 @@ def test_honest_new_file_claimed_by_declaration_passes(world):
 def test_honest_edit_with_context_reaching_into_beta_passes(world):
     root, trees = world
     fork_pair(root, trees)
-    answer = edit(trees["wa"], "A", "    return 1\n\n\ndef beta():\n    return 2",
-                  "    return 10\n\n\ndef beta():\n    return 2")
+    answer = edit(
+        trees["wa"], "A", "    return 1\n\n\ndef beta():\n    return 2", "    return 10\n\n\ndef beta():\n    return 2"
+    )
     assert not denied(answer), said(answer)
 
 
 # -- large files, language-level tricks, JavaScript ------------------------------------------------
 
+
 def test_honest_multiedit_far_apart_in_large_file_passes(tmp_path, monkeypatch):
     # alpha at the top, omega at the bottom, beta's long body between: one MultiEdit of both of
     # A's own declarations must not be read as a change of everything between them
     body = "".join(f"    x{i} = {i}\n" for i in range(2600))
-    source = ("import os\n\n\ndef alpha():\n    return 1\n\n\ndef beta():\n" + body + "    return 2\n\n\n"
-              "def omega():\n    return 9\n")
+    source = (
+        "import os\n\n\ndef alpha():\n    return 1\n\n\ndef beta():\n" + body + "    return 2\n\n\n"
+        "def omega():\n    return 9\n"
+    )
     root, trees = build(tmp_path, monkeypatch, source)
     fork_pair(root, trees, a_paths=("src/a.py#alpha", "src/a.py#omega"))
-    answer = claude(trees["wa"], "A", "MultiEdit", {
-        "file_path": os.path.join(trees["wa"], "src", "a.py"),
-        "edits": [{"old_string": "    return 1\n", "new_string": "    y = 0\n    return 10\n"},
-                  {"old_string": "    return 9\n", "new_string": "    return 90\n"}]})
+    answer = claude(
+        trees["wa"],
+        "A",
+        "MultiEdit",
+        {
+            "file_path": os.path.join(trees["wa"], "src", "a.py"),
+            "edits": [
+                {"old_string": "    return 1\n", "new_string": "    y = 0\n    return 10\n"},
+                {"old_string": "    return 9\n", "new_string": "    return 90\n"},
+            ],
+        },
+    )
     assert not denied(answer), said(answer)
 
 
-SWALLOW = '''import os
+SWALLOW = """import os
 
 
 def beta():
@@ -481,7 +542,7 @@ def beta():
 
 def alpha():
     return 1
-'''
+"""
 
 
 def test_wait_fails_string_opened_above_first_declaration_swallowing_beta(tmp_path, monkeypatch):
@@ -498,7 +559,7 @@ def test_wait_fails_string_opened_above_first_declaration_swallowing_beta(tmp_pa
     assert waited["job"]["state"] == "fail", waited["grade"]["footprint"]
 
 
-JS = '''import fs from "fs";
+JS = """import fs from "fs";
 
 function alpha() {
   return 1;
@@ -507,7 +568,7 @@ function alpha() {
 function beta() {
   return 2;
 }
-'''
+"""
 
 
 def test_javascript_claims(tmp_path, monkeypatch):

@@ -13,20 +13,40 @@ import pytest
 from proctor import api, errors
 from tests.conftest import git
 from tests.guard_lease import denied, said
-from tests.test_declarations import (SOURCE, build, claude, edit, failing, finish, fork_pair, hook, replace,
-                                     world)  # noqa: F401  (world: the fixture)
+from tests.test_declarations import SOURCE, build, claude, edit, failing, finish, fork_pair, hook, replace, world  # noqa: F401  (world: the fixture)
 
 
 def gemini_replace(tree, lease, old, new, path=None):
-    return hook("gemini", {"session_id": "s-" + lease, "transcript_path": "/tmp/none.json", "cwd": tree,
-                           "hook_event_name": "BeforeTool", "tool_name": "replace",
-                           "tool_input": {"file_path": path or os.path.join(tree, "src", "a.py"),
-                                          "old_string": old, "new_string": new}}, lease)
+    return hook(
+        "gemini",
+        {
+            "session_id": "s-" + lease,
+            "transcript_path": "/tmp/none.json",
+            "cwd": tree,
+            "hook_event_name": "BeforeTool",
+            "tool_name": "replace",
+            "tool_input": {
+                "file_path": path or os.path.join(tree, "src", "a.py"),
+                "old_string": old,
+                "new_string": new,
+            },
+        },
+        lease,
+    )
 
 
 def opencode(tree, lease, tool, tool_input):
-    return hook("opencode", {"session_id": "s-" + lease, "cwd": tree, "hook_event_name": "PreToolUse",
-                             "tool_name": tool, "tool_input": tool_input}, lease)
+    return hook(
+        "opencode",
+        {
+            "session_id": "s-" + lease,
+            "cwd": tree,
+            "hook_event_name": "PreToolUse",
+            "tool_name": tool,
+            "tool_input": tool_input,
+        },
+        lease,
+    )
 
 
 class Timeout(Exception):
@@ -35,6 +55,7 @@ class Timeout(Exception):
 
 def within(seconds, fn, *args, **kwargs):
     """fn(*args) or Timeout after `seconds` (an alarm interrupts a blocking open or read)."""
+
     def alarm(_signum, _frame):
         raise Timeout(f"still running after {seconds}s")
 
@@ -48,6 +69,7 @@ def within(seconds, fn, *args, **kwargs):
 
 
 # -- (a) a holder of alpha reaching beta ----------------------------------------------------------
+
 
 def test_hard_link_alias_of_claimed_file_is_not_an_unguarded_way_into_beta(world):
     # a hard link is the same inode under another name: the symlink resolution the guard does
@@ -85,10 +107,21 @@ def test_opencode_multiedit_items_naming_another_file_still_graded(world):
     root, trees = world
     fork_pair(root, trees)
     wa = trees["wa"]
-    answer = opencode(wa, "A", "multiedit", {
-        "filePath": os.path.join(wa, "src", "a.py"),
-        "edits": [{"filePath": os.path.join(wa, "src", "other.py"), "oldString": "    return 2",
-                   "newString": "    return 666"}]})
+    answer = opencode(
+        wa,
+        "A",
+        "multiedit",
+        {
+            "filePath": os.path.join(wa, "src", "a.py"),
+            "edits": [
+                {
+                    "filePath": os.path.join(wa, "src", "other.py"),
+                    "oldString": "    return 2",
+                    "newString": "    return 666",
+                }
+            ],
+        },
+    )
     assert denied(answer), answer
 
 
@@ -96,18 +129,32 @@ def test_codex_patch_two_sections_one_file_second_hits_beta(world):
     root, trees = world
     fork_pair(root, trees)
     wa = trees["wa"]
-    patch = ("*** Begin Patch\n*** Update File: src/a.py\n@@\n-    return 1\n+    return 10\n"
-             f"*** Update File: {os.path.join(wa, 'src', 'a.py')}\n@@\n-    return 2\n+    return 666\n*** End Patch\n")
-    answer = hook("codex", {"session_id": "s-A", "turn_id": "t1", "transcript_path": None, "cwd": wa,
-                            "hook_event_name": "PreToolUse", "model": "gpt-5", "permission_mode": "default",
-                            "tool_name": "apply_patch", "tool_use_id": "call_9", "tool_input": {"command": patch}},
-                  "A")
+    patch = (
+        "*** Begin Patch\n*** Update File: src/a.py\n@@\n-    return 1\n+    return 10\n"
+        f"*** Update File: {os.path.join(wa, 'src', 'a.py')}\n@@\n-    return 2\n+    return 666\n*** End Patch\n"
+    )
+    answer = hook(
+        "codex",
+        {
+            "session_id": "s-A",
+            "turn_id": "t1",
+            "transcript_path": None,
+            "cwd": wa,
+            "hook_event_name": "PreToolUse",
+            "model": "gpt-5",
+            "permission_mode": "default",
+            "tool_name": "apply_patch",
+            "tool_use_id": "call_9",
+            "tool_input": {"command": patch},
+        },
+        "A",
+    )
     assert denied(answer), answer
 
 
 # -- (b) an honest holder --------------------------------------------------------------------------
 
-TWIN = '''import os
+TWIN = """import os
 
 
 def alpha():
@@ -118,7 +165,7 @@ def alpha():
 
 def beta():
     return None
-'''
+"""
 
 
 def test_honest_unique_exact_edit_with_a_differently_indented_twin_in_beta_passes(tmp_path, monkeypatch):
@@ -135,11 +182,18 @@ def test_honest_edit_of_unclaimed_gamma_and_imports_passes_all_hosts(world):
     fork_pair(root, trees)
     wa = trees["wa"]
     assert not denied(gemini_replace(wa, "A", "import sys", "import sys  # s"))
-    assert not denied(opencode(wa, "A", "edit", {"filePath": os.path.join(wa, "src", "a.py"),
-                                                 "oldString": "    return 3", "newString": "    return 30"}))
+    assert not denied(
+        opencode(
+            wa,
+            "A",
+            "edit",
+            {"filePath": os.path.join(wa, "src", "a.py"), "oldString": "    return 3", "newString": "    return 30"},
+        )
+    )
 
 
 # -- (c) overlaps, refusals, releases ----------------------------------------------------------------
+
 
 def test_two_spellings_of_a_declaration_not_yet_written_overlap(world, proctor):
     # `delta` and `def delta` name one declaration whenever it is written (names("delta",
@@ -175,6 +229,7 @@ def test_release_digest_ignores_changes_outside_and_sees_changes_inside(world):
 
 
 # -- (d) hostile input: no traceback, no hang -------------------------------------------------------
+
 
 def test_config_pattern_python_cannot_compile_does_not_crash_fork(world):
     # git's RE_DUP_MAX is 32767; Python raises OverflowError (not re.error) past 2**32
@@ -245,9 +300,15 @@ def test_config_pattern_overflow_hook_on_a_file_with_no_recorded_rules_refuses(w
 
     environ = {k: v for k, v in os.environ.items() if k != "BAGGAGE"}
     environ["BAGGAGE"] = "proctor.lease=A"
-    payload = {"session_id": "s-A", "transcript_path": "/tmp/none.jsonl", "cwd": trees["wa"],
-               "hook_event_name": "PreToolUse", "tool_name": "Edit", "tool_use_id": "toolu_9",
-               "tool_input": {"file_path": path, "old_string": "    return 2", "new_string": "    return 666"}}
+    payload = {
+        "session_id": "s-A",
+        "transcript_path": "/tmp/none.jsonl",
+        "cwd": trees["wa"],
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Edit",
+        "tool_use_id": "toolu_9",
+        "tool_input": {"file_path": path, "old_string": "    return 2", "new_string": "    return 666"},
+    }
     out, code = hook_run(["claude"], json.dumps(payload).encode(), environ)
     assert code == 0 and denied(json.loads(out)), (code, out)
 
@@ -261,19 +322,42 @@ def test_config_pattern_overflow_does_not_crash_the_hook(world):
 
     environ = {k: v for k, v in os.environ.items() if k != "BAGGAGE"}
     environ["BAGGAGE"] = "proctor.lease=A"
-    payload = {"session_id": "s-A", "transcript_path": "/tmp/none.jsonl", "cwd": wa,
-               "hook_event_name": "PreToolUse", "tool_name": "Edit", "tool_use_id": "toolu_9",
-               "tool_input": {"file_path": os.path.join(wa, "src", "a.py"), "old_string": "    return 2",
-                              "new_string": "    return 666"}}
+    payload = {
+        "session_id": "s-A",
+        "transcript_path": "/tmp/none.jsonl",
+        "cwd": wa,
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Edit",
+        "tool_use_id": "toolu_9",
+        "tool_input": {
+            "file_path": os.path.join(wa, "src", "a.py"),
+            "old_string": "    return 2",
+            "new_string": "    return 666",
+        },
+    }
     out, code = hook_run(["claude"], json.dumps(payload).encode(), environ)
     assert code == 0
     assert denied(json.loads(out)), out
 
 
-@pytest.mark.parametrize("claim", ["src/a.py#\\d+(", "src/a.py#é", "src/a.py#a\\b", "src/a.py#)(",
-                                   "src/a.py#def\u00a0beta", "src/a.py#\U0001f600",
-                                   "src/a.py/#alpha", "src/#alpha", "#alpha", "src/a.py##alpha", "src/a.py#alpha#beta",
-                                   "src/a.py#alpha\n", "src/a.py#\x7f"])
+@pytest.mark.parametrize(
+    "claim",
+    [
+        "src/a.py#\\d+(",
+        "src/a.py#é",
+        "src/a.py#a\\b",
+        "src/a.py#)(",
+        "src/a.py#def\u00a0beta",
+        "src/a.py#\U0001f600",
+        "src/a.py/#alpha",
+        "src/#alpha",
+        "#alpha",
+        "src/a.py##alpha",
+        "src/a.py#alpha#beta",
+        "src/a.py#alpha\n",
+        "src/a.py#\x7f",
+    ],
+)
 def test_odd_claim_spellings_do_not_crash_fork_ls_describe(world, proctor, claim):
     root, _ = world
     made = proctor("job", "fork", "X", "--write-paths", claim, "--check", "test", cwd=root)
@@ -359,6 +443,7 @@ def test_huge_single_line_file_hook_and_wait_answer(tmp_path, monkeypatch):
 
 # -- (e) time -----------------------------------------------------------------------------------------
 
+
 def test_multiedit_with_many_small_edits_in_a_large_file_answers_quickly(tmp_path, monkeypatch):
     # an honest MultiEdit of 1,000 one-line edits, all in alpha, of a 20,000-line file: re-folding
     # every line of the file for each edit took 18 s; the bound is generous for a loaded machine
@@ -375,7 +460,7 @@ def test_multiedit_with_many_small_edits_in_a_large_file_answers_quickly(tmp_pat
     assert spent < 10, f"the hook took {spent:.1f}s"
 
 
-SWALLOW_BY_CHANGE = '''import os
+SWALLOW_BY_CHANGE = """import os
 
 
 def beta():
@@ -385,14 +470,18 @@ def beta():
 # alpha's doc
 def alpha():
     return 1
-'''
+"""
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a known limit of claims by line: a string opened above the first declaration and closed in "
-    "the holder's own doc comment turns another declaration into text without a line of it "
-    "changing; lines are what git's driver and the spec name, and telling code from text needs "
-    "the language's parser"))
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "a known limit of claims by line: a string opened above the first declaration and closed in "
+        "the holder's own doc comment turns another declaration into text without a line of it "
+        "changing; lines are what git's driver and the spec name, and telling code from text needs "
+        "the language's parser"
+    ),
+)
 def test_wait_fails_string_opened_above_first_declaration_by_changing_lines_not_inserting(tmp_path, monkeypatch):
     # the first round's swallow, without an insertion for the old side to place in beta: an
     # existing import line (nobody's) opens a string, alpha's existing doc comment closes it
@@ -407,8 +496,12 @@ def test_wait_fails_string_opened_above_first_declaration_by_changing_lines_not_
     import subprocess
     import sys
 
-    ran = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, 'src'); import a; print(a.beta())"],
-                         cwd=wa, capture_output=True, text=True)
+    ran = subprocess.run(
+        [sys.executable, "-c", "import sys; sys.path.insert(0, 'src'); import a; print(a.beta())"],
+        cwd=wa,
+        capture_output=True,
+        text=True,
+    )
     assert ran.stdout.strip() == "666", ran.stderr  # beta's code is no longer beta's
     waited = finish("A", wa)
     assert waited["job"]["state"] == "fail", waited["grade"]["footprint"]
@@ -427,18 +520,33 @@ def test_a_glob_or_directory_claim_overlaps_a_declaration_claim_of_a_file_in_it(
 PATCH_INTO_BETA = "*** Begin Patch\n*** Update File: src/a.py\n@@\n-    return 2\n+    return 666\n*** End Patch\n"
 
 
-@pytest.mark.parametrize("command", [
-    f"apply_patch <<'EOF'\n{PATCH_INTO_BETA}EOF\n",
-    f"apply_patch '{PATCH_INTO_BETA}'",
-    f"cd src && apply_patch <<'EOF'\n{PATCH_INTO_BETA.replace('src/a.py', 'a.py')}EOF\n",
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        f"apply_patch <<'EOF'\n{PATCH_INTO_BETA}EOF\n",
+        f"apply_patch '{PATCH_INTO_BETA}'",
+        f"cd src && apply_patch <<'EOF'\n{PATCH_INTO_BETA.replace('src/a.py', 'a.py')}EOF\n",
+    ],
+)
 def test_apply_patch_through_the_shell_into_beta_is_refused(world, command):
     root, trees = world
     fork_pair(root, trees)
     answer = claude(trees["wa"], "A", "Bash", {"command": command})
     assert denied(answer), answer
-    shell = hook("codex", {"session_id": "s-A", "turn_id": "t1", "transcript_path": None, "cwd": trees["wa"],
-                           "hook_event_name": "PreToolUse", "model": "gpt-5", "permission_mode": "default",
-                           "tool_name": "shell", "tool_use_id": "call_8",
-                           "tool_input": {"command": ["bash", "-lc", command]}}, "A")
+    shell = hook(
+        "codex",
+        {
+            "session_id": "s-A",
+            "turn_id": "t1",
+            "transcript_path": None,
+            "cwd": trees["wa"],
+            "hook_event_name": "PreToolUse",
+            "model": "gpt-5",
+            "permission_mode": "default",
+            "tool_name": "shell",
+            "tool_use_id": "call_8",
+            "tool_input": {"command": ["bash", "-lc", command]},
+        },
+        "A",
+    )
     assert denied(shell), shell

@@ -38,8 +38,17 @@ GIT_ENV = {
 
 
 def _git(cwd, *args) -> bytes:
-    argv = [b"git", b"-c", b"user.name=oracle", b"-c", b"user.email=oracle@example.invalid",
-            b"-c", b"core.autocrlf=false", b"-c", b"core.hooksPath=/dev/null"]
+    argv = [
+        b"git",
+        b"-c",
+        b"user.name=oracle",
+        b"-c",
+        b"user.email=oracle@example.invalid",
+        b"-c",
+        b"core.autocrlf=false",
+        b"-c",
+        b"core.hooksPath=/dev/null",
+    ]
     argv += [a if isinstance(a, bytes) else a.encode("utf-8") for a in args]
     proc = subprocess.run(argv, cwd=cwd, capture_output=True, env=GIT_ENV, timeout=60)
     assert proc.returncode == 0, (args, proc.stderr.decode("utf-8", "replace"))
@@ -147,7 +156,8 @@ if __name__ == "__main__":
     asyncio.run(Inventory().refresh(None))
 ''')
 
-GOLANG = _src(_tabs(r'''
+GOLANG = _src(
+    _tabs(r"""
 // Package store keeps records in memory.
 package store
 
@@ -246,9 +256,10 @@ func	tabbed() {
     type local struct{ x int }
     _ = local{}
 }
-'''))
+""")
+)
 
-RUST = _src(r'''
+RUST = _src(r"""
 //! Geometry utilities.
 use std::fmt;
 
@@ -350,9 +361,9 @@ pub(super) mod tests {
 
 union IntOrFloat { i: u32, f: f32 }
 const fn square(x: u32) -> u32 { x * x }
-''')
+""")
 
-JAVA = _src(r'''
+JAVA = _src(r"""
 package com.example.shop;
 
 import java.util.*;
@@ -438,9 +449,10 @@ interface Auditor {
 }
 
 record Point(int x, int y) {}
-''')
+""")
 
-C_SOURCE = _src(_tabs(r'''
+C_SOURCE = _src(
+    _tabs(r"""
 /* ring buffer */
 #include <stdio.h>
 #include <stdlib.h>
@@ -509,9 +521,10 @@ int main(int argc, char **argv)
 cleanup:	// done
     return 0;
 }
-'''))
+""")
+)
 
-C_HEADER = _src(r'''
+C_HEADER = _src(r"""
 #ifndef RING_H
 #define RING_H
 
@@ -543,9 +556,9 @@ static inline int ring_empty(const struct ring *r) { return r == NULL; }
 #endif
 
 #endif /* RING_H */
-''')
+""")
 
-CPP = _src(r'''
+CPP = _src(r"""
 // shapes.cpp
 #include <memory>
 #include <string>
@@ -623,9 +636,9 @@ int main()
 done:
     return f(0);
 }
-''')
+""")
 
-MARKDOWN = _src(r'''
+MARKDOWN = _src(r"""
 # Project Title
 
 Intro paragraph with a #hashtag that is not a heading.
@@ -679,9 +692,9 @@ Returns a mapping.
 ## FAQ
 
 Done.
-''')
+""")
 
-JAVASCRIPT = _src(r'''
+JAVASCRIPT = _src(r"""
 'use strict';
 
 import { readFile } from 'fs/promises';
@@ -769,9 +782,9 @@ setTimeout(() => {
 }, DEFAULT_TIMEOUT);
 
 module.exports = { add, ids, legacy };
-''')
+""")
 
-TYPESCRIPT = _src(r'''
+TYPESCRIPT = _src(r"""
 import type { Request } from './http';
 
 export interface User {
@@ -851,9 +864,9 @@ declare module 'express' {
 }
 
 let cached: User | null = null;
-''')
+""")
 
-CSHARP = _src(r'''
+CSHARP = _src(r"""
 using System;
 using System.Collections.Generic;
 
@@ -907,9 +920,9 @@ namespace Shop.Billing
         T Find(int id);
     }
 }
-''')
+""")
 
-RUBY = _src(r'''
+RUBY = _src(r"""
 # frozen_string_literal: true
 
 require 'json'
@@ -949,9 +962,9 @@ module Billing
 end
 
 class Billing::Receipt < Billing::Invoice; end
-''')
+""")
 
-PERL = _src(r'''
+PERL = _src(r"""
 #!/usr/bin/perl
 package Inventory::Item;
 use strict;
@@ -996,9 +1009,9 @@ Inventory::Item - an item
 =head2 Methods
 
 =cut
-''')
+""")
 
-PHP = _src(r'''
+PHP = _src(r"""
 <?php
 
 namespace App\Models;
@@ -1061,9 +1074,9 @@ function helper(Collection $c)
 {
     return $c->count();
 }
-''')
+""")
 
-KOTLIN = _src(r'''
+KOTLIN = _src(r"""
 package shop
 
 import kotlin.math.max
@@ -1104,9 +1117,9 @@ fun main(args: Array<String>) {
 }
 
 inline fun <reified T> typeName(): String = T::class.java.name
-''')
+""")
 
-BASH = _src(r'''
+BASH = _src(r"""
 #!/usr/bin/env bash
 set -euo pipefail
 
@@ -1142,9 +1155,9 @@ main() { [[ $# -gt 0 ]] || die "usage"; install_files "$1"; }
 
 trap cleanup EXIT
 main "$@"
-''')
+""")
 
-CSS = _src(r'''
+CSS = _src(r"""
 @import url("base.css");
 
 :root {
@@ -1176,9 +1189,9 @@ A.External {
 }
 
 h1::before { content: "#"; }
-''')
+""")
 
-HTML = _src(r'''
+HTML = _src(r"""
 <!DOCTYPE html>
 <html>
 <head>
@@ -1197,9 +1210,9 @@ HTML = _src(r'''
   <p>End.</p>
 </body>
 </html>
-''')
+""")
 
-TEX = _src(r'''
+TEX = _src(r"""
 \documentclass{article}
 \begin{document}
 \part{Intro}
@@ -1215,9 +1228,9 @@ Even more text.
 \section*{Starred}
 Closing words.
 \end{document}
-''')
+""")
 
-OBJC = _src(r'''
+OBJC = _src(r"""
 #import <Foundation/Foundation.h>
 
 @interface Counter : NSObject
@@ -1253,9 +1266,9 @@ int main(int argc, const char *argv[]) {
         return helper(argc);
     }
 }
-''')
+""")
 
-FORTRAN = _src(r'''
+FORTRAN = _src(r"""
       PROGRAM MAIN
 C     fixed-form comment line
       INTEGER N
@@ -1283,9 +1296,9 @@ recursive subroutine walk(n)
   integer :: n
   if (n > 0) call walk(n - 1)
 end subroutine walk
-''')
+""")
 
-ADA = _src(r'''
+ADA = _src(r"""
 with Ada.Text_IO; use Ada.Text_IO;
 
 package body Shapes is
@@ -1316,9 +1329,9 @@ package body Shapes is
 
    function Twice (X : Integer) return Integer renames Double;
 end Shapes;
-''')
+""")
 
-ELIXIR = _src(r'''
+ELIXIR = _src(r"""
 defmodule Shop.Cart do
   @moduledoc "A cart."
 
@@ -1350,9 +1363,9 @@ end
 test "adds items" do
   assert true
 end
-''')
+""")
 
-PASCAL = _src(r'''
+PASCAL = _src(r"""
 unit Shapes;
 
 interface
@@ -1392,9 +1405,9 @@ initialization
   Draw(nil);
 finalization
 end.
-''')
+""")
 
-SCHEME = _src(r'''
+SCHEME = _src(r"""
 ;; geometry
 (define pi 3.14159)
 
@@ -1418,9 +1431,9 @@ SCHEME = _src(r'''
 (defstruct circle radius)
 (struct posn (x y))
 (display (area 2))
-''')
+""")
 
-MATLAB = _src(r'''
+MATLAB = _src(r"""
 %% Section one
 function y = square(x)
     y = x .^ 2;
@@ -1442,9 +1455,9 @@ end
 % plain comment
 x = square(3);
 disp(x)
-''')
+""")
 
-BIBTEX = _src(r'''
+BIBTEX = _src(r"""
 @article{knuth1984,
   author = {Donald Knuth},
   title = {Literate Programming},
@@ -1460,9 +1473,10 @@ BIBTEX = _src(r'''
 
 @string{ acm = "ACM" }
 Text after @inproceedings{inline, in the middle
-''')
+""")
 
-DTS = _src(_tabs(r'''
+DTS = _src(
+    _tabs(r"""
 /dts-v1/;
 
 / {
@@ -1487,9 +1501,10 @@ DTS = _src(_tabs(r'''
         reg = <0x48>;
     };
 };
-'''))
+""")
+)
 
-FOUNTAIN = _src(r'''
+FOUNTAIN = _src(r"""
 Title: Test
 
 INT. KITCHEN - DAY
@@ -1509,9 +1524,9 @@ I/E. CAR - DAY
 EST. CITY
 
 ..not a heading
-''')
+""")
 
-PLAIN = _src(r'''
+PLAIN = _src(r"""
 [core]
 	editor = vim
 name = example
@@ -1523,7 +1538,7 @@ Section Two
 -- dashes
 value: 3
 end
-''')
+""")
 
 # A language of one's own, configured with an extended pattern (and `!` lines) ...
 MYLANG_XFUNCNAME = (
@@ -1531,9 +1546,9 @@ MYLANG_XFUNCNAME = (
     "!;[ \t]*$\n"
     "^[ \t]*((pub[ \t]+)?(proc|func)[ \t]+[A-Za-z_][A-Za-z_0-9]*[ \t]*\\(.*)$\n"
     "^(module[[:space:]]+[[:alnum:]_.]+)\n"
-    "^[ \t]{0,2}(section[ \t]+\"[^\"]*\")"
+    '^[ \t]{0,2}(section[ \t]+"[^"]*")'
 )
-MYLANG = _src(r'''
+MYLANG = _src(r"""
 module app.core  -- the core
 import io;
 
@@ -1574,7 +1589,7 @@ end
 PROC upper(x)
   x
 end
-''')
+""")
 
 # ... and one configured with a basic one (`funcname`), set after an extended one for the same
 # driver that it must override (git keeps the last of the two).
@@ -1585,7 +1600,7 @@ OTHER_FUNCNAME = (
     "^\\*\\{3\\}[ \t]*\\(.*\\)$\n"
     "^\\[\\([a-z.]*\\)\\]"
 )
-OTHER = _src(r'''
+OTHER = _src(r"""
 [build]
   jobs = 4
 *** Targets
@@ -1613,7 +1628,7 @@ taskforce x
   w
 task	tabbed
   end
-''')
+""")
 
 # name: (extension, expected driver, sample, at least this many declaration lines)
 CASES = {
@@ -1677,13 +1692,15 @@ PROBES = {
     # two match slots only, and glibc then fails such a pattern. Nothing proctor should copy.)
     "backref": ("^([a-z]+)=\\1", True, b"aa=aa\n x\nab=cd\n y\nxy=xy\n z\n"),
     "brackets": ("^([]a-z[]+:.*)$", True, b"]ab[: one\n x\nq: two\n y\n"),
-    "classes": ("^([[:upper:]][[:alnum:]_]*[[:blank:]]*[[:punct:]].*)$", True,
-                b"Foo_1 = bar\n x\nBar baz\n y\nQux: z\n w\n"),
+    "classes": (
+        "^([[:upper:]][[:alnum:]_]*[[:blank:]]*[[:punct:]].*)$",
+        True,
+        b"Foo_1 = bar\n x\nBar baz\n y\nQux: z\n w\n",
+    ),
     "gnuescapes": ("^\\s*(\\w+\\s*=\\s*\\{)", True, b"  config = {\n  x\nother={\n  y\n"),
     "interval": ("^(#{2,3}[^#].*)$\n^(x{,2}y.*)", True, b"## two\n a\n#### four\n b\nxxy\n c\nxxxy\n d\n"),
     "brestar": ("^*\\(.*\\)", False, b"*foo\n bar\n baz\n"),
-    "breinterval": ("^\\(a\\{2,3\\}[a-z]*\\)\n^\\(b\\+c.*\\)", False,
-                    b"aab\n x\nab\n y\nbbc d\n z\nc e\n w\n"),
+    "breinterval": ("^\\(a\\{2,3\\}[a-z]*\\)\n^\\(b\\+c.*\\)", False, b"aab\n x\nab\n y\nbbc d\n z\nc e\n w\n"),
 }
 
 
@@ -1694,8 +1711,15 @@ def _long_lines() -> bytes:
     indented = "    " * 3 + "async def deeply_indented_method_whose_group_starts_after_the_indentation(self, a, b):"
     lines = [
         "class VeryLongClassNameForTestingTruncation(BaseClassNumberOne, BaseClassNumberTwo, BaseThree):",
-        "    x = 1", cut_in_spaces, "    y = 2", exactly_80, "    w = 4",
-        eighty_one, "    v = 5", indented, "    u = 6",
+        "    x = 1",
+        cut_in_spaces,
+        "    y = 2",
+        exactly_80,
+        "    w = 4",
+        eighty_one,
+        "    v = 5",
+        indented,
+        "    u = 6",
     ]
     assert len(exactly_80) == 80 and len(eighty_one) == 81
     return ("\n".join(lines) + "\n").encode("utf-8")
@@ -1704,16 +1728,22 @@ def _long_lines() -> bytes:
 SPECIAL = {
     # truncation at 80 bytes, then trailing whitespace trimmed
     "special/long.py": _long_lines(),
-    "special/long.md": ("## " + "A heading that goes on and on " * 4 + "\ntext\n" + "# " + "b" * 77
-                        + "   tail\nmore\n").encode(),
-    "special/long.go": ("func (r *Receiver) AVeryLongMethodName(ctx context.Context, first, second int) "
-                        "(result int, err error) {\n\treturn 0, nil\n}\n").encode(),
+    "special/long.md": (
+        "## " + "A heading that goes on and on " * 4 + "\ntext\n" + "# " + "b" * 77 + "   tail\nmore\n"
+    ).encode(),
+    "special/long.go": (
+        "func (r *Receiver) AVeryLongMethodName(ctx context.Context, first, second int) "
+        "(result int, err error) {\n\treturn 0, nil\n}\n"
+    ).encode(),
     "special/long.txt": ("Default rule line " + "z" * 80 + "\n  indented\n" + "$" + "q" * 78 + " \t\n  x\n").encode(),
     # git prints a hunk header only up to its first byte that is not (complete) UTF-8
     "special/utf8.py": (
         "def caf\u00e9():\n    x\n"  # UTF-8, whole: kept
-        + "def " + "u" * 75 + "\u00e9\u00e9\u00e9(x):\n    y\n"  # the first é's two bytes are 80 and 81
-    ).encode("utf-8") + b"def caf\xe9_latin1():\n    z\nclass Na\xefve:   \xe9\n    w\n",
+        + "def "
+        + "u" * 75
+        + "\u00e9\u00e9\u00e9(x):\n    y\n"  # the first é's two bytes are 80 and 81
+    ).encode("utf-8")
+    + b"def caf\xe9_latin1():\n    z\nclass Na\xefve:   \xe9\n    w\n",
     # trailing spaces and tabs, trimmed by git after the match
     "special/trailing.py": b"def f():   \n    x\nclass A: \t \n    y\n\tdef g(self):\t\n        z\n",
     "special/trailing.txt": b"Section one   \n  a\nSection two\t\t\n  b\n",
@@ -1827,8 +1857,19 @@ def oracle(tmp_path_factory) -> Oracle:
         for path, data in files.items():
             with open(os.path.join(root, path), "wb") as handle:
                 handle.write(_replaced(data, parity))
-        out = _git(root, "-c", "diff.interHunkContext=0", "-c", "diff.noprefix=false", "diff", "-U0",
-                   "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames")
+        out = _git(
+            root,
+            "-c",
+            "diff.interHunkContext=0",
+            "-c",
+            "diff.noprefix=false",
+            "diff",
+            "-U0",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--no-renames",
+        )
         _parse(out, result.found)
 
     # proctor's own reading of the checkout: the drivers from git's attributes, the patterns
@@ -1843,6 +1884,7 @@ def oracle(tmp_path_factory) -> Oracle:
 
 
 # -- comparing -----------------------------------------------------------------------------------
+
 
 def _rules(oracle: Oracle, path: str) -> Rules:
     driver = oracle.drivers[path]
@@ -1866,8 +1908,9 @@ def _git_part(rules: Rules, data: bytes) -> tuple[dict[int, bytes], dict[int, by
     return heads, {}
 
 
-def _mismatches(path: str, data: bytes, heads: dict[int, bytes],
-                found: dict[int, set[bytes]]) -> list[tuple[str, int, str, str]]:
+def _mismatches(
+    path: str, data: bytes, heads: dict[int, bytes], found: dict[int, set[bytes]]
+) -> list[tuple[str, int, str, str]]:
     """Every hunk whose header git and proctor disagree on: (path, the hunk's first old line,
     git's header and the line it likely came from, proctor's and the line it came from)."""
     lines = data.split(b"\n")
@@ -1880,15 +1923,20 @@ def _mismatches(path: str, data: bytes, heads: dict[int, bytes],
             if header == want:
                 continue
             gits = next((i for i in range(first - 2, -1, -1) if header and header in lines[i]), None)
-            out.append((
-                path, first,
-                f"git {header!r}" + (f" (line {gits + 1}: {lines[gits]!r})" if gits is not None else ""),
-                f"proctor {want!r}" + (f" (line {keys[at] + 1}: {lines[keys[at]]!r})" if at >= 0 else "")))
+            out.append(
+                (
+                    path,
+                    first,
+                    f"git {header!r}" + (f" (line {gits + 1}: {lines[gits]!r})" if gits is not None else ""),
+                    f"proctor {want!r}" + (f" (line {keys[at] + 1}: {lines[keys[at]]!r})" if at >= 0 else ""),
+                )
+            )
     return out
 
 
-def _check(oracle: Oracle, path: str, rules: Rules | None = None,
-           data: bytes | None = None) -> list[tuple[str, int, str, str]]:
+def _check(
+    oracle: Oracle, path: str, rules: Rules | None = None, data: bytes | None = None
+) -> list[tuple[str, int, str, str]]:
     data = oracle.files[path] if data is None else data
     rules = rules or _rules(oracle, path)
     heads, extra = _git_part(rules, data)
@@ -1902,13 +1950,16 @@ def _report(problems: list[tuple[str, int, str, str]], limit: int = 200) -> str:
     groups: dict[tuple[str, str, str], list[int]] = {}
     for path, first, gits, proctors in problems:
         groups.setdefault((path, gits, proctors), []).append(first)
-    shown = [f"{path}: hunks at old line(s) {','.join(map(str, firsts))}: {gits}, {proctors}"
-             for (path, gits, proctors), firsts in list(groups.items())[:limit]]
+    shown = [
+        f"{path}: hunks at old line(s) {','.join(map(str, firsts))}: {gits}, {proctors}"
+        for (path, gits, proctors), firsts in list(groups.items())[:limit]
+    ]
     more = f"\n... and {len(groups) - limit} more" if len(groups) > limit else ""
     return f"{len(problems)} hunk header(s) differ from git's:\n" + "\n".join(shown) + more
 
 
 # -- the tests -----------------------------------------------------------------------------------
+
 
 def test_proctor_reads_the_drivers_and_patterns_git_uses(oracle):
     for name, (ext, driver, _, _) in CASES.items():
@@ -1928,8 +1979,15 @@ def test_every_hunk_header_is_gits(oracle, name):
     ext, driver, data, at_least = CASES[name]
     path = _path(name, ext)
     rules = _rules(oracle, path)
-    assert rules.source == ("config" if name in CONFIGURED else "default" if driver is None
-                            else "proctor" if driver in PROCTOR_OWN else "builtin")
+    assert rules.source == (
+        "config"
+        if name in CONFIGURED
+        else "default"
+        if driver is None
+        else "proctor"
+        if driver in PROCTOR_OWN
+        else "builtin"
+    )
     found = oracle.found.get(path, {})
     lines = data.count(b"\n")
     # the two diffs put (nearly) every line at the head of a hunk of its own
@@ -1948,8 +2006,14 @@ def test_go_extra_declarations_are_only_top_level_var_const_type(oracle):
     documented addition, not git's); the oracle comparison leaves exactly those out."""
     rules = _rules(oracle, "golang/sample.go")
     _, extra = _git_part(rules, GOLANG)
-    assert sorted(GOLANG.split(b"\n")[k].split(b" ")[0] for k in extra) == \
-        [b"const", b"const", b"type", b"type", b"var", b"var"]
+    assert sorted(GOLANG.split(b"\n")[k].split(b" ")[0] for k in extra) == [
+        b"const",
+        b"const",
+        b"type",
+        b"type",
+        b"var",
+        b"var",
+    ]
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -1971,8 +2035,7 @@ def test_shuffled_lines_hunk_headers_are_gits(oracle, name):
 _LONGEST = pytest.mark.xfail(strict=True, reason="leftmost-longest alternation: header text only")
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=_LONGEST) if n == "longest" else n
-                                  for n in sorted(PROBES)])
+@pytest.mark.parametrize("name", [pytest.param(n, marks=_LONGEST) if n == "longest" else n for n in sorted(PROBES)])
 def test_configured_pattern_edge_cases(oracle, name):
     """User patterns in POSIX's dialect (git's regcomp/regexec, glibc's) that Python's re reads
     differently unless translated with care; see the comment on each in PROBES."""

@@ -15,15 +15,37 @@ def fork(proctor, *args, **kw):
 
 
 def test_terms_are_rendered_from_the_row(repo, proctor):
-    fork(proctor, "--stdin", stdin=json.dumps({
-        "id": "api/migrate", "criteria": "move the accounts table\n\nkeep the old reader working",
-        "write_paths": ["db/m.go", "api/x.go"], "deny_paths": ["db/secret"], "check": "test",
-        "goals": [{"id": "migration", "kind": "paths", "paths": ["db/migrations/**"]}],
-        "model": "opus"}))
+    fork(
+        proctor,
+        "--stdin",
+        stdin=json.dumps(
+            {
+                "id": "api/migrate",
+                "criteria": "move the accounts table\n\nkeep the old reader working",
+                "write_paths": ["db/m.go", "api/x.go"],
+                "deny_paths": ["db/secret"],
+                "check": "test",
+                "goals": [{"id": "migration", "kind": "paths", "paths": ["db/migrations/**"]}],
+                "model": "opus",
+            }
+        ),
+    )
     fork(proctor, "other", "--write-paths", "db/m.go", "--check", "lint")
     fork(proctor, "dep", "--write-paths", "z.py", "--check", "test")
-    fork(proctor, "api/migrate", "--write-paths", "db/m.go,api/x.go", "--deny-paths", "db/secret",
-         "--check", "test", "--depends-on", "dep", "--criteria", "move the accounts table\n\nkeep it")
+    fork(
+        proctor,
+        "api/migrate",
+        "--write-paths",
+        "db/m.go,api/x.go",
+        "--deny-paths",
+        "db/secret",
+        "--check",
+        "test",
+        "--depends-on",
+        "dep",
+        "--criteria",
+        "move the accounts table\n\nkeep it",
+    )
     first = proctor("describe", "job", "api/migrate")
     second = proctor("describe", "job", "api/migrate")
     assert first.code == 0 and first.out == second.out
@@ -39,13 +61,25 @@ def test_terms_are_rendered_from_the_row(repo, proctor):
 
 
 def test_goals_and_releases_render(repo, proctor):
-    fork(proctor, "--stdin", stdin=json.dumps({
-        "id": "g", "write_paths": ["a.py", "b.py"],
-        "goals": [{"id": "p", "paths": ["a.py"]}, {"id": "s", "kind": "symbol", "expect": "absent",
-                                                  "symbols": ["Old"], "depends_on": ["p"]}]}))
-    fork(proctor, "--stdin", stdin=json.dumps({
-        "id": "g", "write_paths": ["a.py"],
-        "goals": [{"id": "p", "paths": ["a.py"]}]}))
+    fork(
+        proctor,
+        "--stdin",
+        stdin=json.dumps(
+            {
+                "id": "g",
+                "write_paths": ["a.py", "b.py"],
+                "goals": [
+                    {"id": "p", "paths": ["a.py"]},
+                    {"id": "s", "kind": "symbol", "expect": "absent", "symbols": ["Old"], "depends_on": ["p"]},
+                ],
+            }
+        ),
+    )
+    fork(
+        proctor,
+        "--stdin",
+        stdin=json.dumps({"id": "g", "write_paths": ["a.py"], "goals": [{"id": "p", "paths": ["a.py"]}]}),
+    )
     text = proctor("describe", "job", "g").out
     assert "Goals:\n  p: paths changed: paths a.py\n" in text
     assert "Released paths:\n  b.py  absent\n" in text

@@ -72,11 +72,12 @@ def test_codex_argv_hands_the_hooks_default_custom_and_resumed(tmp_path, monkeyp
     monkeypatch.chdir(tmp_path)
     hooks = codex.hook_overrides(LEASE)
     default = codex.argv(Worker("cx", "codex", None, None, None, None), "do it", lease=LEASE)
-    custom = codex.argv(Worker("cx", "codex", ("codex", "-s", "danger-full-access"), None, None, None), "do it",
-                        lease=LEASE)
+    custom = codex.argv(
+        Worker("cx", "codex", ("codex", "-s", "danger-full-access"), None, None, None), "do it", lease=LEASE
+    )
     resumed = codex.argv(Worker("cx", "codex", None, None, None, None), "again", resume="s-1", lease=LEASE)
     for argv in (default, custom, resumed):
-        assert any(argv[i:i + len(hooks)] == hooks for i in range(len(argv))), argv
+        assert any(argv[i : i + len(hooks)] == hooks for i in range(len(argv))), argv
         assert argv[-1] in ("do it", "again")
     assert 'sandbox_mode="workspace-write"' in default
     assert 'sandbox_mode="workspace-write"' not in custom  # a command of one's own keeps its say
@@ -101,8 +102,10 @@ def test_gemini_settings_are_the_printed_wiring_pinned_named_and_on():
         [hook] = group["hooks"]
         [wired] = printed["hooks"][event]
         assert group["matcher"] == wired["matcher"] and group["sequential"] is True
-        assert {k: v for k, v in hook.items() if k != "name"} == {**wired["hooks"][0],
-                                                                   "command": pinned_hook(LEASE, "gemini")}
+        assert {k: v for k, v in hook.items() if k != "name"} == {
+            **wired["hooks"][0],
+            "command": pinned_hook(LEASE, "gemini"),
+        }
         names.add(hook["name"])
     assert len(names) == 1 and names.pop().startswith("proctor-guard-")
     # named afresh for each start
@@ -113,8 +116,10 @@ def test_gemini_settings_are_the_printed_wiring_pinned_named_and_on():
 def test_gemini_settings_merge_into_the_system_settings():
     from proctor.workers.executors import gemini
 
-    theirs = {"model": {"name": "x"}, "hooks": {"BeforeTool": [{"matcher": "run_shell_command", "hooks": [
-        {"type": "command", "command": "audit"}]}]}}
+    theirs = {
+        "model": {"name": "x"},
+        "hooks": {"BeforeTool": [{"matcher": "run_shell_command", "hooks": [{"type": "command", "command": "audit"}]}]},
+    }
     merged = gemini.hooks_settings(LEASE, theirs)
     assert merged["model"] == {"name": "x"}
     before = merged["hooks"]["BeforeTool"]

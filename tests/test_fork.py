@@ -26,10 +26,24 @@ def jobs_by_id(proctor) -> dict:
 
 def test_fork_records_the_row(repo, proctor):
     head = git(repo, "rev-parse", "HEAD").strip()
-    result = fork(proctor, "api/migrate", "--criteria", "move the store", "--write-paths",
-                  "internal/job/store.go,internal/job/store_test.go", "--check", "test",
-                  "--deny-paths", "internal/secret", "--read-paths", "internal", "--model", "opus",
-                  "-o", "json")
+    result = fork(
+        proctor,
+        "api/migrate",
+        "--criteria",
+        "move the store",
+        "--write-paths",
+        "internal/job/store.go,internal/job/store_test.go",
+        "--check",
+        "test",
+        "--deny-paths",
+        "internal/secret",
+        "--read-paths",
+        "internal",
+        "--model",
+        "opus",
+        "-o",
+        "json",
+    )
     assert result.code == 0, result.err
     row = result.json()
     assert row["id"] == "api/migrate" and row["state"] == "declared"
@@ -53,18 +67,35 @@ def test_fork_replaces_same_id(repo, proctor):
 
 def test_stdin_record_and_schema(repo, proctor):
     schema = fork(proctor, "--schema").json()
-    record = {"schema_version": 1, "id": "api/migrate", "criteria": "move",
-              "write_paths": ["db/m.go", "api/x.go"], "check": {"target": "test"},
-              "goals": [{"id": "migration", "kind": "paths", "paths": ["db/migrations/**"]},
-                        {"id": "old-gone", "kind": "symbol", "expect": "absent", "symbols": ["Legacy"],
-                         "depends_on": ["migration"]}],
-              "timeout": "2h"}
+    record = {
+        "schema_version": 1,
+        "id": "api/migrate",
+        "criteria": "move",
+        "write_paths": ["db/m.go", "api/x.go"],
+        "check": {"target": "test"},
+        "goals": [
+            {"id": "migration", "kind": "paths", "paths": ["db/migrations/**"]},
+            {
+                "id": "old-gone",
+                "kind": "symbol",
+                "expect": "absent",
+                "symbols": ["Legacy"],
+                "depends_on": ["migration"],
+            },
+        ],
+        "timeout": "2h",
+    }
     jsonschema.validate(record, schema)
     result = fork(proctor, "--stdin", "-o", "json", stdin=json.dumps(record))
     assert result.code == 0, result.err
     row = result.json()
-    assert row["goals"][0] == {"id": "migration", "kind": "paths", "paths": ["db/migrations/**"],
-                               "expect": "changed", "depends_on": []}
+    assert row["goals"][0] == {
+        "id": "migration",
+        "kind": "paths",
+        "paths": ["db/migrations/**"],
+        "expect": "changed",
+        "depends_on": [],
+    }
     assert row["timeout"] == 7200 and row["deadline"]
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"id": "x", "passed": True}, schema)
@@ -76,8 +107,10 @@ def test_a_listed_row_feeds_back_to_fork(repo, proctor, tmp_path):
     those fields are ignored with one note on stderr, and the declaration is unchanged."""
     import jsonschema
 
-    assert fork(proctor, "j", "--write-paths", "a.py,b.py", "--check", "test", "--criteria", "c",
-                "--timeout", "2h").code == 0
+    assert (
+        fork(proctor, "j", "--write-paths", "a.py,b.py", "--check", "test", "--criteria", "c", "--timeout", "2h").code
+        == 0
+    )
     wt = _worktree(repo, tmp_path, "w1")
     assert proctor("job", "exec", "j", cwd=wt).code == 0
     row = jobs_by_id(proctor)["j"]
@@ -92,17 +125,20 @@ def test_a_listed_row_feeds_back_to_fork(repo, proctor, tmp_path):
         assert after[field] == row[field], field
 
 
-@pytest.mark.parametrize("stdin, needle", [
-    ("{not json", "not a job record in JSON"),
-    ("[1, 2]", "one JSON object"),
-    ("", "read nothing"),
-    ('{"id": "x", "check": "test", "passed": true}', "unknown field 'passed'"),
-    ('{"id": "x", "check": "test", "schema_version": 9}', "schema_version 9"),
-    ('{"id": "x", "check": "test", "write_paths": [1]}', "must be a list of strings"),
-    ('{"id": "x", "check": "test", "timeout": "soon"}', "timeout"),
-    ('{"id": "x", "check": "test", "state": "done"}', "state 'done'"),
-    ('{"id": "bad id!", "check": "test"}', "cannot be a job id"),
-])
+@pytest.mark.parametrize(
+    "stdin, needle",
+    [
+        ("{not json", "not a job record in JSON"),
+        ("[1, 2]", "one JSON object"),
+        ("", "read nothing"),
+        ('{"id": "x", "check": "test", "passed": true}', "unknown field 'passed'"),
+        ('{"id": "x", "check": "test", "schema_version": 9}', "schema_version 9"),
+        ('{"id": "x", "check": "test", "write_paths": [1]}', "must be a list of strings"),
+        ('{"id": "x", "check": "test", "timeout": "soon"}', "timeout"),
+        ('{"id": "x", "check": "test", "state": "done"}', "state 'done'"),
+        ('{"id": "bad id!", "check": "test"}', "cannot be a job id"),
+    ],
+)
 def test_malformed_stdin_changes_nothing(repo, proctor, stdin, needle):
     result = fork(proctor, "--stdin", stdin=stdin)
     assert result.code == 2, result.err
@@ -141,8 +177,7 @@ def test_path_outside_repository_refused(repo, proctor, tmp_path):
     for path in ("../elsewhere.txt", str(tmp_path / "other.txt"), "a/../../x"):
         result = fork(proctor, "j", "--write-paths", path, "--check", "test")
         assert result.code == 1 and codes(result) == ["PRC3041"], result.err
-    inside = fork(proctor, "j", "--write-paths", os.path.join(repo, "src", "x.py"), "--check", "test",
-                  "-o", "json")
+    inside = fork(proctor, "j", "--write-paths", os.path.join(repo, "src", "x.py"), "--check", "test", "-o", "json")
     assert inside.json()["write_paths"] == ["src/x.py"]
 
 
@@ -175,25 +210,35 @@ def test_check_rules(repo, proctor):
     assert unknown.code == 1 and codes(unknown) == ["PRC3037"] and "[targets.nope]" in unknown.err
     gate = fork(proctor, "j", "--write-paths", "a.py", "--check", "ci")
     assert gate.code == 1 and codes(gate) == ["PRC3038"]
-    goal_gate = fork(proctor, "--stdin", stdin=json.dumps(
-        {"id": "j", "write_paths": ["a.py"], "goals": [{"id": "g", "check": "ci"}]}))
+    goal_gate = fork(
+        proctor,
+        "--stdin",
+        stdin=json.dumps({"id": "j", "write_paths": ["a.py"], "goals": [{"id": "g", "check": "ci"}]}),
+    )
     assert goal_gate.code == 1 and codes(goal_gate) == ["PRC3038"] and "goal 'g'" in goal_gate.err
-    goal_only = fork(proctor, "--stdin", stdin=json.dumps(
-        {"id": "j", "write_paths": ["a.py"], "goals": [{"id": "p", "paths": ["a.py"]}]}))
+    goal_only = fork(
+        proctor,
+        "--stdin",
+        stdin=json.dumps({"id": "j", "write_paths": ["a.py"], "goals": [{"id": "p", "paths": ["a.py"]}]}),
+    )
     assert goal_only.code == 0, goal_only.err
     assert fork(proctor, "r", "--read-only").code == 0, "a read-only job needs no check"
 
 
 def test_target_chaining_to_gate_refused(tmp_path, proctor, monkeypatch):
     from tests.conftest import make_repo
-    root = make_repo(tmp_path / "r", """
+
+    root = make_repo(
+        tmp_path / "r",
+        """
 [targets.ci]
 command = "make all"
 [targets.full]
 command = "proctor run ci"
 [targets.wrapper]
 command = "echo go && proctor run full"
-""")
+""",
+    )
     monkeypatch.chdir(root)
     result = fork(proctor, "j", "--write-paths", "a.py", "--check", "wrapper")
     assert result.code == 1 and codes(result) == ["PRC3038"]
@@ -219,6 +264,7 @@ def test_unknown_parent_and_dependency(repo, proctor):
 
 def test_max_depth_and_max_live(tmp_path, proctor, monkeypatch):
     from tests.conftest import make_repo
+
     root = make_repo(tmp_path / "r", "[jobs]\nmax_depth = 2\nmax_live = 3\n[targets.test]\ncommand = 'true'\n")
     monkeypatch.chdir(root)
     assert fork(proctor, "r", "--check", "test").code == 0
@@ -237,6 +283,7 @@ def test_max_depth_and_max_live(tmp_path, proctor, monkeypatch):
 
 def test_timeout_and_default_timeout(tmp_path, proctor, monkeypatch):
     from tests.conftest import make_repo
+
     root = make_repo(tmp_path / "r", "[jobs]\ndefault_timeout = '30m'\n[targets.test]\ncommand = 'true'\n")
     monkeypatch.chdir(root)
     a = fork(proctor, "a", "--check", "test", "-o", "json").json()
@@ -248,11 +295,23 @@ def test_timeout_and_default_timeout(tmp_path, proctor, monkeypatch):
 
 
 def test_write_proof(repo, proctor):
-    assert fork(proctor, "a", "--write-paths", "src/a.py", "--check", "test", "-o", "json").json()["write_proof"] == "alone"
-    assert fork(proctor, "b", "--write-paths", "src/b.py", "--check", "test", "-o", "json").json()["write_proof"] == "disjoint"
-    assert fork(proctor, "c", "--write-paths", "src/**", "--check", "test", "-o", "json").json()["write_proof"] == "overlapping"
+    assert (
+        fork(proctor, "a", "--write-paths", "src/a.py", "--check", "test", "-o", "json").json()["write_proof"]
+        == "alone"
+    )
+    assert (
+        fork(proctor, "b", "--write-paths", "src/b.py", "--check", "test", "-o", "json").json()["write_proof"]
+        == "disjoint"
+    )
+    assert (
+        fork(proctor, "c", "--write-paths", "src/**", "--check", "test", "-o", "json").json()["write_proof"]
+        == "overlapping"
+    )
     assert fork(proctor, "d", "--write-paths", "run.go#A", "--check", "test").code == 0
-    assert fork(proctor, "e", "--write-paths", "run.go#B", "--check", "test", "-o", "json").json()["write_proof"] == "disjoint"
+    assert (
+        fork(proctor, "e", "--write-paths", "run.go#B", "--check", "test", "-o", "json").json()["write_proof"]
+        == "disjoint"
+    )
 
 
 def _worktree(repo, tmp_path, name):
@@ -339,8 +398,9 @@ def test_gitattributes_unset_diff_means_no_driver(repo, proctor, tmp_path):
 
 def test_workspace_load_file(repo, proctor, tmp_path):
     assert fork(proctor, "a", "--write-paths", "src/a.py,proctor.toml,*.toml", "--check", "test").code == 0
-    assert fork(proctor, "cfg", "--write-paths", "proctor.toml", "--check", "test").code == 0, \
+    assert fork(proctor, "cfg", "--write-paths", "proctor.toml", "--check", "test").code == 0, (
         "nothing is taken in this checkout yet"
+    )
     assert proctor("job", "exec", "a").code == 0
     # The holder of a, bound to this checkout, forks a child that would rewrite proctor.toml.
     refused = fork(proctor, "a/cfg", "--parent", "a", "--write-paths", "proctor.toml", "--check", "test")
@@ -371,6 +431,7 @@ def test_leased_holder_shrinks_and_releases(repo, proctor):
         assert row["write_paths"] == ["later"]
         digests = {r["path"]: r["digest"] for r in row["releases"]}
         import hashlib
+
         assert digests["kept.py"] == "sha256:" + hashlib.sha256(b"print(1)\n").hexdigest()
         assert digests["gone.py"] == "absent"
         assert digests["sock"] == "unreadable"
@@ -383,7 +444,11 @@ def test_leased_holder_shrinks_and_releases(repo, proctor):
         as_record = fork(proctor, "--stdin", env=env, stdin=json.dumps({"id": "j", "write_paths": []}))
         assert as_record.code == 1 and codes(as_record) == ["PRC3039"], as_record.err
         row = jobs_by_id(proctor)["j"]
-        assert row["write_paths"] == ["later"] and [r["path"] for r in row["releases"]] == ["kept.py", "gone.py", "sock"]
+        assert row["write_paths"] == ["later"] and [r["path"] for r in row["releases"]] == [
+            "kept.py",
+            "gone.py",
+            "sock",
+        ]
     finally:
         server.close()
 
@@ -415,8 +480,9 @@ def test_holder_forks_children_inside_its_paths_only(repo, proctor):
     assert fork(proctor, "k", "--check", "test").code == 0
     foreign = fork(proctor, "k", "--criteria", "mine now", "--check", "test", env=env)
     assert foreign.code == 1 and codes(foreign) == ["PRC3042"]
-    stateful = fork(proctor, "--stdin", env=env, stdin=json.dumps(
-        {"id": "j/5", "parent": "j", "read_only": True, "state": "pass"}))
+    stateful = fork(
+        proctor, "--stdin", env=env, stdin=json.dumps({"id": "j/5", "parent": "j", "read_only": True, "state": "pass"})
+    )
     assert stateful.code == 1 and codes(stateful) == ["PRC3042"]
 
 
@@ -429,8 +495,9 @@ def test_lease_sources(repo, proctor):
     assert proctor("job", "exec", "j").code == 0
     bound = fork(proctor, "k", "--criteria", "x", "--check", "test")
     assert bound.code == 1 and "tier marker" in bound.err, bound.err
-    assert f"because this checkout ({os.path.realpath(repo)}) is bound to it: proctor job exec j was run here" \
-        in bound.err
+    assert (
+        f"because this checkout ({os.path.realpath(repo)}) is bound to it: proctor job exec j was run here" in bound.err
+    )
     assert "--worktree" in bound.err and "--orchestrator" in bound.err
     # An explicit --lease outranks it; a BAGGAGE claim that disagrees with the record loses.
     flagged = fork(proctor, "k", "--criteria", "x", "--check", "test", "--lease", "k")
@@ -459,8 +526,11 @@ def test_orchestrator_in_a_taken_checkout(repo, proctor):
     assert fork(proctor, "b", "--write-paths", "b.py", "--check", "test").code == 0
     taken = proctor("job", "exec", "a")
     assert taken.code == 0
-    assert "note: a was declared in this checkout" in taken.err and "every caller here that reports no " \
-        "session" in taken.err and "--worktree" in taken.err, taken.err
+    assert (
+        "note: a was declared in this checkout" in taken.err
+        and "every caller here that reports no session" in taken.err
+        and "--worktree" in taken.err
+    ), taken.err
     as_json = proctor("job", "exec", "a", "-o", "json").json()
     assert as_json["retake"] is True and as_json["notes"] == [] and "nonce" not in as_json
     second = proctor("job", "exec", "b")
@@ -473,8 +543,10 @@ def test_orchestrator_in_a_taken_checkout(repo, proctor):
     waited = proctor("job", "wait", "b", "--orchestrator")
     assert waited.code == 2 and "nothing was filed for b" in waited.err
     from proctor import api
-    assert api.fork({"id": "c", "write_paths": ["c.py"], "check": "test"}, lease=api.ORCHESTRATOR,
-                    cwd=repo)["actor"].startswith("user:")
+
+    assert api.fork({"id": "c", "write_paths": ["c.py"], "check": "test"}, lease=api.ORCHESTRATOR, cwd=repo)[
+        "actor"
+    ].startswith("user:")
 
 
 def test_unleased_caller_writes_anything(repo, proctor):
@@ -497,6 +569,7 @@ def test_trail_records_forks(repo, proctor):
     from proctor.store import Store
     from proctor.paths import find_checkout, repo_state_dir
     from proctor import trail
+
     assert fork(proctor, "j", "--write-paths", "a.py", "--check", "test").code == 0
     store = Store(repo_state_dir(find_checkout(repo)))
     with store.read() as conn:
@@ -527,8 +600,11 @@ def test_release_digest_of_glob(repo, proctor):
 
 def test_huge_durations_are_bad_values_not_crashes(tmp_path, proctor, monkeypatch):
     from tests.conftest import make_repo
-    root = make_repo(tmp_path / "r", "[jobs]\nstale_after = '99999999999h'\ndefault_timeout = '9999999999h'\n"
-                                     "[targets.test]\ncommand = 'true'\n")
+
+    root = make_repo(
+        tmp_path / "r",
+        "[jobs]\nstale_after = '99999999999h'\ndefault_timeout = '9999999999h'\n[targets.test]\ncommand = 'true'\n",
+    )
     monkeypatch.chdir(root)
     listed = proctor("ls", "jobs")
     assert listed.code == 0 and "stale_after" in listed.err and "default_timeout" in listed.err
@@ -537,11 +613,14 @@ def test_huge_durations_are_bad_values_not_crashes(tmp_path, proctor, monkeypatc
     assert fork(proctor, "--stdin", stdin='{"id": "c", "check": "test", "timeout": 1e300}').code == 2
 
 
-@pytest.mark.parametrize("stdin", [
-    '{"id": "evil\\n", "check": "test"}',
-    '{"id": "n", "check": "test", "write_paths": ["a\\u0000b"]}',
-    '{"id": "s", "check": "test", "criteria": "x \\ud800 y"}',
-])
+@pytest.mark.parametrize(
+    "stdin",
+    [
+        '{"id": "evil\\n", "check": "test"}',
+        '{"id": "n", "check": "test", "write_paths": ["a\\u0000b"]}',
+        '{"id": "s", "check": "test", "criteria": "x \\ud800 y"}',
+    ],
+)
 def test_unstorable_text_is_refused(repo, proctor, stdin):
     result = fork(proctor, "--stdin", stdin=stdin)
     assert result.code == 2 and "Traceback" not in result.err
@@ -568,9 +647,16 @@ def test_brackets_are_path_characters(repo, proctor):
 
 def test_overdue_holder_owns_nothing_against_others(repo, proctor, tmp_path):
     import time
+
     wt = _worktree(repo, tmp_path, "w1")
-    assert fork(proctor, "--stdin", stdin=json.dumps(
-        {"id": "a", "write_paths": ["src/a.py"], "check": "test", "timeout": 0.3})).code == 0
+    assert (
+        fork(
+            proctor,
+            "--stdin",
+            stdin=json.dumps({"id": "a", "write_paths": ["src/a.py"], "check": "test", "timeout": 0.3}),
+        ).code
+        == 0
+    )
     assert proctor("job", "exec", "a", cwd=wt).code == 0
     time.sleep(0.4)
     assert fork(proctor, "b", "--write-paths", "src/a.py", "--check", "test").code == 0

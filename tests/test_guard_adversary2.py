@@ -28,8 +28,8 @@ from tests.conftest import git
 from tests.guard_lease import CONFIG, denied, home, job_row, proctor_path, said, state_dir, ws  # noqa: F401 (fixtures)
 
 
-
 # -- fixtures and helpers -----------------------------------------------------------------------
+
 
 def hook(host: str, payload: dict, lease: str | None = "w1", env: dict | None = None) -> dict:
     environ = {k: v for k, v in os.environ.items() if k != "BAGGAGE"}
@@ -39,11 +39,30 @@ def hook(host: str, payload: dict, lease: str | None = "w1", env: dict | None = 
     return json.loads(out)
 
 
-def call(root, tool, tool_input, lease="w1", cwd=None, session="s1", agent=None, event="PreToolUse",
-         transcript="/tmp/none.jsonl", env=None, tool_use_id="toolu_1", **extra) -> dict:
-    payload = {"session_id": session, "transcript_path": transcript, "cwd": cwd or root,
-               "hook_event_name": event, "tool_name": tool, "tool_input": tool_input,
-               "tool_use_id": tool_use_id, **extra}
+def call(
+    root,
+    tool,
+    tool_input,
+    lease="w1",
+    cwd=None,
+    session="s1",
+    agent=None,
+    event="PreToolUse",
+    transcript="/tmp/none.jsonl",
+    env=None,
+    tool_use_id="toolu_1",
+    **extra,
+) -> dict:
+    payload = {
+        "session_id": session,
+        "transcript_path": transcript,
+        "cwd": cwd or root,
+        "hook_event_name": event,
+        "tool_name": tool,
+        "tool_input": tool_input,
+        "tool_use_id": tool_use_id,
+        **extra,
+    }
     if agent:
         payload["agent_id"] = agent
     return hook("claude", payload, lease, env)
@@ -54,8 +73,14 @@ def bash(root, command, **kw) -> dict:
 
 
 def opencode_bash(root, command, workdir, lease="w1") -> dict:
-    payload = {"session_id": "o1", "cwd": root, "hook_event_name": "PreToolUse", "tool_name": "bash",
-               "tool_input": {"command": command, "workdir": workdir}, "tool_use_id": "call_1"}
+    payload = {
+        "session_id": "o1",
+        "cwd": root,
+        "hook_event_name": "PreToolUse",
+        "tool_name": "bash",
+        "tool_input": {"command": command, "workdir": workdir},
+        "tool_use_id": "call_1",
+    }
     return hook("opencode", payload, lease)
 
 
@@ -70,21 +95,49 @@ def glob_of(path: str) -> str:
     return path[:-1] + "?"
 
 
-def spawn(root, prompt, agent_id, session="orch", lease=None, env=None, by=None, tool_use_id="toolu_spawn",
-          transcript="/tmp/none.jsonl"):
+def spawn(
+    root,
+    prompt,
+    agent_id,
+    session="orch",
+    lease=None,
+    env=None,
+    by=None,
+    tool_use_id="toolu_spawn",
+    transcript="/tmp/none.jsonl",
+):
     """A Task/Agent spawn as Claude Code reports it: PreToolUse (recorded), then PostToolUse
     with the subagent's id (a background spawn's answer arrives at once)."""
-    tool_input = {"prompt": prompt, "description": "x", "subagent_type": "general-purpose",
-                  "run_in_background": True}
-    pre = call(root, "Agent", tool_input, lease=lease, session=session, agent=by, env=env,
-               tool_use_id=tool_use_id, transcript=transcript)
-    post = call(root, "Agent", tool_input, lease=lease, session=session, agent=by, env=env, event="PostToolUse",
-                tool_use_id=tool_use_id, transcript=transcript,
-                tool_response={"status": "async_launched", "agentId": agent_id})
+    tool_input = {"prompt": prompt, "description": "x", "subagent_type": "general-purpose", "run_in_background": True}
+    pre = call(
+        root,
+        "Agent",
+        tool_input,
+        lease=lease,
+        session=session,
+        agent=by,
+        env=env,
+        tool_use_id=tool_use_id,
+        transcript=transcript,
+    )
+    post = call(
+        root,
+        "Agent",
+        tool_input,
+        lease=lease,
+        session=session,
+        agent=by,
+        env=env,
+        event="PostToolUse",
+        tool_use_id=tool_use_id,
+        transcript=transcript,
+        tool_response={"status": "async_launched", "agentId": agent_id},
+    )
     assert pre == {} and post == {}
 
 
 # == silent tamper and escape ====================================================================
+
 
 def test_an_empty_git_directory_in_the_lease_is_a_checkout_of_its_own(ws):
     """Promises 2 and 5. `mkdir -p plan/w1/x/.git` passes (a path inside the lease). A call whose
@@ -98,24 +151,36 @@ def test_an_empty_git_directory_in_the_lease_is_a_checkout_of_its_own(ws):
     assert run(ws, "mkdir -p plan/w1/x/.git").returncode == 0
     inner = os.path.join(ws, "plan/w1/x")
     assert run(inner, "git rev-parse --show-toplevel").stdout.strip() == ws, "git works the real repository"
-    command = (f"printf '#!/bin/sh\\ntouch {ws}/src/hook-ran\\n' > {ws}/.git/hooks/pre-commit && "
-               f"chmod +x {ws}/.git/hooks/pre-commit && echo y > {ws}/src/b.py")
+    command = (
+        f"printf '#!/bin/sh\\ntouch {ws}/src/hook-ran\\n' > {ws}/.git/hooks/pre-commit && "
+        f"chmod +x {ws}/.git/hooks/pre-commit && echo y > {ws}/src/b.py"
+    )
     claude = bash(ws, command, cwd=inner)
     opencode = opencode_bash(ws, command, "plan/w1/x")
     write = call(ws, "Write", {"file_path": f"{ws}/.git/hooks/post-commit", "content": "#!/bin/sh\n"}, cwd=inner)
     assert run(inner, command).returncode == 0
     git(ws, "commit", "-q", "--allow-empty", "-m", "next")
     assert os.path.exists(f"{ws}/src/hook-ran"), "the planted hook ran in the real repository's commit"
-    assert denied(made) or (denied(claude, "lease-tamper") and denied(opencode, "lease-tamper")
-                            and denied(write, "lease-tamper")), (said(made), said(claude), said(opencode), said(write))
+    assert denied(made) or (
+        denied(claude, "lease-tamper") and denied(opencode, "lease-tamper") and denied(write, "lease-tamper")
+    ), (said(made), said(claude), said(opencode), said(write))
 
 
-@pytest.mark.parametrize("ground, through, effect", [
-    ("~/.gitconfig", "printf '[core]\\n\\thooksPath = /tmp/evil-hooks\\n' >> plan/w1/alias",
-     "git config --get core.hooksPath"),
-    ("~/.claude/settings.json", "echo '{\"disableAllHooks\": true}' > plan/w1/alias",
-     "cat ~/.claude/settings.json"),
-])
+@pytest.mark.parametrize(
+    "ground, through, effect",
+    [
+        (
+            "~/.gitconfig",
+            "printf '[core]\\n\\thooksPath = /tmp/evil-hooks\\n' >> plan/w1/alias",
+            "git config --get core.hooksPath",
+        ),
+        (
+            "~/.claude/settings.json",
+            "echo '{\"disableAllHooks\": true}' > plan/w1/alias",
+            "cat ~/.claude/settings.json",
+        ),
+    ],
+)
 def test_a_hard_link_to_ground_outside_the_repository(ws, home, ground, through, effect):
     """Promises 2 and 5. The hard-link fix walks only the repository's work trees and git
     directories ("names outside the repository are nothing of a lease's"), and lease-tamper
@@ -179,8 +244,10 @@ def test_a_subagent_bound_by_its_spawn_passes_its_own_job(ws, tmp_path):
     subagent's next write outside its lease is only advised."""
     spawn(ws, "lease: w1\nwork", "a1")
     assert denied(bash(ws, "echo y > src/b.py", lease=None, session="orch", agent="a1"), "lease-write-scope")
-    command = ("proctor job fork --stdin <<'EOF'\n"
-               '{"id": "w1", "write_paths": ["plan/w1/**"], "check": "test", "state": "pass"}\nEOF')
+    command = (
+        "proctor job fork --stdin <<'EOF'\n"
+        '{"id": "w1", "write_paths": ["plan/w1/**"], "check": "test", "state": "pass"}\nEOF'
+    )
     answer = bash(ws, command, lease=None, session="orch", agent="a1")
     ran = run(ws, command, env={"PATH": proctor_path(tmp_path)})
     assert ran.returncode == 0, ran.stderr
@@ -238,7 +305,7 @@ def test_a_leased_subagent_rewrites_its_helpers_spawn_record(ws, home, variant):
     files("a1", "lease: w1\nwork", "toolu_a1")
     spawn(ws, "help me", "b1", by="a1", tool_use_id="toolu_b1", transcript=transcript)
     files("b1", "help me", "toolu_b1")
-    target = (os.path.join(ws, ".git/hooks/pre-commit") if variant == "unleashed" else os.path.join(ws, "src/b.py"))
+    target = os.path.join(ws, ".git/hooks/pre-commit") if variant == "unleashed" else os.path.join(ws, "src/b.py")
     before = as_agent("b1", "Write", {"file_path": target, "content": "#!/bin/sh\n"})
     assert denied(before), "b1 acts under w1 while its meta file names a1's spawning call"
     meta = os.path.join(subagents, "agent-b1.meta.json")
@@ -246,7 +313,7 @@ def test_a_leased_subagent_rewrites_its_helpers_spawn_record(ws, home, variant):
     if variant == "unleashed":
         command = f"echo '{{}}' > {meta}"
     else:
-        command = f"echo '{{\"toolUseId\": \"toolu_o1\"}}' > {meta} && echo '{{\"type\": \"summary\"}}' > {first}"
+        command = f'echo \'{{"toolUseId": "toolu_o1"}}\' > {meta} && echo \'{{"type": "summary"}}\' > {first}'
     rewrite = as_agent("a1", "Bash", {"command": command})
     assert run(ws, command).returncode == 0
     after = as_agent("b1", "Write", {"file_path": target, "content": "#!/bin/sh\n"})
@@ -260,16 +327,18 @@ def test_a_child_with_wider_read_paths_reads_past_the_holders_boundary(ws, tmp_p
     fork, and the store refuses it too (PRC3043; the MCP door's HTTP path has no guard in front)."""
     api.exec_job("w1", cwd=ws)
     leased = {"BAGGAGE": "proctor.lease=w1"}
-    assert denied(call(ws, "Read", {"file_path": os.path.join(ws, "src/b.py")}, lease=None, env=leased),
-                  "lease-read-boundary")
+    assert denied(
+        call(ws, "Read", {"file_path": os.path.join(ws, "src/b.py")}, lease=None, env=leased), "lease-read-boundary"
+    )
     command = "proctor job fork w1/c --parent w1 --write-paths 'plan/w1/c/**' --read-paths '**' --check test"
     answer = bash(ws, command, lease=None, env=leased)
     assert denied(answer, "lease-store"), said(answer)
     # and the store refuses it itself, to a caller whose lease it knows (here the checkout's
     # binding), so the fork cannot land by a door the guard does not stand in front of
     ran = run(ws, command, env={"PATH": proctor_path(tmp_path)})
-    assert ran.returncode == 1 and "PRC3043" in ran.stderr and "read_paths ** reach past what w1 may read" in \
-        ran.stderr, ran.stderr
+    assert (
+        ran.returncode == 1 and "PRC3043" in ran.stderr and "read_paths ** reach past what w1 may read" in ran.stderr
+    ), ran.stderr
     deps = "proctor job fork w1/d --parent w1 --write-paths 'plan/w1/d/**' --depends-on other --check test"
     ran = run(ws, deps, env={"PATH": proctor_path(tmp_path)})
     assert ran.returncode == 1 and "depends_on other reaches past w1's own jobs" in ran.stderr, ran.stderr
@@ -291,16 +360,30 @@ def test_a_holder_loosens_the_rules_of_a_child_it_forks(ws, tmp_path):
     subagent working in that worktree then has all three sources loose: lease-tamper,
     lease-write-scope and lease-store are off, and it writes .git/hooks, another job's file,
     and ends another job without a word."""
-    loose = CONFIG + '\n[guard.rules]\n' + "".join(
-        f'{name} = "off"\n' for name in ("lease-write-scope", "lease-tamper", "lease-store", "lease-foreign-path",
-                                         "lease-entry", "lease-read-boundary"))
+    loose = (
+        CONFIG
+        + "\n[guard.rules]\n"
+        + "".join(
+            f'{name} = "off"\n'
+            for name in (
+                "lease-write-scope",
+                "lease-tamper",
+                "lease-store",
+                "lease-foreign-path",
+                "lease-entry",
+                "lease-read-boundary",
+            )
+        )
+    )
     with open(os.path.join(ws, "plan/w1/loose.toml"), "w") as handle:
         handle.write(loose)
     leased = {"BAGGAGE": "proctor.lease=w1"}
-    steps = ["git update-index --cacheinfo 100644,$(git hash-object -w plan/w1/loose.toml),proctor.toml && "
-             "git commit -qm 'w1: notes'",
-             "git worktree add -q plan/w1/wt HEAD",
-             "proctor job fork w1/c --parent w1 --write-paths 'plan/w1/c/**' --check test"]
+    steps = [
+        "git update-index --cacheinfo 100644,$(git hash-object -w plan/w1/loose.toml),proctor.toml && "
+        "git commit -qm 'w1: notes'",
+        "git worktree add -q plan/w1/wt HEAD",
+        "proctor job fork w1/c --parent w1 --write-paths 'plan/w1/c/**' --check test",
+    ]
     answers = []
     for step in steps:
         answers.append(bash(ws, step, lease=None, env=leased))
@@ -310,25 +393,38 @@ def test_a_holder_loosens_the_rules_of_a_child_it_forks(ws, tmp_path):
     spawn(ws, "lease: w1/c\nwork", "a1", session="s1", env=leased)
     tree = os.path.join(ws, "plan/w1/wt")
     as_child = dict(lease=None, agent="a1", env=leased, cwd=tree)
-    in_main = call(ws, "Write", {"file_path": os.path.join(ws, ".git/hooks/pre-commit"), "content": "#!/bin/sh\n"},
-                   **{**as_child, "cwd": ws})
+    in_main = call(
+        ws,
+        "Write",
+        {"file_path": os.path.join(ws, ".git/hooks/pre-commit"), "content": "#!/bin/sh\n"},
+        **{**as_child, "cwd": ws},
+    )
     assert denied(in_main, "lease-tamper"), "from the main checkout the child is still held"
-    hook_write = call(ws, "Write", {"file_path": os.path.join(ws, ".git/hooks/pre-commit"), "content": "#!/bin/sh\n"},
-                      **as_child)
+    hook_write = call(
+        ws, "Write", {"file_path": os.path.join(ws, ".git/hooks/pre-commit"), "content": "#!/bin/sh\n"}, **as_child
+    )
     other_write = call(ws, "Write", {"file_path": os.path.join(ws, "src/b.py"), "content": "y\n"}, **as_child)
     end_other = bash(ws, "proctor job exit other", **as_child)
-    assert any(denied(a) for a in answers) or (denied(hook_write) and denied(other_write) and denied(end_other)), \
-        ([said(a) for a in answers], said(hook_write), said(other_write), said(end_other))
+    assert any(denied(a) for a in answers) or (denied(hook_write) and denied(other_write) and denied(end_other)), (
+        [said(a) for a in answers],
+        said(hook_write),
+        said(other_write),
+        said(end_other),
+    )
 
 
-@pytest.mark.parametrize("host, variable, target, content, oracle", [
-    ("codex", "CODEX_HOME", "config.toml", "[features]\\nhooks = false\\n", "hooks = false"),
-    ("gemini", "GEMINI_CLI_HOME", ".gemini/settings.json", '{"hooksConfig": {"enabled": false}}', "turned off"),
-    ("opencode", "OPENCODE_CONFIG_DIR", "plugins/proctor.js", "", "missing"),
-    ("claude", "CLAUDE_CONFIG_DIR", "settings.json", '{"disableAllHooks": true}', None),
-])
-def test_host_configuration_moved_by_its_environment_variable_is_ground(ws, tmp_path, monkeypatch, host, variable,
-                                                                          target, content, oracle):
+@pytest.mark.parametrize(
+    "host, variable, target, content, oracle",
+    [
+        ("codex", "CODEX_HOME", "config.toml", "[features]\\nhooks = false\\n", "hooks = false"),
+        ("gemini", "GEMINI_CLI_HOME", ".gemini/settings.json", '{"hooksConfig": {"enabled": false}}', "turned off"),
+        ("opencode", "OPENCODE_CONFIG_DIR", "plugins/proctor.js", "", "missing"),
+        ("claude", "CLAUDE_CONFIG_DIR", "settings.json", '{"disableAllHooks": true}', None),
+    ],
+)
+def test_host_configuration_moved_by_its_environment_variable_is_ground(
+    ws, tmp_path, monkeypatch, host, variable, target, content, oracle
+):
     """Promise 2 (the host's hook wiring). Each host reads its user configuration from a
     directory its environment may move: CODEX_HOME, GEMINI_CLI_HOME, OPENCODE_CONFIG_DIR (all
     three read by proctor's own `wired()`), CLAUDE_CONFIG_DIR. lease-tamper's ground has only
@@ -374,6 +470,7 @@ def test_gits_global_config_moved_by_git_config_global_is_ground(ws, tmp_path, m
 
 # == lost denies ==================================================================================
 
+
 # SQLite's engine itself: a hard link to the proctor.db file, and the sqlite3 CLI writing it
 @pytest.mark.sqlite_store
 @pytest.mark.parametrize("how", ["ln", "sqlite3"])
@@ -417,8 +514,10 @@ def test_a_store_with_a_malformed_page_fails_the_hook_open_silently(ws):
     passed; after that every call passes, a write into .git/hooks included."""
     db = os.path.join(state_dir(ws), "proctor.db")
     pattern = os.path.join(glob_of(os.path.dirname(os.path.dirname(db))), "*", "proctor.db")
-    steps = [f"ln {pattern} plan/w1/db",
-             "head -c 4096 /dev/zero | tr '\\0' x | dd of=plan/w1/db bs=4096 seek=1 conv=notrunc status=none"]
+    steps = [
+        f"ln {pattern} plan/w1/db",
+        "head -c 4096 /dev/zero | tr '\\0' x | dd of=plan/w1/db bs=4096 seek=1 conv=notrunc status=none",
+    ]
     for step in steps:
         assert run(ws, step).returncode == 0, step
     with pytest.raises(sqlite3.DatabaseError):
@@ -445,8 +544,11 @@ def test_the_server_token_is_read_through_a_directory_above_the_state_dir(ws):
     base = os.path.dirname(state_dir(ws))
     above = os.path.dirname(base)
     answers = {}
-    for command in (f"grep -rh SECRET {above}", f"find {above} -name token -exec cat {{}} +",
-                    f"shopt -s globstar\ncat {base}/**/token"):
+    for command in (
+        f"grep -rh SECRET {above}",
+        f"find {above} -name token -exec cat {{}} +",
+        f"shopt -s globstar\ncat {base}/**/token",
+    ):
         answers[command] = bash(ws, command)
         assert "SECRET-TOKEN" in run(ws, command).stdout, command
     answers["Grep"] = call(ws, "Grep", {"pattern": "SECRET", "path": above, "output_mode": "content"})
@@ -490,9 +592,11 @@ def test_a_deeply_nested_payload_fails_the_hook_open(ws):
     plain = call(ws, "mcp__filesystem__write_file", {"path": "src/b.py", "content": "y"})
     assert denied(plain, "lease-write-scope")
     nested = "[" * 1000 + "]" * 1000
-    payload = ('{"session_id": "s1", "transcript_path": "/tmp/none.jsonl", "cwd": %s, "hook_event_name": '
-               '"PreToolUse", "tool_name": "mcp__filesystem__write_file", "tool_input": {"path": "src/b.py", '
-               '"content": "y", "options": %s}, "tool_use_id": "toolu_1"}') % (json.dumps(ws), nested)
+    payload = (
+        '{"session_id": "s1", "transcript_path": "/tmp/none.jsonl", "cwd": %s, "hook_event_name": '
+        '"PreToolUse", "tool_name": "mcp__filesystem__write_file", "tool_input": {"path": "src/b.py", '
+        '"content": "y", "options": %s}, "tool_use_id": "toolu_1"}'
+    ) % (json.dumps(ws), nested)
     environ = {k: v for k, v in os.environ.items() if k != "BAGGAGE"}
     out, code = hook_run(["claude", "--lease", "w1"], payload.encode(), environ)
     assert code == 0
@@ -537,6 +641,7 @@ def test_git_read_tree_with_clustered_flags_rewrites_the_tree(ws, command):
 
 
 # == judged only (running it would rewrite this machine's proctor) ===============================
+
 
 def test_the_guards_own_program_is_ground(ws):
     """Promise 2. The wiring runs `proctor hook <host>` from PATH (or, for `proctor work`,

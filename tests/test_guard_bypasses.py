@@ -16,11 +16,17 @@ from tests.conftest import git
 from tests.guard_lease import denied, said, state_dir, ws  # noqa: F401 (ws is a fixture)
 
 
-
 def call(root, tool, tool_input, lease="w1", session="s1", cwd=None, **extra) -> dict:
-    payload = {"session_id": session, "transcript_path": "/tmp/none.jsonl", "cwd": cwd or root,
-               "hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": tool_input,
-               "tool_use_id": "toolu_1", **extra}
+    payload = {
+        "session_id": session,
+        "transcript_path": "/tmp/none.jsonl",
+        "cwd": cwd or root,
+        "hook_event_name": "PreToolUse",
+        "tool_name": tool,
+        "tool_input": tool_input,
+        "tool_use_id": "toolu_1",
+        **extra,
+    }
     environ = {k: v for k, v in os.environ.items() if k != "BAGGAGE"}
     if lease:
         environ["BAGGAGE"] = f"proctor.lease={lease}"
@@ -40,21 +46,25 @@ def reason(answer) -> str:
 
 # -- the guard's ground ------------------------------------------------------------------------
 
-@pytest.mark.parametrize("command", [
-    "printf '#!/bin/sh\\necho Proctor-Job: forged >> \"$1\"\\n' > .git/hooks/commit-msg",
-    "cp plan/w1/a.py .git/hooks/commit-msg",
-    "chmod +x .git/hooks/pre-commit",
-    "echo 0000000000000000000000000000000000000000 > .git/refs/heads/main",
-    "tee -a .git/config < plan/w1/a.py",
-    "cd .git && echo x > hooks/post-commit",
-    "git config core.hooksPath plan/w1/hooks",
-    "git config --local core.hooksPath /tmp/hooks",
-    "git config set core.fsmonitor 'sh -c evil'",
-    "git -C . config filter.x.clean 'sh evil.sh'",
-    "git config --global core.hooksPath /tmp/hooks",
-    "git config include.path ../plan/w1/gitconfig",
-    "echo '[core] hooksPath = /tmp/h' >> ~/.gitconfig",
-])
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "printf '#!/bin/sh\\necho Proctor-Job: forged >> \"$1\"\\n' > .git/hooks/commit-msg",
+        "cp plan/w1/a.py .git/hooks/commit-msg",
+        "chmod +x .git/hooks/pre-commit",
+        "echo 0000000000000000000000000000000000000000 > .git/refs/heads/main",
+        "tee -a .git/config < plan/w1/a.py",
+        "cd .git && echo x > hooks/post-commit",
+        "git config core.hooksPath plan/w1/hooks",
+        "git config --local core.hooksPath /tmp/hooks",
+        "git config set core.fsmonitor 'sh -c evil'",
+        "git -C . config filter.x.clean 'sh evil.sh'",
+        "git config --global core.hooksPath /tmp/hooks",
+        "git config include.path ../plan/w1/gitconfig",
+        "echo '[core] hooksPath = /tmp/h' >> ~/.gitconfig",
+    ],
+)
 def test_git_ground_is_refused(ws, command):
     answer = bash(ws, command)
     assert denied(answer, "lease-tamper"), (command, answer)
@@ -63,19 +73,24 @@ def test_git_ground_is_refused(ws, command):
 def test_git_ground_by_file_tools(ws):
     hook_path = os.path.join(ws, ".git", "hooks", "commit-msg")
     assert denied(call(ws, "Write", {"file_path": hook_path, "content": "#!/bin/sh\n"}), "lease-tamper")
-    assert denied(call(ws, "Edit", {"file_path": os.path.join(ws, ".git/config"), "old_string": "a",
-                                    "new_string": "b"}), "lease-tamper")
+    assert denied(
+        call(ws, "Edit", {"file_path": os.path.join(ws, ".git/config"), "old_string": "a", "new_string": "b"}),
+        "lease-tamper",
+    )
 
 
-@pytest.mark.parametrize("command", [
-    "git commit -qm 'work' -- plan/w1/a.py",
-    "git reset --soft HEAD~1",
-    "git config --get core.hooksPath",
-    "git config --list",
-    "git config user.name worker",
-    "git log --oneline",
-    "cat .git/HEAD",
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git commit -qm 'work' -- plan/w1/a.py",
+        "git reset --soft HEAD~1",
+        "git config --get core.hooksPath",
+        "git config --list",
+        "git config user.name worker",
+        "git log --oneline",
+        "cat .git/HEAD",
+    ],
+)
 def test_gits_own_ref_moves_and_reads_are_not_this_rules(ws, command):
     answer = bash(ws, command)
     assert "lease-tamper" not in reason(answer), (command, answer)
@@ -83,9 +98,11 @@ def test_gits_own_ref_moves_and_reads_are_not_this_rules(ws, command):
 
 def test_the_store_and_the_settings_cache_are_refused(ws):
     db = os.path.join(state_dir(ws), "proctor.db")
-    assert denied(bash(ws, f"sqlite3 {db} \"DELETE FROM bindings\""), "lease-tamper")
-    assert denied(bash(ws, f"python3 -c \"import sqlite3; sqlite3.connect('{db}').execute('DELETE FROM bindings')\""),
-                  "lease-tamper")
+    assert denied(bash(ws, f'sqlite3 {db} "DELETE FROM bindings"'), "lease-tamper")
+    assert denied(
+        bash(ws, f"python3 -c \"import sqlite3; sqlite3.connect('{db}').execute('DELETE FROM bindings')\""),
+        "lease-tamper",
+    )
     assert denied(bash(ws, f"rm {db}"), "lease-tamper")
     assert denied(call(ws, "Write", {"file_path": db, "content": ""}), "lease-tamper")
     bash(ws, "ls")  # the guard writes its settings cache
@@ -123,8 +140,13 @@ def test_a_committed_loosening_does_not_loosen_the_holders_own_rules(ws):
 
 
 def test_hook_wiring_is_refused(ws):
-    for path in (".claude/settings.json", ".claude/settings.local.json", ".codex/hooks.json", ".gemini/settings.json",
-                 ".opencode/plugins/proctor.js"):
+    for path in (
+        ".claude/settings.json",
+        ".claude/settings.local.json",
+        ".codex/hooks.json",
+        ".gemini/settings.json",
+        ".opencode/plugins/proctor.js",
+    ):
         assert denied(call(ws, "Write", {"file_path": os.path.join(ws, path), "content": "{}"}), "lease-tamper"), path
     home = os.path.expanduser("~")
     assert denied(bash(ws, f"echo '{{}}' > {home}/.claude/settings.json"), "lease-tamper")
@@ -140,6 +162,7 @@ def test_the_server_token_is_not_read(ws):
 
 # -- what a holder may run on the store ---------------------------------------------------------
 
+
 def test_server_stop_and_other_jobs_are_refused(ws):
     assert denied(bash(ws, "proctor server stop"), "lease-store")
     assert denied(bash(ws, "proctor job exit other"), "lease-store")
@@ -154,7 +177,9 @@ def test_server_stop_and_other_jobs_are_refused(ws):
 
 
 def test_moving_a_card_is_the_persons(ws):
-    assert denied(bash(ws, "proctor job move w1 Done"), "lease-store"), "not even its own: a passive column ends monitors"
+    assert denied(bash(ws, "proctor job move w1 Done"), "lease-store"), (
+        "not even its own: a passive column ends monitors"
+    )
     assert denied(bash(ws, "proctor job move other Running"), "lease-store")
     assert not denied(bash(ws, "proctor job move other Running", lease=None, session="person"))
 
@@ -177,6 +202,7 @@ def test_a_guard_bound_session_cannot_take_another_job(ws):
 
 
 # -- aliases of a leased file -----------------------------------------------------------------
+
 
 def test_a_hard_link_made_earlier_is_its_target(ws):
     os.link(os.path.join(ws, "src/b.py"), os.path.join(ws, "plan/w1/alias.py"))
@@ -203,6 +229,7 @@ def test_a_symlink_made_earlier_and_proc_self_cwd(ws):
 
 # -- the lease reaches the other work trees and MCP tools ----------------------------------------
 
+
 def test_a_holder_in_a_linked_worktree_writing_the_main_checkout(ws, tmp_path):
     tree = str(tmp_path / "tree")
     git(ws, "worktree", "add", "-q", tree)
@@ -228,13 +255,16 @@ def test_a_job_taken_in_a_worktree_writes_there_and_not_in_another_checkout(ws, 
     assert not denied(bash(ws, "echo y > plan/w1/a.py", cwd=tree))
 
 
-@pytest.mark.parametrize("tool, tool_input, rule", [
-    ("mcp__filesystem__write_file", {"path": "src/b.py", "content": "y"}, "lease-write-scope"),
-    ("mcp__filesystem__edit_file", {"path": "src/b.py", "edits": []}, "lease-write-scope"),
-    ("mcp__filesystem__move_file", {"source": "plan/w1/a.py", "destination": "src/moved.py"}, "lease-write-scope"),
-    ("mcp__filesystem__create_directory", {"path": "docs/new"}, "lease-write-scope"),
-    ("mcp__fs__writeFile", {"filePath": "docs/c.md"}, "lease-write-scope"),
-])
+@pytest.mark.parametrize(
+    "tool, tool_input, rule",
+    [
+        ("mcp__filesystem__write_file", {"path": "src/b.py", "content": "y"}, "lease-write-scope"),
+        ("mcp__filesystem__edit_file", {"path": "src/b.py", "edits": []}, "lease-write-scope"),
+        ("mcp__filesystem__move_file", {"source": "plan/w1/a.py", "destination": "src/moved.py"}, "lease-write-scope"),
+        ("mcp__filesystem__create_directory", {"path": "docs/new"}, "lease-write-scope"),
+        ("mcp__fs__writeFile", {"filePath": "docs/c.md"}, "lease-write-scope"),
+    ],
+)
 def test_mcp_file_tools_are_file_tools(ws, tool, tool_input, rule):
     assert denied(call(ws, tool, tool_input), rule), tool
 
@@ -248,21 +278,30 @@ def test_mcp_reads_and_writes_inside_the_lease(ws):
 
 
 def test_gemini_mcp_tool_is_a_file_tool(ws):
-    payload = {"session_id": "g1", "transcript_path": "/tmp/none.json", "cwd": ws, "hook_event_name": "BeforeTool",
-               "tool_name": "write_file_fs", "mcp_context": {"server_name": "fs"},
-               "tool_input": {"path": os.path.join(ws, "src/b.py"), "content": "y"}}
+    payload = {
+        "session_id": "g1",
+        "transcript_path": "/tmp/none.json",
+        "cwd": ws,
+        "hook_event_name": "BeforeTool",
+        "tool_name": "write_file_fs",
+        "mcp_context": {"server_name": "fs"},
+        "tool_input": {"path": os.path.join(ws, "src/b.py"), "content": "y"},
+    }
     out, _ = hook_run(["gemini", "--lease", "w1"], json.dumps(payload).encode(), dict(os.environ))
     assert json.loads(out).get("decision") == "deny"
 
 
-@pytest.mark.parametrize("command", [
-    "PROCTOR_MACHINE=beta proctor ls jobs",
-    "export PROCTOR_MACHINE=beta; proctor doctor",
-    "env PROCTOR_STORE_URL=postgresql://me@elsewhere/empty proctor job exit w1 --stdin",
-    "unset PROCTOR_STORE_URL_FILE && proctor ls jobs",
-    "env -u PROCTOR_STORE_URL python3 -m proctor ls jobs",
-    "PROCTOR_STORE_URL_FILE=/tmp/mine sh -c 'proctor ls jobs'",
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "PROCTOR_MACHINE=beta proctor ls jobs",
+        "export PROCTOR_MACHINE=beta; proctor doctor",
+        "env PROCTOR_STORE_URL=postgresql://me@elsewhere/empty proctor job exit w1 --stdin",
+        "unset PROCTOR_STORE_URL_FILE && proctor ls jobs",
+        "env -u PROCTOR_STORE_URL python3 -m proctor ls jobs",
+        "PROCTOR_STORE_URL_FILE=/tmp/mine sh -c 'proctor ls jobs'",
+    ],
+)
 def test_the_store_and_the_machine_are_not_a_leased_sessions_to_change(ws, command):
     """Another machine's name would judge that machine's checkouts as gone from here (ending its
     jobs); another store holds none of the lease's rules."""

@@ -36,6 +36,7 @@ def test_unknown_rule_in_config_is_reported(repo, proctor):
     assert any("lease-writes is not a rule" in p for p in problems)
     from proctor.guard import settings
     from proctor.paths import find_checkout
+
     computed = settings.compute(find_checkout(repo), None)
     assert any("lease-writes is not a rule" in p for p in computed["problems"])
 
@@ -59,7 +60,10 @@ def test_describe_harness(repo, proctor):
     import tomllib
 
     codex = tomllib.loads(proctor("describe", "harness", "--host", "codex", "--part", "mcp").out)
-    assert codex["mcp_servers"]["proctor"]["args"] == ["mcp"] and "PROCTOR_NONCE" in codex["mcp_servers"]["proctor"]["env_vars"]
+    assert (
+        codex["mcp_servers"]["proctor"]["args"] == ["mcp"]
+        and "PROCTOR_NONCE" in codex["mcp_servers"]["proctor"]["env_vars"]
+    )
     assert not os.path.exists(os.path.join(repo, ".claude")), "proctor writes no hook wiring"
 
 
@@ -91,10 +95,18 @@ def test_doctor(repo, proctor):
 
 def test_session_ls(repo, proctor):
     assert proctor("job", "fork", "j", "--write-paths", "a.py", "--check", "test").code == 0
-    event = {"session_id": "abc", "cwd": repo, "hook_event_name": "PreToolUse", "tool_name": "Bash",
-             "tool_input": {"command": "ls"}}
-    env = dict(os.environ, BAGGAGE="proctor.lease=j,proctor.spawner=planner",
-               TRACEPARENT="00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+    event = {
+        "session_id": "abc",
+        "cwd": repo,
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "ls"},
+    }
+    env = dict(
+        os.environ,
+        BAGGAGE="proctor.lease=j,proctor.spawner=planner",
+        TRACEPARENT="00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+    )
     hook_run(["claude"], json.dumps(event).encode(), env)
     hook_run(["claude"], json.dumps(event).encode(), env)
     seen = proctor("session", "ls", "-o", "json").json()["sessions"]

@@ -33,9 +33,17 @@ def ws(tmp_path, monkeypatch):
 
 
 def payload(root: str, command: str = "echo x > src/b.py", session: str = "s1") -> bytes:
-    return json.dumps({"session_id": session, "transcript_path": "/tmp/none.jsonl", "cwd": root,
-                       "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": command},
-                       "tool_use_id": "toolu_1"}).encode()
+    return json.dumps(
+        {
+            "session_id": session,
+            "transcript_path": "/tmp/none.jsonl",
+            "cwd": root,
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Bash",
+            "tool_input": {"command": command},
+            "tool_use_id": "toolu_1",
+        }
+    ).encode()
 
 
 def state_dir(root: str) -> str:
@@ -45,11 +53,9 @@ def state_dir(root: str) -> str:
 
 
 def run_hook(root: str, prefix: list[str] = ()) -> tuple[dict, float, str]:
-    env = {**os.environ, "BAGGAGE": "proctor.lease=feat", "PROCTOR_HOOK_DEBUG": "1",
-           "PYTHONPATH": ROOT_DIR}
+    env = {**os.environ, "BAGGAGE": "proctor.lease=feat", "PROCTOR_HOOK_DEBUG": "1", "PYTHONPATH": ROOT_DIR}
     started = time.monotonic()
-    proc = subprocess.run([*prefix, *HOOK], input=payload(root), capture_output=True, env=env, cwd=root,
-                          timeout=60)
+    proc = subprocess.run([*prefix, *HOOK], input=payload(root), capture_output=True, env=env, cwd=root, timeout=60)
     elapsed = time.monotonic() - started
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout), elapsed, proc.stderr.decode()
@@ -72,8 +78,9 @@ def tool_calls(root: str) -> int:
 
 def python_start() -> float:
     started = time.monotonic()
-    subprocess.run([sys.executable, "-c", "import proctor.hook"], check=True, env={**os.environ,
-                                                                                  "PYTHONPATH": ROOT_DIR})
+    subprocess.run(
+        [sys.executable, "-c", "import proctor.hook"], check=True, env={**os.environ, "PYTHONPATH": ROOT_DIR}
+    )
     return time.monotonic() - started
 
 
@@ -127,14 +134,17 @@ def _read_only_mount(*paths: str) -> list[str]:
     """A prefix that runs the hook where `paths` are read-only mounts (a user namespace)."""
     if shutil.which("unshare") is None:
         pytest.fail("unshare (util-linux) is needed to mount the store read-only")
-    mounts = " && ".join(f"mount --bind {shlex.quote(p)} {shlex.quote(p)} && mount -o remount,bind,ro {shlex.quote(p)}"
-                           for p in paths)
+    mounts = " && ".join(
+        f"mount --bind {shlex.quote(p)} {shlex.quote(p)} && mount -o remount,bind,ro {shlex.quote(p)}" for p in paths
+    )
     probe = subprocess.run(["unshare", "-rm", "sh", "-c", "true"], capture_output=True)
     if probe.returncode != 0:
         if os.environ.get("CI") == "true":
             pytest.fail(f"unshare -rm failed ({probe.stderr.decode().strip()}); CI runs the read-only store tests")
-        pytest.skip(f"this kernel refuses unprivileged user namespaces ({probe.stderr.decode().strip()}); "
-                    f"the read-only store cannot be mounted")
+        pytest.skip(
+            f"this kernel refuses unprivileged user namespaces ({probe.stderr.decode().strip()}); "
+            f"the read-only store cannot be mounted"
+        )
     return ["unshare", "-rm", "sh", "-c", f'{mounts} && exec "$@"', "hook"]
 
 

@@ -28,16 +28,26 @@ def ws(tmp_path, monkeypatch):
     root = make_repo(tmp_path / "repo", CONFIG)
     os.makedirs(os.path.join(root, "src"))
     monkeypatch.chdir(root)
-    api.fork({"id": "feat", "write_paths": ["src/a.py", "src/gen/**"], "deny_paths": ["src/gen/secret.py"],
-              "check": "test"}, cwd=root)
+    api.fork(
+        {"id": "feat", "write_paths": ["src/a.py", "src/gen/**"], "deny_paths": ["src/gen/secret.py"], "check": "test"},
+        cwd=root,
+    )
     api.fork({"id": "other", "write_paths": ["src/b.py"], "check": "test"}, cwd=root)
     return root
 
 
 def event(root, tool, tool_input, name="PreToolUse", session="s1", **extra):
-    return {"session_id": session, "transcript_path": "/tmp/none.jsonl", "cwd": root,
-            "permission_mode": "default", "hook_event_name": name, "tool_name": tool,
-            "tool_input": tool_input, "tool_use_id": "toolu_01", **extra}
+    return {
+        "session_id": session,
+        "transcript_path": "/tmp/none.jsonl",
+        "cwd": root,
+        "permission_mode": "default",
+        "hook_event_name": name,
+        "tool_name": tool,
+        "tool_input": tool_input,
+        "tool_use_id": "toolu_01",
+        **extra,
+    }
 
 
 def hook(payload, host="claude", env=None, args=()):
@@ -53,7 +63,10 @@ LEASED = {"BAGGAGE": "proctor.lease=feat"}
 
 
 def reason(answer) -> str:
-    return answer["hookSpecificOutput"].get("permissionDecisionReason") or answer["hookSpecificOutput"]["additionalContext"]
+    return (
+        answer["hookSpecificOutput"].get("permissionDecisionReason")
+        or answer["hookSpecificOutput"]["additionalContext"]
+    )
 
 
 def denied(answer, rule) -> bool:
@@ -68,9 +81,16 @@ def advised(answer, rule) -> bool:
 
 # -- host forms -------------------------------------------------------------------------------
 
+
 def test_claude_forms(ws):
-    deny = hook(event(ws, "Bash", {"command": "npm test > src/b.py", "description": "Run", "timeout": 120000,
-                                   "run_in_background": False}), env=LEASED)
+    deny = hook(
+        event(
+            ws,
+            "Bash",
+            {"command": "npm test > src/b.py", "description": "Run", "timeout": 120000, "run_in_background": False},
+        ),
+        env=LEASED,
+    )
     assert set(deny) == {"hookSpecificOutput"}
     assert deny["hookSpecificOutput"]["hookEventName"] == "PreToolUse"
     assert deny["hookSpecificOutput"]["permissionDecision"] == "deny"
@@ -85,14 +105,21 @@ def test_claude_forms(ws):
 
 def test_codex_forms(ws):
     deny = hook(event(ws, "Bash", {"command": "touch src/b.py"}, model="gpt"), host="codex", env=LEASED)
-    assert deny == {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
-                                           "permissionDecisionReason": deny["hookSpecificOutput"]["permissionDecisionReason"]}}
+    assert deny == {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": deny["hookSpecificOutput"]["permissionDecisionReason"],
+        }
+    }
     assert deny["hookSpecificOutput"]["permissionDecisionReason"].startswith("deny [lease-write-scope]")
     assert hook(event(ws, "Bash", {"command": "touch src/a.py"}), host="codex", env=LEASED) == {}
     advise = hook(event(ws, "Bash", {"command": "touch src/b.py"}), host="codex")
     # an advisory reaches the model as additionalContext (Codex drops systemMessage)
     assert set(advise) == {"hookSpecificOutput"} and set(advise["hookSpecificOutput"]) == {
-        "hookEventName", "additionalContext"}
+        "hookEventName",
+        "additionalContext",
+    }
     assert "advise [lease-unattributed]" in advise["hookSpecificOutput"]["additionalContext"]
     # argv-form commands are joined and parsed too
     argv = hook(event(ws, "Bash", {"command": ["bash", "-lc", "echo x > src/b.py"]}), host="codex", env=LEASED)
@@ -100,33 +127,69 @@ def test_codex_forms(ws):
 
 
 def test_gemini_forms(ws):
-    base = {"session_id": "g1", "transcript_path": None, "cwd": ws, "hook_event_name": "BeforeTool",
-            "timestamp": "2026-11-30T00:00:00Z"}
-    deny = hook({**base, "tool_name": "run_shell_command", "tool_input": {"command": "echo x > src/b.py"}},
-                host="gemini", env=LEASED)
+    base = {
+        "session_id": "g1",
+        "transcript_path": None,
+        "cwd": ws,
+        "hook_event_name": "BeforeTool",
+        "timestamp": "2026-11-30T00:00:00Z",
+    }
+    deny = hook(
+        {**base, "tool_name": "run_shell_command", "tool_input": {"command": "echo x > src/b.py"}},
+        host="gemini",
+        env=LEASED,
+    )
     assert deny["decision"] == "deny" and deny["reason"].startswith("deny [lease-write-scope]")
-    write = hook({**base, "tool_name": "write_file", "tool_input": {"file_path": os.path.join(ws, "README")}},
-                 host="gemini", env=LEASED)
+    write = hook(
+        {**base, "tool_name": "write_file", "tool_input": {"file_path": os.path.join(ws, "README")}},
+        host="gemini",
+        env=LEASED,
+    )
     assert write["decision"] == "deny"
-    assert hook({**base, "tool_name": "replace", "tool_input": {
-        "file_path": os.path.join(ws, "src/a.py"), "old_string": "a", "new_string": "b"}}, host="gemini", env=LEASED) == {}
+    assert (
+        hook(
+            {
+                **base,
+                "tool_name": "replace",
+                "tool_input": {"file_path": os.path.join(ws, "src/a.py"), "old_string": "a", "new_string": "b"},
+            },
+            host="gemini",
+            env=LEASED,
+        )
+        == {}
+    )
 
 
 def test_stop_events_are_read_and_pass(ws):
-    stop = {"session_id": "s1", "transcript_path": "/tmp/x.jsonl", "cwd": ws, "hook_event_name": "Stop",
-            "stop_hook_active": False, "last_assistant_message": "done", "background_tasks": []}
+    stop = {
+        "session_id": "s1",
+        "transcript_path": "/tmp/x.jsonl",
+        "cwd": ws,
+        "hook_event_name": "Stop",
+        "stop_hook_active": False,
+        "last_assistant_message": "done",
+        "background_tasks": [],
+    }
     assert hook(stop) == {}
     assert hook({**stop, "hook_event_name": "SubagentStop", "agent_id": "a1", "agent_type": "Explore"}) == {}
 
 
-@pytest.mark.parametrize("payload", [
-    {"hook_event_name": "PreToolUse"},
-    {},
-    {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": None},
-    {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": 5}},
-    {"hook_event_name": "PreToolUse", "tool_name": "Write", "tool_input": {"file_path": ["x"]}},
-    {"hook_event_name": "PreToolUse", "cwd": "/nonexistent/dir", "tool_name": "Bash", "tool_input": {"command": "ls"}},
-])
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"hook_event_name": "PreToolUse"},
+        {},
+        {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": None},
+        {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": 5}},
+        {"hook_event_name": "PreToolUse", "tool_name": "Write", "tool_input": {"file_path": ["x"]}},
+        {
+            "hook_event_name": "PreToolUse",
+            "cwd": "/nonexistent/dir",
+            "tool_name": "Bash",
+            "tool_input": {"command": "ls"},
+        },
+    ],
+)
 def test_missing_fields_pass(ws, payload):
     assert hook(payload, env=LEASED) == {}
 
@@ -143,6 +206,7 @@ def test_unknown_host_passes(ws):
 
 # -- the lease rows ---------------------------------------------------------------------------
 
+
 def test_write_scope_and_deny_paths(ws):
     assert denied(hook(event(ws, "Bash", {"command": "cp src/a.py README"}), env=LEASED), "lease-write-scope")
     secret = hook(event(ws, "Write", {"file_path": os.path.join(ws, "src/gen/secret.py")}), env=LEASED)
@@ -156,8 +220,9 @@ def test_write_scope_and_deny_paths(ws):
 
 
 def test_foreign_path_names_age_and_exit(ws):
-    answer = hook(event(ws, "Edit", {"file_path": os.path.join(ws, "src/b.py"), "old_string": "a",
-                                     "new_string": "b"}), env=LEASED)
+    answer = hook(
+        event(ws, "Edit", {"file_path": os.path.join(ws, "src/b.py"), "old_string": "a", "new_string": "b"}), env=LEASED
+    )
     assert denied(answer, "lease-foreign-path")
     assert "held by other" in reason(answer) and "ago" in reason(answer)
     assert "proctor job exit other" in reason(answer)
@@ -166,8 +231,9 @@ def test_foreign_path_names_age_and_exit(ws):
 def test_foreign_path_past_deadline_owns_nothing(ws):
     api.fork({"id": "late", "write_paths": ["src/a.py"], "check": "test", "timeout": 0.2}, cwd=ws)
     time.sleep(0.3)
-    assert not denied(hook(event(ws, "Write", {"file_path": os.path.join(ws, "src/a.py")}), env=LEASED),
-                      "lease-foreign-path")
+    assert not denied(
+        hook(event(ws, "Write", {"file_path": os.path.join(ws, "src/a.py")}), env=LEASED), "lease-foreign-path"
+    )
 
 
 def test_read_only_job(ws):
@@ -215,8 +281,10 @@ def test_base_diverged(ws):
     api.exit_job("old", cwd=ws)
     api.fork({"id": "fresh", "write_paths": ["src/f.py"], "check": "test"}, cwd=ws)
     api.exec_job("fresh", cwd=ws)
-    assert hook(event(ws, "Write", {"file_path": os.path.join(ws, "src/f.py")}),
-                env={"BAGGAGE": "proctor.lease=fresh"}) == {}
+    assert (
+        hook(event(ws, "Write", {"file_path": os.path.join(ws, "src/f.py")}), env={"BAGGAGE": "proctor.lease=fresh"})
+        == {}
+    )
 
 
 def test_harness_install_under_a_lease(ws):
@@ -230,9 +298,9 @@ def test_store_commands(ws):
     assert denied(fork("proctor job fork other --write-paths src/z.py --check test"), "lease-store")
     assert fork("proctor job fork feat/kid --parent feat --write-paths src/a.py --check test") == {}
     assert fork("proctor job fork feat --write-paths src/a.py") == {}
-    heredoc_ok = "proctor job fork --stdin <<'EOF'\n{\"id\": \"feat/k2\", \"parent\": \"feat\", \"read_only\": true}\nEOF"
+    heredoc_ok = 'proctor job fork --stdin <<\'EOF\'\n{"id": "feat/k2", "parent": "feat", "read_only": true}\nEOF'
     assert fork(heredoc_ok) == {}
-    heredoc_bad = "proctor job fork --stdin <<'EOF'\n{\"id\": \"x\", \"read_only\": true}\nEOF"
+    heredoc_bad = 'proctor job fork --stdin <<\'EOF\'\n{"id": "x", "read_only": true}\nEOF'
     assert denied(fork(heredoc_bad), "lease-store")
     assert denied(fork("proctor job wait other"), "lease-store")
     api.fork({"id": "feat/kid", "parent": "feat", "write_paths": ["src/a.py"], "check": "test"}, cwd=ws)
@@ -248,19 +316,24 @@ def test_entry_lets_one_write_through(ws):
     busy = hook(event(ws, "Write", {"file_path": path}, session="orchestrator"))
     assert denied(busy, "lease-entry") and "made a tool call" in reason(busy)
     from proctor.guard.rules import _common
+
     original = _common.ENTRY_QUIET_SECONDS
     try:
         import proctor.guard.rules.lease_entry as entry_rule
+
         entry_rule.ENTRY_QUIET_SECONDS = 0.0
         assert hook(event(ws, "Write", {"file_path": path}, session="orchestrator")) == {}
-        assert advised(hook(event(ws, "Write", {"file_path": path}, session="orchestrator")), "lease-unattributed"), \
+        assert advised(hook(event(ws, "Write", {"file_path": path}, session="orchestrator")), "lease-unattributed"), (
             "the next write needs another entry"
+        )
         row = {r["id"]: r for r in api.ls_jobs(cwd=ws)["jobs"]}["other"]
         assert row["entries"][0]["consumed"] and row["entries"][0]["written"] == "src/b.py"
         notice = hook(event(ws, "Write", {"file_path": path}, session="holder"), env={"BAGGAGE": "proctor.lease=other"})
         assert advised(notice, "lease-entry") and "re-read it" in reason(notice)
-        assert hook(event(ws, "Write", {"file_path": path}, session="holder"),
-                    env={"BAGGAGE": "proctor.lease=other"}) == {}, "told once"
+        assert (
+            hook(event(ws, "Write", {"file_path": path}, session="holder"), env={"BAGGAGE": "proctor.lease=other"})
+            == {}
+        ), "told once"
     finally:
         entry_rule.ENTRY_QUIET_SECONDS = original
 
@@ -281,6 +354,7 @@ def test_lease_naming_no_live_job_is_an_advisory(ws):
 
 # -- resolving the lease ----------------------------------------------------------------------
 
+
 def test_exec_through_the_guard_binds_the_session(ws):
     assert hook(event(ws, "Bash", {"command": "proctor job exec feat"}, session="w1")) == {}
     answer = hook(event(ws, "Bash", {"command": "echo > src/b.py"}, session="w1"))
@@ -290,21 +364,26 @@ def test_exec_through_the_guard_binds_the_session(ws):
     # a subagent of it, bound to no job of its own, acts under the session's job
     sub = hook(event(ws, "Bash", {"command": "echo > src/b.py"}, session="w1", agent_id="a9"))
     assert denied(sub, "lease-write-scope") and "feat" in reason(sub) and "from agent" in reason(sub)
-    contested = hook(event(ws, "Bash", {"command": "echo > src/b.py"}, session="w1"),
-                     env={"BAGGAGE": "proctor.lease=other"})
+    contested = hook(
+        event(ws, "Bash", {"command": "echo > src/b.py"}, session="w1"), env={"BAGGAGE": "proctor.lease=other"}
+    )
     assert "from contested" in reason(contested) and "feat" in reason(contested)
 
 
 def test_flag_outranks_everything(ws):
-    answer = hook(event(ws, "Bash", {"command": "echo > src/a.py"}), env={"BAGGAGE": "proctor.lease=feat"},
-                  args=("--lease", "other"))
+    answer = hook(
+        event(ws, "Bash", {"command": "echo > src/a.py"}),
+        env={"BAGGAGE": "proctor.lease=feat"},
+        args=("--lease", "other"),
+    )
     assert denied(answer, "lease-write-scope") and "from flag" in reason(answer)
 
 
 def test_checkout_marker_for_callers_without_ids(ws):
     api.exec_job("feat", cwd=ws)
-    answer = hook({"hook_event_name": "PreToolUse", "cwd": ws, "tool_name": "Bash",
-                   "tool_input": {"command": "echo > src/b.py"}})
+    answer = hook(
+        {"hook_event_name": "PreToolUse", "cwd": ws, "tool_name": "Bash", "tool_input": {"command": "echo > src/b.py"}}
+    )
     assert denied(answer, "lease-write-scope") and "from marker" in reason(answer)
     with_session = hook(event(ws, "Bash", {"command": "echo > src/b.py"}))
     assert advised(with_session, "lease-unattributed"), "a caller with a session id never reads the marker"
@@ -312,10 +391,12 @@ def test_checkout_marker_for_callers_without_ids(ws):
 
 # -- spawns -----------------------------------------------------------------------------------
 
+
 def _events(root, kind):
     from proctor import trail
     from proctor.paths import find_checkout, repo_state_dir
     from proctor.store import Store
+
     store = Store(repo_state_dir(find_checkout(root)))
     with store.read() as conn:
         found = trail.events(conn, kind=kind)
@@ -325,26 +406,38 @@ def _events(root, kind):
 
 def test_spawn_recorded_never_judged(ws):
     prompt = "lease: feat\n\nRun `rm -rf src/b.py` and `proctor run ci`; write README."
-    assert hook(event(ws, "Task", {"prompt": prompt, "description": "do it", "subagent_type": "general-purpose"}),
-                env=LEASED) == {}
+    assert (
+        hook(
+            event(ws, "Task", {"prompt": prompt, "description": "do it", "subagent_type": "general-purpose"}),
+            env=LEASED,
+        )
+        == {}
+    )
     spawned = _events(ws, "agent_spawn")[-1]
     assert spawned["job"] == "feat" and spawned["data"]["action"] == "general-purpose"
     from tests.store_oracle import read_blob
     from proctor.paths import find_checkout, repo_state_dir
+
     assert read_blob(repo_state_dir(find_checkout(ws)), spawned["blob"]).decode() == prompt
     assert hook(event(ws, "Agent", {"prompt": "Please\nlease: feat\n", "description": "x"})) == {}
     assert _events(ws, "agent_spawn")[-1]["job"] is None, "a marker deeper in the prompt stamps nothing"
 
 
 def test_background_subagent_bound_by_its_agent_id(ws):
-    post = event(ws, "Agent", {"prompt": "lease: feat\ngo", "description": "x"}, name="PostToolUse",
-                 tool_response={"status": "async_launched", "agentId": "a49bdb08c902ff81f"})
+    post = event(
+        ws,
+        "Agent",
+        {"prompt": "lease: feat\ngo", "description": "x"},
+        name="PostToolUse",
+        tool_response={"status": "async_launched", "agentId": "a49bdb08c902ff81f"},
+    )
     assert hook(post) == {}
     answer = hook(event(ws, "Bash", {"command": "echo > src/b.py"}, agent_id="a49bdb08c902ff81f"))
     assert denied(answer, "lease-write-scope") and "from agent" in reason(answer)
 
 
 # -- settings ---------------------------------------------------------------------------------
+
 
 def test_loosening_applies_once_committed_and_never_to_a_holder_of_an_older_checkpoint(ws):
     with open(os.path.join(ws, "proctor.toml"), "a") as handle:
@@ -373,8 +466,7 @@ def test_tightening_applies_at_once(ws):
     api.exec_job("old", cwd=ws)
     with open(os.path.join(ws, "proctor.toml"), "a") as handle:
         handle.write('\n[guard.rules]\nlease-base-diverged = "deny"\n')
-    answer = hook(event(ws, "Write", {"file_path": os.path.join(ws, "src/o.py")}),
-                  env={"BAGGAGE": "proctor.lease=old"})
+    answer = hook(event(ws, "Write", {"file_path": os.path.join(ws, "src/o.py")}), env={"BAGGAGE": "proctor.lease=old"})
     assert denied(answer, "lease-base-diverged")
 
 
@@ -390,6 +482,7 @@ def test_no_store_passes(tmp_path):
 @pytest.mark.sqlite_store
 def test_corrupt_store_fails_open(ws):
     from proctor.paths import find_checkout, repo_state_dir
+
     path = os.path.join(repo_state_dir(find_checkout(ws)), "proctor.db")
     for suffix in ("-wal", "-shm"):
         if os.path.exists(path + suffix):
@@ -414,8 +507,7 @@ def test_entry_for_a_leased_writer_and_refused_writes_consume_nothing(ws):
     assert hook(event(ws, "Write", {"file_path": os.path.join(ws, "src/d.py")}), env=env) == {}
     row = {r["id"]: r for r in api.ls_jobs(cwd=ws)["jobs"]}["P/K"]
     assert row["entries"][0]["consumed"]
-    assert denied(hook(event(ws, "Write", {"file_path": os.path.join(ws, "src/d.py")}), env=env),
-                  "lease-foreign-path")
+    assert denied(hook(event(ws, "Write", {"file_path": os.path.join(ws, "src/d.py")}), env=env), "lease-foreign-path")
 
 
 def test_store_refuses_widening_and_unreadable_records(ws):
@@ -427,11 +519,22 @@ def test_store_refuses_widening_and_unreadable_records(ws):
 
 
 def test_unbound_checkout_allows_only_read_only_children(ws):
-    post = event(ws, "Agent", {"prompt": "lease: feat\ngo", "description": "x"}, name="PostToolUse",
-                 tool_response={"status": "async_launched", "agentId": "a1"})
+    post = event(
+        ws,
+        "Agent",
+        {"prompt": "lease: feat\ngo", "description": "x"},
+        name="PostToolUse",
+        tool_response={"status": "async_launched", "agentId": "a1"},
+    )
     assert hook(post) == {}
-    kid = hook(event(ws, "Bash", {"command": "proctor job fork kid --parent feat --write-paths src/a.py --check test"},
-                     agent_id="a1"))
+    kid = hook(
+        event(
+            ws,
+            "Bash",
+            {"command": "proctor job fork kid --parent feat --write-paths src/a.py --check test"},
+            agent_id="a1",
+        )
+    )
     assert denied(kid, "lease-store") and "bound to nobody" in reason(kid)
     assert hook(event(ws, "Bash", {"command": "proctor job fork look --parent feat --read-only"}, agent_id="a1")) == {}
 
@@ -462,8 +565,7 @@ def test_symlinked_write_is_judged_where_it_leads(ws):
 def test_monitor_commands_need_the_jobs_secret(ws):
     answer = hook(event(ws, "Bash", {"command": "proctor monitor remove 3"}), env=LEASED)
     assert denied(answer, "lease-store") and "PROCTOR_NONCE" in reason(answer)
-    assert hook(event(ws, "Bash", {"command": "proctor monitor list"}),
-                env={**LEASED, "PROCTOR_NONCE": "secret"}) == {}
+    assert hook(event(ws, "Bash", {"command": "proctor monitor list"}), env={**LEASED, "PROCTOR_NONCE": "secret"}) == {}
     assert hook(event(ws, "Bash", {"command": "proctor monitor list"})) == {}, "a person uses the token"
 
 
@@ -489,26 +591,38 @@ def _lay_out(scenario: str, root: str, home: str, with_subagent_file: bool = Tru
     subagents = os.path.join(projects, session, "subagents")
     os.makedirs(subagents)
     transcript = os.path.join(projects, session + ".jsonl")
-    with open(os.path.join(HOSTS_FIXTURES, scenario, "transcript.jsonl"), "rb") as source, \
-            open(transcript, "wb") as target:
+    with (
+        open(os.path.join(HOSTS_FIXTURES, scenario, "transcript.jsonl"), "rb") as source,
+        open(transcript, "wb") as target,
+    ):
         target.write(source.read())
     for name in os.listdir(os.path.join(HOSTS_FIXTURES, scenario)):
         if name.startswith("subagent-agent-") and with_subagent_file:
-            with open(os.path.join(HOSTS_FIXTURES, scenario, name), "rb") as source, \
-                    open(os.path.join(subagents, name[len("subagent-"):]), "wb") as target:
+            with (
+                open(os.path.join(HOSTS_FIXTURES, scenario, name), "rb") as source,
+                open(os.path.join(subagents, name[len("subagent-") :]), "wb") as target,
+            ):
                 target.write(source.read())
     spawn = next(c for c in calls if c.get("tool_name") == "Agent" and c["hook_event_name"] == "PreToolUse")
     for call in calls:
         if call.get("agent_id"):
             # the meta file, shaped as 2.1.332 writes it
             with open(os.path.join(subagents, f"agent-{call['agent_id']}.meta.json"), "w", encoding="utf-8") as meta:
-                json.dump({"agentType": "general-purpose", "description": "Edit the files",
-                           "toolUseId": spawn["tool_use_id"], "spawnDepth": 1}, meta)
+                json.dump(
+                    {
+                        "agentType": "general-purpose",
+                        "description": "Edit the files",
+                        "toolUseId": spawn["tool_use_id"],
+                        "spawnDepth": 1,
+                    },
+                    meta,
+                )
             break
     text = json.dumps(calls)
     old_root = calls[0]["cwd"]
-    text = text.replace(json.dumps(old_root)[1:-1], root).replace(json.dumps(calls[0]["transcript_path"])[1:-1],
-                                                                  transcript)
+    text = text.replace(json.dumps(old_root)[1:-1], root).replace(
+        json.dumps(calls[0]["transcript_path"])[1:-1], transcript
+    )
     return json.loads(text)
 
 
@@ -535,12 +649,22 @@ def test_foreground_subagent_is_bound_by_its_first_call(planned, tmp_path):
     job = _job(planned, "plan/w1")
     assert job["state"] == "running" and job["checkout_root"] == os.path.realpath(planned)
     assert job["base"] == git(planned, "rev-parse", "HEAD").strip() and job["base_diverges"] is False
-    write_b = next(c for c in sub if c["hook_event_name"] == "PreToolUse" and c["tool_input"].get("file_path", "")
-                   .endswith("src/b.py") and c["tool_name"] == "Write")
+    write_b = next(
+        c
+        for c in sub
+        if c["hook_event_name"] == "PreToolUse"
+        and c["tool_input"].get("file_path", "").endswith("src/b.py")
+        and c["tool_name"] == "Write"
+    )
     answer = hook(write_b)
     assert denied(answer, "lease-write-scope") and "plan/w1" in reason(answer) and "from agent" in reason(answer)
-    write_a = next(c for c in sub if c["hook_event_name"] == "PreToolUse" and c["tool_name"] == "Write"
-                   and c["tool_input"]["file_path"].endswith("src/a.py"))
+    write_a = next(
+        c
+        for c in sub
+        if c["hook_event_name"] == "PreToolUse"
+        and c["tool_name"] == "Write"
+        and c["tool_input"]["file_path"].endswith("src/a.py")
+    )
     assert hook(write_a) == {}
     # the parent itself is not bound by its subagent
     parent = dict(write_b)
@@ -591,6 +715,7 @@ def test_subagent_spawned_for_a_job_beneath_the_session_is_bound_to_it(tmp_path,
 
 
 # A spawn is a claim by whoever wrote the prompt: it must not lift a leased agent out of its lease.
+
 
 def _subagent_write(calls, root, rel):
     sub = next(c for c in calls if c.get("agent_id"))
@@ -658,16 +783,24 @@ def _nested_spawn(calls, root, home, prompt: str, nested_id: str = "anested01") 
     A's Agent call reaches the hook (recorded as a spawn by A), B's transcript and meta file lie
     beside A's. Returns B's first call, a Write to src/z.py."""
     a = next(c for c in calls if c.get("agent_id"))
-    spawn = dict(a, tool_name="Agent", tool_use_id="toolu_nested_spawn",
-                 tool_input={"prompt": prompt, "description": "nested", "subagent_type": "general-purpose"})
+    spawn = dict(
+        a,
+        tool_name="Agent",
+        tool_use_id="toolu_nested_spawn",
+        tool_input={"prompt": prompt, "description": "nested", "subagent_type": "general-purpose"},
+    )
     assert hook(spawn) == {}, "a spawn is recorded, never judged"
     subagents = os.path.join(home, "projects", "p", a["session_id"], "subagents")
     with open(os.path.join(subagents, f"agent-{nested_id}.jsonl"), "w", encoding="utf-8") as handle:
         handle.write(json.dumps({"type": "user", "message": {"role": "user", "content": prompt}}) + "\n")
     with open(os.path.join(subagents, f"agent-{nested_id}.meta.json"), "w", encoding="utf-8") as handle:
         json.dump({"agentType": "general-purpose", "toolUseId": "toolu_nested_spawn", "spawnDepth": 2}, handle)
-    return dict(a, agent_id=nested_id, tool_name="Write",
-                tool_input={"file_path": os.path.join(root, "src", "z.py"), "content": "z"})
+    return dict(
+        a,
+        agent_id=nested_id,
+        tool_name="Write",
+        tool_input={"file_path": os.path.join(root, "src", "z.py"), "content": "z"},
+    )
 
 
 @needs_host_fixtures
@@ -706,10 +839,19 @@ def test_subagent_naming_an_ended_job_binds_nothing(planned, tmp_path):
 
 # -- Gemini CLI 0.61.0: its tool arguments, where its answers reach the model, its trust ---------
 
+
 def gemini_event(root, tool, tool_input, name="BeforeTool", session="g-1", **extra):
     """A payload shaped as Gemini CLI 0.61.0 sends it (fixtures/hosts/gemini-0.61.0): no call id."""
-    return {"session_id": session, "transcript_path": "/tmp/none.json", "cwd": root, "hook_event_name": name,
-            "timestamp": "2026-12-01T08:21:20.206Z", "tool_name": tool, "tool_input": tool_input, **extra}
+    return {
+        "session_id": session,
+        "transcript_path": "/tmp/none.json",
+        "cwd": root,
+        "hook_event_name": name,
+        "timestamp": "2026-12-01T08:21:20.206Z",
+        "tool_name": tool,
+        "tool_input": tool_input,
+        **extra,
+    }
 
 
 def test_gemini_dir_path_is_where_a_shell_command_runs(ws):
@@ -717,8 +859,14 @@ def test_gemini_dir_path_is_where_a_shell_command_runs(ws):
         answer = hook(gemini_event(ws, "run_shell_command", tool_input), host="gemini", env=LEASED)
         return answer.get("reason", "") if answer.get("decision") == "deny" else ""
 
-    assert hook(gemini_event(ws, "run_shell_command", {"command": "echo x > a.py", "dir_path": "src"}),
-                host="gemini", env=LEASED) == {}
+    assert (
+        hook(
+            gemini_event(ws, "run_shell_command", {"command": "echo x > a.py", "dir_path": "src"}),
+            host="gemini",
+            env=LEASED,
+        )
+        == {}
+    )
     for directory in ("src", os.path.join(ws, "src")):
         reason_text = deny_text({"command": "echo x > b.py", "dir_path": directory, "description": "d"})
         assert reason_text.startswith("deny [lease-write-scope]: src/b.py is outside the write paths of feat")
@@ -751,15 +899,24 @@ def test_gemini_advisory_is_carried_to_the_after_tool_answer(ws):
     assert set(before) == {"systemMessage"}  # the person's terminal; Gemini drops it for the model
     assert "advise [lease-write-scope]: cannot tell what this writes" in before["systemMessage"]
     response = {"llmContent": "Output: (empty)", "returnDisplay": ""}
-    other = hook(gemini_event(ws, "run_shell_command", command, name="AfterTool", session="g-2",
-                              tool_response=response), host="gemini", env=LEASED)
+    other = hook(
+        gemini_event(ws, "run_shell_command", command, name="AfterTool", session="g-2", tool_response=response),
+        host="gemini",
+        env=LEASED,
+    )
     assert other == {}, "another session's call does not take it"
-    after = hook(gemini_event(ws, "run_shell_command", command, name="AfterTool", tool_response=response),
-                 host="gemini", env=LEASED)
+    after = hook(
+        gemini_event(ws, "run_shell_command", command, name="AfterTool", tool_response=response),
+        host="gemini",
+        env=LEASED,
+    )
     assert set(after) == {"hookSpecificOutput"} and after["hookSpecificOutput"]["hookEventName"] == "AfterTool"
     assert after["hookSpecificOutput"]["additionalContext"] == before["systemMessage"]
-    again = hook(gemini_event(ws, "run_shell_command", command, name="AfterTool", tool_response=response),
-                 host="gemini", env=LEASED)
+    again = hook(
+        gemini_event(ws, "run_shell_command", command, name="AfterTool", tool_response=response),
+        host="gemini",
+        env=LEASED,
+    )
     assert again == {}, "each carry is delivered once"
 
 
@@ -777,8 +934,12 @@ def test_gemini_after_tool_advisory_and_after_agent_deny_forms():
 
 
 def _gemini_home(tmp_path, monkeypatch):
-    for name in ("GEMINI_CLI_TRUST_WORKSPACE", "GEMINI_RESTRICTED_MODE", "GEMINI_CLI_TRUSTED_FOLDERS_PATH",
-                 "GEMINI_CLI_HOME"):
+    for name in (
+        "GEMINI_CLI_TRUST_WORKSPACE",
+        "GEMINI_RESTRICTED_MODE",
+        "GEMINI_CLI_TRUSTED_FOLDERS_PATH",
+        "GEMINI_CLI_HOME",
+    ):
         monkeypatch.delenv(name, raising=False)
     root, home = tmp_path / "work" / "repo", tmp_path / "home"
     (root / ".gemini").mkdir(parents=True)
@@ -853,8 +1014,10 @@ def test_a_leased_session_cannot_run_the_hook_to_rebind_itself(ws):
     of another job for the session's own id: the session could move itself out of its lease."""
     assert hook(event(ws, "Bash", {"command": "proctor job exec feat"}, session="s9")) == {}
     forged = json.dumps(event(ws, "Bash", {"command": "proctor job exec other"}, session="s9"))
-    for command in (f"echo '{forged}' | proctor hook claude --lease other",
-                    f"printf %s '{forged}' | python3 -m proctor hook claude"):
+    for command in (
+        f"echo '{forged}' | proctor hook claude --lease other",
+        f"printf %s '{forged}' | python3 -m proctor hook claude",
+    ):
         answer = hook(event(ws, "Bash", {"command": command}, session="s9"))
         assert denied(answer, "lease-store") and "does not run the guard's hook itself" in reason(answer)
     after = hook(event(ws, "Write", {"file_path": os.path.join(ws, "README")}, session="s9"))

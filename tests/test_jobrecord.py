@@ -43,6 +43,7 @@ def test_baggage_reads_the_lease_member_among_others():
 
 # --- id syntax: the one rule, and the schema's pattern agrees with it ------------------------
 
+
 @given(st.text(alphabet=st.sampled_from(list("aZ09_.-/ :%é")), max_size=24))
 @settings(max_examples=800, deadline=None)
 def test_job_id_rule_is_the_schemas_pattern(value):
@@ -57,7 +58,9 @@ def test_good_ids(value):
     assert jobrecord.check_job_id(value) == value
 
 
-@pytest.mark.parametrize("value", ["", "/a", "a/", "a//b", "a/../b", "..", "-a", ".a", "a b", "a:b", "x" * 201, 7, None])
+@pytest.mark.parametrize(
+    "value", ["", "/a", "a/", "a//b", "a/../b", "..", "-a", ".a", "a b", "a:b", "x" * 201, 7, None]
+)
 def test_bad_ids_are_refused_with_the_code(value):
     with pytest.raises(errors.ProctorError) as caught:
         jobrecord.check_job_id(value)
@@ -74,6 +77,7 @@ def test_the_guard_reads_a_spawns_lease_by_the_same_rule():
 
 # --- states, time and place ------------------------------------------------------------------
 
+
 def test_states_are_one_tuple_everywhere():
     from proctor import config
     from proctor.store import unheld
@@ -82,7 +86,9 @@ def test_states_are_one_tuple_everywhere():
     assert (unheld.DECLARED, unheld.RUNNING, unheld.NO_RETURN) == ("declared", "running", "no_return")
     assert [s for s in jobrecord.STATES if jobrecord.is_live(s)] == ["declared", "running", "exited"]
     assert [s for s in jobrecord.STATES if jobrecord.in_flight(s)] == ["declared", "running"]
-    assert config.DEFAULT_BOARD and {s for _, states, _ in config.DEFAULT_BOARD for s in states} == set(jobrecord.STATES)
+    assert config.DEFAULT_BOARD and {s for _, states, _ in config.DEFAULT_BOARD for s in states} == set(
+        jobrecord.STATES
+    )
 
 
 def test_overdue_reads_the_deadline():
@@ -104,11 +110,13 @@ def test_taken_here_is_this_machines_real_path(tmp_path, monkeypatch):
     assert not jobrecord.taken_here({**job, "machine": "beta"}, str(real))
     assert jobrecord.where_taken({**job, "machine": "beta"}) == f"{link} on machine beta"
     declared = {"declared_in": str(real), "declared_on": "alpha"}
-    assert jobrecord.bound_here(declared, str(real)) and not jobrecord.bound_here({**declared, "declared_on": "b"},
-                                                                                  str(real))
+    assert jobrecord.bound_here(declared, str(real)) and not jobrecord.bound_here(
+        {**declared, "declared_on": "b"}, str(real)
+    )
 
 
 # --- what others may see ---------------------------------------------------------------------
+
 
 def test_public_view_hides_the_secrets_digest_and_the_stores_keys():
     row = {"id": "a", "nonce_sha256": "0" * 64, "_root": "a", "_depth": 0, "state": "running"}
@@ -121,8 +129,12 @@ def test_ls_jobs_shows_no_digest_of_a_secret(tmp_path):
     from tests.conftest import DEFAULT_CONFIG, make_repo
 
     root = make_repo(tmp_path / "repo", DEFAULT_CONFIG)
-    run = lambda *argv: subprocess.run([sys.executable, "-m", "proctor", *argv], cwd=root,  # noqa: E731
-                                       capture_output=True, text=True, timeout=120)
+
+    def run(*argv):
+        return subprocess.run(
+            [sys.executable, "-m", "proctor", *argv], cwd=root, capture_output=True, text=True, timeout=120
+        )
+
     assert run("job", "fork", "a", "--write-paths", "src/a.py", "--check", "test").returncode == 0
     taken = run("job", "exec", "a", "-o", "json")
     assert taken.returncode == 0, taken.stderr
@@ -134,8 +146,11 @@ def test_ls_jobs_shows_no_digest_of_a_secret(tmp_path):
 
 # --- checkpoints -----------------------------------------------------------------------------
 
-@given(st.from_regex(r"[0-9a-f]{4,40}", fullmatch=True), st.one_of(st.none(), st.from_regex(r"[0-9a-f]{1,16}",
-                                                                                            fullmatch=True)))
+
+@given(
+    st.from_regex(r"[0-9a-f]{4,40}", fullmatch=True),
+    st.one_of(st.none(), st.from_regex(r"[0-9a-f]{1,16}", fullmatch=True)),
+)
 @settings(max_examples=200, deadline=None)
 def test_checkpoint_split_agrees_with_the_checkpoint_parser(revision, digest):
     from proctor.vcs.checkpoint import parse_name
@@ -149,6 +164,7 @@ def test_checkpoint_split_agrees_with_the_checkpoint_parser(revision, digest):
 
 # --- "that job, or the refusal" --------------------------------------------------------------
 
+
 def test_require_names_the_remedy():
     assert jobrecord.require({"id": "a"}, "a") == {"id": "a"}
     with pytest.raises(errors.ProctorError) as caught:
@@ -158,14 +174,17 @@ def test_require_names_the_remedy():
 
 # --- the hook's cost -------------------------------------------------------------------------
 
+
 def test_the_core_record_costs_the_hook_no_heavy_module():
     """What the hook may load is the standard library's cheapest and proctor's core: importing
     the core record must add no typing, dataclasses, urllib, jobs package or database driver to
     what the interpreter had already loaded (site may load some of them itself)."""
     heavy = "('typing', 'dataclasses', 'urllib', 'psycopg', 'sqlite3', '_sqlite3')"
-    code = ("import sys; before = set(sys.modules); import proctor.jobrecord; "
-            f"print(' '.join(sorted(m for m in set(sys.modules) - before if m.split('.')[0] in {heavy} "
-            "or m.startswith('proctor.jobs'))))")
+    code = (
+        "import sys; before = set(sys.modules); import proctor.jobrecord; "
+        f"print(' '.join(sorted(m for m in set(sys.modules) - before if m.split('.')[0] in {heavy} "
+        "or m.startswith('proctor.jobs'))))"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "", f"importing proctor.jobrecord loaded: {done.stdout.strip()}"

@@ -64,7 +64,7 @@ def _imports(module: str, path: str) -> set[str]:
             out.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             if node.level:
-                base = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
                 source = ".".join(base + ([node.module] if node.module else []))
             else:
                 source = node.module or ""
@@ -113,6 +113,7 @@ def test_the_check_can_fail(tmp_path, monkeypatch):
 
 # --- the guard's reading of proctor's own command lines ---------------------------------------
 
+
 def _cli_options() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
     from proctor.cli.main import cli
 
@@ -158,6 +159,7 @@ def test_the_guard_reads_a_target_past_a_value_option():
 
 
 # --- the rules' interface --------------------------------------------------------------------
+
 
 def test_every_rule_is_a_rule():
     """What proctor/guard/rules/__init__.py's Rule protocol states (mypy checks ALL against it),

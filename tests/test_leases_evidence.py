@@ -70,8 +70,12 @@ def file(job: str, cwd: str, *entries: dict) -> tuple[bool, str]:
     from proctor import errors
 
     try:
-        api.exit_job(job, {"schema_version": 2, "changed_paths": ["src/a.py"], "validation": list(entries)},
-                     cwd=cwd, warn=lambda _line: None)
+        api.exit_job(
+            job,
+            {"schema_version": 2, "changed_paths": ["src/a.py"], "validation": list(entries)},
+            cwd=cwd,
+            warn=lambda _line: None,
+        )
     except errors.ProctorError as exc:
         return False, "\n".join(exc.lines())
     return True, ""
@@ -95,8 +99,9 @@ def test_a_holder_citing_other_runs_is_refused_each_time_with_the_reason(world):
     assert elsewhere["exit_code"] == other_target["exit_code"] == before["exit_code"] == 0
     write(os.path.join(holder, "src", "a.py"), "bad = 1\n")  # the last change: the check fails now
     failing = run("test", holder)
-    assert failing["exit_code"] == 1 and failing["output_ref"] == elsewhere["output_ref"], \
+    assert failing["exit_code"] == 1 and failing["output_ref"] == elsewhere["output_ref"], (
         "a failing run whose output is byte for byte a passing run's"
+    )
 
     filed, why = file("feat", holder, cite(elsewhere))
     assert not filed and "PRC3056" in why and f"run {elsewhere['id']} was made in {stranger}, not in {holder}" in why
@@ -117,8 +122,9 @@ def test_a_holder_citing_other_runs_is_refused_each_time_with_the_reason(world):
     waited = api.wait_job("feat", cwd=root)
     assert waited["job"]["state"] == "fail"
     [check] = [o for o in waited["grade"]["outcomes"] if o["name"] == "check"]
-    assert check["subjects"] == [f"the newest cited run of test ({failing['id']}) exited 1; its output is "
-                                 f"{failing['output_ref']}"]
+    assert check["subjects"] == [
+        f"the newest cited run of test ({failing['id']}) exited 1; its output is {failing['output_ref']}"
+    ]
 
 
 def test_no_combination_of_other_runs_makes_a_job_pass(world):
@@ -209,15 +215,33 @@ def hook(payload: dict, env: dict) -> dict:
 
 
 def bash(root: str, command: str, env: dict, session: str = "s1") -> dict:
-    return hook({"session_id": session, "transcript_path": "/tmp/none.jsonl", "cwd": root,
-                 "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": command},
-                 "tool_use_id": "toolu_1"}, env)
+    return hook(
+        {
+            "session_id": session,
+            "transcript_path": "/tmp/none.jsonl",
+            "cwd": root,
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Bash",
+            "tool_input": {"command": command},
+            "tool_use_id": "toolu_1",
+        },
+        env,
+    )
 
 
 def write_call(root: str, path: str, env: dict, session: str = "s1") -> dict:
-    return hook({"session_id": session, "transcript_path": "/tmp/none.jsonl", "cwd": root,
-                 "hook_event_name": "PreToolUse", "tool_name": "Write",
-                 "tool_input": {"file_path": path, "content": "x\n"}, "tool_use_id": "toolu_2"}, env)
+    return hook(
+        {
+            "session_id": session,
+            "transcript_path": "/tmp/none.jsonl",
+            "cwd": root,
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Write",
+            "tool_input": {"file_path": path, "content": "x\n"},
+            "tool_use_id": "toolu_2",
+        },
+        env,
+    )
 
 
 def test_shrinking_to_nothing_is_refused_and_the_boundary_holds(world, proctor):
@@ -226,8 +250,10 @@ def test_shrinking_to_nothing_is_refused_and_the_boundary_holds(world, proctor):
     api.fork({"id": "feat/c", "parent": "feat", "write_paths": ["src/a.py"], "check": "test"}, cwd=root)
     env = {"BAGGAGE": "proctor.lease=feat/c"}
     api.exec_job("feat/c", cwd=holder, environ={})
-    for command in ("proctor job fork feat/c --write-paths ''",
-                    "proctor job fork --stdin <<'EOF'\n{\"id\": \"feat/c\", \"write_paths\": []}\nEOF"):
+    for command in (
+        "proctor job fork feat/c --write-paths ''",
+        'proctor job fork --stdin <<\'EOF\'\n{"id": "feat/c", "write_paths": []}\nEOF',
+    ):
         answer = bash(holder, command, env)
         assert denied(answer, "lease-store") and "no boundary at all" in said(answer), said(answer)
     refused = proctor("job", "fork", "feat/c", "--write-paths", "", cwd=holder, env=env)
@@ -245,12 +271,14 @@ def test_the_guard_refuses_the_orchestrator_flag_under_a_lease(world):
     api.fork({"id": "feat", "write_paths": ["src/a.py"], "check": "test"}, cwd=root)
     api.fork({"id": "other", "write_paths": ["src/b.py"], "check": "test"}, cwd=root)
     env = {"BAGGAGE": "proctor.lease=feat", "PATH": os.environ["PATH"]}
-    for command in ("proctor job fork other --criteria mine --orchestrator",
-                    "proctor job wait other --orchestrator",
-                    "python3 -m proctor job exit other --orchestrator",
-                    'F=--orchestrator; proctor job fork other --criteria mine "$F"',
-                    "proctor job fork other --criteria mine $(printf -- --orchestrator)",
-                    "proctor monitor list --orchestrator"):
+    for command in (
+        "proctor job fork other --criteria mine --orchestrator",
+        "proctor job wait other --orchestrator",
+        "python3 -m proctor job exit other --orchestrator",
+        'F=--orchestrator; proctor job fork other --criteria mine "$F"',
+        "proctor job fork other --criteria mine $(printf -- --orchestrator)",
+        "proctor monitor list --orchestrator",
+    ):
         answer = bash(holder, command, env)
         assert denied(answer, "lease-store"), (command, said(answer))
     # a session under no lease is the orchestrator; the flag is its own to pass
@@ -328,8 +356,9 @@ def test_a_retake_keeps_the_monitors_secret(tmp_path, monkeypatch):
         assert "PROCTOR_NONCE is unchanged" in retaken.stdout and "export PROCTOR_NONCE" not in retaken.stdout
         after = cli(wt, "monitor", "list", env=env, check=False)
         assert after.returncode == 0, after.stderr
-        made = cli(wt, "monitor", "add", "--cmd", "true", "--interval", "10s", "--allow-unsandboxed", env=env,
-                   check=False)
+        made = cli(
+            wt, "monitor", "add", "--cmd", "true", "--interval", "10s", "--allow-unsandboxed", env=env, check=False
+        )
         assert made.returncode == 0 and "on card" in made.stdout, made.stderr
     finally:
         cli(root, "server", "stop", check=False)
@@ -371,8 +400,19 @@ def test_wait_lists_entries_and_marks_entered_lines(world, proctor):
     write(os.path.join(holder, "src", "a.py"), "ok = 1\n")
     write(os.path.join(holder, "src", "b.py"), "entered = 1\n")
     made = run("lint", holder)
-    assert proctor("job", "exit", "feat", "--stdin", cwd=holder, stdin=json.dumps(
-        {"schema_version": 2, "changed_paths": ["src/a.py", "src/b.py"], "validation": [cite(made)]})).code == 0
+    assert (
+        proctor(
+            "job",
+            "exit",
+            "feat",
+            "--stdin",
+            cwd=holder,
+            stdin=json.dumps(
+                {"schema_version": 2, "changed_paths": ["src/a.py", "src/b.py"], "validation": [cite(made)]}
+            ),
+        ).code
+        == 0
+    )
     waited = proctor("job", "wait", "feat")
     assert waited.code == 0, waited.out
     lines = waited.out.splitlines()
@@ -386,8 +426,17 @@ def test_nothing_changed_names_the_checkpoint(world, proctor):
     api.fork({"id": "feat", "write_paths": ["src/a.py"], "check": "lint"}, cwd=root)
     api.exec_job("feat", cwd=holder)
     made = run("lint", holder)
-    assert proctor("job", "exit", "feat", "--stdin", cwd=holder, stdin=json.dumps(
-        {"schema_version": 2, "validation": [cite(made)]})).code == 0
+    assert (
+        proctor(
+            "job",
+            "exit",
+            "feat",
+            "--stdin",
+            cwd=holder,
+            stdin=json.dumps({"schema_version": 2, "validation": [cite(made)]}),
+        ).code
+        == 0
+    )
     waited = proctor("job", "wait", "feat")
     revision = job_row(root, "feat")["checkpoint"].split("+")[0]
     assert f"footprint: nothing changed since {revision[:12]}" in waited.out, waited.out
@@ -401,9 +450,24 @@ def test_wait_checks_descendants_against_the_store(world, proctor):
     api.exit_job("feat/kid", cwd=holder, lease="feat/kid")
     write(os.path.join(holder, "src", "a.py"), "ok = 1\n")
     made = run("lint", holder)
-    assert proctor("job", "exit", "feat", "--stdin", cwd=holder, stdin=json.dumps(
-        {"schema_version": 2, "changed_paths": ["src/a.py"], "validation": [cite(made)],
-         "descendants": ["feat/ghost"]})).code == 0
+    assert (
+        proctor(
+            "job",
+            "exit",
+            "feat",
+            "--stdin",
+            cwd=holder,
+            stdin=json.dumps(
+                {
+                    "schema_version": 2,
+                    "changed_paths": ["src/a.py"],
+                    "validation": [cite(made)],
+                    "descendants": ["feat/ghost"],
+                }
+            ),
+        ).code
+        == 0
+    )
     waited = proctor("job", "wait", "feat")
     assert waited.code == 1
     assert "the result lists descendant feat/ghost, which the store does not carry beneath feat" in waited.out
@@ -433,12 +497,17 @@ def test_a_run_whose_environment_the_holder_changed_is_refused_by_the_guard(worl
     (fake / "grep").write_text("#!/bin/sh\nexit 0\n")
     (fake / "grep").chmod(0o755)
     env = {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}"}
-    proc = subprocess.run([os.sys.executable, "-m", "proctor", "run", "test"], cwd=holder, env=env,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [os.sys.executable, "-m", "proctor", "run", "test"], cwd=holder, env=env, capture_output=True, text=True
+    )
     assert proc.returncode == 0, "the fake grep passes a check the tree fails: the attack is real"
     lease = {"BAGGAGE": "proctor.lease=feat"}
-    for command in (f"PATH={fake}:$PATH proctor run test", f"env PATH={fake} proctor run test",
-                    f"export PATH={fake}:$PATH; proctor run test", "LD_PRELOAD=/tmp/x.so python3 -m proctor run test"):
+    for command in (
+        f"PATH={fake}:$PATH proctor run test",
+        f"env PATH={fake} proctor run test",
+        f"export PATH={fake}:$PATH; proctor run test",
+        "LD_PRELOAD=/tmp/x.so python3 -m proctor run test",
+    ):
         answer = bash(holder, command, lease)
         assert denied(answer, "lease-store") and "environment it was given" in said(answer), (command, said(answer))
     assert not denied(bash(holder, "proctor run test", lease))
@@ -492,8 +561,9 @@ def test_a_tree_changed_while_the_run_ran_is_no_evidence(world):
     api.fork({"id": "feat", "write_paths": ["src/a.py"], "check": "cov"}, cwd=holder)
     api.exec_job("feat", cwd=holder, environ={})
     write(os.path.join(holder, "src", "a.py"), "ok = 1\n")
-    proc = subprocess.run([os.sys.executable, "-m", "proctor", "run", "cov"], cwd=holder, capture_output=True,
-                          text=True)
+    proc = subprocess.run(
+        [os.sys.executable, "-m", "proctor", "run", "cov"], cwd=holder, capture_output=True, text=True
+    )
     assert "the tree changed while cov ran (.coverage)" in proc.stderr and ".gitignore" in proc.stderr, proc.stderr
     made = run("cov", holder)
     filed, why = file("feat", holder, cite(made))
@@ -539,10 +609,15 @@ def test_a_worktree_inside_the_checkout_is_judged_by_its_own_binding(world, proc
     api.fork({"id": "feat", "write_paths": ["src/a.py"], "check": "test"}, cwd=root)
     api.exec_job("feat", cwd=root, worktree=os.path.join(root, ".worktrees", "w1"))
     inner = os.path.join(root, ".worktrees", "w1")
-    payload = {"cwd": inner, "hook_event_name": "PreToolUse", "tool_name": "Bash",
-               "tool_input": {"command": "echo x > src/b.py"}}
-    out, code = hook_run(["claude"], json.dumps(payload).encode(), {k: v for k, v in os.environ.items()
-                                                                    if k != "BAGGAGE"})
+    payload = {
+        "cwd": inner,
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "echo x > src/b.py"},
+    }
+    out, code = hook_run(
+        ["claude"], json.dumps(payload).encode(), {k: v for k, v in os.environ.items() if k != "BAGGAGE"}
+    )
     answer = json.loads(out)
     assert denied(answer, "lease-write-scope") and "from marker" in said(answer), said(answer)
     refused = proctor("job", "fork", "other", "--check", "test", cwd=inner)
@@ -723,8 +798,10 @@ def test_a_run_where_the_target_was_moved_fails(world):
         handle.write('\n[targets.test]\ncommand = "grep -q ok src/a.py"\ncwd = "src"\n')
     text = open(os.path.join(holder, "proctor.toml")).read()
     # one [targets.test] only: the moved one
-    write(os.path.join(holder, "proctor.toml"), text.replace('[targets.test]\ncommand = "grep -q ok src/a.py"\n[targets',
-                                                              '[targets', 1))
+    write(
+        os.path.join(holder, "proctor.toml"),
+        text.replace('[targets.test]\ncommand = "grep -q ok src/a.py"\n[targets', "[targets", 1),
+    )
     made = run("test", holder)
     assert made["exit_code"] == 0 and made["cwd"].endswith("/src")
     assert file("feat", holder, cite(made)) == (True, "")
@@ -736,21 +813,37 @@ def test_a_worker_unsetting_its_baggage_still_works_its_job(world):
     runs proctor in the orchestrator's unbound checkout still acts as the holder: the store
     reads the BAGGAGE the ancestor was started with. And the guard refuses the spelling it sees."""
     root, holder = _taken(world)
-    env = {**os.environ, "BAGGAGE": "proctor.lease=feat",
-           "PATH": f"{os.path.dirname(os.sys.executable)}:{os.environ['PATH']}"}
-    escape = subprocess.run(["sh", "-c", "BAGGAGE= proctor job fork feat --write-paths src/a.py,src/b.py "
-                                         "--check test; echo rc=$?"], cwd=root, env=env, capture_output=True, text=True)
+    env = {
+        **os.environ,
+        "BAGGAGE": "proctor.lease=feat",
+        "PATH": f"{os.path.dirname(os.sys.executable)}:{os.environ['PATH']}",
+    }
+    escape = subprocess.run(
+        ["sh", "-c", "BAGGAGE= proctor job fork feat --write-paths src/a.py,src/b.py --check test; echo rc=$?"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert "rc=1" in escape.stdout and "was started with BAGGAGE proctor.lease=feat" in escape.stderr, escape.stderr
     assert job_row(root, "feat")["write_paths"] == ["src/a.py"]
-    orchestrate = subprocess.run(["sh", "-c", "env -u BAGGAGE proctor job fork x --check test --orchestrator"],
-                                 cwd=root, env=env, capture_output=True, text=True)
+    orchestrate = subprocess.run(
+        ["sh", "-c", "env -u BAGGAGE proctor job fork x --check test --orchestrator"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert orchestrate.returncode == 1 and "refused --orchestrator" in orchestrate.stderr, orchestrate.stderr
-    answer = bash(root, 'BAGGAGE= python3 -c "import os; os.system(\'proctor ls jobs\')"', {"BAGGAGE": "proctor.lease=feat"})
+    answer = bash(
+        root, "BAGGAGE= python3 -c \"import os; os.system('proctor ls jobs')\"", {"BAGGAGE": "proctor.lease=feat"}
+    )
     assert denied(answer, "lease-store") and "not the session's to change" in said(answer), said(answer)
 
 
-@pytest.mark.parametrize("replacement", [".git emptied", ".git pointing nowhere", "a new repository",
-                                         "a symlink to another checkout"])
+@pytest.mark.parametrize(
+    "replacement", [".git emptied", ".git pointing nowhere", "a new repository", "a symlink to another checkout"]
+)
 def test_a_checkout_that_is_no_longer_this_repository_is_gone(world, replacement, tmp_path):
     root, holder = _taken(world)
     shutil.rmtree(holder)
@@ -789,8 +882,11 @@ def test_a_submodule_is_digested_by_what_it_holds(tmp_path):
 def _as_worker(cwd: str, script: str, job: str) -> subprocess.CompletedProcess:
     """`script` run by a shell started with BAGGAGE naming `job`, as an agent's is; `; exit $?`
     keeps the shell the parent of what it runs."""
-    env = {**os.environ, "BAGGAGE": f"proctor.lease={job}",
-           "PATH": f"{os.path.dirname(os.sys.executable)}:{os.environ['PATH']}"}
+    env = {
+        **os.environ,
+        "BAGGAGE": f"proctor.lease={job}",
+        "PATH": f"{os.path.dirname(os.sys.executable)}:{os.environ['PATH']}",
+    }
     return subprocess.run(["sh", "-c", script + "; exit $?"], cwd=cwd, env=env, capture_output=True, text=True)
 
 
@@ -804,8 +900,7 @@ def test_a_worker_stays_its_job_after_filing(world):
     record = json.dumps({"id": "feat", "write_paths": ["src/a.py"], "check": "test", "state": "pass"})
     forged = _as_worker(root, f"printf '%s' '{record}' | BAGGAGE= proctor job fork --stdin", "feat")
     assert forged.returncode == 1 and "PRC3042" in forged.stderr, forged.stderr
-    orchestrate = _as_worker(root, f"printf '%s' '{record}' | BAGGAGE= proctor job fork --stdin --orchestrator",
-                             "feat")
+    orchestrate = _as_worker(root, f"printf '%s' '{record}' | BAGGAGE= proctor job fork --stdin --orchestrator", "feat")
     assert orchestrate.returncode == 1 and "refused --orchestrator" in orchestrate.stderr
     assert job_row(root, "feat")["state"] == "exited"
 
@@ -938,8 +1033,9 @@ def test_a_file_swapped_during_the_run_and_back_makes_it_no_evidence(world):
     path = os.path.join(holder, "src", "a.py")
     write(path, "no = 1\n")
     # good from 0.5 s to 2.5 s of a run that reads it at 1.5 s and ends at 3.5 s: a second each side
-    swapper = subprocess.Popen(["sh", "-c", f"sleep 0.5; printf 'ok = 1\\n' > {path}; sleep 2; "
-                                            f"printf 'no = 1\\n' > {path}"])
+    swapper = subprocess.Popen(
+        ["sh", "-c", f"sleep 0.5; printf 'ok = 1\\n' > {path}; sleep 2; printf 'no = 1\\n' > {path}"]
+    )
     made = run("slow", holder)
     swapper.wait()
     assert made["exit_code"] == 0, "the check saw the good file"
@@ -1053,12 +1149,19 @@ def test_the_server_is_nobodys_worker(world):
     env = {"BAGGAGE": "proctor.lease=feat"}
     for argv in (("server", "start"), ("server", "start", "--orchestrator"), ("server", "start", "--foreground")):
         refused = cli(root, *argv, env=env, check=False)
-        assert refused.returncode != 0 and ("SERVER_LEASED_CALLER" in refused.stdout + refused.stderr
-                                            or "PRC3042" in refused.stdout + refused.stderr), refused
+        assert refused.returncode != 0 and (
+            "SERVER_LEASED_CALLER" in refused.stdout + refused.stderr or "PRC3042" in refused.stdout + refused.stderr
+        ), refused
     assert cli(root, "server", "status", check=False).returncode != 0, "no server was started"
     person = {k: v for k, v in os.environ.items() if k not in ("BAGGAGE", "PROCTOR_NONCE")}
-    subprocess.run([sys.executable, "-m", "proctor", "server", "start"], cwd=root, env=person, check=True,
-                   capture_output=True, timeout=120)
+    subprocess.run(
+        [sys.executable, "-m", "proctor", "server", "start"],
+        cwd=root,
+        env=person,
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     try:
         pid = Server(root).pid
         with open(f"/proc/{pid}/environ", "rb") as handle:

@@ -33,8 +33,9 @@ def test_tree_parents_above_children(repo, proctor):
     assert [r["depth"] for r in rows] == [0, 1, 0, 1, 2, 1]
     assert proctor("ls", "jobs", "-o", "name").out.split() == order
     lines = proctor("ls", "jobs").out.splitlines()[1:7]
-    assert [line.split("  ")[0] if not line.startswith(" ") else line.split("declared")[0].rstrip()
-            for line in lines] == ["b", "  └ b/1", "a", "  └ a/2", "    └ a/2/x", "  └ a/1"]
+    assert [
+        line.split("  ")[0] if not line.startswith(" ") else line.split("declared")[0].rstrip() for line in lines
+    ] == ["b", "  └ b/1", "a", "  └ a/2", "    └ a/2/x", "  └ a/1"]
 
 
 def test_overlaps_by_containment_and_globs(repo, proctor):
@@ -87,6 +88,7 @@ def test_many_jobs_overlaps_are_exact(repo, proctor):
     """A brute-force comparison agrees with the indexed one on a few hundred jobs."""
     from proctor import claims as jpaths
     import random
+
     rng = random.Random(7)
     dirs = ["a", "a/b", "a/b/c", "d", "d/e", "f"]
     claims = {}

@@ -22,31 +22,36 @@ from proctor.mcp_tools import TOOL_NAMES
 from tests.conftest import git, make_repo
 from tests.guard_lease import job_row
 
-CONFIG = "[targets.test]\ncommand = \"grep -q ok src/a.py\"\n"
+CONFIG = '[targets.test]\ncommand = "grep -q ok src/a.py"\n'
 
 
 def stdio(cwd: str, env: dict | None = None) -> Client:
     environ = {k: v for k, v in os.environ.items() if k not in ("BAGGAGE", "PROCTOR_NONCE")}
     environ.update(env or {})
-    return Client(StdioServerParameters(command=sys.executable, args=["-m", "proctor", "mcp"], cwd=cwd,
-                                        env=environ), read_timeout_seconds=120)
+    return Client(
+        StdioServerParameters(command=sys.executable, args=["-m", "proctor", "mcp"], cwd=cwd, env=environ),
+        read_timeout_seconds=120,
+    )
 
 
 def calls(client: Client, *steps: tuple[str, dict]) -> list:
     """Each (tool, arguments) called in order on one connection; the CallToolResults."""
+
     async def go():
         out = []
         async with client as connected:
             for name, args in steps:
                 out.append(await connected.call_tool(name, args))
         return out
+
     return asyncio.run(go())
 
 
 def ok(result) -> dict:
     assert not result.is_error, result.content[0].text
-    assert json.loads(result.content[0].text) == json.loads(json.dumps(result.structured_content)), \
+    assert json.loads(result.content[0].text) == json.loads(json.dumps(result.structured_content)), (
         "the text a model reads is the structured result"
+    )
     return result.structured_content
 
 
@@ -61,8 +66,9 @@ def refused(result, code: str) -> str:
 def cli(cwd: str, *argv: str, env: dict | None = None) -> subprocess.CompletedProcess:
     environ = {k: v for k, v in os.environ.items() if k not in ("BAGGAGE", "PROCTOR_NONCE")}
     environ.update(env or {})
-    return subprocess.run([sys.executable, "-m", "proctor", *argv], cwd=cwd, env=environ, capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "proctor", *argv], cwd=cwd, env=environ, capture_output=True, text=True, timeout=120
+    )
 
 
 @pytest.fixture
@@ -82,6 +88,7 @@ def test_the_tools_a_model_reads(world):
     async def go():
         async with stdio(world) as client:
             return (await client.list_tools()).tools
+
     tools = asyncio.run(go())
     assert [t.name for t in tools] == list(TOOL_NAMES)
     for tool in tools:
@@ -103,19 +110,21 @@ def test_checkpoint_is_the_clis_record_and_takes_no_parameters(world):
 
 
 def test_fork_refusals_arrive_with_their_codes(world):
-    results = calls(stdio(world),
-                    ("job_put", {"id": "w1", "criteria": "a", "write_paths": ["src/a.py"], "check": "test"}),
-                    ("job_put", {"id": "w2", "write_paths": ["src/b.py"], "check": "nosuch"}),
-                    ("job_put", {"id": "bad id!", "write_paths": ["src/b.py"], "check": "test"}),
-                    ("job_put", {"id": "w3", "write_paths": ["src/b.py"], "check": "test", "colour": "red"}),
-                    ("job_put", {"id": "w4", "write_paths": ["src"], "check": "test"}),
-                    ("job_put", {"id": "w5", "write_paths": ["../outside.py"], "check": "test"}),
-                    ("job_put", {"id": "w6", "read_only": True, "write_paths": ["src/b.py"]}),
-                    ("job_describe", {"id": "nosuch"}),
-                    ("job_exec", {"id": "nosuch"}),
-                    ("job_wait", {"id": "w1"}),
-                    ("job_describe", {"id": "w1", "verbose": True}),
-                    ("no_such_tool", {}))
+    results = calls(
+        stdio(world),
+        ("job_put", {"id": "w1", "criteria": "a", "write_paths": ["src/a.py"], "check": "test"}),
+        ("job_put", {"id": "w2", "write_paths": ["src/b.py"], "check": "nosuch"}),
+        ("job_put", {"id": "bad id!", "write_paths": ["src/b.py"], "check": "test"}),
+        ("job_put", {"id": "w3", "write_paths": ["src/b.py"], "check": "test", "colour": "red"}),
+        ("job_put", {"id": "w4", "write_paths": ["src"], "check": "test"}),
+        ("job_put", {"id": "w5", "write_paths": ["../outside.py"], "check": "test"}),
+        ("job_put", {"id": "w6", "read_only": True, "write_paths": ["src/b.py"]}),
+        ("job_describe", {"id": "nosuch"}),
+        ("job_exec", {"id": "nosuch"}),
+        ("job_wait", {"id": "w1"}),
+        ("job_describe", {"id": "w1", "verbose": True}),
+        ("no_such_tool", {}),
+    )
     row = ok(results[0])["job"]
     assert row["id"] == "w1" and row["state"] == "declared" and "nonce_sha256" not in row
     assert job_row(world, "w1")["write_paths"] == ["src/a.py"], "the store holds what the tool said"
@@ -149,10 +158,11 @@ def test_a_whole_job_over_stdio_holder_and_orchestrator(world, tmp_path):
     host started it in the worktree with BAGGAGE and PROCTOR_NONCE) forks a child, is refused
     what is not its own, files a result citing its run; the orchestrator waits: pass."""
     holder = str(tmp_path / "holder")
-    put, taken = calls(stdio(world),
-                       ("job_put", {"id": "feat", "criteria": "ok", "write_paths": ["src/a.py", "src/c.py"],
-                                    "check": "test"}),
-                       ("job_exec", {"id": "feat", "worktree": holder}))
+    put, taken = calls(
+        stdio(world),
+        ("job_put", {"id": "feat", "criteria": "ok", "write_paths": ["src/a.py", "src/c.py"], "check": "test"}),
+        ("job_exec", {"id": "feat", "worktree": holder}),
+    )
     ok(put)
     taken = ok(taken)
     environment = taken["environment"]
@@ -163,17 +173,23 @@ def test_a_whole_job_over_stdio_holder_and_orchestrator(world, tmp_path):
         handle.write("ok = 1\n")
     made = api.run_target("test", cwd=holder, lease="feat", warn=lambda _line: None)
     assert made["exit_code"] == 0
-    result = {"schema_version": 2, "changed_paths": ["src/a.py"], "descendants": ["feat/kid"],
-              "validation": [{"run": made["id"], "output_ref": made["output_ref"]}]}
-    steps = calls(stdio(holder, environment),
-                  ("job_put", {"id": "feat", "write_paths": ["src/a.py", "src/b.py"]}),
-                  ("job_put", {"id": "free", "write_paths": ["src/a.py"], "check": "test"}),
-                  ("job_put", {"id": "feat/kid", "parent": "feat", "write_paths": ["src/b.py"], "check": "test"}),
-                  ("job_put", {"id": "feat/kid", "parent": "feat", "write_paths": ["src/c.py"], "check": "test"}),
-                  ("job_put", {"id": "feat", "write_paths": ["src/a.py"]}),
-                  ("job_wait", {"id": "feat"}),
-                  ("job_exit", {"id": "feat/kid"}),
-                  ("job_exit", {"id": "feat", "result": result}))
+    result = {
+        "schema_version": 2,
+        "changed_paths": ["src/a.py"],
+        "descendants": ["feat/kid"],
+        "validation": [{"run": made["id"], "output_ref": made["output_ref"]}],
+    }
+    steps = calls(
+        stdio(holder, environment),
+        ("job_put", {"id": "feat", "write_paths": ["src/a.py", "src/b.py"]}),
+        ("job_put", {"id": "free", "write_paths": ["src/a.py"], "check": "test"}),
+        ("job_put", {"id": "feat/kid", "parent": "feat", "write_paths": ["src/b.py"], "check": "test"}),
+        ("job_put", {"id": "feat/kid", "parent": "feat", "write_paths": ["src/c.py"], "check": "test"}),
+        ("job_put", {"id": "feat", "write_paths": ["src/a.py"]}),
+        ("job_wait", {"id": "feat"}),
+        ("job_exit", {"id": "feat/kid"}),
+        ("job_exit", {"id": "feat", "result": result}),
+    )
     assert "widens your write paths" in refused(steps[0], "PRC3042")
     refused(steps[1], "PRC3042")
     refused(steps[2], "PRC3043")
@@ -200,8 +216,15 @@ def test_a_holders_wait_on_its_own_job_is_refused(world, tmp_path):
     with open(os.path.join(holder, "src", "a.py"), "w") as handle:
         handle.write("ok = 1\n")
     made = api.run_target("test", cwd=holder, lease="feat", warn=lambda _line: None)
-    api.exit_job("feat", {"schema_version": 2, "changed_paths": ["src/a.py"],
-                          "validation": [{"run": made["id"], "output_ref": made["output_ref"]}]}, cwd=holder)
+    api.exit_job(
+        "feat",
+        {
+            "schema_version": 2,
+            "changed_paths": ["src/a.py"],
+            "validation": [{"run": made["id"], "output_ref": made["output_ref"]}],
+        },
+        cwd=holder,
+    )
     env = {"BAGGAGE": "proctor.lease=feat", "PROCTOR_NONCE": taken["nonce"]}
     [waited] = calls(stdio(holder, env), ("job_wait", {"id": "feat"}))
     assert "verifying feat is the forking session's" in refused(waited, "PRC3042")
@@ -222,6 +245,7 @@ def test_a_checkout_bound_to_a_job_acts_under_it_as_the_cli_does(world):
 
 # -- monitors: the server runs them; the tools reach it with the job's secret ---------------------
 
+
 @pytest.fixture
 def served(world, tmp_path):
     api.fork({"id": "card", "write_paths": ["src/a.py"], "check": "test"}, cwd=world)
@@ -232,8 +256,14 @@ def served(world, tmp_path):
     status = json.loads(cli(world, "server", "status", "-o", "json").stdout)
     with open(status["token_path"]) as handle:
         token = handle.read().strip()
-    yield {"root": world, "holder": holder, "nonce": taken["nonce"], "token": token, "url": status["mcp"],
-           "port": int(status["console"].rsplit(":", 1)[1].strip("/"))}
+    yield {
+        "root": world,
+        "holder": holder,
+        "nonce": taken["nonce"],
+        "token": token,
+        "url": status["mcp"],
+        "port": int(status["console"].rsplit(":", 1)[1].strip("/")),
+    }
     cli(world, "server", "stop")
 
 
@@ -246,7 +276,8 @@ def test_monitor_tools_over_stdio_with_the_jobs_secret(served):
         ("monitor_add", {"command": "true", "interval": "10s", "job": "other", "allow_unsandboxed": True}),
         ("monitor_events", {"limit": 10}),
         ("monitor_remove", {"id": 1}),
-        ("monitor_list", {}))
+        ("monitor_list", {}),
+    )
     monitor = ok(added)
     assert monitor["job"] == "card" and monitor["created_by"] == "job:card"
     assert [m["id"] for m in ok(listed)["monitors"]] == [monitor["id"]]
@@ -257,8 +288,10 @@ def test_monitor_tools_over_stdio_with_the_jobs_secret(served):
 
 
 def test_monitor_tools_without_the_secret_are_refused_to_a_leased_caller(served):
-    [added] = calls(stdio(served["holder"], {"BAGGAGE": "proctor.lease=card"}),
-                    ("monitor_add", {"command": "true", "interval": "10s", "allow_unsandboxed": True}))
+    [added] = calls(
+        stdio(served["holder"], {"BAGGAGE": "proctor.lease=card"}),
+        ("monitor_add", {"command": "true", "interval": "10s", "allow_unsandboxed": True}),
+    )
     assert "PROCTOR_NONCE" in refused(added, "PRC3042")
     assert ok(calls(stdio(served["root"]), ("monitor_list", {}))[0])["monitors"] == []
 
@@ -270,24 +303,30 @@ def test_monitor_tools_say_when_the_server_is_not_running(world):
 
 # -- the server's /mcp ---------------------------------------------------------------------------
 
+
 def http(url: str, authorization: str, *steps: tuple[str, dict], headers: dict | None = None) -> list:
     async def go():
-        async with httpx2.AsyncClient(headers={"Authorization": authorization, **(headers or {})},
-                                      timeout=60) as client:
+        async with httpx2.AsyncClient(
+            headers={"Authorization": authorization, **(headers or {})}, timeout=60
+        ) as client:
             async with Client(streamable_http_client(url, http_client=client)) as connected:
                 out = [len((await connected.list_tools()).tools)]
                 for name, args in steps:
                     out.append(await connected.call_tool(name, args))
                 return out
+
     return asyncio.run(go())
 
 
 def test_http_with_the_token_acts_as_the_orchestrator(served):
     count, taken, put, bad, described = http(
-        served["url"], f"Bearer {served['token']}", ("vcs_checkpoint", {}),
+        served["url"],
+        f"Bearer {served['token']}",
+        ("vcs_checkpoint", {}),
         ("job_put", {"id": "w9", "write_paths": ["src/c.py"], "check": "test"}),
         ("job_put", {"id": "w10", "write_paths": ["src/c.py"], "check": "nosuch"}),
-        ("job_describe", {"id": "w9"}))
+        ("job_describe", {"id": "w9"}),
+    )
     assert count == len(TOOL_NAMES)
     assert ok(taken)["revision"] == git(served["root"], "rev-parse", "HEAD").strip()
     assert ok(put)["job"]["actor"].startswith("user:")
@@ -297,14 +336,18 @@ def test_http_with_the_token_acts_as_the_orchestrator(served):
 
 def test_http_with_a_jobs_secret_is_that_jobs_holder(served):
     _, widened, child, wait, added, listed, removed = http(
-        served["url"], f"Nonce {served['nonce']}",
+        served["url"],
+        f"Nonce {served['nonce']}",
         ("job_put", {"id": "card", "write_paths": ["src/a.py", "src/b.py"]}),
         ("job_put", {"id": "card/kid", "parent": "card", "write_paths": ["src/a.py"], "check": "test"}),
         ("job_wait", {"id": "card"}),
-        ("monitor_add", {"command": "true", "interval": "10s", "job": "other", "allow_unsandboxed": True,
-                         "cwd": served["holder"]}),
+        (
+            "monitor_add",
+            {"command": "true", "interval": "10s", "job": "other", "allow_unsandboxed": True, "cwd": served["holder"]},
+        ),
         ("monitor_list", {"job": "other"}),
-        ("monitor_remove", {"id": 99}))
+        ("monitor_remove", {"id": 99}),
+    )
     assert "you called with its secret" in refused(widened, "PRC3042")
     assert job_row(served["root"], "card")["write_paths"] == ["src/a.py"]
     assert ok(child)["job"]["actor"] == "job:card"
@@ -320,9 +363,17 @@ def raw(port: int, headers: dict, body: dict | None = None) -> tuple[int, dict]:
     import urllib.request
 
     data = json.dumps(body or {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).encode()
-    request = urllib.request.Request(f"http://127.0.0.1:{port}/mcp", data=data, method="POST", headers={
-        "Host": f"127.0.0.1:{port}", "Content-Type": "application/json",
-        "Accept": "application/json, text/event-stream", **headers})
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/mcp",
+        data=data,
+        method="POST",
+        headers={
+            "Host": f"127.0.0.1:{port}",
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            **headers,
+        },
+    )
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
             return response.status, json.loads(response.read() or b"{}")
@@ -339,8 +390,10 @@ def test_http_refuses_without_credentials_from_elsewhere_and_to_a_leased_process
     assert raw(port, {"Authorization": f"Bearer {served['token']}", "Origin": "http://evil.example"})[0] == 403
     # the token from a process that works a job: the server sees whose process calls
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    script = (f"import json, sys; sys.path.insert(0, {here!r}); from tests.test_mcp import raw; "
-              f"print(json.dumps(raw({port}, {{'Authorization': 'Bearer {served['token']}'}})))")
+    script = (
+        f"import json, sys; sys.path.insert(0, {here!r}); from tests.test_mcp import raw; "
+        f"print(json.dumps(raw({port}, {{'Authorization': 'Bearer {served['token']}'}})))"
+    )
     environ = {**os.environ, "BAGGAGE": "proctor.lease=card"}
     proc = subprocess.run([sys.executable, "-c", script], env=environ, capture_output=True, text=True, timeout=60)
     status, body = json.loads(proc.stdout)
@@ -360,8 +413,12 @@ def test_http_job_exec_takes_a_job_only_in_a_new_worktree(served, tmp_path):
     rather than binding every caller in it to the job; with worktree it takes the job there."""
     api.fork({"id": "w8", "write_paths": ["src/b.py"], "check": "test"}, cwd=served["root"])
     place = str(tmp_path / "w8")
-    _, here, there = http(served["url"], f"Bearer {served['token']}", ("job_exec", {"id": "w8"}),
-                          ("job_exec", {"id": "w8", "worktree": place}))
+    _, here, there = http(
+        served["url"],
+        f"Bearer {served['token']}",
+        ("job_exec", {"id": "w8"}),
+        ("job_exec", {"id": "w8", "worktree": place}),
+    )
     assert "pass worktree" in refused(here, "PRC3044")
     taken = ok(there)
     assert os.path.realpath(taken["job"]["checkout_root"]) == os.path.realpath(place)
@@ -379,20 +436,31 @@ def test_a_whole_job_over_http(served, tmp_path):
     person's job_wait grades it: pass."""
     token = f"Bearer {served['token']}"
     place = str(tmp_path / "w7")
-    _, ended, put, taken = http(served["url"], token, ("job_exit", {"id": "card"}),
-                                ("job_put", {"id": "w7", "criteria": "ok", "write_paths": ["src/a.py"],
-                                             "check": "test"}),
-                                ("job_exec", {"id": "w7", "worktree": place}))
+    _, ended, put, taken = http(
+        served["url"],
+        token,
+        ("job_exit", {"id": "card"}),
+        ("job_put", {"id": "w7", "criteria": "ok", "write_paths": ["src/a.py"], "check": "test"}),
+        ("job_exec", {"id": "w7", "worktree": place}),
+    )
     assert ok(ended)["job"]["state"] == "no_return", "the person ends card, which held src/a.py"
     ok(put)
     secret = ok(taken)["environment"]["PROCTOR_NONCE"]
     with open(os.path.join(place, "src", "a.py"), "w") as handle:
         handle.write("ok = 1\n")
     made = api.run_target("test", cwd=place, lease="w7", warn=lambda _line: None)
-    result = {"schema_version": 2, "changed_paths": ["src/a.py"],
-              "validation": [{"run": made["id"], "output_ref": made["output_ref"]}]}
-    _, checkpoint, early, filed = http(served["url"], f"Nonce {secret}", ("vcs_checkpoint", {}),
-                                       ("job_wait", {"id": "w7"}), ("job_exit", {"id": "w7", "result": result}))
+    result = {
+        "schema_version": 2,
+        "changed_paths": ["src/a.py"],
+        "validation": [{"run": made["id"], "output_ref": made["output_ref"]}],
+    }
+    _, checkpoint, early, filed = http(
+        served["url"],
+        f"Nonce {secret}",
+        ("vcs_checkpoint", {}),
+        ("job_wait", {"id": "w7"}),
+        ("job_exit", {"id": "w7", "result": result}),
+    )
     assert ok(checkpoint)["dirty"] is True, "a secret's caller reads its own job's checkout, not the person's"
     refused(early, "PRC3042")
     assert ok(filed)["job"]["state"] == "exited"
@@ -415,21 +483,48 @@ def test_proctor_mcp_killed_mid_call_leaves_nothing_half_written(world):
 
     api.fork({"id": "first", "write_paths": ["src/b.py"], "check": "test"}, cwd=world)  # the store exists
     environ = {k: v for k, v in os.environ.items() if k not in ("BAGGAGE", "PROCTOR_NONCE")}
-    proc = subprocess.Popen([sys.executable, "-m", "proctor", "mcp"], cwd=world, env=environ,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "proctor", "mcp"],
+        cwd=world,
+        env=environ,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     db = sqlite3.connect(os.path.join(state_dir(world), "proctor.db"), isolation_level=None)
     try:
+
         def send(message: dict) -> None:
             proc.stdin.write(json.dumps(message) + "\n")
             proc.stdin.flush()
 
-        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "0"},
+                },
+            }
+        )
         assert json.loads(proc.stdout.readline())["id"] == 1
         send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         db.execute("BEGIN IMMEDIATE")
-        send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "job_put", "arguments": {
-            "id": "killed", "write_paths": ["src/a.py"], "check": "test"}}})
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {
+                    "name": "job_put",
+                    "arguments": {"id": "killed", "write_paths": ["src/a.py"], "check": "test"},
+                },
+            }
+        )
         time.sleep(2)  # the call is in its wait for the store
         assert proc.poll() is None
         proc.send_signal(signal.SIGKILL)

@@ -16,19 +16,46 @@ from tests.guard_lease import denied, said, ws  # noqa: F401 (fixtures)
 
 def payload(host: str, root: str, tool: str, args: dict) -> dict:
     if host == "claude":
-        return {"session_id": "s1", "transcript_path": "/tmp/none.jsonl", "cwd": root,
-                "hook_event_name": "PreToolUse", "tool_name": f"mcp__proctor__{tool}", "tool_input": args,
-                "tool_use_id": "toolu_1"}
+        return {
+            "session_id": "s1",
+            "transcript_path": "/tmp/none.jsonl",
+            "cwd": root,
+            "hook_event_name": "PreToolUse",
+            "tool_name": f"mcp__proctor__{tool}",
+            "tool_input": args,
+            "tool_use_id": "toolu_1",
+        }
     if host == "codex":
-        return {"session_id": "s1", "transcript_path": None, "cwd": root, "hook_event_name": "PreToolUse",
-                "model": "m", "permission_mode": "default", "turn_id": "t1", "tool_name": f"mcp__proctor__{tool}",
-                "tool_input": args, "tool_use_id": "call_1"}
+        return {
+            "session_id": "s1",
+            "transcript_path": None,
+            "cwd": root,
+            "hook_event_name": "PreToolUse",
+            "model": "m",
+            "permission_mode": "default",
+            "turn_id": "t1",
+            "tool_name": f"mcp__proctor__{tool}",
+            "tool_input": args,
+            "tool_use_id": "call_1",
+        }
     if host == "gemini":
-        return {"session_id": "s1", "transcript_path": "/tmp/none.json", "cwd": root, "hook_event_name": "BeforeTool",
-                "timestamp": "2026-12-02T00:00:00Z", "tool_name": tool, "tool_input": args,
-                "mcp_context": {"server_name": "proctor", "tool_name": tool, "command": "proctor"}}
-    return {"session_id": "s1", "cwd": root, "hook_event_name": "PreToolUse", "tool_name": f"proctor_{tool}",
-            "tool_input": args}
+        return {
+            "session_id": "s1",
+            "transcript_path": "/tmp/none.json",
+            "cwd": root,
+            "hook_event_name": "BeforeTool",
+            "timestamp": "2026-12-02T00:00:00Z",
+            "tool_name": tool,
+            "tool_input": args,
+            "mcp_context": {"server_name": "proctor", "tool_name": tool, "command": "proctor"},
+        }
+    return {
+        "session_id": "s1",
+        "cwd": root,
+        "hook_event_name": "PreToolUse",
+        "tool_name": f"proctor_{tool}",
+        "tool_input": args,
+    }
 
 
 def judge(root: str, tool: str, args: dict, host: str = "claude", environ_extra: dict | None = None) -> dict:
@@ -52,21 +79,24 @@ def test_a_job_put_that_widens_its_own_paths_is_denied(ws, host):  # noqa: F811
 
 @pytest.mark.parametrize("host", HOSTS)
 def test_a_child_inside_its_own_paths_passes(ws, host):  # noqa: F811
-    answer = judge(ws, "job_put", {"id": "w1/child", "parent": "w1", "write_paths": ["plan/w1/c.py"],
-                                   "check": "test"}, host)
+    answer = judge(
+        ws, "job_put", {"id": "w1/child", "parent": "w1", "write_paths": ["plan/w1/c.py"], "check": "test"}, host
+    )
     assert not denied(answer), said(answer)
 
 
-@pytest.mark.parametrize("record, words", [
-    ({"id": "fresh", "write_paths": ["plan/w1/x.py"]}, "may fork only children of its own job"),
-    ({"id": "w1/c2", "parent": "w1", "write_paths": ["src/b.py"]}, "lies outside w1's write paths"),
-    ({"id": "other", "parent": "w1", "write_paths": ["plan/w1/x.py"]}, "exists already"),
-    ({"id": "w1", "criteria": "easier now"}, "criteria of w1 are its forking session's"),
-    ({"id": "w1", "write_paths": []}, "leaves no boundary at all"),
-    ({"id": "w1/c3", "parent": "w1", "write_paths": ["plan/w1/y.py"], "depends_on": ["other"]},
-     "reaches past"),
-    ({"id": "other", "enter": "src/b.py"}, "may fork only children of its own job"),
-])
+@pytest.mark.parametrize(
+    "record, words",
+    [
+        ({"id": "fresh", "write_paths": ["plan/w1/x.py"]}, "may fork only children of its own job"),
+        ({"id": "w1/c2", "parent": "w1", "write_paths": ["src/b.py"]}, "lies outside w1's write paths"),
+        ({"id": "other", "parent": "w1", "write_paths": ["plan/w1/x.py"]}, "exists already"),
+        ({"id": "w1", "criteria": "easier now"}, "criteria of w1 are its forking session's"),
+        ({"id": "w1", "write_paths": []}, "leaves no boundary at all"),
+        ({"id": "w1/c3", "parent": "w1", "write_paths": ["plan/w1/y.py"], "depends_on": ["other"]}, "reaches past"),
+        ({"id": "other", "enter": "src/b.py"}, "may fork only children of its own job"),
+    ],
+)
 def test_job_put_is_judged_as_a_fork_record(ws, record, words):  # noqa: F811
     answer = judge(ws, "job_put", record)
     assert denied(answer, "lease-store"), said(answer)
@@ -78,28 +108,34 @@ def test_shrinking_its_own_paths_passes(ws):  # noqa: F811
     assert not denied(answer), said(answer)
 
 
-@pytest.mark.parametrize("tool, args, words", [
-    ("job_wait", {"id": "w1"}, "waits only on jobs forked beneath it"),
-    ("job_wait", {"id": "other"}, "waits only on jobs forked beneath it"),
-    ("job_exit", {"id": "other"}, "ends only its own job or one forked beneath it"),
-    ("job_exit", {"id": "other", "result": {"schema_version": 2}}, "ends only its own job"),
-    ("job_exec", {"id": "other"}, "taking a lease is one-way"),
-])
+@pytest.mark.parametrize(
+    "tool, args, words",
+    [
+        ("job_wait", {"id": "w1"}, "waits only on jobs forked beneath it"),
+        ("job_wait", {"id": "other"}, "waits only on jobs forked beneath it"),
+        ("job_exit", {"id": "other"}, "ends only its own job or one forked beneath it"),
+        ("job_exit", {"id": "other", "result": {"schema_version": 2}}, "ends only its own job"),
+        ("job_exec", {"id": "other"}, "taking a lease is one-way"),
+    ],
+)
 def test_job_tools_on_a_job_not_its_own_are_denied(ws, tool, args, words):  # noqa: F811
     answer = judge(ws, tool, args)
     assert denied(answer, "lease-store"), said(answer)
     assert words in said(answer)
 
 
-@pytest.mark.parametrize("tool, args", [
-    ("job_wait", {"id": "w1/sub"}),
-    ("job_exit", {"id": "w1", "result": {"schema_version": 2}}),
-    ("job_exit", {"id": "w1/sub"}),
-    ("job_exec", {"id": "w1"}),
-    ("vcs_checkpoint", {}),
-    ("jobs_list", {}),
-    ("job_describe", {"id": "other"}),
-])
+@pytest.mark.parametrize(
+    "tool, args",
+    [
+        ("job_wait", {"id": "w1/sub"}),
+        ("job_exit", {"id": "w1", "result": {"schema_version": 2}}),
+        ("job_exit", {"id": "w1/sub"}),
+        ("job_exec", {"id": "w1"}),
+        ("vcs_checkpoint", {}),
+        ("jobs_list", {}),
+        ("job_describe", {"id": "other"}),
+    ],
+)
 def test_the_holders_own_calls_pass(ws, tool, args):  # noqa: F811
     answer = judge(ws, tool, args)
     assert not denied(answer), said(answer)
@@ -107,7 +143,13 @@ def test_the_holders_own_calls_pass(ws, tool, args):  # noqa: F811
 
 @pytest.mark.parametrize("tool", ["monitor_add", "monitor_list", "monitor_remove", "monitor_events"])
 def test_monitor_tools_need_the_jobs_secret(ws, tool):  # noqa: F811
-    args = {"command": "true", "interval": "10s"} if tool == "monitor_add" else {"id": 3} if tool == "monitor_remove" else {}
+    args = (
+        {"command": "true", "interval": "10s"}
+        if tool == "monitor_add"
+        else {"id": 3}
+        if tool == "monitor_remove"
+        else {}
+    )
     answer = judge(ws, tool, args)
     assert denied(answer, "lease-store"), said(answer)
     assert "PROCTOR_NONCE" in said(answer)

@@ -33,20 +33,26 @@ def _reset(store: Store, description: str = "ci") -> None:
     with store.write() as conn:
         for table in ("monitor_events", "followups", "monitor_runs", "monitors"):
             conn.execute(f"DELETE FROM {table}")
-        conn.execute("INSERT INTO monitors (id, job, command, interval, description, cwd, created, created_by) "
-                     "VALUES (1, 'j/k', 'x', 10, ?, '/', ?, 't')", (description, iso(now())))
+        conn.execute(
+            "INSERT INTO monitors (id, job, command, interval, description, cwd, created, created_by) "
+            "VALUES (1, 'j/k', 'x', 10, ?, '/', ?, 't')",
+            (description, iso(now())),
+        )
 
 
 def _insert(store: Store, lines: list[str], job: str = "j/k") -> None:
     with store.write() as conn:
-        conn.executemany("INSERT INTO monitor_events (monitor, run, job, time, line, truncated) "
-                         "VALUES (1, 1, ?, ?, ?, 0)", [(job, iso(now()), line) for line in lines])
+        conn.executemany(
+            "INSERT INTO monitor_events (monitor, run, job, time, line, truncated) VALUES (1, 1, ?, ?, ?, 0)",
+            [(job, iso(now()), line) for line in lines],
+        )
 
 
 def _followups(store: Store, job: str = "j/k") -> list[tuple]:
     with store.read() as conn:
-        return conn.execute("SELECT id, text, events, bytes FROM followups WHERE job = ? ORDER BY id",
-                            (job,)).fetchall()
+        return conn.execute(
+            "SELECT id, text, events, bytes FROM followups WHERE job = ? ORDER BY id", (job,)
+        ).fetchall()
 
 
 def _check(rows: list[tuple], job: str = "j/k", fffd_allowed: bool = False) -> None:
@@ -74,10 +80,13 @@ LINES = st.one_of(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                  HealthCheck.too_slow])
-@given(lines=st.lists(LINES, min_size=1, max_size=260),
-       description=st.one_of(st.just("ci"), st.builds(lambda c, n: c * n, CHARS, st.integers(0, 3000))))
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
+@given(
+    lines=st.lists(LINES, min_size=1, max_size=260),
+    description=st.one_of(st.just("ci"), st.builds(lambda c, n: c * n, CHARS, st.integers(0, 3000))),
+)
 def test_followups_are_exact_to_the_byte(store, lines, description):
     _reset(store, description)
     _insert(store, lines)
@@ -141,8 +150,9 @@ def test_what_waits_is_bounded_and_the_drop_is_said(store):
     with store.write() as conn:
         followups.batch(conn, "j/k", waiting=10)
     with store.read() as conn:
-        waiting = conn.execute("SELECT id, text, events, bytes FROM followups WHERE delivered IS NULL ORDER BY id"
-                               ).fetchall()
+        waiting = conn.execute(
+            "SELECT id, text, events, bytes FROM followups WHERE delivered IS NULL ORDER BY id"
+        ).fetchall()
     assert len(waiting) == 10
     assert waiting[0][1].split("\n")[1] == followups.drop_note(200, 10), "only what went since the last one taken"
     _check(waiting)
@@ -151,8 +161,9 @@ def test_what_waits_is_bounded_and_the_drop_is_said(store):
     with store.write() as conn:
         followups.batch(conn, "j/k", waiting=10)
     with store.read() as conn:
-        waiting = conn.execute("SELECT id, text, events, bytes FROM followups WHERE delivered IS NULL ORDER BY id"
-                               ).fetchall()
+        waiting = conn.execute(
+            "SELECT id, text, events, bytes FROM followups WHERE delivered IS NULL ORDER BY id"
+        ).fetchall()
     assert waiting[0][1].split("\n")[1] == followups.drop_note(400, 10), "a dropped note's count is carried"
     _check(waiting)
 
@@ -181,12 +192,13 @@ def test_next_ready_and_mark_delivered_keep_their_signatures(store):
 
 # -- a run's lines ------------------------------------------------------------------------------
 
+
 def _feed(data: bytes, step: int) -> tuple[list, run.RunResult]:
     result = run.RunResult("t")
     lines = run.Lines(result)
     out = []
     for start in range(0, len(data), step):
-        out += lines.feed(data[start:start + step])
+        out += lines.feed(data[start : start + step])
     return out + lines.end(), result
 
 
@@ -200,7 +212,7 @@ def test_a_long_line_is_cut_between_characters(char, count, step):
     assert "\ufffd" not in text
     assert cut == (len(data) - 7 > run.LINE_CAP)
     if cut:
-        kept = text[:-len(run.LINE_MARKER)]
+        kept = text[: -len(run.LINE_MARKER)]
         assert text.endswith(run.LINE_MARKER) and run.LINE_CAP - 4 < len(kept.encode()) <= run.LINE_CAP
         assert kept == char * len(kept)
     assert result.lines == 2
@@ -235,30 +247,50 @@ def test_stderr_keeps_its_head_and_tail():
 
 
 def test_a_monitor_gets_a_clean_environment():
-    base = {"PATH": "/bin", "BAGGAGE": "proctor.lease=x", "PROCTOR_NONCE": "s", "PROCTOR_LEASE": "x",
-            "PROCTOR_WORKER_TAG": "w", "PROCTOR_SERVER_DIR": "/d", "HOME": "/h"}
+    base = {
+        "PATH": "/bin",
+        "BAGGAGE": "proctor.lease=x",
+        "PROCTOR_NONCE": "s",
+        "PROCTOR_LEASE": "x",
+        "PROCTOR_WORKER_TAG": "w",
+        "PROCTOR_SERVER_DIR": "/d",
+        "HOME": "/h",
+    }
     env = run.monitor_env(base, 7, "card/a", "tag1")
-    assert env == {"PATH": "/bin", "HOME": "/h", "PROCTOR_MONITOR": "7", "PROCTOR_MONITOR_JOB": "card/a",
-                   run.TAG: "tag1"}
+    assert env == {
+        "PATH": "/bin",
+        "HOME": "/h",
+        "PROCTOR_MONITOR": "7",
+        "PROCTOR_MONITOR_JOB": "card/a",
+        run.TAG: "tag1",
+    }
 
 
 # -- retention -----------------------------------------------------------------------------------
+
 
 def test_retention_deletes_the_old_and_caps_the_rest(store, monkeypatch):
     _reset(store)
     old, fresh = iso(now() - 10 * 86400), iso(now())
     with store.write() as conn:
-        conn.executemany("INSERT INTO monitor_runs (monitor, started, ended) VALUES (1, ?, ?)",
-                         [(old, old)] * 5 + [(fresh, fresh)] * 3 + [(fresh, None)])
-        conn.executemany("INSERT INTO followups (job, created, text, events, delivered) VALUES ('j/k', ?, 't', 1, ?)",
-                         [(old, old)] * 4 + [(fresh, fresh)] * 2 + [(fresh, None)])
-        conn.executemany("INSERT INTO monitor_events (monitor, run, job, time, line, followup) VALUES (1, 1, ?, ?, "
-                         "'l', ?)", [("j/k", old, 1)] * 6 + [("j/k", old, None)] + [("other", fresh, 2)] * 30)
+        conn.executemany(
+            "INSERT INTO monitor_runs (monitor, started, ended) VALUES (1, ?, ?)",
+            [(old, old)] * 5 + [(fresh, fresh)] * 3 + [(fresh, None)],
+        )
+        conn.executemany(
+            "INSERT INTO followups (job, created, text, events, delivered) VALUES ('j/k', ?, 't', 1, ?)",
+            [(old, old)] * 4 + [(fresh, fresh)] * 2 + [(fresh, None)],
+        )
+        conn.executemany(
+            "INSERT INTO monitor_events (monitor, run, job, time, line, followup) VALUES (1, 1, ?, ?, 'l', ?)",
+            [("j/k", old, 1)] * 6 + [("j/k", old, None)] + [("other", fresh, 2)] * 30,
+        )
     deleted = retention.prune(store, keep=7 * 86400)
     assert deleted == {"monitor_events": 6, "monitor_runs": 5, "followups": 4}
     with store.read() as conn:
-        assert conn.execute("SELECT COUNT(*) FROM monitor_events WHERE followup IS NULL").fetchone()[0] == 1, \
+        assert conn.execute("SELECT COUNT(*) FROM monitor_events WHERE followup IS NULL").fetchone()[0] == 1, (
             "an event not yet grouped is never deleted"
+        )
         assert conn.execute("SELECT COUNT(*) FROM monitor_runs WHERE ended IS NULL").fetchone()[0] == 1
     monkeypatch.setattr(retention, "KEEP_EVENTS", 10)
     monkeypatch.setattr(retention, "KEEP_RUNS", 2)
@@ -266,13 +298,15 @@ def test_retention_deletes_the_old_and_caps_the_rest(store, monkeypatch):
     deleted = retention.prune(store, keep=7 * 86400)
     with store.read() as conn:
         assert conn.execute("SELECT COUNT(*) FROM monitor_events WHERE job = 'other'").fetchone()[0] == 10
-        assert conn.execute("SELECT COUNT(*), COUNT(ended) FROM monitor_runs").fetchone() == (2, 1), \
+        assert conn.execute("SELECT COUNT(*), COUNT(ended) FROM monitor_runs").fetchone() == (2, 1), (
             "the last two, the open one among them"
+        )
         assert conn.execute("SELECT COUNT(*) FROM followups WHERE delivered IS NULL").fetchone()[0] == 1
     assert deleted["monitor_events"] == 20
 
 
 # -- [monitors] in proctor.toml ------------------------------------------------------------------
+
 
 def test_the_monitors_settings(tmp_path):
     from proctor import config as config_mod
@@ -297,6 +331,7 @@ def test_config_show_prints_them(repo, proctor):
 
 
 # -- a monitor loop that survives what its runs meet ------------------------------------------
+
 
 def test_a_loop_survives_a_spawn_failing_with_emfile(repo, monkeypatch, capfd):
     """A real scheduler on a real store: the first two runs cannot start (EMFILE), each is
@@ -324,8 +359,9 @@ def test_a_loop_survives_a_spawn_failing_with_emfile(repo, monkeypatch, capfd):
         await scheduler.start()
         try:
             with _Opened(state_dir) as conn:
-                monitor = mstore.add(conn, scheduler.config(), repo, "card", "echo alive", "10s", None, repo, True,
-                                     "token")
+                monitor = mstore.add(
+                    conn, scheduler.config(), repo, "card", "echo alive", "10s", None, repo, True, "token"
+                )
             scheduler.add(monitor)
             for _ in range(200):
                 await asyncio.sleep(0.1)

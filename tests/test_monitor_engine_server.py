@@ -69,14 +69,16 @@ def _log(server: Server) -> str:
 def _escape(served, tmp_path, marker: str, bare: bool = False, then: float = 0.0, interval: str = "60s") -> dict:
     script = tmp_path / "escape.py"
     script.write_text(ESCAPE)
-    status, monitor = served.add("card", f"{sys.executable} {script} {marker} {'bare' if bare else 'env'} {then}",
-                                 interval)
+    status, monitor = served.add(
+        "card", f"{sys.executable} {script} {marker} {'bare' if bare else 'env'} {then}", interval
+    )
     assert status == 201, monitor
     wait_for(lambda: alive_with(marker), timeout=15)
     return monitor
 
 
 # -- a monitor that never stops talking ------------------------------------------------------------
+
 
 def test_yes_stays_within_bounds_and_the_api_answers(served):
     db = _db(served.root)
@@ -95,8 +97,12 @@ def test_yes_stays_within_bounds_and_the_api_answers(served):
             calls += 1
         time.sleep(0.2)
     assert slowest["status"] < 2.0 and slowest["monitors"] < 2.0, slowest  # generous: the loop never froze
-    runs = _query(served.root, "SELECT ended, timed_out, truncated, lines, bytes, exit_code, pid, tag, timeout "
-                               "FROM monitor_runs WHERE monitor = ? ORDER BY id", (monitor["id"],))
+    runs = _query(
+        served.root,
+        "SELECT ended, timed_out, truncated, lines, bytes, exit_code, pid, tag, timeout "
+        "FROM monitor_runs WHERE monitor = ? ORDER BY id",
+        (monitor["id"],),
+    )
     ended = [r for r in runs if r[0]]
     assert len(ended) >= 2, runs
     for _ended, timed_out, truncated, lines, size, exit_code, pid, tag, timeout in ended:
@@ -106,37 +112,51 @@ def test_yes_stays_within_bounds_and_the_api_answers(served):
     assert 0 < events <= 2 * 10_001 + 1_000, events  # 524,289 a run before the line cap
     marker = _query(served.root, "SELECT COUNT(*) FROM monitor_events WHERE line LIKE '[proctor: lines past%'")[0][0]
     assert marker >= 1
-    waiting = _query(served.root, "SELECT id, text, bytes, events FROM followups WHERE job = 'card' AND "
-                                  "delivered IS NULL ORDER BY id")
+    waiting = _query(
+        served.root,
+        "SELECT id, text, bytes, events FROM followups WHERE job = 'card' AND delivered IS NULL ORDER BY id",
+    )
     assert 1 <= len(waiting) <= 10, len(waiting)  # [monitors] max_waiting
     assert all(len(text.encode()) == size <= 32768 and n <= 100 for _id, text, size, n in waiting)
     assert "older undelivered events of this job dropped" in waiting[0][1].split("\n")[1]
     size_after = store_size(db)
     assert size_after - size_before < 16 << 20, (size_before, size_after)  # 122 MB a run before
-    print(f"yes: {len(ended)} runs, {events} events kept, {len(waiting)} follow-ups waiting, store "
-          f"+{(size_after - size_before) / 1e6:.1f} MB, slowest API answer {max(slowest.values()) * 1000:.0f} ms "
-          f"over {calls} calls")
+    print(
+        f"yes: {len(ended)} runs, {events} events kept, {len(waiting)} follow-ups waiting, store "
+        f"+{(size_after - size_before) / 1e6:.1f} MB, slowest API answer {max(slowest.values()) * 1000:.0f} ms "
+        f"over {calls} calls"
+    )
     served.call("DELETE", f"/api/v1/monitors/{monitor['id']}")
 
 
 # -- no survivor --------------------------------------------------------------------------------
+
 
 def test_nothing_survives_monitor_remove(served, tmp_path):
     marker = f"proctor-test-remove-{os.getpid()}"
     monitor = _escape(served, tmp_path, marker, then=50)
     cli(served.root, "monitor", "remove", str(monitor["id"]))
     wait_for(lambda: not alive_with(marker), timeout=15)
-    run = wait_for(lambda: (lambda r: r if r and r[0][0] else None)(_query(
-        served.root, "SELECT ended, error, stderr FROM monitor_runs WHERE monitor = ?", (monitor["id"],))), timeout=15)
+    run = wait_for(
+        lambda: (lambda r: r if r and r[0][0] else None)(
+            _query(served.root, "SELECT ended, error, stderr FROM monitor_runs WHERE monitor = ?", (monitor["id"],))
+        ),
+        timeout=15,
+    )
     assert "run ended early" in run[0][1] and "run ended early" in run[0][2]
 
 
 def test_nothing_survives_a_timed_out_run(served, tmp_path):
     marker = f"proctor-test-timeout-{os.getpid()}"
     monitor = _escape(served, tmp_path, marker, then=50, interval="10s")
-    run = wait_for(lambda: (lambda r: r if r and r[0][0] else None)(_query(
-        served.root, "SELECT ended, timed_out FROM monitor_runs WHERE monitor = ? ORDER BY id", (monitor["id"],))),
-        timeout=25)
+    run = wait_for(
+        lambda: (lambda r: r if r and r[0][0] else None)(
+            _query(
+                served.root, "SELECT ended, timed_out FROM monitor_runs WHERE monitor = ? ORDER BY id", (monitor["id"],)
+            )
+        ),
+        timeout=25,
+    )
     assert run[0][1] == 1
     wait_for(lambda: not alive_with(marker), timeout=5)
 
@@ -164,8 +184,10 @@ def test_nothing_survives_even_without_its_environment(served, tmp_path):
 def test_nothing_survives_a_killed_server_past_the_next_start(served, tmp_path):
     marker = f"proctor-test-sigkill-{os.getpid()}"
     monitor = _escape(served, tmp_path, marker, then=50)
-    run_pid = wait_for(lambda: _query(served.root, "SELECT pid FROM monitor_runs WHERE monitor = ?",
-                                      (monitor["id"],))[0][0], timeout=10)
+    run_pid = wait_for(
+        lambda: _query(served.root, "SELECT pid FROM monitor_runs WHERE monitor = ?", (monitor["id"],))[0][0],
+        timeout=10,
+    )
     os.kill(served.pid, signal.SIGKILL)
     wait_for(lambda: not _running(served.pid), timeout=10)
     wait_for(lambda: not _running(run_pid), timeout=10)  # the parent-death signal: the command went with it
@@ -173,8 +195,9 @@ def test_nothing_survives_a_killed_server_past_the_next_start(served, tmp_path):
     assert left, "the setsid'd orphan outlived the killed server (so the next start has work)"
     cli(served.root, "server", "start")  # runs the monitor again, which leaves an orphan of its own
     assert not [pid for pid in left if _running(pid)], "ended before the server was ready"
-    closed = _query(served.root, "SELECT ended, error FROM monitor_runs WHERE monitor = ? ORDER BY id",
-                    (monitor["id"],))[0]
+    closed = _query(
+        served.root, "SELECT ended, error FROM monitor_runs WHERE monitor = ? ORDER BY id", (monitor["id"],)
+    )[0]
     assert closed[0] and "left open by a server that ended without closing it" in closed[1]
     assert "was left open by an earlier server" in _log(served)
 
@@ -203,6 +226,7 @@ def test_orphans_are_reaped(served, tmp_path):
 
 # -- a store held by another process ------------------------------------------------------------
 
+
 # SQLite's engine itself: its write lock (BEGIN IMMEDIATE) held from another connection
 @pytest.mark.sqlite_store
 def test_a_locked_store_stalls_neither_the_api_nor_a_monitor_for_good(served):
@@ -230,18 +254,31 @@ def test_a_locked_store_stalls_neither_the_api_nor_a_monitor_for_good(served):
     log = _log(served)
     assert "locked" in log, "what failed meanwhile is in the server's log, not silent"
     if f"proctor: monitor {monitor['id']}:" in log:  # its own write met the lock (else another step did)
-        failed = wait_for(lambda: _query(served.root, "SELECT error FROM monitor_runs WHERE monitor = ? AND error IS "
-                                                      "NOT NULL", (monitor["id"],)), timeout=20)
+        failed = wait_for(
+            lambda: _query(
+                served.root, "SELECT error FROM monitor_runs WHERE monitor = ? AND error IS NOT NULL", (monitor["id"],)
+            ),
+            timeout=20,
+        )
         assert "store" in failed[0][0], "the failed run is recorded once the store takes it"
 
 
 # -- run records and the environment ------------------------------------------------------------
 
+
 def test_each_run_is_recorded(served):
     _, monitor = served.add("card", "echo one; echo two; echo 'went wrong' >&2; exit 3", "10s")
-    row = wait_for(lambda: (lambda r: r if r and r[0][1] else None)(_query(
-        served.root, "SELECT started, ended, exit_code, timed_out, truncated, lines, bytes, stderr, error, pid, tag, "
-                     "timeout FROM monitor_runs WHERE monitor = ?", (monitor["id"],))), timeout=15)[0]
+    row = wait_for(
+        lambda: (lambda r: r if r and r[0][1] else None)(
+            _query(
+                served.root,
+                "SELECT started, ended, exit_code, timed_out, truncated, lines, bytes, stderr, error, pid, tag, "
+                "timeout FROM monitor_runs WHERE monitor = ?",
+                (monitor["id"],),
+            )
+        ),
+        timeout=15,
+    )[0]
     assert row[2:9] == (3, 0, 0, 2, 8, "went wrong\n", None)
     assert isinstance(row[9], int) and len(row[10]) == 24 and row[11] == 10.0
 
@@ -256,17 +293,34 @@ def test_a_monitor_command_gets_a_clean_environment(tmp_path, monkeypatch):
     root = make_repo(tmp_path / "repo", "[targets.test]\ncommand = 'true'\n")
     monkeypatch.chdir(root)
     api.fork({"id": "card", "write_paths": ["src/a.py"], "check": "test", "state": "running"}, cwd=root)
-    leased = {**os.environ, "BAGGAGE": "proctor.lease=card", "PROCTOR_NONCE": "secret", "PROCTOR_LEASE": "card",
-              "PROCTOR_WORKER_TAG": "worker-tag"}
-    serve = "from proctor.server import daemon; from proctor.workspace import Workspace; daemon.serve(Workspace(), None)"
-    proc = subprocess.Popen([sys.executable, "-c", serve], cwd=root, env=leased,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    leased = {
+        **os.environ,
+        "BAGGAGE": "proctor.lease=card",
+        "PROCTOR_NONCE": "secret",
+        "PROCTOR_LEASE": "card",
+        "PROCTOR_WORKER_TAG": "worker-tag",
+    }
+    serve = (
+        "from proctor.server import daemon; from proctor.workspace import Workspace; daemon.serve(Workspace(), None)"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", serve],
+        cwd=root,
+        env=leased,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         wait_for(lambda: cli(root, "server", "status", check=False).returncode == 0, timeout=30)
         server = Server(root)
         _, monitor = server.add("card", "env | sort")
-        lines = wait_for(lambda: (lambda ev: ev if any(e["line"].startswith("PROCTOR_MONITOR_JOB=") for e in ev)
-                                  else None)(server.events("card")), timeout=20)
+        lines = wait_for(
+            lambda: (lambda ev: ev if any(e["line"].startswith("PROCTOR_MONITOR_JOB=") for e in ev) else None)(
+                server.events("card")
+            ),
+            timeout=20,
+        )
         names = {e["line"].split("=", 1)[0]: e["line"].split("=", 1)[1] for e in lines if "=" in e["line"]}
         for withheld in ("BAGGAGE", "PROCTOR_NONCE", "PROCTOR_LEASE", "PROCTOR_WORKER_TAG"):
             assert withheld not in names, withheld
@@ -282,10 +336,14 @@ def test_runs_left_open_are_closed_at_start_even_without_processes(served):
     cli(served.root, "server", "stop")
     conn = connect(_db(served.root))
     with conn:
-        conn.execute("INSERT INTO monitors (id, job, command, interval, description, cwd, created, created_by, deleted)"
-                     " VALUES (900, 'card', 'x', 60, 'x', '/', '2026-01-01T00:00:00.000Z', 't', 'gone')")
-        conn.execute("INSERT INTO monitor_runs (monitor, started, tag) VALUES (900, '2026-01-01T00:00:00.000Z', "
-                     "'00000000deadbeef00000000')")
+        conn.execute(
+            "INSERT INTO monitors (id, job, command, interval, description, cwd, created, created_by, deleted)"
+            " VALUES (900, 'card', 'x', 60, 'x', '/', '2026-01-01T00:00:00.000Z', 't', 'gone')"
+        )
+        conn.execute(
+            "INSERT INTO monitor_runs (monitor, started, tag) VALUES (900, '2026-01-01T00:00:00.000Z', "
+            "'00000000deadbeef00000000')"
+        )
         conn.execute("INSERT INTO monitor_runs (monitor, started, pid) VALUES (900, '2000-01-01T00:00:00.000Z', 1)")
     conn.close()
     cli(served.root, "server", "start")

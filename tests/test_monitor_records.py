@@ -25,8 +25,12 @@ def _db(served):  # noqa: F811
 def _trail(served, kind):  # noqa: F811
     db = _db(served)
     try:
-        return [(actor, job, json.loads(data)) for actor, job, data in
-                db.execute("SELECT actor, job, data FROM events WHERE kind = ? ORDER BY id", (kind,))]
+        return [
+            (actor, job, json.loads(data))
+            for actor, job, data in db.execute(
+                "SELECT actor, job, data FROM events WHERE kind = ? ORDER BY id", (kind,)
+            )
+        ]
     finally:
         db.close()
 
@@ -36,6 +40,7 @@ def _third(served):  # noqa: F811
 
 
 # -- runs ---------------------------------------------------------------------------------------------
+
 
 def test_runs_are_listed_with_their_outcome_and_stderr(served):  # noqa: F811
     _third(served)
@@ -57,27 +62,63 @@ def test_runs_are_listed_with_their_outcome_and_stderr(served):  # noqa: F811
     both = json.loads(cli(served.root, "monitor", "runs", "-o", "json").stdout)["runs"]
     assert {r["job"] for r in both} == {"card", "third"}
 
-    scoped = json.loads(cli(served.root, "monitor", "runs", "--job", "third", "-o", "json",
-                            env={"PROCTOR_NONCE": served.card_nonce}).stdout)["runs"]
+    scoped = json.loads(
+        cli(
+            served.root, "monitor", "runs", "--job", "third", "-o", "json", env={"PROCTOR_NONCE": served.card_nonce}
+        ).stdout
+    )["runs"]
     assert {r["job"] for r in scoped} == {"card"}, "a job's secret reads its own job's runs, whatever --job says"
     assert served.call("GET", f"/api/v1/runs?monitor={theirs['id']}", token=None)[0] == 401
 
 
 # -- follow-ups ---------------------------------------------------------------------------------------
 
+
 def _followups(served):  # noqa: F811
     """Three follow-ups written into the store: card's pending one, card's delivered one, and
     third's."""
     db = _db(served)
     try:
-        rows = [("card", "2026-01-01T00:00:00.000Z", "Follow-up 1 from the monitors of job card: ci red", 1,
-                 None, None, 0, None, None),
-                ("card", "2026-01-01T00:01:00.000Z", "Follow-up 2 from the monitors of job card: ci green", 2,
-                 "2026-01-01T00:02:00.000Z", "stop-hook", 51, "2026-01-01T00:01:30.000Z", "claude:s1"),
-                ("third", "2026-01-01T00:03:00.000Z", "Follow-up 3 from the monitors of job third: secret", 1,
-                 None, None, 0, None, None)]
-        db.executemany("INSERT INTO followups (job, created, text, events, delivered, via, bytes, printed, printed_to) "
-                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        rows = [
+            (
+                "card",
+                "2026-01-01T00:00:00.000Z",
+                "Follow-up 1 from the monitors of job card: ci red",
+                1,
+                None,
+                None,
+                0,
+                None,
+                None,
+            ),
+            (
+                "card",
+                "2026-01-01T00:01:00.000Z",
+                "Follow-up 2 from the monitors of job card: ci green",
+                2,
+                "2026-01-01T00:02:00.000Z",
+                "stop-hook",
+                51,
+                "2026-01-01T00:01:30.000Z",
+                "claude:s1",
+            ),
+            (
+                "third",
+                "2026-01-01T00:03:00.000Z",
+                "Follow-up 3 from the monitors of job third: secret",
+                1,
+                None,
+                None,
+                0,
+                None,
+                None,
+            ),
+        ]
+        db.executemany(
+            "INSERT INTO followups (job, created, text, events, delivered, via, bytes, printed, printed_to) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
         return [r[0] for r in db.execute("SELECT id FROM followups ORDER BY id")]
     finally:
         db.close()
@@ -90,8 +131,14 @@ def test_followups_are_listed_and_read(served):  # noqa: F811
     assert [f["id"] for f in listed] == [first, second, third]
     assert listed[0]["state"] == "pending" and listed[0]["delivered"] is None
     assert listed[0]["bytes"] == len("Follow-up 1 from the monitors of job card: ci red"), "its size, when unrecorded"
-    expected = {"state": "delivered", "via": "stop-hook", "bytes": 51, "printed_to": "claude:s1",
-                "printed": "2026-01-01T00:01:30.000Z", "events": 2}
+    expected = {
+        "state": "delivered",
+        "via": "stop-hook",
+        "bytes": 51,
+        "printed_to": "claude:s1",
+        "printed": "2026-01-01T00:01:30.000Z",
+        "events": 2,
+    }
     assert {k: listed[1][k] for k in expected} == expected
     assert "text" not in listed[0], "the list leaves the texts out"
     text = cli(served.root, "monitor", "followups", "--job", "card").stdout
@@ -110,9 +157,23 @@ def test_followups_are_listed_and_read(served):  # noqa: F811
 
 # -- the acknowledgement, the trail, the description ---------------------------------------------------
 
+
 def test_the_acknowledgement_is_recorded_and_listed(served):  # noqa: F811
-    made = json.loads(cli(served.root, "monitor", "add", "--cmd", "true", "--interval", "1h", "--allow-unsandboxed",
-                          "-o", "json", env={"PROCTOR_NONCE": served.card_nonce}).stdout)
+    made = json.loads(
+        cli(
+            served.root,
+            "monitor",
+            "add",
+            "--cmd",
+            "true",
+            "--interval",
+            "1h",
+            "--allow-unsandboxed",
+            "-o",
+            "json",
+            env={"PROCTOR_NONCE": served.card_nonce},
+        ).stdout
+    )
     assert made["acknowledged"].endswith(" by job:card") and made["acknowledged"].startswith(made["created"])
     by_person = served.add("card", "true", "1h")[1]
     assert by_person["acknowledged"].endswith(" by token")
@@ -124,19 +185,40 @@ def test_the_acknowledgement_is_recorded_and_listed(served):  # noqa: F811
 
 def test_additions_and_removals_go_on_the_trail(served):  # noqa: F811
     api.fork({"id": "gone", "write_paths": ["x1"], "check": "test", "state": "running"}, cwd=served.root)
-    made = json.loads(cli(served.root, "monitor", "add", "--cmd", "echo hi", "--interval", "1h", "--allow-unsandboxed",
-                          "--description", "CI state", "-o", "json", env={"PROCTOR_NONCE": served.card_nonce}).stdout)
+    made = json.loads(
+        cli(
+            served.root,
+            "monitor",
+            "add",
+            "--cmd",
+            "echo hi",
+            "--interval",
+            "1h",
+            "--allow-unsandboxed",
+            "--description",
+            "CI state",
+            "-o",
+            "json",
+            env={"PROCTOR_NONCE": served.card_nonce},
+        ).stdout
+    )
     _, doomed = served.add("gone", "true", "1h")
     added = _trail(served, "monitor_added")
-    assert [(a, j, d["monitor"]) for a, j, d in added] == [("job:card", "card", made["id"]),
-                                                           ("token", "gone", doomed["id"])]
+    assert [(a, j, d["monitor"]) for a, j, d in added] == [
+        ("job:card", "card", made["id"]),
+        ("token", "gone", doomed["id"]),
+    ]
     assert added[0][2]["description"] == "CI state" and added[0][2]["command"] == "echo hi"
     assert added[0][2]["where"] == "the repository" and added[0][2]["acknowledged"] == made["acknowledged"]
     cli(served.root, "monitor", "remove", str(made["id"]), env={"PROCTOR_NONCE": served.card_nonce})
     api.exit_job("gone", cwd=served.root)  # Done: a passive column, so the server deletes its monitor
     removed = wait_for(lambda: (lambda r: r if len(r) == 2 else None)(_trail(served, "monitor_removed")), timeout=15)
-    assert (removed[0][0], removed[0][1], removed[0][2]["monitor"], removed[0][2]["why"]) == \
-        ("job:card", "card", made["id"], "removed")
+    assert (removed[0][0], removed[0][1], removed[0][2]["monitor"], removed[0][2]["why"]) == (
+        "job:card",
+        "card",
+        made["id"],
+        "removed",
+    )
     assert (removed[1][0], removed[1][1], removed[1][2]["monitor"]) == ("server", "gone", doomed["id"])
     assert "passive" in removed[1][2]["why"]
 
@@ -152,6 +234,7 @@ def test_a_description_is_one_line_and_capped(served):  # noqa: F811
 
 # -- where a monitor may run --------------------------------------------------------------------------
 
+
 def test_a_directory_inside_the_repository_or_the_checkout_is_accepted(served, tmp_path):  # noqa: F811
     sub = os.path.join(served.root, "src", "deep")
     os.makedirs(sub)
@@ -162,8 +245,21 @@ def test_a_directory_inside_the_repository_or_the_checkout_is_accepted(served, t
     status, made = served.add("card", "true", "1h", cwd=in_checkout)
     assert status == 201 and made["cwd"] == os.path.realpath(in_checkout)
     assert _trail(served, "monitor_added")[-1][2]["where"] == "card's checkout"
-    via_cli = json.loads(cli(in_checkout, "monitor", "add", "--cmd", "true", "--interval", "1h", "--allow-unsandboxed",
-                             "-o", "json", env={"PROCTOR_NONCE": served.card_nonce}).stdout)
+    via_cli = json.loads(
+        cli(
+            in_checkout,
+            "monitor",
+            "add",
+            "--cmd",
+            "true",
+            "--interval",
+            "1h",
+            "--allow-unsandboxed",
+            "-o",
+            "json",
+            env={"PROCTOR_NONCE": served.card_nonce},
+        ).stdout
+    )
     assert via_cli["cwd"] == os.path.realpath(in_checkout), "the CLI sends the directory it runs in"
 
 

@@ -58,14 +58,20 @@ def sql(root, query, params=()):
 
 
 def add_monitor(root, job="feat") -> int:
-    return sql(root, "INSERT INTO monitors (job, command, interval, description, cwd, created, created_by) "
-                     "VALUES (?, 'echo', 60, 'ci watcher', ?, '2026-01-01T00:00:00Z', 'test') RETURNING id",
-               (job, root))[0][0]
+    return sql(
+        root,
+        "INSERT INTO monitors (job, command, interval, description, cwd, created, created_by) "
+        "VALUES (?, 'echo', 60, 'ci watcher', ?, '2026-01-01T00:00:00Z', 'test') RETURNING id",
+        (job, root),
+    )[0][0]
 
 
 def add_followup(root, line="CI-RED", job="feat") -> int:
-    fid = sql(root, "INSERT INTO followups (job, created, text, events) VALUES (?, '2026-01-01T00:00:00Z', '', 1) "
-                    "RETURNING id", (job,))[0][0]
+    fid = sql(
+        root,
+        "INSERT INTO followups (job, created, text, events) VALUES (?, '2026-01-01T00:00:00Z', '', 1) RETURNING id",
+        (job,),
+    )[0][0]
     text = f"{wake.header(fid, job)} (1 event):\n[t] ci watcher (monitor 1): {line}"
     sql(root, "UPDATE followups SET text = ? WHERE id = ?", (text, fid))
     return fid
@@ -76,8 +82,11 @@ def followup(root, fid):
 
 
 def session_row(root, session="s1"):
-    rows = sql(root, "SELECT activity, stop_blocks FROM sessions WHERE host = 'claude' AND session = ? AND "
-                     "subagent = ''", (session,))
+    rows = sql(
+        root,
+        "SELECT activity, stop_blocks FROM sessions WHERE host = 'claude' AND session = ? AND subagent = ''",
+        (session,),
+    )
     return rows[0] if rows else None
 
 
@@ -90,18 +99,35 @@ def hook(payload, env=None):
 
 
 def stop(root, active=False, tasks=(), transcript="/tmp/none.jsonl", session="s1", **extra):
-    return hook({"session_id": session, "transcript_path": transcript, "cwd": root, "hook_event_name": "Stop",
-                 "stop_hook_active": active, "last_assistant_message": "done", "background_tasks": list(tasks),
-                 **extra}, LEASED)
+    return hook(
+        {
+            "session_id": session,
+            "transcript_path": transcript,
+            "cwd": root,
+            "hook_event_name": "Stop",
+            "stop_hook_active": active,
+            "last_assistant_message": "done",
+            "background_tasks": list(tasks),
+            **extra,
+        },
+        LEASED,
+    )
 
 
 def event(root, name, session="s1", **fields):
-    return hook({"session_id": session, "transcript_path": "/tmp/none.jsonl", "cwd": root,
-                 "hook_event_name": name, **fields}, LEASED)
+    return hook(
+        {"session_id": session, "transcript_path": "/tmp/none.jsonl", "cwd": root, "hook_event_name": name, **fields},
+        LEASED,
+    )
 
 
-WAITER = {"id": "b1", "type": "shell", "status": "running", "description": "Wait",
-          "command": "proctor monitor wait --job feat --host claude --session s1"}
+WAITER = {
+    "id": "b1",
+    "type": "shell",
+    "status": "running",
+    "description": "Wait",
+    "command": "proctor monitor wait --job feat --host claude --session s1",
+}
 
 
 def test_a_session_with_live_monitors_and_no_wait_is_asked_once_to_start_one(ws):
@@ -124,10 +150,12 @@ def test_a_session_with_live_monitors_and_no_wait_is_asked_once_to_start_one(ws)
     event(ws, "UserPromptSubmit", prompt="again")
     assert stop(ws, tasks=[dict(WAITER, status="completed")])["decision"] == "block"
     # a wait held for another session, or one that only mentions the wait, is not this session's
-    for command in ("proctor monitor wait --job feat --host claude --session s2",
-                    "proctor monitor wait --job feat-2 --host claude --session s1",
-                    "sleep 99999 # proctor monitor wait --job feat --host claude --session s1",
-                    "proctor monitor wait --job feat --host claude --session s1; sleep 9999"):
+    for command in (
+        "proctor monitor wait --job feat --host claude --session s2",
+        "proctor monitor wait --job feat-2 --host claude --session s1",
+        "sleep 99999 # proctor monitor wait --job feat --host claude --session s1",
+        "proctor monitor wait --job feat --host claude --session s1; sleep 9999",
+    ):
         event(ws, "UserPromptSubmit", prompt="again")
         assert stop(ws, tasks=[dict(WAITER, command=command)])["decision"] == "block", command
 
@@ -208,9 +236,20 @@ def test_a_printed_followup_counts_as_delivered_only_once_the_model_was_given_it
     wake_mark = wake.header(fid, "feat")
     sql(ws, "UPDATE followups SET printed = 'now', printed_to = 'claude:s1' WHERE id = ?", (fid,))
     # the model only quoted the header in its own tool call: not given the output
-    quoted = _transcript(tmp_path / "quoted.jsonl", [
-        {"type": "assistant", "message": {"role": "assistant", "content": [
-            {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": f"echo '{wake_mark}'"}}]}}])
+    quoted = _transcript(
+        tmp_path / "quoted.jsonl",
+        [
+            {
+                "type": "assistant",
+                "message": {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": f"echo '{wake_mark}'"}}
+                    ],
+                },
+            }
+        ],
+    )
     answer = stop(ws, transcript=quoted, tasks=[WAITER])
     assert answer["decision"] == "block" and "CI-RED" in answer["reason"]
     assert followup(ws, fid)[1] == "stop-hook:claude:s1"
@@ -218,9 +257,24 @@ def test_a_printed_followup_counts_as_delivered_only_once_the_model_was_given_it
     fid2 = add_followup(ws, "CI-AGAIN")
     text = sql(ws, "SELECT text FROM followups WHERE id = ?", (fid2,))[0][0]
     sql(ws, "UPDATE followups SET printed = 'now', printed_to = 'claude:s1' WHERE id = ?", (fid2,))
-    read = _transcript(tmp_path / "read.jsonl", [
-        {"type": "user", "message": {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": "t2", "content": "     1\t" + text.replace("\n", "\n     2\t")}]}}])
+    read = _transcript(
+        tmp_path / "read.jsonl",
+        [
+            {
+                "type": "user",
+                "message": {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": "t2",
+                            "content": "     1\t" + text.replace("\n", "\n     2\t"),
+                        }
+                    ],
+                },
+            }
+        ],
+    )
     assert stop(ws, transcript=read, tasks=[WAITER]) == {}
     delivered, via, printed, printed_to = followup(ws, fid2)
     assert delivered and via == "monitor-wait:claude:s1" and printed_to == "claude:s1"
@@ -229,9 +283,19 @@ def test_a_printed_followup_counts_as_delivered_only_once_the_model_was_given_it
 def test_a_subagents_stop_hands_nothing_over(ws):
     add_monitor(ws)
     fid = add_followup(ws)
-    answer = hook({"session_id": "s1", "transcript_path": "/tmp/none.jsonl", "cwd": ws,
-                   "hook_event_name": "SubagentStop", "stop_hook_active": False, "agent_id": "a1",
-                   "agent_type": "Explore", "background_tasks": []}, LEASED)
+    answer = hook(
+        {
+            "session_id": "s1",
+            "transcript_path": "/tmp/none.jsonl",
+            "cwd": ws,
+            "hook_event_name": "SubagentStop",
+            "stop_hook_active": False,
+            "agent_id": "a1",
+            "agent_type": "Explore",
+            "background_tasks": [],
+        },
+        LEASED,
+    )
     assert "Follow-up" not in json.dumps(answer)
     assert followup(ws, fid)[0] is None
 
@@ -241,11 +305,9 @@ def test_activity_follows_the_hook_events(ws):
     assert session_row(ws)[0] == "working"
     event(ws, "PreToolUse", tool_name="ExitPlanMode", tool_input={"plan": "x"}, tool_use_id="t1")
     assert session_row(ws)[0] == "plan"
-    event(ws, "PostToolUse", tool_name="ExitPlanMode", tool_input={"plan": "x"}, tool_use_id="t1",
-          tool_response={})
+    event(ws, "PostToolUse", tool_name="ExitPlanMode", tool_input={"plan": "x"}, tool_use_id="t1", tool_response={})
     assert session_row(ws)[0] == "working"
-    event(ws, "Notification", message="Claude needs your permission to use Bash",
-          notification_type="permission_prompt")
+    event(ws, "Notification", message="Claude needs your permission to use Bash", notification_type="permission_prompt")
     assert session_row(ws)[0] == "person"
     event(ws, "PreToolUse", tool_name="AskUserQuestion", tool_input={"questions": []}, tool_use_id="t2")
     assert session_row(ws)[0] == "person"
@@ -273,8 +335,14 @@ def test_notification_and_prompt_are_wired():
 def wait_cli(root, *args, env=None, timeout=30):
     environ = {k: v for k, v in os.environ.items() if k not in ("BAGGAGE", "PROCTOR_NONCE")}
     environ.update(env or {})
-    return subprocess.Popen([sys.executable, "-m", "proctor", "monitor", "wait", *args], cwd=root, env=environ,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "proctor", "monitor", "wait", *args],
+        cwd=root,
+        env=environ,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def test_wait_holds_until_the_session_is_idle_then_prints_once(ws):
@@ -348,8 +416,19 @@ def test_a_host_that_never_says_stop_hook_active_is_bounded_too_and_never_asked_
         add_followup(ws, f"tick {turn}")
         environ = {k: v for k, v in os.environ.items() if k not in ("BAGGAGE", "PROCTOR_NONCE")}
         environ.update(LEASED)
-        out, _ = hook_run(["gemini"], json.dumps({"session_id": "g1", "cwd": ws, "hook_event_name": "AfterAgent",
-                                                  "prompt": "go", "prompt_response": "done"}).encode(), environ)
+        out, _ = hook_run(
+            ["gemini"],
+            json.dumps(
+                {
+                    "session_id": "g1",
+                    "cwd": ws,
+                    "hook_event_name": "AfterAgent",
+                    "prompt": "go",
+                    "prompt_response": "done",
+                }
+            ).encode(),
+            environ,
+        )
         answer = json.loads(out)
         if answer.get("decision") != "deny":
             break
@@ -358,8 +437,9 @@ def test_a_host_that_never_says_stop_hook_active_is_bounded_too_and_never_asked_
     assert refused == wake.MAX_STOP_BLOCKS
     # with nothing ready and live monitors, a Gemini session is let stop without an ask
     sql(ws, "UPDATE followups SET delivered = 'x'")
-    out, _ = hook_run(["gemini"], json.dumps({"session_id": "g1", "cwd": ws, "hook_event_name": "AfterAgent"}).encode(),
-                      environ)
+    out, _ = hook_run(
+        ["gemini"], json.dumps({"session_id": "g1", "cwd": ws, "hook_event_name": "AfterAgent"}).encode(), environ
+    )
     assert json.loads(out).get("decision") != "deny"
 
 
@@ -369,8 +449,12 @@ def test_doctor_names_the_events_an_older_wiring_lacks(tmp_path):
     root, home = tmp_path / "r", tmp_path / "h"
     (root / ".claude").mkdir(parents=True)
     home.mkdir()
-    older = {"hooks": {e: [{"matcher": "*", "hooks": [{"type": "command", "command": "proctor hook claude"}]}]
-                       for e in ("PreToolUse", "PostToolUse", "Stop", "SubagentStop")}}
+    older = {
+        "hooks": {
+            e: [{"matcher": "*", "hooks": [{"type": "command", "command": "proctor hook claude"}]}]
+            for e in ("PreToolUse", "PostToolUse", "Stop", "SubagentStop")
+        }
+    }
     (root / ".claude" / "settings.json").write_text(json.dumps(older))
     ok, what = claude.wired(str(root), str(home))
     assert not ok and "not for UserPromptSubmit, Notification" in what
@@ -387,8 +471,14 @@ def test_a_proctor_work_worker_is_never_asked_to_start_the_wait(ws, marker):
     add_monitor(ws)
     environ = {k: v for k, v in os.environ.items() if k not in ("BAGGAGE", "PROCTOR_NONCE")}
     environ.update(LEASED, **marker)
-    payload = {"session_id": "w1", "transcript_path": "/tmp/none.jsonl", "cwd": ws, "hook_event_name": "Stop",
-               "stop_hook_active": False, "background_tasks": []}
+    payload = {
+        "session_id": "w1",
+        "transcript_path": "/tmp/none.jsonl",
+        "cwd": ws,
+        "hook_event_name": "Stop",
+        "stop_hook_active": False,
+        "background_tasks": [],
+    }
     out, _ = hook_run(["claude"], json.dumps(payload).encode(), environ)
     assert json.loads(out) == {}
     fid = add_followup(ws, "CI-RED for the worker")
@@ -407,9 +497,21 @@ def test_a_workers_pinned_hook_lets_its_monitor_commands_through_but_not_a_strip
     environ.update(PROCTOR_WORKER_HOOK="1")
 
     def pre(command):
-        out, _ = hook_run(["claude", "--lease", "feat"], json.dumps({
-            "session_id": "w1", "transcript_path": "/tmp/none.jsonl", "cwd": ws, "hook_event_name": "PreToolUse",
-            "tool_name": "Bash", "tool_input": {"command": command}, "tool_use_id": "t1"}).encode(), environ)
+        out, _ = hook_run(
+            ["claude", "--lease", "feat"],
+            json.dumps(
+                {
+                    "session_id": "w1",
+                    "transcript_path": "/tmp/none.jsonl",
+                    "cwd": ws,
+                    "hook_event_name": "PreToolUse",
+                    "tool_name": "Bash",
+                    "tool_input": {"command": command},
+                    "tool_use_id": "t1",
+                }
+            ).encode(),
+            environ,
+        )
         return json.loads(out).get("hookSpecificOutput", {}).get("permissionDecision")
 
     assert pre("proctor monitor add --cmd 'echo hi' --interval 10s --allow-unsandboxed") != "deny"

@@ -20,8 +20,17 @@ def cluster():
 
 @pytest.fixture(autouse=True)
 def no_pg_env(monkeypatch, tmp_path):
-    for key in ("PGHOST", "PGPORT", "PGUSER", "PGDATABASE", "PGPASSWORD", "PGPASSFILE", "PGSSLMODE",
-                "PGCONNECT_TIMEOUT", "PGAPPNAME"):
+    for key in (
+        "PGHOST",
+        "PGPORT",
+        "PGUSER",
+        "PGDATABASE",
+        "PGPASSWORD",
+        "PGPASSFILE",
+        "PGSSLMODE",
+        "PGCONNECT_TIMEOUT",
+        "PGAPPNAME",
+    ):
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
 
@@ -33,6 +42,7 @@ def conn(cluster):
 
 
 # -- authentication ----------------------------------------------------------------------------
+
 
 def test_trust_over_the_unix_socket(cluster):
     with pgwire.connect(cluster.url(tcp=False)) as conn:
@@ -114,9 +124,7 @@ def test_unicode_password_over_scram(cluster):
 
 def test_passfile_honoured_only_when_private(cluster, tmp_path, monkeypatch):
     passfile = tmp_path / "pgpass"
-    passfile.write_text("# comment\n"
-                        f"otherhost:*:*:*:nope\n"
-                        f"127.0.0.1:{cluster.port}:*:{USER}:{PASSWORD}\n")
+    passfile.write_text(f"# comment\notherhost:*:*:*:nope\n127.0.0.1:{cluster.port}:*:{USER}:{PASSWORD}\n")
     monkeypatch.setenv("PGPASSFILE", str(passfile))
     passfile.chmod(0o600)
     with pgwire.connect(cluster.url(password=None)) as conn:
@@ -136,9 +144,7 @@ def test_passfile_honoured_only_when_private(cluster, tmp_path, monkeypatch):
 
 def test_passfile_matching(tmp_path):
     path = tmp_path / "pgpass"
-    path.write_text("db\\:host:5432:*:u:first\n"
-                    "*:5433:app:*:pa\\:ss\\\\word:with:colons\n"
-                    "localhost:5432:*:u:socket\n")
+    path.write_text("db\\:host:5432:*:u:first\n*:5433:app:*:pa\\:ss\\\\word:with:colons\nlocalhost:5432:*:u:socket\n")
     path.chmod(0o600)
     match = pgwire._passfile_password
     assert match(str(path), "db:host", "5432", "x", "u") == "first"
@@ -178,8 +184,14 @@ def test_read_timeout_closes_the_connection(cluster):
 def test_url_parsing():
     parse = pgwire._parse_url
     assert parse("postgresql://us%40er:p%3Aw@db.example:6543/my%20db?sslmode=require&application_name=x") == {
-        "user": "us@er", "password": "p:w", "host": "db.example", "port": "6543", "dbname": "my db",
-        "sslmode": "require", "application_name": "x"}
+        "user": "us@er",
+        "password": "p:w",
+        "host": "db.example",
+        "port": "6543",
+        "dbname": "my db",
+        "sslmode": "require",
+        "application_name": "x",
+    }
     assert parse("postgres://%2Fvar%2Frun%2Fpostgresql/db") == {"host": "/var/run/postgresql", "dbname": "db"}
     assert parse("postgresql://[::1]:5433/db") == {"host": "::1", "port": "5433", "dbname": "db"}
     assert parse("postgresql:///db?host=/tmp/sock") == {"dbname": "db", "host": "/tmp/sock"}
@@ -189,16 +201,35 @@ def test_url_parsing():
 
 # -- queries -----------------------------------------------------------------------------------
 
+
 def test_types_round_trip(conn):
     every_byte = bytes(range(256))
-    row = conn.execute("SELECT ?, ?, ?, ?, ?, ?, ?, ?", (
-        7, 2**62 + 5, -1.25, True, "héllo ✓ 🎉 'quoted' \\ back", every_byte, None, "")).fetchone()
+    row = conn.execute(
+        "SELECT ?, ?, ?, ?, ?, ?, ?, ?",
+        (7, 2**62 + 5, -1.25, True, "héllo ✓ 🎉 'quoted' \\ back", every_byte, None, ""),
+    ).fetchone()
     assert row == (7, 2**62 + 5, -1.25, 1, "héllo ✓ 🎉 'quoted' \\ back", every_byte, None, "")
-    row = conn.execute("SELECT 12.50::numeric, 12.00::numeric, -3::numeric, 'NaN'::numeric, true, false, "
-                       "3::int2, 4::int4, 'x'::name, 'y'::varchar, '{\"a\": 1}'::jsonb, 1.5::float4, "
-                       "'t'::char, 99::oid").fetchone()
-    assert row == (12.5, 12, -3, pytest.approx(float("nan"), nan_ok=True), True, False, 3, 4, "x", "y",
-                   '{"a": 1}', 1.5, "t", 99)
+    row = conn.execute(
+        "SELECT 12.50::numeric, 12.00::numeric, -3::numeric, 'NaN'::numeric, true, false, "
+        "3::int2, 4::int4, 'x'::name, 'y'::varchar, '{\"a\": 1}'::jsonb, 1.5::float4, "
+        "'t'::char, 99::oid"
+    ).fetchone()
+    assert row == (
+        12.5,
+        12,
+        -3,
+        pytest.approx(float("nan"), nan_ok=True),
+        True,
+        False,
+        3,
+        4,
+        "x",
+        "y",
+        '{"a": 1}',
+        1.5,
+        "t",
+        99,
+    )
     assert [type(v) for v in row[:3]] == [float, int, int]
     assert conn.execute("SELECT ?::numeric", (10**30,)).fetchone() == (10**30,)
     assert conn.execute("SELECT ?", (float("inf"),)).fetchone() == (float("inf"),)
@@ -215,8 +246,10 @@ def test_types_through_a_table(conn):
 
 
 def test_translate_leaves_quoted_question_marks():
-    sql = ("SELECT '?', 'it''s ?', \"col?\", E'\\'?', $$ ? $$, $tag$ ? $tag$, ? -- ? here\n"
-           "/* ? /* nested ? */ ? */ FROM x WHERE a = ? AND b = $1")
+    sql = (
+        "SELECT '?', 'it''s ?', \"col?\", E'\\'?', $$ ? $$, $tag$ ? $tag$, ? -- ? here\n"
+        "/* ? /* nested ? */ ? */ FROM x WHERE a = ? AND b = $1"
+    )
     assert translate(sql) == sql.replace(", ? --", ", $1 --").replace("a = ?", "a = $2")
     assert translate("SELECT 1") == "SELECT 1"
     assert translate(sql) is translate(sql)  # cached
@@ -295,8 +328,9 @@ def test_empty_statement_and_close(cluster):
 
 def test_import_is_light():
     """The guard's hook may import pgwire: no socket/ssl/hashlib/psycopg at import time."""
-    code = ("import sys, proctor.store; before = set(sys.modules); import proctor.store.pgwire; "
-            "print(' '.join(sorted(set(sys.modules) - before)))")
-    added = set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                               check=True).stdout.split())
+    code = (
+        "import sys, proctor.store; before = set(sys.modules); import proctor.store.pgwire; "
+        "print(' '.join(sorted(set(sys.modules) - before)))"
+    )
+    added = set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split())
     assert not added & {"socket", "ssl", "hashlib", "hmac", "psycopg", "typing", "dataclasses", "urllib.parse"}

@@ -74,6 +74,7 @@ def test_undecidable_checkout_stays_live(repo, proctor, tmp_path, monkeypatch):
         return real_stat(path, *args, **kwargs)
 
     from proctor.store import unheld
+
     with monkeypatch.context() as patched:
         patched.setattr(unheld.os, "stat", unreadable_mount)
         assert proctor("ls", "jobs").err == ""
@@ -124,6 +125,7 @@ def test_ending_moves_updated_and_is_on_the_trail(repo, proctor):
     from proctor import trail
     from proctor.paths import find_checkout, repo_state_dir
     from proctor.store import Store
+
     store = Store(repo_state_dir(find_checkout(repo)))
     with store.read() as conn:
         ended = trail.events(conn, job="r/a", kind="job_ended")
@@ -153,5 +155,8 @@ def test_ending_reaches_a_fixed_point_in_one_read(tmp_path, proctor, monkeypatch
     shutil.rmtree(wt)
     listed = proctor("ls", "jobs", "-o", "json")
     assert {r["id"]: r["state"] for r in listed.json()["jobs"]} == {
-        "root": "no_return", "root/a": "no_return", "root/a/b": "no_return"}
+        "root": "no_return",
+        "root/a": "no_return",
+        "root/a/b": "no_return",
+    }
     assert listed.err.count("ended ") == 3

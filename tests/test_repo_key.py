@@ -77,8 +77,7 @@ def test_recreated_repository_gets_its_own_store(tmp_path, proctor_process):
     assert proctor_process("job", "fork", "a", "--write-paths", "src/a.py", "--check", "test", cwd=str(repo)).code == 0
     assert proctor_process("job", "exec", "a", cwd=str(repo)).code == 0
     # The old repository's binding refuses another job in its checkout, as it should.
-    assert proctor_process("job", "fork", "b", "--write-paths", "src/b.py", "--check", "test",
-                           cwd=str(repo)).code == 1
+    assert proctor_process("job", "fork", "b", "--write-paths", "src/b.py", "--check", "test", cwd=str(repo)).code == 1
 
     _recreate(repo, "a new repository")
     new_root = _root_commit(repo)
@@ -156,9 +155,14 @@ def test_garbage_and_truncated_indexes_fall_back_to_git(tmp_path):
     idx = real_idx.read_bytes()
     _recreate(repo, "after the garbage")
     pack_dir = repo / ".git" / "objects" / "pack"
-    bad = {"truncated": idx[:1040], "header-only": idx[:8], "empty": b"",
-           "garbage": bytes(range(256)) * 9, "v3": b"\377tOc\0\0\0\x03" + idx[8:],
-           "huge-fanout": b"\xff" * 2048}
+    bad = {
+        "truncated": idx[:1040],
+        "header-only": idx[:8],
+        "empty": b"",
+        "garbage": bytes(range(256)) * 9,
+        "v3": b"\377tOc\0\0\0\x03" + idx[8:],
+        "huge-fanout": b"\xff" * 2048,
+    }
     for name, data in bad.items():
         (pack_dir / f"pack-{name}.idx").write_bytes(data)
         assert not paths._index_has(str(pack_dir / f"pack-{name}.idx"), bytes.fromhex(old_root))

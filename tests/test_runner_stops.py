@@ -20,8 +20,9 @@ from proctor.workers import runner
 from proctor.workers.executors import claude, command
 
 HOSTS = os.path.join(SHARED_FIXTURES, "hosts", "claude-2.1.332")
-needs_hosts = pytest.mark.skipif(not os.path.isdir(HOSTS) and os.environ.get("CI") != "true",
-                                 reason="the shared fixtures are absent")
+needs_hosts = pytest.mark.skipif(
+    not os.path.isdir(HOSTS) and os.environ.get("CI") != "true", reason="the shared fixtures are absent"
+)
 HAS_CGROUP = runner.containment().startswith("cgroup v2")
 # a machine with no writable cgroup v2 skips these, saying what holds instead; CI's has one, and
 # there they run (and fail, if it is missing)
@@ -41,7 +42,8 @@ with open(path + ".tmp", "w") as handle:
 os.rename(path + ".tmp", path)
 time.sleep(300)
 """
-FORKER = r"""
+FORKER = (
+    r"""
 import json, os, sys, time
 marker, out = sys.argv[1], sys.argv[2]
 SLEEPER = %r
@@ -68,7 +70,9 @@ print(json.dumps({"type": "assistant", "message": {"content": [{"type": "text", 
                   "parent_tool_use_id": None, "session_id": "s-1"}), flush=True)
 open(os.path.join(out, "ready"), "w").close()
 time.sleep(300)
-""" % SLEEPER
+"""
+    % SLEEPER
+)
 
 # run_attempt inside a process of its own, as `proctor work` runs it: SIGTERM and SIGHUP raise
 # runner.Interrupted, SIGINT KeyboardInterrupt; on_spawn's information and the attempt are printed.
@@ -152,8 +156,15 @@ def test_idle_stop_leaves_no_descendant(tmp_path, adopt):
     marker = _marker("idle")
     seen: dict = {}
     try:
-        attempt = runner.run_attempt(_forker(tmp_path, marker), claude.Parser(), runner.Limits(idle=2, grace=60),
-                                     str(tmp_path), dict(os.environ), adopt_orphans=adopt, on_spawn=seen.update)
+        attempt = runner.run_attempt(
+            _forker(tmp_path, marker),
+            claude.Parser(),
+            runner.Limits(idle=2, grace=60),
+            str(tmp_path),
+            dict(os.environ),
+            adopt_orphans=adopt,
+            on_spawn=seen.update,
+        )
         assert attempt.stop == "idle" and attempt.outcome == "aborted", attempt.reason
         assert (tmp_path / "out" / "ready").exists()
         assert _left(marker, seen["tag"]) == []
@@ -175,8 +186,12 @@ def test_containment_names_what_holds():
 
 def _start_runner(tmp_path, marker: str):
     argv = _forker(tmp_path, marker)
-    proc = subprocess.Popen([sys.executable, "-c", RUNNER, json.dumps(argv), str(tmp_path)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", RUNNER, json.dumps(argv), str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     line = proc.stdout.readline()
     assert line, proc.stderr.read()
     info = json.loads(line)["spawned"]
@@ -280,8 +295,9 @@ def test_sweep_of_an_ended_attempt_is_harmless(tmp_path):
     that is not the worker's is touched."""
     bystander = subprocess.Popen(["sleep", "30"], start_new_session=True)
     try:
-        runner.sweep({"pid": bystander.pid, "pgid": bystander.pid, "start_time": 1, "tag": "nobody" * 4,
-                      "cgroup": None})
+        runner.sweep(
+            {"pid": bystander.pid, "pgid": bystander.pid, "start_time": 1, "tag": "nobody" * 4, "cgroup": None}
+        )
         assert bystander.poll() is None, "a pid whose start time differs is someone else's"
     finally:
         bystander.kill()
@@ -296,9 +312,14 @@ def test_a_worker_that_never_reads_its_prompt_is_stopped_on_time(tmp_path, size)
     """An 84 KB prompt (larger than a default pipe) and a 3 MB one (larger than ours) to a worker
     that never reads its stdin: stopped at its idle limit, not held up by the write."""
     started = time.monotonic()
-    attempt = runner.run_attempt([sys.executable, "-c", "import time; time.sleep(120)"], command.Parser(),
-                                 runner.Limits(idle=2, grace=5), str(tmp_path), dict(os.environ),
-                                 stdin_text="p" * size)
+    attempt = runner.run_attempt(
+        [sys.executable, "-c", "import time; time.sleep(120)"],
+        command.Parser(),
+        runner.Limits(idle=2, grace=5),
+        str(tmp_path),
+        dict(os.environ),
+        stdin_text="p" * size,
+    )
     elapsed = time.monotonic() - started
     assert attempt.stop == "idle", attempt.reason
     assert elapsed < 2 + 6, f"stopped {elapsed:.1f} s after it started, idle limit 2 s"
@@ -306,12 +327,20 @@ def test_a_worker_that_never_reads_its_prompt_is_stopped_on_time(tmp_path, size)
 
 def test_a_slow_reader_gets_the_whole_prompt(tmp_path):
     out = tmp_path / "got"
-    reader = ("import sys, time\nchunks = []\nwhile True:\n    time.sleep(0.01)\n"
-              "    chunk = sys.stdin.buffer.read1(65536)\n    if not chunk:\n        break\n    chunks.append(chunk)\n"
-              f"open({str(out)!r}, 'wb').write(b''.join(chunks))\nprint('read it')\n")
+    reader = (
+        "import sys, time\nchunks = []\nwhile True:\n    time.sleep(0.01)\n"
+        "    chunk = sys.stdin.buffer.read1(65536)\n    if not chunk:\n        break\n    chunks.append(chunk)\n"
+        f"open({str(out)!r}, 'wb').write(b''.join(chunks))\nprint('read it')\n"
+    )
     prompt = "ünïcödé prompt\n" * 150_000
-    attempt = runner.run_attempt([sys.executable, "-c", reader], command.Parser(), runner.Limits(idle=30, grace=5),
-                                 str(tmp_path), dict(os.environ), stdin_text=prompt)
+    attempt = runner.run_attempt(
+        [sys.executable, "-c", reader],
+        command.Parser(),
+        runner.Limits(idle=30, grace=5),
+        str(tmp_path),
+        dict(os.environ),
+        stdin_text=prompt,
+    )
     assert attempt.stop is None and attempt.reply == "read it", attempt.reason
     assert out.read_bytes() == prompt.encode()
 
@@ -337,8 +366,16 @@ for piece in PIECES:
 sys.stderr.buffer.write(b"E" * 200_000 + b"\xc3")
 sys.stderr.flush()
 """
-PIECES = [b"first line\n", b"a line in ", b"three ", b"pieces\n", bytes(b for b in range(256) if b != 10) + b"\n",
-          b"y" * 3_000_000 + b"\n", b"\n", b"tail without a newline"]
+PIECES = [
+    b"first line\n",
+    b"a line in ",
+    b"three ",
+    b"pieces\n",
+    bytes(b for b in range(256) if b != 10) + b"\n",
+    b"y" * 3_000_000 + b"\n",
+    b"\n",
+    b"tail without a newline",
+]
 
 
 def test_the_stream_file_holds_every_byte(tmp_path):
@@ -347,8 +384,14 @@ def test_the_stream_file_holds_every_byte(tmp_path):
     stream = tmp_path / "deep" / "er" / "stream.out"
     stream.parent.mkdir(parents=True)
     stream.write_bytes(b"kept from before\n")  # appended to, never truncated
-    attempt = runner.run_attempt([sys.executable, str(script)], command.Parser(), runner.Limits(idle=30, grace=5),
-                                 str(tmp_path), dict(os.environ), stream_path=str(stream))
+    attempt = runner.run_attempt(
+        [sys.executable, str(script)],
+        command.Parser(),
+        runner.Limits(idle=30, grace=5),
+        str(tmp_path),
+        dict(os.environ),
+        stream_path=str(stream),
+    )
     assert attempt.stop is None and attempt.exit_code == 0
     assert stream.read_bytes() == b"kept from before\n" + b"".join(PIECES)
     assert (tmp_path / "deep" / "er" / "stream.out.stderr").read_bytes() == b"E" * 200_000 + b"\xc3"
@@ -356,8 +399,14 @@ def test_the_stream_file_holds_every_byte(tmp_path):
     assert attempt.lines == 6 and attempt.last_line == "tail without a newline"
     assert len(attempt.stderr_tail) == runner.STDERR_KEEP
     fresh = tmp_path / "new" / "dirs" / "s.out"
-    runner.run_attempt([sys.executable, "-c", "print('hi')"], command.Parser(), runner.Limits(idle=30, grace=5),
-                       str(tmp_path), dict(os.environ), stream_path=str(fresh))
+    runner.run_attempt(
+        [sys.executable, "-c", "print('hi')"],
+        command.Parser(),
+        runner.Limits(idle=30, grace=5),
+        str(tmp_path),
+        dict(os.environ),
+        stream_path=str(fresh),
+    )
     assert fresh.read_bytes() == b"hi\n", "its directories are made"
 
 
@@ -383,7 +432,7 @@ def _feed_by_reads(parser, data: bytes, sizes) -> tuple[list, int, str]:
     while position < len(data):
         size = min(sizes[index % len(sizes)], len(data) - position, runner.READ_SIZE)
         index += 1
-        lines.chunk(data[position:position + size])
+        lines.chunk(data[position : position + size])
         position += size
     lines.finish()
     return events, attempt.lines, attempt.last_line
@@ -506,10 +555,11 @@ def test_the_grace_window_starts_at_the_main_stop(tmp_path):
     does while its background agent runs: the attempt is finished a grace window later, not
     stopped at the idle limit."""
     lines = _stream("f_bg")
-    argv = _standin(tmp_path, lines[:_first_stop(lines) + 1])
+    argv = _standin(tmp_path, lines[: _first_stop(lines) + 1])
     started = time.monotonic()
-    attempt = runner.run_attempt(argv, claude.Parser(), runner.Limits(idle=30, grace=1), str(tmp_path),
-                                 dict(os.environ))
+    attempt = runner.run_attempt(
+        argv, claude.Parser(), runner.Limits(idle=30, grace=1), str(tmp_path), dict(os.environ)
+    )
     assert attempt.stop == "grace" and attempt.outcome == "finished" and attempt.counts, attempt.reason
     assert attempt.reply == "[fake-turn 1] Main finished." and attempt.reply_kind == "stop"
     assert attempt.session and time.monotonic() - started < 20
@@ -519,9 +569,10 @@ def test_the_grace_window_starts_at_the_main_stop(tmp_path):
 def test_what_was_said_is_kept_on_an_idle_stop(tmp_path):
     lines = _stream("f_bg")
     text = next(i for i, line in enumerate(lines) if "[fake-turn 1] Main finished." in line)
-    argv = _standin(tmp_path, lines[:text + 3])  # the reply's text, then silence before the Stop
-    attempt = runner.run_attempt(argv, claude.Parser(), runner.Limits(idle=1.5, grace=60), str(tmp_path),
-                                 dict(os.environ))
+    argv = _standin(tmp_path, lines[: text + 3])  # the reply's text, then silence before the Stop
+    attempt = runner.run_attempt(
+        argv, claude.Parser(), runner.Limits(idle=1.5, grace=60), str(tmp_path), dict(os.environ)
+    )
     assert attempt.stop == "idle"
     assert attempt.reply == "[fake-turn 1] Main finished." and attempt.reply_kind == "partial"
     assert attempt.session == json.loads(lines[0])["session_id"]
@@ -533,11 +584,16 @@ def test_a_spend_known_after_the_final_reply_leaves_the_floor(tmp_path):
     killed before SPEND_FLOOR seconds from its final reply, and the attempt is finished."""
     lines = _stream("f_bg")
     result = next(line for line in lines if '"origin"' not in line and json.loads(line).get("type") == "result")
-    argv = _standin(tmp_path, lines[:_first_stop(lines) + 1] + [result])
+    argv = _standin(tmp_path, lines[: _first_stop(lines) + 1] + [result])
     finals = []
-    attempt = runner.run_attempt(argv, claude.Parser(), runner.Limits(idle=60, grace=60, spend=0.001),
-                                 str(tmp_path), dict(os.environ),
-                                 on_event=lambda kind, a: finals.append(time.time()) if kind == "final" else None)
+    attempt = runner.run_attempt(
+        argv,
+        claude.Parser(),
+        runner.Limits(idle=60, grace=60, spend=0.001),
+        str(tmp_path),
+        dict(os.environ),
+        on_event=lambda kind, a: finals.append(time.time()) if kind == "final" else None,
+    )
     assert attempt.stop == "spend" and attempt.outcome == "finished" and attempt.counts is True, attempt.reason
     assert "max_spend_usd $0.001" in attempt.reason and "after the final reply" in attempt.reason
     assert attempt.reply == "[fake-turn 1] Main finished." and attempt.reply_kind == "success"
@@ -550,10 +606,11 @@ def test_a_spend_crossed_in_the_result_that_is_the_final_reply_keeps_the_floor(t
     lines = _stream("f_bg")
     result = next(line for line in lines if '"origin"' not in line and json.loads(line).get("type") == "result")
     stop = _first_stop(lines)
-    argv = _standin(tmp_path, lines[:stop - 3] + [result])  # no Stop: the result is cost and reply at once
+    argv = _standin(tmp_path, lines[: stop - 3] + [result])  # no Stop: the result is cost and reply at once
     started = time.monotonic()
-    attempt = runner.run_attempt(argv, claude.Parser(), runner.Limits(idle=60, grace=60, spend=0.001),
-                                 str(tmp_path), dict(os.environ))
+    attempt = runner.run_attempt(
+        argv, claude.Parser(), runner.Limits(idle=60, grace=60, spend=0.001), str(tmp_path), dict(os.environ)
+    )
     # Claude reports cost only in its result: crossed there, the worker keeps its 5 s floor and
     # the attempt is finished (the issue's words), not aborted
     assert attempt.stop == "spend" and attempt.outcome == "finished" and attempt.counts is True

@@ -101,6 +101,7 @@ def test_cwd_binary_and_lease(targets_repo, proctor):
     where = proctor("run", "where")
     assert where.out.strip() == os.path.join(os.path.realpath(targets_repo), "sub")
     from proctor import api
+
     binary = api.run_target("binary", cwd=targets_repo, echo=None)
     assert api.query_output(binary["output_ref"], cwd=targets_repo) == b"\x00\x01\xff"
     assert proctor("job", "fork", "j", "--check", "hello").code == 0
@@ -133,6 +134,7 @@ def test_run_is_on_the_trail(targets_repo, proctor):
     from proctor import trail
     from proctor.paths import find_checkout, repo_state_dir
     from proctor.store import Store
+
     store = Store(repo_state_dir(find_checkout(targets_repo)))
     with store.read() as conn:
         events = trail.events(conn, kind="run")
@@ -144,11 +146,12 @@ def test_large_output_is_recorded_whole(targets_repo, proctor, tmp_path):
     big = tmp_path / "big.txt"
     big.write_bytes(b"line of output\n" * 200_000)
     with open(os.path.join(targets_repo, "proctor.toml"), "a") as handle:
-        handle.write(f"[targets.big]\ncommand = \"cat {big}\"\n")
+        handle.write(f'[targets.big]\ncommand = "cat {big}"\n')
     run = proctor("run", "big", "-o", "json")
     record = json.loads(run.out)
     assert record["output_bytes"] == big.stat().st_size
     import hashlib
+
     assert record["output_ref"] == "sha256:" + hashlib.sha256(big.read_bytes()).hexdigest()
 
 
@@ -156,10 +159,15 @@ def test_interrupted_run_ends_its_target(targets_repo, tmp_path):
     import signal
     import subprocess
     import sys
+
     with open(os.path.join(targets_repo, "proctor.toml"), "a") as handle:
         handle.write('[targets.hang]\ncommand = "sleep 300 & echo $! > hang.pid; wait"\n')
-    proc = subprocess.Popen([sys.executable, "-m", "proctor", "run", "hang"], cwd=targets_repo,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "proctor", "run", "hang"],
+        cwd=targets_repo,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     pid_file = os.path.join(targets_repo, "hang.pid")
     deadline = time.monotonic() + 20
     while not os.path.exists(pid_file) and time.monotonic() < deadline:

@@ -21,16 +21,17 @@ from tests.conftest import git, machine_wide, make_repo
 ABI = sandbox.kernel_abi()
 pytestmark = pytest.mark.skipif(
     ABI == 0 and os.environ.get("CI") != "true",
-    reason="this kernel offers no Landlock; CI's kernel does, and there these tests run")
+    reason="this kernel offers no Landlock; CI's kernel does, and there these tests run",
+)
 
 # The target writes each probe and prints ok:<name> or no:<name>: what the shell could write.
 PROBES = {
-    "inside": "src/a.py",            # the job's write path (a file)
-    "outside": "other/b.py",         # another file of the checkout
-    "newroot": "rootfile",            # a new file at the root of the checkout
+    "inside": "src/a.py",  # the job's write path (a file)
+    "outside": "other/b.py",  # another file of the checkout
+    "newroot": "rootfile",  # a new file at the root of the checkout
     "new_in_literal": "gen/new/x.py",  # under a literal write path that did not exist (gen/new)
     "beside_denied": "lib/sub/keep.py",  # next to a deny path inside a granted directory
-    "denied": "lib/sub/secret.py",       # the deny path itself
+    "denied": "lib/sub/secret.py",  # the deny path itself
     "new_beside_denied": "lib/sub/new.py",  # a new file in the directory the deny path cost
     "git": ".git/hooks/post-commit",  # the repository's own hooks
 }
@@ -39,8 +40,10 @@ PROBES = {
 def _script() -> str:
     lines = []
     for name, path in PROBES.items():
-        lines.append(f'mkdir -p "$(dirname {path})" 2>/dev/null; '
-                     f'if echo written-by-target > {path}; then echo ok:{name}; else echo no:{name}; fi')
+        lines.append(
+            f'mkdir -p "$(dirname {path})" 2>/dev/null; '
+            f"if echo written-by-target > {path}; then echo ok:{name}; else echo no:{name}; fi"
+        )
     lines.append('if echo t > "$TMPDIR/t"; then echo ok:tmp; else echo no:tmp; fi')
     lines.append('if echo c > "$PROCTOR_TEST_CACHE/c"; then echo ok:cache; else echo no:cache; fi')
     lines.append('if echo o > "$PROCTOR_TEST_OUTSIDE/o"; then echo ok:beyond; else echo no:beyond; fi')
@@ -61,8 +64,13 @@ mode = "{mode}"
 workers = {"true" if workers else "false"}
 """
     root = make_repo(tmp_path / "repo", config)
-    for rel, text in (("src/a.py", "a\n"), ("other/b.py", "b\n"), ("lib/sub/keep.py", "k\n"),
-                      ("lib/sub/secret.py", "s\n"), ("gen/.keep", "")):
+    for rel, text in (
+        ("src/a.py", "a\n"),
+        ("other/b.py", "b\n"),
+        ("lib/sub/keep.py", "k\n"),
+        ("lib/sub/secret.py", "s\n"),
+        ("gen/.keep", ""),
+    ):
         os.makedirs(os.path.join(root, os.path.dirname(rel)), exist_ok=True)
         with open(os.path.join(root, rel), "w") as handle:
             handle.write(text)
@@ -76,20 +84,38 @@ workers = {"true" if workers else "false"}
 def _proctor(root: str, *argv: str, env: dict | None = None, prefix: list[str] | None = None):
     full = dict(os.environ)
     full.update(env or {})
-    return subprocess.run([*(prefix or []), sys.executable, "-m", "proctor", *argv], cwd=root, env=full,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [*(prefix or []), sys.executable, "-m", "proctor", *argv],
+        cwd=root,
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def _fork(root: str, record: dict) -> None:
-    done = subprocess.run([sys.executable, "-m", "proctor", "job", "fork", "--stdin"], cwd=root,
-                          input=json.dumps(record), capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "proctor", "job", "fork", "--stdin"],
+        cwd=root,
+        input=json.dumps(record),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
 
 
 def _child(root: str, **fields) -> None:
     _fork(root, {"id": "plan", "criteria": "the whole", "check": "test"})
-    record = {"id": "plan/c", "parent": "plan", "criteria": "a part", "check": "test",
-              "write_paths": ["src/a.py", "gen/new/x.py", "lib/*"], "deny_paths": ["lib/sub/secret.py"]}
+    record = {
+        "id": "plan/c",
+        "parent": "plan",
+        "criteria": "a part",
+        "check": "test",
+        "write_paths": ["src/a.py", "gen/new/x.py", "lib/*"],
+        "deny_paths": ["lib/sub/secret.py"],
+    }
     record.update(fields)
     _fork(root, record)
 
@@ -101,8 +127,11 @@ def _probe(root: str, lease: str | None, tmp_path, env: dict | None = None, pref
     argv = ["run", "probe", "-o", "json"] + (["--lease", lease] if lease else [])
     extra = {"PROCTOR_TEST_OUTSIDE": str(outside), **(env or {})}
     done = _proctor(root, *argv, env=extra, prefix=prefix)
-    said = {line.split(":", 1)[1]: line.split(":", 1)[0] == "ok" for line in done.stderr.splitlines()
-            if line.startswith(("ok:", "no:"))}
+    said = {
+        line.split(":", 1)[1]: line.split(":", 1)[0] == "ok"
+        for line in done.stderr.splitlines()
+        if line.startswith(("ok:", "no:"))
+    }
     record = json.loads(done.stdout) if done.stdout.strip().startswith("{") else None
     return done, said, record, cache
 
@@ -127,10 +156,19 @@ def test_a_child_lease_writes_only_its_grant(tmp_path):
     _child(root)
     done, said, record, _ = _probe(root, "plan/c", tmp_path, env=_cache_env(root))
     assert done.returncode == 0, done.stderr
-    assert said == {"inside": True, "outside": False, "newroot": False, "new_in_literal": True,
-                    "beside_denied": True, "denied": False, "new_beside_denied": False, "git": False,
-                    "tmp": True, "cache": True,
-                    "beyond": True}, said
+    assert said == {
+        "inside": True,
+        "outside": False,
+        "newroot": False,
+        "new_in_literal": True,
+        "beside_denied": True,
+        "denied": False,
+        "new_beside_denied": False,
+        "git": False,
+        "tmp": True,
+        "cache": True,
+        "beyond": True,
+    }, said
     # bash's word checked against the disk
     assert _content(root, "src/a.py") == "written-by-target\n"
     assert _content(root, "other/b.py") == "b\n" and _content(root, "lib/sub/secret.py") == "s\n"
@@ -154,8 +192,14 @@ def test_a_child_lease_writes_only_its_grant(tmp_path):
 def test_what_does_not_narrow(tmp_path, case):
     root = _repo(tmp_path, mode="off" if case == "mode off" else "landlock")
     _child(root)
-    lease = {"root job": "plan", "mode off": "plan/c", "no lease": None, "no such job": "plan/nope",
-             "no write paths": "plan/w", "ended": "plan/e"}[case]
+    lease = {
+        "root job": "plan",
+        "mode off": "plan/c",
+        "no lease": None,
+        "no such job": "plan/nope",
+        "no write paths": "plan/w",
+        "ended": "plan/e",
+    }[case]
     if case == "no write paths":  # fork refuses such a row (PRC3039); one written by hand narrows nothing either
         _fork(root, {"id": "plan/w", "parent": "plan", "criteria": "w", "check": "test", "write_paths": ["src/a.py"]})
         from proctor.store import rows
@@ -203,8 +247,10 @@ def test_a_glob_grants_what_it_matches_now_and_a_glob_matching_nothing_grants_no
     root = _repo(tmp_path)
     _child(root, id="plan/g", write_paths=["src/*.py", "nothing/**"], deny_paths=[])
     with open(os.path.join(root, "probe.sh"), "w") as handle:
-        handle.write("echo x > src/a.py && echo ok:a; echo y > src/new.py || echo no:new; "
-                     "mkdir -p nothing/x && echo ok:nothing || echo no:nothing\n")
+        handle.write(
+            "echo x > src/a.py && echo ok:a; echo y > src/new.py || echo no:new; "
+            "mkdir -p nothing/x && echo ok:nothing || echo no:nothing\n"
+        )
     git(root, "commit", "-qam", "probe")
     done, said, record, _ = _probe(root, "plan/g", tmp_path)
     assert said == {"a": True, "new": False, "nothing": False}, (said, done.stderr)
@@ -228,6 +274,7 @@ def test_a_symlink_in_the_write_paths_grants_nothing_beyond_itself(tmp_path):
 
 
 # -- the kernel's audit log -----------------------------------------------------------------------
+
 
 def audit_switch(on: int) -> None:
     """Turn the kernel's audit on or off, or skip where it cannot be switched (it takes root);
@@ -299,6 +346,7 @@ def test_without_the_audit_log_the_record_says_why_no_denial_is_listed(tmp_path)
 
 # -- a kernel without Landlock ----------------------------------------------------------------------
 
+
 def seccomp_wrapper(tmp_path, numbers: tuple[int, ...]) -> list[str]:
     """A prefix that runs a program with the syscalls `numbers` failing with ENOSYS."""
     jumps = ", ".join(f"jump(0x15, {nr}, {len(numbers) - i}, 0)" for i, nr in enumerate(numbers))
@@ -323,8 +371,12 @@ os.execv(sys.argv[1], sys.argv[1:])
 
 def test_a_kernel_without_landlock(tmp_path):
     prefix = seccomp_wrapper(tmp_path, (444, 445, 446))  # the Landlock calls fail with ENOSYS
-    probe = subprocess.run([*prefix, sys.executable, "-c", "from proctor import sandbox; print(sandbox.kernel_abi())"],
-                           capture_output=True, text=True, timeout=60)
+    probe = subprocess.run(
+        [*prefix, sys.executable, "-c", "from proctor import sandbox; print(sandbox.kernel_abi())"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert probe.stdout.strip() == "0", probe.stderr  # the filter holds: no Landlock, as the kernel says
 
     root = _repo(tmp_path, mode="landlock")
@@ -359,7 +411,7 @@ def test_config_show_and_doctor_name_the_mode_and_the_abi(tmp_path):
     line = next(line for line in doctor.stdout.splitlines() if "sandbox:" in line)
     assert line.startswith("ok") and f"Landlock ABI {ABI}" in line and "workers too" in line
     with open(os.path.join(root, "proctor.toml"), "a") as handle:
-        handle.write('\n[sandbox.extra]\n')
+        handle.write("\n[sandbox.extra]\n")
     bad = _proctor(root, "config", "show")
     assert "unknown key extra in [sandbox]" in bad.stdout
 
@@ -367,8 +419,9 @@ def test_config_show_and_doctor_name_the_mode_and_the_abi(tmp_path):
 # -- workers inside the boundary --------------------------------------------------------------------
 
 STANDIN = os.path.join(os.path.dirname(__file__), "standins", "standin.py")
-STREAM = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "fixtures", "claude", "stream",
-                      "claude-stream-2.1.41.jsonl")
+STREAM = os.path.join(
+    os.path.dirname(__file__), "..", "..", "shared", "fixtures", "claude", "stream", "claude-stream-2.1.41.jsonl"
+)
 
 
 @pytest.mark.parametrize("workers", [True, False])
@@ -380,15 +433,18 @@ def test_a_worker_started_in_the_sandbox_cannot_write_outside_its_paths(tmp_path
     root = _repo(tmp_path, workers=workers)
     standin = json.dumps([sys.executable, STANDIN])
     with open(os.path.join(root, "proctor.toml"), "a") as handle:
-        handle.write(f'\n[jobs]\ngrace_seconds = 5\nidle_minutes = 0.05\n\n[workers.one]\nexecutor = "claude"\n'
-                     f'command = {standin}\n')
+        handle.write(
+            f'\n[jobs]\ngrace_seconds = 5\nidle_minutes = 0.05\n\n[workers.one]\nexecutor = "claude"\n'
+            f"command = {standin}\n"
+        )
     git(root, "commit", "-qam", "workers")
     _child(root, write_paths=["src/a.py"], deny_paths=[])
     main_readme = os.path.join(root, "README")
     out = tmp_path / "out"  # outside the checkouts: made before, as a tool's cache would be
     out.mkdir()
-    shell = (f'echo worktree >> README; echo main >> {main_readme}; '
-             f'echo tmp > "$TMPDIR/w" && echo tmp-ok > "{out}/tmp-ok"')
+    shell = (
+        f'echo worktree >> README; echo main >> {main_readme}; echo tmp > "$TMPDIR/w" && echo tmp-ok > "{out}/tmp-ok"'
+    )
     env = {"STANDIN_STREAM": STREAM, "STANDIN_WRITE": "src/a.py=ok = True\\n", "STANDIN_SHELL": shell}
     done = _proctor(root, "work", "plan/c", "-o", "json", env=env)
     assert os.path.exists(STREAM), "the shared fixtures are needed"
@@ -412,8 +468,10 @@ def test_a_literal_path_whose_nearest_directory_is_the_root_never_grants_git(tmp
     root = _repo(tmp_path)
     _child(root, id="plan/t", write_paths=["newtop/x.py"], deny_paths=[])
     with open(os.path.join(root, "probe.sh"), "w") as handle:
-        handle.write("echo x > other/b.py && echo ok:other; echo h > .git/hooks/pre-commit && echo ok:hook || "
-                     "echo no:hook; echo c >> .git/config && echo ok:config || echo no:config\n")
+        handle.write(
+            "echo x > other/b.py && echo ok:other; echo h > .git/hooks/pre-commit && echo ok:hook || "
+            "echo no:hook; echo c >> .git/config && echo ok:config || echo no:config\n"
+        )
     done, said, record, _ = _probe(root, "plan/t", tmp_path)
     assert said == {"other": True, "hook": False, "config": False}, (said, done.stderr)
     assert not os.path.exists(os.path.join(root, ".git", "hooks", "pre-commit"))
@@ -430,8 +488,10 @@ def test_a_sandboxed_run_cannot_signal_a_process_outside_it(tmp_path):
         root = _repo(tmp_path)
         _child(root)
         with open(os.path.join(root, "probe.sh"), "w") as handle:
-            handle.write(f"kill -0 {outside.pid} && echo ok:outside || echo no:outside\n"
-                         "sleep 30 & kill $! && echo ok:own || echo no:own\n")
+            handle.write(
+                f"kill -0 {outside.pid} && echo ok:outside || echo no:outside\n"
+                "sleep 30 & kill $! && echo ok:own || echo no:own\n"
+            )
         done, said, record, _ = _probe(root, "plan/c", tmp_path)
         assert said == {"outside": False, "own": True}, (said, done.stderr)
         assert outside.poll() is None, "the process outside the domain was signalled"
@@ -455,8 +515,13 @@ def test_proctor_killed_mid_run_leaves_its_target_confined(tmp_path):
     started = out / "started"
     with open(os.path.join(root, "probe.sh"), "w") as handle:
         handle.write(f"touch {started}; sleep 2; echo late > src/a.py; echo late > other/b.py\n")
-    proc = subprocess.Popen([sys.executable, "-m", "proctor", "run", "probe", "--lease", "plan/c"], cwd=root,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "proctor", "run", "probe", "--lease", "plan/c"],
+        cwd=root,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and not started.exists():
         time.sleep(0.1)

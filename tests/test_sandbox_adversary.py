@@ -21,23 +21,33 @@ from tests.conftest import git, machine_wide
 from tests.test_sandbox import _audit, audit_switch, seccomp_wrapper as _seccomp_wrapper
 
 ABI = sandbox.kernel_abi()
-pytestmark = pytest.mark.skipif(ABI == 0 and os.environ.get("CI") != "true",
-                                reason="this kernel offers no Landlock")
+pytestmark = pytest.mark.skipif(ABI == 0 and os.environ.get("CI") != "true", reason="this kernel offers no Landlock")
 
 PY = sys.executable
 
 
 # -- helpers ------------------------------------------------------------------------------------
 
-def _repo(tmp_path, script: str, mode: str = "landlock", name: str = "repo", extra_files: dict | None = None,
-          init_args: tuple = ()) -> str:
+
+def _repo(
+    tmp_path,
+    script: str,
+    mode: str = "landlock",
+    name: str = "repo",
+    extra_files: dict | None = None,
+    init_args: tuple = (),
+) -> str:
     root = tmp_path / name
     root.mkdir(parents=True)
     git(root, "init", "-q", "-b", "main", *init_args)
-    files = {"src/a.py": "a\n", "other/b.py": "b\n", "lib/sub/keep.py": "k\n", "lib/sub/secret.py": "s\n",
-             "proctor.toml": f'[targets.w]\ncommand = "sh ./attack.sh"\ntimeout = "60s"\n\n'
-                             f'[sandbox]\nmode = "{mode}"\n',
-             "attack.sh": script}
+    files = {
+        "src/a.py": "a\n",
+        "other/b.py": "b\n",
+        "lib/sub/keep.py": "k\n",
+        "lib/sub/secret.py": "s\n",
+        "proctor.toml": f'[targets.w]\ncommand = "sh ./attack.sh"\ntimeout = "60s"\n\n[sandbox]\nmode = "{mode}"\n',
+        "attack.sh": script,
+    }
     files.update(extra_files or {})
     for rel, text in files.items():
         os.makedirs(os.path.join(root, os.path.dirname(rel)) or ".", exist_ok=True)
@@ -51,8 +61,15 @@ def _repo(tmp_path, script: str, mode: str = "landlock", name: str = "repo", ext
 def _proctor(cwd: str, *argv: str, env: dict | None = None, prefix: list | None = None, stdin: str | None = None):
     full = dict(os.environ)
     full.update(env or {})
-    return subprocess.run([*(prefix or []), PY, "-m", "proctor", *argv], cwd=cwd, env=full, input=stdin,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [*(prefix or []), PY, "-m", "proctor", *argv],
+        cwd=cwd,
+        env=full,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def _fork(root: str, record: dict) -> subprocess.CompletedProcess:
@@ -91,9 +108,13 @@ def _untouched(root: str) -> None:
 
 # -- 0. the baseline: a direct write outside the grant is refused ---------------------------------
 
+
 def test_baseline_direct_writes_are_refused(tmp_path):
-    root = _repo(tmp_path, "echo x >> src/a.py; echo x > other/b.py; echo x > lib/sub/secret.py; "
-                           "echo x > rootfile; echo x > .git/hooks/pre-commit; true\n")
+    root = _repo(
+        tmp_path,
+        "echo x >> src/a.py; echo x > other/b.py; echo x > lib/sub/secret.py; "
+        "echo x > rootfile; echo x > .git/hooks/pre-commit; true\n",
+    )
     _child(root)
     done, record = _run(root)
     assert done.returncode == 0, done.stderr
@@ -161,11 +182,13 @@ echo changed >> src/a.py
     _child(root)
     done, record = _run(root, env={"PROCTOR_T_SCRATCH": str(scratch)})
     assert record is not None and record["sandbox"] is not None, done.stderr
-    assert _read(root, "other/b.py") == "b\n", \
+    assert _read(root, "other/b.py") == "b\n", (
         f"the repository's own git dir ({gitdir}) was writable and its filter wrote other/b.py: {done.stderr}"
+    )
 
 
 # -- 2. links and moves -------------------------------------------------------------------------
+
 
 def test_links_and_moves_from_inside_the_grant(tmp_path):
     script = """ln other/b.py src/hard.py && echo x > src/hard.py
@@ -202,9 +225,12 @@ echo x > src/l/b.py; echo x > src/up/other/b.py; echo x > src/up/rootfile; true
     assert record["sandbox"] is not None
 
 
-@pytest.mark.xfail(strict=True, reason="Landlock judges the path a file is opened by: a hard link made before the "
-                   "run, by someone outside it, inside a granted directory is that directory's file (a run cannot "
-                   "make one itself: test_links_and_moves_from_inside_the_grant)")
+@pytest.mark.xfail(
+    strict=True,
+    reason="Landlock judges the path a file is opened by: a hard link made before the "
+    "run, by someone outside it, inside a granted directory is that directory's file (a run cannot "
+    "make one itself: test_links_and_moves_from_inside_the_grant)",
+)
 def test_a_preexisting_hard_link_in_the_grant(tmp_path):
     """A hard link inside a granted directory to a file outside it, made before the run (by the
     repository itself): a write through it changes the file outside the grant."""
@@ -217,8 +243,24 @@ def test_a_preexisting_hard_link_in_the_grant(tmp_path):
 
 # -- 3. spellings of write paths -----------------------------------------------------------------
 
-@pytest.mark.parametrize("spelling", ["./src/../src/a.py", "src//a.py", "ABS", "../repo/src/a.py", "src/./a.py",
-                                      "src/a.py/", "**", "*", "src/**", "**/*.py", "[s]rc/a.py", "src/a.py#x"])
+
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        "./src/../src/a.py",
+        "src//a.py",
+        "ABS",
+        "../repo/src/a.py",
+        "src/./a.py",
+        "src/a.py/",
+        "**",
+        "*",
+        "src/**",
+        "**/*.py",
+        "[s]rc/a.py",
+        "src/a.py#x",
+    ],
+)
 def test_write_path_spellings_never_grant_the_git_dir_or_other(tmp_path, spelling):
     script = """echo x > .git/hooks/pre-commit; echo x >> .git/config; echo x > .git/HEAD.lock
 git config core.hooksPath /tmp/nowhere; echo x > proctor.toml.new; true
@@ -255,21 +297,34 @@ git config core.hooksPath /tmp/nowhere; echo x > proctor.toml.new; true
 
 # -- 4. deny paths --------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("write,deny,probe", [
-    (["src/a.py"], ["src"], "src/a.py"),              # a deny path around a write path
-    (["src/new/x.py"], ["./src/../src/a.py"], "src/a.py"),      # a deny path spelled oddly
-    (["src/new/x.py"], ["src/*.py"], "src/a.py"),      # a deny glob
-    (["src/new/x.py"], ["src/*.py"], "src/new.py"),            # a deny glob: a new file it would match
-    (["lib/**"], ["lib/sub/secret.py"], "lib/sub/secret.py"),
-    (["lib/*"], ["lib/sub/secret.py", "lib/sub"], "lib/sub/secret.py"),
-    (["lib/sub/secret.py"], ["lib/sub/secret.py"], "lib/sub/secret.py"),  # write and deny the same
-    (["lib/*"], ["lib/sub/"], "lib/sub/secret.py"),      # a deny path with a trailing slash
-])
+
+@pytest.mark.parametrize(
+    "write,deny,probe",
+    [
+        (["src/a.py"], ["src"], "src/a.py"),  # a deny path around a write path
+        (["src/new/x.py"], ["./src/../src/a.py"], "src/a.py"),  # a deny path spelled oddly
+        (["src/new/x.py"], ["src/*.py"], "src/a.py"),  # a deny glob
+        (["src/new/x.py"], ["src/*.py"], "src/new.py"),  # a deny glob: a new file it would match
+        (["lib/**"], ["lib/sub/secret.py"], "lib/sub/secret.py"),
+        (["lib/*"], ["lib/sub/secret.py", "lib/sub"], "lib/sub/secret.py"),
+        (["lib/sub/secret.py"], ["lib/sub/secret.py"], "lib/sub/secret.py"),  # write and deny the same
+        (["lib/*"], ["lib/sub/"], "lib/sub/secret.py"),  # a deny path with a trailing slash
+    ],
+)
 def test_a_deny_path_is_never_written(tmp_path, write, deny, probe):
     root = _repo(tmp_path, f"echo x > {probe}; true\n", extra_files={"src/new.txt": "n\n"})
     done = _fork(root, {"id": "parent", "criteria": "w", "check": "w"})
-    done = _fork(root, {"id": "parent/child", "parent": "parent", "criteria": "c", "check": "w",
-                        "write_paths": write, "deny_paths": deny})
+    done = _fork(
+        root,
+        {
+            "id": "parent/child",
+            "parent": "parent",
+            "criteria": "c",
+            "check": "w",
+            "write_paths": write,
+            "deny_paths": deny,
+        },
+    )
     assert done.returncode == 0, f"fork refuses {write} / {deny}: {(done.stdout + done.stderr).strip()[:200]}"
     before = _read(root, probe)
     done, record = _run(root)
@@ -278,6 +333,7 @@ def test_a_deny_path_is_never_written(tmp_path, write, deny, probe):
 
 
 # -- 5. the git directory and a linked worktree ----------------------------------------------------
+
 
 def test_the_git_dir_by_every_door(tmp_path):
     outside = tmp_path / "wtree"
@@ -328,6 +384,7 @@ echo x >> {main}/.git/config; echo x > $(git rev-parse --git-dir)/x; echo x >> s
 
 # -- 6. the kernel's own doors: mounts, namespaces, /proc ------------------------------------------
 
+
 def test_mounts_and_namespaces(tmp_path):
     scratch = tmp_path / "scratch"
     scratch.mkdir()
@@ -349,14 +406,17 @@ true
 
 # -- 7. lease spellings, nesting, what outlives the run ------------------------------------------
 
+
 @pytest.mark.parametrize("how", ["baggage", "baggage-encoded", "baggage-many", "proctor-lease-env"])
 def test_the_lease_given_other_ways_still_narrows(tmp_path, how):
     root = _repo(tmp_path, "echo x > other/b.py; true\n")
     _child(root)
-    env = {"baggage": {"BAGGAGE": "proctor.lease=parent/child"},
-           "baggage-encoded": {"BAGGAGE": "proctor.lease=parent%2Fchild"},
-           "baggage-many": {"BAGGAGE": "a=b, proctor.lease=parent/child;p=1, c=d"},
-           "proctor-lease-env": {"PROCTOR_LEASE": "parent/child"}}[how]
+    env = {
+        "baggage": {"BAGGAGE": "proctor.lease=parent/child"},
+        "baggage-encoded": {"BAGGAGE": "proctor.lease=parent%2Fchild"},
+        "baggage-many": {"BAGGAGE": "a=b, proctor.lease=parent/child;p=1, c=d"},
+        "proctor-lease-env": {"PROCTOR_LEASE": "parent/child"},
+    }[how]
     done, record = _run(root, lease=None, env=env)
     if how == "proctor-lease-env" and record is not None and record["lease"] is None:
         # PROCTOR_LEASE is what proctor sets for a target, not a way to name a lease: no lease, no narrowing
@@ -431,6 +491,7 @@ true
 
 # -- 8. the row itself: the sandbox's source of truth, from inside the sandbox -------------------
 
+
 def test_the_sandboxed_target_cannot_rewrite_its_own_row(tmp_path):
     """The store lives outside the checkout (PROCTOR_STATE_DIR), which the grant leaves
     writable: run 1 rewrites its own row (no write paths), run 2 under the same lease runs
@@ -456,11 +517,13 @@ echo x > other/b.py; true
     first, record1 = _run(root, env={"HOME": str(home)})
     assert record1["sandbox"]["grant"][0].endswith("src/a.py"), record1
     second, record2 = _run(root, env={"HOME": str(home)})
-    assert _read(root, "other/b.py") == "b\n", \
+    assert _read(root, "other/b.py") == "b\n", (
         f"run 1 widened its own row from inside the sandbox; run 2's grant: {record2['sandbox']['grant']}"
+    )
 
 
 # -- 9. scale ------------------------------------------------------------------------------------
+
 
 def test_a_big_tree_is_planned_quickly(tmp_path):
     files = {f"big/d{i}/f{j}.py": "x\n" for i in range(300) for j in range(10)}
@@ -476,6 +539,7 @@ def test_a_big_tree_is_planned_quickly(tmp_path):
 
 
 # -- 10. kernels without (part of) Landlock ---------------------------------------------------------
+
 
 def test_a_kernel_without_landlock_refuses_or_says_so(tmp_path):
     prefix = _seccomp_wrapper(tmp_path, (444, 445, 446))
@@ -503,12 +567,14 @@ def test_restrict_self_failing_in_the_child_is_said_so(tmp_path):
     done, record = _run(root, prefix=prefix)
     assert _read(root, "other/b.py") == "b\n" and _read(root, "src/a.py") == "a\n", "ran unsandboxed"
     said = done.stdout + done.stderr
-    assert record is None or "PRC3062" in said or "landlock_restrict_self" in said, \
-        f"the target never ran, yet a run is recorded as run in the sandbox with exit {record['exit_code']} " \
+    assert record is None or "PRC3062" in said or "landlock_restrict_self" in said, (
+        f"the target never ran, yet a run is recorded as run in the sandbox with exit {record['exit_code']} "
         f"and {record['output_bytes']} bytes of output, and nothing says why: {said[-400:]}"
+    )
 
 
 # -- 11. the record of denials ---------------------------------------------------------------------
+
 
 @machine_wide("kernel-audit")
 def test_the_target_turning_audit_off_leaves_no_false_zero(tmp_path):

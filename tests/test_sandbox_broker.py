@@ -24,7 +24,8 @@ from tests.test_sandbox_worker_adversary import _marks, _row, _setup, _work
 ABI = sandbox.kernel_abi()
 pytestmark = pytest.mark.skipif(
     ABI == 0 and os.environ.get("CI") != "true",
-    reason="this kernel offers no Landlock; CI's kernel does, and there these tests run")
+    reason="this kernel offers no Landlock; CI's kernel does, and there these tests run",
+)
 
 
 def _trail(root: str, job: str, kind: str) -> list[dict]:
@@ -42,6 +43,7 @@ def _store_files(root: str) -> list[str]:
 
 # -- the worker's side: no store of its own, its commands served --------------------------------
 
+
 @pytest.mark.sqlite_store  # the store's own files: on PostgreSQL there are none to open
 def test_the_worker_files_its_result_through_the_broker_and_cannot_open_the_store(tmp_path):
     """The worker writes its file, tries the store's files directly (sqlite3 and a plain append),
@@ -52,11 +54,13 @@ def test_the_worker_files_its_result_through_the_broker_and_cannot_open_the_stor
     files = _store_files(root)
     assert any(f.endswith(".db") or "store" in os.path.basename(f) for f in files), files
     db = next(f for f in files if f.endswith(".db"))
-    probe = (f'{sys.executable} -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); '
-             f'c.execute(\'create table planted(a)\'); c.commit()" {db} 2>/dev/null '
-             f'&& echo sqlite-wrote >> $MARKS/db || echo sqlite-refused >> $MARKS/db; '
-             f'for f in {" ".join(files)}; do (echo x >> "$f") 2>/dev/null && echo "appended $f" >> $MARKS/db; done; '
-             f'true')
+    probe = (
+        f'{sys.executable} -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); '
+        f"c.execute('create table planted(a)'); c.commit()\" {db} 2>/dev/null "
+        f"&& echo sqlite-wrote >> $MARKS/db || echo sqlite-refused >> $MARKS/db; "
+        f'for f in {" ".join(files)}; do (echo x >> "$f") 2>/dev/null && echo "appended $f" >> $MARKS/db; done; '
+        f"true"
+    )
     done, payload = _work(root, "plan/c", env, 'echo "ok = True" > src/a.py; ' + probe)
     assert payload is not None, done.stdout + done.stderr
     assert _marks(tmp_path, "db").strip() == "sqlite-refused", _marks(tmp_path, "db")
@@ -80,14 +84,16 @@ def test_a_worker_cannot_end_or_work_a_sibling_through_the_broker(tmp_path):
     _fork(root, {"id": "plan/d", "parent": "plan", "criteria": "d", "check": "test", "write_paths": ["other/b.py"]})
     before = _row(root, "plan/d")
     record = json.dumps({"schema_version": 1, "status": "done", "summary": "forged"}).replace('"', '\\"')
-    shell = ('echo "ok = True" > src/a.py; '
-             f'echo "{record}" | BAGGAGE=proctor.lease=plan/d proctor job exit plan/d --stdin 2>> $MARKS/exit; '
-             'echo "exit-by-baggage $?" >> $MARKS/codes; '
-             f'echo "{record}" | proctor job exit plan/d --stdin --lease plan/d 2>> $MARKS/exit; '
-             'echo "exit-by-flag $?" >> $MARKS/codes; '
-             'proctor work plan/d 2>> $MARKS/work; echo "work $?" >> $MARKS/codes; '
-             'proctor server start 2>> $MARKS/work; echo "server $?" >> $MARKS/codes; '
-             'proctor store migrate --to sqlite:/tmp/x 2>> $MARKS/work; echo "store $?" >> $MARKS/codes; true')
+    shell = (
+        'echo "ok = True" > src/a.py; '
+        f'echo "{record}" | BAGGAGE=proctor.lease=plan/d proctor job exit plan/d --stdin 2>> $MARKS/exit; '
+        'echo "exit-by-baggage $?" >> $MARKS/codes; '
+        f'echo "{record}" | proctor job exit plan/d --stdin --lease plan/d 2>> $MARKS/exit; '
+        'echo "exit-by-flag $?" >> $MARKS/codes; '
+        'proctor work plan/d 2>> $MARKS/work; echo "work $?" >> $MARKS/codes; '
+        'proctor server start 2>> $MARKS/work; echo "server $?" >> $MARKS/codes; '
+        'proctor store migrate --to sqlite:/tmp/x 2>> $MARKS/work; echo "store $?" >> $MARKS/codes; true'
+    )
     done, payload = _work(root, "plan/c", env, shell)
     assert payload is not None, done.stdout + done.stderr
     codes = dict(line.rsplit(" ", 1) for line in _marks(tmp_path, "codes").splitlines())
@@ -104,8 +110,9 @@ def test_a_worker_cannot_end_or_work_a_sibling_through_the_broker(tmp_path):
 def test_a_worker_hands_over_no_command_from_outside_its_checkout(tmp_path):
     """From the main checkout (bound to no job of the worker's) the broker runs nothing."""
     root, env = _setup(tmp_path)
-    shell = ('echo "ok = True" > src/a.py; cd "$MAIN" && proctor ls jobs 2>> $MARKS/cwd; '
-             'echo "code $?" >> $MARKS/cwd; true')
+    shell = (
+        'echo "ok = True" > src/a.py; cd "$MAIN" && proctor ls jobs 2>> $MARKS/cwd; echo "code $?" >> $MARKS/cwd; true'
+    )
     done, payload = _work(root, "plan/c", env, shell)
     text = _marks(tmp_path, "cwd")
     assert "code 2" in text and "its own checkout" in text, text
@@ -117,19 +124,31 @@ def test_a_target_the_worker_runs_never_writes_the_store(tmp_path):
     root, which narrows nothing). The target runs (its mark in TMPDIR's sibling lands) and no
     file of the state changes."""
     root, env = _setup(tmp_path, extra='\n[targets.plant]\ncommand = "sh $PLANT"\ntimeout = "30s"\n')
-    _fork(root, {"id": "plan/e", "parent": "plan", "criteria": "e", "check": "test",
-                 "write_paths": ["src/a.py", "proctor.toml"]})
+    _fork(
+        root,
+        {
+            "id": "plan/e",
+            "parent": "plan",
+            "criteria": "e",
+            "check": "test",
+            "write_paths": ["src/a.py", "proctor.toml"],
+        },
+    )
     with Workspace(root, warn=lambda line: None) as ws:
         state = ws.state_dir
     plant = tmp_path / "tool" / "plant.sh"
-    plant.write_text(f'echo ran >> "{tmp_path}/tool/ran"\n'
-                     f'for f in $(find "{state}" -type f); do (echo planted >> "$f") 2>/dev/null && '
-                     f'echo "$f" >> "{tmp_path}/tool/planted"; done\n'
-                     f'(echo x > "{state}/new-by-target") 2>/dev/null && echo new >> "{tmp_path}/tool/planted"; true\n')
-    shell = ('echo "ok = True" > src/a.py; '
-             'sed -i \'s/mode = "landlock"/mode = "off"/\' proctor.toml; '
-             'proctor run plant >/dev/null 2>&1; proctor run plant --lease plan >/dev/null 2>&1; '
-             'proctor run plant --orchestrator >/dev/null 2>&1; true')
+    plant.write_text(
+        f'echo ran >> "{tmp_path}/tool/ran"\n'
+        f'for f in $(find "{state}" -type f); do (echo planted >> "$f") 2>/dev/null && '
+        f'echo "$f" >> "{tmp_path}/tool/planted"; done\n'
+        f'(echo x > "{state}/new-by-target") 2>/dev/null && echo new >> "{tmp_path}/tool/planted"; true\n'
+    )
+    shell = (
+        'echo "ok = True" > src/a.py; '
+        'sed -i \'s/mode = "landlock"/mode = "off"/\' proctor.toml; '
+        "proctor run plant >/dev/null 2>&1; proctor run plant --lease plan >/dev/null 2>&1; "
+        "proctor run plant --orchestrator >/dev/null 2>&1; true"
+    )
     done, payload = _work(root, "plan/e", env, shell, PLANT=str(plant))
     ran = _marks(tmp_path, "ran").split()
     assert len(ran) >= 2, (ran, done.stdout[-1500:], done.stderr[-1500:])
@@ -151,8 +170,11 @@ def test_the_worker_cannot_change_the_code_its_broker_runs(tmp_path):
     if sys.prefix != sys.base_prefix:
         targets.append(os.path.join(sys.prefix, "zz_planted_by_worker"))
     try:
-        shell = 'echo "ok = True" > src/a.py; ' + "; ".join(
-            f'(echo "# planted" > "{t}") 2>/dev/null && echo "{t}" >> $MARKS/planted' for t in targets) + "; true"
+        shell = (
+            'echo "ok = True" > src/a.py; '
+            + "; ".join(f'(echo "# planted" > "{t}") 2>/dev/null && echo "{t}" >> $MARKS/planted' for t in targets)
+            + "; true"
+        )
         done, payload = _work(root, "plan/c", env, shell)
         assert payload is not None, done.stdout + done.stderr
         landed = [t for t in targets if os.path.exists(t)]
@@ -165,6 +187,7 @@ def test_the_worker_cannot_change_the_code_its_broker_runs(tmp_path):
 
 
 # -- the broker itself -------------------------------------------------------------------------
+
 
 class _Open:
     """A stand-in for the brokered domain: no narrowing (the unit tests read the broker's own
@@ -186,8 +209,15 @@ def _broker(tmp_path, root: str, allowed, base: dict | None = None) -> broker.Br
 def _client(path: str, argv: list[str], cwd: str, env: dict | None = None, **kw) -> subprocess.Popen:
     full = dict(os.environ, **(env or {}))
     full[broker.ENV] = path
-    return subprocess.Popen([sys.executable, "-m", "proctor", *argv], cwd=cwd, env=full, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, **kw)
+    return subprocess.Popen(
+        [sys.executable, "-m", "proctor", *argv],
+        cwd=cwd,
+        env=full,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kw,
+    )
 
 
 def test_the_broker_serves_its_attempt_and_refuses_any_other_process(tmp_path):
@@ -233,19 +263,46 @@ def test_the_broker_serves_a_process_of_the_attempt_alone(tmp_path):
 
 def test_the_broker_hands_the_command_proctors_environment_and_pins_the_job(tmp_path):
     root = make_repo(tmp_path / "repo", "")
-    base = {"PATH": "/usr/bin:/bin", "HOME": "/home/proctor", "PROCTOR_STATE_DIR": "/state", "TERM": "dumb",
-            "BAGGAGE": "proctor.lease=plan/c"}
+    base = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": "/home/proctor",
+        "PROCTOR_STATE_DIR": "/state",
+        "TERM": "dumb",
+        "BAGGAGE": "proctor.lease=plan/c",
+    }
     served = broker.Broker(str(tmp_path / "s"), "plan/c", root, _Open(), base, lambda pid: True)
-    client = {"PATH": "/evil/bin", "HOME": "/evil", "PROCTOR_STATE_DIR": "/evil/state", "GIT_DIR": "/evil/.git",
-              "GIT_CONFIG_PARAMETERS": "'core.fsmonitor'='evil'", "PYTHONPATH": "/evil", "LD_PRELOAD": "/evil.so",
-              "PROCTOR_STORE_URL": "sqlite:/evil", "BASH_ENV": "/evil/rc", "OPENSSL_CONF": "/evil/ssl.cnf",
-              "CLAUDE_PROJECT_DIR": root, "GEMINI_SESSION_ID": "g1", "TERM": "xterm", "LC_ALL": "C.UTF-8",
-              "BAGGAGE": "proctor.lease=plan,other=1", broker.ENV: "/evil/sock", broker.BROKERED: "plan"}
+    client = {
+        "PATH": "/evil/bin",
+        "HOME": "/evil",
+        "PROCTOR_STATE_DIR": "/evil/state",
+        "GIT_DIR": "/evil/.git",
+        "GIT_CONFIG_PARAMETERS": "'core.fsmonitor'='evil'",
+        "PYTHONPATH": "/evil",
+        "LD_PRELOAD": "/evil.so",
+        "PROCTOR_STORE_URL": "sqlite:/evil",
+        "BASH_ENV": "/evil/rc",
+        "OPENSSL_CONF": "/evil/ssl.cnf",
+        "CLAUDE_PROJECT_DIR": root,
+        "GEMINI_SESSION_ID": "g1",
+        "TERM": "xterm",
+        "LC_ALL": "C.UTF-8",
+        "BAGGAGE": "proctor.lease=plan,other=1",
+        broker.ENV: "/evil/sock",
+        broker.BROKERED: "plan",
+    }
     env = served.env_for(client)
     assert env["PATH"] == "/usr/bin:/bin" and env["HOME"] == "/home/proctor"
     assert env["PROCTOR_STATE_DIR"] == "/state" and env["TERM"] == "dumb"
-    for key in ("GIT_DIR", "GIT_CONFIG_PARAMETERS", "PYTHONPATH", "LD_PRELOAD", "PROCTOR_STORE_URL", "BASH_ENV",
-                "OPENSSL_CONF", broker.ENV):
+    for key in (
+        "GIT_DIR",
+        "GIT_CONFIG_PARAMETERS",
+        "PYTHONPATH",
+        "LD_PRELOAD",
+        "PROCTOR_STORE_URL",
+        "BASH_ENV",
+        "OPENSSL_CONF",
+        broker.ENV,
+    ):
         assert key not in env, key
     assert env["CLAUDE_PROJECT_DIR"] == root and env["GEMINI_SESSION_ID"] == "g1" and env["LC_ALL"] == "C.UTF-8"
     assert env["BAGGAGE"] == "proctor.lease=plan/c"  # the worker's own members never merged
@@ -326,11 +383,25 @@ def test_a_long_lived_command_speaks_through_the_broker_both_ways(tmp_path):
     root = make_repo(tmp_path / "repo", "")
     served = _broker(tmp_path, root, lambda pid: True)
     try:
-        client = subprocess.Popen([sys.executable, "-m", "proctor", "mcp"], cwd=root, stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                  env=dict(os.environ, **{broker.ENV: served.path}))
-        request = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+        client = subprocess.Popen(
+            [sys.executable, "-m", "proctor", "mcp"],
+            cwd=root,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=dict(os.environ, **{broker.ENV: served.path}),
+        )
+        request = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        }
         client.stdin.write(json.dumps(request) + "\n")
         client.stdin.flush()
         answer = json.loads(client.stdout.readline())
@@ -355,8 +426,10 @@ def test_the_kernels_denials_of_the_worker_and_of_its_brokered_commands_reach_th
         root, env = _setup(tmp_path)
         with Workspace(root, warn=lambda line: None) as ws:
             state = ws.state_dir
-        shell = (f'echo "ok = True" > src/a.py; (echo x >> "{state}/planted") 2>/dev/null; '
-                 f'proctor init --force 2>/dev/null; true')
+        shell = (
+            f'echo "ok = True" > src/a.py; (echo x >> "{state}/planted") 2>/dev/null; '
+            f"proctor init --force 2>/dev/null; true"
+        )
         done, payload = _work(root, "plan/c", env, shell)
     finally:
         _audit(1 if was else 0)
@@ -365,12 +438,14 @@ def test_the_kernels_denials_of_the_worker_and_of_its_brokered_commands_reach_th
     assert all(d["job"] == "plan/c" for d in denials), denials
     mine = [d["data"] for d in denials if not d["data"].get("brokered")]
     brokered = [d["data"] for d in denials if d["data"].get("brokered")]
-    assert [(d["path"], d["blockers"], d["attempt"]) for d in mine] == [
-        (os.path.realpath(state), "fs.make_reg", 1)], denials
+    assert [(d["path"], d["blockers"], d["attempt"]) for d in mine] == [(os.path.realpath(state), "fs.make_reg", 1)], (
+        denials
+    )
     # nothing else of a brokered command is refused: no bytecode written beside proctor's modules,
     # no look at the environment of a process outside its domain
-    assert [(d["path"].rsplit("/", 1)[-1], d["blockers"]) for d in brokered] == [
-        ("proctor.toml", "fs.write_file")], denials
+    assert [(d["path"].rsplit("/", 1)[-1], d["blockers"]) for d in brokered] == [("proctor.toml", "fs.write_file")], (
+        denials
+    )
 
 
 def test_the_modes_a_worker_changes_on_proctors_state_are_put_back(tmp_path):
@@ -382,8 +457,9 @@ def test_the_modes_a_worker_changes_on_proctors_state_are_put_back(tmp_path):
         state = ws.state_dir
     # the SQLite store's files where the store is SQLite; on PostgreSQL the state directory alone
     files = [p for p in (os.path.join(state, name) for name in ("proctor.db", "proctor.db.lock")) if os.path.exists(p)]
-    shell = "; ".join(['echo "ok = True" > src/a.py'] + [f'chmod 400 "{f}"' for f in files]
-                      + [f'chmod 500 "{state}"', "true"])
+    shell = "; ".join(
+        ['echo "ok = True" > src/a.py'] + [f'chmod 400 "{f}"' for f in files] + [f'chmod 500 "{state}"', "true"]
+    )
     done, payload = _work(root, "plan/c", env, shell)
     assert payload is not None, done.stdout[-1500:] + done.stderr[-1500:]
     assert os.stat(state).st_mode & 0o700 == 0o700

@@ -20,8 +20,14 @@ from proctor.hook import run as hook_run
 
 
 def cli(root, *args, env=None, check=True):
-    proc = subprocess.run([sys.executable, "-m", "proctor", *args], cwd=root, capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "proctor", *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=120,
+    )
     if check:
         assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc
@@ -43,7 +49,9 @@ class Server:
         if token:
             headers["Authorization"] = f"Bearer {token}"
         data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
-        request = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", data=data, method=method, headers=headers)
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}{path}", data=data, method=method, headers=headers
+        )
         try:
             with urllib.request.urlopen(request, timeout=30) as response:
                 return response.status, json.loads(response.read() or b"{}")
@@ -51,8 +59,14 @@ class Server:
             return exc.code, json.loads(exc.read() or b"{}")
 
     def add(self, job, command, interval="10s", **extra):
-        body = {"job": job, "command": command, "interval": interval, "cwd": self.root, "allow_unsandboxed": True,
-                **extra}
+        body = {
+            "job": job,
+            "command": command,
+            "interval": interval,
+            "cwd": self.root,
+            "allow_unsandboxed": True,
+            **extra,
+        }
         return self.call("POST", "/api/v1/monitors", body)
 
     def events(self, job=None):
@@ -61,9 +75,13 @@ class Server:
     def runs(self, monitor_id):
         from proctor.paths import find_checkout, repo_state_dir
         from tests.store_oracle import connect
+
         db = connect(repo_state_dir(find_checkout(self.root)))
-        rows = db.execute("SELECT started, ended, exit_code, timed_out, truncated, bytes, stderr FROM monitor_runs "
-                          "WHERE monitor = ? ORDER BY id", (monitor_id,)).fetchall()
+        rows = db.execute(
+            "SELECT started, ended, exit_code, timed_out, truncated, bytes, stderr FROM monitor_runs "
+            "WHERE monitor = ? ORDER BY id",
+            (monitor_id,),
+        ).fetchall()
         db.close()
         return rows
 
@@ -111,9 +129,12 @@ def test_status_auth_and_host(served):
 
 
 def test_creation_rules_and_codes(served):
-    assert served.call("POST", "/api/v1/monitors", {"job": "card", "command": "true", "interval": "10s",
-                                                    "cwd": served.root})[1]["error"]["code"] == \
-        "MONITOR_UNSANDBOXED_ACK_REQUIRED"
+    assert (
+        served.call(
+            "POST", "/api/v1/monitors", {"job": "card", "command": "true", "interval": "10s", "cwd": served.root}
+        )[1]["error"]["code"]
+        == "MONITOR_UNSANDBOXED_ACK_REQUIRED"
+    )
     for interval in ("5s", "25h", "soon", "0"):
         assert served.add("card", "true", interval)[1]["error"]["code"] == "MONITOR_INTERVAL_INVALID"
     assert served.add("card", "true", cwd="/tmp")[1]["error"]["code"] == "MONITOR_CWD_OUTSIDE_CARD"
@@ -138,6 +159,7 @@ def test_runs_at_once_never_overlaps_and_times_out(served):
     assert first, "run at once on creation"
     runs = wait_for(lambda: (lambda r: r if len(r) >= 2 and r[1][1] else None)(served.runs(monitor["id"])), timeout=30)
     from proctor.timeutil import parse_iso
+
     gap = parse_iso(runs[1][0]) - parse_iso(runs[0][1])
     assert gap >= 9.5, "the next delay starts when the run ends"
     _, slow = served.add("card", "echo go; sleep 30", "10s")
@@ -163,11 +185,19 @@ def test_limits_markers_binary_and_stderr(served):
     served.add("card", "python3 -c \"import sys; sys.stdout.write(('z' * 1000 + chr(10)) * 2000)\"")
     served.add("card", "printf 'bin\\000\\377\\376ary\\n'; echo oops >&2")
     served.add("card", "head -c 10000000 /dev/zero | tr '\\0' 'q'; echo; echo tail-line")
-    events = wait_for(lambda: (lambda ev: ev if any(e["line"] == "after" for e in ev) and
-                                any("past 1 MiB" in e["line"] for e in ev) and
-                                any(e["line"].startswith("bin") for e in ev) and
-                                any(e["line"] == "tail-line" for e in ev) else None)(served.events("card")),
-                      timeout=30)
+    events = wait_for(
+        lambda: (
+            lambda ev: (
+                ev
+                if any(e["line"] == "after" for e in ev)
+                and any("past 1 MiB" in e["line"] for e in ev)
+                and any(e["line"].startswith("bin") for e in ev)
+                and any(e["line"] == "tail-line" for e in ev)
+                else None
+            )
+        )(served.events("card")),
+        timeout=30,
+    )
     cut = [e for e in events if e["line"].startswith("yyy")][0]
     assert cut["truncated"] and cut["line"].endswith("[proctor: line cut at 16 KiB]") and len(cut["line"]) < 17000
     marker = [e for e in events if "past 1 MiB" in e["line"]]
@@ -215,8 +245,23 @@ def test_nonce_scopes_to_its_own_job(served):
     api.fork({"id": "third", "write_paths": ["src/c.py"], "check": "test", "state": "running"}, cwd=served.root)
     served.add("third", "true")
     env = {"PROCTOR_NONCE": served.card_nonce}
-    made = json.loads(cli(served.root, "monitor", "add", "--cmd", "echo mine", "--interval", "10s",
-                          "--allow-unsandboxed", "--job", "third", "-o", "json", env=env).stdout)
+    made = json.loads(
+        cli(
+            served.root,
+            "monitor",
+            "add",
+            "--cmd",
+            "echo mine",
+            "--interval",
+            "10s",
+            "--allow-unsandboxed",
+            "--job",
+            "third",
+            "-o",
+            "json",
+            env=env,
+        ).stdout
+    )
     assert made["job"] == "card", "scope self, whatever --job it names"
     mine = json.loads(cli(served.root, "monitor", "list", "--job", "third", "-o", "json", env=env).stdout)["monitors"]
     assert [m["job"] for m in mine] == ["card"]
@@ -251,6 +296,7 @@ def test_cwd_falls_back_to_the_repository(served):
     # and its monitors, in the active Returned column, go on from the repository.
     api.fork({"id": "card", "write_paths": ["src/a.py"], "check": "test", "state": "exited"}, cwd=served.root)
     import shutil
+
     shutil.rmtree(served.worktree)
     wait_for(lambda: any(e["line"] == os.path.realpath(served.root) for e in served.events("card")), timeout=20)
 
@@ -271,8 +317,13 @@ def test_followups_batch_and_reach_a_stopping_session(served):
     listed = json.loads(cli(served.root, "monitor", "events", "--job", "card", "-o", "json").stdout)["events"]
     assert set(listed[0]) == {"monitor", "run", "time", "line", "truncated", "followup"}
     assert listed[0]["followup"] == "pending", "grouped, but not handed over yet"
-    stop = {"session_id": "int-1", "transcript_path": "/tmp/none.jsonl", "cwd": served.worktree,
-            "hook_event_name": "Stop", "stop_hook_active": False}
+    stop = {
+        "session_id": "int-1",
+        "transcript_path": "/tmp/none.jsonl",
+        "cwd": served.worktree,
+        "hook_event_name": "Stop",
+        "stop_hook_active": False,
+    }
     env = dict(os.environ, BAGGAGE="proctor.lease=card")
     out, _ = hook_run(["claude"], json.dumps(stop).encode(), env)
     answer = json.loads(out)
@@ -296,12 +347,15 @@ def test_batches_are_capped(tmp_path):
     store = Store(str(tmp_path))
     try:
         with store.write() as conn:
-            conn.execute("INSERT INTO monitors (id, job, command, interval, description, cwd, created, created_by) "
-                         "VALUES (1, 'j', 'x', 60, 'ci', '/', '2026-01-01T00:00:00.000Z', 't')")
-            conn.executemany("INSERT INTO monitor_events (monitor, run, job, time, line, truncated) "
-                             "VALUES (1, 1, 'j', ?, ?, 0)",
-                             [(f"2026-01-01T00:00:{n % 60:02d}.000Z", f"line {n}") for n in range(250)]
-                             + [("2026-01-01T00:01:00.000Z", "b" * 20000)] * 3)
+            conn.execute(
+                "INSERT INTO monitors (id, job, command, interval, description, cwd, created, created_by) "
+                "VALUES (1, 'j', 'x', 60, 'ci', '/', '2026-01-01T00:00:00.000Z', 't')"
+            )
+            conn.executemany(
+                "INSERT INTO monitor_events (monitor, run, job, time, line, truncated) VALUES (1, 1, 'j', ?, ?, 0)",
+                [(f"2026-01-01T00:00:{n % 60:02d}.000Z", f"line {n}") for n in range(250)]
+                + [("2026-01-01T00:01:00.000Z", "b" * 20000)] * 3,
+            )
             made = followups.batch(conn, "j")
             sizes = [r[0] for r in conn.execute("SELECT events FROM followups ORDER BY id")]
             texts = [r[0] for r in conn.execute("SELECT text FROM followups ORDER BY id")]
@@ -334,18 +388,25 @@ def test_descendant_holding_stdout_is_not_a_timeout(served):
     _, monitor = served.add("card", "sleep 30 & echo started")
     runs = wait_for(lambda: (lambda r: r if r and r[0][1] else None)(served.runs(monitor["id"])), timeout=10)
     from proctor.timeutil import parse_iso
+
     assert runs[0][3] == 0 and runs[0][2] == 0, "the command exited at once, with 0"
     assert parse_iso(runs[0][1]) - parse_iso(runs[0][0]) < 5
 
 
 def test_cross_site_requests_are_refused(served):
-    body = json.dumps({"job": "card", "command": "echo pwned", "interval": "10s", "cwd": served.root,
-                       "allow_unsandboxed": True}).encode()
-    for headers in ({"Content-Type": "text/plain"},
-                    {"Content-Type": "application/json", "Origin": "http://127.0.0.1:3000"}):
-        request = urllib.request.Request(f"http://127.0.0.1:{served.port}/api/v1/monitors", data=body, method="POST",
-                                         headers={"Host": f"127.0.0.1:{served.port}",
-                                                  "Cookie": f"proctor_token={served.token}", **headers})
+    body = json.dumps(
+        {"job": "card", "command": "echo pwned", "interval": "10s", "cwd": served.root, "allow_unsandboxed": True}
+    ).encode()
+    for headers in (
+        {"Content-Type": "text/plain"},
+        {"Content-Type": "application/json", "Origin": "http://127.0.0.1:3000"},
+    ):
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{served.port}/api/v1/monitors",
+            data=body,
+            method="POST",
+            headers={"Host": f"127.0.0.1:{served.port}", "Cookie": f"proctor_token={served.token}", **headers},
+        )
         try:
             urllib.request.urlopen(request, timeout=10)
             raise AssertionError("accepted")
@@ -358,8 +419,9 @@ def test_cross_site_requests_are_refused(served):
 
 
 def test_a_leased_caller_needs_the_jobs_secret(served):
-    refused = cli(served.root, "monitor", "list", env={"BAGGAGE": "proctor.lease=card", "PROCTOR_NONCE": ""},
-                  check=False)
+    refused = cli(
+        served.root, "monitor", "list", env={"BAGGAGE": "proctor.lease=card", "PROCTOR_NONCE": ""}, check=False
+    )
     assert refused.returncode == 1 and "PROCTOR_NONCE" in refused.stderr
 
 
@@ -369,7 +431,9 @@ def test_stale_server_file_is_not_trusted(served):
     try:
         info_path = os.path.join(os.path.dirname(served.token_path), "server.json")
         with open(info_path, "w") as handle:
-            json.dump({"pid": sleeper.pid, "port": 1, "version": "0", "ready": True, "url": "x", "console": "x"}, handle)
+            json.dump(
+                {"pid": sleeper.pid, "port": 1, "version": "0", "ready": True, "url": "x", "console": "x"}, handle
+            )
         assert cli(served.root, "server", "status", check=False).returncode == 1
         assert "no server was running" in cli(served.root, "server", "stop").stdout
         assert sleeper.poll() is None, "an unrelated process is left alone"

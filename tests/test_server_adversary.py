@@ -41,14 +41,19 @@ pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="the 
 
 # The agent's direct reach into the store: its own driver on the file, or on the database
 # PROCTOR_STORE_URL (in the agent's environment too) names (tests/store_oracle.py).
-STORE = ("import sys\nsys.path.insert(0, {root!r})\nfrom tests.store_oracle import connect\n"
-         .format(root=os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+STORE = "import sys\nsys.path.insert(0, {root!r})\nfrom tests.store_oracle import connect\n".format(
+    root=os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+)
 
-SAME_USER = pytest.mark.xfail(strict=True, reason=(
-    "a known limit, stated in the README: the agent runs as the person's own user, so a process that leaves "
-    "the process tree its lease is read from (setsid, env -i, a relay, a rewritten /proc/<pid>/mem), reads the "
-    "store file, or signals the server is not told apart from the person; only a boundary the agent cannot "
-    "leave (the sandbox, a cgroup, another user) closes it. strict: the test says so the day it holds"))
+SAME_USER = pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "a known limit, stated in the README: the agent runs as the person's own user, so a process that leaves "
+        "the process tree its lease is read from (setsid, env -i, a relay, a rewritten /proc/<pid>/mem), reads the "
+        "store file, or signals the server is not told apart from the person; only a boundary the agent cannot "
+        "leave (the sandbox, a cgroup, another user) closes it. strict: the test says so the day it holds"
+    ),
+)
 
 
 # -- the agent's tools ------------------------------------------------------------------------------
@@ -111,13 +116,32 @@ def _tool(tmp_path, name: str, text: str) -> str:
     return str(path)
 
 
-def _spec(tmp_path, served, name: str, method: str, path: str, *, auth: str | None = "token",  # noqa: F811
-          host: str = "127.0.0.1", port: int | None = None, body: dict | None = None, **extra) -> tuple[str, str]:
+def _spec(
+    tmp_path,
+    served,
+    name: str,
+    method: str,
+    path: str,
+    *,
+    auth: str | None = "token",  # noqa: F811
+    host: str = "127.0.0.1",
+    port: int | None = None,
+    body: dict | None = None,
+    **extra,
+) -> tuple[str, str]:
     """(the call's spec file, the file its answer lands in)."""
     out = str(tmp_path / f"{name}.out")
     headers = {"Host": f"127.0.0.1:{served.port}", "Content-Type": "application/json"}
-    spec = {"host": host, "port": port or served.port, "method": method, "path": path, "headers": headers,
-            "body": json.dumps(body) if body is not None else None, "out": out, **extra}
+    spec = {
+        "host": host,
+        "port": port or served.port,
+        "method": method,
+        "path": path,
+        "headers": headers,
+        "body": json.dumps(body) if body is not None else None,
+        "out": out,
+        **extra,
+    }
     if auth == "token":
         spec["token_file"] = served.token_path
     elif auth is not None:
@@ -139,8 +163,9 @@ def _leased_env(served, **extra):  # noqa: F811
 
 def _leased_shell(served, command: str, cwd: str, timeout: float = 60):  # noqa: F811
     """`command` in a bash started under card's lease, as the agent's tool call would be."""
-    return subprocess.run(["bash", "-c", command], cwd=cwd, env=_leased_env(served), capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        ["bash", "-c", command], cwd=cwd, env=_leased_env(served), capture_output=True, text=True, timeout=timeout
+    )
 
 
 def _third(served, command: str = "true", interval: str = "1h"):  # noqa: F811
@@ -177,6 +202,7 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 
 
 # -- 1. the token, from a process the server cannot see is leased --------------------------------------
+
 
 @SAME_USER
 def test_double_forked_setsid_env_i_escapee_sending_the_token_is_refused(served, tmp_path):  # noqa: F811
@@ -223,8 +249,14 @@ def test_a_process_in_the_checkout_job_exec_bound_sending_the_token_is_refused(s
     directory sends it."""
     victim = _third(served)
     env = {k: v for k, v in os.environ.items() if k not in ("BAGGAGE", "PROCTOR_NONCE")}
-    refused = subprocess.run([sys.executable, "-m", "proctor", "monitor", "remove", str(victim)], cwd=served.worktree,
-                             env=env, capture_output=True, text=True, timeout=60)
+    refused = subprocess.run(
+        [sys.executable, "-m", "proctor", "monitor", "remove", str(victim)],
+        cwd=served.worktree,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert refused.returncode != 0, "the CLI knows this checkout works card"
     tool = _tool(tmp_path, "call.py", CALL)
     spec, out = _spec(tmp_path, served, "bound", "DELETE", f"/api/v1/monitors/{victim}")
@@ -234,7 +266,7 @@ def test_a_process_in_the_checkout_job_exec_bound_sending_the_token_is_refused(s
     assert _live(served, victim)
 
 
-RELAY = textwrap.dedent(r'''
+RELAY = textwrap.dedent(r"""
     import socket, sys, threading
     target = int(sys.argv[1])
     listener = socket.socket()
@@ -263,7 +295,7 @@ RELAY = textwrap.dedent(r'''
         upstream = socket.create_connection(("127.0.0.1", target))
         threading.Thread(target=pipe, args=(client, upstream), daemon=True).start()
         threading.Thread(target=pipe, args=(upstream, client), daemon=True).start()
-''')
+""")
 
 
 @SAME_USER
@@ -273,8 +305,13 @@ def test_a_relay_started_before_the_lease_does_not_launder_the_token(served, tmp
     server's Host; the server's peer is the relay, which works no job."""
     victim = _third(served)
     env = {k: v for k, v in os.environ.items() if k not in ("BAGGAGE", "PROCTOR_NONCE")}
-    relay = subprocess.Popen([sys.executable, "-c", RELAY, str(served.port)], env=env, stdout=subprocess.PIPE,
-                             text=True, start_new_session=True)
+    relay = subprocess.Popen(
+        [sys.executable, "-c", RELAY, str(served.port)],
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         relay_port = int(relay.stdout.readline())
         tool = _tool(tmp_path, "call.py", CALL)
@@ -313,8 +350,7 @@ def test_hanging_up_right_after_the_request_does_not_dodge_the_peer_check(served
     victim = _third(served)
     tool = _tool(tmp_path, "call.py", CALL)
     for attempt in range(5):
-        spec, out = _spec(tmp_path, served, f"hangup{attempt}", "DELETE", f"/api/v1/monitors/{victim}",
-                          hang_up=True)
+        spec, out = _spec(tmp_path, served, f"hangup{attempt}", "DELETE", f"/api/v1/monitors/{victim}", hang_up=True)
         _leased_shell(served, f"{sys.executable} {tool} {spec}; true", cwd=str(tmp_path))
         assert _answer(out) == "hung up"
     time.sleep(1)
@@ -330,13 +366,20 @@ def test_a_session_cookie_leaked_to_another_port_is_refused_to_a_leased_process(
     victim = _third(served)
     jar = http.cookiejar.CookieJar()
     browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar), _NoRedirect)
-    login = urllib.request.Request(f"http://127.0.0.1:{served.port}/login", data=f"token={served.token}".encode(),
-                                   method="POST", headers={"Content-Type": "application/x-www-form-urlencoded"})
+    login = urllib.request.Request(
+        f"http://127.0.0.1:{served.port}/login",
+        data=f"token={served.token}".encode(),
+        method="POST",
+        headers={"Content-Type": "application/x-www-form-urlencoded"},
+    )
     with contextlib.suppress(urllib.error.HTTPError):
         browser.open(login, timeout=10)
     assert any(c.name == f"proctor_{served.port}" for c in jar), "the person is logged in"
     stolen = tmp_path / "stolen"
-    dev_server = _tool(tmp_path, "dev.py", textwrap.dedent(f'''
+    dev_server = _tool(
+        tmp_path,
+        "dev.py",
+        textwrap.dedent(f"""
         import http.server
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self):
@@ -346,9 +389,11 @@ def test_a_session_cookie_leaked_to_another_port_is_refused_to_a_leased_process(
         server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
         print(server.server_address[1], flush=True)
         server.handle_request()
-    '''))
-    agent = subprocess.Popen([sys.executable, dev_server], env=_leased_env(served), stdout=subprocess.PIPE, text=True,
-                             start_new_session=True)
+    """),
+    )
+    agent = subprocess.Popen(
+        [sys.executable, dev_server], env=_leased_env(served), stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
     try:
         port = int(agent.stdout.readline())
         with browser.open(f"http://127.0.0.1:{port}/", timeout=10) as page:
@@ -358,8 +403,9 @@ def test_a_session_cookie_leaked_to_another_port_is_refused_to_a_leased_process(
         agent.wait(10)
     assert f"proctor_{served.port}=" in stolen.read_text(), "the browser handed the agent's port the session"
     tool = _tool(tmp_path, "call.py", CALL)
-    spec, out = _spec(tmp_path, served, "cookie", "DELETE", f"/api/v1/monitors/{victim}", auth=None,
-                      cookie_file=str(stolen))
+    spec, out = _spec(
+        tmp_path, served, "cookie", "DELETE", f"/api/v1/monitors/{victim}", auth=None, cookie_file=str(stolen)
+    )
     _leased_shell(served, f"{sys.executable} {tool} {spec}; true", cwd=str(tmp_path))
     answer = _answer(out)
     assert answer.startswith("status 403") or answer.startswith("status 401"), answer
@@ -374,8 +420,19 @@ def test_a_monitor_command_that_double_forks_out_is_refused_the_token(served, tm
     tool = _tool(tmp_path, "call.py", CALL)
     spec, out = _spec(tmp_path, served, "monitor", "DELETE", f"/api/v1/monitors/{victim}")
     command = f"setsid -f env -i {sys.executable} {tool} {spec}; sleep 5"
-    made = cli(served.root, "monitor", "add", "--cmd", command, "--interval", "1h", "--allow-unsandboxed", "-o", "json",
-               env={"PROCTOR_NONCE": served.card_nonce})
+    made = cli(
+        served.root,
+        "monitor",
+        "add",
+        "--cmd",
+        command,
+        "--interval",
+        "1h",
+        "--allow-unsandboxed",
+        "-o",
+        "json",
+        env={"PROCTOR_NONCE": served.card_nonce},
+    )
     assert json.loads(made.stdout)["job"] == "card"
     try:
         answer = _answer(out)
@@ -401,6 +458,7 @@ def test_a_leased_process_cannot_log_in_to_the_console(served, tmp_path):  # noq
 
 # -- 1. another job's monitors, follow-ups, runs and events with this job's secret ----------------------
 
+
 def test_a_jobs_secret_reaches_nothing_of_another_job(served, tmp_path):  # noqa: F811
     """Attack: `Authorization: Nonce <card's secret>` against third's monitors: remove by a
     guessed id, list/events/runs/follow-ups naming third (or its monitor, or its follow-up by
@@ -410,10 +468,12 @@ def test_a_jobs_secret_reaches_nothing_of_another_job(served, tmp_path):  # noqa
     nonce = {"Authorization": f"Nonce {served.card_nonce}"}
 
     def call(method, path, body=None, headers=nonce):
-        request = urllib.request.Request(f"http://127.0.0.1:{served.port}{path}", method=method,
-                                         data=json.dumps(body).encode() if body is not None else None,
-                                         headers={"Host": f"127.0.0.1:{served.port}",
-                                                  "Content-Type": "application/json", **headers})
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{served.port}{path}",
+            method=method,
+            data=json.dumps(body).encode() if body is not None else None,
+            headers={"Host": f"127.0.0.1:{served.port}", "Content-Type": "application/json", **headers},
+        )
         try:
             with urllib.request.build_opener(_NoRedirect).open(request, timeout=30) as response:
                 return response.status, response.read().decode()
@@ -423,16 +483,28 @@ def test_a_jobs_secret_reaches_nothing_of_another_job(served, tmp_path):  # noqa
     status, text = call("DELETE", f"/api/v1/monitors/{victim}")
     assert status == 409 and "MONITOR_OUT_OF_SCOPE" in text, (status, text)
     assert _live(served, victim)
-    for path in ("/api/v1/monitors?job=third", "/api/v1/events?job=third&limit=5000",
-                 f"/api/v1/runs?job=third&monitor={victim}", "/api/v1/followups?job=third"):
+    for path in (
+        "/api/v1/monitors?job=third",
+        "/api/v1/events?job=third&limit=5000",
+        f"/api/v1/runs?job=third&monitor={victim}",
+        "/api/v1/followups?job=third",
+    ):
         status, text = call("GET", path)
         assert status == 200 and "third" not in text, (path, text)
     status, text = call("GET", f"/api/v1/followups/{batch}")
     assert status == 409 and "third-secret-line" not in text, (status, text)
-    status, text = call("POST", "/api/v1/monitors", {"job": "third", "command": "true", "interval": "1h",
-                                                     "cwd": served.root, "allow_unsandboxed": True})
+    status, text = call(
+        "POST",
+        "/api/v1/monitors",
+        {"job": "third", "command": "true", "interval": "1h", "cwd": served.root, "allow_unsandboxed": True},
+    )
     assert status == 201 and json.loads(text)["job"] == "card", text
-    for method, path in (("GET", "/api/v1/jobs"), ("GET", "/api/v1/stream"), ("POST", "/api/v1/shutdown"), ("GET", "/")):
+    for method, path in (
+        ("GET", "/api/v1/jobs"),
+        ("GET", "/api/v1/stream"),
+        ("POST", "/api/v1/shutdown"),
+        ("GET", "/"),
+    ):
         status, _ = call(method, path, {} if method == "POST" else None)
         assert status in (401, 303), (path, status)
     assert served.call("GET", "/api/v1/status")[0] == 200, "still running"
@@ -441,9 +513,10 @@ def test_a_jobs_secret_reaches_nothing_of_another_job(served, tmp_path):  # noqa
 def test_an_ended_jobs_secret_is_refused(served):  # noqa: F811
     """Attack: keep using the secret of a job that has ended (no_return)."""
     api.exit_job("card", cwd=served.worktree)
-    request = urllib.request.Request(f"http://127.0.0.1:{served.port}/api/v1/followups",
-                                     headers={"Host": f"127.0.0.1:{served.port}",
-                                              "Authorization": f"Nonce {served.card_nonce}"})
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{served.port}/api/v1/followups",
+        headers={"Host": f"127.0.0.1:{served.port}", "Authorization": f"Nonce {served.card_nonce}"},
+    )
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(request, timeout=30)
     assert refused.value.code == 401
@@ -454,8 +527,10 @@ def test_secret_authenticated_streams_take_no_slot(served):  # noqa: F811
     console cannot open its live view."""
     from proctor.server.app import MAX_STREAMS
 
-    head = (f"GET /api/v1/stream HTTP/1.1\r\nHost: 127.0.0.1:{served.port}\r\nAuthorization: Nonce "
-            f"{served.card_nonce}\r\n\r\n").encode()
+    head = (
+        f"GET /api/v1/stream HTTP/1.1\r\nHost: 127.0.0.1:{served.port}\r\nAuthorization: Nonce "
+        f"{served.card_nonce}\r\n\r\n"
+    ).encode()
     held = []
     try:
         for _ in range(MAX_STREAMS + 4):
@@ -463,8 +538,10 @@ def test_secret_authenticated_streams_take_no_slot(served):  # noqa: F811
             sock.sendall(head)
             assert sock.recv(4096).startswith(b"HTTP/1.1 401")
             held.append(sock)
-        person = (f"GET /api/v1/stream HTTP/1.1\r\nHost: 127.0.0.1:{served.port}\r\nAuthorization: Bearer "
-                  f"{served.token}\r\n\r\n").encode()
+        person = (
+            f"GET /api/v1/stream HTTP/1.1\r\nHost: 127.0.0.1:{served.port}\r\nAuthorization: Bearer "
+            f"{served.token}\r\n\r\n"
+        ).encode()
         assert _raw(served.port, person).startswith("HTTP/1.1 200")
     finally:
         for sock in held:
@@ -480,8 +557,10 @@ def test_monitor_wait_for_another_job_from_a_leased_shell(served, tmp_path, how)
     _third(served, "echo third-secret-line", "10s")
     wait_for(lambda: [e["batch"] for e in served.events("third") if e["batch"]], timeout=40)
     out = tmp_path / "wait.out"
-    wait = (f"env -u BAGGAGE -u PROCTOR_NONCE {sys.executable} -m proctor monitor wait --job third --timeout 5s "
-            f"> {out}.part 2>&1; echo rc=$? >> {out}.part; mv {out}.part {out}")
+    wait = (
+        f"env -u BAGGAGE -u PROCTOR_NONCE {sys.executable} -m proctor monitor wait --job third --timeout 5s "
+        f"> {out}.part 2>&1; echo rc=$? >> {out}.part; mv {out}.part {out}"
+    )
     if how == "escaped":
         command = f"setsid -f env -u BAGGAGE -u PROCTOR_NONCE sh -c '{wait}'"
     else:
@@ -498,9 +577,12 @@ def test_the_store_file_does_not_hand_a_leased_process_another_jobs_followups(se
     _third(served, "echo third-secret-line", "10s")
     wait_for(lambda: [e["batch"] for e in served.events("third") if e["batch"]], timeout=40)
     db = os.path.join(os.path.dirname(os.path.dirname(served.token_path)), "proctor.db")
-    read = _tool(tmp_path, "read.py", STORE +
-                 "print(','.join(r[0] for r in connect(sys.argv[1]).execute(\"SELECT text FROM followups \"\n"
-                 "      \"WHERE job = 'third'\")))\n")
+    read = _tool(
+        tmp_path,
+        "read.py",
+        STORE + "print(','.join(r[0] for r in connect(sys.argv[1]).execute(\"SELECT text FROM followups \"\n"
+        "      \"WHERE job = 'third'\")))\n",
+    )
     done = _leased_shell(served, f"{sys.executable} {read} {db}", cwd=str(tmp_path))
     assert done.returncode == 0, done.stderr
     assert "third-secret-line" not in done.stdout, done.stdout
@@ -512,12 +594,12 @@ def test_a_monitor_written_into_the_store_is_not_run(served, tmp_path):  # noqa:
     monitor it finds in the store (every CHECK_SECONDS)."""
     api.fork({"id": "third", "write_paths": ["src/c.py"], "check": "test", "state": "running"}, cwd=served.root)
     db = os.path.join(os.path.dirname(os.path.dirname(served.token_path)), "proctor.db")
-    insert = STORE + textwrap.dedent(f'''
+    insert = STORE + textwrap.dedent(f"""
         conn = connect({db!r}, timeout=30)
         conn.execute("INSERT INTO monitors (job, command, interval, description, cwd, created, created_by) "
                      "VALUES ('third', 'pwd -P; echo injected', 10, 'x', '/', '2020-01-01T00:00:00Z', 'token')")
         conn.commit()
-    ''')
+    """)
     done = _leased_shell(served, f"{sys.executable} {_tool(tmp_path, 'insert.py', insert)}", cwd=str(tmp_path))
     assert done.returncode == 0, done.stderr
     from proctor.monitors.scheduler import CHECK_SECONDS
@@ -531,14 +613,17 @@ def test_a_monitor_written_into_the_store_is_not_run(served, tmp_path):  # noqa:
 
 # -- 1 and 2. stopping and starting the server ----------------------------------------------------------
 
+
 @SAME_USER
 def test_an_escaped_leased_process_cannot_stop_the_server(served, tmp_path):  # noqa: F811
     """Attack: `setsid -f env -u BAGGAGE -u PROCTOR_NONCE proctor server stop`, from the
     repository (not the bound worktree): the stop's own lineage check walks a tree the
     escapee has left."""
     out = tmp_path / "stop.out"
-    command = (f"setsid -f env -u BAGGAGE -u PROCTOR_NONCE sh -c '{sys.executable} -m proctor server stop "
-               f"> {out}.part 2>&1; echo rc=$? >> {out}.part; mv {out}.part {out}'")
+    command = (
+        f"setsid -f env -u BAGGAGE -u PROCTOR_NONCE sh -c '{sys.executable} -m proctor server stop "
+        f"> {out}.part 2>&1; echo rc=$? >> {out}.part; mv {out}.part {out}'"
+    )
     _leased_shell(served, command, cwd=served.root)
     said = _answer(str(out), timeout=60)
     assert "rc=0" not in said, said
@@ -565,8 +650,10 @@ def test_an_escaped_leased_process_cannot_start_the_server(served, tmp_path):  #
     environment (PATH, ...) the agent chose for every job's monitors."""
     cli(served.root, "server", "stop")
     out = tmp_path / "start.out"
-    command = (f"setsid -f env -u BAGGAGE -u PROCTOR_NONCE sh -c '{sys.executable} -m proctor server start "
-               f"> {out}.part 2>&1; echo rc=$? >> {out}.part; mv {out}.part {out}'")
+    command = (
+        f"setsid -f env -u BAGGAGE -u PROCTOR_NONCE sh -c '{sys.executable} -m proctor server start "
+        f"> {out}.part 2>&1; echo rc=$? >> {out}.part; mv {out}.part {out}'"
+    )
     _leased_shell(served, command, cwd=served.root)
     said = _answer(str(out), timeout=60)
     running = json.loads(cli(served.root, "server", "status", "-o", "json", check=False).stdout).get("running")
@@ -590,17 +677,33 @@ def test_a_server_started_under_a_lease_hands_no_lease_to_monitors(served, tmp_p
 
 # -- 3. hardening ---------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("host", [
-    "127.0.0.1:{port}.", "127.0.0.1.:{port}", "localhost.:{port}", "LOCALHOST:{port}", "[::1]:{port}",
-    "127.0.0.1", "localhost", "127.0.0.1:{port}@evil.example", "evil.example:{port}", "127.0.0.1.evil.example:{port}",
-    "127.0.0.1:0{port}", " 127.0.0.1:{port}x", "",
-])
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "127.0.0.1:{port}.",
+        "127.0.0.1.:{port}",
+        "localhost.:{port}",
+        "LOCALHOST:{port}",
+        "[::1]:{port}",
+        "127.0.0.1",
+        "localhost",
+        "127.0.0.1:{port}@evil.example",
+        "evil.example:{port}",
+        "127.0.0.1.evil.example:{port}",
+        "127.0.0.1:0{port}",
+        " 127.0.0.1:{port}x",
+        "",
+    ],
+)
 def test_host_header_variants_are_refused(served, host):  # noqa: F811
     """Attack: DNS rebinding through a Host the check might normalise: a trailing dot,
     uppercase, IPv6 literal, no port, userinfo, a suffix, a leading zero, an empty Host."""
     value = host.format(port=served.port)
-    head = (f"GET /api/v1/status HTTP/1.1\r\nHost: {value}\r\nAuthorization: Bearer {served.token}\r\n"
-            f"Connection: close\r\n\r\n").encode()
+    head = (
+        f"GET /api/v1/status HTTP/1.1\r\nHost: {value}\r\nAuthorization: Bearer {served.token}\r\n"
+        f"Connection: close\r\n\r\n"
+    ).encode()
     status = _raw(served.port, head)
     assert not status.startswith("HTTP/1.1 2"), (value, status)
 
@@ -611,8 +714,10 @@ def test_two_host_headers_are_refused(served, order):  # noqa: F811
     hosts = [f"evil.example:{served.port}", f"127.0.0.1:{served.port}"]
     if order == "good-first":
         hosts.reverse()
-    head = (f"GET /api/v1/status HTTP/1.1\r\nHost: {hosts[0]}\r\nHost: {hosts[1]}\r\nAuthorization: Bearer "
-            f"{served.token}\r\nConnection: close\r\n\r\n").encode()
+    head = (
+        f"GET /api/v1/status HTTP/1.1\r\nHost: {hosts[0]}\r\nHost: {hosts[1]}\r\nAuthorization: Bearer "
+        f"{served.token}\r\nConnection: close\r\n\r\n"
+    ).encode()
     status = _raw(served.port, head)
     assert not status.startswith("HTTP/1.1 2"), status
 
@@ -624,27 +729,42 @@ def test_cross_origin_writes_are_refused(served):  # noqa: F811
     victim = _third(served)
     jar = http.cookiejar.CookieJar()
     browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar), _NoRedirect)
-    login = urllib.request.Request(f"http://127.0.0.1:{served.port}/login", data=f"token={served.token}".encode(),
-                                   method="POST")
+    login = urllib.request.Request(
+        f"http://127.0.0.1:{served.port}/login", data=f"token={served.token}".encode(), method="POST"
+    )
     with contextlib.suppress(urllib.error.HTTPError):
         browser.open(login, timeout=10)
     cookie = next(f"{c.name}={c.value}" for c in jar)
     cases = [
-        ("DELETE", f"/api/v1/monitors/{victim}", {"Origin": f"http://127.0.0.1:{served.port + 1}",
-                                                  "Content-Type": "application/json"}),
+        (
+            "DELETE",
+            f"/api/v1/monitors/{victim}",
+            {"Origin": f"http://127.0.0.1:{served.port + 1}", "Content-Type": "application/json"},
+        ),
         ("DELETE", f"/api/v1/monitors/{victim}", {"Origin": "null", "Content-Type": "application/json"}),
         ("DELETE", f"/api/v1/monitors/{victim}", {"Content-Type": "text/plain"}),
         ("DELETE", f"/api/v1/monitors/{victim}", {}),
         ("POST", "/api/v1/shutdown", {"Content-Type": "application/x-www-form-urlencoded"}),
         ("POST", "/api/v1/shutdown", {"Content-Type": "text/plain; charset=application/json"}),
-        ("POST", "/api/v1/shutdown", {"Origin": f"http://localhost:{served.port + 1}", "Content-Type": "application/json"}),
-        ("POST", "/login", {"Origin": f"http://127.0.0.1:{served.port + 1}",
-                            "Content-Type": "application/x-www-form-urlencoded"}),
+        (
+            "POST",
+            "/api/v1/shutdown",
+            {"Origin": f"http://localhost:{served.port + 1}", "Content-Type": "application/json"},
+        ),
+        (
+            "POST",
+            "/login",
+            {"Origin": f"http://127.0.0.1:{served.port + 1}", "Content-Type": "application/x-www-form-urlencoded"},
+        ),
     ]
     for method, path, headers in cases:
         data = f"token={served.token}".encode() if path == "/login" else b"{}"
-        request = urllib.request.Request(f"http://127.0.0.1:{served.port}{path}", data=data, method=method,
-                                         headers={"Host": f"127.0.0.1:{served.port}", "Cookie": cookie, **headers})
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{served.port}{path}",
+            data=data,
+            method=method,
+            headers={"Host": f"127.0.0.1:{served.port}", "Cookie": cookie, **headers},
+        )
         try:
             with urllib.request.urlopen(request, timeout=10) as response:
                 status = response.status
@@ -652,9 +772,15 @@ def test_cross_origin_writes_are_refused(served):  # noqa: F811
             status = exc.code
         assert status == 403, (method, path, headers, status)
     assert _live(served, victim) and served.call("GET", "/api/v1/status")[0] == 200
-    preflight = urllib.request.Request(f"http://127.0.0.1:{served.port}/api/v1/monitors", method="OPTIONS",
-                                       headers={"Host": f"127.0.0.1:{served.port}", "Origin": "http://evil.example",
-                                                "Access-Control-Request-Method": "POST"})
+    preflight = urllib.request.Request(
+        f"http://127.0.0.1:{served.port}/api/v1/monitors",
+        method="OPTIONS",
+        headers={
+            "Host": f"127.0.0.1:{served.port}",
+            "Origin": "http://evil.example",
+            "Access-Control-Request-Method": "POST",
+        },
+    )
     try:
         with urllib.request.urlopen(preflight, timeout=10) as response:
             allowed = response.headers.get("Access-Control-Allow-Origin")
@@ -669,15 +795,23 @@ def test_failed_logins_open_nothing_and_a_fixed_cookie_is_never_a_session(served
     name = f"proctor_{served.port}"
     fixed = "attacker-chosen-session-id"
     for n in range(300):
-        request = urllib.request.Request(f"http://127.0.0.1:{served.port}/login", data=f"token=guess{n}".encode(),
-                                         method="POST", headers={"Cookie": f"{name}={fixed}"})
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{served.port}/login",
+            data=f"token=guess{n}".encode(),
+            method="POST",
+            headers={"Cookie": f"{name}={fixed}"},
+        )
         opener = urllib.request.build_opener(_NoRedirect)
         try:
             opener.open(request, timeout=10)
         except urllib.error.HTTPError as exc:
             assert exc.code == 303 and exc.headers.get("Set-Cookie") is None
-    request = urllib.request.Request(f"http://127.0.0.1:{served.port}/login", data=f"token={served.token}".encode(),
-                                     method="POST", headers={"Cookie": f"{name}={fixed}"})
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{served.port}/login",
+        data=f"token={served.token}".encode(),
+        method="POST",
+        headers={"Cookie": f"{name}={fixed}"},
+    )
     issued = None
     try:
         urllib.request.build_opener(_NoRedirect).open(request, timeout=10)
@@ -693,8 +827,10 @@ def test_failed_logins_open_nothing_and_a_fixed_cookie_is_never_a_session(served
 def test_huge_query_strings_are_refused_and_the_server_goes_on(served):  # noqa: F811
     """Attack: a megabyte query string, a 5000-digit number, and a negative limit."""
     for query in ("job=" + "x" * (1 << 20), "limit=" + "9" * 5000, "monitor=" + "9" * 5000):
-        head = (f"GET /api/v1/runs?{query} HTTP/1.1\r\nHost: 127.0.0.1:{served.port}\r\nAuthorization: Bearer "
-                f"{served.token}\r\nConnection: close\r\n\r\n").encode()
+        head = (
+            f"GET /api/v1/runs?{query} HTTP/1.1\r\nHost: 127.0.0.1:{served.port}\r\nAuthorization: Bearer "
+            f"{served.token}\r\nConnection: close\r\n\r\n"
+        ).encode()
         status = _raw(served.port, head)
         assert not status.startswith("HTTP/1.1 5"), (query[:20], status)
     assert served.call("GET", "/api/v1/status")[0] == 200
@@ -712,23 +848,28 @@ def test_a_negative_limit_does_not_lift_the_events_cap(served):  # noqa: F811
         assert len(body["events"]) <= 5000, f"{len(body['events'])} events in one answer"
 
 
-@pytest.mark.parametrize("body", [
-    {"cwd": "/tmp\u0000/x"},
-    {"command": "true\u0000"},
-    {"interval": 1e308},
-    {"interval": True},
-    {"job": "\ud800"},
-    {"description": "\u0000" * 1000},
-    {"cwd": "\udcff"},
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"cwd": "/tmp\u0000/x"},
+        {"command": "true\u0000"},
+        {"interval": 1e308},
+        {"interval": True},
+        {"job": "\ud800"},
+        {"description": "\u0000" * 1000},
+        {"cwd": "\udcff"},
+    ],
+)
 def test_hostile_bodies_are_client_errors(served, body):  # noqa: F811
     """Attack: bodies a JSON parser accepts but the handlers may not: a NUL in cwd or command,
     a huge or boolean interval, a lone surrogate in the job or cwd."""
     full = {"job": "card", "command": "true", "interval": "10s", "cwd": served.root, "allow_unsandboxed": True, **body}
-    request = urllib.request.Request(f"http://127.0.0.1:{served.port}/api/v1/monitors", method="POST",
-                                     data=json.dumps(full).encode(),
-                                     headers={"Content-Type": "application/json",
-                                              "Authorization": f"Bearer {served.token}"})
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{served.port}/api/v1/monitors",
+        method="POST",
+        data=json.dumps(full).encode(),
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {served.token}"},
+    )
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
             status, answer = response.status, response.read()[:200]
@@ -743,14 +884,17 @@ def test_the_console_renders_no_markup_from_the_store(served):  # noqa: F811
     the console; a `failed` parameter on the login page."""
     payload = "<img src=x onerror=alert(1)><script>alert(1)</script>"
     assert served.add("card", f"echo '{payload}'", description=payload)[0] == 201
-    request = urllib.request.Request(f"http://127.0.0.1:{served.port}/", headers={"Authorization": f"Bearer {served.token}"})
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{served.port}/", headers={"Authorization": f"Bearer {served.token}"}
+    )
     with urllib.request.urlopen(request, timeout=10) as response:
         page = response.read().decode()
     assert payload not in page
     for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"):
         assert sink not in page, sink
-    monitors = urllib.request.Request(f"http://127.0.0.1:{served.port}/api/v1/monitors?job=card",
-                                      headers={"Authorization": f"Bearer {served.token}"})
+    monitors = urllib.request.Request(
+        f"http://127.0.0.1:{served.port}/api/v1/monitors?job=card", headers={"Authorization": f"Bearer {served.token}"}
+    )
     with urllib.request.urlopen(monitors, timeout=10) as response:
         assert response.headers.get_content_type() == "application/json"
     with urllib.request.urlopen(f"http://127.0.0.1:{served.port}/login?failed=<script>x</script>", timeout=10) as r:
@@ -760,7 +904,10 @@ def test_the_console_renders_no_markup_from_the_store(served):  # noqa: F811
 from tests.test_server_scope_hardening import inprocess  # noqa: E402,F401  (the app in this process)
 
 
-@pytest.mark.xfail(strict=True, reason="uvicorn has no timeout for a request's head (only for its body, which proctor bounds); a known limit, in the note")
+@pytest.mark.xfail(
+    strict=True,
+    reason="uvicorn has no timeout for a request's head (only for its body, which proctor bounds); a known limit, in the note",
+)
 def test_a_trickled_request_head_times_out(inprocess):
     """Attack: slowloris on the head, not the body: send the request line, then one byte of
     a header every half second. Uploads time out after BODY_SECONDS (1.5 s here); a head that
@@ -786,6 +933,7 @@ def test_a_trickled_request_head_times_out(inprocess):
 
 # -- 4. the monitor's directory -------------------------------------------------------------------------
 
+
 def test_a_cwd_swapped_for_a_symlink_after_the_check_does_not_move_the_runs(served, tmp_path):  # noqa: F811
     """Attack: TOCTOU on the cwd. The agent adds a monitor (with its secret) in a directory of
     the repository, then replaces that directory with a symlink to a place outside; the next
@@ -794,14 +942,26 @@ def test_a_cwd_swapped_for_a_symlink_after_the_check_does_not_move_the_runs(serv
     os.mkdir(sub)
     outside = tmp_path / "outside"
     outside.mkdir()
-    made = cli(sub, "monitor", "add", "--cmd", "pwd -P", "--interval", "10s", "--allow-unsandboxed", "-o", "json",
-               env={"PROCTOR_NONCE": served.card_nonce})
+    made = cli(
+        sub,
+        "monitor",
+        "add",
+        "--cmd",
+        "pwd -P",
+        "--interval",
+        "10s",
+        "--allow-unsandboxed",
+        "-o",
+        "json",
+        env={"PROCTOR_NONCE": served.card_nonce},
+    )
     assert json.loads(made.stdout)["cwd"] == os.path.realpath(sub)
     wait_for(lambda: served.events("card"), timeout=15)
     os.rmdir(sub)
     os.symlink(str(outside), sub)
-    lines = wait_for(lambda: (lambda ev: ev if len(ev) >= 2 else None)([e["line"] for e in served.events("card")]),
-                     timeout=30)
+    lines = wait_for(
+        lambda: (lambda ev: ev if len(ev) >= 2 else None)([e["line"] for e in served.events("card")]), timeout=30
+    )
     root = os.path.realpath(served.root)
     for line in lines:
         assert line == root or line.startswith(root + "/"), f"a run went to {line}"
@@ -824,15 +984,28 @@ def test_cwd_escapes_are_refused_at_creation(served, tmp_path):  # noqa: F811
     inner = os.path.join(served.root, "inner")
     os.mkdir(inner)
     git(inner, "init", "-q")
-    cwds = [os.path.join(served.root, "link-out"), os.path.join(served.root, "..", "outside"),
-            os.path.join(served.root, ".git"), os.path.join(served.root, ".git", "worktrees", "wt"),
-            os.path.join(served.root, ".git", "hooks"), third_wt, nested, inner, "/"]
+    cwds = [
+        os.path.join(served.root, "link-out"),
+        os.path.join(served.root, "..", "outside"),
+        os.path.join(served.root, ".git"),
+        os.path.join(served.root, ".git", "worktrees", "wt"),
+        os.path.join(served.root, ".git", "hooks"),
+        third_wt,
+        nested,
+        inner,
+        "/",
+    ]
     for cwd in cwds:
         request = urllib.request.Request(
-            f"http://127.0.0.1:{served.port}/api/v1/monitors", method="POST",
+            f"http://127.0.0.1:{served.port}/api/v1/monitors",
+            method="POST",
             data=json.dumps({"command": "true", "interval": "1h", "cwd": cwd, "allow_unsandboxed": True}).encode(),
-            headers={"Host": f"127.0.0.1:{served.port}", "Content-Type": "application/json",
-                     "Authorization": f"Nonce {nonce['PROCTOR_NONCE']}"})
+            headers={
+                "Host": f"127.0.0.1:{served.port}",
+                "Content-Type": "application/json",
+                "Authorization": f"Nonce {nonce['PROCTOR_NONCE']}",
+            },
+        )
         try:
             with urllib.request.urlopen(request, timeout=30) as response:
                 raise AssertionError(f"accepted cwd {cwd}: {response.read().decode()}")
@@ -842,19 +1015,22 @@ def test_cwd_escapes_are_refused_at_creation(served, tmp_path):  # noqa: F811
 
 # -- 5. a busy store ------------------------------------------------------------------------------------
 
-HOLD = textwrap.dedent(r'''
+HOLD = textwrap.dedent(r"""
     import fcntl, os, sys, time
     fd = os.open(sys.argv[1] + "-shm", os.O_RDWR)
     for offset in range(123, 128):  # WAL_READ_LOCK(0..4): 120 + 3 .. 120 + 7
         fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, offset)
     print("held", flush=True)
     time.sleep(float(sys.argv[2]))
-''')
+""")
 
 
 # SQLite's engine itself: the WAL read-mark locks of proctor.db-shm
 @pytest.mark.sqlite_store
-@pytest.mark.xfail(strict=True, reason="SQLite retries SQLITE_PROTOCOL (a held WAL read mark) for about 10 s itself, past the busy timeout: the answer is a 503 STORE_BUSY, after 10 s rather than 5; a known limit, in the note")
+@pytest.mark.xfail(
+    strict=True,
+    reason="SQLite retries SQLITE_PROTOCOL (a held WAL read mark) for about 10 s itself, past the busy timeout: the answer is a 503 STORE_BUSY, after 10 s rather than 5; a known limit, in the note",
+)
 def test_the_api_answers_while_a_process_holds_the_store(served, tmp_path):  # noqa: F811
     """Attack: the agent holds the store against readers too, not only writers (BEGIN
     IMMEDIATE is tested elsewhere): it takes the five WAL read-mark locks of proctor.db-shm
@@ -863,23 +1039,37 @@ def test_the_api_answers_while_a_process_holds_the_store(served, tmp_path):  # n
     from proctor.server.app import STORE_SECONDS
 
     db = os.path.join(os.path.dirname(os.path.dirname(served.token_path)), "proctor.db")
-    holder = subprocess.Popen([sys.executable, "-c", HOLD, db, "120"], stdout=subprocess.PIPE, text=True,
-                              env=_leased_env(served), start_new_session=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, db, "120"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=_leased_env(served),
+        start_new_session=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         results = {}
-        for method, path, body in (("GET", "/api/v1/status", None), ("GET", "/api/v1/monitors", None),
-                                   ("POST", "/api/v1/monitors", {"job": "card", "command": "true", "interval": "1h",
-                                                                  "cwd": served.root, "allow_unsandboxed": True})):
+        for method, path, body in (
+            ("GET", "/api/v1/status", None),
+            ("GET", "/api/v1/monitors", None),
+            (
+                "POST",
+                "/api/v1/monitors",
+                {"job": "card", "command": "true", "interval": "1h", "cwd": served.root, "allow_unsandboxed": True},
+            ),
+        ):
             started = time.monotonic()
             try:
                 status, answer = served.call(method, path, body)
             except (socket.timeout, TimeoutError, urllib.error.URLError) as exc:
                 status, answer = None, repr(exc)
             results[method + " " + path] = (status, round(time.monotonic() - started, 1), str(answer)[-100:])
-        wrong = {key: result for key, result in results.items()
-                 if not (result[0] in (200, 201) or (result[0] == 503 and "STORE_BUSY" in result[2]))
-                 or result[1] >= 2 * STORE_SECONDS}
+        wrong = {
+            key: result
+            for key, result in results.items()
+            if not (result[0] in (200, 201) or (result[0] == 503 and "STORE_BUSY" in result[2]))
+            or result[1] >= 2 * STORE_SECONDS
+        }
         assert not wrong, wrong
     finally:
         holder.kill()

@@ -51,8 +51,9 @@ class Reader:
         return self._query("SELECT deleted FROM monitors WHERE id = ?", (monitor_id,))[0][0]
 
     def runs(self, monitor_id: int) -> list[tuple]:
-        return self._query("SELECT started, ended, stderr FROM monitor_runs WHERE monitor = ? ORDER BY id",
-                           (monitor_id,))
+        return self._query(
+            "SELECT started, ended, stderr FROM monitor_runs WHERE monitor = ? ORDER BY id", (monitor_id,)
+        )
 
     def ended_events(self, job_id: str) -> list[tuple]:
         return self._query("SELECT actor, data FROM events WHERE job = ? AND kind = 'job_ended'", (job_id,))
@@ -82,12 +83,32 @@ def board(tmp_path, monkeypatch):
     server = Server(root)
     ticks = tmp_path / "ticks"
     command = f"while :; do date +%s.%N >> {ticks}; sleep 0.1; done"
-    made = json.loads(cli(wt, "monitor", "add", "--cmd", command, "--interval", "60s", "--allow-unsandboxed",
-                          "-o", "json", env={"PROCTOR_NONCE": taken["nonce"]}).stdout)
+    made = json.loads(
+        cli(
+            wt,
+            "monitor",
+            "add",
+            "--cmd",
+            command,
+            "--interval",
+            "60s",
+            "--allow-unsandboxed",
+            "-o",
+            "json",
+            env={"PROCTOR_NONCE": taken["nonce"]},
+        ).stdout
+    )
     assert made["job"] == "P/C"
     wait_for(lambda: len(_ticks(ticks)) >= 5, timeout=15)
-    yield SimpleNamespace(root=root, wt=os.path.realpath(wt), server=server, store=Reader(root), ticks=ticks,
-                          monitor=made["id"], log=os.path.join(os.path.dirname(server.token_path), "server.log"))
+    yield SimpleNamespace(
+        root=root,
+        wt=os.path.realpath(wt),
+        server=server,
+        store=Reader(root),
+        ticks=ticks,
+        monitor=made["id"],
+        log=os.path.join(os.path.dirname(server.token_path), "server.log"),
+    )
     cli(root, "server", "stop", check=False)
 
 
@@ -157,8 +178,10 @@ def test_the_servers_own_jobs_are_never_ended(board, tmp_path):
     with conn:
         conn.execute("UPDATE jobs SET live = 0, state = 'no_return' WHERE id = 'proctor-server'")
         conn.execute("UPDATE jobs SET checkout_root = ? WHERE id = 'proctor-server/monitors'", (str(gone),))
-        conn.execute("UPDATE jobs SET state = 'declared', checkout_root = NULL, updated = '2000-01-01T00:00:00.000Z' "
-                     "WHERE id = 'proctor-server/followups'")
+        conn.execute(
+            "UPDATE jobs SET state = 'declared', checkout_root = NULL, updated = '2000-01-01T00:00:00.000Z' "
+            "WHERE id = 'proctor-server/followups'"
+        )
     conn.close()
     gone.rmdir()
     shutil.rmtree(board.wt)

@@ -44,7 +44,8 @@ def _live(served, monitor_id):  # noqa: F811
 def _attack_script(tmp_path, served, monitor_id):  # noqa: F811
     """A script that reads the token and removes `monitor_id` with it, printing the status."""
     script = tmp_path / "attack.py"
-    script.write_text(textwrap.dedent(f"""
+    script.write_text(
+        textwrap.dedent(f"""
         import urllib.request, urllib.error
         token = open({served.token_path!r}).read().strip()
         request = urllib.request.Request("http://127.0.0.1:{served.port}/api/v1/monitors/{monitor_id}",
@@ -55,7 +56,8 @@ def _attack_script(tmp_path, served, monitor_id):  # noqa: F811
                 print("status", response.status)
         except urllib.error.HTTPError as exc:
             print("status", exc.code, exc.read().decode())
-    """))
+    """)
+    )
     return str(script)
 
 
@@ -67,11 +69,18 @@ def _leased_env(served, **extra):  # noqa: F811
 
 # -- (a) the token, read and sent -----------------------------------------------------------------
 
+
 def test_a_leased_process_sending_the_token_is_refused(served, tmp_path):  # noqa: F811
     victim = _third(served)
     script = _attack_script(tmp_path, served, victim)
-    done = subprocess.run([sys.executable, script], cwd=served.worktree, env=_leased_env(served),
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, script],
+        cwd=served.worktree,
+        env=_leased_env(served),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.stdout.startswith("status 403") and "LEASED_CALLER" in done.stdout, done.stdout + done.stderr
     assert _live(served, victim), "the other job's monitor is still there"
 
@@ -81,8 +90,9 @@ def test_a_stripped_child_of_a_leased_shell_sending_the_token_is_refused(served,
     script = _attack_script(tmp_path, served, victim)
     # the shell was started under the lease; env -u changes only its child's environment
     command = f"env -u BAGGAGE -u PROCTOR_NONCE -u PROCTOR_WORKER_TAG {sys.executable} {script}; exit $?"
-    done = subprocess.run(["bash", "-c", command], cwd=str(tmp_path), env=_leased_env(served),
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        ["bash", "-c", command], cwd=str(tmp_path), env=_leased_env(served), capture_output=True, text=True, timeout=60
+    )
     assert done.stdout.startswith("status 403") and "LEASED_CALLER" in done.stdout, done.stdout + done.stderr
     assert _live(served, victim)
 
@@ -93,8 +103,14 @@ def test_a_child_of_a_shell_holding_only_the_secret_is_refused(served, tmp_path)
     script = _attack_script(tmp_path, served, victim)
     env = {k: v for k, v in os.environ.items() if k != "BAGGAGE"}
     env["PROCTOR_NONCE"] = served.card_nonce
-    done = subprocess.run(["bash", "-c", f"env -u PROCTOR_NONCE {sys.executable} {script}; exit $?"],
-                          cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        ["bash", "-c", f"env -u PROCTOR_NONCE {sys.executable} {script}; exit $?"],
+        cwd=str(tmp_path),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.stdout.startswith("status 403"), done.stdout + done.stderr
     assert _live(served, victim)
 
@@ -103,11 +119,21 @@ def test_a_monitor_command_sending_the_token_is_refused(served, tmp_path):  # no
     """A monitor's command is the agent's, run beneath the server with the server's rights."""
     victim = _third(served)
     script = _attack_script(tmp_path, served, victim)
-    made = cli(served.root, "monitor", "add", "--cmd", f"{sys.executable} {script}", "--interval", "1h",
-               "--allow-unsandboxed", "-o", "json", env={"PROCTOR_NONCE": served.card_nonce})
+    made = cli(
+        served.root,
+        "monitor",
+        "add",
+        "--cmd",
+        f"{sys.executable} {script}",
+        "--interval",
+        "1h",
+        "--allow-unsandboxed",
+        "-o",
+        "json",
+        env={"PROCTOR_NONCE": served.card_nonce},
+    )
     assert json.loads(made.stdout)["job"] == "card"
-    lines = wait_for(lambda: [e["line"] for e in served.events("card") if e["line"].startswith("status")],
-                     timeout=30)
+    lines = wait_for(lambda: [e["line"] for e in served.events("card") if e["line"].startswith("status")], timeout=30)
     assert lines[0].startswith("status 403"), lines
     assert _live(served, victim)
 
@@ -120,6 +146,7 @@ def test_the_person_with_the_token_is_served(served):  # noqa: F811
 
 # -- (b) the CLI's fall-back to the token ------------------------------------------------------------
 
+
 def _fresh_worktree(served, tmp_path):  # noqa: F811
     fresh = str(tmp_path / "fresh")
     git(served.root, "worktree", "add", "-q", "-b", "fresh", fresh)
@@ -129,10 +156,10 @@ def _fresh_worktree(served, tmp_path):  # noqa: F811
 def test_monitor_remove_with_the_lease_stripped_from_a_fresh_worktree(served, tmp_path):  # noqa: F811
     victim = _third(served)
     fresh = _fresh_worktree(served, tmp_path)
-    command = (f"env -u BAGGAGE -u PROCTOR_NONCE {sys.executable} -m proctor monitor remove {victim}; "
-               f"exit $?")
-    done = subprocess.run(["bash", "-c", command], cwd=fresh, env=_leased_env(served), capture_output=True,
-                          text=True, timeout=60)
+    command = f"env -u BAGGAGE -u PROCTOR_NONCE {sys.executable} -m proctor monitor remove {victim}; exit $?"
+    done = subprocess.run(
+        ["bash", "-c", command], cwd=fresh, env=_leased_env(served), capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "PROCTOR_NONCE" in done.stderr
     assert _live(served, victim)
@@ -151,6 +178,7 @@ def test_monitor_remove_under_a_shell_holding_only_the_secret(served, tmp_path):
 
 # -- (c) server stop ----------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("how", ["baggage", "checkout", "ancestor"])
 def test_server_stop_under_a_lease_is_refused(served, tmp_path, how):  # noqa: F811
     if how == "baggage":
@@ -158,9 +186,14 @@ def test_server_stop_under_a_lease_is_refused(served, tmp_path, how):  # noqa: F
     elif how == "checkout":  # the worktree card was taken in: its checkout's record
         done = cli(served.worktree, "server", "stop", check=False)
     else:
-        done = subprocess.run(["bash", "-c", f"env -u BAGGAGE {sys.executable} -m proctor server stop; exit $?"],
-                              cwd=served.root, env=_leased_env(served), capture_output=True, text=True,
-                              timeout=60)
+        done = subprocess.run(
+            ["bash", "-c", f"env -u BAGGAGE {sys.executable} -m proctor server stop; exit $?"],
+            cwd=served.root,
+            env=_leased_env(served),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "SERVER_LEASED_CALLER" in done.stderr and "a person stops the server" in done.stderr
     assert served.call("GET", "/api/v1/status")[0] == 200, "the server still runs"
@@ -168,13 +201,20 @@ def test_server_stop_under_a_lease_is_refused(served, tmp_path, how):  # noqa: F
 
 # -- (d) server start ---------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("foreground", [True, False])
 def test_server_start_under_a_lease_is_refused(served, foreground):  # noqa: F811
     cli(served.root, "server", "stop")
     argv = ["server", "start"] + (["--foreground"] if foreground else [])
     try:
-        done = subprocess.run([sys.executable, "-m", "proctor", *argv], cwd=served.root, env=_leased_env(served),
-                              capture_output=True, text=True, timeout=15)
+        done = subprocess.run(
+            [sys.executable, "-m", "proctor", *argv],
+            cwd=served.root,
+            env=_leased_env(served),
+            capture_output=True,
+            text=True,
+            timeout=15,
+        )
     except subprocess.TimeoutExpired:
         raise AssertionError("a server started under the lease") from None
     finally:
@@ -195,12 +235,14 @@ def test_a_process_beneath_a_proctor_work_of_this_repository_is_refused(served, 
     fake.write_text(f"#!/bin/sh\nenv -i PATH=/usr/bin:/bin {sys.executable} {script}\nexit $?\n")
     fake.chmod(0o755)
     env = {k: v for k, v in os.environ.items() if k not in ("BAGGAGE", "PROCTOR_NONCE")}
-    done = subprocess.run(["/bin/sh", str(fake), "work", "card"], cwd=served.root, env=env, capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run(
+        ["/bin/sh", str(fake), "work", "card"], cwd=served.root, env=env, capture_output=True, text=True, timeout=60
+    )
     assert done.stdout.startswith("status 403") and "proctor work" in done.stdout, done.stdout + done.stderr
     assert _live(served, victim)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    done = subprocess.run(["/bin/sh", str(fake), "work", "card"], cwd=str(elsewhere), env=env, capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run(
+        ["/bin/sh", str(fake), "work", "card"], cwd=str(elsewhere), env=env, capture_output=True, text=True, timeout=60
+    )
     assert done.stdout.startswith("status 200"), "a proctor work of another repository is not this one's worker"

@@ -16,9 +16,15 @@ from tests.guard_lease import denied, said, ws  # noqa: F401 (fixtures)
 
 
 def bash(root, command, environ_extra=None) -> dict:
-    payload = {"session_id": "s1", "transcript_path": "/tmp/none.jsonl", "cwd": root,
-               "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": command},
-               "tool_use_id": "toolu_1"}
+    payload = {
+        "session_id": "s1",
+        "transcript_path": "/tmp/none.jsonl",
+        "cwd": root,
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": command},
+        "tool_use_id": "toolu_1",
+    }
     environ = {k: v for k, v in os.environ.items() if k not in ("BAGGAGE", "PROCTOR_NONCE")}
     environ.update(environ_extra or {})
     out, code = hook_run(["claude", "--lease", "w1"], json.dumps(payload).encode(), environ)
@@ -29,30 +35,36 @@ def bash(root, command, environ_extra=None) -> dict:
 WITH_SECRET = {"PROCTOR_NONCE": "s3cr3t"}
 
 
-@pytest.mark.parametrize("command", [
-    "env -u PROCTOR_NONCE proctor monitor remove 3",
-    "env -uPROCTOR_NONCE proctor monitor remove 3",
-    "env --unset=PROCTOR_NONCE proctor monitor list",
-    "env -u BAGGAGE -u PROCTOR_NONCE proctor monitor remove 3",
-    "unset PROCTOR_NONCE; proctor monitor remove 3",
-    "(unset PROCTOR_NONCE && proctor monitor remove 3)",
-    "export -n PROCTOR_NONCE; proctor monitor list",
-    "env -i PATH=/usr/bin proctor monitor list",
-    "PROCTOR_NONCE= proctor monitor add --cmd true --interval 10s --allow-unsandboxed",
-    "bash -c 'env -u PROCTOR_NONCE proctor monitor list'",
-    "sudo -E env -u PROCTOR_NONCE proctor monitor list",
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "env -u PROCTOR_NONCE proctor monitor remove 3",
+        "env -uPROCTOR_NONCE proctor monitor remove 3",
+        "env --unset=PROCTOR_NONCE proctor monitor list",
+        "env -u BAGGAGE -u PROCTOR_NONCE proctor monitor remove 3",
+        "unset PROCTOR_NONCE; proctor monitor remove 3",
+        "(unset PROCTOR_NONCE && proctor monitor remove 3)",
+        "export -n PROCTOR_NONCE; proctor monitor list",
+        "env -i PATH=/usr/bin proctor monitor list",
+        "PROCTOR_NONCE= proctor monitor add --cmd true --interval 10s --allow-unsandboxed",
+        "bash -c 'env -u PROCTOR_NONCE proctor monitor list'",
+        "sudo -E env -u PROCTOR_NONCE proctor monitor list",
+    ],
+)
 def test_a_monitor_command_with_the_secret_removed_is_denied(ws, command):  # noqa: F811
     answer = bash(ws, command, WITH_SECRET)
     assert denied(answer, "lease-store"), said(answer)
 
 
-@pytest.mark.parametrize("command", [
-    "proctor server start",
-    "proctor server start --foreground",
-    "proctor server stop",
-    "cd /tmp && proctor server start --port 9999",
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "proctor server start",
+        "proctor server start --foreground",
+        "proctor server stop",
+        "cd /tmp && proctor server start --port 9999",
+    ],
+)
 def test_starting_or_stopping_the_server_is_denied(ws, command):  # noqa: F811
     answer = bash(ws, command, WITH_SECRET)
     assert denied(answer, "lease-store"), said(answer)
@@ -64,13 +76,16 @@ def test_baggage_unset_in_the_attached_form_is_denied(ws):  # noqa: F811
     assert denied(answer, "lease-store"), said(answer)
 
 
-@pytest.mark.parametrize("command, extra", [
-    ("proctor monitor list", WITH_SECRET),
-    ("PROCTOR_NONCE=s3cr3t proctor monitor list", {}),  # a session whose environment lacks it names it
-    ("export PROCTOR_NONCE=s3cr3t; proctor monitor remove 3", {}),
-    ("proctor monitor wait --job w1", {}),  # reads its own job's follow-ups, no token involved
-    ("proctor server status", {}),
-])
+@pytest.mark.parametrize(
+    "command, extra",
+    [
+        ("proctor monitor list", WITH_SECRET),
+        ("PROCTOR_NONCE=s3cr3t proctor monitor list", {}),  # a session whose environment lacks it names it
+        ("export PROCTOR_NONCE=s3cr3t; proctor monitor remove 3", {}),
+        ("proctor monitor wait --job w1", {}),  # reads its own job's follow-ups, no token involved
+        ("proctor server status", {}),
+    ],
+)
 def test_the_holders_own_calls_pass(ws, command, extra):  # noqa: F811
     answer = bash(ws, command, extra)
     assert not denied(answer, "lease-store"), said(answer)

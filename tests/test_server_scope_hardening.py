@@ -55,9 +55,12 @@ def _raw(port: int, head: str, body_chunks=(), pause: float = 0.0, timeout: floa
 def _login(served, token):  # noqa: F811
     """POST the login form; (status, Set-Cookie header)."""
     data = f"token={token}".encode()
-    request = urllib.request.Request(f"http://127.0.0.1:{served.port}/login", data=data, method="POST",
-                                     headers={"Host": f"127.0.0.1:{served.port}",
-                                              "Content-Type": "application/x-www-form-urlencoded"})
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{served.port}/login",
+        data=data,
+        method="POST",
+        headers={"Host": f"127.0.0.1:{served.port}", "Content-Type": "application/x-www-form-urlencoded"},
+    )
 
     class NoRedirect(urllib.request.HTTPRedirectHandler):
         def redirect_request(self, *args, **kwargs):
@@ -72,8 +75,9 @@ def _login(served, token):  # noqa: F811
 
 
 def _get_with_cookie(served, cookie: str, path: str = "/api/v1/jobs") -> int:  # noqa: F811
-    request = urllib.request.Request(f"http://127.0.0.1:{served.port}{path}",
-                                     headers={"Host": f"127.0.0.1:{served.port}", "Cookie": cookie})
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{served.port}{path}", headers={"Host": f"127.0.0.1:{served.port}", "Cookie": cookie}
+    )
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
             return response.status
@@ -83,15 +87,20 @@ def _get_with_cookie(served, cookie: str, path: str = "/api/v1/jobs") -> int:  #
 
 # -- bodies -------------------------------------------------------------------------------------------
 
+
 def test_a_huge_login_body_is_refused_without_being_read(served):  # noqa: F811
     before = _rss_peak_kib(served.pid)
     size = 200 << 20
-    head = (f"POST /login HTTP/1.1\r\nHost: 127.0.0.1:{served.port}\r\nContent-Type: application/x-www-form-"
-            f"urlencoded\r\nContent-Length: {size}\r\n\r\n")
+    head = (
+        f"POST /login HTTP/1.1\r\nHost: 127.0.0.1:{served.port}\r\nContent-Type: application/x-www-form-"
+        f"urlencoded\r\nContent-Length: {size}\r\n\r\n"
+    )
     status = _raw(served.port, head, (b"token=" + b"x" * ((1 << 20) - 6),) + (b"x" * (1 << 20),) * 199)
     assert "413" in status or status.startswith("connection"), status
-    chunked = (f"POST /login HTTP/1.1\r\nHost: 127.0.0.1:{served.port}\r\nContent-Type: application/x-www-form-"
-               f"urlencoded\r\nTransfer-Encoding: chunked\r\n\r\n")
+    chunked = (
+        f"POST /login HTTP/1.1\r\nHost: 127.0.0.1:{served.port}\r\nContent-Type: application/x-www-form-"
+        f"urlencoded\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
     piece = b"x" * (1 << 20)
     status = _raw(served.port, chunked, [f"{len(piece):x}\r\n".encode() + piece + b"\r\n"] * 50)
     assert "413" in status or status.startswith("connection"), status
@@ -108,6 +117,7 @@ def test_a_body_nested_past_the_parser_is_a_400(served):  # noqa: F811
 
 
 # -- the console's cookie ---------------------------------------------------------------------------
+
 
 def test_the_console_cookie_is_a_session_named_per_server(served):  # noqa: F811
     status, cookie = _login(served, served.token)
@@ -139,11 +149,13 @@ def test_a_restarted_server_forgets_its_sessions(served):  # noqa: F811
 
 # -- event streams -------------------------------------------------------------------------------------
 
+
 def test_event_streams_are_capped(served):  # noqa: F811
     from proctor.server.app import MAX_STREAMS
 
-    head = (f"GET /api/v1/stream HTTP/1.1\r\nHost: 127.0.0.1:{served.port}\r\nAuthorization: Bearer "
-            f"{served.token}\r\n\r\n")
+    head = (
+        f"GET /api/v1/stream HTTP/1.1\r\nHost: 127.0.0.1:{served.port}\r\nAuthorization: Bearer {served.token}\r\n\r\n"
+    )
     opened = []
     try:
         for _ in range(MAX_STREAMS):
@@ -168,6 +180,7 @@ def test_event_streams_are_capped(served):  # noqa: F811
 
 # -- slow bodies, against the app in this process (BODY_SECONDS made short) ------------------------------
 
+
 @pytest.fixture
 def inprocess(tmp_path, monkeypatch):
     import uvicorn
@@ -188,8 +201,9 @@ def inprocess(tmp_path, monkeypatch):
     async def lifespan(app):
         yield
 
-    server = uvicorn.Server(uvicorn.Config(app_mod.build(state, lifespan), host="127.0.0.1", port=port,
-                                           log_level="warning", lifespan="on"))
+    server = uvicorn.Server(
+        uvicorn.Config(app_mod.build(state, lifespan), host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     wait_for(lambda: server.started, timeout=10)
@@ -198,10 +212,13 @@ def inprocess(tmp_path, monkeypatch):
     thread.join(10)
 
 
-@pytest.mark.parametrize("path, headers", [
-    ("/login", "Content-Type: application/x-www-form-urlencoded\r\n"),
-    ("/api/v1/monitors", "Content-Type: application/json\r\nAuthorization: Bearer tok\r\n"),
-])
+@pytest.mark.parametrize(
+    "path, headers",
+    [
+        ("/login", "Content-Type: application/x-www-form-urlencoded\r\n"),
+        ("/api/v1/monitors", "Content-Type: application/json\r\nAuthorization: Bearer tok\r\n"),
+    ],
+)
 def test_a_trickling_body_times_out(inprocess, path, headers):
     head = f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{inprocess}\r\n{headers}Content-Length: 200\r\n\r\n"
     started = time.monotonic()
@@ -212,13 +229,19 @@ def test_a_trickling_body_times_out(inprocess, path, headers):
 
 # -- files ----------------------------------------------------------------------------------------------
 
+
 # SQLite's engine itself: the file mode of proctor.db (the twin below checks the rest on PostgreSQL)
 @pytest.mark.sqlite_store
 def test_the_store_and_the_log_are_private(served):  # noqa: F811
     server_dir = os.path.dirname(served.token_path)
     state_dir = os.path.dirname(server_dir)
-    for path, mode in ((state_dir, 0o700), (server_dir, 0o700), (os.path.join(state_dir, "proctor.db"), 0o600),
-                       (os.path.join(server_dir, "server.log"), 0o600), (served.token_path, 0o600)):
+    for path, mode in (
+        (state_dir, 0o700),
+        (server_dir, 0o700),
+        (os.path.join(state_dir, "proctor.db"), 0o600),
+        (os.path.join(server_dir, "server.log"), 0o600),
+        (served.token_path, 0o600),
+    ):
         assert stat.S_IMODE(os.stat(path).st_mode) == mode, (path, oct(os.stat(path).st_mode))
 
 
@@ -226,12 +249,17 @@ def test_the_store_and_the_log_are_private(served):  # noqa: F811
 def test_the_server_directory_and_the_log_are_private_on_postgresql(served):  # noqa: F811
     server_dir = os.path.dirname(served.token_path)
     state_dir = os.path.dirname(server_dir)
-    for path, mode in ((state_dir, 0o700), (server_dir, 0o700), (os.path.join(server_dir, "server.log"), 0o600),
-                       (served.token_path, 0o600)):
+    for path, mode in (
+        (state_dir, 0o700),
+        (server_dir, 0o700),
+        (os.path.join(server_dir, "server.log"), 0o600),
+        (served.token_path, 0o600),
+    ):
         assert stat.S_IMODE(os.stat(path).st_mode) == mode, (path, oct(os.stat(path).st_mode))
 
 
 # -- a busy store ---------------------------------------------------------------------------------------
+
 
 @contextlib.contextmanager
 def _sqlite_write_lock(state_dir: str):
@@ -300,12 +328,20 @@ def _the_api_answers_while(served, held):  # noqa: F811
 
 # -- an outdated server -----------------------------------------------------------------------------------
 
+
 def _serve_from(copy_parent: str, root: str) -> subprocess.Popen:
-    code = (f"import sys; sys.path.insert(0, {copy_parent!r}); import proctor; "
-            f"assert proctor.__file__.startswith({copy_parent!r}), proctor.__file__; "
-            f"from proctor.cli import run; sys.exit(run(['server', 'start', '--foreground']))")
-    return subprocess.Popen([sys.executable, "-c", code], cwd=root, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+    code = (
+        f"import sys; sys.path.insert(0, {copy_parent!r}); import proctor; "
+        f"assert proctor.__file__.startswith({copy_parent!r}), proctor.__file__; "
+        f"from proctor.cli import run; sys.exit(run(['server', 'start', '--foreground']))"
+    )
+    return subprocess.Popen(
+        [sys.executable, "-c", code],
+        cwd=root,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
 @pytest.mark.parametrize("changed", [False, True])
@@ -316,15 +352,18 @@ def test_status_tells_a_server_whose_code_differs(served, tmp_path, changed):  #
     assert normal["outdated"] is False and normal["code"] == normal["installed_code"]
     cli(served.root, "server", "stop")
     parent = str(tmp_path / "copy")
-    shutil.copytree(os.path.dirname(proctor.__file__), os.path.join(parent, "proctor"),
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        os.path.dirname(proctor.__file__), os.path.join(parent, "proctor"), ignore=shutil.ignore_patterns("__pycache__")
+    )
     if changed:
         with open(os.path.join(parent, "proctor", "trail.py"), "a") as handle:
             handle.write("\n# a change the version string does not show\n")
     proc = _serve_from(parent, served.root)
     try:
-        wait_for(lambda: json.loads(cli(served.root, "server", "status", "-o", "json", check=False).stdout)
-                 .get("running"), timeout=20)
+        wait_for(
+            lambda: json.loads(cli(served.root, "server", "status", "-o", "json", check=False).stdout).get("running"),
+            timeout=20,
+        )
         report = json.loads(cli(served.root, "server", "status", "-o", "json").stdout)
         assert report["version"] == report["installed_version"]
         assert report["outdated"] is changed

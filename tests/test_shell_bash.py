@@ -90,6 +90,7 @@ LEASE_PATCH = """\
 
 # -- the repository -----------------------------------------------------------------------------
 
+
 def _write(root, rel, text, mode=None):
     path = os.path.join(root, rel)
     os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -124,14 +125,24 @@ def build_template(root: str) -> str:
     """The repository every command starts from (described in tests/shell_corpus.py)."""
     os.makedirs(root)
     files = {
-        "README.md": "# demo\n", "proctor.toml": CONFIG, "Makefile": MAKEFILE,
-        "src/a.txt": "alpha\nbeta\ngamma\n", "src/b.txt": "one\ntwo\nthree\n", "src/main.py": "print('hi')\n",
-        "src/j.json": '{"a": 1}\n', "src/sub/c.txt": "c\n",
-        "docs/guide.md": "# Guide\nUse make.\n", "docs/notes.txt": "notes\n",
+        "README.md": "# demo\n",
+        "proctor.toml": CONFIG,
+        "Makefile": MAKEFILE,
+        "src/a.txt": "alpha\nbeta\ngamma\n",
+        "src/b.txt": "one\ntwo\nthree\n",
+        "src/main.py": "print('hi')\n",
+        "src/j.json": '{"a": 1}\n',
+        "src/sub/c.txt": "c\n",
+        "docs/guide.md": "# Guide\nUse make.\n",
+        "docs/notes.txt": "notes\n",
         "tests/test_a.py": "def test_a():\n    assert True\n",
-        "plan/README.md": "plans\n", "plan/w10/notes.md": "w10\n",
-        "plan/w1/todo.md": "- [ ] task\n", "plan/w1/data.txt": "d1\nd2\n", "plan/w1/list": "src/xl\n",
-        "fixtures/change.patch": CHANGE_PATCH, "fixtures/lease.patch": LEASE_PATCH,
+        "plan/README.md": "plans\n",
+        "plan/w10/notes.md": "w10\n",
+        "plan/w1/todo.md": "- [ ] task\n",
+        "plan/w1/data.txt": "d1\nd2\n",
+        "plan/w1/list": "src/xl\n",
+        "fixtures/change.patch": CHANGE_PATCH,
+        "fixtures/lease.patch": LEASE_PATCH,
         "fixtures/script.sed": "s/alpha/ALPHA/\n",
     }
     for rel, text in files.items():
@@ -195,6 +206,7 @@ def build_template(root: str) -> str:
 
 
 # -- the oracle ---------------------------------------------------------------------------------
+
 
 def snapshot(root: str) -> dict[str, tuple]:
     """Every entry of the work tree but .git/: what it is, and what a write would change."""
@@ -271,9 +283,13 @@ def changes(before: dict, after: dict) -> dict[str, str]:
     for rel in list(found):
         if found[rel] == "dir mtime":
             prefix = "" if rel == "." else rel + "/"
-            if any(other != rel and other.startswith(prefix) and "/" not in other[len(prefix):]
-                   and (what.startswith(("created", "deleted", "type")) or "replaced" in what)
-                   for other, what in found.items()):
+            if any(
+                other != rel
+                and other.startswith(prefix)
+                and "/" not in other[len(prefix) :]
+                and (what.startswith(("created", "deleted", "type")) or "replaced" in what)
+                for other, what in found.items()
+            ):
                 del found[rel]
     return found
 
@@ -329,8 +345,15 @@ def run_bash(command: str, cwd: str, env: dict, scratch: str, marker: str, timeo
     start = time.monotonic()
     deadline = start + timeout
     with open(os.path.join(scratch, "stdout"), "wb") as out, open(os.path.join(scratch, "stderr"), "wb") as err:
-        proc = subprocess.Popen(["bash", "-c", command], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                                stdout=out, stderr=err, start_new_session=True)
+        proc = subprocess.Popen(
+            ["bash", "-c", command],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            start_new_session=True,
+        )
         timed_out = False
         try:
             code = proc.wait(timeout=timeout)
@@ -357,8 +380,13 @@ def run_bash(command: str, cwd: str, env: dict, scratch: str, marker: str, timeo
             time.sleep(0.02)
     with open(os.path.join(scratch, "stderr"), "rb") as handle:
         stderr = handle.read().decode("utf-8", "replace")
-    return {"code": code, "timed_out": timed_out, "seconds": round(time.monotonic() - start, 3),
-            "stderr": stderr[-400:], "killed": killed}
+    return {
+        "code": code,
+        "timed_out": timed_out,
+        "seconds": round(time.monotonic() - start, 3),
+        "stderr": stderr[-400:],
+        "killed": killed,
+    }
 
 
 # -- the guard ----------------------------------------------------------------------------------
@@ -368,9 +396,16 @@ _JUDGE = threading.Lock()
 
 def judge(command: str, cwd: str, case_id: str) -> dict:
     """The hook's answer to this command, asked before it runs, with cwd in its copy."""
-    payload = {"session_id": f"oracle-{case_id}", "transcript_path": "/nonexistent/oracle.jsonl", "cwd": cwd,
-               "permission_mode": "default", "hook_event_name": "PreToolUse", "tool_name": "Bash",
-               "tool_input": {"command": command}, "tool_use_id": f"toolu_{case_id}"}
+    payload = {
+        "session_id": f"oracle-{case_id}",
+        "transcript_path": "/nonexistent/oracle.jsonl",
+        "cwd": cwd,
+        "permission_mode": "default",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": command},
+        "tool_use_id": f"toolu_{case_id}",
+    }
     environ = {k: v for k, v in os.environ.items() if k != "BAGGAGE"}
     environ["PROCTOR_HOOK_DEBUG"] = "1"
     debug = io.StringIO()
@@ -383,9 +418,15 @@ def judge(command: str, cwd: str, case_id: str) -> dict:
     context = spec.get("additionalContext") or ""
     text = (reason + "\n" + context).strip()
     advice_rules = re.findall(r"advise \[([\w-]+)\]", text)
-    return {"exit": code, "denied": denied, "advised": bool(context) and not denied,
-            "lease_advice": any(rule.startswith("lease-") for rule in advice_rules),
-            "advice_rules": advice_rules, "text": text, "error": debug.getvalue().strip()}
+    return {
+        "exit": code,
+        "denied": denied,
+        "advised": bool(context) and not denied,
+        "lease_advice": any(rule.startswith("lease-") for rule in advice_rules),
+        "advice_rules": advice_rules,
+        "text": text,
+        "error": debug.getvalue().strip(),
+    }
 
 
 def said(verdict: dict) -> str:
@@ -399,6 +440,7 @@ def said(verdict: dict) -> str:
 
 
 # -- running the corpus -------------------------------------------------------------------------
+
 
 def missing_tools(tools) -> list[str]:
     return [t for t in tools if shutil.which(t, path="/usr/local/bin:/usr/bin:/bin") is None]
@@ -429,12 +471,23 @@ class Bench:
 
     def env(self, scratch: str, marker: str) -> dict:
         env = {
-            "PATH": f"{self.bin}:/usr/local/bin:/usr/bin:/bin", "HOME": os.path.join(scratch, "home"),
-            "TMPDIR": os.path.join(scratch, "tmp"), "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TERM": "dumb",
-            "SHELL": "/bin/bash", "USER": "oracle", "GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0",
-            "GIT_PAGER": "cat", "PAGER": "cat",
-            "http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9",
-            "HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9", "no_proxy": "",
+            "PATH": f"{self.bin}:/usr/local/bin:/usr/bin:/bin",
+            "HOME": os.path.join(scratch, "home"),
+            "TMPDIR": os.path.join(scratch, "tmp"),
+            "LANG": "C.UTF-8",
+            "LC_ALL": "C.UTF-8",
+            "TERM": "dumb",
+            "SHELL": "/bin/bash",
+            "USER": "oracle",
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_PAGER": "cat",
+            "PAGER": "cat",
+            "http_proxy": "http://127.0.0.1:9",
+            "https_proxy": "http://127.0.0.1:9",
+            "HTTP_PROXY": "http://127.0.0.1:9",
+            "HTTPS_PROXY": "http://127.0.0.1:9",
+            "no_proxy": "",
             "SHELL_ORACLE_CASE": marker,
         }
         for key in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"):
@@ -486,16 +539,20 @@ def describe(result: dict, section: str) -> str:
     ran = result["bash"]
     changed = "; ".join(f"{rel}: {what}" for rel, what in result["outside"].items()) or "nothing outside the lease"
     inside = [rel for rel in result["changed"] if rel not in result["outside"]]
-    lines = [f"  [{section}] {result['command']!r}",
-             f"      bash changed: {changed}"
-             + (f" (and in the lease: {', '.join(inside[:4])}{', ...' if len(inside) > 4 else ''})" if inside else ""),
-             f"      bash exit {ran['code']}" + (" TIMED OUT" if ran["timed_out"] else "")
-             + (f", stderr: {ran['stderr'].strip()[:160]!r}" if ran["stderr"].strip() else ""),
-             f"      guard said: {said(result['verdict'])}"]
+    lines = [
+        f"  [{section}] {result['command']!r}",
+        f"      bash changed: {changed}"
+        + (f" (and in the lease: {', '.join(inside[:4])}{', ...' if len(inside) > 4 else ''})" if inside else ""),
+        f"      bash exit {ran['code']}"
+        + (" TIMED OUT" if ran["timed_out"] else "")
+        + (f", stderr: {ran['stderr'].strip()[:160]!r}" if ran["stderr"].strip() else ""),
+        f"      guard said: {said(result['verdict'])}",
+    ]
     return "\n".join(lines)
 
 
 # -- the oracle works ---------------------------------------------------------------------------
+
 
 def test_the_oracle_sees_what_bash_writes(bench):
     def outside(command):
@@ -519,9 +576,16 @@ def test_the_oracle_sees_what_bash_writes(bench):
     # writes inside the lease, outside the repository, and reads are not outside-lease writes
     result = bench.case("touch plan/w1/new && echo x >> plan/w1/data.txt", judge_it=False)
     assert result["outside"] == {} and set(result["changed"]) == {"plan/w1/new", "plan/w1/data.txt"}
-    assert bench.case("echo x > \"$TMPDIR/t\"; echo y > ~/h; echo z > ../o", judge_it=False)["changed"] == {}
-    for reader in ("git status", "git log -p", "git diff other", "cat src/a.txt plan/w1/link", "ls -laR",
-                   "python3 -c 'print(1)'", "make -n gen"):
+    assert bench.case('echo x > "$TMPDIR/t"; echo y > ~/h; echo z > ../o', judge_it=False)["changed"] == {}
+    for reader in (
+        "git status",
+        "git log -p",
+        "git diff other",
+        "cat src/a.txt plan/w1/link",
+        "ls -laR",
+        "python3 -c 'print(1)'",
+        "make -n gen",
+    ):
         result = bench.case(reader, judge_it=False)
         assert result["changed"] == {} and result["bash"]["code"] == 0, (reader, result)
     # each case starts from the template, however the last one ended
@@ -548,6 +612,7 @@ def test_the_guard_judges_under_the_lease_in_each_copy(bench):
 
 # -- the differential test ----------------------------------------------------------------------
 
+
 def test_the_guard_agrees_with_bash(bench, capsys):
     cases = corpus()
     assert len(cases) >= 300 and len({c for _, c, _ in cases}) == len(cases), "a corpus of distinct commands"
@@ -564,8 +629,9 @@ def test_the_guard_agrees_with_bash(bench, capsys):
         results = list(pool.map(lambda item: (item[0], bench.case(item[1])), todo))
     elapsed = time.monotonic() - started
 
-    tally: dict[str, list] = {k: [] for k in ("denied", "advised", "silent", "harmless-passed",
-                                               "harmless-advised", "false-deny")}
+    tally: dict[str, list] = {
+        k: [] for k in ("denied", "advised", "silent", "harmless-passed", "harmless-advised", "false-deny")
+    }
     for section, result in results:
         tally[classify(result)].append((section, result))
     report = os.environ.get("SHELL_ORACLE_REPORT")
@@ -573,10 +639,12 @@ def test_the_guard_agrees_with_bash(bench, capsys):
         with open(report, "w") as handle:
             json.dump([{"section": s, "class": classify(r), **r} for s, r in results], handle, indent=1)
 
-    line = (f"shell oracle: {len(results)} commands run ({len(skipped)} skipped) in {elapsed:.1f}s; "
-            f"outside-lease writes: {len(tally['denied'])} denied, {len(tally['advised'])} advised, "
-            f"{len(tally['silent'])} silent; harmless: {len(tally['harmless-passed'])} passed, "
-            f"{len(tally['harmless-advised'])} advised, {len(tally['false-deny'])} denied")
+    line = (
+        f"shell oracle: {len(results)} commands run ({len(skipped)} skipped) in {elapsed:.1f}s; "
+        f"outside-lease writes: {len(tally['denied'])} denied, {len(tally['advised'])} advised, "
+        f"{len(tally['silent'])} silent; harmless: {len(tally['harmless-passed'])} passed, "
+        f"{len(tally['harmless-advised'])} advised, {len(tally['false-deny'])} denied"
+    )
     timed_out = [f"  [{s}] {r['command']!r}" for s, r in results if r["bash"]["timed_out"]]
     with capsys.disabled():
         print("\n" + line)
@@ -589,12 +657,14 @@ def test_the_guard_agrees_with_bash(bench, capsys):
     if skipped and os.environ.get("CI") == "true":
         problems.append(f"{len(skipped)} commands not run because a tool is missing; .ci/tools installs them")
     if tally["silent"]:
-        problems.append(f"SILENT MISSES ({len(tally['silent'])}): bash wrote outside {LEASE}/, the guard "
-                        f"neither denied nor advised")
+        problems.append(
+            f"SILENT MISSES ({len(tally['silent'])}): bash wrote outside {LEASE}/, the guard neither denied nor advised"
+        )
         problems.extend(describe(r, s) for s, r in tally["silent"])
     if tally["false-deny"]:
-        problems.append(f"FALSE DENIES ({len(tally['false-deny'])}): bash changed nothing outside "
-                        f"{LEASE}/, the guard denied")
+        problems.append(
+            f"FALSE DENIES ({len(tally['false-deny'])}): bash changed nothing outside {LEASE}/, the guard denied"
+        )
         problems.extend(describe(r, s) for s, r in tally["false-deny"])
     if problems:
         pytest.fail(line + "\n" + "\n".join(problems), pytrace=False)

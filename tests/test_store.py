@@ -66,6 +66,7 @@ def test_store_before_first_commit_is_carried_forward(tmp_path, proctor):
     git(root, "commit", "-q", "-m", "first")
     # the cached key of the commit-less repository must not outlive its first commit
     import shutil
+
     shutil.rmtree(tmp_path / "cache", ignore_errors=True)
     ids = [r["id"] for r in proctor("ls", "jobs", "-o", "json", cwd=str(root)).json()["jobs"]]
     assert ids == ["early"]
@@ -154,12 +155,21 @@ def test_locked_by_another_proctor(repo, proctor, monkeypatch):
     assert fork(proctor, "j", "--check", "test").code == 0
     monkeypatch.setenv("PROCTOR_BUSY_TIMEOUT", "0.3")
     lock = db_path(repo) + ".lock"
-    holder = subprocess.Popen([sys.executable, "-c", (
-        "import fcntl, sys, time\n"
-        f"f = open({lock!r}, 'a')\n"
-        "fcntl.flock(f, fcntl.LOCK_EX)\n"
-        "print('held', flush=True)\n"
-        "time.sleep(30)\n")], stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            (
+                "import fcntl, sys, time\n"
+                f"f = open({lock!r}, 'a')\n"
+                "fcntl.flock(f, fcntl.LOCK_EX)\n"
+                "print('held', flush=True)\n"
+                "time.sleep(30)\n"
+            ),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         result = fork(proctor, "k", "--check", "test")

@@ -30,6 +30,7 @@ CONFIG = "[targets.test]\ncommand = 'true'\n"
 
 # -- helpers ---------------------------------------------------------------------------------------
 
+
 def _database(request) -> tuple[object, str, str]:
     """(cluster, database name, its URL): a database of this test's own, dropped at the end."""
     from tests.pgcluster import require_cluster
@@ -65,9 +66,15 @@ def _leased_repo(tmp_path, monkeypatch) -> str:
 
 
 def _hook(root, tool, tool_input, lease="w1", session="s1", cwd=None, environ=None) -> dict:
-    payload = {"session_id": session, "transcript_path": "/tmp/none.jsonl", "cwd": cwd or root,
-               "hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": tool_input,
-               "tool_use_id": "toolu_1"}
+    payload = {
+        "session_id": session,
+        "transcript_path": "/tmp/none.jsonl",
+        "cwd": cwd or root,
+        "hook_event_name": "PreToolUse",
+        "tool_name": tool,
+        "tool_input": tool_input,
+        "tool_use_id": "toolu_1",
+    }
     env = {k: v for k, v in (environ or os.environ).items() if k != "BAGGAGE"}
     if lease:
         env["BAGGAGE"] = f"proctor.lease={lease}"
@@ -78,14 +85,27 @@ def _hook(root, tool, tool_input, lease="w1", session="s1", cwd=None, environ=No
 
 def _hook_process(root, tool, tool_input, env, lease=None, cwd=None) -> dict:
     """The hook as the host runs it: `python -m proctor hook claude` with `env` as its environment."""
-    payload = {"session_id": "s1", "transcript_path": "/tmp/none.jsonl", "cwd": cwd or root,
-               "hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": tool_input,
-               "tool_use_id": "toolu_1"}
+    payload = {
+        "session_id": "s1",
+        "transcript_path": "/tmp/none.jsonl",
+        "cwd": cwd or root,
+        "hook_event_name": "PreToolUse",
+        "tool_name": tool,
+        "tool_input": tool_input,
+        "tool_use_id": "toolu_1",
+    }
     env = {k: v for k, v in env.items() if k != "BAGGAGE"}
     if lease:
         env["BAGGAGE"] = f"proctor.lease={lease}"
-    proc = subprocess.run([sys.executable, "-m", "proctor", "hook", "claude"], cwd=cwd or root,
-                          input=json.dumps(payload), capture_output=True, text=True, env=env, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "proctor", "hook", "claude"],
+        cwd=cwd or root,
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout or "{}")
 
@@ -102,8 +122,15 @@ def _said(answer: dict) -> str:
 
 
 def _cli(*argv, cwd, env=None, stdin=None) -> Result:
-    proc = subprocess.run([sys.executable, "-m", "proctor", *argv], cwd=cwd, input=stdin, capture_output=True,
-                          text=True, env=env or dict(os.environ), timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "proctor", *argv],
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env or dict(os.environ),
+        timeout=120,
+    )
     return Result(proc.returncode, proc.stdout, proc.stderr)
 
 
@@ -114,11 +141,14 @@ def _job_ids(root, env=None) -> set[str]:
 
 
 def _schemas(cluster, database) -> set[str]:
-    return {row[0] for row in cluster.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'proctor_%'",
-                                              db=database)}
+    return {
+        row[0]
+        for row in cluster.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'proctor_%'", db=database)
+    }
 
 
 # -- 1. the guard finds the store the way the embedded engine finds it -------------------------------
+
 
 def test_a_repository_made_inside_the_leased_tree_does_not_unbind_the_guard(pg, tmp_path, monkeypatch):
     """README: "A repository made inside a leased tree (git init, or a clone of this one) is a
@@ -151,10 +181,12 @@ def test_the_hook_creates_no_store_where_proctor_is_not_in_use(pg, tmp_path):
     made = _schemas(cluster, database) - before
     assert not made, f"the hook of an unrelated repository created {made} in the shared database"
     assert not os.path.exists(os.environ["PROCTOR_STATE_DIR"]) or not any(
-        name.endswith(".db") for _d, _s, names in os.walk(os.environ["PROCTOR_STATE_DIR"]) for name in names)
+        name.endswith(".db") for _d, _s, names in os.walk(os.environ["PROCTOR_STATE_DIR"]) for name in names
+    )
 
 
 # -- 2. a leased session and the store itself ---------------------------------------------------------
+
 
 def test_a_leased_session_cannot_wipe_the_shared_store_with_store_migrate(pg, tmp_path, monkeypatch):
     """A holder of w1 runs `proctor store migrate --from sqlite: --to <the shared store> --replace`:
@@ -166,12 +198,22 @@ def test_a_leased_session_cannot_wipe_the_shared_store_with_store_migrate(pg, tm
     command = f"proctor store migrate --from sqlite: --to '{url}' --replace"
     answer = _hook(root, "Bash", {"command": command})
     if not _denied(answer):
-        done = _cli("store", "migrate", "--from", "sqlite:", "--to", url, "--replace", cwd=root,
-                    env=dict(os.environ, BAGGAGE="proctor.lease=w1"))
+        done = _cli(
+            "store",
+            "migrate",
+            "--from",
+            "sqlite:",
+            "--to",
+            url,
+            "--replace",
+            cwd=root,
+            env=dict(os.environ, BAGGAGE="proctor.lease=w1"),
+        )
         left = _job_ids(root)
         assert {"w1", "other"} <= left, (
             f"the guard let `{command}` through ({_said(answer)}), and run under BAGGAGE=proctor.lease=w1 it "
-            f"exited {done.code} ({done.out.strip()[:200]}); the shared store now holds jobs {sorted(left)}")
+            f"exited {done.code} ({done.out.strip()[:200]}); the shared store now holds jobs {sorted(left)}"
+        )
 
 
 def test_a_client_handed_the_store_url_is_refused_like_sqlite3_on_the_store_file(pg, tmp_path, monkeypatch):
@@ -185,6 +227,7 @@ def test_a_client_handed_the_store_url_is_refused_like_sqlite3_on_the_store_file
 
 
 # -- 3. the store's password -------------------------------------------------------------------------
+
 
 def test_a_password_given_as_a_url_parameter_is_never_shown(request, tmp_path, monkeypatch):
     """libpq (and pgwire) take the password as a URL parameter too:
@@ -203,20 +246,32 @@ def test_a_password_given_as_a_url_parameter_is_never_shown(request, tmp_path, m
         done = _cli(*argv, cwd=root, env=env)
         shown[" ".join(argv)] = done.out + done.err
     out_of_reach = f"postgresql://proctor@127.0.0.1:9/{name}?sslmode=disable&password=Zq8-out-of-reach"
-    answer = _hook_process(root, "Write", {"file_path": os.path.join(root, "README"), "content": "y"},
-                           dict(os.environ, PROCTOR_STORE_URL=out_of_reach))
+    answer = _hook_process(
+        root,
+        "Write",
+        {"file_path": os.path.join(root, "README"), "content": "y"},
+        dict(os.environ, PROCTOR_STORE_URL=out_of_reach),
+    )
     assert "cannot reach its job store" in json.dumps(answer), answer
     shown["the hook's advisory"] = json.dumps(answer)
     at_sign = "postgresql://proctor:p4rt1@Zq8-after-at@127.0.0.1:9/x"
-    answer = _hook_process(root, "Write", {"file_path": os.path.join(root, "README"), "content": "y"},
-                           dict(os.environ, PROCTOR_STORE_URL=at_sign))
+    answer = _hook_process(
+        root,
+        "Write",
+        {"file_path": os.path.join(root, "README"), "content": "y"},
+        dict(os.environ, PROCTOR_STORE_URL=at_sign),
+    )
     shown["the hook's advisory (@ in the password)"] = json.dumps(answer)
-    leaks = {where: text[:300] for where, text in shown.items()
-             if PASSWORD in text or "Zq8-out-of-reach" in text or "Zq8-after-at" in text}
+    leaks = {
+        where: text[:300]
+        for where, text in shown.items()
+        if PASSWORD in text or "Zq8-out-of-reach" in text or "Zq8-after-at" in text
+    }
     assert not leaks, f"the store's password is shown: {leaks}"
 
 
 # -- 4. machines ---------------------------------------------------------------------------------------
+
 
 def _embedded(machine) -> dict:
     return {k: v for k, v in machine.env.items() if k != "PROCTOR_STORE_URL"}
@@ -234,8 +289,11 @@ def test_a_store_moved_from_before_machines_keeps_its_jobs_on_their_machine(worl
         done = _cli(*argv, cwd=alpha.clone, env=embedded)
         assert done.code == 0, done.out + done.err
     base = alpha.env["PROCTOR_STATE_DIR"]
-    db = next(os.path.join(base, n, "proctor.db") for n in os.listdir(base)
-              if os.path.exists(os.path.join(base, n, "proctor.db")))
+    db = next(
+        os.path.join(base, n, "proctor.db")
+        for n in os.listdir(base)
+        if os.path.exists(os.path.join(base, n, "proctor.db"))
+    )
     conn = sqlite3.connect(db)
     with conn:
         conn.execute("UPDATE jobs SET machine = NULL, doc = json_remove(doc, '$.machine') WHERE id = 'old'")
@@ -252,7 +310,8 @@ def test_a_store_moved_from_before_machines_keeps_its_jobs_on_their_machine(worl
         os.rename(aside, alpha.clone)
     row = alpha.jobs()["old"]
     assert row["state"] == "running", (
-        f"beta ended alpha's job: {row.get('end_reason')!r}; beta said: {seen.err.strip()[:300]}")
+        f"beta ended alpha's job: {row.get('end_reason')!r}; beta said: {seen.err.strip()[:300]}"
+    )
 
 
 def test_two_machines_taking_one_job_at_once_one_wins(world):
@@ -280,6 +339,7 @@ def test_two_machines_taking_one_job_at_once_one_wins(world):
 
 # -- 5. one server runs the monitors ---------------------------------------------------------------------
 
+
 def _monitor_runs(world) -> list[tuple]:
     """(id, machine) of every monitor run opened, from the repository's schema."""
     import psycopg
@@ -287,8 +347,11 @@ def _monitor_runs(world) -> list[tuple]:
     from proctor.store.postgres import schema_name
 
     base = world.alpha.env["PROCTOR_STATE_DIR"]
-    key = next(name for name in os.listdir(base)  # a repository's directory, named by its key (not repo-keys)
-               if os.path.isdir(os.path.join(base, name)) and re.fullmatch(r"[0-9a-f]{40,64}", name))
+    key = next(
+        name
+        for name in os.listdir(base)  # a repository's directory, named by its key (not repo-keys)
+        if os.path.isdir(os.path.join(base, name)) and re.fullmatch(r"[0-9a-f]{40,64}", name)
+    )
     with psycopg.connect(world.url, autocommit=True) as conn:
         conn.execute(f'SET search_path TO "{schema_name(os.path.join(base, key))}"')
         return conn.execute("SELECT id, machine FROM monitor_runs ORDER BY id").fetchall()
@@ -297,10 +360,15 @@ def _monitor_runs(world) -> list[tuple]:
 def _add_monitor(machine, job, cwd):
     status = json.loads(machine.proctor("server", "status", "-o", "json").out)
     token = open(status["token_path"]).read().strip()
-    body = json.dumps({"job": job, "command": "echo tick", "interval": "10s", "cwd": cwd,
-                       "allow_unsandboxed": True}).encode()
-    request = urllib.request.Request(status["console"].rstrip("/") + "/api/v1/monitors", data=body, method="POST",
-                                     headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+    body = json.dumps(
+        {"job": job, "command": "echo tick", "interval": "10s", "cwd": cwd, "allow_unsandboxed": True}
+    ).encode()
+    request = urllib.request.Request(
+        status["console"].rstrip("/") + "/api/v1/monitors",
+        data=body,
+        method="POST",
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
     try:
         with urllib.request.urlopen(request, timeout=30) as answer:
             assert answer.status in (200, 201)
@@ -329,21 +397,26 @@ def test_a_leader_that_lost_its_connection_does_not_run_monitors_beside_the_new_
         database = world.url.rsplit("/", 1)[1]
         killed = cluster.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted "
-            "AND database = (SELECT oid FROM pg_database WHERE datname = $1)", (database,))
+            "AND database = (SELECT oid FROM pg_database WHERE datname = $1)",
+            (database,),
+        )
         assert killed, "alpha's server held no session lock"
         assert beta.proctor("server", "start", "--orchestrator").code == 0
         # the first run opened after beta started names the leader (beta, or alpha back first)
         since = max((i for i, _m in _monitor_runs(world)), default=0)
-        first, leader = wait_for(lambda: next(((i, m) for i, m in _monitor_runs(world) if i > since), None),
-                                 timeout=40, step=0.5)
+        first, leader = wait_for(
+            lambda: next(((i, m) for i, m in _monitor_runs(world) if i > since), None), timeout=40, step=0.5
+        )
         other = "alpha" if leader == "beta" else "beta"
         deadline = time.monotonic() + 25  # a monitor runs every 10 s; a server asks to lead every 30 s
         late = []
         while time.monotonic() < deadline and not late:
             late = [i for i, m in _monitor_runs(world) if m == other and i > first]
             time.sleep(1)
-        assert not late, (f"{other}'s server ran m1's monitor (runs {late}) after {leader}'s server led it "
-                          f"(its run {first}): {_monitor_runs(world)}")
+        assert not late, (
+            f"{other}'s server ran m1's monitor (runs {late}) after {leader}'s server led it "
+            f"(its run {first}): {_monitor_runs(world)}"
+        )
     finally:
         alpha.proctor("server", "stop", "--orchestrator")
         beta.proctor("server", "stop", "--orchestrator")
@@ -361,7 +434,7 @@ def _spoofed_machine(world, tmp_path):
     _write(os.path.join(held, "src", "m"), "PROCTOR_MACHINE=beta\n")
     bindir = tmp_path / "bin"
     bindir.mkdir()
-    (bindir / "proctor").write_text(f"#!/bin/sh\nexec {sys.executable} -m proctor \"$@\"\n")
+    (bindir / "proctor").write_text(f'#!/bin/sh\nexec {sys.executable} -m proctor "$@"\n')
     (bindir / "proctor").chmod(0o755)
     env = dict(alpha.env, PATH=f"{bindir}{os.pathsep}{alpha.env['PATH']}")
     return held, env, 'export "$(cat src/m)"; proctor ls jobs'
@@ -376,18 +449,28 @@ def test_another_machines_name_through_an_exported_substitution_is_refused(world
     assert _denied(answer, "lease-store"), _said(answer)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "same-user limit: PROCTOR_MACHINE is how a machine names itself, so a process that runs the "
-    "command un-judged (a host without the hook, a relay started before the lease) is taken at its "
-    "word and judges beta's checkouts from alpha; the guard refuses the spelling (the test above)"))
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "same-user limit: PROCTOR_MACHINE is how a machine names itself, so a process that runs the "
+        "command un-judged (a host without the hook, a relay started before the lease) is taken at its "
+        "word and judges beta's checkouts from alpha; the guard refuses the spelling (the test above)"
+    ),
+)
 def test_another_machines_name_run_unjudged_ends_no_job_there(world, tmp_path):
     held, env, command = _spoofed_machine(world, tmp_path)
     beta = world.beta
     aside = beta.clone + ".elsewhere"
     os.rename(beta.clone, aside)  # alpha's filesystem: beta's checkout is not there
     try:
-        ran = subprocess.run(["bash", "-c", command], cwd=held, env=dict(env, BAGGAGE="proctor.lease=aw"),
-                             capture_output=True, text=True, timeout=120)
+        ran = subprocess.run(
+            ["bash", "-c", command],
+            cwd=held,
+            env=dict(env, BAGGAGE="proctor.lease=aw"),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     finally:
         os.rename(aside, beta.clone)
     row = beta.jobs()["bw"]
@@ -395,6 +478,7 @@ def test_another_machines_name_run_unjudged_ends_no_job_there(world, tmp_path):
 
 
 # -- 6. keys, schema versions, hostile rows and values -------------------------------------------------
+
 
 def test_jobs_declared_before_the_first_commit_survive_it_on_postgresql(pg, tmp_path, monkeypatch):
     """README: "A repository with no commit yet is keyed by its git directory until its first
@@ -412,7 +496,8 @@ def test_jobs_declared_before_the_first_commit_survive_it_on_postgresql(pg, tmp_
     real = os.path.realpath(str(root))
     answer = _hook(real, "Write", {"file_path": os.path.join(real, "proctor.toml"), "content": "x"}, lease="early")
     assert "early" in _job_ids(real) and _denied(answer), (
-        f"after the first commit: jobs {sorted(_job_ids(real))}; the guard said {_said(answer)!r}")
+        f"after the first commit: jobs {sorted(_job_ids(real))}; the guard said {_said(answer)!r}"
+    )
 
 
 def test_a_schema_written_by_a_newer_proctor_is_refused_not_rewritten(pg, tmp_path, monkeypatch):
@@ -421,15 +506,15 @@ def test_a_schema_written_by_a_newer_proctor_is_refused_not_rewritten(pg, tmp_pa
     cluster, database, _url = pg
     root = _leased_repo(tmp_path, monkeypatch)
     schema = next(iter(_schemas(cluster, database)))
-    cluster.execute(f'UPDATE "{schema}".proctor_meta SET value = \'99\' WHERE key = \'schema_version\'', db=database)
+    cluster.execute(f"UPDATE \"{schema}\".proctor_meta SET value = '99' WHERE key = 'schema_version'", db=database)
     done = _cli("ls", "jobs", cwd=root)
     assert done.code == 2 and "newer than this proctor" in done.err, done.out + done.err
     assert "Traceback" not in done.err
-    answer = _hook_process(root, "Write", {"file_path": os.path.join(root, "src", "b.py"), "content": "y"},
-                           dict(os.environ), lease="w1")
+    answer = _hook_process(
+        root, "Write", {"file_path": os.path.join(root, "src", "b.py"), "content": "y"}, dict(os.environ), lease="w1"
+    )
     assert isinstance(answer, dict)
-    version = cluster.execute(f'SELECT value FROM "{schema}".proctor_meta WHERE key = \'schema_version\'',
-                              db=database)
+    version = cluster.execute(f"SELECT value FROM \"{schema}\".proctor_meta WHERE key = 'schema_version'", db=database)
     assert version == [("99",)], version
 
 
@@ -439,13 +524,25 @@ def test_a_hostile_schema_version_row_is_an_answer_not_a_traceback(pg, tmp_path,
     cluster, database, _url = pg
     root = _leased_repo(tmp_path, monkeypatch)
     schema = next(iter(_schemas(cluster, database)))
-    cluster.execute(f'UPDATE "{schema}".proctor_meta SET value = \'x\' WHERE key = \'schema_version\'', db=database)
+    cluster.execute(f"UPDATE \"{schema}\".proctor_meta SET value = 'x' WHERE key = 'schema_version'", db=database)
     done = _cli("ls", "jobs", cwd=root)
-    proc = subprocess.run([sys.executable, "-m", "proctor", "hook", "claude"], cwd=root, capture_output=True,
-                          text=True, timeout=60, input=json.dumps({
-                              "session_id": "s1", "transcript_path": "/tmp/none.jsonl", "cwd": root,
-                              "hook_event_name": "PreToolUse", "tool_name": "Write",
-                              "tool_input": {"file_path": os.path.join(root, "README"), "content": "y"}}))
+    proc = subprocess.run(
+        [sys.executable, "-m", "proctor", "hook", "claude"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        input=json.dumps(
+            {
+                "session_id": "s1",
+                "transcript_path": "/tmp/none.jsonl",
+                "cwd": root,
+                "hook_event_name": "PreToolUse",
+                "tool_name": "Write",
+                "tool_input": {"file_path": os.path.join(root, "README"), "content": "y"},
+            }
+        ),
+    )
     problems = []
     if done.code != 2 or "Traceback" in done.err:
         problems.append(f"ls jobs exited {done.code}: {done.err.strip().splitlines()[-1:]}")

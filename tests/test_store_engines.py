@@ -35,8 +35,15 @@ def _embedded(machine) -> dict:
 def _run(machine, *argv, env=None, stdin=None):
     from tests.conftest import Result
 
-    proc = subprocess.run([sys.executable, "-m", "proctor", *argv], cwd=machine.clone, input=stdin,
-                          capture_output=True, text=True, env=env or machine.env, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "proctor", *argv],
+        cwd=machine.clone,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env or machine.env,
+        timeout=120,
+    )
     return Result(proc.returncode, proc.stdout, proc.stderr)
 
 
@@ -88,8 +95,10 @@ def test_doctor_and_config_name_the_engine_without_the_password(world):
     assert line.startswith("ok") and "PostgreSQL" in line and f"schema version {SCHEMA_VERSION}" in line
     assert "reachable from this machine (alpha)" in line
     assert "proctor-test-pw" not in doctor.out + doctor.err and ":***@" in line
-    _write(os.path.join(alpha.clone, "proctor.toml"),
-           open(os.path.join(alpha.clone, "proctor.toml")).read() + f'\n[store]\nurl = "{world.url}"\n')
+    _write(
+        os.path.join(alpha.clone, "proctor.toml"),
+        open(os.path.join(alpha.clone, "proctor.toml")).read() + f'\n[store]\nurl = "{world.url}"\n',
+    )
     shown = _run(alpha, "config", "show", env=_embedded(alpha))
     assert "proctor-test-pw" not in shown.out and ":***@" in shown.out
 
@@ -101,8 +110,15 @@ def test_doctor_and_config_name_the_engine_without_the_password(world):
 
 def _hook_modules(machine, env, payload: dict) -> tuple[str, set[str]]:
     """The hook's answer and the modules its process imported (-X importtime)."""
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "proctor", "hook", "claude"], cwd=machine.clone,
-                          input=json.dumps(payload), capture_output=True, text=True, env=env, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "proctor", "hook", "claude"],
+        cwd=machine.clone,
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     names = {line.split("|")[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
     return proc.stdout, names
 
@@ -110,17 +126,27 @@ def _hook_modules(machine, env, payload: dict) -> tuple[str, set[str]]:
 def test_the_hook_loads_no_postgresql_driver_on_either_engine(world):
     alpha = world.alpha
     alpha.ok("job", "fork", "w", "--write-paths", "src/a.py", "--check", "test")
-    payload = {"session_id": "s1", "transcript_path": "/nonexistent", "cwd": alpha.clone,
-               "hook_event_name": "PreToolUse", "tool_name": "Write",
-               "tool_input": {"file_path": os.path.join(alpha.clone, "src", "a.py"), "content": "x"}}
+    payload = {
+        "session_id": "s1",
+        "transcript_path": "/nonexistent",
+        "cwd": alpha.clone,
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Write",
+        "tool_input": {"file_path": os.path.join(alpha.clone, "src", "a.py"), "content": "x"},
+    }
     answer, names = _hook_modules(alpha, alpha.env, payload)
     # it read the store: the write to w's path by a session with no lease is named
     assert "belongs to w" in answer, answer
     assert not {n for n in names if n.split(".")[0] in ("psycopg", "psycopg_binary", "psycopg_c")}
     assert "proctor.store.pgwire" in names
     embedded = _embedded(alpha)
-    subprocess.run([sys.executable, "-m", "proctor", "job", "fork", "w", "--write-paths", "src/a.py", "--check",
-                    "test"], cwd=alpha.clone, env=embedded, check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "proctor", "job", "fork", "w", "--write-paths", "src/a.py", "--check", "test"],
+        cwd=alpha.clone,
+        env=embedded,
+        check=True,
+        capture_output=True,
+    )
     answer, names = _hook_modules(alpha, embedded, payload)
     assert "belongs to w" in answer, answer
     assert not {n for n in names if n.startswith(("psycopg", "proctor.store.pgwire", "proctor.store.postgres"))}
@@ -129,11 +155,23 @@ def test_the_hook_loads_no_postgresql_driver_on_either_engine(world):
 def test_a_store_out_of_reach_fails_open_with_an_advisory(world):
     alpha = world.alpha
     env = dict(alpha.env, PROCTOR_STORE_URL="postgresql://proctor:secret@127.0.0.1:9/x")
-    payload = {"session_id": "s1", "transcript_path": "/nonexistent", "cwd": alpha.clone,
-               "hook_event_name": "PreToolUse", "tool_name": "Write",
-               "tool_input": {"file_path": os.path.join(alpha.clone, "src", "a.py"), "content": "x"}}
-    proc = subprocess.run([sys.executable, "-m", "proctor", "hook", "claude"], cwd=alpha.clone,
-                          input=json.dumps(payload), capture_output=True, text=True, env=env, timeout=60)
+    payload = {
+        "session_id": "s1",
+        "transcript_path": "/nonexistent",
+        "cwd": alpha.clone,
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Write",
+        "tool_input": {"file_path": os.path.join(alpha.clone, "src", "a.py"), "content": "x"},
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "proctor", "hook", "claude"],
+        cwd=alpha.clone,
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert proc.returncode == 0
     answer = json.loads(proc.stdout)["hookSpecificOutput"]
     assert answer.get("permissionDecision") != "deny"
@@ -151,9 +189,11 @@ def test_text_with_nul_is_kept_visible_on_postgresql(world):
         "with ws.store.write() as tx:\n"
         "    tx.execute(\"INSERT INTO events (time, kind, actor, data) VALUES ('t', 'note', 'person', ?)\", ('a\\x00b',))\n"
         "print(repr(ws.store.tx.scalar(\"SELECT data FROM events WHERE kind = 'note'\")))\n"
-        "print(rows.job_by_secret_digest(ws.store.tx, 'nothing'))\n")
-    proc = subprocess.run([sys.executable, "-c", code, alpha.clone], capture_output=True, text=True,
-                          env=alpha.env, timeout=60)
+        "print(rows.job_by_secret_digest(ws.store.tx, 'nothing'))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, alpha.clone], capture_output=True, text=True, env=alpha.env, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == ["'a\ufffdb'", "None"]
 
@@ -169,11 +209,16 @@ def _monitor_runs(world) -> list[tuple]:
     from proctor.store.postgres import schema_name
 
     base = world.alpha.env["PROCTOR_STATE_DIR"]
-    key = next(name for name in os.listdir(base)  # a repository's directory, named by its key (not repo-keys)
-               if os.path.isdir(os.path.join(base, name)) and re.fullmatch(r"[0-9a-f]{40,64}", name))
+    key = next(
+        name
+        for name in os.listdir(base)  # a repository's directory, named by its key (not repo-keys)
+        if os.path.isdir(os.path.join(base, name)) and re.fullmatch(r"[0-9a-f]{40,64}", name)
+    )
     with psycopg.connect(world.url, autocommit=True) as conn:
         conn.execute(f'SET search_path TO "{schema_name(os.path.join(base, key))}"')
-        return conn.execute("SELECT machine, exit_code FROM monitor_runs WHERE ended IS NOT NULL ORDER BY id").fetchall()
+        return conn.execute(
+            "SELECT machine, exit_code FROM monitor_runs WHERE ended IS NOT NULL ORDER BY id"
+        ).fetchall()
 
 
 def test_one_server_runs_the_monitors_and_another_takes_over(world):
@@ -192,11 +237,15 @@ def test_one_server_runs_the_monitors_and_another_takes_over(world):
         assert _server(beta, "start", "--orchestrator").code == 0
         status = json.loads(_server(alpha, "status", "-o", "json").out)
         token = open(status["token_path"]).read().strip()
-        body = json.dumps({"job": "m1", "command": "echo tick", "interval": "10s", "cwd": alpha.clone,
-                           "allow_unsandboxed": True}).encode()
-        request = urllib.request.Request(status["console"].rstrip("/") + "/api/v1/monitors", data=body, method="POST",
-                                         headers={"Authorization": f"Bearer {token}",
-                                                  "Content-Type": "application/json"})
+        body = json.dumps(
+            {"job": "m1", "command": "echo tick", "interval": "10s", "cwd": alpha.clone, "allow_unsandboxed": True}
+        ).encode()
+        request = urllib.request.Request(
+            status["console"].rstrip("/") + "/api/v1/monitors",
+            data=body,
+            method="POST",
+            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+        )
         try:
             with urllib.request.urlopen(request, timeout=30) as answer:
                 assert answer.status in (200, 201)
@@ -204,8 +253,9 @@ def test_one_server_runs_the_monitors_and_another_takes_over(world):
             raise AssertionError(exc.read()) from None
         wait_for(lambda: len(_monitor_runs(world)) >= 2, timeout=60)
         assert {machine for machine, _ in _monitor_runs(world)} == {"alpha"}
-        beta_log = os.path.join(os.path.dirname(json.loads(_server(beta, "status", "-o", "json").out)["token_path"]),
-                                "server.log")
+        beta_log = os.path.join(
+            os.path.dirname(json.loads(_server(beta, "status", "-o", "json").out)["token_path"]), "server.log"
+        )
         assert "stands by" in open(beta_log).read()
         assert _server(alpha, "stop", "--orchestrator").code == 0
         # the standing-by server asks again every 30 s: it takes over within that and a run

@@ -31,8 +31,9 @@ def _swap(text: str) -> str:
 # name at `lazy_lines`; nobody's child holds c, whose caller keeps the old name at `c_lines`.
 LANGS = {
     "python": dict(
-        lib=("lib/store.py", f"class {NEW}:\n    pass\n\n\nclass {OLD}({NEW}):\n    \"\"\"Deprecated.\"\"\"\n"),
-        def_line=5, new_line=1,
+        lib=("lib/store.py", f'class {NEW}:\n    pass\n\n\nclass {OLD}({NEW}):\n    """Deprecated."""\n'),
+        def_line=5,
+        new_line=1,
         a=("a/one.py", f"from lib.store import {OLD}\n\nSTORE = {OLD}()\n"),
         b=("b/report.py", f"from lib.store import {OLD}\n\n\ndef report():\n    return {OLD}().__class__.__name__\n"),
         b_func="report",
@@ -42,62 +43,94 @@ LANGS = {
         c_lines=[1, 5],
     ),
     "go": dict(
-        lib=("lib/store.go", f"package lib\n\ntype {NEW} struct{{}}\n\n// Deprecated: use {NEW}.\n"
-                             f"type {OLD} = {NEW}\n"),
-        def_line=6, new_line=3,
-        a=("a/one.go", f"package a\n\nimport \"example.com/m/lib\"\n\nvar Store = lib.{OLD}{{}}\n"),
-        b=("b/report.go", f"package b\n\nimport \"example.com/m/lib\"\n\nfunc Report() lib.{OLD} {{\n"
-                          f"\treturn lib.{OLD}{{}}\n}}\n"),
+        lib=(
+            "lib/store.go",
+            f"package lib\n\ntype {NEW} struct{{}}\n\n// Deprecated: use {NEW}.\ntype {OLD} = {NEW}\n",
+        ),
+        def_line=6,
+        new_line=3,
+        a=("a/one.go", f'package a\n\nimport "example.com/m/lib"\n\nvar Store = lib.{OLD}{{}}\n'),
+        b=(
+            "b/report.go",
+            f'package b\n\nimport "example.com/m/lib"\n\nfunc Report() lib.{OLD} {{\n\treturn lib.{OLD}{{}}\n}}\n',
+        ),
         b_func="Report",
-        b_lazy=f"package b\n\nimport \"example.com/m/lib\"\n\nfunc Report() lib.{OLD} {{\n\treturn lib.{NEW}{{}}\n}}\n",
+        b_lazy=f'package b\n\nimport "example.com/m/lib"\n\nfunc Report() lib.{OLD} {{\n\treturn lib.{NEW}{{}}\n}}\n',
         lazy_lines=[5],
-        c=("c/caller.go", f"package c\n\nimport \"example.com/m/lib\"\n\nfunc Make() lib.{OLD} {{\n"
-                          f"\treturn lib.{OLD}{{}}\n}}\n"),
+        c=(
+            "c/caller.go",
+            f'package c\n\nimport "example.com/m/lib"\n\nfunc Make() lib.{OLD} {{\n\treturn lib.{OLD}{{}}\n}}\n',
+        ),
         c_lines=[5, 6],
     ),
     "javascript": dict(
-        lib=("lib/store.js", f"export class {NEW} {{}}\n\n/** @deprecated use {NEW} */\n"
-                             f"export class {OLD} extends {NEW} {{}}\n"),
-        def_line=4, new_line=1,
-        a=("a/one.js", f"import {{ {OLD} }} from \"../lib/store.js\";\n\nexport const store = new {OLD}();\n"),
-        b=("b/report.js", f"import {{ {OLD} }} from \"../lib/store.js\";\n\nexport function report() {{\n"
-                          f"  return new {OLD}().constructor.name;\n}}\n"),
+        lib=(
+            "lib/store.js",
+            f"export class {NEW} {{}}\n\n/** @deprecated use {NEW} */\nexport class {OLD} extends {NEW} {{}}\n",
+        ),
+        def_line=4,
+        new_line=1,
+        a=("a/one.js", f'import {{ {OLD} }} from "../lib/store.js";\n\nexport const store = new {OLD}();\n'),
+        b=(
+            "b/report.js",
+            f'import {{ {OLD} }} from "../lib/store.js";\n\nexport function report() {{\n'
+            f"  return new {OLD}().constructor.name;\n}}\n",
+        ),
         b_func="report",
-        b_lazy=f"import {{ {NEW}, {OLD} }} from \"../lib/store.js\";\n\nexport function report() {{\n"
-               f"  return new {NEW}().constructor.name;\n}}\n",
+        b_lazy=f'import {{ {NEW}, {OLD} }} from "../lib/store.js";\n\nexport function report() {{\n'
+        f"  return new {NEW}().constructor.name;\n}}\n",
         lazy_lines=[1],
-        c=("c/caller.js", f"import {{ {OLD} }} from \"../lib/store.js\";\n\nexport function make() {{\n"
-                          f"  return new {OLD}();\n}}\n"),
+        c=(
+            "c/caller.js",
+            f'import {{ {OLD} }} from "../lib/store.js";\n\nexport function make() {{\n  return new {OLD}();\n}}\n',
+        ),
         c_lines=[1, 4],
     ),
     "typescript": dict(
-        lib=("lib/store.ts", f"export class {NEW} {{\n  name = \"store\";\n}}\n\n/** @deprecated use {NEW} */\n"
-                             f"export class {OLD} extends {NEW} {{}}\n"),
-        def_line=6, new_line=1,
-        a=("a/one.ts", f"import {{ {OLD} }} from \"../lib/store\";\n\nexport const store: {OLD} = new {OLD}();\n"),
+        lib=(
+            "lib/store.ts",
+            f'export class {NEW} {{\n  name = "store";\n}}\n\n/** @deprecated use {NEW} */\n'
+            f"export class {OLD} extends {NEW} {{}}\n",
+        ),
+        def_line=6,
+        new_line=1,
+        a=("a/one.ts", f'import {{ {OLD} }} from "../lib/store";\n\nexport const store: {OLD} = new {OLD}();\n'),
         # b's caller is a component in a .tsx file
-        b=("b/view.tsx", f"import {{ {OLD} }} from \"../lib/store\";\n\nexport function View(props: {{ store: {OLD} }}) {{\n"
-                         f"  return <div>{{props.store.name}}</div>;\n}}\n"),
+        b=(
+            "b/view.tsx",
+            f'import {{ {OLD} }} from "../lib/store";\n\nexport function View(props: {{ store: {OLD} }}) {{\n'
+            f"  return <div>{{props.store.name}}</div>;\n}}\n",
+        ),
         b_func="View",
-        b_lazy=f"import {{ {NEW}, {OLD} }} from \"../lib/store\";\n\nexport function View(props: {{ store: {NEW} }}) {{\n"
-               f"  return <div>{{props.store.name}}</div>;\n}}\n",
+        b_lazy=f'import {{ {NEW}, {OLD} }} from "../lib/store";\n\nexport function View(props: {{ store: {NEW} }}) {{\n'
+        f"  return <div>{{props.store.name}}</div>;\n}}\n",
         lazy_lines=[1],
-        c=("c/caller.ts", f"import {{ {OLD} }} from \"../lib/store\";\n\nexport function make(): {OLD} {{\n"
-                          f"  return new {OLD}();\n}}\n"),
+        c=(
+            "c/caller.ts",
+            f'import {{ {OLD} }} from "../lib/store";\n\nexport function make(): {OLD} {{\n  return new {OLD}();\n}}\n',
+        ),
         c_lines=[1, 3, 4],
     ),
     "rust": dict(
-        lib=("lib/store.rs", f"pub struct {NEW};\n\n#[deprecated(note = \"use {NEW}\")]\npub type {OLD} = {NEW};\n"),
-        def_line=3, new_line=1,  # a definition starts at its attributes (#[deprecated])
-        a=("a/one.rs", f"use crate::lib::store::{OLD};\n\npub fn store() -> {OLD} {{\n    crate::lib::store::{NEW}\n}}\n"),
-        b=("b/report.rs", f"use crate::lib::store::{OLD};\n\npub fn report(_s: &{OLD}) -> &'static str {{\n"
-                          f"    \"report\"\n}}\n"),
+        lib=("lib/store.rs", f'pub struct {NEW};\n\n#[deprecated(note = "use {NEW}")]\npub type {OLD} = {NEW};\n'),
+        def_line=3,
+        new_line=1,  # a definition starts at its attributes (#[deprecated])
+        a=(
+            "a/one.rs",
+            f"use crate::lib::store::{OLD};\n\npub fn store() -> {OLD} {{\n    crate::lib::store::{NEW}\n}}\n",
+        ),
+        b=(
+            "b/report.rs",
+            f'use crate::lib::store::{OLD};\n\npub fn report(_s: &{OLD}) -> &\'static str {{\n    "report"\n}}\n',
+        ),
         b_func="report",
         b_lazy=f"use crate::lib::store::{OLD};\n\npub fn report(_s: &crate::lib::store::{NEW}) -> &'static str {{\n"
-               f"    \"report\"\n}}\n",
+        f'    "report"\n}}\n',
         lazy_lines=[1],
-        c=("c/caller.rs", f"use crate::lib::store::{OLD};\n\npub fn make() -> {OLD} {{\n"
-                          f"    crate::lib::store::{NEW}\n}}\n"),
+        c=(
+            "c/caller.rs",
+            f"use crate::lib::store::{OLD};\n\npub fn make() -> {OLD} {{\n    crate::lib::store::{NEW}\n}}\n",
+        ),
         c_lines=[1, 3],
     ),
 }
@@ -162,16 +195,47 @@ def test_rename_split_across_children(tmp_path, monkeypatch, proctor, lang):
     monkeypatch.chdir(root)
     lib_path, def_line = lib[0], spec["def_line"]
 
-    fork(proctor, {"id": "rename", "criteria": f"move every caller of {OLD} to {NEW}",
-                   "write_paths": ["a/**", "b/**", "c/**"], "goals": [UNREF]})
+    fork(
+        proctor,
+        {
+            "id": "rename",
+            "criteria": f"move every caller of {OLD} to {NEW}",
+            "write_paths": ["a/**", "b/**", "c/**"],
+            "goals": [UNREF],
+        },
+    )
     assert proctor("job", "exec", "rename").code == 0
-    fork(proctor, {"id": "rename/a", "parent": "rename", "criteria": "a's callers", "write_paths": ["a/**"],
-                   "goals": [{"id": "new-name", "kind": "symbol", "expect": "present", "symbols": [NEW]}]})
-    fork(proctor, {"id": "rename/b", "parent": "rename", "criteria": "b's callers", "write_paths": ["b/**"],
-                   "goals": [{"id": "edited", "kind": "symbol", "symbols": [spec["b_func"]]}]})
+    fork(
+        proctor,
+        {
+            "id": "rename/a",
+            "parent": "rename",
+            "criteria": "a's callers",
+            "write_paths": ["a/**"],
+            "goals": [{"id": "new-name", "kind": "symbol", "expect": "present", "symbols": [NEW]}],
+        },
+    )
+    fork(
+        proctor,
+        {
+            "id": "rename/b",
+            "parent": "rename",
+            "criteria": "b's callers",
+            "write_paths": ["b/**"],
+            "goals": [{"id": "edited", "kind": "symbol", "symbols": [spec["b_func"]]}],
+        },
+    )
     # a second take on b's paths that renames only part of them
-    fork(proctor, {"id": "rename/lazy", "parent": "rename", "criteria": "b's callers", "write_paths": ["b/**"],
-                   "goals": [{"id": "edited", "kind": "symbol", "symbols": [spec["b_func"]]}]})
+    fork(
+        proctor,
+        {
+            "id": "rename/lazy",
+            "parent": "rename",
+            "criteria": "b's callers",
+            "write_paths": ["b/**"],
+            "goals": [{"id": "edited", "kind": "symbol", "symbols": [spec["b_func"]]}],
+        },
+    )
     for job, tree in (("rename/a", "a"), ("rename/b", "b"), ("rename/lazy", "lazy")):
         taken = proctor("job", "exec", job, cwd=trees[tree])
         assert taken.code == 0, taken.err
@@ -181,8 +245,10 @@ def test_rename_split_across_children(tmp_path, monkeypatch, proctor, lang):
 
     # before anything is filed, describe grades the inherited goal within the child's paths
     described = _graded_now(proctor("describe", "job", "rename/a").out)
-    assert f"rename:callers-moved: met: nothing names {OLD} within the job's write paths outside its " \
-           f"definition ({lib_path}:{def_line})" in described
+    assert (
+        f"rename:callers-moved: met: nothing names {OLD} within the job's write paths outside its "
+        f"definition ({lib_path}:{def_line})" in described
+    )
 
     assert file_result(proctor, "rename/a", trees["a"], changed_paths=[a[0]], status="done").code == 0
     assert file_result(proctor, "rename/b", trees["b"], changed_paths=[b[0]], status="done").code == 0
@@ -193,8 +259,12 @@ def test_rename_split_across_children(tmp_path, monkeypatch, proctor, lang):
     assert child_a["state"] == "pass", child_a["grade"]["outcomes"]
     assert _outcome(child_a, "new-name")["subjects"] == [f"{NEW} is defined in {lib_path}:{spec['new_line']}"]
     assert _outcome(child_a, "rename:callers-moved") == {
-        "kind": "goal", "name": "rename:callers-moved", "label": 'goal "rename:callers-moved"', "ok": True,
-        "subjects": inherited_ok}
+        "kind": "goal",
+        "name": "rename:callers-moved",
+        "label": 'goal "rename:callers-moved"',
+        "ok": True,
+        "subjects": inherited_ok,
+    }
 
     child_b = _wait_json(proctor, "rename/b")
     assert child_b["state"] == "pass", child_b["grade"]["outcomes"]
@@ -220,26 +290,48 @@ def test_rename_split_across_children(tmp_path, monkeypatch, proctor, lang):
     left_behind = ", ".join(f"{c[0]}:{line}" for line in spec["c_lines"])
     now = _graded_now(proctor("describe", "job", "rename").out)
     assert now == [f"callers-moved: unmet: {OLD} is still named in {root}: {left_behind}"]
-    assert file_result(proctor, "rename", root, changed_paths=[a[0], b[0]],
-                       descendants=["rename/a", "rename/b", "rename/lazy"], status="done").code == 0
+    assert (
+        file_result(
+            proctor,
+            "rename",
+            root,
+            changed_paths=[a[0], b[0]],
+            descendants=["rename/a", "rename/b", "rename/lazy"],
+            status="done",
+        ).code
+        == 0
+    )
     assert _failures(proctor, "rename") == [f'goal "callers-moved": {OLD} is still named in {root}: {left_behind}']
 
 
 # -- absent and unreferenced on one definition -------------------------------------------------
 
+
 def test_absent_and_unreferenced_around_a_deleted_definition(tmp_path, monkeypatch, proctor):
-    root, trees = _repo(tmp_path, {
-        "legacy.py": "class Legacy:\n    pass\n",
-        "adapter.py": "class LegacyAdapter:\n    def wrap(self):\n        return 'LegacyAdapter'\n",
-        "use.py": "from adapter import LegacyAdapter\n\nADAPTER = LegacyAdapter()\n",
-    }, ["holder"])
+    root, trees = _repo(
+        tmp_path,
+        {
+            "legacy.py": "class Legacy:\n    pass\n",
+            "adapter.py": "class LegacyAdapter:\n    def wrap(self):\n        return 'LegacyAdapter'\n",
+            "use.py": "from adapter import LegacyAdapter\n\nADAPTER = LegacyAdapter()\n",
+        },
+        ["holder"],
+    )
     holder = trees["holder"]
     monkeypatch.chdir(root)
-    fork(proctor, {"id": "drop", "criteria": "delete Legacy", "write_paths": ["legacy.py"], "goals": [
-        {"id": "gone", "kind": "symbol", "expect": "absent", "symbols": ["Legacy"]},
-        {"id": "quiet", "kind": "symbol", "expect": "unreferenced", "symbols": ["Legacy"]},
-        {"id": "adapter-stays", "kind": "symbol", "expect": "present", "symbols": ["LegacyAdapter"]},
-    ]})
+    fork(
+        proctor,
+        {
+            "id": "drop",
+            "criteria": "delete Legacy",
+            "write_paths": ["legacy.py"],
+            "goals": [
+                {"id": "gone", "kind": "symbol", "expect": "absent", "symbols": ["Legacy"]},
+                {"id": "quiet", "kind": "symbol", "expect": "unreferenced", "symbols": ["Legacy"]},
+                {"id": "adapter-stays", "kind": "symbol", "expect": "present", "symbols": ["LegacyAdapter"]},
+            ],
+        },
+    )
     assert proctor("job", "exec", "drop", cwd=holder).code == 0
 
     # the definition remains: absent fails naming it; nothing names Legacy (LegacyAdapter is not it)
@@ -261,28 +353,45 @@ def test_absent_and_unreferenced_around_a_deleted_definition(tmp_path, monkeypat
     assert file_result(proctor, "drop", holder, changed_paths=["legacy.py"], status="done").code == 0
     assert _failures(proctor, "drop") == [
         'goal "quiet": Legacy is no longer defined, so whether anything names it cannot be vouched for; grade '
-        "unreferenced while the definition exists, and declare absent for the job that deletes it"]
+        "unreferenced while the definition exists, and declare absent for the job that deletes it"
+    ]
 
 
 def test_absent_fails_while_the_definition_remains_recorded(tmp_path, monkeypatch, proctor):
     """A holder that only renames the callers, leaving the definition, is rejected by `job
     wait` naming where it is still defined; a name holding it (LegacyAdapter) is no definition."""
-    root, trees = _repo(tmp_path, {
-        "lib/legacy.ts": "export class Legacy {}\n\nexport type LegacyAdapter = Legacy;\n",
-        "app.ts": "import { Legacy } from \"./lib/legacy\";\n\nexport const x = new Legacy();\n",
-    }, ["holder"])
+    root, trees = _repo(
+        tmp_path,
+        {
+            "lib/legacy.ts": "export class Legacy {}\n\nexport type LegacyAdapter = Legacy;\n",
+            "app.ts": 'import { Legacy } from "./lib/legacy";\n\nexport const x = new Legacy();\n',
+        },
+        ["holder"],
+    )
     holder = trees["holder"]
     monkeypatch.chdir(root)
-    fork(proctor, {"id": "drop", "write_paths": ["app.ts", "lib/**"],
-                   "goals": [{"id": "gone", "kind": "symbol", "expect": "absent", "symbols": ["Legacy"]}]})
+    fork(
+        proctor,
+        {
+            "id": "drop",
+            "write_paths": ["app.ts", "lib/**"],
+            "goals": [{"id": "gone", "kind": "symbol", "expect": "absent", "symbols": ["Legacy"]}],
+        },
+    )
     assert proctor("job", "exec", "drop", cwd=holder).code == 0
     write(os.path.join(holder, "app.ts"), "export const x = 1;\n")
     assert file_result(proctor, "drop", holder, changed_paths=["app.ts"]).code == 0
     assert _failures(proctor, "drop") == [f'goal "gone": Legacy is still defined in {holder}: lib/legacy.ts:1 (class)']
 
     # the next job deletes it and keeps LegacyAdapter (now a class of its own): absent passes
-    fork(proctor, {"id": "drop2", "write_paths": ["app.ts", "lib/**"],
-                   "goals": [{"id": "gone", "kind": "symbol", "expect": "absent", "symbols": ["Legacy"]}]})
+    fork(
+        proctor,
+        {
+            "id": "drop2",
+            "write_paths": ["app.ts", "lib/**"],
+            "goals": [{"id": "gone", "kind": "symbol", "expect": "absent", "symbols": ["Legacy"]}],
+        },
+    )
     assert proctor("job", "exec", "drop2", cwd=holder).code == 0
     write(os.path.join(holder, "lib", "legacy.ts"), "export class LegacyAdapter {}\n")
     assert file_result(proctor, "drop2", holder, changed_paths=["lib/legacy.ts"]).code == 0
@@ -294,18 +403,29 @@ def test_absent_fails_while_the_definition_remains_recorded(tmp_path, monkeypatc
 def test_unreferenced_sees_a_name_on_its_definitions_own_line(tmp_path, monkeypatch, proctor):
     """A reference is "outside the definition" by where it is, not by which line it is on: a
     minified bundle defines and uses a class on one line, and Go puts two declarations on one."""
-    root, trees = _repo(tmp_path, {
-        "dist/bundle.min.js": "class Legacy{}const legacy=new Legacy();export{legacy};\n",
-        "one.go": "package p\n\ntype Legacy struct{}; var Default = Legacy{}\n",
-        "lib.py": "class Legacy:\n    pass\n",
-    }, ["holder"])
+    root, trees = _repo(
+        tmp_path,
+        {
+            "dist/bundle.min.js": "class Legacy{}const legacy=new Legacy();export{legacy};\n",
+            "one.go": "package p\n\ntype Legacy struct{}; var Default = Legacy{}\n",
+            "lib.py": "class Legacy:\n    pass\n",
+        },
+        ["holder"],
+    )
     holder = trees["holder"]
     monkeypatch.chdir(root)
-    fork(proctor, {"id": "quiet", "write_paths": ["lib.py"],
-                   "goals": [{"id": "unused", "kind": "symbol", "expect": "unreferenced", "symbols": ["Legacy"]}]})
+    fork(
+        proctor,
+        {
+            "id": "quiet",
+            "write_paths": ["lib.py"],
+            "goals": [{"id": "unused", "kind": "symbol", "expect": "unreferenced", "symbols": ["Legacy"]}],
+        },
+    )
     assert proctor("job", "exec", "quiet", cwd=holder).code == 0
     assert _graded_now(proctor("describe", "job", "quiet").out) == [
-        f"unused: unmet: Legacy is still named in {holder}: dist/bundle.min.js:1, one.go:3"]
+        f"unused: unmet: Legacy is still named in {holder}: dist/bundle.min.js:1, one.go:3"
+    ]
 
 
 # -- files the index cannot read -----------------------------------------------------------------
@@ -321,26 +441,44 @@ BROKEN = {
 
 
 def test_unparsable_and_grammarless_files_fail_the_goal(tmp_path, monkeypatch, proctor):
-    root, trees = _repo(tmp_path, {
-        **BROKEN,
-        "native.c": "int Legacy(void);\n",
-        "config.yaml": "adapter: LegacyAdapter\n",  # the name only inside a longer word: no doubt
-        "README.md": "Legacy was removed; see the changelog.\n",
-        "notes.txt": "Legacy\n",
-        "adapter.py": "class LegacyAdapter:\n    pass\n",
-    }, ["holder"])
+    root, trees = _repo(
+        tmp_path,
+        {
+            **BROKEN,
+            "native.c": "int Legacy(void);\n",
+            "config.yaml": "adapter: LegacyAdapter\n",  # the name only inside a longer word: no doubt
+            "README.md": "Legacy was removed; see the changelog.\n",
+            "notes.txt": "Legacy\n",
+            "adapter.py": "class LegacyAdapter:\n    pass\n",
+        },
+        ["holder"],
+    )
     holder = trees["holder"]
     monkeypatch.chdir(root)
-    fork(proctor, {"id": "sweep", "write_paths": ["src/**", "native.c"],
-                   "goals": [{"id": "gone", "kind": "symbol", "expect": "absent", "symbols": ["Legacy"]}]})
+    fork(
+        proctor,
+        {
+            "id": "sweep",
+            "write_paths": ["src/**", "native.c"],
+            "goals": [{"id": "gone", "kind": "symbol", "expect": "absent", "symbols": ["Legacy"]}],
+        },
+    )
     assert proctor("job", "exec", "sweep", cwd=holder).code == 0
     graded = _graded_now(proctor("describe", "job", "sweep").out)
-    errors_at = {"src/broken.go": 6, "src/broken.js": 2, "src/broken.py": 1, "src/broken.rs": 1,
-                 "src/broken.ts": 2, "src/broken.tsx": 1}
+    errors_at = {
+        "src/broken.go": 6,
+        "src/broken.js": 2,
+        "src/broken.py": 1,
+        "src/broken.rs": 1,
+        "src/broken.ts": 2,
+        "src/broken.tsx": 1,
+    }
     lang = {".py": "python", ".go": "go", ".js": "javascript", ".ts": "typescript", ".tsx": "tsx", ".rs": "rust"}
-    unparsed = [f"gone: unmet: {path} could name Legacy but it does not parse as {lang[os.path.splitext(path)[1]]} "
-                f"(a syntax error at line {line}), so the goal cannot be vouched for"
-                for path, line in sorted(errors_at.items())]
+    unparsed = [
+        f"gone: unmet: {path} could name Legacy but it does not parse as {lang[os.path.splitext(path)[1]]} "
+        f"(a syntax error at line {line}), so the goal cannot be vouched for"
+        for path, line in sorted(errors_at.items())
+    ]
     # a failing goal lists what fails it (and the prose it saw), not what passed
     assert graded == [
         *unparsed,
@@ -368,19 +506,31 @@ def test_unparsable_and_grammarless_files_fail_the_goal(tmp_path, monkeypatch, p
     done = _wait_json(proctor, "sweep")
     assert done["state"] == "pass", done["grade"]["outcomes"]
     assert _outcome(done, "gone")["subjects"] == [
-        f"Legacy is defined nowhere in {holder}", "named in prose, which decides nothing: README.md, notes.txt"]
+        f"Legacy is defined nowhere in {holder}",
+        "named in prose, which decides nothing: README.md, notes.txt",
+    ]
 
 
 def test_grammarless_file_fails_unreferenced_naming_it(tmp_path, monkeypatch, proctor):
-    root, trees = _repo(tmp_path, {
-        "store.py": "class Legacy:\n    pass\n",
-        "deploy.yaml": "class: Legacy\n",
-        "docs/guide.rst": "Legacy is going away.\n",
-    }, ["holder"])
+    root, trees = _repo(
+        tmp_path,
+        {
+            "store.py": "class Legacy:\n    pass\n",
+            "deploy.yaml": "class: Legacy\n",
+            "docs/guide.rst": "Legacy is going away.\n",
+        },
+        ["holder"],
+    )
     holder = trees["holder"]
     monkeypatch.chdir(root)
-    fork(proctor, {"id": "quiet", "write_paths": ["deploy.yaml"],
-                   "goals": [{"id": "unused", "kind": "symbol", "expect": "unreferenced", "symbols": ["Legacy"]}]})
+    fork(
+        proctor,
+        {
+            "id": "quiet",
+            "write_paths": ["deploy.yaml"],
+            "goals": [{"id": "unused", "kind": "symbol", "expect": "unreferenced", "symbols": ["Legacy"]}],
+        },
+    )
     assert proctor("job", "exec", "quiet", cwd=holder).code == 0
     assert _graded_now(proctor("describe", "job", "quiet").out) == [
         "unused: unmet: deploy.yaml holds the text Legacy and is in a language proctor has no grammar for, so whether "
@@ -393,10 +543,12 @@ def test_grammarless_file_fails_unreferenced_naming_it(tmp_path, monkeypatch, pr
     assert done["state"] == "pass", done["grade"]["outcomes"]
     assert _outcome(done, "unused")["subjects"] == [
         f"nothing names Legacy in {holder} outside its definition (store.py:1)",
-        "named in prose, which decides nothing: docs/guide.rst"]
+        "named in prose, which decides nothing: docs/guide.rst",
+    ]
 
 
 # -- the index's cache ---------------------------------------------------------------------------
+
 
 def test_index_reused_from_cache(tmp_path, monkeypatch, proctor):
     from proctor.paths import find_checkout, repo_cache_dir
@@ -410,8 +562,14 @@ def test_index_reused_from_cache(tmp_path, monkeypatch, proctor):
     root, trees = _repo(tmp_path, files, ["holder"])
     holder = trees["holder"]
     monkeypatch.chdir(root)
-    fork(proctor, {"id": "job", "write_paths": ["a/**", "b/**"], "goals": [
-        UNREF, {"id": "edited", "kind": "symbol", "symbols": ["report"]}]})
+    fork(
+        proctor,
+        {
+            "id": "job",
+            "write_paths": ["a/**", "b/**"],
+            "goals": [UNREF, {"id": "edited", "kind": "symbol", "symbols": ["report"]}],
+        },
+    )
     assert proctor("job", "exec", "job", cwd=holder).code == 0
     write(os.path.join(holder, spec["b"][0]), _swap(spec["b"][1]))
 
@@ -445,8 +603,10 @@ def test_index_reused_from_cache(tmp_path, monkeypatch, proctor):
     write(os.path.join(holder, spec["a"][0]), edited)
     third = proctor("describe", "job", "job")
     assert parsed == [edited.encode()]
-    assert _graded_now(third.out)[0] == f"callers-moved: unmet: {OLD} is still named in {holder}: c/caller.py:1, " \
-                                        f"c/caller.py:5"
+    assert (
+        _graded_now(third.out)[0] == f"callers-moved: unmet: {OLD} is still named in {holder}: c/caller.py:1, "
+        f"c/caller.py:5"
+    )
     monkeypatch.setattr(languages, "summarize", real)
 
     # the library, in fresh indexes over the same cache: Index.parsed counts the files parsed
@@ -469,6 +629,7 @@ def test_index_reused_from_cache(tmp_path, monkeypatch, proctor):
 
 # -- describe writes nothing ---------------------------------------------------------------------
 
+
 def test_describe_grades_symbol_goals_and_writes_nothing(tmp_path, monkeypatch, proctor):
     from proctor.paths import find_checkout, repo_state_dir
     from tests.store_oracle import connect
@@ -477,20 +638,32 @@ def test_describe_grades_symbol_goals_and_writes_nothing(tmp_path, monkeypatch, 
     root, trees = _repo(tmp_path, dict([spec["lib"], spec["a"], spec["b"], spec["c"]]), ["holder"])
     holder = trees["holder"]
     monkeypatch.chdir(root)
-    fork(proctor, {"id": "rust", "write_paths": ["a/**", "lib/**"], "goals": [
-        UNREF,
-        {"id": "new", "kind": "symbol", "expect": "present", "symbols": [NEW]},
-        {"id": "gone", "kind": "symbol", "expect": "absent", "symbols": [OLD]},
-        {"id": "edited", "kind": "symbol", "expect": "changed", "symbols": ["store"]},
-    ]})
+    fork(
+        proctor,
+        {
+            "id": "rust",
+            "write_paths": ["a/**", "lib/**"],
+            "goals": [
+                UNREF,
+                {"id": "new", "kind": "symbol", "expect": "present", "symbols": [NEW]},
+                {"id": "gone", "kind": "symbol", "expect": "absent", "symbols": [OLD]},
+                {"id": "edited", "kind": "symbol", "expect": "changed", "symbols": ["store"]},
+            ],
+        },
+    )
     assert proctor("job", "exec", "rust", cwd=holder).code == 0
     write(os.path.join(holder, spec["a"][0]), _swap(spec["a"][1]))
     assert file_result(proctor, "rust", holder, changed_paths=[spec["a"][0]], status="done").code == 0
 
     db = repo_state_dir(find_checkout(root))
     count = lambda: connect(db).execute("SELECT COUNT(*), MAX(id) FROM events").fetchone()  # noqa: E731
-    jobs_now = lambda: [{k: v for k, v in row.items() if k != "age_seconds"}  # noqa: E731
-                        for row in proctor("ls", "jobs", "-o", "json").json()["jobs"]]
+
+    def jobs_now():
+        return [
+            {k: v for k, v in row.items() if k != "age_seconds"}
+            for row in proctor("ls", "jobs", "-o", "json").json()["jobs"]
+        ]
+
     events, jobs = count(), jobs_now()
     first = proctor("describe", "job", "rust")
     assert first.code == 0, first.err

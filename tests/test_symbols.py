@@ -54,9 +54,17 @@ def helper(value):
 
 def test_python_definitions_and_what_names_them():
     # an import under another name binds that name, and a class attribute is the class's
-    assert defs(PY, "python") == {"Old": "import", "__all__": "constant", "LIMIT": "constant", "OTHER": "constant",
-                                  "Alias": "type", "Store": "class", "Store.size": "variable",
-                                  "Store.load": "function", "helper": "function"}
+    assert defs(PY, "python") == {
+        "Old": "import",
+        "__all__": "constant",
+        "LIMIT": "constant",
+        "OTHER": "constant",
+        "Alias": "type",
+        "Store": "class",
+        "Store.size": "variable",
+        "Store.load": "function",
+        "helper": "function",
+    }
     found = refs(PY, "python")
     assert found["LegacyStore"] == [2]  # the import names it; the comment on line 15 does not
     assert found["Old"] == [14]  # the annotation (the alias is Old's definition)
@@ -67,7 +75,7 @@ def test_python_definitions_and_what_names_them():
 
 
 def test_go_definitions():
-    source = '''package accounts
+    source = """package accounts
 
 import "fmt"
 
@@ -88,44 +96,68 @@ func New() *LegacyStore { return &LegacyStore{} }
 func (s *LegacyStore) Load() { fmt.Println(s.n) }
 
 type Getter interface{ Get() int }
-'''
-    assert defs(source, "go") == {"LegacyStore": "type", "LegacyStore.n": "field", "Alias": "type",
-                                  "Default": "variable", "count": "variable", "Limit": "constant", "New": "function",
-                                  "Load": "method", "Getter": "type", "Getter.Get": "method"}
+"""
+    assert defs(source, "go") == {
+        "LegacyStore": "type",
+        "LegacyStore.n": "field",
+        "Alias": "type",
+        "Default": "variable",
+        "count": "variable",
+        "Limit": "constant",
+        "New": "function",
+        "Load": "method",
+        "Getter": "type",
+        "Getter.Get": "method",
+    }
     assert refs(source, "go")["LegacyStore"] == [8, 11, 17, 19]
 
 
 def test_javascript_and_typescript_definitions():
-    js = '''import { LegacyStore } from "./legacy.js";
+    js = """import { LegacyStore } from "./legacy.js";
 export const limit = 3;
 let cache = new Map();
 export function load(x) { return new LegacyStore(x); }
 class Store { get(k) { return cache.get(k); } }
 const make = () => new Store();
-'''
-    assert defs(js, "javascript") == {"limit": "variable", "cache": "variable", "load": "function", "Store": "class",
-                                      "Store.get": "method", "make": "function"}
+"""
+    assert defs(js, "javascript") == {
+        "limit": "variable",
+        "cache": "variable",
+        "load": "function",
+        "Store": "class",
+        "Store.get": "method",
+        "make": "function",
+    }
     assert refs(js, "javascript")["LegacyStore"] == [1, 4]
-    ts = '''import type { LegacyStore } from "./legacy";
+    ts = """import type { LegacyStore } from "./legacy";
 export interface Account { id: string }
 export type Id = string;
 export enum Kind { A, B }
 export class Store implements Account { id = ""; load(s: LegacyStore): void {} }
 declare function external(): void;
-'''
-    assert defs(ts, "typescript") == {"Account": "interface", "Account.id": "field", "Id": "type", "Kind": "enum",
-                                      "Kind.A": "member", "Kind.B": "member", "Store": "class", "Store.id": "field",
-                                      "Store.load": "method", "external": "function"}
+"""
+    assert defs(ts, "typescript") == {
+        "Account": "interface",
+        "Account.id": "field",
+        "Id": "type",
+        "Kind": "enum",
+        "Kind.A": "member",
+        "Kind.B": "member",
+        "Store": "class",
+        "Store.id": "field",
+        "Store.load": "method",
+        "external": "function",
+    }
     assert refs(ts, "typescript")["LegacyStore"] == [1, 5]
-    tsx = '''import { Legacy } from "./legacy";
+    tsx = """import { Legacy } from "./legacy";
 export function View(): JSX.Element { return <Legacy name="x" />; }
-'''
+"""
     assert defs(tsx, "tsx") == {"View": "function"}
     assert refs(tsx, "tsx")["Legacy"] == [1, 2]
 
 
 def test_rust_definitions():
-    source = '''use crate::legacy::LegacyStore;
+    source = """use crate::legacy::LegacyStore;
 pub const LIMIT: u32 = 3;
 static COUNT: u32 = 0;
 pub struct Store { inner: LegacyStore }
@@ -135,12 +167,22 @@ impl Store { pub fn new() -> Self { Store { inner: LegacyStore::new() } } }
 macro_rules! make { () => { Store::new() } }
 mod inner {}
 type Alias = Store;
-'''
-    assert defs(source, "rust") == {"LIMIT": "constant", "COUNT": "constant", "Store": "class",
-                                    "Store.inner": "field", "Kind": "class",
-                                    "Kind.A": "variant", "Kind.B": "variant", "Load": "interface",
-                                    "Load.load": "function", "new": "method", "make": "macro", "inner": "module",
-                                    "Alias": "class"}
+"""
+    assert defs(source, "rust") == {
+        "LIMIT": "constant",
+        "COUNT": "constant",
+        "Store": "class",
+        "Store.inner": "field",
+        "Kind": "class",
+        "Kind.A": "variant",
+        "Kind.B": "variant",
+        "Load": "interface",
+        "Load.load": "function",
+        "new": "method",
+        "make": "macro",
+        "inner": "module",
+        "Alias": "class",
+    }
     assert refs(source, "rust")["LegacyStore"] == [1, 4, 7]
 
 
@@ -165,14 +207,18 @@ def test_a_definition_naming_itself_is_judged_by_its_bytes_not_its_lines():
 
 def test_the_public_surface_as_each_language_marks_it():
     def public(source: str, language: str) -> dict[str, bool]:
-        return {(f"{d[4]}.{d[0]}" if d[4] else d[0]): d[6] for d in languages.summarize(source.encode(), language)["defs"]}
+        return {
+            (f"{d[4]}.{d[0]}" if d[4] else d[0]): d[6] for d in languages.summarize(source.encode(), language)["defs"]
+        }
 
-    assert public("class A:\n    def f(self): pass\n    def _g(self): pass\nclass _B:\n    def h(self): pass\n",
-                  "python") == {"A": True, "A.f": True, "A._g": False, "_B": False, "_B.h": False}
+    assert public(
+        "class A:\n    def f(self): pass\n    def _g(self): pass\nclass _B:\n    def h(self): pass\n", "python"
+    ) == {"A": True, "A.f": True, "A._g": False, "_B": False, "_B.h": False}
     assert public("package a\nfunc Do() {}\nfunc do() {}\n", "go") == {"Do": True, "do": False}
     assert public("pub fn a() {}\nfn b() {}\n", "rust") == {"a": True, "b": False}
-    assert public("export class A { m() {} }\nclass B { m() {} }\nexport const x = 1;\nconst y = 2;\n",
-                  "typescript") == {"A": True, "A.m": True, "B": False, "B.m": False, "x": True, "y": False}
+    assert public(
+        "export class A { m() {} }\nclass B { m() {} }\nexport const x = 1;\nconst y = 2;\n", "typescript"
+    ) == {"A": True, "A.m": True, "B": False, "B.m": False, "x": True, "y": False}
 
 
 def test_a_file_that_does_not_parse_says_where():
@@ -182,13 +228,16 @@ def test_a_file_that_does_not_parse_says_where():
 
 # -- the cache ----------------------------------------------------------------------------------
 
+
 @pytest.fixture
 def repo(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     root = make_repo(tmp_path / "repo")
-    files = {"core/store.py": "class LegacyStore:\n    pass\n\n\ndef make():\n    return LegacyStore()\n",
-             "app/main.py": "from core.store import LegacyStore\n\nx = LegacyStore()\n",
-             "web/view.ts": "import { LegacyStore } from './store';\nexport const v = new LegacyStore();\n"}
+    files = {
+        "core/store.py": "class LegacyStore:\n    pass\n\n\ndef make():\n    return LegacyStore()\n",
+        "app/main.py": "from core.store import LegacyStore\n\nx = LegacyStore()\n",
+        "web/view.ts": "import { LegacyStore } from './store';\nexport const v = new LegacyStore();\n",
+    }
     for path, text in files.items():
         os.makedirs(os.path.join(root, os.path.dirname(path)), exist_ok=True)
         with open(os.path.join(root, path), "w") as handle:
@@ -208,8 +257,13 @@ def _places(root: str, name: str) -> tuple[list, list, int]:
 def test_a_second_question_parses_nothing_and_an_edit_reparses_that_file(repo):
     first = _places(repo, "LegacyStore")
     assert first[0] == [("core/store.py", 1)]
-    assert sorted(first[1]) == [("app/main.py", 1), ("app/main.py", 3), ("core/store.py", 6), ("web/view.ts", 1),
-                                ("web/view.ts", 2)]
+    assert sorted(first[1]) == [
+        ("app/main.py", 1),
+        ("app/main.py", 3),
+        ("core/store.py", 6),
+        ("web/view.ts", 1),
+        ("web/view.ts", 2),
+    ]
     assert first[2] == 3
     assert _places(repo, "LegacyStore") == first[:2] + (0,)
     with open(os.path.join(repo, "app/main.py"), "a") as handle:
@@ -239,6 +293,7 @@ def test_a_broken_or_foreign_cache_is_recomputed_never_trusted(repo):
 
 
 # -- the CLI ------------------------------------------------------------------------------------
+
 
 def test_graph_diff_lists_added_removed_and_changed(repo, proctor):
     with open(os.path.join(repo, "core/store.py"), "w") as handle:
@@ -291,9 +346,11 @@ def test_diff_refuses_a_revision_given_to_it(repo, proctor):
 
 
 def test_a_removed_line_that_starts_like_a_header_is_a_removed_line():
-    patch = (b"diff --git a/x.py b/x.py\nindex 1111111..2222222 100644\n--- a/x.py\n+++ b/x.py\n"
-             b"@@ -1,3 +1,2 @@\n--- not a header\n+++ not one either\n keep\n-gone\n"
-             b"diff --git a/y.py b/y.py\n--- a/y.py\n+++ b/y.py\n@@ -5 +5 @@\n-old\n+new\n")
+    patch = (
+        b"diff --git a/x.py b/x.py\nindex 1111111..2222222 100644\n--- a/x.py\n+++ b/x.py\n"
+        b"@@ -1,3 +1,2 @@\n--- not a header\n+++ not one either\n keep\n-gone\n"
+        b"diff --git a/y.py b/y.py\n--- a/y.py\n+++ b/y.py\n@@ -5 +5 @@\n-old\n+new\n"
+    )
     x, y = parse_patch(patch)
     assert (x["old"], x["new"], x["old_blob"], x["new_blob"]) == ("x.py", "x.py", "1111111", "2222222")
     assert x["removed"] == [1, 3] and x["added"] == [1]
@@ -304,10 +361,16 @@ def test_a_removed_line_that_starts_like_a_header_is_a_removed_line():
 
 
 def test_the_hook_never_loads_the_index():
-    code = ("import sys, proctor.guard.engine, proctor.jobs.verify; "
-            "print(json.dumps([m for m in sys.modules if m.startswith(('tree_sitter', 'proctor.symbols'))]))")
-    out = subprocess.run([os.environ.get("PYTHON", "python3"), "-c", "import json; " + code],
-                         capture_output=True, text=True, cwd=os.path.dirname(os.path.dirname(__file__)))
+    code = (
+        "import sys, proctor.guard.engine, proctor.jobs.verify; "
+        "print(json.dumps([m for m in sys.modules if m.startswith(('tree_sitter', 'proctor.symbols'))]))"
+    )
+    out = subprocess.run(
+        [os.environ.get("PYTHON", "python3"), "-c", "import json; " + code],
+        capture_output=True,
+        text=True,
+        cwd=os.path.dirname(os.path.dirname(__file__)),
+    )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == []
 
@@ -318,15 +381,19 @@ def test_a_worktree_inside_the_checkout_is_another_checkout_and_a_nested_reposit
     git(repo, "worktree", "add", "-q", ".worktrees/w1")  # proctor's own worktrees may live here
     with Index(repo) as index:
         assert goals.grade(index, {"symbols": ["Nowhere"], "expect": "absent"}) == (
-            True, [f"Nowhere is defined nowhere in {os.path.realpath(repo)}"])
+            True,
+            [f"Nowhere is defined nowhere in {os.path.realpath(repo)}"],
+        )
     nested = os.path.join(repo, "vendor", "lib")
     os.makedirs(nested)
     git(nested, "init", "-q")
     with Index(repo) as index:
         ok, subjects = goals.grade(index, {"symbols": ["Nowhere"], "expect": "absent"})
     assert not ok
-    assert "vendor/lib/ could name Nowhere but a nested repository, whose files no listing of this tree shows" \
+    assert (
+        "vendor/lib/ could name Nowhere but a nested repository, whose files no listing of this tree shows"
         in subjects[-1]
+    )
 
 
 def test_a_first_question_over_many_files_says_so_once(repo, monkeypatch, capsys):

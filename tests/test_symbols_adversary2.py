@@ -113,8 +113,11 @@ def test_e2e_definition_moved_into_a_nested_linked_worktree(tmp_path, monkeypatc
     the checkout's own git dir). Python imports pkg.old.pkg.legacy.Legacy all the same; the
     index takes the directory for "another checkout, not content" and reads none of it, and the
     diff drops it the same way."""
-    root, trees = _repo(tmp_path, {"pkg/legacy.py": LEGACY_PY,
-                                   "app.py": "from pkg.legacy import Legacy\nprint(Legacy.__name__)\n"}, ["holder"])
+    root, trees = _repo(
+        tmp_path,
+        {"pkg/legacy.py": LEGACY_PY, "app.py": "from pkg.legacy import Legacy\nprint(Legacy.__name__)\n"},
+        ["holder"],
+    )
     holder = trees["holder"]
     monkeypatch.chdir(root)
     take(proctor, holder, {"id": "drop", "write_paths": ["pkg/**", "app.py"], "goals": [GONE]})
@@ -169,8 +172,10 @@ def test_e2e_definition_in_an_embedded_gitlink(tmp_path, monkeypatch, proctor, w
     else:
         write(os.path.join(holder, "app.py"), "from pkg.vend.legacy import Legacy\nLEGACY = Legacy\n")
         changed = ["app.py"]
-    assert sh(holder, sys.executable, "-c", "from pkg.vend.legacy import Legacy; print(Legacy.__name__)").stdout \
+    assert (
+        sh(holder, sys.executable, "-c", "from pkg.vend.legacy import Legacy; print(Legacy.__name__)").stdout
         == "Legacy\n"
+    )
     done = finish(proctor, "drop", holder, changed)
     assert not goal_ok(done, "gone"), verdict(done, "gone")
 
@@ -252,8 +257,11 @@ def test_e2e_inherited_goal_scope_glob_over_a_linked_directory(tmp_path, monkeyp
     doubt at the path `mine`, which the glob `mine/**` does not cover, and other/x.py is outside
     the child's paths: the parent's unreferenced goal passes on the child. (With the literal
     write path `mine` the same tree fails.)"""
-    root, trees = _repo(tmp_path, {"lib.py": LEGACY_PY, "other/x.py": "from lib import Legacy\n",
-                                   "tool.py": "def tool():\n    return 1\n"}, [])
+    root, trees = _repo(
+        tmp_path,
+        {"lib.py": LEGACY_PY, "other/x.py": "from lib import Legacy\n", "tool.py": "def tool():\n    return 1\n"},
+        [],
+    )
     os.symlink("other", os.path.join(root, "mine"))
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "link")
@@ -261,11 +269,25 @@ def test_e2e_inherited_goal_scope_glob_over_a_linked_directory(tmp_path, monkeyp
     git(root, "worktree", "add", "-q", "-b", "child", holder)
     holder = os.path.realpath(holder)
     monkeypatch.chdir(root)
-    fork(proctor, {"id": "rename", "write_paths": ["mine/**", "other/**", "tool.py"],
-                   "goals": [{"id": "quiet", "kind": "symbol", "expect": "unreferenced", "symbols": ["Legacy"]}]})
+    fork(
+        proctor,
+        {
+            "id": "rename",
+            "write_paths": ["mine/**", "other/**", "tool.py"],
+            "goals": [{"id": "quiet", "kind": "symbol", "expect": "unreferenced", "symbols": ["Legacy"]}],
+        },
+    )
     assert proctor("job", "exec", "rename").code == 0
-    take(proctor, holder, {"id": "rename/child", "parent": "rename", "write_paths": ["mine/**", "tool.py"],
-                           "goals": [{"id": "edited", "kind": "symbol", "expect": "changed", "symbols": ["tool"]}]})
+    take(
+        proctor,
+        holder,
+        {
+            "id": "rename/child",
+            "parent": "rename",
+            "write_paths": ["mine/**", "tool.py"],
+            "goals": [{"id": "edited", "kind": "symbol", "expect": "changed", "symbols": ["tool"]}],
+        },
+    )
     write(os.path.join(holder, "tool.py"), "def tool():\n    return 2\n")
     assert "Legacy" in open(os.path.join(holder, "mine", "x.py")).read()
     done = finish(proctor, "rename/child", holder, ["tool.py"])
@@ -282,8 +304,15 @@ def test_e2e_changed_goal_credited_with_handed_work(tmp_path, monkeypatch, proct
     root, _ = _repo(tmp_path, {"a.py": "class Legacy:\n    x = 1\n\n\nother = 1\n"})
     monkeypatch.chdir(root)
     write(os.path.join(root, "a.py"), "class Legacy:\n    x = 2\n\n\nother = 1\n")  # handed, uncommitted
-    take(proctor, root, {"id": "edit", "write_paths": ["a.py"],
-                         "goals": [{"id": "touched", "kind": "symbol", "expect": "changed", "symbols": ["Legacy"]}]})
+    take(
+        proctor,
+        root,
+        {
+            "id": "edit",
+            "write_paths": ["a.py"],
+            "goals": [{"id": "touched", "kind": "symbol", "expect": "changed", "symbols": ["Legacy"]}],
+        },
+    )
     write(os.path.join(root, "a.py"), "class Legacy:\n    x = 2\n\n\nother = 3\n")
     done = finish(proctor, "edit", root, ["a.py"])
     assert not goal_ok(done, "touched"), verdict(done, "touched")
@@ -294,12 +323,20 @@ def test_e2e_changed_goal_on_a_path_git_reads_as_pathspec_magic(tmp_path, monkey
     comment after Legacy; Legacy's text is unchanged. `git ls-tree REV -- :legacy.go` reads the
     leading colon as pathspec magic and lists nothing, so the checkpoint side is empty and
     Legacy counts as added."""
-    root, trees = _repo(tmp_path, {"go.mod": "module m\n\ngo 1.21\n",
-                                   ":legacy.go": "package m\n\ntype Legacy struct{}\n"}, ["holder"])
+    root, trees = _repo(
+        tmp_path, {"go.mod": "module m\n\ngo 1.21\n", ":legacy.go": "package m\n\ntype Legacy struct{}\n"}, ["holder"]
+    )
     holder = trees["holder"]
     monkeypatch.chdir(root)
-    take(proctor, holder, {"id": "edit", "write_paths": [":legacy.go"],
-                           "goals": [{"id": "touched", "kind": "symbol", "expect": "changed", "symbols": ["Legacy"]}]})
+    take(
+        proctor,
+        holder,
+        {
+            "id": "edit",
+            "write_paths": [":legacy.go"],
+            "goals": [{"id": "touched", "kind": "symbol", "expect": "changed", "symbols": ["Legacy"]}],
+        },
+    )
     write(os.path.join(holder, ":legacy.go"), "package m\n\ntype Legacy struct{}\n\n// reviewed\n")
     done = finish(proctor, "edit", holder, [":legacy.go"])
     assert not goal_ok(done, "touched"), verdict(done, "touched")
@@ -311,8 +348,7 @@ def test_e2e_definition_moved_into_a_file_ignored_by_info_exclude(tmp_path, monk
     change in the diff). app.py, tracked and changed, imports it; checks run on the disk see
     Legacy defined. Round 1 holds an ignored file nobody added to be outside the tree; here the
     ignore rule itself is the holder's, made where the grader cannot see it made."""
-    root, trees = _repo(tmp_path, {"pkg/legacy.py": LEGACY_PY, "app.py": "from pkg.legacy import Legacy\n"},
-                        ["holder"])
+    root, trees = _repo(tmp_path, {"pkg/legacy.py": LEGACY_PY, "app.py": "from pkg.legacy import Legacy\n"}, ["holder"])
     holder = trees["holder"]
     monkeypatch.chdir(root)
     take(proctor, holder, {"id": "drop", "write_paths": ["pkg/**", "app.py"], "goals": [GONE]})
@@ -418,20 +454,23 @@ def test_cache_two_graders_race_on_one_checkout(tmp_path):
 # 3. shapes tree-sitter parses without error, read otherwise than the language reads them
 
 
-@pytest.mark.parametrize("source", [
-    # a name bound two levels down a target list: the queries look one level down
-    "a, (b, Legacy) = 1, (2, 3)\n",
-    "[a, [b, *Legacy]] = [1, [2, 3]]\n",
-    "for a, (b, Legacy) in [(1, (2, 3))]:\n    pass\n",
-    "import contextlib\nwith contextlib.nullcontext((1, 2)) as (a, Legacy):\n    pass\n",
-    # capture patterns of `match` other than a bare name
-    "match [1, 2]:\n    case [a, *Legacy]:\n        pass\n",
-    "match {'k': 1}:\n    case {**Legacy}:\n        pass\n",
-    "class P:\n    k = 1\n\n\nmatch P():\n    case P(k=Legacy):\n        pass\n",
-    "match 1:\n    case (1 | 2) as Legacy:\n        pass\n",
-    # a binding in the builtins module: a name every module resolves with no import
-    "import builtins\nbuiltins.Legacy = type('L', (), {})\n",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        # a name bound two levels down a target list: the queries look one level down
+        "a, (b, Legacy) = 1, (2, 3)\n",
+        "[a, [b, *Legacy]] = [1, [2, 3]]\n",
+        "for a, (b, Legacy) in [(1, (2, 3))]:\n    pass\n",
+        "import contextlib\nwith contextlib.nullcontext((1, 2)) as (a, Legacy):\n    pass\n",
+        # capture patterns of `match` other than a bare name
+        "match [1, 2]:\n    case [a, *Legacy]:\n        pass\n",
+        "match {'k': 1}:\n    case {**Legacy}:\n        pass\n",
+        "class P:\n    k = 1\n\n\nmatch P():\n    case P(k=Legacy):\n        pass\n",
+        "match 1:\n    case (1 | 2) as Legacy:\n        pass\n",
+        # a binding in the builtins module: a name every module resolves with no import
+        "import builtins\nbuiltins.Legacy = type('L', (), {})\n",
+    ],
+)
 def test_py_binding_forms_round2(tmp_path, source):
     """Each binds the module-level (or builtin) name Legacy; python3 itself confirms it."""
     namespace: dict = {}
@@ -457,13 +496,13 @@ JS_FORMS = [
     # a var in a for-of head is a module-level binding
     "for (var Legacy of [1]) {}\n",
     # CommonJS exports under a quoted key
-    "module.exports = { \"Legacy\": class {} };\n",
-    "exports[\"Legacy\"] = class {};\n",
+    'module.exports = { "Legacy": class {} };\n',
+    'exports["Legacy"] = class {};\n',
     # ES2022 arbitrary module namespace names: `import { Legacy } from './a.mjs'` resolves it
-    "class Other {}\nexport { Other as \"Legacy\" };\n",
+    'class Other {}\nexport { Other as "Legacy" };\n',
     # members named by a string literal
-    "export class A { \"Legacy\"() {} }\n",
-    "export class A { \"Legacy\" = 1 }\n",
+    'export class A { "Legacy"() {} }\n',
+    'export class A { "Legacy" = 1 }\n',
     # the global object: `Legacy` then resolves in every module
     "globalThis.Legacy = class {};\n",
 ]
@@ -479,50 +518,74 @@ def test_js_binding_forms_round2(tmp_path, source):
     assert not passes(root, "Legacy", "absent"), source
 
 
-@pytest.mark.skipif(shutil.which("node") is None and os.environ.get("CI") != "true",
-                    reason="node is not installed (.ci/run installs it with the host CLIs, and there it runs)")
+@pytest.mark.skipif(
+    shutil.which("node") is None and os.environ.get("CI") != "true",
+    reason="node is not installed (.ci/run installs it with the host CLIs, and there it runs)",
+)
 def test_js_binding_forms_round2_are_javascript(tmp_path):
     """node runs every form above, and each binds Legacy (a module binding, an export, a
     member, a global)."""
     for n, source in enumerate(JS_FORMS):
         if _esm(source):
-            files_at(tmp_path, {f"f{n}.mjs": source, f"p{n}.mjs": (
-                f"import * as m from './f{n}.mjs';\nconst A = m.A;\n"
-                "if (!(('Legacy' in m) || (A && (('Legacy' in A.prototype) || ('Legacy' in new A())))))\n"
-                "  throw new Error('no Legacy');\n")})
+            files_at(
+                tmp_path,
+                {
+                    f"f{n}.mjs": source,
+                    f"p{n}.mjs": (
+                        f"import * as m from './f{n}.mjs';\nconst A = m.A;\n"
+                        "if (!(('Legacy' in m) || (A && (('Legacy' in A.prototype) || ('Legacy' in new A())))))\n"
+                        "  throw new Error('no Legacy');\n"
+                    ),
+                },
+            )
         elif "exports" in source:
-            files_at(tmp_path, {f"f{n}.cjs": source, f"p{n}.cjs": (
-                f"const m = require('./f{n}.cjs');\nif (!('Legacy' in m)) throw new Error('no Legacy');\n")})
+            files_at(
+                tmp_path,
+                {
+                    f"f{n}.cjs": source,
+                    f"p{n}.cjs": (
+                        f"const m = require('./f{n}.cjs');\nif (!('Legacy' in m)) throw new Error('no Legacy');\n"
+                    ),
+                },
+            )
         else:
-            files_at(tmp_path, {f"p{n}.cjs": source + "if (typeof Legacy === 'undefined') throw new Error('no Legacy');\n"})
+            files_at(
+                tmp_path, {f"p{n}.cjs": source + "if (typeof Legacy === 'undefined') throw new Error('no Legacy');\n"}
+            )
         probe = f"p{n}.mjs" if _esm(source) else f"p{n}.cjs"
         proc = sh(tmp_path, "node", probe, check=False)
         assert proc.returncode == 0, (source, proc.stderr[-800:])
 
 
-@pytest.mark.parametrize("source", [
-    # a parameter property made by `readonly` (or `override`) alone, with no accessibility
-    "export class A { constructor(readonly Legacy: number) {} }\n",
-    "class B { constructor(public x: number) {} }\nexport class A extends B { constructor(override x: number, "
-    "readonly Legacy = 1) { super(x); } }\n",
-    # a dotted namespace declares the inner namespace Legacy
-    "export namespace Outer.Legacy { export const x = 1; }\n",
-    "declare module Outer.Legacy { const x: number; }\n",
-    # members named by a string literal
-    "export enum E { \"Legacy\" = 1 }\n",
-    "export interface I { \"Legacy\": number }\n",
-    "export { Other as \"Legacy\" };\nclass Other {}\n",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        # a parameter property made by `readonly` (or `override`) alone, with no accessibility
+        "export class A { constructor(readonly Legacy: number) {} }\n",
+        "class B { constructor(public x: number) {} }\nexport class A extends B { constructor(override x: number, "
+        "readonly Legacy = 1) { super(x); } }\n",
+        # a dotted namespace declares the inner namespace Legacy
+        "export namespace Outer.Legacy { export const x = 1; }\n",
+        "declare module Outer.Legacy { const x: number; }\n",
+        # members named by a string literal
+        'export enum E { "Legacy" = 1 }\n',
+        'export interface I { "Legacy": number }\n',
+        'export { Other as "Legacy" };\nclass Other {}\n',
+    ],
+)
 def test_ts_binding_forms_round2(tmp_path, source):
     root = make(tmp_path, {"a.ts": source})
     assert not passes(root, "Legacy", "absent"), source
 
 
-@pytest.mark.parametrize("source", [
-    # the second name of a const spec (var specs are read whole; const specs stop at the first)
-    "package a\n\nconst A, Legacy = 1, 2\n",
-    "package a\n\nconst (\n\tA, Legacy = 1, 2\n)\n",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        # the second name of a const spec (var specs are read whole; const specs stop at the first)
+        "package a\n\nconst A, Legacy = 1, 2\n",
+        "package a\n\nconst (\n\tA, Legacy = 1, 2\n)\n",
+    ],
+)
 def test_go_binding_forms_round2(tmp_path, source):
     root = make(tmp_path, {"a.go": source})
     assert not passes(root, "Legacy", "absent"), source
@@ -533,8 +596,9 @@ def test_go_binding_forms_round2(tmp_path, source):
 RUST_IN_PY = "#[cfg(all())] pub struct Legacy;\n#[allow(dead_code)] pub fn make() -> Legacy { Legacy }\n"
 
 
-@pytest.mark.parametrize("lib", ['#[path = "legacy.py"]\nmod legacy;\npub use legacy::make;\n',
-                                 'include!("legacy.py");\n'])
+@pytest.mark.parametrize(
+    "lib", ['#[path = "legacy.py"]\nmod legacy;\npub use legacy::make;\n', 'include!("legacy.py");\n']
+)
 def test_rust_module_in_a_python_file(tmp_path, lib):
     """`#[path = "legacy.py"] mod legacy;` (or `include!`) compiles legacy.py as Rust. Each line
     of it is an attribute, so a comment, to Python: it parses without error and defines
@@ -542,8 +606,19 @@ def test_rust_module_in_a_python_file(tmp_path, lib):
     own is read in that grammar alone."""
     root = make(tmp_path, {"src/lib.rs": lib, "src/legacy.py": RUST_IN_PY})
     if shutil.which("rustc"):
-        proc = sh(root, "rustc", "--edition", "2021", "--crate-type", "lib", "--emit=metadata", "-o",
-                  str(tmp_path / "out.rmeta"), "src/lib.rs", check=False)
+        proc = sh(
+            root,
+            "rustc",
+            "--edition",
+            "2021",
+            "--crate-type",
+            "lib",
+            "--emit=metadata",
+            "-o",
+            str(tmp_path / "out.rmeta"),
+            "src/lib.rs",
+            check=False,
+        )
         assert proc.returncode == 0, proc.stderr
     ast = sh(root, sys.executable, "-c", "import ast; print(len(ast.parse(open('src/legacy.py').read()).body))")
     assert ast.stdout.strip() == "0"  # nothing but comments, to Python
@@ -551,8 +626,13 @@ def test_rust_module_in_a_python_file(tmp_path, lib):
 
 
 def test_rust_reference_in_a_python_file(tmp_path):
-    root = make(tmp_path, {"src/lib.rs": 'pub struct Legacy;\n#[path = "uses.py"]\nmod uses;\n',
-                           "src/uses.py": "#[allow(dead_code)] fn make() -> crate::Legacy { crate::Legacy }\n"})
+    root = make(
+        tmp_path,
+        {
+            "src/lib.rs": 'pub struct Legacy;\n#[path = "uses.py"]\nmod uses;\n',
+            "src/uses.py": "#[allow(dead_code)] fn make() -> crate::Legacy { crate::Legacy }\n",
+        },
+    )
     assert not passes(root, "Legacy", "unreferenced")
 
 
@@ -561,8 +641,14 @@ def test_rust_reference_in_a_python_file(tmp_path):
 
 
 def cli(root, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "proctor", *args], cwd=str(root), input=stdin,
-                          capture_output=True, timeout=120, env=dict(os.environ))
+    return subprocess.run(
+        [sys.executable, "-m", "proctor", *args],
+        cwd=str(root),
+        input=stdin,
+        capture_output=True,
+        timeout=120,
+        env=dict(os.environ),
+    )
 
 
 def graph(root, rev: str) -> dict:
@@ -581,10 +667,13 @@ def names(entry: dict, field: str) -> set[str]:
     return {d["name"] for d in entry.get(field, ())}
 
 
-DECORATED = ("import functools\n\n\n@functools.cache\ndef legacy():\n    return 1\n\n\n"
-             "class A:\n    @staticmethod\n    def m():\n        return 2\n")
-DECORATED_AFTER = DECORATED.replace("@functools.cache", "@functools.lru_cache(maxsize=1)") \
-                           .replace("@staticmethod", "@classmethod")
+DECORATED = (
+    "import functools\n\n\n@functools.cache\ndef legacy():\n    return 1\n\n\n"
+    "class A:\n    @staticmethod\n    def m():\n        return 2\n"
+)
+DECORATED_AFTER = DECORATED.replace("@functools.cache", "@functools.lru_cache(maxsize=1)").replace(
+    "@staticmethod", "@classmethod"
+)
 ATTRIBUTED = "#[derive(Debug)]\npub struct S;\n\n#[inline(always)]\npub fn f() {}\n"
 ATTRIBUTED_AFTER = "#[derive(Clone)]\npub struct S;\n\n#[inline(never)]\npub fn f() {}\n"
 TS_DECORATED = "@sealed\nexport class B {\n  m() { return 1; }\n}\n\nexport class C {\n  @log\n  n() { return 1; }\n}\n"
@@ -619,7 +708,9 @@ def test_diff_stdin_places_a_decorator_line_in_its_definition(tmp_path):
     patch = git(root, "diff", "-U0", rev).encode()
     assert "@@ -4 +4 @@" in patch.decode() and "@@ -10 +10 @@" in patch.decode()
     files = annotated(root, patch)
-    missing = {path: sorted(want - {t["name"] for t in files[path]["touched"]}) for path, want in DECORATED_NAMES.items()}
+    missing = {
+        path: sorted(want - {t["name"] for t in files[path]["touched"]}) for path, want in DECORATED_NAMES.items()
+    }
     assert not any(missing.values()), missing
 
 
@@ -685,27 +776,27 @@ def test_diff_stdin_mnemonic_prefix(tmp_path):
 
 HOSTILE = {
     "octal-escape-above-255": b'diff --git "a/\\777.py" "b/\\777.py"\n--- "a/\\777.py"\n+++ "b/\\777.py"\n'
-                              b"@@ -1 +1 @@\n-x\n+y\n",
+    b"@@ -1 +1 @@\n-x\n+y\n",
     "nul-in-quoted-path": b'--- a/x.py\n+++ "b/x\\000.py"\n@@ -1 +1 @@\n-x\n+y\n',
     "huge-counts": b"--- a/a.py\n+++ b/a.py\n@@ -1,99999999999999999999 +1 @@\n-x\n",
     "huge-starts": b"--- a/a.py\n+++ b/a.py\n@@ -99999999999999999999999 +99999999999999999999 @@\n-x\n+y\n",
     "hunk-without-header": b"@@ -1 +1 @@\n-x\n+y\n",
     "crlf": b"--- a/a.py\r\n+++ b/a.py\r\n@@ -1 +1 @@\r\n-import functools\r\n+import os\r\n",
     "binary-patch": b"diff --git a/a.py b/a.py\nindex 0000000..1111111\nGIT binary patch\nliteral 5\nMcmZ?b\n\n"
-                    b"literal 0\nHcmV?d00001\n\n",
+    b"literal 0\nHcmV?d00001\n\n",
     "empty-names": b"--- a/\n+++ b/\n@@ -1 +1 @@\n-x\n+y\n",
     "dev-null-both": b"--- /dev/null\n+++ /dev/null\n@@ -0,0 +1 @@\n+x\n",
     "rename-with-space": b"diff --git a/a.py b/b c.py\nsimilarity index 90%\nrename from a.py\nrename to b c.py\n"
-                         b"--- a/a.py\n+++ b/b c.py\t\n@@ -1 +1 @@\n-x\n+y\n",
+    b"--- a/a.py\n+++ b/b c.py\t\n@@ -1 +1 @@\n-x\n+y\n",
     "mode-change": b"diff --git a/a.py b/a.py\nold mode 100644\nnew mode 100755\n",
     "no-newline-markers": b"--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x\n\\ No newline at end of file\n+y\n"
-                          b"\\ No newline at end of file\n",
+    b"\\ No newline at end of file\n",
     "negative-counts": b"--- a/a.py\n+++ b/a.py\n@@ -1,-5 +1,-3 @@\n-x\n",
     "unterminated-quote": b'--- "a/x.py\n+++ "b/x.py\\"\n@@ -1 +1 @@\n-x\n+y\n',
     "invalid-utf8-path": b"--- a/\xff\xfe.py\n+++ b/\xff\xfe.py\n@@ -1 +1 @@\n-x\n+y\n",
     "directory-path": b"--- a/src\n+++ b/src\n@@ -1 +1 @@\n-x\n+y\n",
     "sha256-index": b"diff --git a/a.py b/a.py\nindex " + b"0" * 64 + b".." + b"f" * 64 + b" 100644\n--- a/a.py\n"
-                    b"+++ b/a.py\n@@ -1 +1 @@\n-x\n+y\n",
+    b"+++ b/a.py\n@@ -1 +1 @@\n-x\n+y\n",
     "all-bytes": bytes(range(256)) * 8,
 }
 
@@ -728,9 +819,24 @@ def test_diff_stdin_lines_match_git_hunks(tmp_path):
 
     from proctor.symbols.diff import parse_patch
 
-    tricky = [b"--- a/x.py", b"+++ b/x.py", b"-- x", b"++ y", b"@@ -1 +1 @@", b"diff --git a/q b/q",
-              b"\\ No newline at end of file", b"", b"  ", b"index 1..2", b"x = 1", b"def f():", b"    return 2",
-              b"-", b"+", b"@@@ -1 -1 +1 @@@"]
+    tricky = [
+        b"--- a/x.py",
+        b"+++ b/x.py",
+        b"-- x",
+        b"++ y",
+        b"@@ -1 +1 @@",
+        b"diff --git a/q b/q",
+        b"\\ No newline at end of file",
+        b"",
+        b"  ",
+        b"index 1..2",
+        b"x = 1",
+        b"def f():",
+        b"    return 2",
+        b"-",
+        b"+",
+        b"@@@ -1 -1 +1 @@@",
+    ]
     rng = random.Random(20261202)
     root = make(tmp_path, {"x.py": ""})
     for _ in range(40):
@@ -747,8 +853,17 @@ def test_diff_stdin_lines_match_git_hunks(tmp_path):
             elif lines:
                 lines[rng.randrange(len(lines))] = rng.choice(tricky)
         files_at(root, {"x.py": eol.join(lines) + (eol if rng.random() < 0.7 else b"")})
-        plain = sh(root, "git", "diff", "-U0", "--output-indicator-new=P", "--output-indicator-old=M",
-                   "--output-indicator-context=C", "HEAD", text=False).stdout
+        plain = sh(
+            root,
+            "git",
+            "diff",
+            "-U0",
+            "--output-indicator-new=P",
+            "--output-indicator-old=M",
+            "--output-indicator-context=C",
+            "HEAD",
+            text=False,
+        ).stdout
         want_old, want_new = set(), set()
         for line in plain.split(b"\n"):
             hunk = re.match(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", line)
@@ -766,10 +881,13 @@ def test_diff_stdin_lines_match_git_hunks(tmp_path):
             assert (set(got[0]["removed"]), set(got[0]["added"])) == (want_old, want_new), (context, patch)
 
 
-@pytest.mark.parametrize("source", [
-    "from a import *\nLegacy.instances = []\n",
-    "from a import *\nregistry = {}\nregistry[Legacy] = 1\n",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from a import *\nLegacy.instances = []\n",
+        "from a import *\nregistry = {}\nregistry[Legacy] = 1\n",
+    ],
+)
 def test_py_read_taken_for_a_definition(tmp_path, source):
     """`Legacy.instances = []` and `registry[Legacy] = 1` READ Legacy (python3 runs them against
     a.Legacy). The pattern `(assignment left: (_ (identifier) @name))`, meant for `a, Legacy =`,
@@ -782,37 +900,49 @@ def test_py_read_taken_for_a_definition(tmp_path, source):
     assert not passes(root, "Legacy", "unreferenced"), grade(root, "Legacy", "unreferenced")
 
 
-@pytest.mark.parametrize("path,source", [
-    # a string literal whose VALUE is the name counts as a reference when spelled plainly
-    # (round 1: `getattr(a, 'Legacy')`, `ns['Legacy']`); spelled with an escape or split by
-    # implicit concatenation, the same value is not seen
-    ("b.py", "import a\ngetattr(a, '\\x4cegacy')()\n"),
-    ("b.py", "import a\ngetattr(a, 'Leg' 'acy')()\n"),
-    ("b.js", "import * as ns from './a.js';\nns['\\u004Cegacy'];\n"),
-    ("b.js", "import * as ns from './a.js';\nns['\\x4Cegacy'];\n"),
-    # a PEP 484 type comment, which type checkers read as an annotation (round 1 counts the
-    # string annotation `-> 'a.Legacy'`)
-    ("b.py", "import a\n\n\ndef f(x):\n    # type: (a.Legacy) -> None\n    pass\n"),
-])
+@pytest.mark.parametrize(
+    "path,source",
+    [
+        # a string literal whose VALUE is the name counts as a reference when spelled plainly
+        # (round 1: `getattr(a, 'Legacy')`, `ns['Legacy']`); spelled with an escape or split by
+        # implicit concatenation, the same value is not seen
+        ("b.py", "import a\ngetattr(a, '\\x4cegacy')()\n"),
+        ("b.py", "import a\ngetattr(a, 'Leg' 'acy')()\n"),
+        ("b.js", "import * as ns from './a.js';\nns['\\u004Cegacy'];\n"),
+        ("b.js", "import * as ns from './a.js';\nns['\\x4Cegacy'];\n"),
+        # a PEP 484 type comment, which type checkers read as an annotation (round 1 counts the
+        # string annotation `-> 'a.Legacy'`)
+        ("b.py", "import a\n\n\ndef f(x):\n    # type: (a.Legacy) -> None\n    pass\n"),
+    ],
+)
 def test_reference_forms_round2(tmp_path, path, source):
     root = make(tmp_path, {"a.py": LEGACY_PY, "a.js": "export class Legacy {}\n", path: source})
     assert not passes(root, "Legacy", "unreferenced"), source
 
 
-@pytest.mark.parametrize("files", [
-    # rustc reads the module from `leg\x61cy.md`; the basename `legacy.md` is never spelled
-    {"src/lib.rs": '#[path = "leg\\x61cy.md"]\nmod legacy;\npub use legacy::Legacy as _L;\n',
-     "src/legacy.md": "pub struct Legacy;\n"},
-    # the everyday form of include! (`include!(concat!(env!("OUT_DIR"), "/x.rs"))`)
-    {"src/lib.rs": 'include!(concat!("leg", "acy.md"));\n', "src/legacy.md": "pub struct Legacy;\n"},
-    # node's require of a .txt file (round 1), the name spelled with an escape
-    {"index.js": 'const m = require("./leg\\x61cy.txt");\nmodule.exports = { make: () => new m.Legacy() };\n',
-     "legacy.txt": "exports.Legacy = class Legacy {};\n"},
-    # a manifest with no grammar names the file: Cargo's [lib] path, npm's "main"
-    {"Cargo.toml": '[package]\nname = "cg"\nversion = "0.1.0"\nedition = "2021"\n\n[lib]\npath = "src/legacy.txt"\n',
-     "src/legacy.txt": "pub struct Legacy;\n"},
-    {"package.json": '{"name": "pj", "main": "legacy.txt"}\n', "legacy.txt": "exports.Legacy = class Legacy {};\n"},
-])
+@pytest.mark.parametrize(
+    "files",
+    [
+        # rustc reads the module from `leg\x61cy.md`; the basename `legacy.md` is never spelled
+        {
+            "src/lib.rs": '#[path = "leg\\x61cy.md"]\nmod legacy;\npub use legacy::Legacy as _L;\n',
+            "src/legacy.md": "pub struct Legacy;\n",
+        },
+        # the everyday form of include! (`include!(concat!(env!("OUT_DIR"), "/x.rs"))`)
+        {"src/lib.rs": 'include!(concat!("leg", "acy.md"));\n', "src/legacy.md": "pub struct Legacy;\n"},
+        # node's require of a .txt file (round 1), the name spelled with an escape
+        {
+            "index.js": 'const m = require("./leg\\x61cy.txt");\nmodule.exports = { make: () => new m.Legacy() };\n',
+            "legacy.txt": "exports.Legacy = class Legacy {};\n",
+        },
+        # a manifest with no grammar names the file: Cargo's [lib] path, npm's "main"
+        {
+            "Cargo.toml": '[package]\nname = "cg"\nversion = "0.1.0"\nedition = "2021"\n\n[lib]\npath = "src/legacy.txt"\n',
+            "src/legacy.txt": "pub struct Legacy;\n",
+        },
+        {"package.json": '{"name": "pj", "main": "legacy.txt"}\n', "legacy.txt": "exports.Legacy = class Legacy {};\n"},
+    ],
+)
 def test_prose_read_as_code_under_another_spelling(tmp_path, files):
     """Round 1 reads a prose file as code when a source file names its basename. A source
     that names it through an escape or a concatenation is not found by `git grep -F
@@ -820,8 +950,19 @@ def test_prose_read_as_code_under_another_spelling(tmp_path, files):
     the definition in it is prose that "decides nothing"."""
     root = make(tmp_path, files)
     if "src/lib.rs" in files and shutil.which("rustc"):
-        proc = sh(root, "rustc", "--edition", "2021", "--crate-type", "lib", "--emit=metadata", "-o",
-                  str(tmp_path / "out.rmeta"), "src/lib.rs", check=False)
+        proc = sh(
+            root,
+            "rustc",
+            "--edition",
+            "2021",
+            "--crate-type",
+            "lib",
+            "--emit=metadata",
+            "-o",
+            str(tmp_path / "out.rmeta"),
+            "src/lib.rs",
+            check=False,
+        )
         assert proc.returncode == 0, proc.stderr
     if "index.js" in files and shutil.which("node"):
         assert sh(root, "node", "-e", "console.log(typeof require('./index.js').make())").stdout == "object\n"
@@ -847,35 +988,44 @@ def test_cache_directories_swapped_keep_no_stale_words(tmp_path):
 
 # -- known limits, each stated in the note; strict, so each says so the day it holds -----------
 
-_SUBMODULES = ("a known limit: git's grep reads the tracked files of active, initialised submodules only; an "
-               "embedded repository with no .gitmodules entry, a submodule deactivated in config, and a "
-               "submodule's untracked files are not read")
+_SUBMODULES = (
+    "a known limit: git's grep reads the tracked files of active, initialised submodules only; an "
+    "embedded repository with no .gitmodules entry, a submodule deactivated in config, and a "
+    "submodule's untracked files are not read"
+)
 _KNOWN = {
     "test_e2e_definition_moved_into_a_nested_linked_worktree": (
         "a known limit: a linked worktree inside the checkout is another checkout of the repository (proctor's own "
         "worktrees may live there), so its files are neither in the job's diff nor in the symbol index; a holder "
-        "that makes one to move code out of sight is not told apart"),
+        "that makes one to move code out of sight is not told apart"
+    ),
     "test_e2e_definition_in_an_embedded_gitlink": _SUBMODULES,
     "test_e2e_submodule_deactivated_by_config": _SUBMODULES,
     "test_e2e_definition_moved_into_an_untracked_file_of_a_submodule": _SUBMODULES,
     "test_e2e_core_worktree_redirect_by_worktree_config": (
         "a known limit: a holder that rewrites its checkout's git configuration (core.worktree) makes every git "
-        "proctor runs read another directory; the diff and the index both follow it"),
+        "proctor runs read another directory; the diff and the index both follow it"
+    ),
     "test_e2e_definition_moved_into_a_file_ignored_by_info_exclude": (
         "a known limit: a file git ignores is outside the tree (as outside the diff and the checkpoint), and a "
-        "holder may write the ignore rule itself in .git/info/exclude"),
+        "holder may write the ignore rule itself in .git/info/exclude"
+    ),
     "test_e2e_poisoned_symbol_cache": (
         "the same-user limit (tests/test_server_adversary.py SAME_USER): symbols.db is the person's file, as the "
-        "store is; a process that writes it can write the store's verdict too"),
+        "store is; a process that writes it can write the store's verdict too"
+    ),
     "test_rust_module_in_a_python_file": (
         "a known limit: a file is read as the language its name says; Rust's #[path] or include! of a .py file "
-        "reads it as Rust, which the index does not"),
+        "reads it as Rust, which the index does not"
+    ),
     "test_rust_reference_in_a_python_file": (
         "a known limit: a file is read as the language its name says; Rust's #[path] or include! of a .py file "
-        "reads it as Rust, which the index does not"),
+        "reads it as Rust, which the index does not"
+    ),
     "test_prose_read_as_code_under_another_spelling": (
         "a known limit: prose is read as code when a source file names it by its plain file name; an escaped or "
-        "concatenated name, Cargo.toml's path or package.json's main are not followed"),
+        "concatenated name, Cargo.toml's path or package.json's main are not followed"
+    ),
 }
 for _name, _reason in _KNOWN.items():
     globals()[_name] = pytest.mark.xfail(strict=True, reason=_reason)(globals()[_name])

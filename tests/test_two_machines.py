@@ -78,8 +78,15 @@ class Machine:
 
     def proctor(self, *argv: str, cwd: str | None = None, stdin: str | None = None) -> Result:
         """`python -m proctor ARGV` as a process of this machine, in `cwd` (its first clone)."""
-        proc = subprocess.run([sys.executable, "-m", "proctor", *argv], cwd=cwd or self.clone, input=stdin,
-                              capture_output=True, text=True, env=self.env, timeout=PYTHON_TIMEOUT)
+        proc = subprocess.run(
+            [sys.executable, "-m", "proctor", *argv],
+            cwd=cwd or self.clone,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            env=self.env,
+            timeout=PYTHON_TIMEOUT,
+        )
         return Result(proc.returncode, proc.stdout, proc.stderr)
 
     def ok(self, *argv: str, cwd: str | None = None, stdin: str | None = None) -> Result:
@@ -93,11 +100,15 @@ class Machine:
         assert done.code in (0, 1), f"[{self.name}] proctor run {target}: {done.out}\n{done.err}"
         return json.loads(done.out)
 
-    def file_result(self, job_id: str, *made: dict, changed=("src/a.py",), cwd: str | None = None,
-                    extra: tuple = ()) -> Result:
-        record = {"schema_version": 2, "changed_paths": list(changed),
-                  "validation": [{"run": m["id"], "output_ref": m["output_ref"]} for m in made],
-                  "status": "done"}
+    def file_result(
+        self, job_id: str, *made: dict, changed=("src/a.py",), cwd: str | None = None, extra: tuple = ()
+    ) -> Result:
+        record = {
+            "schema_version": 2,
+            "changed_paths": list(changed),
+            "validation": [{"run": m["id"], "output_ref": m["output_ref"]} for m in made],
+            "status": "done",
+        }
         return self.proctor("job", "exit", job_id, "--stdin", *extra, cwd=cwd, stdin=json.dumps(record))
 
     def jobs(self, cwd: str | None = None) -> dict:
@@ -108,11 +119,18 @@ class Machine:
     def stored(self, job_id: str) -> dict:
         """A job's record as the store holds it, read through this machine's store (the listing
         leaves out what only the store reads, such as the digest of the job's secret)."""
-        script = ("import json, sys\nfrom proctor.store import rows\nfrom proctor.workspace import Workspace\n"
-                  "with Workspace(sys.argv[1], warn=lambda line: None) as ws, ws.store.read() as tx:\n"
-                  "    print(json.dumps(rows.record(tx, sys.argv[2])))\n")
-        proc = subprocess.run([sys.executable, "-c", script, self.clone, job_id], capture_output=True, text=True,
-                              env=self.env, timeout=PYTHON_TIMEOUT)
+        script = (
+            "import json, sys\nfrom proctor.store import rows\nfrom proctor.workspace import Workspace\n"
+            "with Workspace(sys.argv[1], warn=lambda line: None) as ws, ws.store.read() as tx:\n"
+            "    print(json.dumps(rows.record(tx, sys.argv[2])))\n"
+        )
+        proc = subprocess.run(
+            [sys.executable, "-c", script, self.clone, job_id],
+            capture_output=True,
+            text=True,
+            env=self.env,
+            timeout=PYTHON_TIMEOUT,
+        )
         assert proc.returncode == 0, proc.stderr
         return json.loads(proc.stdout)
 
@@ -126,8 +144,11 @@ class World:
 
 
 def _machine_env(name: str, base: str, url: str) -> dict:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PROCTOR_", "XDG_", "PG")) and k not in ("BAGGAGE", "HOME")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("PROCTOR_", "XDG_", "PG")) and k not in ("BAGGAGE", "HOME")
+    }
     env.update(
         PROCTOR_STORE_URL=url,
         PROCTOR_MACHINE=name,
@@ -136,8 +157,10 @@ def _machine_env(name: str, base: str, url: str) -> dict:
         XDG_STATE_HOME=os.path.join(base, f"{name}-xdg-state"),
         HOME=os.path.join(base, f"{name}-home"),
         PROCTOR_BUSY_TIMEOUT="60",
-        GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.invalid",
-        GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.invalid",
+        GIT_AUTHOR_NAME="t",
+        GIT_AUTHOR_EMAIL="t@example.invalid",
+        GIT_COMMITTER_NAME="t",
+        GIT_COMMITTER_EMAIL="t@example.invalid",
     )
     os.makedirs(env["HOME"], exist_ok=True)
     return env
@@ -221,7 +244,8 @@ def test_fork_on_alpha_work_on_beta_wait_on_alpha_passes(world):
     assert output.code == 0, output.err
     assert output.out == "done = 'by beta, w1'\n"
     assert made["output_ref"].split(":")[1] not in " ".join(
-        name for _dir, _dirs, names in os.walk(world.base + "/alpha-state") for name in names)
+        name for _dir, _dirs, names in os.walk(world.base + "/alpha-state") for name in names
+    )
 
 
 # -- 2. nothing recorded where it was taken --------------------------------------------------------
@@ -264,12 +288,20 @@ def test_a_filed_result_without_beta_s_observation_fails_on_alpha(world):
     _write(os.path.join(beta.clone, "src", "a.py"), "done = 2\n")
     made = beta.run_check("test")
     assert beta.file_result("w2", made).code == 0
-    drop = ("from proctor.store import rows\nfrom proctor.workspace import Workspace\n"
-            "ws = Workspace()\nwith ws.store.write() as conn:\n"
-            "    job = rows.get(conn, 'w2'); job.pop('observed'); rows.put(conn, job, job['_root'], job['_depth'])\n"
-            "ws.close()\n")
-    proc = subprocess.run([sys.executable, "-c", drop], cwd=beta.clone, env=beta.env, capture_output=True,
-                          text=True, timeout=PYTHON_TIMEOUT)
+    drop = (
+        "from proctor.store import rows\nfrom proctor.workspace import Workspace\n"
+        "ws = Workspace()\nwith ws.store.write() as conn:\n"
+        "    job = rows.get(conn, 'w2'); job.pop('observed'); rows.put(conn, job, job['_root'], job['_depth'])\n"
+        "ws.close()\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", drop],
+        cwd=beta.clone,
+        env=beta.env,
+        capture_output=True,
+        text=True,
+        timeout=PYTHON_TIMEOUT,
+    )
     assert proc.returncode == 0, proc.stderr
 
     waited = alpha.proctor("job", "wait", "w2", "-o", "json")
@@ -327,8 +359,14 @@ def test_a_deleted_checkout_ends_its_job_only_on_its_own_machine(world):
     shutil.rmtree(doomed)
 
     said = []
-    for argv in (("ls", "jobs"), ("ls", "jobs", "-o", "json"), ("doctor",), ("describe", "job", "w4"),
-                 ("job", "wait", "w4"), ("job", "fork", "other", "--write-paths", "src/b.py", "--check", "test")):
+    for argv in (
+        ("ls", "jobs"),
+        ("ls", "jobs", "-o", "json"),
+        ("doctor",),
+        ("describe", "job", "w4"),
+        ("job", "wait", "w4"),
+        ("job", "fork", "other", "--write-paths", "src/b.py", "--check", "test"),
+    ):
         done = alpha.proctor(*argv)
         said.append((argv, done.code, done.out + done.err))
         assert "ended w4" not in done.out + done.err, (argv, done.out, done.err)
@@ -429,9 +467,19 @@ def test_sixteen_writers_on_each_machine_lose_no_update(world):
     for machine in (alpha, beta):
         for i in range(16):
             tag = f"{machine.name}{i}"
-            procs.append((tag, subprocess.Popen(
-                [sys.executable, "-c", WRITER, tag, str(n), go], cwd=machine.clone, env=machine.env,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
+            procs.append(
+                (
+                    tag,
+                    subprocess.Popen(
+                        [sys.executable, "-c", WRITER, tag, str(n), go],
+                        cwd=machine.clone,
+                        env=machine.env,
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE,
+                        text=True,
+                    ),
+                )
+            )
     # every writer connected (or failed) before the start: release them together
     time.sleep(0.5)
     _write(go, "go\n")
@@ -446,11 +494,14 @@ def test_sixteen_writers_on_each_machine_lose_no_update(world):
         rows = machine.jobs()
         shared = rows["shared"]
         assert shared["counter"] == 32 * n, (machine.name, shared.get("counter"))
-        assert sorted(shared["writers"]) == sorted(f"{m}{i}" for m in ("alpha", "beta") for i in range(16)
-                                                    for _ in range(n))
+        assert sorted(shared["writers"]) == sorted(
+            f"{m}{i}" for m in ("alpha", "beta") for i in range(16) for _ in range(n)
+        )
         forked = {job_id for job_id in rows if "/j" in job_id}
-        assert forked == {f"{m}{i}/j{j}" for m in ("alpha", "beta") for i in range(16) for j in range(3)}, \
-            (machine.name, len(forked))
+        assert forked == {f"{m}{i}/j{j}" for m in ("alpha", "beta") for i in range(16) for j in range(3)}, (
+            machine.name,
+            len(forked),
+        )
         for job_id in forked:
             assert rows[job_id]["declared_on"] == job_id.split("/")[0].rstrip("0123456789")
             assert rows[job_id]["state"] == "declared"
@@ -469,7 +520,11 @@ def test_taking_on_alpha_a_job_held_on_beta_at_the_same_path_is_no_retake(world)
     assert f"taken in {beta.clone} on machine beta" in done.err, done.err
     after = alpha.stored("w7")
     assert (after["machine"], after["taken"], after["base"], after["nonce_sha256"]) == (
-        before["machine"], before["taken"], before["base"], before["nonce_sha256"])
+        before["machine"],
+        before["taken"],
+        before["base"],
+        before["nonce_sha256"],
+    )
 
 
 def test_describe_points_the_holder_at_a_run_it_can_cite(world):
@@ -491,5 +546,6 @@ def test_describe_points_the_holder_at_a_run_it_can_cite(world):
     described = beta.ok("describe", "job", "w8").out
     assert "check: unmet: no result is filed" in described, described
     assert theirs["id"] not in described, (
-        f"describe on beta offers alpha's run {theirs['id']}, which beta's result cannot cite:\n{described}")
+        f"describe on beta offers alpha's run {theirs['id']}, which beta's result cannot cite:\n{described}"
+    )
     assert f"the latest run of test there is {mine['id']}" in described, described

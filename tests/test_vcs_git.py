@@ -9,12 +9,15 @@ from proctor.vcs import git as vgit
 
 
 def test_parse_hunks_skips_bodies_that_look_like_headers():
-    patch = (b"diff --git a/x b/x\nindex 1..2 100644\n--- a/x\n+++ b/x\n"
-             b"@@ -1,0 +2,3 @@ def f():\n+a\n++++ not a header\n+b\n"
-             b"@@ -10,2 +12,0 @@\n--- gone\n-x\n\\ No newline at end of file\n")
+    patch = (
+        b"diff --git a/x b/x\nindex 1..2 100644\n--- a/x\n+++ b/x\n"
+        b"@@ -1,0 +2,3 @@ def f():\n+a\n++++ not a header\n+b\n"
+        b"@@ -10,2 +12,0 @@\n--- gone\n-x\n\\ No newline at end of file\n"
+    )
     bodies: dict = {}
-    assert vgit.parse_hunks(patch, bodies) == {"x": {"added": 3, "removed": 2, "new": [[2, 4]], "old": [[10, 11]],
-                                                     "after": [1]}}
+    assert vgit.parse_hunks(patch, bodies) == {
+        "x": {"added": 3, "removed": 2, "new": [[2, 4]], "old": [[10, 11]], "after": [1]}
+    }
     assert bodies == {"x": [(2, 3, [], ""), (12, 0, [b"-- gone", b"x"], "-")]}
 
 
@@ -69,7 +72,7 @@ def test_old_side_rebuilds_what_git_diffed(repo):
             if op == "ins":
                 lines[at:at] = [f"new {rng.randrange(9)}" for _ in range(rng.randrange(1, 4))]
             elif lines and at < len(lines):
-                lines[at:at + rng.randrange(1, 3)] = [] if op == "del" else [f"rep {rng.randrange(9)}"]
+                lines[at : at + rng.randrange(1, 3)] = [] if op == "del" else [f"rep {rng.randrange(9)}"]
         with open(path, "w") as handle:
             handle.write("\n".join(lines) + ("\n" if rng.random() < 0.8 else ""))
         patch = vgit.run(repo, "diff-index", "-p", "-U0", "--no-renames", base, "--", "f.txt").stdout

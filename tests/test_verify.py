@@ -64,8 +64,7 @@ def cite(done: dict) -> dict:
 
 
 def base_job(**extra):
-    return {"id": "feat", "criteria": "make a ok", "write_paths": ["src/a.py", "src/b.py"],
-            "check": "test", **extra}
+    return {"id": "feat", "criteria": "make a ok", "write_paths": ["src/a.py", "src/b.py"], "check": "test", **extra}
 
 
 def test_round_trip_passes(world, proctor):
@@ -76,9 +75,15 @@ def test_round_trip_passes(world, proctor):
     write(os.path.join(holder, "src", "b.py"), "new\n")
     done = run(proctor, "test", holder)
     assert done["exit_code"] == 0
-    filed = file_result(proctor, "feat", holder, changed_paths=["src/a.py", "src/b.py"],
-                        validation=[{"command": "proctor run test", **cite(done)}],
-                        status="done", summary="made a ok")
+    filed = file_result(
+        proctor,
+        "feat",
+        holder,
+        changed_paths=["src/a.py", "src/b.py"],
+        validation=[{"command": "proctor run test", **cite(done)}],
+        status="done",
+        summary="made a ok",
+    )
     assert filed.code == 0, filed.err
     waited = proctor("job", "wait", "feat")
     assert waited.code == 0, waited.out + waited.err
@@ -107,11 +112,14 @@ def _rejected(proctor, job="feat") -> list[str]:
 
 def test_change_outside_write_paths_and_inside_deny(world, proctor):
     root, holder = world
-    _take_and_edit(proctor, holder, base_job(deny_paths=["src/b.py"]),
-                   files={"src/a.py": "ok\n", "src/b.py": "denied\n", "stray.txt": "x\n"})
+    _take_and_edit(
+        proctor,
+        holder,
+        base_job(deny_paths=["src/b.py"]),
+        files={"src/a.py": "ok\n", "src/b.py": "denied\n", "stray.txt": "x\n"},
+    )
     done = run(proctor, "test", holder)
-    assert file_result(proctor, "feat", holder, changed_paths=["src/a.py"],
-                       validation=[cite(done)]).code == 0
+    assert file_result(proctor, "feat", holder, changed_paths=["src/a.py"], validation=[cite(done)]).code == 0
     reasons = _rejected(proctor)
     assert any(r.startswith("rule inside-write-paths: stray.txt changed outside") for r in reasons)
     assert any(r.startswith("rule outside-deny-paths: src/b.py changed inside the deny paths") for r in reasons)
@@ -174,16 +182,31 @@ def test_run_in_another_checkout_does_not_count(world, proctor):
     assert filed.code == 1 and f"was made in {os.path.realpath(root)}, not in {os.path.realpath(holder)}" in filed.err
     assert file_result(proctor, "feat", holder, changed_paths=["src/a.py"]).code == 0
     reasons = _rejected(proctor)
-    assert any(r.startswith('goal "check": the result cites no run of test') and os.path.realpath(holder) in r
-               for r in reasons)
+    assert any(
+        r.startswith('goal "check": the result cites no run of test') and os.path.realpath(holder) in r for r in reasons
+    )
 
 
 def test_live_descendant_refuses_pass(world, proctor):
     root, holder = world
     _take_and_edit(proctor, holder, files={"src/a.py": "ok\n"})
     env = {"BAGGAGE": "proctor.lease=feat"}
-    assert proctor("job", "fork", "feat/child", "--parent", "feat", "--write-paths", "src/b.py",
-                   "--check", "lint", env=env, cwd=holder).code == 0
+    assert (
+        proctor(
+            "job",
+            "fork",
+            "feat/child",
+            "--parent",
+            "feat",
+            "--write-paths",
+            "src/b.py",
+            "--check",
+            "lint",
+            env=env,
+            cwd=holder,
+        ).code
+        == 0
+    )
     run(proctor, "test", holder)
     assert file_result(proctor, "feat", holder, changed_paths=["src/a.py"], descendants=["feat/child"]).code == 0
     reasons = _rejected(proctor)
@@ -202,18 +225,26 @@ def test_unreadable_diff_fails(world, proctor):
 
 def test_goals_graded_on_observation(world, proctor):
     root, holder = world
-    job = base_job(write_paths=["src/a.py", "db/**", "old.py"], goals=[
-        {"id": "migration", "kind": "paths", "paths": ["db/migrations/**"]},
-        {"id": "kept", "paths": ["src/a.py"], "expect": "present"},
-        {"id": "gone", "paths": ["README"], "expect": "absent"},
-        {"id": "after", "paths": ["src/a.py"], "depends_on": ["gone"]},
-        {"id": "sym", "kind": "symbol", "expect": "absent", "symbols": ["Legacy"]},
-    ])
-    _take_and_edit(proctor, holder, job, files={"src/a.py": "ok\n", "db/schema.sql": "x\n",
-                                                "old.py": "class Legacy:\n    pass\n"})
+    job = base_job(
+        write_paths=["src/a.py", "db/**", "old.py"],
+        goals=[
+            {"id": "migration", "kind": "paths", "paths": ["db/migrations/**"]},
+            {"id": "kept", "paths": ["src/a.py"], "expect": "present"},
+            {"id": "gone", "paths": ["README"], "expect": "absent"},
+            {"id": "after", "paths": ["src/a.py"], "depends_on": ["gone"]},
+            {"id": "sym", "kind": "symbol", "expect": "absent", "symbols": ["Legacy"]},
+        ],
+    )
+    _take_and_edit(
+        proctor, holder, job, files={"src/a.py": "ok\n", "db/schema.sql": "x\n", "old.py": "class Legacy:\n    pass\n"}
+    )
     done = run(proctor, "test", holder)
-    assert file_result(proctor, "feat", holder, changed_paths=["src/a.py", "db/migrations/001.sql"],
-                       validation=[cite(done)]).code == 0
+    assert (
+        file_result(
+            proctor, "feat", holder, changed_paths=["src/a.py", "db/migrations/001.sql"], validation=[cite(done)]
+        ).code
+        == 0
+    )
     reasons = _rejected(proctor)
     text = "\n".join(reasons)
     assert 'goal "migration": nothing matching "db/migrations/**" changed since' in text
@@ -230,17 +261,20 @@ def test_describe_grades_now_and_writes_nothing(world, proctor):
     fork(proctor, job)
     first = proctor("describe", "job", "feat")
     assert "Graded now:\n  check: unmet: no result is filed, so no run is cited" in first.out
-    assert "  b: unmet: nothing matching \"src/b.py\" changed since" in first.out
+    assert '  b: unmet: nothing matching "src/b.py" changed since' in first.out
     assert proctor("job", "exec", "feat", cwd=holder).code == 0
     write(os.path.join(holder, "src", "b.py"), "b\n")
     write(os.path.join(holder, "src", "a.py"), "ok\n")
     done = run(proctor, "test", holder)
     unfiled = proctor("describe", "job", "feat")
-    assert f"check: unmet: no result is filed, so no run is cited; a check passes only on a cited run of test in " \
-           f"{os.path.realpath(holder)}; the latest run of test there is {done['id']}" in unfiled.out
+    assert (
+        f"check: unmet: no result is filed, so no run is cited; a check passes only on a cited run of test in "
+        f"{os.path.realpath(holder)}; the latest run of test there is {done['id']}" in unfiled.out
+    )
     assert file_result(proctor, "feat", holder, validation=[cite(done)]).code == 0
     from proctor.paths import find_checkout, repo_state_dir
     from tests.store_oracle import connect
+
     db = repo_state_dir(find_checkout(root))
     count = lambda: connect(db).execute("SELECT COUNT(*), MAX(id) FROM events").fetchone()  # noqa: E731
     before = count()
@@ -275,16 +309,19 @@ def test_wait_cannot_answer(world, proctor):
     assert ended.code == 2 and "ended no_return" in ended.err
 
 
-@pytest.mark.parametrize("result, code, needle", [
-    ({"schema_version": 1, "changed_paths": ["../outside.py"]}, 1, "PRC3041"),
-    ({"schema_version": 2, "validation": [{"run": "run-nope", "output_ref": "sha256:" + "a" * 64}]}, 1, "PRC3051"),
-    ({"schema_version": 2, "validation": [{"output_ref": "sha256:" + "a" * 64}]}, 2, "must name one run"),
-    ({"schema_version": 1, "validation": [{"output_ref": "sha256:" + "a" * 64}]}, 2, "version 2 names each run"),
-    ({"schema_version": 1, "passed": True}, 2, "no passed field"),
-    ({"schema_version": 1, "verdict": "ok"}, 2, "unknown result field 'verdict'"),
-    ({"changed_paths": []}, 2, "needs schema_version"),
-    ({"schema_version": 1, "status": "finished"}, 2, "status 'finished'"),
-])
+@pytest.mark.parametrize(
+    "result, code, needle",
+    [
+        ({"schema_version": 1, "changed_paths": ["../outside.py"]}, 1, "PRC3041"),
+        ({"schema_version": 2, "validation": [{"run": "run-nope", "output_ref": "sha256:" + "a" * 64}]}, 1, "PRC3051"),
+        ({"schema_version": 2, "validation": [{"output_ref": "sha256:" + "a" * 64}]}, 2, "must name one run"),
+        ({"schema_version": 1, "validation": [{"output_ref": "sha256:" + "a" * 64}]}, 2, "version 2 names each run"),
+        ({"schema_version": 1, "passed": True}, 2, "no passed field"),
+        ({"schema_version": 1, "verdict": "ok"}, 2, "unknown result field 'verdict'"),
+        ({"changed_paths": []}, 2, "needs schema_version"),
+        ({"schema_version": 1, "status": "finished"}, 2, "status 'finished'"),
+    ],
+)
 def test_bad_results_record_nothing(world, proctor, result, code, needle):
     root, holder = world
     _take_and_edit(proctor, holder, files={"src/a.py": "ok\n"})
@@ -300,6 +337,7 @@ def test_result_citing_a_run_whose_output_is_gone(world, proctor):
     done = run(proctor, "test", holder)
     from proctor.paths import find_checkout, repo_state_dir
     from tests.store_oracle import remove_blob
+
     remove_blob(repo_state_dir(find_checkout(root)), done["output_ref"])
     filed = file_result(proctor, "feat", holder, validation=[cite(done)])
     assert filed.code == 1 and "PRC3052" in filed.err
@@ -314,9 +352,17 @@ def test_undecodable_result(world, proctor):
 
 def test_result_schema_matches(world, proctor):
     import jsonschema
+
     schema = proctor("job", "exit", "--schema").json()
-    jsonschema.validate({"schema_version": 2, "changed_paths": ["a"], "validation": [
-        {"run": "run-1", "command": "proctor run test", "output_ref": "sha256:" + "0" * 64}], "status": "done"}, schema)
+    jsonschema.validate(
+        {
+            "schema_version": 2,
+            "changed_paths": ["a"],
+            "validation": [{"run": "run-1", "command": "proctor run test", "output_ref": "sha256:" + "0" * 64}],
+            "status": "done",
+        },
+        schema,
+    )
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"schema_version": 2, "passed": True}, schema)
     with pytest.raises(jsonschema.ValidationError):
@@ -358,8 +404,14 @@ def test_wait_json(world, proctor):
 def test_goal_paths_outside_the_repository_are_refused(world, proctor):
     root, holder = world
     for path in ("../../etc/passwd", "/etc"):
-        refused = proctor("job", "fork", "--stdin", stdin=json.dumps(
-            {"id": "g", "write_paths": ["a.py"], "goals": [{"id": "x", "paths": [path], "expect": "absent"}]}))
+        refused = proctor(
+            "job",
+            "fork",
+            "--stdin",
+            stdin=json.dumps(
+                {"id": "g", "write_paths": ["a.py"], "goals": [{"id": "x", "paths": [path], "expect": "absent"}]}
+            ),
+        )
         assert refused.code == 1 and "PRC3041" in refused.err
 
 
@@ -385,8 +437,9 @@ def test_retake_records_the_new_base_and_keeps_the_secret(world, proctor):
     assert row["base"] == now and "+" in now and row["base"] != taken["base"], "the new base is recorded"
     assert row["base_diverges"] is False
     assert "nonce_sha256" not in row, "the listing shows no digest of the job's secret"
-    assert job_row(root, "feat")["nonce_sha256"] == hashlib.sha256(taken["nonce"].encode()).hexdigest(), \
+    assert job_row(root, "feat")["nonce_sha256"] == hashlib.sha256(taken["nonce"].encode()).hexdigest(), (
         "the secret is kept"
+    )
     assert row["taken"] == taken["taken"] and row["checkout_root"] == taken["checkout_root"]
 
 
@@ -398,8 +451,9 @@ def test_handed_dirty_work_is_not_the_holders(world, proctor):
     run(proctor, "test", root)
     assert file_result(proctor, "lazy", root, changed_paths=[]).code == 0
     reasons = _rejected(proctor, "lazy")
-    assert any(r.startswith("rule non-empty: nothing changed") for r in reasons), \
+    assert any(r.startswith("rule non-empty: nothing changed") for r in reasons), (
         "the uncommitted edit it was handed is not its work"
+    )
 
 
 def test_check_run_must_be_the_declared_command(world, proctor):
@@ -414,8 +468,9 @@ def test_check_run_must_be_the_declared_command(world, proctor):
     with open(toml, "w") as handle:
         handle.write(original)
     restored = file_result(proctor, "feat", holder, changed_paths=["src/a.py"], validation=[cite(loose)])
-    assert restored.code == 1 and f"changed after run {loose['id']} started" in restored.err, \
+    assert restored.code == 1 and f"changed after run {loose['id']} started" in restored.err, (
         "the tree the loose run saw (its proctor.toml included) is not the tree filed"
+    )
     with open(toml, "w") as handle:
         handle.write(original.replace('command = "test -f src/a.py && grep -q ok src/a.py"', 'command = "true"'))
     assert file_result(proctor, "feat", holder, changed_paths=["src/a.py"], validation=[cite(loose)]).code == 0

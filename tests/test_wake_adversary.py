@@ -49,8 +49,11 @@ def state_dir(root) -> str:
 
 def add_followup(root, *lines, job="feat") -> int:
     lines = lines or ("CI-RED",)
-    fid = sql(root, "INSERT INTO followups (job, created, text, events) VALUES (?, '2026-01-01T00:00:00Z', '', ?) "
-                    "RETURNING id", (job, len(lines)))[0][0]
+    fid = sql(
+        root,
+        "INSERT INTO followups (job, created, text, events) VALUES (?, '2026-01-01T00:00:00Z', '', ?) RETURNING id",
+        (job, len(lines)),
+    )[0][0]
     count = f"{len(lines)} event{'s' if len(lines) != 1 else ''}"
     text = f"{wake.header(fid, job)} ({count}):\n" + "\n".join(f"[t] ci watcher (monitor 1): {line}" for line in lines)
     sql(root, "UPDATE followups SET text = ? WHERE id = ?", (text, fid))
@@ -70,8 +73,11 @@ def mark_printed(root, fid, to="claude:s1"):
 
 
 def session_row(root, session="s1"):
-    rows = sql(root, "SELECT activity, stop_blocks FROM sessions WHERE host = 'claude' AND session = ? AND "
-                     "subagent = ''", (session,))
+    rows = sql(
+        root,
+        "SELECT activity, stop_blocks FROM sessions WHERE host = 'claude' AND session = ? AND subagent = ''",
+        (session,),
+    )
     return rows[0] if rows else None
 
 
@@ -88,14 +94,25 @@ def hook(payload, env=LEASED, host="claude"):
 
 
 def stop(root, active=False, tasks=(), transcript="/tmp/none.jsonl", session="s1", env=LEASED, **extra):
-    return hook({"session_id": session, "transcript_path": str(transcript), "cwd": root, "hook_event_name": "Stop",
-                 "stop_hook_active": active, "last_assistant_message": "done", "background_tasks": list(tasks),
-                 **extra}, env)
+    return hook(
+        {
+            "session_id": session,
+            "transcript_path": str(transcript),
+            "cwd": root,
+            "hook_event_name": "Stop",
+            "stop_hook_active": active,
+            "last_assistant_message": "done",
+            "background_tasks": list(tasks),
+            **extra,
+        },
+        env,
+    )
 
 
 def event(root, name, session="s1", env=LEASED, transcript="/tmp/none.jsonl", **fields):
-    return hook({"session_id": session, "transcript_path": str(transcript), "cwd": root,
-                 "hook_event_name": name, **fields}, env)
+    return hook(
+        {"session_id": session, "transcript_path": str(transcript), "cwd": root, "hook_event_name": name, **fields}, env
+    )
 
 
 def write_transcript(path, lines) -> str:
@@ -106,15 +123,25 @@ def write_transcript(path, lines) -> str:
 
 
 def tool_use_line(tid, name, tool_input, ago=5.0, **extra):
-    return {"type": "assistant", "timestamp": iso(time.time() - ago), "uuid": tid + "-a",
-            "message": {"role": "assistant", "content": [{"type": "tool_use", "id": tid, "name": name,
-                                                           "input": tool_input}]}, **extra}
+    return {
+        "type": "assistant",
+        "timestamp": iso(time.time() - ago),
+        "uuid": tid + "-a",
+        "message": {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": tid, "name": name, "input": tool_input}],
+        },
+        **extra,
+    }
 
 
 def tool_result_line(tid, content, ago=4.0, structured=None, **extra):
-    line = {"type": "user", "timestamp": iso(time.time() - ago),
-            "message": {"role": "user", "content": [{"tool_use_id": tid, "type": "tool_result", "content": content}]},
-            **extra}
+    line = {
+        "type": "user",
+        "timestamp": iso(time.time() - ago),
+        "message": {"role": "user", "content": [{"tool_use_id": tid, "type": "tool_result", "content": content}]},
+        **extra,
+    }
     if structured is not None:
         line["toolUseResult"] = structured
     return line
@@ -122,14 +149,23 @@ def tool_result_line(tid, content, ago=4.0, structured=None, **extra):
 
 def launch(task, command, ago):
     """A background Bash task as Claude Code writes its launch into the transcript."""
-    return [tool_use_line("tu-" + task, "Bash", {"command": command, "run_in_background": True}, ago),
-            tool_result_line("tu-" + task, f"Command running in background with ID: {task}.", ago - 1,
-                             {"backgroundTaskId": task})]
+    return [
+        tool_use_line("tu-" + task, "Bash", {"command": command, "run_in_background": True}, ago),
+        tool_result_line(
+            "tu-" + task, f"Command running in background with ID: {task}.", ago - 1, {"backgroundTaskId": task}
+        ),
+    ]
 
 
 def wait_cli(root, *args, env=None):
-    return subprocess.Popen([sys.executable, "-m", "proctor", "monitor", "wait", *args], cwd=root,
-                            env=clean_env(env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "proctor", "monitor", "wait", *args],
+        cwd=root,
+        env=clean_env(env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 # == P1: delivered only once the model was given it ============================================
@@ -150,9 +186,10 @@ def test_p1_a_wait_output_read_only_up_to_its_header_is_not_delivered(ws, tmp_pa
     text = json.loads(out)["followup"]["text"]
     assert followup(ws, fid)[3] == "claude:s1"
     output = str(tmp_path / "b1.output")
-    transcript = write_transcript(tmp_path / "head.jsonl", [
-        tool_use_line("t7", "Bash", {"command": f"head -n 1 {output}"}),
-        tool_result_line("t7", text.splitlines()[0])])
+    transcript = write_transcript(
+        tmp_path / "head.jsonl",
+        [tool_use_line("t7", "Bash", {"command": f"head -n 1 {output}"}), tool_result_line("t7", text.splitlines()[0])],
+    )
     answer = stop(ws, transcript=transcript, tasks=[])
     assert followup(ws, fid)[1] != "monitor-wait:claude:s1", "only the header reached the model"
     assert answer.get("decision") == "block" and "DEPLOY-BLOCKED" in answer["reason"]
@@ -166,9 +203,10 @@ def test_p1_a_header_the_model_echoed_itself_is_not_delivery(ws, tmp_path):
     fid = add_followup(ws, "CI-RED: secret-sauce")
     mark_printed(ws, fid)
     mark = wake.header(fid, "feat")
-    transcript = write_transcript(tmp_path / "echo.jsonl", [
-        tool_use_line("t1", "Bash", {"command": f"echo '{mark}'"}),
-        tool_result_line("t1", mark)])
+    transcript = write_transcript(
+        tmp_path / "echo.jsonl",
+        [tool_use_line("t1", "Bash", {"command": f"echo '{mark}'"}), tool_result_line("t1", mark)],
+    )
     answer = stop(ws, transcript=transcript, tasks=[WAITER])
     assert followup(ws, fid)[1] != "monitor-wait:claude:s1", "the events were never in any tool result"
     assert answer.get("decision") == "block" and "secret-sauce" in answer["reason"]
@@ -186,14 +224,41 @@ def test_p1_a_followup_shown_only_to_the_person_is_not_delivered(ws, tmp_path):
     fid = add_followup(ws, "CI-RED: only-on-screen")
     mark_printed(ws, fid)
     text = text_of(ws, fid)
-    transcript = write_transcript(tmp_path / "system.jsonl", [
-        {"parentUuid": "p1", "isSidechain": False, "type": "attachment", "uuid": "u1",
-         "attachment": {"type": "hook_system_message", "content": text, "hookName": "Stop", "hookEvent": "Stop",
-                        "toolUseID": "x1"}},
-        {"parentUuid": "u1", "isSidechain": False, "type": "attachment", "uuid": "u2",
-         "attachment": {"type": "hook_success", "hookName": "Notification", "hookEvent": "Notification",
-                        "content": "", "stdout": json.dumps({"systemMessage": text}) + "\n", "stderr": "",
-                        "exitCode": 0, "command": "notify-person", "durationMs": 5}}])
+    transcript = write_transcript(
+        tmp_path / "system.jsonl",
+        [
+            {
+                "parentUuid": "p1",
+                "isSidechain": False,
+                "type": "attachment",
+                "uuid": "u1",
+                "attachment": {
+                    "type": "hook_system_message",
+                    "content": text,
+                    "hookName": "Stop",
+                    "hookEvent": "Stop",
+                    "toolUseID": "x1",
+                },
+            },
+            {
+                "parentUuid": "u1",
+                "isSidechain": False,
+                "type": "attachment",
+                "uuid": "u2",
+                "attachment": {
+                    "type": "hook_success",
+                    "hookName": "Notification",
+                    "hookEvent": "Notification",
+                    "content": "",
+                    "stdout": json.dumps({"systemMessage": text}) + "\n",
+                    "stderr": "",
+                    "exitCode": 0,
+                    "command": "notify-person",
+                    "durationMs": 5,
+                },
+            },
+        ],
+    )
     answer = stop(ws, transcript=transcript, tasks=[WAITER])
     assert followup(ws, fid)[1] != "monitor-wait:claude:s1", "a systemMessage goes to the person only"
     assert answer.get("decision") == "block" and "only-on-screen" in answer["reason"]
@@ -207,9 +272,13 @@ def test_p1_a_subagents_read_is_not_the_main_threads(ws, tmp_path):
     add_monitor(ws)
     fid = add_followup(ws, "CI-RED: read-by-a-helper")
     mark_printed(ws, fid)
-    transcript = write_transcript(tmp_path / "side.jsonl", [
-        tool_use_line("t3", "Read", {"file_path": "/tmp/b1.output"}, isSidechain=True, agentId="a1"),
-        tool_result_line("t3", text_of(ws, fid), isSidechain=True, agentId="a1")])
+    transcript = write_transcript(
+        tmp_path / "side.jsonl",
+        [
+            tool_use_line("t3", "Read", {"file_path": "/tmp/b1.output"}, isSidechain=True, agentId="a1"),
+            tool_result_line("t3", text_of(ws, fid), isSidechain=True, agentId="a1"),
+        ],
+    )
     answer = stop(ws, transcript=transcript, tasks=[WAITER])
     assert followup(ws, fid)[1] != "monitor-wait:claude:s1"
     assert answer.get("decision") == "block" and "read-by-a-helper" in answer["reason"]
@@ -226,8 +295,9 @@ def test_p1_a_stop_reason_past_claudes_10000_character_cap_is_not_delivered_whol
     answer = stop(ws, tasks=[WAITER])
     assert answer.get("decision") == "block"
     delivered = followup(ws, fid)[0]
-    assert len(answer["reason"]) <= 10000 or delivered is None, \
+    assert len(answer["reason"]) <= 10000 or delivered is None, (
         f"a {len(answer['reason'])}-character reason was marked delivered whole"
+    )
 
 
 def test_p1_a_prompt_context_past_claudes_10000_character_cap_is_not_delivered_whole(ws):
@@ -236,8 +306,9 @@ def test_p1_a_prompt_context_past_claudes_10000_character_cap_is_not_delivered_w
     fid = add_followup(ws, *[f"line {n}: " + "y" * 600 for n in range(40)])
     answer = event(ws, "UserPromptSubmit", prompt="what next?")
     context = answer["hookSpecificOutput"]["additionalContext"]
-    assert len(context) <= 10000 or followup(ws, fid)[0] is None, \
+    assert len(context) <= 10000 or followup(ws, fid)[0] is None, (
         f"{len(context)} characters of additionalContext were marked delivered whole"
+    )
 
 
 def test_p1_a_missing_transcript_hands_the_printed_followup_over(ws, tmp_path):
@@ -260,8 +331,18 @@ def test_p1_a_huge_transcript_is_read_from_its_tail_in_time(ws, tmp_path):
     fid = add_followup(ws, "CI-RED: at-the-tail")
     mark_printed(ws, fid)
     path = tmp_path / "huge.jsonl"
-    filler = json.dumps({"type": "user", "message": {"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": "f", "content": "z" * 9000}]}}) + "\n"
+    filler = (
+        json.dumps(
+            {
+                "type": "user",
+                "message": {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": "f", "content": "z" * 9000}],
+                },
+            }
+        )
+        + "\n"
+    )
     with open(path, "w", encoding="utf-8") as handle:
         for _ in range(70 * 1024 * 1024 // len(filler) + 1):
             handle.write(filler)
@@ -304,17 +385,36 @@ def test_p1_a_store_of_the_previous_schema_is_migrated_and_the_followup_handed_o
     conn.execute("PRAGMA user_version=5")
     for job in jobs:  # the rows as a schema-5 proctor wrote them (no machine column then)
         doc = {k: v for k, v in job.items() if not k.startswith("_")}
-        conn.execute("INSERT INTO jobs (id, parent, root, depth, state, live, holder, checkout_root, declared_in, "
-                     "created, updated, doc) VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?)",
-                     (doc["id"], doc.get("parent"), job["_root"], job["_depth"], doc["state"],
-                      doc.get("holder", "session"), doc.get("checkout_root"), doc.get("declared_in"),
-                      doc["created"], doc["updated"], json.dumps(doc, sort_keys=True, separators=(",", ":"))))
-        conn.executemany("INSERT INTO job_paths (job, spelling, key) VALUES (?, ?, ?)",
-                         [(doc["id"], c.spelling, c.key) for c in rows.claims(doc)])
-    conn.execute("INSERT INTO monitors (job, command, interval, description, cwd, created, created_by) "
-                 "VALUES ('feat', 'echo', 60, 'ci watcher', ?, '2026-01-01T00:00:00Z', 'test')", (ws,))
-    conn.execute("INSERT INTO followups (job, created, text, events) VALUES ('feat', '2026-01-01T00:00:00Z', ?, 1)",
-                 (wake.header(1, "feat") + " (1 event):\n[t] ci watcher (monitor 1): OLD-SCHEMA",))
+        conn.execute(
+            "INSERT INTO jobs (id, parent, root, depth, state, live, holder, checkout_root, declared_in, "
+            "created, updated, doc) VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?)",
+            (
+                doc["id"],
+                doc.get("parent"),
+                job["_root"],
+                job["_depth"],
+                doc["state"],
+                doc.get("holder", "session"),
+                doc.get("checkout_root"),
+                doc.get("declared_in"),
+                doc["created"],
+                doc["updated"],
+                json.dumps(doc, sort_keys=True, separators=(",", ":")),
+            ),
+        )
+        conn.executemany(
+            "INSERT INTO job_paths (job, spelling, key) VALUES (?, ?, ?)",
+            [(doc["id"], c.spelling, c.key) for c in rows.claims(doc)],
+        )
+    conn.execute(
+        "INSERT INTO monitors (job, command, interval, description, cwd, created, created_by) "
+        "VALUES ('feat', 'echo', 60, 'ci watcher', ?, '2026-01-01T00:00:00Z', 'test')",
+        (ws,),
+    )
+    conn.execute(
+        "INSERT INTO followups (job, created, text, events) VALUES ('feat', '2026-01-01T00:00:00Z', ?, 1)",
+        (wake.header(1, "feat") + " (1 event):\n[t] ci watcher (monitor 1): OLD-SCHEMA",),
+    )
     conn.close()
     answer = stop(ws, tasks=[WAITER])
     assert answer.get("decision") == "block" and "OLD-SCHEMA" in answer["reason"], answer
@@ -410,8 +510,13 @@ def test_p3_a_wait_for_an_archived_job_exits(ws):
     add_monitor(ws)
     proc = wait_cli(ws, "--job", "feat", "--timeout", "8s")
     time.sleep(1.5)
-    archived = subprocess.run([sys.executable, "-m", "proctor", "job", "archive", "feat"], cwd=ws,
-                              env=clean_env(), capture_output=True, text=True)
+    archived = subprocess.run(
+        [sys.executable, "-m", "proctor", "job", "archive", "feat"],
+        cwd=ws,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+    )
     assert archived.returncode == 0, archived.stderr
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == wake.NOTHING_LEFT, f"exit {proc.returncode}: {err.strip()}"
@@ -507,8 +612,9 @@ def test_p3_a_stop_accepts_a_wait_that_is_held_for_another_session(ws):
     assert session_row(ws, "s2")[0] == "idle"
     foreign = dict(WAITER, command="proctor monitor wait --job feat --host claude --session s2")
     answer = stop(ws, tasks=[foreign])
-    assert answer.get("decision") == "block" and "--session s1" in answer.get("reason", ""), \
+    assert answer.get("decision") == "block" and "--session s1" in answer.get("reason", ""), (
         "a wait held for s2 was taken as s1's wake"
+    )
 
 
 def test_p3_a_followup_printed_to_someone_else_still_wakes_the_bound_session(ws):
@@ -525,8 +631,9 @@ def test_p3_a_followup_printed_to_someone_else_still_wakes_the_bound_session(ws)
     assert person.returncode == 0 and json.loads(out)["followup"]["id"] == fid, err
     own = wait_cli(ws, "--job", "feat", "--host", "claude", "--session", "s1", "--timeout", "4s", "-o", "json")
     out, err = own.communicate(timeout=60)
-    assert own.returncode == 0 and json.loads(out)["followup"]["id"] == fid, \
+    assert own.returncode == 0 and json.loads(out)["followup"]["id"] == fid, (
         f"s1's wait: exit {own.returncode} {err.strip()}; followup {followup(ws, fid)}"
+    )
 
 
 def test_p3_the_asked_command_survives_a_session_id_with_quotes_and_shell(ws):
@@ -541,8 +648,7 @@ def test_p3_the_asked_command_survives_a_session_id_with_quotes_and_shell(ws):
     stop(ws, session=session, active=True, tasks=[dict(WAITER, command=command)])  # let through: idle
     fid = add_followup(ws, "CI-RED: quoted")
     runner = f"{sys.executable} -m {command} --timeout 20s"
-    done = subprocess.run(["bash", "-c", runner], cwd=ws, env=clean_env(), capture_output=True, text=True,
-                          timeout=60)
+    done = subprocess.run(["bash", "-c", runner], cwd=ws, env=clean_env(), capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "CI-RED: quoted" in done.stdout
     assert followup(ws, fid)[3] == f"claude:{session}"
@@ -555,9 +661,14 @@ def test_p3_a_leased_caller_cannot_wait_for_another_job_by_unsetting_baggage(ws)
     other`: the lease is read from the ancestor's environment and the wait is refused."""
     add_monitor(ws, "other")
     fid = add_followup(ws, "OTHER-SECRET", job="other")
-    done = subprocess.run(["sh", "-c", f"env -u BAGGAGE {sys.executable} -m proctor monitor wait --job other "
-                                       f"--timeout 3s; echo rc=$?"],
-                          cwd=ws, env=clean_env(LEASED), capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        ["sh", "-c", f"env -u BAGGAGE {sys.executable} -m proctor monitor wait --job other --timeout 3s; echo rc=$?"],
+        cwd=ws,
+        env=clean_env(LEASED),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert "OTHER-SECRET" not in done.stdout and followup(ws, fid)[2] is None, done.stdout + done.stderr
 
 
@@ -569,36 +680,75 @@ def test_p3_a_subagent_leased_by_its_spawn_cannot_wait_for_another_jobs_followup
     (printed), so other's own wait never prints it."""
     add_monitor(ws, "other")
     fid = add_followup(ws, "OTHER-SECRET", job="other")
-    sql(ws, "INSERT INTO bindings (scope, job, recorded) VALUES ('agent:claude:s9:a1', 'feat', ?) "
-            "ON CONFLICT (scope) DO UPDATE SET job = excluded.job, recorded = excluded.recorded",
-        (iso(time.time()),))
+    sql(
+        ws,
+        "INSERT INTO bindings (scope, job, recorded) VALUES ('agent:claude:s9:a1', 'feat', ?) "
+        "ON CONFLICT (scope) DO UPDATE SET job = excluded.job, recorded = excluded.recorded",
+        (iso(time.time()),),
+    )
     command = "proctor monitor wait --job other --timeout 5s"
-    answer = hook({"session_id": "s9", "transcript_path": "/tmp/none.jsonl", "cwd": ws,
-                   "hook_event_name": "PreToolUse", "agent_id": "a1", "agent_type": "general-purpose",
-                   "tool_name": "Bash", "tool_input": {"command": command, "run_in_background": True},
-                   "tool_use_id": "t1"}, env=None)
+    answer = hook(
+        {
+            "session_id": "s9",
+            "transcript_path": "/tmp/none.jsonl",
+            "cwd": ws,
+            "hook_event_name": "PreToolUse",
+            "agent_id": "a1",
+            "agent_type": "general-purpose",
+            "tool_name": "Bash",
+            "tool_input": {"command": command, "run_in_background": True},
+            "tool_use_id": "t1",
+        },
+        env=None,
+    )
     refused_by_guard = answer.get("hookSpecificOutput", {}).get("permissionDecision") == "deny"
     # the set-up is sound: the guard does see the subagent under feat (it refuses it another
     # monitor command without the job's secret)
-    sanity = hook({"session_id": "s9", "transcript_path": "/tmp/none.jsonl", "cwd": ws,
-                   "hook_event_name": "PreToolUse", "agent_id": "a1", "agent_type": "general-purpose",
-                   "tool_name": "Bash", "tool_input": {"command": "proctor monitor list --job other"},
-                   "tool_use_id": "t2"}, env=None)
+    sanity = hook(
+        {
+            "session_id": "s9",
+            "transcript_path": "/tmp/none.jsonl",
+            "cwd": ws,
+            "hook_event_name": "PreToolUse",
+            "agent_id": "a1",
+            "agent_type": "general-purpose",
+            "tool_name": "Bash",
+            "tool_input": {"command": "proctor monitor list --job other"},
+            "tool_use_id": "t2",
+        },
+        env=None,
+    )
     assert "a session holding feat" in json.dumps(sanity), sanity
-    done = subprocess.run([sys.executable, "-m", "proctor", "monitor", "wait", "--job", "other", "--timeout", "5s"],
-                          cwd=ws, env=clean_env(), capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "proctor", "monitor", "wait", "--job", "other", "--timeout", "5s"],
+        cwd=ws,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     leaked = "OTHER-SECRET" in done.stdout
-    assert refused_by_guard or not leaked, \
+    assert refused_by_guard or not leaked, (
         f"guard answer {answer}; the CLI printed other's follow-up {fid} to feat's subagent"
+    )
 
 
 # == P4: the background rules leave a plain wait alone, and nothing else ========================
 
 
 def pre_tool(root, transcript, command, session="s1"):
-    return hook({"session_id": session, "transcript_path": str(transcript), "cwd": root,
-                 "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": command},
-                 "tool_use_id": "tx"}, env=None)
+    return hook(
+        {
+            "session_id": session,
+            "transcript_path": str(transcript),
+            "cwd": root,
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Bash",
+            "tool_input": {"command": command},
+            "tool_use_id": "tx",
+        },
+        env=None,
+    )
 
 
 def silent_denied(answer) -> bool:
@@ -617,27 +767,30 @@ def test_p4_the_wait_proctor_itself_asks_for_is_left_alone_whatever_the_session_
     answer = stop(ws, session=session)
     command = re.search(r"`(proctor monitor wait [^`]*)`", answer["reason"]).group(1)
     transcript = write_transcript(tmp_path / "q.jsonl", launch("bq1", command, 2 * 3600))
-    plain = write_transcript(tmp_path / "p.jsonl", launch("bp1", wake.wait_command("feat", "claude", "s1"),
-                                                        2 * 3600))
+    plain = write_transcript(tmp_path / "p.jsonl", launch("bp1", wake.wait_command("feat", "claude", "s1"), 2 * 3600))
     assert not silent_denied(pre_tool(ws, plain, "touch x")), "control: a plain wait is left alone"
-    assert not silent_denied(pre_tool(ws, transcript, "touch x", session=session)), \
+    assert not silent_denied(pre_tool(ws, transcript, "touch x", session=session)), (
         f"background-silent judged proctor's own `{command}`"
+    )
 
 
-@pytest.mark.parametrize("command", [
-    "proctor monitor wait --job feat; python3 -",
-    "proctor monitor wait --job feat && sleep 100000",
-    "proctor monitor wait --job feat || python3 -",
-    "proctor monitor wait --job feat | python3 -",
-    "proctor monitor wait --job feat & python3 -",
-    "proctor monitor wait --job feat\npython3 -",
-    "proctor monitor wait --job $(python3 -)",
-    "proctor monitor wait --job `python3 -`",
-    "proctor monitor wait --job feat < /dev/stdin",
-    "proctor monitor wait --job feat > /dev/null; sleep 99999",
-    "proctor monitor wait --job feat \\\n; python3 -",
-    "sleep 100000 # proctor monitor wait --job feat",
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "proctor monitor wait --job feat; python3 -",
+        "proctor monitor wait --job feat && sleep 100000",
+        "proctor monitor wait --job feat || python3 -",
+        "proctor monitor wait --job feat | python3 -",
+        "proctor monitor wait --job feat & python3 -",
+        "proctor monitor wait --job feat\npython3 -",
+        "proctor monitor wait --job $(python3 -)",
+        "proctor monitor wait --job `python3 -`",
+        "proctor monitor wait --job feat < /dev/stdin",
+        "proctor monitor wait --job feat > /dev/null; sleep 99999",
+        "proctor monitor wait --job feat \\\n; python3 -",
+        "sleep 100000 # proctor monitor wait --job feat",
+    ],
+)
 def test_p4_a_task_disguised_as_a_wait_is_still_judged(ws, tmp_path, command):
     """Probe (holds): anything chained to, wrapped around or substituted into the wait is a task
     like any other: silent for two hours, every shell write is refused by background-silent."""
@@ -658,8 +811,9 @@ def test_p5_a_wait_for_a_job_whose_id_extends_this_ones_is_not_this_jobs_wake(ws
     add_monitor(ws, "feat-2")
     for command in ("proctor monitor wait --job feat-2", "proctor monitor wait --job feat/w1"):
         answer = stop(ws, tasks=[dict(WAITER, command=command)])
-        assert answer.get("decision") == "block" and "proctor monitor wait --job feat " in answer["reason"], \
+        assert answer.get("decision") == "block" and "proctor monitor wait --job feat " in answer["reason"], (
             f"`{command}` was taken as feat's wake"
+        )
         stop(ws, active=False, tasks=[WAITER])  # reset the chain
 
 
@@ -669,11 +823,14 @@ def test_p5_a_task_that_only_mentions_the_wait_is_not_the_wake(ws):
     the words, is taken as the session's wake; it is never asked to start the real one, and
     nothing wakes it."""
     add_monitor(ws)
-    for command in ("sleep 99999 # proctor monitor wait --job feat",
-                    "tail -f log | grep 'proctor monitor wait --job feat'"):
+    for command in (
+        "sleep 99999 # proctor monitor wait --job feat",
+        "tail -f log | grep 'proctor monitor wait --job feat'",
+    ):
         answer = stop(ws, tasks=[dict(WAITER, command=command)])
-        assert answer.get("decision") == "block" and "Before you stop" in answer["reason"], \
+        assert answer.get("decision") == "block" and "Before you stop" in answer["reason"], (
             f"`{command}` was taken as the wake"
+        )
         stop(ws, active=False, tasks=[WAITER])
 
 
@@ -684,8 +841,16 @@ def test_p5_no_followup_at_a_subagents_stop_nor_for_another_jobs_session(ws):
     add_monitor(ws)
     fid = add_followup(ws, "FEAT-ONLY")
     answers = [
-        hook({"session_id": "s1", "transcript_path": "/tmp/none.jsonl", "cwd": ws, "hook_event_name": "SubagentStop",
-              "stop_hook_active": False, "background_tasks": []}),
+        hook(
+            {
+                "session_id": "s1",
+                "transcript_path": "/tmp/none.jsonl",
+                "cwd": ws,
+                "hook_event_name": "SubagentStop",
+                "stop_hook_active": False,
+                "background_tasks": [],
+            }
+        ),
         stop(ws, agent_id="a1", agent_type="Explore"),
         event(ws, "UserPromptSubmit", session="s5", env={"BAGGAGE": "proctor.lease=other"}, prompt="x"),
         event(ws, "UserPromptSubmit", session="s6", env=None, prompt="x"),

@@ -26,7 +26,10 @@ pytestmark = needs_fixtures
 
 def config(extra_jobs: str = "", workers: str | None = None) -> str:
     standin = json.dumps([sys.executable, STANDIN])
-    workers = workers if workers is not None else f"""
+    workers = (
+        workers
+        if workers is not None
+        else f"""
 [workers]
 ladder = ["cheap", "strong"]
 attempts = 1
@@ -39,6 +42,7 @@ command = {standin}
 executor = "claude"
 command = {standin}
 """
+    )
     return f"""
 [jobs]
 grace_seconds = 5
@@ -62,9 +66,12 @@ def repo_for(tmp_path, monkeypatch):
         git(root, "add", "-A")
         git(root, "commit", "-q", "-m", "src")
         monkeypatch.chdir(root)
-        api.fork(job or {"id": "feat", "criteria": "make a ok\n\nmore detail", "write_paths": ["src/a.py"],
-                         "check": "test"}, cwd=root)
+        api.fork(
+            job or {"id": "feat", "criteria": "make a ok\n\nmore detail", "write_paths": ["src/a.py"], "check": "test"},
+            cwd=root,
+        )
         return root
+
     return make
 
 
@@ -73,8 +80,13 @@ def work(proctor, *args, env=None):
 
 
 def standin_env(**values) -> dict:
-    env = {"STANDIN_STREAM": CLAUDE, "STANDIN_WRITE": "src/a.py=ok = True\\n", "STANDIN_MODE": "",
-           "STANDIN_SUMMARY": None, "STANDIN_APPEND": None}
+    env = {
+        "STANDIN_STREAM": CLAUDE,
+        "STANDIN_WRITE": "src/a.py=ok = True\\n",
+        "STANDIN_MODE": "",
+        "STANDIN_SUMMARY": None,
+        "STANDIN_APPEND": None,
+    }
     env.update({k: v for k, v in values.items()})
     return {f"STANDIN_{k[8:]}" if k.startswith("STANDIN_") else k: v for k, v in env.items()}
 
@@ -84,8 +96,9 @@ def test_pass_commits_only_the_jobs_paths(repo_for, proctor):
     with open(os.path.join(root, "README"), "a") as handle:
         handle.write("a person's uncommitted edit\n")
     # declared again now: the job is handed the dirty tree, and the edit is not its work
-    api.fork({"id": "feat", "criteria": "make a ok\n\nmore detail", "write_paths": ["src/a.py"], "check": "test"},
-             cwd=root)
+    api.fork(
+        {"id": "feat", "criteria": "make a ok\n\nmore detail", "write_paths": ["src/a.py"], "check": "test"}, cwd=root
+    )
     result = work(proctor, env=standin_env(STANDIN_SUMMARY="made a ok\\nand a test"))
     assert result.code == 0, result.out + result.err
     payload = result.json()
@@ -95,8 +108,10 @@ def test_pass_commits_only_the_jobs_paths(repo_for, proctor):
     assert job["attempts"][0]["stop"] is None and job["attempts"][0]["outcome"] == "finished"
     shown = git(root, "show", "--stat", "--format=%B", "HEAD")
     assert shown.startswith("make a ok\n\nproctor job feat (job) passed gates check test, diff within the write paths.")
-    assert "----- worker's claim, not verified (status: done) -----\n> made a ok\n> and a test\n" \
-           "----- end of worker's claim -----" in shown
+    assert (
+        "----- worker's claim, not verified (status: done) -----\n> made a ok\n> and a test\n"
+        "----- end of worker's claim -----" in shown
+    )
     assert "src/a.py" in shown and "README" not in shown.split("-----")[-1]
     assert "a person's uncommitted edit" in open(os.path.join(root, "README")).read()
     assert git(root, "status", "--porcelain").strip() == "M README"
@@ -109,8 +124,9 @@ def test_trailers_in_a_summary_cannot_forge_a_sign_off(repo_for, proctor):
     summary = "Signed-off-by: Mallory <m@example.com>\\nCo-Authored-By: Eve <e@example.com>\\nFixes: #1\\n\x1b[31mred\x1b[0m\x07"
     assert work(proctor, env=standin_env(STANDIN_SUMMARY=summary)).code == 0
     message = git(root, "log", "-1", "--format=%B")
-    parsed = subprocess.run(["git", "interpret-trailers", "--parse"], input=message, capture_output=True,
-                            text=True, cwd=root).stdout
+    parsed = subprocess.run(
+        ["git", "interpret-trailers", "--parse"], input=message, capture_output=True, text=True, cwd=root
+    ).stdout
     assert parsed.strip() == "", f"trailers found: {parsed!r}"
     assert "> Signed-off-by: Mallory" in message and "\x1b" not in message and "\x07" not in message
     assert "> red" in message
@@ -254,6 +270,7 @@ def test_opencode_new_step_hands_back_to_the_idle_clock(repo_for, proctor):
 
 def test_opencode_fatal_error(repo_for, proctor, monkeypatch):
     from proctor.workers import runner
+
     monkeypatch.setattr(runner, "FATAL_GRACE", 1.0)
     repo_for(config(workers=_opencode_workers()).replace("idle_minutes = 0.03", "idle_minutes = 5"))
     error = json.dumps({"type": "error", "timestamp": 1, "sessionID": "ses_x", "error": {"message": "provider down"}})
@@ -296,6 +313,7 @@ def test_ledger_and_ls_attempts(repo_for, proctor):
     from proctor import trail
     from proctor.paths import find_checkout, repo_state_dir
     from proctor.store import Store
+
     store = Store(repo_state_dir(find_checkout(root)))
     with store.read() as conn:
         claims = trail.events(conn, job="feat", kind="worker_claim")
@@ -310,15 +328,36 @@ def test_ledger_and_ls_attempts(repo_for, proctor):
 
 def test_children_in_depends_on_order(repo_for, proctor):
     root = repo_for(job={"id": "root", "criteria": "plan", "check": "test", "write_paths": ["src/**"]})
-    api.fork({"id": "root/b", "parent": "root", "criteria": "second", "write_paths": ["src/a.py"], "check": "test",
-              "depends_on": []}, cwd=root)
-    api.fork({"id": "root/a", "parent": "root", "criteria": "first", "write_paths": ["src/a.py"], "check": "test"},
-             cwd=root)
-    api.fork({"id": "root/b", "parent": "root", "criteria": "second", "write_paths": ["src/a.py"], "check": "test",
-              "depends_on": ["root/a"]}, cwd=root)
+    api.fork(
+        {
+            "id": "root/b",
+            "parent": "root",
+            "criteria": "second",
+            "write_paths": ["src/a.py"],
+            "check": "test",
+            "depends_on": [],
+        },
+        cwd=root,
+    )
+    api.fork(
+        {"id": "root/a", "parent": "root", "criteria": "first", "write_paths": ["src/a.py"], "check": "test"}, cwd=root
+    )
+    api.fork(
+        {
+            "id": "root/b",
+            "parent": "root",
+            "criteria": "second",
+            "write_paths": ["src/a.py"],
+            "check": "test",
+            "depends_on": ["root/a"],
+        },
+        cwd=root,
+    )
     # each step changes the file on the tree it starts from: b adds to what a landed
-    shell = ('case "$BAGGAGE" in *proctor.lease=root/a*) echo "ok = 1" > src/a.py ;; '
-             '*proctor.lease=root/b*) echo "also = 2" >> src/a.py ;; esac')
+    shell = (
+        'case "$BAGGAGE" in *proctor.lease=root/a*) echo "ok = 1" > src/a.py ;; '
+        '*proctor.lease=root/b*) echo "also = 2" >> src/a.py ;; esac'
+    )
     result = proctor("work", "root", "-o", "json", env=standin_env(STANDIN_WRITE="", STANDIN_SHELL=shell))
     assert result.code == 0, result.out
     assert [j["id"] for j in result.json()["jobs"]] == ["root/a", "root/b", "root"]
@@ -337,7 +376,9 @@ def test_cannot_start(repo_for, proctor):
 
 
 def test_worker_config_reports(tmp_path, proctor):
-    root = make_repo(tmp_path / "r", """
+    root = make_repo(
+        tmp_path / "r",
+        """
 [jobs]
 idle_minutes = nan
 grace_seconds = 99999
@@ -351,12 +392,20 @@ max_spend_usd = -1
 wall_minutes = inf
 [workers.b]
 executor = "emacs"
-""")
+""",
+    )
     shown = proctor("config", "show", "-o", "json", cwd=root).json()
     problems = "\n".join(shown["problems"])
-    for needle in ("idle_minutes = nan", "grace_seconds = 99999 is out of range; clamped to 5..3600 seconds (3600)",
-                   "commit_body", "ladder names ghost", "attempts = 0", "max_spend_usd = -1", "wall_minutes = inf",
-                   "executor = \"emacs\""):
+    for needle in (
+        "idle_minutes = nan",
+        "grace_seconds = 99999 is out of range; clamped to 5..3600 seconds (3600)",
+        "commit_body",
+        "ladder names ghost",
+        "attempts = 0",
+        "max_spend_usd = -1",
+        "wall_minutes = inf",
+        'executor = "emacs"',
+    ):
         assert needle in problems, needle
     settings = {s["key"]: s["value"] for s in shown["settings"]}
     assert settings["jobs.grace_seconds"] == 3600 and settings["jobs.commit_body"] == "full"
@@ -397,8 +446,10 @@ def test_taken_elsewhere_cannot_start(repo_for, proctor, tmp_path):
 def test_children_that_ended_stop_their_dependents(repo_for, proctor):
     root = repo_for(job={"id": "root", "criteria": "plan", "check": "test"})
     api.fork({"id": "root/a", "parent": "root", "write_paths": ["src/a.py"], "check": "test"}, cwd=root)
-    api.fork({"id": "root/b", "parent": "root", "write_paths": ["src/a.py"], "check": "test", "depends_on": ["root/a"]},
-             cwd=root)
+    api.fork(
+        {"id": "root/b", "parent": "root", "write_paths": ["src/a.py"], "check": "test", "depends_on": ["root/a"]},
+        cwd=root,
+    )
     api.exit_job("root/a", cwd=root)
     result = proctor("work", "root", env=standin_env())
     assert result.code == 1 and "ended without passing (root/a)" in result.err
@@ -472,8 +523,15 @@ def test_gemini_api_error_is_a_provider_error():
     untrusted = gemini.Parser()
     assert [e.kind for e in untrusted.close(55)] == ["provider_error"]
     turn_limit = gemini.Parser()
-    limited = turn_limit.feed(json.dumps({"type": "result", "status": "error", "error": {
-        "type": "FatalTurnLimitedError", "message": "Reached max session turns for this session."}}))
+    limited = turn_limit.feed(
+        json.dumps(
+            {
+                "type": "result",
+                "status": "error",
+                "error": {"type": "FatalTurnLimitedError", "message": "Reached max session turns for this session."},
+            }
+        )
+    )
     assert [e.kind for e in limited] == ["final"], "the worker's own limit is no provider's fault"
 
 
@@ -488,8 +546,12 @@ def test_gemini_worker_passes(repo_for, proctor):
 
 def test_gemini_provider_error_moves_up_without_an_attempt(repo_for, proctor):
     repo_for(config(workers=_gemini_workers()))
-    result = work(proctor, env=standin_env(STANDIN_STREAM=os.path.join(GEMINI, "stream-error-400.jsonl"),
-                                           STANDIN_WRITE="", STANDIN_MODE="exit:144"))
+    result = work(
+        proctor,
+        env=standin_env(
+            STANDIN_STREAM=os.path.join(GEMINI, "stream-error-400.jsonl"), STANDIN_WRITE="", STANDIN_MODE="exit:144"
+        ),
+    )
     attempts = result.json()["jobs"][0]["attempts"]
     assert [a["worker"] for a in attempts] == ["gm", "gm2"]
     assert attempts[0]["provider_error"] is True and attempts[0]["counts"] is False
@@ -518,10 +580,18 @@ def test_claude_default_command_runs_shell_and_carries_the_printed_hooks():
     assert {"Bash", "Edit", "Write", "Read"} <= set(allowed) and "WebFetch" not in allowed
     printed = json.loads("\n".join(line for line in hook_claude.wiring().splitlines() if not line.startswith("#")))
     assert json.loads(plain[plain.index("--settings") + 1]) == {**printed, "disableAllHooks": False}
-    assert set(printed["hooks"]) == {"PreToolUse", "PostToolUse", "Stop", "SubagentStop", "UserPromptSubmit", "Notification"}
+    assert set(printed["hooks"]) == {
+        "PreToolUse",
+        "PostToolUse",
+        "Stop",
+        "SubagentStop",
+        "UserPromptSubmit",
+        "Notification",
+    }
     # a command that says how permissions go keeps its say; the hooks come all the same
-    own = claude.argv(Worker("c", "claude", ("claude", "--permission-mode", "plan"), "m", None, None), "p",
-                      resume="s-1")
+    own = claude.argv(
+        Worker("c", "claude", ("claude", "--permission-mode", "plan"), "m", None, None), "p", resume="s-1"
+    )
     assert "--allowedTools" not in own and own.count("--permission-mode") == 1
     assert json.loads(own[own.index("--settings") + 1])["hooks"] == printed["hooks"]
     assert own[-4:] == ["--model", "m", "--resume", "s-1"]
@@ -563,8 +633,6 @@ if sys.argv[2] == "hang":
 """
 
 
-
-
 @pytest.mark.parametrize("ending", ["hang", "exit"])
 def test_no_descendant_outlives_the_attempt(tmp_path, ending):
     """Stopped after its grace window, or exited by itself: the worker's setsid'd children and
@@ -576,8 +644,13 @@ def test_no_descendant_outlives_the_attempt(tmp_path, ending):
     script = tmp_path / "leaver.py"
     script.write_text(LEAVER)
     try:
-        attempt = runner.run_attempt([sys.executable, str(script), marker, ending], claude.Parser(),
-                                     runner.Limits(idle=30, grace=0.5), str(tmp_path), dict(os.environ))
+        attempt = runner.run_attempt(
+            [sys.executable, str(script), marker, ending],
+            claude.Parser(),
+            runner.Limits(idle=30, grace=0.5),
+            str(tmp_path),
+            dict(os.environ),
+        )
         assert attempt.reply == "done"
         assert attempt.stop == ("grace" if ending == "hang" else None), attempt.reason
         assert alive_with(marker) == []
@@ -593,8 +666,10 @@ def test_tagged_lists_only_the_tagged(tmp_path):
     from proctor.process import kill_tagged, tagged
 
     env = {**os.environ, "PROCTOR_TEST_TAG": "t1"}
-    procs = [subprocess.Popen(["sleep", "30"], env=env, start_new_session=True),
-             subprocess.Popen(["sleep", "30"], env={**env, "PROCTOR_TEST_TAG": "t2"})]
+    procs = [
+        subprocess.Popen(["sleep", "30"], env=env, start_new_session=True),
+        subprocess.Popen(["sleep", "30"], env={**env, "PROCTOR_TEST_TAG": "t2"}),
+    ]
     try:
         # Popen returns once exec has begun; the kernel sets the new image's environment a moment
         # later, and /proc/<pid>/environ reads empty until then (seen once on a loaded CI machine)

@@ -42,7 +42,6 @@ def not_landed(result, root: str, head: str, why: str) -> None:
     assert git(root, "rev-parse", "HEAD") == head
 
 
-
 def config(idle: str = "0.05", targets: str = "") -> str:
     standin = json.dumps([PY, STANDIN])
     return f"""
@@ -128,18 +127,23 @@ def test_a_ref_outside_heads_and_tags_moved_by_the_worker_is_named(repo, proctor
     fork(root, {"id": "feat", "criteria": "make a ok", "write_paths": ["src/a.py"], "check": "test"})
     shell = {
         "notes": f"git notes add -m '{MALLORY}' HEAD",
-        "replace": (f"c=$(git commit-tree -p HEAD~1 -m forged -m '{MALLORY}' 'HEAD^{{tree}}') && "
-                    f"git replace -f HEAD $c"),
+        "replace": (
+            f"c=$(git commit-tree -p HEAD~1 -m forged -m '{MALLORY}' 'HEAD^{{tree}}') && git replace -f HEAD $c"
+        ),
         "stash": "echo 'evil = 1' > src/b.py && git stash push -q -- src/b.py",
-        "remote": (f"c=$(git commit-tree -p HEAD -m 'forged upstream' -m '{MALLORY}' 'HEAD^{{tree}}') && "
-                   f"git update-ref refs/remotes/origin/main $c"),
+        "remote": (
+            f"c=$(git commit-tree -p HEAD -m 'forged upstream' -m '{MALLORY}' 'HEAD^{{tree}}') && "
+            f"git update-ref refs/remotes/origin/main $c"
+        ),
     }[vector]
     before = all_refs(root)
     result = work(proctor, STANDIN_SHELL=shell)
     job = result.json()["jobs"][0]
     after = all_refs(root)
-    assert after == before, (f"the worker's {vector} ref is still in the person's repository, and the attempt "
-                             f"{'passed' if job['passed'] else 'failed'} with {failures_of(job)}:\n{after}")
+    assert after == before, (
+        f"the worker's {vector} ref is still in the person's repository, and the attempt "
+        f"{'passed' if job['passed'] else 'failed'} with {failures_of(job)}:\n{after}"
+    )
     logged, parsed = trailers_of_every_commit(root)
     assert "Mallory" not in logged + parsed
 
@@ -157,9 +161,12 @@ def test_a_loose_object_planted_at_the_graded_files_blob_id_is_not_what_is_commi
         "data = b'evil = 1  # the worker chose these bytes\\n'\n"
         "os.makedirs(os.path.join(common, 'objects', sha[:2]), exist_ok=True)\n"
         "with open(os.path.join(common, 'objects', sha[:2], sha[2:]), 'wb') as h:\n"
-        "    h.write(zlib.compress(b'blob %d\\0' % len(data) + data))\n")
-    shell = (f"printf 'ok = 1\\n' > src/a.py && s=$(git hash-object src/a.py) && "
-             f"{PY} {plant} $s \"$(git rev-parse --path-format=absolute --git-common-dir)\"")
+        "    h.write(zlib.compress(b'blob %d\\0' % len(data) + data))\n"
+    )
+    shell = (
+        f"printf 'ok = 1\\n' > src/a.py && s=$(git hash-object src/a.py) && "
+        f'{PY} {plant} $s "$(git rev-parse --path-format=absolute --git-common-dir)"'
+    )
     head = git(root, "rev-parse", "HEAD")
     result = work(proctor, STANDIN_WRITE="", STANDIN_SHELL=shell)
     # the planted object is found, deleted and named: the attempt fails, nothing is committed
@@ -176,8 +183,14 @@ def test_a_commit_object_planted_at_the_sha_proctor_will_make_is_not_proctors_co
 
     root = repo()
     fork(root, {"id": "feat", "criteria": "make a ok", "write_paths": ["src/a.py"], "check": "test"})
-    predicted = jcommit.message({"id": "feat", "criteria": "make a ok"}, "job",
-                                ["check test", "diff within the write paths"], "did it", "done", "full")
+    predicted = jcommit.message(
+        {"id": "feat", "criteria": "make a ok"},
+        "job",
+        ["check test", "diff within the write paths"],
+        "did it",
+        "done",
+        "full",
+    )
     (tmp_path / "message").write_text(predicted)
     forge = tmp_path / "forge.py"
     forge.write_text(f"""
@@ -267,9 +280,11 @@ with open(os.path.join(objects, honest[:2], honest[2:]), "wb") as h:
 def test_a_worker_that_commits_and_resets_back_fails_with_that_named(repo, proctor):
     root = repo()
     fork(root, {"id": "feat", "criteria": "make a ok", "write_paths": ["src/a.py"], "check": "test"})
-    shell = (f"echo 'ok = 1' > src/a.py && git add -A && git commit -qm sneaky -m '{MALLORY}' && "
-             f"git -C {root} branch evil HEAD && git -C {root} branch -q -D evil && "
-             f"git reset -q --soft HEAD~1 && git reset -q")
+    shell = (
+        f"echo 'ok = 1' > src/a.py && git add -A && git commit -qm sneaky -m '{MALLORY}' && "
+        f"git -C {root} branch evil HEAD && git -C {root} branch -q -D evil && "
+        f"git reset -q --soft HEAD~1 && git reset -q"
+    )
     result = work(proctor, STANDIN_WRITE="", STANDIN_SHELL=shell)
     job = result.json()["jobs"][0]
     assert not job["passed"], "the attempt committed (and made a branch) and passed: nothing named it"
@@ -281,14 +296,18 @@ def test_a_forged_job_commit_record_does_not_excuse_a_moved_branch(repo, proctor
     too: it records its own forged commit as landed, then moves the branch onto it."""
     root = repo()
     fork(root, {"id": "feat", "criteria": "make a ok", "write_paths": ["src/a.py"], "check": "test"})
-    forge = ("import sys\n"
-             "from proctor import trail\n"
-             "from proctor.workspace import Workspace\n"
-             f"with Workspace({root!r}) as ws:\n"
-             "    with ws.store.write() as conn:\n"
-             "        trail.append(conn, ws.state_dir, 'job_commit', 'proctor-work', 'feat', {'commit': sys.argv[1]})\n")
-    shell = (f"c=$(git commit-tree -p HEAD -m 'forged' -m '{MALLORY}' 'HEAD^{{tree}}') && "
-             f"{PY} -c \"$FORGE\" $c && git -C {root} update-ref refs/heads/main $c")
+    forge = (
+        "import sys\n"
+        "from proctor import trail\n"
+        "from proctor.workspace import Workspace\n"
+        f"with Workspace({root!r}) as ws:\n"
+        "    with ws.store.write() as conn:\n"
+        "        trail.append(conn, ws.state_dir, 'job_commit', 'proctor-work', 'feat', {'commit': sys.argv[1]})\n"
+    )
+    shell = (
+        f"c=$(git commit-tree -p HEAD -m 'forged' -m '{MALLORY}' 'HEAD^{{tree}}') && "
+        f'{PY} -c "$FORGE" $c && git -C {root} update-ref refs/heads/main $c'
+    )
     result = work(proctor, STANDIN_SHELL=shell, FORGE=forge)
     job = result.json()["jobs"][0]
     # the forged record does not excuse the move (proctor's commits carry no trailer): the attempt
@@ -304,10 +323,12 @@ def test_hooks_and_config_planted_by_an_interrupted_attempt_are_put_back(repo, t
     root = repo(config(idle="2"))
     fork(root, {"id": "feat", "criteria": "make a ok", "write_paths": ["src/a.py"], "check": "test"})
     ready = tmp_path / "ready"
-    shell = ('hooks="$(git rev-parse --path-format=absolute --git-common-dir)/hooks"; '
-             "printf '#!/bin/sh\\necho \"" + MALLORY + "\" >> \"$1\"\\n' > \"$hooks/commit-msg\"; "
-             'chmod +x "$hooks/commit-msg"; git config filter.x.clean "sed s/ok/evil/"; '
-             f"git config core.hooksPath {tmp_path}; touch {ready}")
+    shell = (
+        'hooks="$(git rev-parse --path-format=absolute --git-common-dir)/hooks"; '
+        "printf '#!/bin/sh\\necho \"" + MALLORY + '" >> "$1"\\n\' > "$hooks/commit-msg"; '
+        'chmod +x "$hooks/commit-msg"; git config filter.x.clean "sed s/ok/evil/"; '
+        f"git config core.hooksPath {tmp_path}; touch {ready}"
+    )
     hooks = os.path.join(root, ".git", "hooks")
     before = sorted(os.listdir(hooks))
     config_before = open(os.path.join(root, ".git", "config")).read()
@@ -321,8 +342,9 @@ def test_hooks_and_config_planted_by_an_interrupted_attempt_are_put_back(repo, t
         stop(proc)
     _wait_for(lambda: cleaned_up(root))
     assert sorted(os.listdir(hooks)) == before, "the worker's commit-msg hook is left in .git/hooks"
-    assert open(os.path.join(root, ".git", "config")).read() == config_before, \
+    assert open(os.path.join(root, ".git", "config")).read() == config_before, (
         "the worker's core.hooksPath and filter are left in .git/config"
+    )
 
 
 # ====================================================================================== 3. byte for byte
@@ -349,13 +371,16 @@ def test_a_gitattributes_planted_in_the_persons_checkout_does_not_change_what_is
     landing does."""
     root = repo()
     fork(root, {"id": "feat", "criteria": "make a ok", "write_paths": ["src/a.py"], "check": "test"})
-    shell = (f"printf 'ok = 1  # $Id: reviewed by Mallory $\\n' > src/a.py && "
-             f"printf 'a.py ident\\n' > {root}/src/.gitattributes")
+    shell = (
+        f"printf 'ok = 1  # $Id: reviewed by Mallory $\\n' > src/a.py && "
+        f"printf 'a.py ident\\n' > {root}/src/.gitattributes"
+    )
     head = git(root, "rev-parse", "HEAD")
     result = work(proctor, STANDIN_WRITE="", STANDIN_SHELL=shell)
     if result.code == 0:
-        assert blob(root, "HEAD:src/a.py") == b"ok = 1  # $Id: reviewed by Mallory $\n", \
+        assert blob(root, "HEAD:src/a.py") == b"ok = 1  # $Id: reviewed by Mallory $\n", (
             "committed bytes differ from the graded file"
+        )
     else:
         not_landed(result, root, head, "does not hold the graded bytes")
 
@@ -371,7 +396,8 @@ def home(tmp_path, monkeypatch):
 
 
 def test_a_clean_filter_in_the_persons_global_git_config_does_not_change_what_is_committed(
-        repo, proctor, home, tmp_path):
+    repo, proctor, home, tmp_path
+):
     """The person's ~/.gitconfig is git config no watch covers: the worker adds a clean filter
     (via core.attributesFile) that passes bytes through in proctor's worktrees and rewrites
     them anywhere else, i.e. in the person's checkout, where proctor's git add runs."""
@@ -379,39 +405,46 @@ def test_a_clean_filter_in_the_persons_global_git_config_does_not_change_what_is
     fork(root, {"id": "feat", "criteria": "make a ok", "write_paths": ["src/a.py"], "check": "test"})
     payload = tmp_path / "payload"
     payload.mkdir()
-    (payload / "clean.sh").write_text('case "$(pwd -P)" in *proctor-work-*) exec cat ;; '
-                                      "*) exec sed s/ok/evil/ ;; esac\n")
+    (payload / "clean.sh").write_text(
+        'case "$(pwd -P)" in *proctor-work-*) exec cat ;; *) exec sed s/ok/evil/ ;; esac\n'
+    )
     (payload / "attrs").write_text("src/a.py filter=x\n")
-    (payload / "gitconfig").write_text(f"[core]\n\tattributesFile = {home}/attrs\n"
-                                       f"[filter \"x\"]\n\tclean = sh {home}/clean.sh\n")
-    shell = (f"printf 'ok = 1\\n' > src/a.py && cp {payload}/clean.sh {payload}/attrs $HOME/ && "
-             f"cp {payload}/gitconfig $HOME/.gitconfig")
+    (payload / "gitconfig").write_text(
+        f'[core]\n\tattributesFile = {home}/attrs\n[filter "x"]\n\tclean = sh {home}/clean.sh\n'
+    )
+    shell = (
+        f"printf 'ok = 1\\n' > src/a.py && cp {payload}/clean.sh {payload}/attrs $HOME/ && "
+        f"cp {payload}/gitconfig $HOME/.gitconfig"
+    )
     head = git(root, "rev-parse", "HEAD")
     result = work(proctor, STANDIN_WRITE="", STANDIN_SHELL=shell)
     if result.code == 0:
         assert blob(root, "HEAD:src/a.py") == b"ok = 1\n", "committed bytes differ from the graded file"
     else:  # the planted global config is named, put back, and the attempt fails
-        assert result.code == 1 and any(".gitconfig (added; proctor removed it)" in f
-                                        for f in failures_in(result)), result.out + result.err
+        assert result.code == 1 and any(".gitconfig (added; proctor removed it)" in f for f in failures_in(result)), (
+            result.out + result.err
+        )
         assert git(root, "rev-parse", "HEAD") == head and not os.path.exists(os.path.join(home, ".gitconfig"))
 
 
-def test_an_untracked_file_the_check_reads_is_not_hidden_by_the_persons_global_excludes(
-        repo, proctor, home):
+def test_an_untracked_file_the_check_reads_is_not_hidden_by_the_persons_global_excludes(repo, proctor, home):
     """The worker writes a file outside its write paths that the check reads and hides it from
     the diff with ~/.config/git/ignore (git's default global excludes file). The job passes;
     what is committed fails the same check."""
     root = repo(config(targets='\n[targets.helper]\ncommand = "grep -q ok src/helper.txt"\ntimeout = "30s"\n'))
     fork(root, {"id": "feat", "criteria": "make a ok", "write_paths": ["src/a.py"], "check": "helper"})
-    shell = ("echo 'y = 2' > src/a.py && echo ok > src/helper.txt && mkdir -p $HOME/.config/git && "
-             "echo src/helper.txt > $HOME/.config/git/ignore")
+    shell = (
+        "echo 'y = 2' > src/a.py && echo ok > src/helper.txt && mkdir -p $HOME/.config/git && "
+        "echo src/helper.txt > $HOME/.config/git/ignore"
+    )
     result = work(proctor, STANDIN_WRITE="", STANDIN_SHELL=shell)
     job = result.json()["jobs"][0]
     if job["passed"]:
         copy = str(home.parent / "fresh")
         git(root, "worktree", "add", "-q", "--detach", copy, "HEAD")
-        assert subprocess.run(["sh", "-c", "grep -q ok src/helper.txt"], cwd=copy).returncode == 0, \
+        assert subprocess.run(["sh", "-c", "grep -q ok src/helper.txt"], cwd=copy).returncode == 0, (
             "the job passed its check, and the tree committed for it fails that check"
+        )
 
 
 def test_a_symlink_into_the_attempts_worktree_is_not_landed_as_graded(repo, proctor):
@@ -427,10 +460,14 @@ def test_a_symlink_into_the_attempts_worktree_is_not_landed_as_graded(repo, proc
         return
     job = result.json()["jobs"][0]
     if job["passed"]:
-        target = os.readlink(os.path.join(root, "src", "a.py")) if os.path.islink(
-            os.path.join(root, "src", "a.py")) else None
-        assert subprocess.run(["sh", "-c", "grep -q ok src/a.py"], cwd=root).returncode == 0, \
+        target = (
+            os.readlink(os.path.join(root, "src", "a.py"))
+            if os.path.islink(os.path.join(root, "src", "a.py"))
+            else None
+        )
+        assert subprocess.run(["sh", "-c", "grep -q ok src/a.py"], cwd=root).returncode == 0, (
             f"the job passed `grep -q ok src/a.py`; the committed src/a.py is a link to {target}, gone"
+        )
 
 
 def test_a_file_replaced_by_a_directory_lands_or_is_refused_cleanly(repo, proctor):
@@ -440,8 +477,10 @@ def test_a_file_replaced_by_a_directory_lands_or_is_refused_cleanly(repo, procto
     try:
         result = work(proctor, STANDIN_WRITE="", STANDIN_SHELL=shell)
     except Exception as exc:  # noqa: BLE001
-        pytest.fail(f"proctor work crashed at landing: {type(exc).__name__}: {exc}; job is "
-                    f"{rows(root)['feat']['state']}, status:\n{git(root, 'status', '--porcelain')}")
+        pytest.fail(
+            f"proctor work crashed at landing: {type(exc).__name__}: {exc}; job is "
+            f"{rows(root)['feat']['state']}, status:\n{git(root, 'status', '--porcelain')}"
+        )
     assert result.code in (0, 2), result.out + result.err
     if result.code == 0:
         assert git(root, "ls-tree", "-r", "--name-only", "HEAD", "src").split() == ["src/a.py/x", "src/b.py"]
@@ -457,18 +496,23 @@ def test_a_summary_proctor_cannot_store_does_not_abort_the_run(repo, proctor, tm
     record = tmp_path / "result.json"
     record.write_text('{"schema_version": 1, "status": "done", "summary": "did it \\ud800 honestly"}')
     stream = tmp_path / "stream.jsonl"
-    stream.write_text('{"type": "result", "subtype": "success", "session_id": "s1", '
-                      '"result": "did it \\ud800 honestly"}\n')
+    stream.write_text(
+        '{"type": "result", "subtype": "success", "session_id": "s1", "result": "did it \\ud800 honestly"}\n'
+    )
     if route == "filed":
-        env = dict(STANDIN_SHELL='lease=${BAGGAGE#*proctor.lease=}; lease=${lease%%,*}; '
-                                 f'{PY} -m proctor job exit "$lease" --stdin < {record} > {tmp_path}/exit.out 2>&1')
+        env = dict(
+            STANDIN_SHELL="lease=${BAGGAGE#*proctor.lease=}; lease=${lease%%,*}; "
+            f'{PY} -m proctor job exit "$lease" --stdin < {record} > {tmp_path}/exit.out 2>&1'
+        )
     else:
         env = dict(STANDIN_STREAM=str(stream))
     try:
         result = work(proctor, **env)
     except Exception as exc:  # noqa: BLE001
-        pytest.fail(f"proctor work crashed: {type(exc).__name__}: {exc}; the job is {rows(root)['feat']['state']}; "
-                    f"the person's checkout: {git(root, 'status', '--porcelain')!r}")
+        pytest.fail(
+            f"proctor work crashed: {type(exc).__name__}: {exc}; the job is {rows(root)['feat']['state']}; "
+            f"the person's checkout: {git(root, 'status', '--porcelain')!r}"
+        )
     assert result.code == 0, result.out + result.err
 
 
@@ -490,8 +534,8 @@ def test_a_worker_writing_the_persons_checkout_by_absolute_path_is_noticed(repo,
     # it names the change on the attempt and in what it prints, and lands nothing over it
     noticed = [n for a in job["attempts"] for n in a.get("noticed", [])]
     assert readme == "hello\nthe person's own line\n" or (
-        noticed and "README" in noticed[0] and "your checkout changed while the attempt ran" in result.err), \
-        f"the person's README now reads {readme!r}, and nothing says so"
+        noticed and "README" in noticed[0] and "your checkout changed while the attempt ran" in result.err
+    ), f"the person's README now reads {readme!r}, and nothing says so"
     assert "README" not in git(root, "show", "--name-only", "--format=", "HEAD")
 
 
@@ -500,8 +544,7 @@ def test_a_worker_writing_the_persons_checkout_by_absolute_path_is_noticed(repo,
 
 def test_a_deleted_file_in_the_write_paths_is_committed_as_a_deletion(repo, proctor):
     root = repo()
-    fork(root, {"id": "feat", "criteria": "drop a, make b ok", "write_paths": ["src/a.py", "src/b.py"],
-                "check": "b"})
+    fork(root, {"id": "feat", "criteria": "drop a, make b ok", "write_paths": ["src/a.py", "src/b.py"], "check": "b"})
     result = work(proctor, STANDIN_WRITE="", STANDIN_SHELL="rm src/a.py && echo 'ok = 2' > src/b.py")
     assert result.code == 0, result.out + result.err
     assert git(root, "ls-tree", "-r", "--name-only", "HEAD", "src").split() == ["src/b.py"]
@@ -521,11 +564,19 @@ def test_an_executable_bit_alone_is_committed_as_graded(repo, proctor):
 
 @pytest.mark.parametrize("body", ["full", "minimal"])
 def test_a_summary_crafted_to_smuggle_trailers_never_parses_as_one(repo, proctor, body):
-    root = repo(config().replace("[jobs]\n", f"[jobs]\ncommit_body = \"{body}\"\n"))
+    root = repo(config().replace("[jobs]\n", f'[jobs]\ncommit_body = "{body}"\n'))
     fork(root, {"id": "feat", "criteria": "make a ok", "write_paths": ["src/a.py"], "check": "test"})
-    summary = ("did it\r" + MALLORY + "\u2028Co-Authored-By: Eve <e@example.com>\u0085Fixes: #1\x0b"
-               "Reviewed-by: Q <q@example.com>\u2029" + MALLORY + "\\n\\n" + MALLORY +
-               "\\n\x1b[2K\rSigned-off-by: R <r@example.com>\\n> " + MALLORY + "\\n\\n" + MALLORY)
+    summary = (
+        "did it\r" + MALLORY + "\u2028Co-Authored-By: Eve <e@example.com>\u0085Fixes: #1\x0b"
+        "Reviewed-by: Q <q@example.com>\u2029"
+        + MALLORY
+        + "\\n\\n"
+        + MALLORY
+        + "\\n\x1b[2K\rSigned-off-by: R <r@example.com>\\n> "
+        + MALLORY
+        + "\\n\\n"
+        + MALLORY
+    )
     result = work(proctor, STANDIN_SUMMARY=summary)
     assert result.code == 0, result.out + result.err
     logged, parsed = trailers_of_every_commit(root)
@@ -577,8 +628,10 @@ def test_sigkill_while_landing_leaves_the_persons_checkout_as_it_was(repo, tmp_p
     fork(root, {"id": "feat", "criteria": "make a ok", "write_paths": ["src/a.py"], "check": "test"})
     shim, mark = tmp_path / "shim", tmp_path / "landing"
     shim.mkdir()
-    (shim / "git").write_text(f'#!/bin/sh\nfor a in "$@"; do [ "$a" = "--only" ] && touch {mark} && sleep 30; done\n'
-                              f'exec {shutil.which("git")} "$@"\n')
+    (shim / "git").write_text(
+        f'#!/bin/sh\nfor a in "$@"; do [ "$a" = "--only" ] && touch {mark} && sleep 30; done\n'
+        f'exec {shutil.which("git")} "$@"\n'
+    )
     (shim / "git").chmod(0o755)
     head = git(root, "rev-parse", "HEAD")
     env = standin_env(PATH=f"{shim}:{os.environ['PATH']}")
@@ -597,8 +650,12 @@ def test_sigkill_while_landing_leaves_the_persons_checkout_as_it_was(repo, tmp_p
 def test_sigkill_while_the_check_runs_leaves_no_process_behind(repo, tmp_path):
     mark = tmp_path / "check-started"
     sleeper = ["sleep", "37.25"]
-    root = repo(config(targets=f'\n[targets.slow]\ncommand = "touch {mark}; {" ".join(sleeper)}; '
-                               f'grep -q ok src/a.py"\ntimeout = "120s"\n'))
+    root = repo(
+        config(
+            targets=f'\n[targets.slow]\ncommand = "touch {mark}; {" ".join(sleeper)}; '
+            f'grep -q ok src/a.py"\ntimeout = "120s"\n'
+        )
+    )
     fork(root, {"id": "feat", "criteria": "make a ok", "write_paths": ["src/a.py"], "check": "slow"})
     proc = spawn_work(root, standin_env())
     survivors: list[int] = []
@@ -638,12 +695,16 @@ def test_sigkill_of_proctor_leaves_no_process_of_the_attempt_that_left_its_cgrou
     ready = tmp_path / "ready"
     # a signature of this case's own: the two cases may run at once on two test workers
     sleeper = ["sleep", "43.75" if leaves_cgroup else "43.625"]
-    escape = ("g=$(sed -n 's/^0:://p' /proc/self/cgroup); "
-              "m=$(awk '$3 == \"cgroup2\" {print $2; exit}' /proc/mounts); "
-              "setsid env -i /bin/sh -c \"" + ("echo \\$\\$ > $m$(dirname $g)/cgroup.procs; " if leaves_cgroup else "")
-              + "exec " + " ".join(sleeper)
-              + "\" > /dev/null 2>&1 < /dev/null & "
-              f"sleep 0.5; touch {ready}")
+    escape = (
+        "g=$(sed -n 's/^0:://p' /proc/self/cgroup); "
+        "m=$(awk '$3 == \"cgroup2\" {print $2; exit}' /proc/mounts); "
+        'setsid env -i /bin/sh -c "'
+        + ("echo \\$\\$ > $m$(dirname $g)/cgroup.procs; " if leaves_cgroup else "")
+        + "exec "
+        + " ".join(sleeper)
+        + '" > /dev/null 2>&1 < /dev/null & '
+        f"sleep 0.5; touch {ready}"
+    )
     proc = spawn_work(root, standin_env(STANDIN_SHELL=escape, STANDIN_MODE="hang_after"))
     survivors: list[int] = []
     try:
@@ -665,10 +726,13 @@ def test_a_finished_attempt_leaves_no_process_that_left_its_cgroup(repo, proctor
     root = repo()
     fork(root, {"id": "feat", "criteria": "make a ok", "write_paths": ["src/a.py"], "check": "test"})
     sleeper = ["sleep", "44.25"]
-    escape = ("g=$(sed -n 's/^0:://p' /proc/self/cgroup); "
-              "m=$(awk '$3 == \"cgroup2\" {print $2; exit}' /proc/mounts); "
-              "setsid env -i /bin/sh -c \"echo \\$\\$ > $m$(dirname $g)/cgroup.procs; exec " + " ".join(sleeper)
-              + "\" > /dev/null 2>&1 < /dev/null & sleep 0.5")
+    escape = (
+        "g=$(sed -n 's/^0:://p' /proc/self/cgroup); "
+        "m=$(awk '$3 == \"cgroup2\" {print $2; exit}' /proc/mounts); "
+        'setsid env -i /bin/sh -c "echo \\$\\$ > $m$(dirname $g)/cgroup.procs; exec '
+        + " ".join(sleeper)
+        + '" > /dev/null 2>&1 < /dev/null & sleep 0.5'
+    )
     survivors: list[int] = []
     try:
         result = work(proctor, STANDIN_SHELL=escape)
@@ -691,17 +755,20 @@ def test_an_untracked_file_the_check_reads_is_not_hidden_by_a_rewritten_worktree
     root = repo(config(targets='\n[targets.helper]\ncommand = "grep -q ok src/helper.txt"\ntimeout = "30s"\n'))
     fork(root, {"id": "feat", "criteria": "make a ok", "write_paths": ["src/a.py"], "check": "helper"})
     fake = tmp_path / "fake.git"
-    shell = ("echo 'y = 2' > src/a.py && echo ok > src/helper.txt && "
-             "admin=$(git rev-parse --path-format=absolute --git-dir) && "
-             f"git clone -q --bare --shared \"$(git rev-parse --path-format=absolute --git-common-dir)\" {fake} && "
-             f"git --git-dir={fake} config core.bare false && echo src/helper.txt >> {fake}/info/exclude && "
-             f"echo {fake} > \"$admin/commondir\"")
+    shell = (
+        "echo 'y = 2' > src/a.py && echo ok > src/helper.txt && "
+        "admin=$(git rev-parse --path-format=absolute --git-dir) && "
+        f'git clone -q --bare --shared "$(git rev-parse --path-format=absolute --git-common-dir)" {fake} && '
+        f"git --git-dir={fake} config core.bare false && echo src/helper.txt >> {fake}/info/exclude && "
+        f'echo {fake} > "$admin/commondir"'
+    )
     result = work(proctor, STANDIN_WRITE="", STANDIN_SHELL=shell)
     job = result.json()["jobs"][0]
     if job["passed"]:
         copy = str(tmp_path / "fresh")
         git(root, "worktree", "add", "-q", "--detach", copy, "HEAD")
-        assert subprocess.run(["sh", "-c", "grep -q ok src/helper.txt"], cwd=copy).returncode == 0, \
+        assert subprocess.run(["sh", "-c", "grep -q ok src/helper.txt"], cwd=copy).returncode == 0, (
             "the job passed its check, and the tree committed for it fails that check"
+        )
     else:
         assert any("commondir" in f for f in failures_of(job)), failures_of(job)

@@ -35,7 +35,10 @@ HAS_CGROUP = runner.containment().startswith("cgroup v2")
 
 def config(idle: str = "0.05", workers: str | None = None, targets: str = "", jobs: str = "") -> str:
     standin = json.dumps([PY, STANDIN])
-    workers = workers if workers is not None else f"""
+    workers = (
+        workers
+        if workers is not None
+        else f"""
 [workers]
 ladder = ["one"]
 attempts = 1
@@ -44,6 +47,7 @@ attempts = 1
 executor = "claude"
 command = {standin}
 """
+    )
     return f"""
 [jobs]
 grace_seconds = 5
@@ -71,9 +75,9 @@ def repo(tmp_path, monkeypatch):
         git(root, "add", "-A")
         git(root, "commit", "-q", "-m", "src")
         monkeypatch.chdir(root)
-        api.fork(job or {"id": "feat", "criteria": "make a ok", "write_paths": ["src/a.py"], "check": "test"},
-                 cwd=root)
+        api.fork(job or {"id": "feat", "criteria": "make a ok", "write_paths": ["src/a.py"], "check": "test"}, cwd=root)
         return root
+
     return make
 
 
@@ -85,8 +89,15 @@ def spawn_work(root: str, env: dict, *extra: str, job: str = "feat", out: str | 
         else:
             full[key] = value
     sink = open(out, "w") if out else subprocess.PIPE
-    return subprocess.Popen([PY, "-m", "proctor", "work", job, *extra], cwd=root, env=full, stdout=sink,
-                            stderr=subprocess.STDOUT if out else subprocess.PIPE, text=True, start_new_session=True)
+    return subprocess.Popen(
+        [PY, "-m", "proctor", "work", job, *extra],
+        cwd=root,
+        env=full,
+        stdout=sink,
+        stderr=subprocess.STDOUT if out else subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def wait_for(predicate, timeout: float = 40.0):
@@ -213,14 +224,21 @@ def sleeper(seconds_tag: str) -> list[str]:
     return ["sleep", seconds_tag]
 
 
-ESCAPE_CGROUP = ("g=$(sed -n 's/^0:://p' /proc/self/cgroup); "
-                 "m=$(awk '$3 == \"cgroup2\" {print $2; exit}' /proc/mounts); ")
+ESCAPE_CGROUP = (
+    "g=$(sed -n 's/^0:://p' /proc/self/cgroup); m=$(awk '$3 == \"cgroup2\" {print $2; exit}' /proc/mounts); "
+)
 
 
 def say(text: str) -> str:
     """A main-thread assistant line of Claude's stream saying `text`."""
-    return json.dumps({"type": "assistant", "parent_tool_use_id": None, "session_id": "s-adv",
-                       "message": {"content": [{"type": "text", "text": text}]}})
+    return json.dumps(
+        {
+            "type": "assistant",
+            "parent_tool_use_id": None,
+            "session_id": "s-adv",
+            "message": {"content": [{"type": "text", "text": text}]},
+        }
+    )
 
 
 def script(tmp_path, name: str, body: str) -> str:
@@ -245,19 +263,25 @@ def test_a_fake_workspace_server_is_spared_and_outlives_the_attempt(repo, tmp_pa
     fake = tmp_path / "fake"
     (fake / "proctor").mkdir(parents=True)
     (fake / "proctor" / "__init__.py").write_text("")
-    (fake / "proctor" / "__main__.py").write_text(textwrap.dedent("""
+    (fake / "proctor" / "__main__.py").write_text(
+        textwrap.dedent("""
         import json, os, time
         directory = os.environ["PROCTOR_SERVER_DIR"]
         os.makedirs(directory, exist_ok=True)
         with open(os.path.join(directory, "server.json"), "w") as handle:
             json.dump({"pid": os.getpid(), "port": 1, "version": "x"}, handle)
         time.sleep(120)
-    """))
-    find_dir = ("import os; from proctor.paths import find_checkout, repo_state_dir; "
-                "print(os.path.realpath(os.path.join(repo_state_dir(find_checkout('.'), create=False), 'server')))")
-    shell = (f"d=$({PY} -c \"{find_dir}\"); "
-             f"(cd {fake} && PROCTOR_SERVER_DIR=$d setsid env -u PROCTOR_WORKER_TAG "
-             f"{PY} -m proctor server start --foreground {mark} > /dev/null 2>&1 < /dev/null &); sleep 1")
+    """)
+    )
+    find_dir = (
+        "import os; from proctor.paths import find_checkout, repo_state_dir; "
+        "print(os.path.realpath(os.path.join(repo_state_dir(find_checkout('.'), create=False), 'server')))"
+    )
+    shell = (
+        f'd=$({PY} -c "{find_dir}"); '
+        f"(cd {fake} && PROCTOR_SERVER_DIR=$d setsid env -u PROCTOR_WORKER_TAG "
+        f"{PY} -m proctor server start --foreground {mark} > /dev/null 2>&1 < /dev/null &); sleep 1"
+    )
     survivors: list[int] = []
     proc = spawn_work(root, standin_env(STANDIN_SHELL=shell))
     try:
@@ -265,8 +289,9 @@ def test_a_fake_workspace_server_is_spared_and_outlives_the_attempt(repo, tmp_pa
         assert proc.returncode == 0, out + err
         time.sleep(1.0)
         survivors = with_marker(mark)
-        assert not survivors, (f"a process the worker started (pid {survivors}, a forged workspace server) runs on "
-                               f"after its attempt ended")
+        assert not survivors, (
+            f"a process the worker started (pid {survivors}, a forged workspace server) runs on after its attempt ended"
+        )
     finally:
         stop(proc)
         kill_all(with_marker(mark))
@@ -308,10 +333,16 @@ def test_a_worker_that_disarms_the_watchdog_leaves_survivors_when_proctor_dies(r
     argv = sleeper("72.375")
     disarm = tmp_path / "disarm.py"
     disarm.write_text(NEUTRALISE)
-    shell = (f"setsid {' '.join(argv)} > /dev/null 2>&1 < /dev/null & "
-             f"{PY} {disarm} {how} '{json.dumps({'goodbye': True})}' > {tmp_path / 'disarmed'}; touch {ready}")
-    proc = spawn_work(root, standin_env(STANDIN_SHELL=shell, STANDIN_MODE="hang_after", STANDIN_STREAM="",
-                                        STANDIN_APPEND=say("half way there")))
+    shell = (
+        f"setsid {' '.join(argv)} > /dev/null 2>&1 < /dev/null & "
+        f"{PY} {disarm} {how} '{json.dumps({'goodbye': True})}' > {tmp_path / 'disarmed'}; touch {ready}"
+    )
+    proc = spawn_work(
+        root,
+        standin_env(
+            STANDIN_SHELL=shell, STANDIN_MODE="hang_after", STANDIN_STREAM="", STANDIN_APPEND=say("half way there")
+        ),
+    )
     survivors: list[int] = []
     try:
         assert wait_for(lambda: ready.exists()), "the worker did not start"
@@ -345,8 +376,10 @@ def test_a_forged_watchdog_message_cannot_make_it_delete_a_directory(repo, tmp_p
     disarm.write_text(NEUTRALISE)
     forged = json.dumps({"state": {"worktree": str(precious)}})
     group = tmp_path / "cgroup"
-    shell = (f"sed -n 's/^0:://p' /proc/self/cgroup > {group}; "
-             f"{PY} {disarm} write '{forged}' > {tmp_path / 'disarmed'}; touch {ready}")
+    shell = (
+        f"sed -n 's/^0:://p' /proc/self/cgroup > {group}; "
+        f"{PY} {disarm} write '{forged}' > {tmp_path / 'disarmed'}; touch {ready}"
+    )
     proc = spawn_work(root, standin_env(STANDIN_SHELL=shell, STANDIN_MODE="hang_after"))
     try:
         assert wait_for(lambda: ready.exists()), "the worker did not start"
@@ -375,29 +408,50 @@ def drop_worktrees(root: str) -> None:
     """Remove the attempt worktrees a killed runner left (a test's own repository only)."""
     for line in git(root, "worktree", "list", "--porcelain").splitlines():
         if line.startswith("worktree ") and os.path.realpath(line[9:]) != os.path.realpath(root):
-            subprocess.run(["git", "worktree", "remove", "--force", "--force", line[9:]], cwd=root,
-                           capture_output=True)
+            subprocess.run(["git", "worktree", "remove", "--force", "--force", line[9:]], cwd=root, capture_output=True)
     subprocess.run(["git", "worktree", "prune"], cwd=root, capture_output=True)
 
 
 # ====================================================================================== 2. Claude's stops
 
 
-STOP_OK = json.dumps({"type": "system", "subtype": "hook_response", "hook_event": "Stop", "hook_name": "Stop",
-                      "output": "", "exit_code": 0, "session_id": "s-adv"})
-STOP_BLOCKED = json.dumps({"type": "system", "subtype": "hook_response", "hook_event": "Stop", "hook_name": "Stop",
-                           "output": "", "exit_code": 2, "session_id": "s-adv"})
+STOP_OK = json.dumps(
+    {
+        "type": "system",
+        "subtype": "hook_response",
+        "hook_event": "Stop",
+        "hook_name": "Stop",
+        "output": "",
+        "exit_code": 0,
+        "session_id": "s-adv",
+    }
+)
+STOP_BLOCKED = json.dumps(
+    {
+        "type": "system",
+        "subtype": "hook_response",
+        "hook_event": "Stop",
+        "hook_name": "Stop",
+        "output": "",
+        "exit_code": 2,
+        "session_id": "s-adv",
+    }
+)
 
 
 def replayer(tmp_path, lines: list[str], then: str) -> list[str]:
     """A Claude stand-in: prints `lines`, then runs the Python statement `then` (a loop, a hang)."""
-    path = script(tmp_path, "replay.py", """
+    path = script(
+        tmp_path,
+        "replay.py",
+        """
         import json, sys, time
         lines = json.load(open(sys.argv[1]))
         for line in lines:
             print(line, flush=True)
         exec(sys.argv[2])
-    """)
+    """,
+    )
     data = tmp_path / "lines.json"
     data.write_text(json.dumps(lines))
     return [PY, path, str(data), then]
@@ -411,21 +465,29 @@ def test_claude_output_after_its_final_reply_buys_no_time_even_blocked_stops(tmp
     left.' Each blocked Stop hands back to the idle clock and each Stop after it starts a new
     grace window, so the worker runs on as long as it likes."""
     result = json.dumps({"type": "result", "subtype": "success", "result": "all done", "session_id": "s-adv"})
-    loop = (f"end = time.time() + 40\nwhile time.time() < end:\n"
-            f"    print({STOP_BLOCKED!r}, flush=True); time.sleep(0.5); print({STOP_OK!r}, flush=True); time.sleep(0.5)\n"
-            f"time.sleep(300)")
+    loop = (
+        f"end = time.time() + 40\nwhile time.time() < end:\n"
+        f"    print({STOP_BLOCKED!r}, flush=True); time.sleep(0.5); print({STOP_OK!r}, flush=True); time.sleep(0.5)\n"
+        f"time.sleep(300)"
+    )
     argv = replayer(tmp_path, [say("all done"), STOP_OK, result], loop)
     finals: list[float] = []
     started = time.monotonic()
-    attempt = runner.run_attempt(argv, claude.Parser(), runner.Limits(idle=60, grace=5), str(tmp_path),
-                                 dict(os.environ),
-                                 on_event=lambda kind, a: finals.append(time.time()) if kind == "final" else None)
+    attempt = runner.run_attempt(
+        argv,
+        claude.Parser(),
+        runner.Limits(idle=60, grace=5),
+        str(tmp_path),
+        dict(os.environ),
+        on_event=lambda kind, a: finals.append(time.time()) if kind == "final" else None,
+    )
     elapsed = time.monotonic() - started
     assert attempt.reply == "all done"
     assert attempt.stop == "grace", attempt.reason
     assert attempt.stopped_at - finals[0] < 5 + 5, (
         f"stopped {attempt.stopped_at - finals[0]:.1f} s after its final reply with a 5 s grace window "
-        f"({len(finals)} final replies counted; {elapsed:.0f} s in all)")
+        f"({len(finals)} final replies counted; {elapsed:.0f} s in all)"
+    )
 
 
 def test_claude_spend_in_a_result_without_a_stop_leaves_the_floor(tmp_path):
@@ -433,18 +495,31 @@ def test_claude_spend_in_a_result_without_a_stop_leaves_the_floor(tmp_path):
     carries the cost, past max_spend_usd. 'spend limit (for Claude, whose cost arrives with its
     result, never inside 5 s of its final reply)': the worker, saving its session file, is
     killed the moment its final reply arrives, and its finished attempt is recorded aborted."""
-    result = json.dumps({"type": "result", "subtype": "success", "result": "done, and it cost", "session_id": "s-adv",
-                         "total_cost_usd": 3.0})
+    result = json.dumps(
+        {
+            "type": "result",
+            "subtype": "success",
+            "result": "done, and it cost",
+            "session_id": "s-adv",
+            "total_cost_usd": 3.0,
+        }
+    )
     argv = replayer(tmp_path, [say("done, and it cost"), result], "time.sleep(300)")
     finals: list[float] = []
-    attempt = runner.run_attempt(argv, claude.Parser(), runner.Limits(idle=60, grace=60, spend=1.0),
-                                 str(tmp_path), dict(os.environ),
-                                 on_event=lambda kind, a: finals.append(time.time()) if kind == "final" else None)
+    attempt = runner.run_attempt(
+        argv,
+        claude.Parser(),
+        runner.Limits(idle=60, grace=60, spend=1.0),
+        str(tmp_path),
+        dict(os.environ),
+        on_event=lambda kind, a: finals.append(time.time()) if kind == "final" else None,
+    )
     assert attempt.stop == "spend" and attempt.reply == "done, and it cost", attempt.reason
     assert finals, "the result was the final reply"
     assert attempt.stopped_at - finals[0] >= runner.SPEND_FLOOR - 0.3, (
         f"killed {attempt.stopped_at - finals[0]:.2f} s after its final reply ({attempt.outcome}, "
-        f"counts={attempt.counts})")
+        f"counts={attempt.counts})"
+    )
 
 
 # ====================================================================================== 3. durations
@@ -466,8 +541,9 @@ def test_long_but_valid_durations_do_not_crash_the_runner(repo):
     assert rows(root)["feat"]["state"] == "pass"
 
 
-@pytest.mark.parametrize("raw", ['"0s"', '"-5m"', '"1e309"', "1e309", "nan", '""', '"5 parsecs"', "true", '"1h-30m"',
-                                 '"0x10"', "-1", "0"])
+@pytest.mark.parametrize(
+    "raw", ['"0s"', '"-5m"', '"1e309"', "1e309", "nan", '""', '"5 parsecs"', "true", '"1h-30m"', '"0x10"', "-1", "0"]
+)
 def test_a_bad_wall_minutes_is_reported_and_the_default_kept(raw):
     text = f'[workers.one]\nexecutor = "claude"\nwall_minutes = {raw}\n'
     parsed = parse_config(text.encode(), "proctor.toml")
@@ -475,8 +551,9 @@ def test_a_bad_wall_minutes_is_reported_and_the_default_kept(raw):
     assert any("wall_minutes" in p for p in parsed.problems), parsed.problems
 
 
-@pytest.mark.parametrize("raw, seconds", [('"1h30m"', 5400), ('"90s"', 90), ('"20m"', 1200), ("90", 5400),
-                                          ('"1.5h"', 5400)])
+@pytest.mark.parametrize(
+    "raw, seconds", [('"1h30m"', 5400), ('"90s"', 90), ('"20m"', 1200), ("90", 5400), ('"1.5h"', 5400)]
+)
 def test_durations_in_every_form(raw, seconds):
     text = f'[jobs]\nidle_minutes = {raw}\n[workers.one]\nexecutor = "claude"\nwall_minutes = {raw}\n'
     parsed = parse_config(text.encode(), "proctor.toml")
@@ -484,9 +561,17 @@ def test_durations_in_every_form(raw, seconds):
     assert not parsed.problems, parsed.problems
 
 
-@pytest.mark.parametrize("key, raw", [("idle_minutes", '"-5m"'), ("idle_minutes", '"0s"'), ("idle_minutes", "nan"),
-                                      ("grace_seconds", '"1e309"'), ("grace_seconds", "inf"),
-                                      ("grace_seconds", '"soon"')])
+@pytest.mark.parametrize(
+    "key, raw",
+    [
+        ("idle_minutes", '"-5m"'),
+        ("idle_minutes", '"0s"'),
+        ("idle_minutes", "nan"),
+        ("grace_seconds", '"1e309"'),
+        ("grace_seconds", "inf"),
+        ("grace_seconds", '"soon"'),
+    ],
+)
 def test_a_bad_jobs_duration_is_reported_and_the_default_kept(key, raw):
     parsed = parse_config(f"[jobs]\n{key} = {raw}\n".encode(), "proctor.toml")
     assert any(key in p for p in parsed.problems), parsed.problems
@@ -498,11 +583,21 @@ def test_a_bad_jobs_duration_is_reported_and_the_default_kept(key, raw):
 
 def test_a_spinner_without_newlines_does_not_hold_off_the_idle_stop(tmp_path):
     """A hung CLI that draws a spinner ('\\r|/-\\\\' without a newline) forever: no line, so no output."""
-    argv = [PY, "-c", "import sys, time\nwhile True:\n    sys.stdout.write('\\r|/-\\\\'[int(time.time()*10) % 4]);"
-                      " sys.stdout.flush(); time.sleep(0.05)"]
+    argv = [
+        PY,
+        "-c",
+        "import sys, time\nwhile True:\n    sys.stdout.write('\\r|/-\\\\'[int(time.time()*10) % 4]);"
+        " sys.stdout.flush(); time.sleep(0.05)",
+    ]
     started = time.monotonic()
-    attempt = runner.run_attempt(argv, command.Parser(), runner.Limits(idle=2, grace=5), str(tmp_path),
-                                 dict(os.environ), stream_path=str(tmp_path / "s.out"))
+    attempt = runner.run_attempt(
+        argv,
+        command.Parser(),
+        runner.Limits(idle=2, grace=5),
+        str(tmp_path),
+        dict(os.environ),
+        stream_path=str(tmp_path / "s.out"),
+    )
     assert attempt.stop == "idle" and attempt.outcome == "aborted" and not attempt.counts, attempt.reason
     assert time.monotonic() - started < 20
     assert (tmp_path / "s.out").stat().st_size > 0, "the spinner's bytes are kept all the same"
@@ -510,12 +605,18 @@ def test_a_spinner_without_newlines_does_not_hold_off_the_idle_stop(tmp_path):
 
 def test_a_worker_that_closes_its_output_ignores_sigterm_and_lives_on_is_stopped(tmp_path):
     mark = marker("closed")
-    argv = [PY, "-c", "import os, signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
-                      "print('my reply', flush=True)\nos.close(1); os.close(2)\ntime.sleep(300)", mark]
+    argv = [
+        PY,
+        "-c",
+        "import os, signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "print('my reply', flush=True)\nos.close(1); os.close(2)\ntime.sleep(300)",
+        mark,
+    ]
     started = time.monotonic()
     try:
-        attempt = runner.run_attempt(argv, command.Parser(), runner.Limits(idle=2, grace=5), str(tmp_path),
-                                     dict(os.environ), adopt_orphans=True)
+        attempt = runner.run_attempt(
+            argv, command.Parser(), runner.Limits(idle=2, grace=5), str(tmp_path), dict(os.environ), adopt_orphans=True
+        )
         assert attempt.stop == "idle", attempt.reason
         assert time.monotonic() - started < 20
         assert "my reply" in (attempt.reply or ""), "the reply printed before the idle stop is kept"
@@ -528,8 +629,14 @@ def test_a_flood_on_stdout_and_stderr_is_stopped_at_its_wall_clock(tmp_path):
     """`yes` on both streams, as fast as the pipes take it: the loop still sees its deadline."""
     argv = ["/bin/sh", "-c", "yes flood & yes errflood >&2 & wait"]
     started = time.monotonic()
-    attempt = runner.run_attempt(argv, claude.Parser(), runner.Limits(idle=60, grace=5, wall=3), str(tmp_path),
-                                 dict(os.environ), adopt_orphans=True)
+    attempt = runner.run_attempt(
+        argv,
+        claude.Parser(),
+        runner.Limits(idle=60, grace=5, wall=3),
+        str(tmp_path),
+        dict(os.environ),
+        adopt_orphans=True,
+    )
     assert attempt.stop == "wall", attempt.reason
     assert time.monotonic() - started < 20
     assert attempt.lines > 1000
@@ -540,7 +647,10 @@ def test_a_process_hopping_sessions_and_ignoring_sigterm_is_ended_with_its_cgrou
     """Each generation forks, the parent exits at once, the child takes a session of its own and
     ignores SIGTERM: a pid-by-pid sweep is always one step behind; the cgroup is not."""
     mark = marker("hopper")
-    hopper = script(tmp_path, "hopper.py", """
+    hopper = script(
+        tmp_path,
+        "hopper.py",
+        """
         import os, signal, sys, time
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         null = os.open("/dev/null", os.O_RDWR)
@@ -554,12 +664,18 @@ def test_a_process_hopping_sessions_and_ignoring_sigterm_is_ended_with_its_cgrou
             os.setsid()
             time.sleep(0.002)
         time.sleep(60)
-    """)
-    argv = [PY, "-c", f"import subprocess, sys, time\nsubprocess.Popen([sys.executable, {hopper!r}, {mark!r}])\n"
-                      "time.sleep(1)\nprint('left a hopper', flush=True)"]
+    """,
+    )
+    argv = [
+        PY,
+        "-c",
+        f"import subprocess, sys, time\nsubprocess.Popen([sys.executable, {hopper!r}, {mark!r}])\n"
+        "time.sleep(1)\nprint('left a hopper', flush=True)",
+    ]
     try:
-        attempt = runner.run_attempt(argv, command.Parser(), runner.Limits(idle=30, grace=5), str(tmp_path),
-                                     dict(os.environ), adopt_orphans=True)
+        attempt = runner.run_attempt(
+            argv, command.Parser(), runner.Limits(idle=30, grace=5), str(tmp_path), dict(os.environ), adopt_orphans=True
+        )
         assert attempt.outcome == "finished", attempt.reason
         time.sleep(0.5)
         assert not with_marker(mark), "a hopper survived the sweep"
@@ -579,9 +695,13 @@ def test_interrupted_during_the_check_the_attempt_is_still_recorded(repo, tmp_pa
     and the job handed back; and the attempt, with what the worker said, is on the trail."""
     mark = tmp_path / "check-started"
     argv = sleeper("38.625")
-    root = repo(config(targets=f'\n[targets.slow]\ncommand = "touch {mark}; {" ".join(argv)}; grep -q ok src/a.py"\n'
-                              f'timeout = "120s"\n'),
-                job={"id": "feat", "criteria": "make a ok", "write_paths": ["src/a.py"], "check": "slow"})
+    root = repo(
+        config(
+            targets=f'\n[targets.slow]\ncommand = "touch {mark}; {" ".join(argv)}; grep -q ok src/a.py"\n'
+            f'timeout = "120s"\n'
+        ),
+        job={"id": "feat", "criteria": "make a ok", "write_paths": ["src/a.py"], "check": "slow"},
+    )
     proc = spawn_work(root, standin_env(STANDIN_STREAM="", STANDIN_APPEND=say("I made a ok")))
     try:
         assert wait_for(lambda: mark.exists(), timeout=60)
@@ -612,8 +732,12 @@ def test_ctrl_c_pressed_again_and_again_loses_nothing(repo, tmp_path):
     argv = sleeper("73.875")
     root = repo(config(idle="2"))
     shell = f"setsid {' '.join(argv)} > /dev/null 2>&1 < /dev/null & touch {ready}"
-    proc = spawn_work(root, standin_env(STANDIN_SHELL=shell, STANDIN_MODE="hang_after", STANDIN_STREAM="",
-                                        STANDIN_APPEND=say("half way there")))
+    proc = spawn_work(
+        root,
+        standin_env(
+            STANDIN_SHELL=shell, STANDIN_MODE="hang_after", STANDIN_STREAM="", STANDIN_APPEND=say("half way there")
+        ),
+    )
     try:
         assert wait_for(lambda: ready.exists())
         time.sleep(1.0)
@@ -629,8 +753,9 @@ def test_ctrl_c_pressed_again_and_again_loses_nothing(repo, tmp_path):
         assert wait_for(lambda: cleaned_up(root), timeout=20), (rows(root)["feat"], worktree_count(root))
         recorded = attempts(root)
         said = proc.stderr.read().strip().splitlines()
-        assert recorded and recorded[-1]["outcome"] == "interrupted", \
+        assert recorded and recorded[-1]["outcome"] == "interrupted", (
             f"no attempt recorded ({recorded}); proctor work exited {proc.returncode}: {said[-3:]}"
+        )
         assert "half way there" in (recorded[-1].get("claim") or "")
     finally:
         stop(proc)
@@ -668,8 +793,9 @@ def test_proctor_stopped_while_it_waits_for_a_slot(repo, tmp_path, how):
         second.wait(timeout=30)
         if how != signal.SIGKILL:
             assert second.returncode == 128 + how, log.read_text()
-        assert wait_for(lambda: (r := rows(root)["y"]) and r["state"] == "declared" and r.get("worker_pid") is None,
-                        timeout=20), rows(root)["y"]
+        assert wait_for(
+            lambda: (r := rows(root)["y"]) and r["state"] == "declared" and r.get("worker_pid") is None, timeout=20
+        ), rows(root)["y"]
         assert not attempts(root, "y")
         assert first.poll() is None and rows(root)["feat"]["state"] == "running"
         assert wait_for(lambda: worktree_count(root) == 2, timeout=20), git(root, "worktree", "list")
@@ -695,11 +821,14 @@ def test_slots_bound_workers_on_the_machine_whatever_the_state_directory(repo, t
     second = None
     try:
         assert wait_for(lambda: ready_one.exists())
-        second = spawn_work(second_root, dict(standin_env(STANDIN_MODE="hang_after",
-                                                          STANDIN_SHELL=f"touch {ready_two}"), **env_two),
-                            out=str(tmp_path / "two.log"))
-        started = wait_for(lambda: ready_two.exists() or "waiting for a claude slot" in
-                           (tmp_path / "two.log").read_text(), timeout=40)
+        second = spawn_work(
+            second_root,
+            dict(standin_env(STANDIN_MODE="hang_after", STANDIN_SHELL=f"touch {ready_two}"), **env_two),
+            out=str(tmp_path / "two.log"),
+        )
+        started = wait_for(
+            lambda: ready_two.exists() or "waiting for a claude slot" in (tmp_path / "two.log").read_text(), timeout=40
+        )
         assert started, (tmp_path / "two.log").read_text()
         assert not ready_two.exists(), "two claude workers run at once on this machine with slots = 1"
     finally:
@@ -715,8 +844,9 @@ def test_every_stderr_byte_counts_as_output(tmp_path):
     """Nothing on stdout, a byte on stderr every half second for eight seconds, an idle limit of
     two: the worker is not stopped, and exits by itself."""
     argv = [PY, "-c", "import os, time\nfor _ in range(16):\n    os.write(2, b'.'); time.sleep(0.5)\nprint('done')"]
-    attempt = runner.run_attempt(argv, command.Parser(), runner.Limits(idle=2, grace=5), str(tmp_path),
-                                 dict(os.environ))
+    attempt = runner.run_attempt(
+        argv, command.Parser(), runner.Limits(idle=2, grace=5), str(tmp_path), dict(os.environ)
+    )
     assert attempt.stop is None and attempt.outcome == "finished" and attempt.reply == "done", attempt.reason
 
 
@@ -724,15 +854,33 @@ def test_a_tool_output_quoting_a_stop_hook_response_is_not_the_final_reply(tmp_p
     """A tool's output (a user line's tool_result) holding the text of a Stop hook response, and
     a subagent's SubagentStop: neither starts the grace window; the silent worker is stopped
     at its idle limit, with what the main agent said kept."""
-    quoted = json.dumps({"type": "user", "parent_tool_use_id": None, "session_id": "s-adv", "message": {
-        "content": [{"type": "tool_result", "tool_use_id": "t1", "content": STOP_OK + "\n" + STOP_OK}]}})
-    sub = json.dumps({"type": "system", "subtype": "hook_response", "hook_event": "SubagentStop", "output": "",
-                      "exit_code": 0, "session_id": "s-adv"})
+    quoted = json.dumps(
+        {
+            "type": "user",
+            "parent_tool_use_id": None,
+            "session_id": "s-adv",
+            "message": {"content": [{"type": "tool_result", "tool_use_id": "t1", "content": STOP_OK + "\n" + STOP_OK}]},
+        }
+    )
+    sub = json.dumps(
+        {
+            "type": "system",
+            "subtype": "hook_response",
+            "hook_event": "SubagentStop",
+            "output": "",
+            "exit_code": 0,
+            "session_id": "s-adv",
+        }
+    )
     argv = replayer(tmp_path, [say("working on it"), quoted, sub], "time.sleep(300)")
-    attempt = runner.run_attempt(argv, claude.Parser(), runner.Limits(idle=3, grace=60), str(tmp_path),
-                                 dict(os.environ))
-    assert attempt.stop == "idle" and attempt.reply == "working on it" and attempt.reply_kind == "partial", \
-        (attempt.stop, attempt.reply, attempt.reason)
+    attempt = runner.run_attempt(
+        argv, claude.Parser(), runner.Limits(idle=3, grace=60), str(tmp_path), dict(os.environ)
+    )
+    assert attempt.stop == "idle" and attempt.reply == "working on it" and attempt.reply_kind == "partial", (
+        attempt.stop,
+        attempt.reply,
+        attempt.reason,
+    )
 
 
 def test_a_second_runner_with_retry_is_refused_before_it_touches_the_job(repo, tmp_path):
@@ -742,8 +890,9 @@ def test_a_second_runner_with_retry_is_refused_before_it_touches_the_job(repo, t
     try:
         assert wait_for(lambda: ready.exists())
         before = rows(root)["feat"]
-        second = subprocess.run([PY, "-m", "proctor", "work", "feat", "--retry"], cwd=root, capture_output=True,
-                                text=True)
+        second = subprocess.run(
+            [PY, "-m", "proctor", "work", "feat", "--retry"], cwd=root, capture_output=True, text=True
+        )
         assert second.returncode == 2 and f"pid {first.pid}" in second.stderr, second.stderr
         after = rows(root)["feat"]
         assert after["state"] == before["state"] == "running" and after.get("worker_pid") == first.pid
@@ -760,8 +909,10 @@ def test_sigterm_while_landing_leaves_the_persons_checkout_as_it_was(repo, tmp_p
     root = repo()
     shim, mark = tmp_path / "shim", tmp_path / "landing"
     shim.mkdir()
-    (shim / "git").write_text(f'#!/bin/sh\nfor a in "$@"; do [ "$a" = "--only" ] && touch {mark} && '
-                              f'exec sleep 39.125; done\nexec {shutil.which("git")} "$@"\n')
+    (shim / "git").write_text(
+        f'#!/bin/sh\nfor a in "$@"; do [ "$a" = "--only" ] && touch {mark} && '
+        f'exec sleep 39.125; done\nexec {shutil.which("git")} "$@"\n'
+    )
     (shim / "git").chmod(0o755)
     head = git(root, "rev-parse", "HEAD")
     proc = spawn_work(root, standin_env(PATH=f"{shim}:{os.environ['PATH']}"))
@@ -825,8 +976,9 @@ def test_a_worker_that_freezes_the_watchdog_does_not_hang_the_runner(repo, tmp_p
             proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
             pass
-        assert proc.poll() is not None, (f"proctor work (pid {proc.pid}) still runs 60 s after its worker ended "
-                                         f"(job {rows(root)['feat']['state']})")
+        assert proc.poll() is not None, (
+            f"proctor work (pid {proc.pid}) still runs 60 s after its worker ended (job {rows(root)['feat']['state']})"
+        )
     finally:
         if dog is not None:
             try:
@@ -848,18 +1000,30 @@ def test_a_display_nobody_reads_does_not_hold_off_the_stops(repo, tmp_path):
     itself: the worker, silent afterwards, is never stopped."""
     mark = marker("display")
     pairs = tmp_path / "pairs.py"
-    pairs.write_text(textwrap.dedent(f"""
+    pairs.write_text(
+        textwrap.dedent(f"""
         import sys, time
         for _ in range(3000):
             print({STOP_BLOCKED!r}); print({STOP_OK!r})
         sys.stdout.flush()
         time.sleep(300)
-    """))
-    root = repo(config(idle="0.05", workers=f'\n[workers.one]\nexecutor = "claude"\n'
-                                            f'command = {json.dumps([PY, str(pairs), mark])}\n'))
+    """)
+    )
+    root = repo(
+        config(
+            idle="0.05",
+            workers=f'\n[workers.one]\nexecutor = "claude"\ncommand = {json.dumps([PY, str(pairs), mark])}\n',
+        )
+    )
     full = dict(os.environ)
-    proc = subprocess.Popen([PY, "-m", "proctor", "work", "feat"], cwd=root, env=full, stdout=subprocess.PIPE,
-                            stderr=open(tmp_path / "err.log", "w"), start_new_session=True)
+    proc = subprocess.Popen(
+        [PY, "-m", "proctor", "work", "feat"],
+        cwd=root,
+        env=full,
+        stdout=subprocess.PIPE,
+        stderr=open(tmp_path / "err.log", "w"),
+        start_new_session=True,
+    )
     try:
         assert wait_for(lambda: with_marker(mark), timeout=30), "the worker did not start"
         gone = wait_for(lambda: not with_marker(mark), timeout=30)
@@ -881,10 +1045,14 @@ def test_code_the_worker_wrote_leaves_no_process_behind_through_the_check(repo, 
     runs on after proctor work ended: the check proctor runs has no cgroup, no subreaper, and
     its tag is swept only when proctor is killed."""
     argv = sleeper("74.625")
-    root = repo(config(targets=f'\n[targets.code]\ncommand = "{PY} src/a.py"\ntimeout = "30s"\n'),
-                job={"id": "feat", "criteria": "make a ok", "write_paths": ["src/a.py"], "check": "code"})
-    code = (f"import subprocess\\nsubprocess.Popen({json.dumps(argv)}, stdin=subprocess.DEVNULL, "
-            f"stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\\nok = True\\n")
+    root = repo(
+        config(targets=f'\n[targets.code]\ncommand = "{PY} src/a.py"\ntimeout = "30s"\n'),
+        job={"id": "feat", "criteria": "make a ok", "write_paths": ["src/a.py"], "check": "code"},
+    )
+    code = (
+        f"import subprocess\\nsubprocess.Popen({json.dumps(argv)}, stdin=subprocess.DEVNULL, "
+        f"stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\\nok = True\\n"
+    )
     proc = spawn_work(root, standin_env(STANDIN_WRITE=f"src/a.py={code}"), "-o", "json")
     survivors: list[int] = []
     try:

@@ -50,8 +50,9 @@ command = {json.dumps([PY, STANDIN])}
 
 
 def cli(root, *args, check=True):
-    proc = subprocess.run([PY, "-m", "proctor", *args], cwd=root, capture_output=True, text=True,
-                          env=dict(os.environ), timeout=120)
+    proc = subprocess.run(
+        [PY, "-m", "proctor", *args], cwd=root, capture_output=True, text=True, env=dict(os.environ), timeout=120
+    )
     if check:
         assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc
@@ -91,8 +92,7 @@ def once(tmp_path, line: str = EVENT) -> str:
 
 def add_monitor(command: str, saved) -> str:
     """What the worker runs to add its monitor (its secret is in its environment)."""
-    return (f"{PY} -m proctor monitor add --cmd '{command}' --interval 10s --allow-unsandboxed -o json "
-            f"> {saved} 2>&1")
+    return f"{PY} -m proctor monitor add --cmd '{command}' --interval 10s --allow-unsandboxed -o json > {saved} 2>&1"
 
 
 def by_start(first: str, resumed: str) -> str:
@@ -152,8 +152,9 @@ def test_a_follow_up_resumes_the_worker_whose_work_is_graded_and_landed(served, 
     log, saved = tmp_path / "argv.log", tmp_path / "monitor.json"
     shell = by_start(first=add_monitor(once(tmp_path), saved), resumed="printf 'ok = True\\n' > src/a.py")
     started = time.monotonic()
-    result = run_work(proctor, standin_env(STANDIN_WRITE="", STANDIN_SHELL=shell, STANDIN_ARGV_LOG=str(log),
-                                           STANDIN_SUMMARY="did it"))
+    result = run_work(
+        proctor, standin_env(STANDIN_WRITE="", STANDIN_SHELL=shell, STANDIN_ARGV_LOG=str(log), STANDIN_SUMMARY="did it")
+    )
     took = time.monotonic() - started
     assert result.code == 0, result.out + result.err
     monitor = json.loads(saved.read_text())
@@ -213,8 +214,10 @@ def test_a_first_attempt_that_passes_lands_at_once_and_nothing_resumes_it_later(
     store = Store(repo_state_dir(find_checkout(root)))
     try:
         with store.write() as conn:
-            conn.execute("INSERT INTO followups (job, created, text, events) VALUES (?, ?, ?, 1)",
-                         ("feat", iso(now()), f"Follow-up from the monitors of job feat (1 event):\n{EVENT}"))
+            conn.execute(
+                "INSERT INTO followups (job, created, text, events) VALUES (?, ?, ?, 1)",
+                ("feat", iso(now()), f"Follow-up from the monitors of job feat (1 event):\n{EVENT}"),
+            )
     finally:
         store.close()
     time.sleep(13)  # past the server's 10 s grouping and several of its 2 s reconciles
@@ -227,8 +230,9 @@ def test_no_follow_up_within_the_bound_leaves_the_verdict_as_it_was(served, proc
     root = served(config(idle_minutes=0.1))  # a 6 s wait
     log, saved = tmp_path / "argv.log", tmp_path / "monitor.json"
     started = time.monotonic()
-    result = run_work(proctor, standin_env(STANDIN_WRITE="", STANDIN_SHELL=add_monitor("true", saved),
-                                           STANDIN_ARGV_LOG=str(log)))
+    result = run_work(
+        proctor, standin_env(STANDIN_WRITE="", STANDIN_SHELL=add_monitor("true", saved), STANDIN_ARGV_LOG=str(log))
+    )
     took = time.monotonic() - started
     assert result.code == 1, result.out + result.err
     job = result.json()["jobs"][0]
@@ -244,10 +248,14 @@ def test_no_follow_up_within_the_bound_leaves_the_verdict_as_it_was(served, proc
 def test_a_resumed_attempt_that_writes_outside_its_lease_is_refused_by_the_gates(served, proctor, tmp_path):
     root = served(config(idle_minutes=1))
     log, saved = tmp_path / "argv.log", tmp_path / "monitor.json"
-    remove = (f"{PY} -m proctor monitor remove $({PY} -c 'import json; print(json.load(open(\"{saved}\"))[\"id\"])')"
-              f" >/dev/null 2>&1")
-    shell = by_start(first=add_monitor(once(tmp_path), saved),
-                     resumed=f"printf 'ok = True\\n' > src/a.py; printf 'y = 2\\n' > src/b.py; {remove}")
+    remove = (
+        f'{PY} -m proctor monitor remove $({PY} -c \'import json; print(json.load(open("{saved}"))["id"])\')'
+        f" >/dev/null 2>&1"
+    )
+    shell = by_start(
+        first=add_monitor(once(tmp_path), saved),
+        resumed=f"printf 'ok = True\\n' > src/a.py; printf 'y = 2\\n' > src/b.py; {remove}",
+    )
     head = git(root, "rev-parse", "HEAD").strip()
     result = run_work(proctor, standin_env(STANDIN_WRITE="", STANDIN_SHELL=shell, STANDIN_ARGV_LOG=str(log)))
     assert result.code == 1, result.out + result.err
@@ -268,8 +276,15 @@ def test_the_plain_command_executor_is_not_waited_for(served, proctor, tmp_path)
     served(config(idle_minutes=1, executor="command"))
     log, saved = tmp_path / "argv.log", tmp_path / "monitor.json"
     started = time.monotonic()
-    result = run_work(proctor, standin_env(STANDIN_STREAM="", STANDIN_WRITE="", STANDIN_ARGV_LOG=str(log),
-                                           STANDIN_SHELL=add_monitor(f"echo {EVENT}", saved)))
+    result = run_work(
+        proctor,
+        standin_env(
+            STANDIN_STREAM="",
+            STANDIN_WRITE="",
+            STANDIN_ARGV_LOG=str(log),
+            STANDIN_SHELL=add_monitor(f"echo {EVENT}", saved),
+        ),
+    )
     assert result.code == 1, result.out + result.err
     assert json.loads(saved.read_text())["job"] == "feat"
     assert "waiting for the monitors" not in result.err
@@ -285,8 +300,11 @@ def test_monitors_no_server_runs_are_not_waited_for(served, proctor, tmp_path):
 
     with Workspace(root) as ws:
         with ws.store.write() as conn:
-            conn.execute("INSERT INTO monitors (job, command, interval, description, cwd, created, created_by) "
-                         "VALUES ('feat', 'true', 10, 'ci', ?, '2026-12-01T00:00:00Z', 'test')", (root,))
+            conn.execute(
+                "INSERT INTO monitors (job, command, interval, description, cwd, created, created_by) "
+                "VALUES ('feat', 'true', 10, 'ci', ?, '2026-12-01T00:00:00Z', 'test')",
+                (root,),
+            )
     log = tmp_path / "argv.log"
     started = time.monotonic()
     result = run_work(proctor, standin_env(STANDIN_WRITE="", STANDIN_ARGV_LOG=str(log)))
@@ -306,8 +324,9 @@ def _ready(root: str, text: str = "Follow-up from the monitors of job feat (1 ev
     store = Store(repo_state_dir(find_checkout(root)))
     try:
         with store.write() as conn:
-            return conn.insert("INSERT INTO followups (job, created, text, events) VALUES (?, ?, ?, 1)",
-                               ("feat", iso(now()), text))
+            return conn.insert(
+                "INSERT INTO followups (job, created, text, events) VALUES (?, ?, ?, 1)", ("feat", iso(now()), text)
+            )
     finally:
         store.close()
 
@@ -368,11 +387,18 @@ def test_stopped_while_waiting_hands_the_job_back_and_resumes_nothing(served, tm
 
     root = served(config(idle_minutes=1))
     log, saved = tmp_path / "argv.log", tmp_path / "monitor.json"
-    variables = standin_env(STANDIN_WRITE="", STANDIN_ARGV_LOG=str(log),
-                            STANDIN_SHELL=add_monitor(once(tmp_path), saved))
+    variables = standin_env(
+        STANDIN_WRITE="", STANDIN_ARGV_LOG=str(log), STANDIN_SHELL=add_monitor(once(tmp_path), saved)
+    )
     env = {k: v for k, v in {**os.environ, **variables}.items() if v is not None}
-    work = subprocess.Popen([PY, "-m", "proctor", "work", "feat"], cwd=root, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    work = subprocess.Popen(
+        [PY, "-m", "proctor", "work", "feat"],
+        cwd=root,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     seen = []
     try:
         for line in work.stdout:

@@ -24,7 +24,10 @@ pytestmark = needs_fixtures
 
 def config(workers: str | None = None, extra: str = "", root_check: str = "grep -q ok src/a.py") -> str:
     standin = json.dumps([sys.executable, STANDIN])
-    workers = workers if workers is not None else f"""
+    workers = (
+        workers
+        if workers is not None
+        else f"""
 [workers]
 ladder = ["cheap", "strong"]
 attempts = 1
@@ -37,6 +40,7 @@ command = {standin}
 executor = "claude"
 command = {standin}
 """
+    )
     return f"""
 [jobs]
 grace_seconds = 5
@@ -86,8 +90,9 @@ def fork(root: str, record: dict) -> None:
 
 def by_lease(cases: dict[str, str]) -> str:
     """A shell command that does, for each lease, its own thing."""
-    arms = "".join(f'  *"proctor.lease={lease}"|*"proctor.lease={lease},"*) {command} ;;\n'
-                   for lease, command in cases.items())
+    arms = "".join(
+        f'  *"proctor.lease={lease}"|*"proctor.lease={lease},"*) {command} ;;\n' for lease, command in cases.items()
+    )
     return f'case "$BAGGAGE" in\n{arms}esac'
 
 
@@ -97,8 +102,9 @@ def trailers_of_every_commit(root: str) -> tuple[str, str]:
     parsed = ""
     for sha in git(root, "rev-list", "HEAD").split():
         message = git(root, "log", "-1", "--format=%B", sha)
-        parsed += subprocess.run(["git", "interpret-trailers", "--parse"], input=message, capture_output=True,
-                                 text=True, cwd=root).stdout
+        parsed += subprocess.run(
+            ["git", "interpret-trailers", "--parse"], input=message, capture_output=True, text=True, cwd=root
+        ).stdout
     return logged.strip(), parsed.strip()
 
 
@@ -108,11 +114,18 @@ def rows(root: str) -> dict[str, dict]:
 
 def steps(root: str, root_check: str = "whole", shared: bool = False) -> None:
     fork(root, {"id": "root", "criteria": "plan", "check": root_check, "write_paths": ["src/**"]})
-    fork(root, {"id": "root/a", "parent": "root", "criteria": "first", "write_paths": ["src/a.py"],
-                "check": "test"})
-    fork(root, {"id": "root/b", "parent": "root", "criteria": "second",
-                "write_paths": ["src/a.py"] if shared else ["src/b.py"], "check": "both" if not shared else "test",
-                "depends_on": ["root/a"]})
+    fork(root, {"id": "root/a", "parent": "root", "criteria": "first", "write_paths": ["src/a.py"], "check": "test"})
+    fork(
+        root,
+        {
+            "id": "root/b",
+            "parent": "root",
+            "criteria": "second",
+            "write_paths": ["src/a.py"] if shared else ["src/b.py"],
+            "check": "both" if not shared else "test",
+            "depends_on": ["root/a"],
+        },
+    )
 
 
 # ------------------------------------------------------------------ 1. steps on the tree they start from
@@ -169,9 +182,11 @@ def _hook_text() -> str:
     return "#!/bin/sh\\necho 'Signed-off-by: Mallory <m@example.com>' >> \\\"$1\\\"\\n"
 
 
-PLANT_HOOK = ('hooks="$(git rev-parse --git-common-dir)/hooks"; mkdir -p "$hooks"; '
-              "printf '#!/bin/sh\\necho \"Signed-off-by: Mallory <m@example.com>\" >> \"$1\"\\n' "
-              '> "$hooks/commit-msg"; chmod +x "$hooks/commit-msg"; cp "$hooks/commit-msg" "$hooks/prepare-commit-msg"')
+PLANT_HOOK = (
+    'hooks="$(git rev-parse --git-common-dir)/hooks"; mkdir -p "$hooks"; '
+    'printf \'#!/bin/sh\\necho "Signed-off-by: Mallory <m@example.com>" >> "$1"\\n\' '
+    '> "$hooks/commit-msg"; chmod +x "$hooks/commit-msg"; cp "$hooks/commit-msg" "$hooks/prepare-commit-msg"'
+)
 
 
 @pytest.mark.parametrize("vector", ["hook", "hooksPath"])
@@ -210,7 +225,7 @@ def test_hooks_already_in_place_never_run_on_proctors_commit(repo, proctor, tmp_
     evil.mkdir()
     (evil / "commit-msg").write_text('#!/bin/sh\necho "Co-Authored-By: Eve <e@example.com>" >> "$1"\n')
     (evil / "commit-msg").chmod(0o755)
-    (evil / "post-checkout").write_text(f'#!/bin/sh\ntouch {tmp_path}/post-checkout-ran\n')
+    (evil / "post-checkout").write_text(f"#!/bin/sh\ntouch {tmp_path}/post-checkout-ran\n")
     (evil / "post-checkout").chmod(0o755)
     git(root, "config", "core.hooksPath", str(evil))
     git(root, "config", "commit.cleanup", "scissors")
@@ -227,8 +242,7 @@ def test_a_worker_that_commits_itself_fails_and_its_commit_is_not_passed_work(re
     root = repo()
     fork(root, {"id": "feat", "criteria": "make a ok", "write_paths": ["src/a.py"], "check": "test"})
     before = git(root, "rev-parse", "HEAD").strip()
-    shell = ("echo stray > README && git add -A && "
-             "git commit -qm 'work' -m 'Signed-off-by: Mallory <m@example.com>'")
+    shell = "echo stray > README && git add -A && git commit -qm 'work' -m 'Signed-off-by: Mallory <m@example.com>'"
     result = proctor("work", "feat", "-o", "json", env=standin_env(STANDIN_SHELL=shell))
     assert result.code == 1
     job = result.json()["jobs"][0]
@@ -246,8 +260,10 @@ def test_a_worker_that_moves_the_branch_fails_with_the_move_named(repo, proctor)
     standin = json.dumps([sys.executable, STANDIN])
     root = repo(config(workers=f'\n[workers.one]\nexecutor = "claude"\ncommand = {standin}\n'))
     fork(root, {"id": "feat", "criteria": "make a ok", "write_paths": ["src/a.py"], "check": "test"})
-    shell = ('c=$(git commit-tree -p HEAD -m "forged" -m "Signed-off-by: Mallory <m@example.com>" HEAD^{tree}) && '
-             "git update-ref refs/heads/main $c")
+    shell = (
+        'c=$(git commit-tree -p HEAD -m "forged" -m "Signed-off-by: Mallory <m@example.com>" HEAD^{tree}) && '
+        "git update-ref refs/heads/main $c"
+    )
     result = proctor("work", "feat", "-o", "json", env=standin_env(STANDIN_SHELL=shell))
     assert result.code == 1
     failures = [f for a in result.json()["jobs"][0]["attempts"] for f in a.get("failures", [])]
@@ -258,9 +274,13 @@ def test_a_worker_that_moves_the_branch_fails_with_the_move_named(repo, proctor)
 def test_step_two_cannot_amend_step_one(repo, proctor):
     root = repo()
     steps(root)
-    shell = by_lease({"root/a": "echo 'ok = 1' > src/a.py",
-                      "root/b": "echo 'ok = 2' > src/b.py && git add -A && "
-                                "git commit -q --amend -m 'first' -m 'Signed-off-by: Mallory <m@example.com>'"})
+    shell = by_lease(
+        {
+            "root/a": "echo 'ok = 1' > src/a.py",
+            "root/b": "echo 'ok = 2' > src/b.py && git add -A && "
+            "git commit -q --amend -m 'first' -m 'Signed-off-by: Mallory <m@example.com>'",
+        }
+    )
     result = proctor("work", "root", "-o", "json", env=standin_env(STANDIN_WRITE="", STANDIN_SHELL=shell))
     assert result.code == 1
     jobs = {j["id"]: j for j in result.json()["jobs"]}
@@ -280,8 +300,10 @@ def test_a_failed_attempts_stray_write_reaches_neither_the_next_attempt_nor_the_
         handle.write("# the person's own edit\n")
     fork(root, {"id": "feat", "criteria": "make a ok", "write_paths": ["src/a.py"], "check": "test"})
     counter = tmp_path / "count"
-    shell = (f'n=$(cat {counter} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {counter}; '
-             f'if [ $n = 1 ]; then echo stray > notes.txt; fi; ls > {tmp_path}/seen-$n')
+    shell = (
+        f"n=$(cat {counter} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {counter}; "
+        f"if [ $n = 1 ]; then echo stray > notes.txt; fi; ls > {tmp_path}/seen-$n"
+    )
     result = proctor("work", "feat", "-o", "json", env=standin_env(STANDIN_SHELL=shell))
     assert result.code == 0, result.out + result.err
     attempts = result.json()["jobs"][0]["attempts"]
@@ -313,8 +335,15 @@ def _spawn_work(root: str, job: str, env: dict, *extra: str) -> subprocess.Popen
     for key, value in env.items():
         if value is None:
             full.pop(key, None)
-    return subprocess.Popen([sys.executable, "-m", "proctor", "work", job, *extra], cwd=root, env=full,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "proctor", "work", job, *extra],
+        cwd=root,
+        env=full,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def _wait_for(predicate, timeout: float = 30.0):
@@ -345,8 +374,10 @@ def _tagged_alive(tag_file: str) -> list[int]:
     return found
 
 
-ESCAPE = ("export STANDIN_MARK=mark-$$; echo STANDIN_MARK=mark-$$ > {mark}; "
-          "setsid sh -c 'sleep 300' & (sh -c 'setsid sleep 300 &' &) ; echo started > {ready}")
+ESCAPE = (
+    "export STANDIN_MARK=mark-$$; echo STANDIN_MARK=mark-$$ > {mark}; "
+    "setsid sh -c 'sleep 300' & (sh -c 'setsid sleep 300 &' &) ; echo started > {ready}"
+)
 
 
 @pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGKILL])
@@ -354,17 +385,31 @@ def test_no_survivor_and_a_record_when_proctor_itself_is_stopped(repo, tmp_path,
     root = repo()
     fork(root, {"id": "feat", "criteria": "make a ok", "write_paths": ["src/a.py"], "check": "test"})
     mark, ready = tmp_path / "mark", tmp_path / "ready"
-    env = standin_env(STANDIN_MODE="hang_after", STANDIN_SHELL=ESCAPE.format(mark=mark, ready=ready), STANDIN_STREAM="",
-                      STANDIN_APPEND=json.dumps({"type": "assistant", "parent_tool_use_id": None, "message": {
-                          "content": [{"type": "text", "text": "halfway there"}]}}))
+    env = standin_env(
+        STANDIN_MODE="hang_after",
+        STANDIN_SHELL=ESCAPE.format(mark=mark, ready=ready),
+        STANDIN_STREAM="",
+        STANDIN_APPEND=json.dumps(
+            {
+                "type": "assistant",
+                "parent_tool_use_id": None,
+                "message": {"content": [{"type": "text", "text": "halfway there"}]},
+            }
+        ),
+    )
     proc = _spawn_work(root, "feat", env)
     try:
         _wait_for(lambda: ready.exists())
         _wait_for(lambda: _tagged_alive(str(mark)))
         time.sleep(1.0)  # the stream has been read
         # a second runner on the same job is refused, naming the first
-        second = subprocess.run([sys.executable, "-m", "proctor", "work", "feat"], cwd=root, capture_output=True,
-                                text=True, env=dict(os.environ, **{k: v for k, v in env.items() if v is not None}))
+        second = subprocess.run(
+            [sys.executable, "-m", "proctor", "work", "feat"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            env=dict(os.environ, **{k: v for k, v in env.items() if v is not None}),
+        )
         assert second.returncode == 2 and f"pid {proc.pid}" in second.stderr, second.stderr
         os.kill(proc.pid, how)
         proc.wait(timeout=60)
@@ -411,6 +456,7 @@ def test_slots_bound_the_workers_of_one_cli_on_the_machine(repo, tmp_path):
             except OSError:
                 return True
             return False
+
         _wait_for(held)
         time.sleep(0.5)
         second = _spawn_work(root, "y", standin_env(STANDIN_MODE="", STANDIN_WRITE="src/b.py=ok\\n"))
@@ -443,15 +489,22 @@ def test_retry_works_a_failed_job_again_and_keeps_its_history(repo, proctor):
 
 
 def test_a_later_attempt_resumes_the_session_with_the_gate_failures(repo, proctor, tmp_path):
-    root = repo(config(workers=f'\n[workers]\nattempts = 2\n[workers.one]\nexecutor = "claude"\n'
-                               f'command = {json.dumps([sys.executable, STANDIN])}\n'))
+    root = repo(
+        config(
+            workers=f'\n[workers]\nattempts = 2\n[workers.one]\nexecutor = "claude"\n'
+            f"command = {json.dumps([sys.executable, STANDIN])}\n"
+        )
+    )
     fork(root, {"id": "feat", "criteria": "make a ok", "write_paths": ["src/a.py"], "check": "test"})
     log = tmp_path / "argv.log"
     counter = tmp_path / "count"
-    shell = (f'n=$(cat {counter} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {counter}; '
-             f'if [ $n = 2 ]; then echo "ok = 1" > src/a.py; fi')
-    result = proctor("work", "feat", "-o", "json",
-                     env=standin_env(STANDIN_WRITE="", STANDIN_SHELL=shell, STANDIN_ARGV_LOG=str(log)))
+    shell = (
+        f"n=$(cat {counter} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {counter}; "
+        f'if [ $n = 2 ]; then echo "ok = 1" > src/a.py; fi'
+    )
+    result = proctor(
+        "work", "feat", "-o", "json", env=standin_env(STANDIN_WRITE="", STANDIN_SHELL=shell, STANDIN_ARGV_LOG=str(log))
+    )
     assert result.code == 0, result.out + result.err
     runs = [json.loads(line) for line in log.read_text().splitlines()]
     assert "--resume" not in runs[0]
@@ -466,8 +519,17 @@ def test_status_is_the_filed_results_never_guessed_from_prose(repo, proctor):
     fork(root, {"id": "feat", "criteria": "make a ok", "write_paths": ["src/a.py"], "check": "test"})
     stream = tmp_stream = os.path.join(root, "..", "prose.jsonl")
     with open(tmp_stream, "w") as handle:
-        handle.write(json.dumps({"type": "result", "subtype": "success", "session_id": "s1",
-                                 "result": "The status done by the last worker was wrong; I am BLOCKED"}) + "\n")
+        handle.write(
+            json.dumps(
+                {
+                    "type": "result",
+                    "subtype": "success",
+                    "session_id": "s1",
+                    "result": "The status done by the last worker was wrong; I am BLOCKED",
+                }
+            )
+            + "\n"
+        )
     result = proctor("work", "feat", "-o", "json", env=standin_env(STANDIN_STREAM=stream))
     assert result.json()["jobs"][0]["attempts"][0]["status"] == "unknown"
 
@@ -493,17 +555,43 @@ def test_the_live_line_in_words_fits_the_terminal_and_a_heartbeat_without_one(mo
 
     from proctor.cli import work_cmd
 
-    assert work_cmd.words(json.dumps({"type": "assistant", "message": {"content": [
-        {"type": "tool_use", "name": "Bash", "input": {"command": "proctor run test"}}]}})) == \
-        "runs Bash: proctor run test"
-    assert work_cmd.words(json.dumps({"type": "system", "subtype": "hook_started", "hook_name": "Stop"})) == \
-        "hook Stop starts"
+    assert (
+        work_cmd.words(
+            json.dumps(
+                {
+                    "type": "assistant",
+                    "message": {
+                        "content": [{"type": "tool_use", "name": "Bash", "input": {"command": "proctor run test"}}]
+                    },
+                }
+            )
+        )
+        == "runs Bash: proctor run test"
+    )
+    assert (
+        work_cmd.words(json.dumps({"type": "system", "subtype": "hook_started", "hook_name": "Stop"}))
+        == "hook Stop starts"
+    )
     assert work_cmd.words('{"type":"step_start"}') == "step start"
     monkeypatch.setattr(work_cmd, "HEARTBEAT", 1.0)
     out = io.StringIO()
     display = work_cmd.Display(out)
-    display("start", {"job": "feat", "worker": "w", "executor": "claude", "attempt": 1, "rung": 1, "rungs": 1,
-                      "worktree": "/tmp/x", "idle": 900, "grace": 60, "wall": 3600, "spend": None})
+    display(
+        "start",
+        {
+            "job": "feat",
+            "worker": "w",
+            "executor": "claude",
+            "attempt": 1,
+            "rung": 1,
+            "rungs": 1,
+            "worktree": "/tmp/x",
+            "idle": 900,
+            "grace": 60,
+            "wall": 3600,
+            "spend": None,
+        },
+    )
     time.sleep(2.5)
     display.close()
     beats = [line for line in out.getvalue().splitlines() if "silent" in line]
@@ -516,8 +604,22 @@ def test_the_live_line_in_words_fits_the_terminal_and_a_heartbeat_without_one(mo
     monkeypatch.setattr(work_cmd.shutil, "get_terminal_size", lambda fallback: os.terminal_size((40, 10)))
     tty = Tty()
     display = work_cmd.Display(tty)
-    display("start", {"job": "feat", "worker": "w", "executor": "claude", "attempt": 1, "rung": 1, "rungs": 1,
-                      "worktree": "/tmp/x", "idle": 900, "grace": 60, "wall": 3600, "spend": None})
+    display(
+        "start",
+        {
+            "job": "feat",
+            "worker": "w",
+            "executor": "claude",
+            "attempt": 1,
+            "rung": 1,
+            "rungs": 1,
+            "worktree": "/tmp/x",
+            "idle": 900,
+            "grace": 60,
+            "wall": 3600,
+            "spend": None,
+        },
+    )
     time.sleep(1.5)
     display.close()
     live = [part for part in tty.getvalue().split("\r\x1b[K") if part and not part.endswith("\n")]
@@ -536,8 +638,13 @@ def test_a_prompt_too_long_for_one_argument_goes_in_a_file_the_short_prompt_name
     seen = tmp_path / "seen"
     seen.mkdir()
     # the worker reads the file while it runs (proctor deletes it once the attempt is over)
-    result = proctor("work", "feat", "-o", "json", env=standin_env(STANDIN_ARGV_LOG=str(log),
-                                                                   STANDIN_SHELL=f"cp {prompts}/*.md {seen}/"))
+    result = proctor(
+        "work",
+        "feat",
+        "-o",
+        "json",
+        env=standin_env(STANDIN_ARGV_LOG=str(log), STANDIN_SHELL=f"cp {prompts}/*.md {seen}/"),
+    )
     assert result.code == 0, result.out + result.err
     argv = json.loads(log.read_text().splitlines()[0])
     prompt = argv[argv.index("-p") + 1]
@@ -551,8 +658,10 @@ def test_a_prompt_too_long_for_one_argument_goes_in_a_file_the_short_prompt_name
 
 def test_stderr_is_kept_and_nothing_is_left_in_the_state_directory(repo, proctor):
     root = repo()
-    fork(root, {"id": "feat", "criteria": "make a ok\n\n" + "detail " * 30000, "write_paths": ["src/a.py"],
-                "check": "test"})
+    fork(
+        root,
+        {"id": "feat", "criteria": "make a ok\n\n" + "detail " * 30000, "write_paths": ["src/a.py"], "check": "test"},
+    )
     assert proctor("work", "feat", "-o", "json", env=standin_env(STANDIN_MODE="stderr_ticks:2")).code == 0
     printed = proctor("ls", "attempts", "feat", "--stream", "1", "--stderr")
     assert printed.code == 0 and printed.out == "thinking 0\nthinking 1\n"

@@ -74,8 +74,6 @@ if ending == "hang":
 """
 
 
-
-
 def _environ(pid: int) -> list[bytes]:
     with open(f"/proc/{pid}/environ", "rb") as handle:
         return handle.read().split(b"\0")
@@ -88,7 +86,9 @@ def work_repo(tmp_path, monkeypatch):
 
     def make(ending: str, marker: str, out) -> str:
         command = json.dumps([sys.executable, str(script), marker, str(out), ending])
-        root = make_repo(tmp_path / "repo", f"""
+        root = make_repo(
+            tmp_path / "repo",
+            f"""
 [jobs]
 grace_seconds = 5
 idle_minutes = 1
@@ -104,7 +104,8 @@ attempts = 1
 [workers.only]
 executor = "claude"
 command = {command}
-""")
+""",
+        )
         os.makedirs(os.path.join(root, "src"))
         (tmp_path / "repo" / "src" / "a.py").write_text("x = 1\n")
         git(root, "add", "-A")
@@ -112,12 +113,14 @@ command = {command}
         monkeypatch.chdir(root)
         api.fork({"id": "feat", "criteria": "make a ok", "write_paths": ["src/a.py"], "check": "test"}, cwd=root)
         return root
+
     return make
 
 
 def _proctor(root: str, *argv: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "proctor", *argv], cwd=root, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "proctor", *argv], cwd=root, capture_output=True, text=True, timeout=timeout
+    )
 
 
 @pytest.mark.parametrize("ending", ["hang", "exit"])
@@ -134,8 +137,13 @@ def test_proctor_work_ends_escapees_and_spares_the_server(work_repo, tmp_path, e
     assert started.returncode == 0, started.stdout + started.stderr
     person_server = json.loads(_proctor(root, "server", "status", "-o", "json").stdout)["pid"]
     try:
-        work = subprocess.Popen([sys.executable, "-m", "proctor", "work", "feat", "-o", "json"], cwd=root,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        work = subprocess.Popen(
+            [sys.executable, "-m", "proctor", "work", "feat", "-o", "json"],
+            cwd=root,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         stdout, stderr = work.communicate(timeout=120)
         assert work.returncode == 0, stderr
         result = json.loads(stdout)
@@ -145,7 +153,10 @@ def test_proctor_work_ends_escapees_and_spares_the_server(work_repo, tmp_path, e
             report = json.loads((out / name).read_text())
             # it did escape: no tag, a session of its own, an orphan adopted by `proctor work`
             assert report["tagged"] is False
-            assert report["sid"] not in (int((out / "worker_sid").read_text()), os.getsid(0))  # `proctor work` is in ours
+            assert report["sid"] not in (
+                int((out / "worker_sid").read_text()),
+                os.getsid(0),
+            )  # `proctor work` is in ours
             assert report["ppid"] == work.pid
             assert not _live(report["pid"]), f"{name}: pid {report['pid']} outlived the attempt"
         assert alive_with(marker) == []
@@ -206,19 +217,28 @@ def test_without_adoption_other_children_and_their_orphans_are_spared(tmp_path):
     script = tmp_path / "sibling.py"
     script.write_text(SIBLING)
     worker = tmp_path / "worker.py"
-    worker.write_text("import json, time\ntime.sleep(0.5)\n"
-                      "print(json.dumps({'type': 'result', 'subtype': 'success', 'result': 'done', "
-                      "'session_id': 's'}), flush=True)\ntime.sleep(60)\n")
+    worker.write_text(
+        "import json, time\ntime.sleep(0.5)\n"
+        "print(json.dumps({'type': 'result', 'subtype': 'success', 'result': 'done', "
+        "'session_id': 's'}), flush=True)\ntime.sleep(60)\n"
+    )
     siblings = []
 
     def on_event(kind, attempt):
         if kind == "final" and not siblings:
             siblings.append(subprocess.Popen([sys.executable, str(script), marker], start_new_session=True))
             time.sleep(0.5)  # its orphan is out
+
     try:
         assert not subreaper()
-        attempt = runner.run_attempt([sys.executable, str(worker)], claude.Parser(), runner.Limits(idle=30, grace=1),
-                                     str(tmp_path), dict(os.environ), on_event=on_event)
+        attempt = runner.run_attempt(
+            [sys.executable, str(worker)],
+            claude.Parser(),
+            runner.Limits(idle=30, grace=1),
+            str(tmp_path),
+            dict(os.environ),
+            on_event=on_event,
+        )
         assert attempt.stop == "grace" and siblings
         assert not subreaper()
         assert siblings[0].poll() is None
@@ -234,11 +254,19 @@ def test_adopting_attempt_leaves_no_subreaper_behind(tmp_path):
     from proctor.workers.executors import claude
 
     worker = tmp_path / "worker.py"
-    worker.write_text("import json\nprint(json.dumps({'type': 'result', 'subtype': 'success', 'result': 'done', "
-                      "'session_id': 's'}), flush=True)\n")
+    worker.write_text(
+        "import json\nprint(json.dumps({'type': 'result', 'subtype': 'success', 'result': 'done', "
+        "'session_id': 's'}), flush=True)\n"
+    )
     assert not subreaper()
-    attempt = runner.run_attempt([sys.executable, str(worker)], claude.Parser(), runner.Limits(idle=30, grace=1),
-                                 str(tmp_path), dict(os.environ), adopt_orphans=True)
+    attempt = runner.run_attempt(
+        [sys.executable, str(worker)],
+        claude.Parser(),
+        runner.Limits(idle=30, grace=1),
+        str(tmp_path),
+        dict(os.environ),
+        adopt_orphans=True,
+    )
     assert attempt.reply == "done" and attempt.stop is None
     assert not subreaper()
 

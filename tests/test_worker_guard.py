@@ -38,16 +38,41 @@ def test_pinned_hook_judges_under_the_job_in_a_hostile_environment(tmp_path, mon
     command = _settings(claude.argv(Worker(), "p", lease="feat"))["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
     empty = tmp_path / "empty"
     empty.mkdir()
-    hostile = {"PATH": "/nonexistent", "PROCTOR_STATE_DIR": str(empty), "XDG_CACHE_HOME": str(empty),
-               "BAGGAGE": "proctor.lease=other", "PYTHONPATH": str(empty), "HOME": str(empty)}
-    payload = {"session_id": "s", "cwd": root, "hook_event_name": "PreToolUse", "tool_name": "Write",
-               "tool_input": {"file_path": os.path.join(root, "src", "b.py"), "content": "x"}}
-    proc = subprocess.run(["/bin/sh", "-c", command], input=json.dumps(payload), capture_output=True,
-                          text=True, env=hostile, cwd=root, timeout=60)
+    hostile = {
+        "PATH": "/nonexistent",
+        "PROCTOR_STATE_DIR": str(empty),
+        "XDG_CACHE_HOME": str(empty),
+        "BAGGAGE": "proctor.lease=other",
+        "PYTHONPATH": str(empty),
+        "HOME": str(empty),
+    }
+    payload = {
+        "session_id": "s",
+        "cwd": root,
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Write",
+        "tool_input": {"file_path": os.path.join(root, "src", "b.py"), "content": "x"},
+    }
+    proc = subprocess.run(
+        ["/bin/sh", "-c", command],
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        env=hostile,
+        cwd=root,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     reason = json.loads(proc.stdout)["hookSpecificOutput"]["permissionDecisionReason"]
     assert "lease-write-scope" in reason and "outside the write paths of feat" in reason, reason
     # the printed, unpinned command in the same environment finds no proctor at all
-    plain = subprocess.run(["/bin/sh", "-c", "proctor hook claude"], input=json.dumps(payload),
-                           capture_output=True, text=True, env=hostile, cwd=root, timeout=60)
+    plain = subprocess.run(
+        ["/bin/sh", "-c", "proctor hook claude"],
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        env=hostile,
+        cwd=root,
+        timeout=60,
+    )
     assert plain.returncode != 0 and "deny" not in plain.stdout

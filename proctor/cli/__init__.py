@@ -70,6 +70,9 @@ def _refuse_brokered(argv: list[str]) -> None:
     job = os.environ.get(broker.BROKERED)
     word = broker.command_word(argv)
     if job and word in broker.REFUSED:
-        raise ProctorError(f"`proctor {word}` is not run for a sandboxed worker ({job}): it would start what "
-                           f"writes proctor's store outside the worker's sandbox. The person runs it, outside "
-                           f"the job", BROKER_REFUSED)
+        raise ProctorError(
+            f"`proctor {word}` is not run for a sandboxed worker ({job}): it would start what "
+            f"writes proctor's store outside the worker's sandbox. The person runs it, outside "
+            f"the job",
+            BROKER_REFUSED,
+        )

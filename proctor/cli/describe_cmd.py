@@ -44,10 +44,14 @@ def rule(name: str) -> None:
 
 
 @describe.command()
-@click.option("--host", type=click.Choice(HOSTS), default=None,
-              help="Only this host's wiring (default: every host).")
-@click.option("--part", type=click.Choice(["hooks", "mcp", "all"]), default="all", show_default=True,
-              help="The guard's hooks, the MCP tools (proctor mcp), or both.")
+@click.option("--host", type=click.Choice(HOSTS), default=None, help="Only this host's wiring (default: every host).")
+@click.option(
+    "--part",
+    type=click.Choice(["hooks", "mcp", "all"]),
+    default="all",
+    show_default=True,
+    help="The guard's hooks, the MCP tools (proctor mcp), or both.",
+)
 def harness(host: str | None, part: str) -> None:
     """Print the wiring for each agent host, for a person to merge; proctor writes none.
 
@@ -57,7 +61,7 @@ def harness(host: str | None, part: str) -> None:
     """
     from proctor.guard.harness import HOSTS, mcp_wiring, wiring
 
-    for name in ([host] if host else list(HOSTS)):
+    for name in [host] if host else list(HOSTS):
         if part in ("hooks", "all"):
             click.echo(wiring(name))
         if part in ("mcp", "all"):

@@ -41,8 +41,11 @@ def doctor() -> int:
     try:
         store = ws.store
         reached = (__import__("time").monotonic() - started) * 1000
-        line(True, f"store engine: {engine}, schema version {store.schema_version()}"
-                   + (f", reachable from this machine ({machine_id()}) in {reached:.0f} ms" if url else ""))
+        line(
+            True,
+            f"store engine: {engine}, schema version {store.schema_version()}"
+            + (f", reachable from this machine ({machine_id()}) in {reached:.0f} ms" if url else ""),
+        )
         reap.end_unheld(store, cfg["jobs.stale_after"], lambda text: click.echo(f"note {text}"))
         with store.read() as conn:
             count = rows.counts(conn)
@@ -57,24 +60,34 @@ def doctor() -> int:
         if not host_present(host, ws.root):
             continue
         ok, what = wired(host, ws.root)
-        line(ok, f"hook wiring for {host}: {what}" + ("" if ok else
-             f"; proctor describe harness --host {host} prints it"))
+        line(
+            ok,
+            f"hook wiring for {host}: {what}" + ("" if ok else f"; proctor describe harness --host {host} prints it"),
+        )
     _mcp(ws, line)
     if caller.lease is None:
         line(True, "bound lease: none in this checkout; a session here is judged only by the lease it names")
     elif job is None:
         line(False, f"bound lease: {caller.lease} (from {caller.lease_from}) names no job; nothing is judged")
     elif not jobrecord.is_live(job["state"]):
-        line(False, f"bound lease: {caller.lease} (from {caller.lease_from}) has ended ({job['state']}); "
-                    f"nothing is judged")
+        line(
+            False,
+            f"bound lease: {caller.lease} (from {caller.lease_from}) has ended ({job['state']}); nothing is judged",
+        )
     elif not job.get("base"):
-        line(False, f"bound lease: {caller.lease} (from {caller.lease_from}) is live but was never taken "
-                    f"(no base recorded); run proctor job exec {caller.lease}")
+        line(
+            False,
+            f"bound lease: {caller.lease} (from {caller.lease_from}) is live but was never taken "
+            f"(no base recorded); run proctor job exec {caller.lease}",
+        )
     else:
         where = job.get("checkout_root") or "?"
         here = os.path.realpath(where) == os.path.realpath(ws.root)
-        line(True, f"bound lease: {caller.lease} (from {caller.lease_from}) is live and judged; taken "
-                   f"{'in this checkout' if here else 'in ' + where}")
+        line(
+            True,
+            f"bound lease: {caller.lease} (from {caller.lease_from}) is live and judged; taken "
+            f"{'in this checkout' if here else 'in ' + where}",
+        )
     from proctor import sandbox
 
     abi = sandbox.kernel_abi()
@@ -83,12 +96,21 @@ def doctor() -> int:
         hint = '; [sandbox] mode = "auto" turns it on' if abi else ""
         line(True, f"sandbox: off ({sandbox.kernel_offers(abi)}{hint})")
     elif abi:
-        line(True, f"sandbox: {mode}, Landlock ABI {abi}; runs under a child job's lease write only its paths"
-                   f"{' (workers too: their proctor commands through a broker)' if cfg['sandbox.workers'] else ''}; denials {sandbox.denial_reporting()}")
+        line(
+            True,
+            f"sandbox: {mode}, Landlock ABI {abi}; runs under a child job's lease write only its paths"
+            f"{' (workers too: their proctor commands through a broker)' if cfg['sandbox.workers'] else ''}; denials {sandbox.denial_reporting()}",
+        )
     else:
-        line(mode == "auto", f"sandbox: {mode}, but {sandbox.kernel_offers(abi)}: "
-             + ("runs are not sandboxed" if mode == "auto" else "a run under a child job's lease is refused; "
-                "set [sandbox] mode = \"auto\" or \"off\""))
+        line(
+            mode == "auto",
+            f"sandbox: {mode}, but {sandbox.kernel_offers(abi)}: "
+            + (
+                "runs are not sandboxed"
+                if mode == "auto"
+                else 'a run under a child job\'s lease is refused; set [sandbox] mode = "auto" or "off"'
+            ),
+        )
     if cfg.workers:
         from proctor.workers import runner
 
@@ -96,9 +118,17 @@ def doctor() -> int:
         line(True, f"worker containment: {held}")
     built = listing.build(jobs, cfg, __import__("time").time())
     stale = [row for row in built["jobs"] if row["stale"] or row["overdue"]]
-    line(not stale, "job tree: " + ("no stale or overdue jobs" if not stale else
-         "; ".join(f"{row['id']} {'stale' if row['stale'] else 'overdue'} (proctor job exit {row['id']})"
-                   for row in stale)))
+    line(
+        not stale,
+        "job tree: "
+        + (
+            "no stale or overdue jobs"
+            if not stale
+            else "; ".join(
+                f"{row['id']} {'stale' if row['stale'] else 'overdue'} (proctor job exit {row['id']})" for row in stale
+            )
+        ),
+    )
     ws.close()
     return 1 if problems else 0
 
@@ -118,14 +148,18 @@ def _mcp(ws, line) -> None:
     for host in HOSTS:
         if host_present(host, ws.root):
             ok, what = mcp_wired(host, ws.root)
-            click.echo(f"{'ok  ' if ok else 'note'} mcp wiring for {host}: {what}"
-                       + ("" if ok else f"; proctor describe harness --host {host} --part mcp prints it"))
+            click.echo(
+                f"{'ok  ' if ok else 'note'} mcp wiring for {host}: {what}"
+                + ("" if ok else f"; proctor describe harness --host {host} --part mcp prints it")
+            )
     running = daemon.info(ws)
     if running is None:
         return
     if not running.get("mcp"):
-        line(False, "mcp endpoint: the running server predates it; restart it (proctor server stop; proctor "
-                    "server start)")
+        line(
+            False,
+            "mcp endpoint: the running server predates it; restart it (proctor server stop; proctor server start)",
+        )
         return
     try:
         with open(daemon.token_path(ws), encoding="ascii") as handle:

@@ -27,8 +27,13 @@ def graph() -> None:
 
 
 @graph.command("diff")
-@click.option("--rev", "revision", required=True, metavar="REVISION",
-              help="The revision to diff from: a commit, a branch, or a checkpoint token (its revision half).")
+@click.option(
+    "--rev",
+    "revision",
+    required=True,
+    metavar="REVISION",
+    help="The revision to diff from: a commit, a branch, or a checkpoint token (its revision half).",
+)
 @output_option("text", "json")
 def graph_diff(revision: str, output: str) -> None:
     """The symbols added, removed and changed since REVISION, per file.
@@ -77,7 +82,9 @@ def diff(output: str, source: tuple[str, ...]) -> None:
         given = " ".join(source) or "nothing"
         raise ProctorError(
             f"proctor diff reads a diff on stdin and takes only '-' (got {given}); run "
-            f"git diff {' '.join(source) or '<revision>'} | proctor diff -", DIFF_TAKES_STDIN)
+            f"git diff {' '.join(source) or '<revision>'} | proctor diff -",
+            DIFF_TAKES_STDIN,
+        )
     from proctor.symbols.diff import annotate
 
     stream = getattr(sys.stdin, "buffer", None)
@@ -95,11 +102,19 @@ def diff(output: str, source: tuple[str, ...]) -> None:
         for touched in entry["touched"]:
             name = f"{touched['scope']}.{touched['name']}" if touched["scope"] else touched["name"]
             refs = touched.get("referenced_by") or []
-            named = (f"named in {len(refs)} files: {', '.join(touched['references'][:5])}"
-                     + (", ..." if len(touched["references"]) > 5 else "")) if refs else "named nowhere else"
+            named = (
+                (
+                    f"named in {len(refs)} files: {', '.join(touched['references'][:5])}"
+                    + (", ..." if len(touched["references"]) > 5 else "")
+                )
+                if refs
+                else "named nowhere else"
+            )
             public = "public " if touched.get("public") else ""
-            click.echo(f"  {public}{touched['kind']} {name} (lines {touched['lines'][0]}-{touched['lines'][1]}, "
-                       f"{touched['side']} side): {named}")
+            click.echo(
+                f"  {public}{touched['kind']} {name} (lines {touched['lines'][0]}-{touched['lines'][1]}, "
+                f"{touched['side']} side): {named}"
+            )
         for side in ("old", "new"):
             if entry["outside"][side]:
                 lines = entry["outside"][side]

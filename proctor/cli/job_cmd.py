@@ -33,13 +33,15 @@ def _read_stdin_json(what: str) -> dict:
         raise errors.ProctorError(f"standard input is not UTF-8 text; pipe {what} as JSON", errors.BAD_RECORD) from None
     if not text.strip():
         raise errors.ProctorError(
-            f"--stdin read nothing; pipe {what} in as JSON (--schema prints its shape)", errors.BAD_RECORD)
+            f"--stdin read nothing; pipe {what} in as JSON (--schema prints its shape)", errors.BAD_RECORD
+        )
     try:
         record = json.loads(text)
     except json.JSONDecodeError as exc:
         raise errors.ProctorError(
             f"standard input is not {what} in JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
-            errors.BAD_RECORD) from None
+            errors.BAD_RECORD,
+        ) from None
     if not isinstance(record, dict):
         raise errors.ProctorError(f"standard input must hold one JSON object, {what}", errors.BAD_RECORD)
     return record
@@ -62,8 +64,24 @@ def _read_stdin_json(what: str) -> dict:
 @click.option("--schema", is_flag=True, help="Print the JSON Schema of a --stdin record and exit.")
 @lease_option
 @output_option("text", "json", "name")
-def fork(job_id, criteria, write_paths, deny_paths, read_paths, check, parent, depends_on, timeout,
-         read_only, model, checkpoint, from_stdin, schema, lease, output) -> None:
+def fork(
+    job_id,
+    criteria,
+    write_paths,
+    deny_paths,
+    read_paths,
+    check,
+    parent,
+    depends_on,
+    timeout,
+    read_only,
+    model,
+    checkpoint,
+    from_stdin,
+    schema,
+    lease,
+    output,
+) -> None:
     """Declare a job: what its holder is handed, where it may write, and the one check it runs.
 
     Replaces any job with the same id. A session holding a lease may only shrink its own
@@ -73,23 +91,31 @@ def fork(job_id, criteria, write_paths, deny_paths, read_paths, check, parent, d
         emit_json(api.record_schema())
         return
     flags = {
-        "criteria": criteria, "write_paths": _split(write_paths), "deny_paths": _split(deny_paths),
-        "read_paths": _split(read_paths), "check": check, "parent": parent,
-        "depends_on": _split(depends_on), "timeout": timeout, "read_only": read_only, "model": model,
+        "criteria": criteria,
+        "write_paths": _split(write_paths),
+        "deny_paths": _split(deny_paths),
+        "read_paths": _split(read_paths),
+        "check": check,
+        "parent": parent,
+        "depends_on": _split(depends_on),
+        "timeout": timeout,
+        "read_only": read_only,
+        "model": model,
         "checkpoint": checkpoint,
     }
     given = {k: v for k, v in flags.items() if v is not None}
     if from_stdin:
         if given:
             raise click.UsageError(
-                f"--stdin reads the whole record; drop --{sorted(given)[0].replace('_', '-')} "
-                f"or put it in the record")
+                f"--stdin reads the whole record; drop --{sorted(given)[0].replace('_', '-')} or put it in the record"
+            )
         record = _read_stdin_json("a job record")
         if job_id is not None:
             if record.get("id") not in (None, job_id):
                 raise errors.ProctorError(
-                    f"the record's id {record.get('id')!r} differs from the ID argument {job_id!r}; "
-                    f"give one", errors.BAD_RECORD)
+                    f"the record's id {record.get('id')!r} differs from the ID argument {job_id!r}; give one",
+                    errors.BAD_RECORD,
+                )
             record["id"] = job_id
     else:
         if job_id is None:
@@ -102,8 +128,10 @@ def fork(job_id, criteria, write_paths, deny_paths, read_paths, check, parent, d
         click.echo(stored["id"])
     elif "enter" in record:
         entry = (stored.get("entries") or [{}])[-1]
-        click.echo(f"entered {entry.get('path', record['enter'])} of {stored['id']} for one write; the guard lets "
-                   f"the next write there through and stamps the entry consumed")
+        click.echo(
+            f"entered {entry.get('path', record['enter'])} of {stored['id']} for one write; the guard lets "
+            f"the next write there through and stamps the entry consumed"
+        )
     else:
         proof = f", write_proof {stored['write_proof']}" if stored.get("write_proof") else ""
         click.echo(f"forked {stored['id']} ({stored['state']}{proof})")
@@ -114,8 +142,12 @@ def fork(job_id, criteria, write_paths, deny_paths, read_paths, check, parent, d
 
 @job.command(name="exec")
 @click.argument("job_id", metavar="ID")
-@click.option("--worktree", metavar="PATH", default=None,
-              help="Make a new worktree at PATH on the job's checkpoint and take the job there.")
+@click.option(
+    "--worktree",
+    metavar="PATH",
+    default=None,
+    help="Make a new worktree at PATH on the job's checkpoint and take the job there.",
+)
 @lease_option
 @output_option("text", "json")
 def exec_(job_id: str, worktree: str | None, lease: str | None, output: str) -> None:
@@ -137,8 +169,10 @@ def exec_(job_id: str, worktree: str | None, lease: str | None, output: str) -> 
     else:
         click.echo(f"took {job_id} in {taken['checkout_root']}")
     if taken.get("base_diverges"):
-        click.echo(f"note: this tree ({taken['base']}) diverges from the checkpoint the job was "
-                   f"handed ({taken['checkpoint']}); recorded")
+        click.echo(
+            f"note: this tree ({taken['base']}) diverges from the checkpoint the job was "
+            f"handed ({taken['checkpoint']}); recorded"
+        )
     from shlex import quote
 
     if worktree is not None:
@@ -212,10 +246,12 @@ def wait(job_id: str, lease: str | None, output: str) -> int:
                 for subject in outcome["subjects"]:
                     click.echo(f"  {outcome['label']}: {subject}")
     from proctor.jobs.verify import Observed, render_entries
+
     observed = None
     if graded.get("checkout") is not None:
-        observed = Observed(graded["checkout"], graded.get("revision") or _revision(job), graded["changed"],
-                            graded["footprint"])
+        observed = Observed(
+            graded["checkout"], graded.get("revision") or _revision(job), graded["changed"], graded["footprint"]
+        )
     entries = job.get("entries") or []
     for line in render_footprint(observed, entries) + render_entries(entries):
         click.echo(line)

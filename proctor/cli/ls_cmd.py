@@ -31,8 +31,13 @@ def jobs(output: str) -> None:
 
 @ls.command()
 @click.argument("job_id", metavar="JOB")
-@click.option("--stream", "stream_of", type=int, metavar="N",
-              help="Print attempt N's whole stream (what the worker printed), byte for byte.")
+@click.option(
+    "--stream",
+    "stream_of",
+    type=int,
+    metavar="N",
+    help="Print attempt N's whole stream (what the worker printed), byte for byte.",
+)
 @click.option("--stderr", "of_stderr", is_flag=True, help="With --stream: print what it wrote to stderr instead.")
 @output_option("text", "json")
 def attempts(job_id: str, stream_of: int | None, of_stderr: bool, output: str) -> None:
@@ -48,8 +53,10 @@ def attempts(job_id: str, stream_of: int | None, of_stderr: bool, output: str) -
             chosen = [a for a in found if a.get("number") == stream_of and a.get(key)]
             if not chosen:
                 numbers = ", ".join(str(a.get("number")) for a in found if a.get(key)) or "none"
-                raise click.ClickException(f"no {'stderr' if of_stderr else 'stream'} kept for attempt {stream_of} "
-                                           f"of {job_id} (attempts with one: {numbers})")
+                raise click.ClickException(
+                    f"no {'stderr' if of_stderr else 'stream'} kept for attempt {stream_of} "
+                    f"of {job_id} (attempts with one: {numbers})"
+                )
             from proctor.store import blobs
 
             with blobs.reader(ws.store, chosen[-1][key]) as handle:
@@ -68,11 +75,17 @@ def attempts(job_id: str, stream_of: int | None, of_stderr: bool, output: str) -
         click.echo(f"no attempts on {job_id}; proctor work {job_id} runs one")
         return
     for a in found:
-        flags = ", ".join(f for f, on in (("provider error", a.get("provider_error")),
-                                          ("not counted", not a.get("counts", True))) if on)
-        click.echo(f"#{a.get('number')} {a.get('worker')} ({a.get('executor')}): {a.get('outcome')} - "
-                   f"{a.get('reason')}; status {a.get('status')}; {'passed' if a.get('passed') else 'failed'}"
-                   + (f" [{flags}]" if flags else "") + (f"; spend ${a['cost']:.2f}" if a.get("cost") else ""))
+        flags = ", ".join(
+            f
+            for f, on in (("provider error", a.get("provider_error")), ("not counted", not a.get("counts", True)))
+            if on
+        )
+        click.echo(
+            f"#{a.get('number')} {a.get('worker')} ({a.get('executor')}): {a.get('outcome')} - "
+            f"{a.get('reason')}; status {a.get('status')}; {'passed' if a.get('passed') else 'failed'}"
+            + (f" [{flags}]" if flags else "")
+            + (f"; spend ${a['cost']:.2f}" if a.get("cost") else "")
+        )
         claim = " ".join((a.get("claim") or "").split())
         if claim:
             click.echo(f"    claim (not verified): {claim[:300]}")
@@ -83,5 +96,6 @@ def attempts(job_id: str, stream_of: int | None, of_stderr: bool, output: str) -
         if a.get("stream"):
             click.echo(f"    stream: {a['stream']} (proctor ls attempts {job_id} --stream {a.get('number')})")
         if a.get("stderr_stream"):
-            click.echo(f"    stderr: {a['stderr_stream']} (proctor ls attempts {job_id} --stream {a.get('number')} "
-                       f"--stderr)")
+            click.echo(
+                f"    stderr: {a['stderr_stream']} (proctor ls attempts {job_id} --stream {a.get('number')} --stderr)"
+            )

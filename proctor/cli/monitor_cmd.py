@@ -30,26 +30,49 @@ def monitor() -> None:
 @monitor.command()
 @click.option("--cmd", "command", required=True, help="The shell command to run.")
 @click.option("--interval", required=True, help="10s to 24h; the next run starts this long after a run ends.")
-@click.option("--description", default=None,
-              help="One line, cut at 200 characters; default: a readable excerpt of the command.")
-@click.option("--allow-unsandboxed", is_flag=True,
-              help="Acknowledge: it runs outside the agent sandbox (recorded with the monitor: when, by whom).")
+@click.option(
+    "--description", default=None, help="One line, cut at 200 characters; default: a readable excerpt of the command."
+)
+@click.option(
+    "--allow-unsandboxed",
+    is_flag=True,
+    help="Acknowledge: it runs outside the agent sandbox (recorded with the monitor: when, by whom).",
+)
 @click.option("--job", "job_id", default=None, metavar="ID", help="The job (card) it belongs to.")
 @orchestrated
 @output_option("text", "json")
-def add(command: str, interval: str, description: str | None, allow_unsandboxed: bool, job_id: str | None,
-        output: str, orchestrator: bool) -> None:
+def add(
+    command: str,
+    interval: str,
+    description: str | None,
+    allow_unsandboxed: bool,
+    job_id: str | None,
+    output: str,
+    orchestrator: bool,
+) -> None:
     """Add a monitor; it runs at once and then every interval.
 
     It runs in this directory: the repository, the job's checkout or a worktree attached to
     it, or a directory inside one of them (else MONITOR_CWD_OUTSIDE_CARD)."""
-    created = _call("POST", "/api/v1/monitors", {
-        "job": job_id, "command": command, "interval": interval, "description": description,
-        "cwd": os.getcwd(), "allow_unsandboxed": allow_unsandboxed}, orchestrator)
+    created = _call(
+        "POST",
+        "/api/v1/monitors",
+        {
+            "job": job_id,
+            "command": command,
+            "interval": interval,
+            "description": description,
+            "cwd": os.getcwd(),
+            "allow_unsandboxed": allow_unsandboxed,
+        },
+        orchestrator,
+    )
     if output == "json":
         emit_json(created)
     else:
-        click.echo(f"monitor {created['id']} on {created['job']} every {created['interval']:g}s: {created['description']}")
+        click.echo(
+            f"monitor {created['id']} on {created['job']} every {created['interval']:g}s: {created['description']}"
+        )
 
 
 @monitor.command(name="list")
@@ -67,8 +90,10 @@ def list_(job_id: str | None, output: str, orchestrator: bool) -> None:
     if not found["monitors"]:
         click.echo("no monitors")
     for m in found["monitors"]:
-        click.echo(f"{m['id']}  {m['job']}  every {m['interval']:g}s  {m['description']}  (last run {m['last_run'] or 'none'}; "
-                   f"unsandboxed acknowledged {m.get('acknowledged') or 'before it was recorded'})")
+        click.echo(
+            f"{m['id']}  {m['job']}  every {m['interval']:g}s  {m['description']}  (last run {m['last_run'] or 'none'}; "
+            f"unsandboxed acknowledged {m.get('acknowledged') or 'before it was recorded'})"
+        )
 
 
 @monitor.command()
@@ -92,12 +117,20 @@ def events(job_id: str | None, limit: int, output: str, orchestrator: bool) -> N
     query = f"?limit={limit}" + (f"&job={quote(job_id)}" if job_id else "")
     found = _call("GET", "/api/v1/events" + query, None, orchestrator)
     if output == "json":
-        emit_json({"events": [{k: e[k] for k in ("monitor", "run", "time", "line", "truncated", "followup")}
-                              for e in found["events"]]})
+        emit_json(
+            {
+                "events": [
+                    {k: e[k] for k in ("monitor", "run", "time", "line", "truncated", "followup")}
+                    for e in found["events"]
+                ]
+            }
+        )
         return
     for e in found["events"]:
-        click.echo(f"{e['time']}  #{e['monitor']} run {e['run']}  [{e['followup']}]  {e['line']}"
-                   + ("  (truncated)" if e["truncated"] else ""))
+        click.echo(
+            f"{e['time']}  #{e['monitor']} run {e['run']}  [{e['followup']}]  {e['line']}"
+            + ("  (truncated)" if e["truncated"] else "")
+        )
 
 
 @monitor.command()
@@ -107,8 +140,9 @@ def events(job_id: str | None, limit: int, output: str, orchestrator: bool) -> N
 @click.option("--stderr", "show_stderr", is_flag=True, help="Print each run's stderr too (json always has it).")
 @orchestrated
 @output_option("text", "json")
-def runs(job_id: str | None, monitor_id: int | None, limit: int, show_stderr: bool, output: str,
-         orchestrator: bool) -> None:
+def runs(
+    job_id: str | None, monitor_id: int | None, limit: int, show_stderr: bool, output: str, orchestrator: bool
+) -> None:
     """Monitor runs, oldest first: start, end, exit code, timed out (and the timeout), output
     truncated, lines, bytes, an error of the loop that ran it, and its stderr."""
     from urllib.parse import urlencode
@@ -131,8 +165,10 @@ def runs(job_id: str | None, monitor_id: int | None, limit: int, show_stderr: bo
             outcome = f"exit {r['exit_code']}"
         cut = "  truncated" if r["truncated"] else ""
         error = f"  error: {r['error']}" if r.get("error") else ""
-        click.echo(f"run {r['id']}  #{r['monitor']} {r['job']}  {r['started']} .. {r['ended'] or '-'}  {outcome}  "
-                   f"{r['lines']} lines {r['bytes']} bytes{cut}{error}")
+        click.echo(
+            f"run {r['id']}  #{r['monitor']} {r['job']}  {r['started']} .. {r['ended'] or '-'}  {outcome}  "
+            f"{r['lines']} lines {r['bytes']} bytes{cut}{error}"
+        )
         if show_stderr and r.get("stderr"):
             for line in r["stderr"].rstrip("\n").splitlines():
                 click.echo(f"    stderr: {line}")
@@ -166,16 +202,20 @@ def followups(job_id: str | None, limit: int, text_of: int | None, output: str, 
     for f in found["followups"]:
         state = f"delivered {f['delivered']} via {f['via'] or '?'}" if f["delivered"] else "pending"
         printed = f"  printed {f['printed']} to {f['printed_to'] or '?'}" if f.get("printed") else ""
-        click.echo(f"{f['id']}  {f['job']}  {f['events']} events  {f['bytes']} bytes  created {f['created']}  "
-                   f"{state}{printed}")
+        click.echo(
+            f"{f['id']}  {f['job']}  {f['events']} events  {f['bytes']} bytes  created {f['created']}  {state}{printed}"
+        )
 
 
 @monitor.command(name="wait")
 @click.option("--job", "job_id", default=None, metavar="ID", help="The job; default: the one you act under.")
 @click.option("--host", default="claude", show_default=True, help="The host of --session.")
-@click.option("--session", default=None, metavar="ID",
-              help="Hold the follow-up until this session is idle (not working, nor waiting for the person or a "
-                   "plan approval).")
+@click.option(
+    "--session",
+    default=None,
+    metavar="ID",
+    help="Hold the follow-up until this session is idle (not working, nor waiting for the person or a plan approval).",
+)
 @click.option("--timeout", default=None, metavar="DURATION", help="Give up after this long (default: never).")
 @output_option("text", "json")
 def wait_(job_id: str | None, host: str, session: str | None, timeout: str | None, output: str) -> None:
@@ -199,8 +239,14 @@ def wait_(job_id: str | None, host: str, session: str | None, timeout: str | Non
         job = wake.job_to_wait(ws, job_id)
         code, followup, why = wake.wait(ws, job, host, session, seconds)
     if output == "json":
-        emit_json({"job": job, "followup": followup, "status": {0: "printed", 3: "nothing-left", 4: "timed-out"}[code],
-                   "reason": why or None})
+        emit_json(
+            {
+                "job": job,
+                "followup": followup,
+                "status": {0: "printed", 3: "nothing-left", 4: "timed-out"}[code],
+                "reason": why or None,
+            }
+        )
     elif followup is not None:
         click.echo(followup["text"])
     else:

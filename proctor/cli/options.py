@@ -16,8 +16,14 @@ def output_option(*choices: str, default: str = "text") -> Callable:
         return value
 
     return click.option(
-        "-o", "--output", type=click.Choice(choices), default=default, show_default=True,
-        callback=remember, is_eager=True, help="Output format.",
+        "-o",
+        "--output",
+        type=click.Choice(choices),
+        default=default,
+        show_default=True,
+        callback=remember,
+        is_eager=True,
+        help="Output format.",
     )
 
 
@@ -28,9 +34,14 @@ def _remember_orchestrator(ctx: click.Context, param: click.Parameter, value: bo
 
 
 _orchestrator_flag = click.option(
-    "--orchestrator", is_flag=True, expose_value=False, callback=_remember_orchestrator,
-    help=("Act as the orchestrator, holding no lease, whatever this checkout's binding or BAGGAGE say "
-          "(the guard refuses it to any session under a lease)."),
+    "--orchestrator",
+    is_flag=True,
+    expose_value=False,
+    callback=_remember_orchestrator,
+    help=(
+        "Act as the orchestrator, holding no lease, whatever this checkout's binding or BAGGAGE say "
+        "(the guard refuses it to any session under a lease)."
+    ),
 )
 
 
@@ -54,12 +65,16 @@ def lease_option(function: Callable) -> Callable:
     def wrapper(*args, **kwargs):
         if click.get_current_context().meta.get("proctor.orchestrator"):
             if kwargs.get("lease") is not None:
-                raise click.UsageError(f"--lease {kwargs['lease']} and --orchestrator contradict each other: act "
-                                       f"under a job's lease, or as the orchestrator holding none")
+                raise click.UsageError(
+                    f"--lease {kwargs['lease']} and --orchestrator contradict each other: act "
+                    f"under a job's lease, or as the orchestrator holding none"
+                )
             kwargs["lease"] = ORCHESTRATOR
         return function(*args, **kwargs)
 
     return click.option(
-        "--lease", metavar="ID", default=None,
+        "--lease",
+        metavar="ID",
+        default=None,
         help="Act under this job's lease (else this checkout's binding, else BAGGAGE's proctor.lease).",
     )(_orchestrator_flag(wrapper))

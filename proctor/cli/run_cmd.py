@@ -34,21 +34,28 @@ def run(target: str, lease: str | None, output: str) -> int:
     if output == "json":
         emit_json(record)
     else:
-        status = ("timed out" if record["timed_out"] else f"exit {record['exit_code']}")
-        sys.stderr.write(f"proctor: {target} {status} in {record['duration_seconds']:.1f}s; "
-                         f"run {record['id']}, output_ref {record['output_ref']}\n")
+        status = "timed out" if record["timed_out"] else f"exit {record['exit_code']}"
+        sys.stderr.write(
+            f"proctor: {target} {status} in {record['duration_seconds']:.1f}s; "
+            f"run {record['id']}, output_ref {record['output_ref']}\n"
+        )
     box = record.get("sandbox")
     if box:
-        refused = (f"{box['denials']} write{'s' if box['denials'] != 1 else ''} refused (the trail has each "
-                   f"sandbox_denial)" if box.get("denials") is not None else
-                   f"refused writes are not reported here: {box.get('denials_unreported')}")
-        sys.stderr.write(f"proctor: ran in job {box['job']}'s sandbox: it may write {', '.join(box['grant'])}; "
-                         f"{refused}\n")
+        refused = (
+            f"{box['denials']} write{'s' if box['denials'] != 1 else ''} refused (the trail has each sandbox_denial)"
+            if box.get("denials") is not None
+            else f"refused writes are not reported here: {box.get('denials_unreported')}"
+        )
+        sys.stderr.write(
+            f"proctor: ran in job {box['job']}'s sandbox: it may write {', '.join(box['grant'])}; {refused}\n"
+        )
     moved = record.get("tree_moved") or []
     if moved:
         shown = ", ".join(moved[:5]) + (f" and {len(moved) - 5} more" if len(moved) > 5 else "")
-        sys.stderr.write(f"proctor: note: the tree changed while {target} ran ({shown}): written during the run, "
-                         f"even if back as they were, so this run is evidence for no tree. If the target writes "
-                         f"them itself: ignore an untracked output (.gitignore); a tracked file it must not "
-                         f"rewrite (npm ci rather than npm install, a formatter in --check mode)\n")
+        sys.stderr.write(
+            f"proctor: note: the tree changed while {target} ran ({shown}): written during the run, "
+            f"even if back as they were, so this run is evidence for no tree. If the target writes "
+            f"them itself: ignore an untracked output (.gitignore); a tracked file it must not "
+            f"rewrite (npm ci rather than npm install, a formatter in --check mode)\n"
+        )
     return 0 if record["exit_code"] == 0 and not record["timed_out"] else 1

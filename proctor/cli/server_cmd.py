@@ -8,8 +8,10 @@ from proctor import __version__
 from proctor.cli import emit_json
 from proctor.cli.options import orchestrated, output_option
 
-_PERSON = ("a person {verb} the server, from a shell that works no job (the server runs every job's monitors, and "
-           "a server started under a lease would hand that lease and its secret to all of them)")
+_PERSON = (
+    "a person {verb} the server, from a shell that works no job (the server runs every job's monitors, and "
+    "a server started under a lease would hand that lease and its secret to all of them)"
+)
 
 
 @click.group()
@@ -92,10 +94,19 @@ def status(output: str) -> int:
             return 1
         installed = daemon.code_digest()
         outdated = running.get("version") != __version__ or running.get("code") != installed
-        payload = {"running": True, "url": running["url"], "console": running["console"],
-                   "mcp": running.get("mcp"), "pid": running["pid"],
-                   "version": running.get("version"), "installed_version": __version__, "outdated": outdated,
-                   "code": running.get("code"), "installed_code": installed, "token_path": daemon.token_path(ws)}
+        payload = {
+            "running": True,
+            "url": running["url"],
+            "console": running["console"],
+            "mcp": running.get("mcp"),
+            "pid": running["pid"],
+            "version": running.get("version"),
+            "installed_version": __version__,
+            "outdated": outdated,
+            "code": running.get("code"),
+            "installed_code": installed,
+            "token_path": daemon.token_path(ws),
+        }
         payload["login_link"] = None
         login_line = "no login link: this server predates them; restart it"
         if running.get("console"):

@@ -14,11 +14,19 @@ def store() -> None:
 
 
 @store.command()
-@click.option("--to", "to_url", required=True, metavar="URL",
-              help="postgresql://user@host/db to move into PostgreSQL, or sqlite: for this machine's "
-                   "embedded store.")
-@click.option("--from", "from_url", metavar="URL",
-              help="The store to copy (default: the one proctor.toml or PROCTOR_STORE_URL selects).")
+@click.option(
+    "--to",
+    "to_url",
+    required=True,
+    metavar="URL",
+    help="postgresql://user@host/db to move into PostgreSQL, or sqlite: for this machine's embedded store.",
+)
+@click.option(
+    "--from",
+    "from_url",
+    metavar="URL",
+    help="The store to copy (default: the one proctor.toml or PROCTOR_STORE_URL selects).",
+)
 @click.option("--replace", is_flag=True, help="Empty the target first when it already holds rows.")
 @orchestrated
 @output_option("text", "json")
@@ -37,12 +45,14 @@ def migrate(to_url: str, from_url: str | None, replace: bool, orchestrator: bool
 
     set_output(output)
     ws = Workspace()
-    daemon.refuse_leased(ws, orchestrator, "move the store",
-                         "a person moves the store every job lives in, from a shell of their own")
+    daemon.refuse_leased(
+        ws, orchestrator, "move the store", "a person moves the store every job lives in, from a shell of their own"
+    )
     source_url = from_url or ws.store_url or "sqlite:"
     if _same(source_url, to_url):
-        raise ProctorError(f"the source and the target are the same store ({redact(to_url)}); name another "
-                           f"with --to", STORE_NOT_EMPTY)
+        raise ProctorError(
+            f"the source and the target are the same store ({redact(to_url)}); name another with --to", STORE_NOT_EMPTY
+        )
     source = open_store(ws.state_dir, url=source_url)
     target = open_store(ws.state_dir, url=to_url)
     try:
@@ -54,9 +64,11 @@ def migrate(to_url: str, from_url: str | None, replace: bool, orchestrator: bool
     if output == "json":
         emit_json({"from": source.describe(), "to": target.describe(), **counted})
     else:
-        click.echo(f"moved {source.describe()} to {target.describe()}: "
-                   + ", ".join(f"{t} {n}" for t, n in counted["tables"].items())
-                   + f", blobs {counted['blobs']}; every count matches")
+        click.echo(
+            f"moved {source.describe()} to {target.describe()}: "
+            + ", ".join(f"{t} {n}" for t, n in counted["tables"].items())
+            + f", blobs {counted['blobs']}; every count matches"
+        )
         if to_url.startswith("sqlite"):
             click.echo("now unset [store] url in proctor.toml and PROCTOR_STORE_URL to use it")
         else:

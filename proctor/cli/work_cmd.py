@@ -120,15 +120,28 @@ class Display:
         at = time.monotonic()
         if kind == "start":
             self.waiting = None
-            self.live = {"job": data["job"], "worker": data["worker"], "executor": data["executor"],
-                         "attempt": data["attempt"], "started": at, "output": at, "final": None,
-                         "idle": data.get("idle"), "grace": data.get("grace"), "wall": data.get("wall"),
-                         "cost": 0.0, "last": "starting"}
+            self.live = {
+                "job": data["job"],
+                "worker": data["worker"],
+                "executor": data["executor"],
+                "attempt": data["attempt"],
+                "started": at,
+                "output": at,
+                "final": None,
+                "idle": data.get("idle"),
+                "grace": data.get("grace"),
+                "wall": data.get("wall"),
+                "cost": 0.0,
+                "last": "starting",
+            }
             resumed = ", resuming its last session" if data.get("resumed") else ""
             if data.get("followup") is not None:
                 resumed = f", resuming its last session with follow-up {data['followup']}"
-            self._line(f"{data['job']}: attempt {data['attempt']} on {data['worker']} ({data['executor']}), "
-                       f"rung {data['rung']}/{data['rungs']}{resumed}, in {data.get('worktree')}", final=True)
+            self._line(
+                f"{data['job']}: attempt {data['attempt']} on {data['worker']} ({data['executor']}), "
+                f"rung {data['rung']}/{data['rungs']}{resumed}, in {data.get('worktree')}",
+                final=True,
+            )
             if data.get("note"):
                 self._line(f"    {data['note']}", final=True)
         elif kind == "line" and self.live is not None:
@@ -145,25 +158,37 @@ class Display:
             first = self.waiting is None
             self.waiting = {"job": data["job"], "live": data["live"], "since": data["since"], "bound": data["bound"]}
             if first:
-                self._line(f"{self._waiting_status()} (a follow-up resumes its worker here; up to "
-                           f"{_span(round(data['bound']))}: the idle limit, within the worker's wall clock)", final=True)
+                self._line(
+                    f"{self._waiting_status()} (a follow-up resumes its worker here; up to "
+                    f"{_span(round(data['bound']))}: the idle limit, within the worker's wall clock)",
+                    final=True,
+                )
             elif self.tty:
                 self._line(self._waiting_status())
         elif kind == "sandbox":
             box = data["sandbox"]
-            self._line(f"{data['job']}: the worker starts in its job's sandbox (Landlock ABI {box['abi']}): inside "
-                       f"{', '.join(box['narrowed'])} it may write only {len(box['grant'])} granted path"
-                       f"{'s' if len(box['grant']) != 1 else ''}", final=True)
+            self._line(
+                f"{data['job']}: the worker starts in its job's sandbox (Landlock ABI {box['abi']}): inside "
+                f"{', '.join(box['narrowed'])} it may write only {len(box['grant'])} granted path"
+                f"{'s' if len(box['grant']) != 1 else ''}",
+                final=True,
+            )
         elif kind == "followup":
             self.waiting = None
-            self._line(f"{data['job']}: follow-up {data['id']} from its monitors ({data['events']} event"
-                       f"{'s' if data['events'] != 1 else ''}): the worker's session resumes with it", final=True)
+            self._line(
+                f"{data['job']}: follow-up {data['id']} from its monitors ({data['events']} event"
+                f"{'s' if data['events'] != 1 else ''}): the worker's session resumes with it",
+                final=True,
+            )
         elif kind == "wait_over":
             self.waiting = None
             self._line(f"{data['job']}: {data['reason']}; the attempt's verdict stands", final=True)
         elif kind == "waiting":
-            self._line(f"{data['job']}: waiting for a {data['executor']} slot ({data['slots']} on this machine, held "
-                       f"by pid {', '.join(data['holders']) or '?'})", final=True)
+            self._line(
+                f"{data['job']}: waiting for a {data['executor']} slot ({data['slots']} on this machine, held "
+                f"by pid {', '.join(data['holders']) or '?'})",
+                final=True,
+            )
         elif kind == "skip":
             self._line(f"{data['job']}: worker {data['worker']} skipped: {data['reason']}", final=True)
         elif kind == "retry":
@@ -174,8 +199,10 @@ class Display:
             if data.get("skipped"):
                 self._line(f"{data['job']}: {data['skipped']}", final=True)
             else:
-                self._line(f"{data['job']}: its own check on the landed steps: "
-                           f"{'passed' if data['passed'] else 'failed'}", final=True)
+                self._line(
+                    f"{data['job']}: its own check on the landed steps: {'passed' if data['passed'] else 'failed'}",
+                    final=True,
+                )
                 for failure in data.get("failures", [])[:8]:
                     self._line(f"    {failure}", final=True)
         elif kind == "attempt":
@@ -183,8 +210,11 @@ class Display:
             self.waiting = None
             verdict = "passed its gates" if data["passed"] else "did not pass"
             spend = f", spend ${data['cost']:.2f}" if data.get("cost") else ""
-            self._line(f"{data['job']}: attempt {data['number']} {data['outcome']} ({data['reason']}){spend}; "
-                       f"status {data['status']}; {verdict}", final=True)
+            self._line(
+                f"{data['job']}: attempt {data['number']} {data['outcome']} ({data['reason']}){spend}; "
+                f"status {data['status']}; {verdict}",
+                final=True,
+            )
             for failure in data.get("failures", [])[:8]:
                 self._line(f"    {failure}", final=True)
             for notice in data.get("noticed", []):
@@ -201,8 +231,11 @@ class Display:
         if live["wall"]:
             deadlines.append((live["started"] + live["wall"], "wall clock"))
         due = min(deadlines, default=None)
-        parts = [f"{live['job']}: attempt {live['attempt']} {live['worker']}", _span(at - live["started"]),
-                 f"silent {_span(silent)}/{_span(live['idle'])}"]
+        parts = [
+            f"{live['job']}: attempt {live['attempt']} {live['worker']}",
+            _span(at - live["started"]),
+            f"silent {_span(silent)}/{_span(live['idle'])}",
+        ]
         if due:
             parts.append(f"{due[1]} in {_span(due[0] - at)}")
         parts.append(f"${live['cost']:.2f}")
@@ -211,15 +244,22 @@ class Display:
 
     def _waiting_status(self) -> str:
         waiting = self.waiting
-        return (f"{waiting['job']}: waiting for the monitors of {waiting['job']}: {waiting['live']} live · "
-                f"{_span(time.monotonic() - waiting['since'])}/{_span(round(waiting['bound']))}")
+        return (
+            f"{waiting['job']}: waiting for the monitors of {waiting['job']}: {waiting['live']} live · "
+            f"{_span(time.monotonic() - waiting['since'])}/{_span(round(waiting['bound']))}"
+        )
 
     def _tick(self) -> None:
         last_beat = time.monotonic()
         while not self.stopped.wait(1.0):
             with self.lock:
-                status = self._status if self.live is not None else \
-                    self._waiting_status if self.waiting is not None else None
+                status = (
+                    self._status
+                    if self.live is not None
+                    else self._waiting_status
+                    if self.waiting is not None
+                    else None
+                )
                 if status is None:
                     continue
                 if self.tty:
@@ -251,7 +291,7 @@ class Display:
         try:
             if self.tty:
                 width = shutil.get_terminal_size((100, 20)).columns
-                shown = text if final else text[:max(10, width - 1)]
+                shown = text if final else text[: max(10, width - 1)]
                 self.stream.write("\r\x1b[K" + shown + ("\n" if final else ""))
             elif final:
                 self.stream.write(text + "\n")
@@ -263,8 +303,12 @@ class Display:
 @click.command()
 @click.argument("job_id", metavar="JOB")
 @click.option("--worker", "worker_name", metavar="NAME", help="Run this worker only (default: the ladder).")
-@click.option("--retry", "again", is_flag=True,
-              help="Work JOB (or its children) again where it failed or ended without a return, keeping its history.")
+@click.option(
+    "--retry",
+    "again",
+    is_flag=True,
+    help="Work JOB (or its children) again where it failed or ended without a return, keeping its history.",
+)
 @output_option("text", "json")
 def work(job_id: str, worker_name: str | None, again: bool, output: str) -> int:
     """Run JOB (or its children, in depends_on order) with the workers of proctor.toml.
@@ -322,8 +366,11 @@ def work(job_id: str, worker_name: str | None, again: bool, output: str) -> int:
             outcomes = run_work(ws, job_id, worker_name, display, again=again)
     except WorkInterrupted as exc:
         display.close()
-        click.echo(f"proctor work: {exc.message}; the worker was ended and the attempt recorded "
-                   f"(proctor ls attempts {job_id}); proctor work {job_id} starts it again", err=True)
+        click.echo(
+            f"proctor work: {exc.message}; the worker was ended and the attempt recorded "
+            f"(proctor ls attempts {job_id}); proctor work {job_id} starts it again",
+            err=True,
+        )
         sys.exit(128 + (exc.signum or 2))
     except KeyboardInterrupt:
         display.close()
@@ -341,6 +388,8 @@ def work(job_id: str, worker_name: str | None, again: bool, output: str) -> int:
     else:
         for o in outcomes:
             tail = f", committed {o.commit[:12]}" if o.commit else ""
-            click.echo(f"{o.id}: {'passed' if o.passed else 'failed'} after {len(o.attempts)} attempt(s){tail}"
-                       + ("" if o.passed else f"; {o.reason}"))
+            click.echo(
+                f"{o.id}: {'passed' if o.passed else 'failed'} after {len(o.attempts)} attempt(s){tail}"
+                + ("" if o.passed else f"; {o.reason}")
+            )
     return 0 if passed else 1

@@ -12,9 +12,30 @@ OTHER = "other"
 
 
 class Call:
-    __slots__ = ("host", "event", "session", "subagent", "tool", "command", "writes", "reads",
-                 "edits", "transcript", "agent_transcript", "cwd", "prompt", "spawn_label", "tool_use_id",
-                 "response", "background", "raw", "unknown_writes", "proctor_tool", "tool_args", "patch")
+    __slots__ = (
+        "host",
+        "event",
+        "session",
+        "subagent",
+        "tool",
+        "command",
+        "writes",
+        "reads",
+        "edits",
+        "transcript",
+        "agent_transcript",
+        "cwd",
+        "prompt",
+        "spawn_label",
+        "tool_use_id",
+        "response",
+        "background",
+        "raw",
+        "unknown_writes",
+        "proctor_tool",
+        "tool_args",
+        "patch",
+    )
 
     def __init__(self, host: str, event: str) -> None:
         self.host = host
@@ -69,20 +90,31 @@ def fill_common(call: Call, event: dict) -> None:
 
 # The tools `proctor mcp` serves (proctor/mcp_tools.py reads them from here, so the hook loads
 # no module of the door to know them), in the order a model reads them.
-TOOL_NAMES = ("vcs_checkpoint", "jobs_list", "job_describe", "job_put", "job_exec", "job_exit", "job_wait",
-              "monitor_add", "monitor_list", "monitor_remove", "monitor_events")
+TOOL_NAMES = (
+    "vcs_checkpoint",
+    "jobs_list",
+    "job_describe",
+    "job_put",
+    "job_exec",
+    "job_exit",
+    "job_wait",
+    "monitor_add",
+    "monitor_list",
+    "monitor_remove",
+    "monitor_events",
+)
 
 
 def _split_tool(tool: str) -> tuple[str, str] | None:
     """(server, proctor tool) for a name ending in one of proctor's tools, or None."""
     if tool.startswith("mcp__") and tool.count("__") >= 2:
-        server, _, name = tool[len("mcp__"):].rpartition("__")
+        server, _, name = tool[len("mcp__") :].rpartition("__")
         return (server, name) if name in TOOL_NAMES and server else None
     for name in TOOL_NAMES:
         if tool.endswith("_" + name) and len(tool) > len(name) + 1:
-            server = tool[:-len(name) - 1].rstrip("_")
+            server = tool[: -len(name) - 1].rstrip("_")
             if server.startswith("mcp_"):
-                server = server[len("mcp_"):]
+                server = server[len("mcp_") :]
             return (server, name) if server else None
     return None
 
@@ -95,8 +127,12 @@ def proctor_tool(call: Call, tool_input: dict, mcp_context: object = None) -> bo
     if isinstance(mcp_context, dict):
         name, server = text(mcp_context.get("tool_name")), text(mcp_context.get("server_name")) or ""
         command, args = mcp_context.get("command"), mcp_context.get("args")
-        runs_proctor = isinstance(command, str) and command.rsplit("/", 1)[-1] == "proctor" and \
-            isinstance(args, list) and args[:1] == ["mcp"]
+        runs_proctor = (
+            isinstance(command, str)
+            and command.rsplit("/", 1)[-1] == "proctor"
+            and isinstance(args, list)
+            and args[:1] == ["mcp"]
+        )
         if name not in TOOL_NAMES or not (runs_proctor or _proctors(call, server)):
             return False
     else:
@@ -126,15 +162,76 @@ def _proctors(call: Call, server: str) -> bool:
 # A tool this module does not know by name is a file tool when its input names a path: an MCP
 # server's (`mcp__<server>__<tool>` in Claude Code and Codex, `<server>_<tool>` in opencode,
 # Gemini CLI's with an mcp_context) or any other. Its name says whether it writes.
-_PATH_KEYS = ("path", "file_path", "filePath", "filepath", "file", "filename", "fileName", "notebook_path",
-              "absolute_path", "target", "target_path", "targetPath", "destination", "dest", "destination_path",
-              "source", "src", "source_path", "old_path", "new_path", "from", "to", "dir_path", "directory")
+_PATH_KEYS = (
+    "path",
+    "file_path",
+    "filePath",
+    "filepath",
+    "file",
+    "filename",
+    "fileName",
+    "notebook_path",
+    "absolute_path",
+    "target",
+    "target_path",
+    "targetPath",
+    "destination",
+    "dest",
+    "destination_path",
+    "source",
+    "src",
+    "source_path",
+    "old_path",
+    "new_path",
+    "from",
+    "to",
+    "dir_path",
+    "directory",
+)
 _PATH_LISTS = ("paths", "files", "file_paths", "filePaths")
 _URI_KEYS = ("uri", "url", "file_uri", "fileUri")
-_WRITE_VERBS = frozenset(("write", "edit", "create", "move", "rename", "delete", "remove", "rm", "mkdir", "patch",
-                          "replace", "append", "save", "put", "upload", "update", "insert", "apply", "copy", "cp",
-                          "mv", "touch", "truncate", "modify", "chmod", "unlink", "overwrite", "set", "change",
-                          "restore", "checkout", "commit", "format", "fix", "refactor", "generate", "new", "add"))
+_WRITE_VERBS = frozenset(
+    (
+        "write",
+        "edit",
+        "create",
+        "move",
+        "rename",
+        "delete",
+        "remove",
+        "rm",
+        "mkdir",
+        "patch",
+        "replace",
+        "append",
+        "save",
+        "put",
+        "upload",
+        "update",
+        "insert",
+        "apply",
+        "copy",
+        "cp",
+        "mv",
+        "touch",
+        "truncate",
+        "modify",
+        "chmod",
+        "unlink",
+        "overwrite",
+        "set",
+        "change",
+        "restore",
+        "checkout",
+        "commit",
+        "format",
+        "fix",
+        "refactor",
+        "generate",
+        "new",
+        "add",
+    )
+)
 
 
 def _words(name: str) -> set[str]:
@@ -173,8 +270,8 @@ def read_named_paths(call: Call, tool_input: dict) -> None:
     for key in _URI_KEYS:
         value = tool_input.get(key)
         if text(value) and value.startswith("file://"):
-            path = value[len("file://"):]
-            (call.writes if writes else call.reads).append(path[path.index("/"):] if "/" in path else path)
+            path = value[len("file://") :]
+            (call.writes if writes else call.reads).append(path[path.index("/") :] if "/" in path else path)
     for key in _PATH_LISTS:
         values = tool_input.get(key)
         if isinstance(values, list):
@@ -182,6 +279,9 @@ def read_named_paths(call: Call, tool_input: dict) -> None:
                 if text(value):
                     (call.writes if writes else call.reads).append(value)
     hints = ("file", "dir", "folder", "path", "uri", "url", "notebook")
-    if writes and not call.writes and (any(h in key.lower() for key in tool_input for h in hints)
-                                       or any(h in tool.lower() for h in hints)):
+    if (
+        writes
+        and not call.writes
+        and (any(h in key.lower() for key in tool_input for h in hints) or any(h in tool.lower() for h in hints))
+    ):
         call.unknown_writes.append(f"{tool}: a file tool that writes, naming its file in a way proctor cannot read")

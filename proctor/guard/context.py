@@ -31,12 +31,40 @@ from proctor.store import rows
 # Every option of proctor's own commands that takes a value, so that reading a command's
 # positional arguments skips the value too. The hook cannot load the CLI (click) to ask it:
 # tests/test_layers.py ties this list to the CLI's definitions, and fails when one changes.
-PROCTOR_VALUE_OPTIONS = frozenset((
-    "-o", "--output", "--lease", "--criteria", "--write-paths", "--deny-paths", "--read-paths", "--check", "--parent",
-    "--depends-on", "--timeout", "--model", "--checkpoint", "--host", "--worktree", "--cmd", "--description",
-    "--interval", "--job", "--limit", "--monitor", "--session", "--text", "--from", "--to", "--part", "--port",
-    "--rev", "--stream", "--worker",
-))
+PROCTOR_VALUE_OPTIONS = frozenset(
+    (
+        "-o",
+        "--output",
+        "--lease",
+        "--criteria",
+        "--write-paths",
+        "--deny-paths",
+        "--read-paths",
+        "--check",
+        "--parent",
+        "--depends-on",
+        "--timeout",
+        "--model",
+        "--checkpoint",
+        "--host",
+        "--worktree",
+        "--cmd",
+        "--description",
+        "--interval",
+        "--job",
+        "--limit",
+        "--monitor",
+        "--session",
+        "--text",
+        "--from",
+        "--to",
+        "--part",
+        "--port",
+        "--rev",
+        "--stream",
+        "--worker",
+    )
+)
 HARD_LINK_WALK_BUDGET = 50_000  # directory entries walked to find a hard link's other names
 RECORD_WAIT_SECONDS = 0.25  # how long the hook waits for another writer before skipping its records
 ACTIVITY_WAIT_SECONDS = 3.0  # ... and for a prompt's, a notification's or a stop's (the session's activity)
@@ -66,8 +94,7 @@ def _checkout_with_store(cwd: str):
         first = first or (probe, state_dir)
         if found is not None and state_dir != found[1]:
             break
-        if os.path.exists(os.path.join(state_dir, "proctor.db")) or \
-                os.path.exists(os.path.join(state_dir, PG_MARKER)):
+        if os.path.exists(os.path.join(state_dir, "proctor.db")) or os.path.exists(os.path.join(state_dir, PG_MARKER)):
             found = (probe, state_dir)  # and on outward: a clone made inside a leased tree is the tree's
         parent = os.path.dirname(os.path.abspath(probe.root))
         if parent == probe.root:
@@ -95,11 +122,11 @@ def _python_module_args(args: list[str], module: str) -> list[str] | None:
             return None  # a script, stdin, or -c: not the module
         flags = arg[1:]
         if "m" in flags and not arg.startswith("--"):
-            name = flags[flags.index("m") + 1:]
+            name = flags[flags.index("m") + 1 :]
             if not name:
                 name = args[i + 1] if i + 1 < len(args) else ""
                 i += 1
-            return args[i + 1:] if name == module else None
+            return args[i + 1 :] if name == module else None
         i += 1
     return None
 
@@ -157,8 +184,9 @@ class Context:
             from proctor.store import NoStore
 
             try:
-                self._store = open_store(self.state_dir, url, busy_seconds=RECORD_WAIT_SECONDS, for_guard=True,
-                                         root=self.root)
+                self._store = open_store(
+                    self.state_dir, url, busy_seconds=RECORD_WAIT_SECONDS, for_guard=True, root=self.root
+                )
                 self.conn = self._store.tx
             except NoStore:
                 pass  # as with no database file: no jobs to judge against, nothing to say
@@ -167,8 +195,10 @@ class Context:
                 self.notes.append(f"the store cannot be read ({exc}); judging with no jobs")
                 if url and not url.startswith("sqlite"):
                     # a shared store the network lost: the guard fails open, and says so to the session
-                    self.store_note = (f"proctor cannot reach its job store ({exc}); this call is judged with "
-                                       f"no jobs, so no lease is enforced until it is back; proctor doctor says why")
+                    self.store_note = (
+                        f"proctor cannot reach its job store ({exc}); this call is judged with "
+                        f"no jobs, so no lease is enforced until it is back; proctor doctor says why"
+                    )
         self.entered: set[str] = set()  # paths of this call an entry lets through (lease-entry sets them)
         self.pending: list = []  # callables run in one write transaction after judging
         self.allowed_only: list = []  # the same, dropped when the verdict denies
@@ -193,9 +223,18 @@ class Context:
                 state = "names no job" if row is None else f"names a job that has ended ({row['state']})"
                 if self.conn is None and self.store_problem:
                     state = f"cannot be checked: {self.store_problem}"
-                self.lease_note = "; ".join(filter(None, (self.spawn_note, (
-                    f"lease {self.lease} (from {self.lease_from}) {state}; nothing is "
-                    f"enforced for this session, and its writes are unattributed"))))
+                self.lease_note = "; ".join(
+                    filter(
+                        None,
+                        (
+                            self.spawn_note,
+                            (
+                                f"lease {self.lease} (from {self.lease_from}) {state}; nothing is "
+                                f"enforced for this session, and its writes are unattributed"
+                            ),
+                        ),
+                    )
+                )
             else:
                 self.job = row
         self.settings = self._settings()
@@ -205,9 +244,11 @@ class Context:
             except DatabaseError as exc:
                 self.notes.append(f"the jobs nobody holds could not be read ({exc})")
             if self.job is not None and self.job["id"] in self.ended:
-                self.lease_note = (f"lease {self.lease} (from {self.lease_from}) names a job proctor ended now "
-                                   f"(no_return: {self.ended[self.job['id']]}); nothing is enforced for this "
-                                   f"session, and its writes are unattributed")
+                self.lease_note = (
+                    f"lease {self.lease} (from {self.lease_from}) names a job proctor ended now "
+                    f"(no_return: {self.ended[self.job['id']]}); nothing is enforced for this "
+                    f"session, and its writes are unattributed"
+                )
                 self.job = None
         self._writes = None  # shell.Writes, read on first use
         self._written: list[str] | None = None
@@ -252,8 +293,9 @@ class Context:
         try:
             return guard_settings.load(self.checkout, pinned=tuple(pinned[:16]), verify_loosening=self.job is not None)
         except Exception as exc:
-            self.notes.append(f"the settings could not be read ({type(exc).__name__}: {exc}); every rule at "
-                              f"its default")
+            self.notes.append(
+                f"the settings could not be read ({type(exc).__name__}: {exc}); every rule at its default"
+            )
             return {}
 
     def _resolve_lease(self, flag: str | None) -> tuple[str | None, str | None]:
@@ -281,8 +323,10 @@ class Context:
             from proctor.store.rows import agent_scope, checkout_scope
 
             if self.call.session or self.call.subagent:
-                record, source = rows.bound_job(self.conn, agent_scope(
-                    self.call.host, self.call.session or "", self.call.subagent)), "agent"
+                record, source = (
+                    rows.bound_job(self.conn, agent_scope(self.call.host, self.call.session or "", self.call.subagent)),
+                    "agent",
+                )
                 if record is None and self.call.subagent:
                     record = self._subagent_job()
             else:
@@ -318,8 +362,10 @@ class Context:
             spawner_job = rows.bound_job(self.conn, agent_scope(call.host, call.session, parent)) or spawner_job
         if job is not None:
             if spawn is None and call.session and self._bound_subagents(call.host, call.session):
-                self.spawn_note = (f"the spawn names lease {job}, but its spawner cannot be told (no record of "
-                                   f"the spawning call) while subagents of this session hold jobs; it binds nothing")
+                self.spawn_note = (
+                    f"the spawn names lease {job}, but its spawner cannot be told (no record of "
+                    f"the spawning call) while subagents of this session hold jobs; it binds nothing"
+                )
                 return spawner_job
             refusal = self.spawn_refusal(job, spawner_job or self.baggage.get(jobrecord.BAGGAGE_KEY) or None)
             if refusal is None:
@@ -345,8 +391,10 @@ class Context:
         if row["state"] == "running" and taken and not jobrecord.taken_here(row, self.root):
             return f"{named} is taken in another checkout ({jobrecord.where_taken(row)}); it binds nothing"
         if spawner and job_id != spawner and spawner not in self.ancestors(job_id):
-            return (f"{named} is not the spawner's job {spawner} nor beneath it; it binds nothing, and "
-                    f"the subagent acts under {spawner}")
+            return (
+                f"{named} is not the spawner's job {spawner} nor beneath it; it binds nothing, and "
+                f"the subagent acts under {spawner}"
+            )
         return None
 
     def _spawn_event(self, tool_use_id: str | None) -> dict | None:
@@ -408,9 +456,22 @@ class Context:
             job["base_diverges"] = bool(handed) and base != handed
             job["updated"] = iso(when)
             rows.put(conn, job, job["_root"], job["_depth"])
-            trail.append(conn, state_dir, "job_exec", f"session:{host}:{session or '-'}", job_id,
-                         {"checkout": root, "base": base, "checkpoint": job.get("checkpoint"),
-                          "diverges": job["base_diverges"], "subagent": subagent, "by": "spawn"}, when=when)
+            trail.append(
+                conn,
+                state_dir,
+                "job_exec",
+                f"session:{host}:{session or '-'}",
+                job_id,
+                {
+                    "checkout": root,
+                    "base": base,
+                    "checkpoint": job.get("checkpoint"),
+                    "diverges": job["base_diverges"],
+                    "subagent": subagent,
+                    "by": "spawn",
+                },
+                when=when,
+            )
 
         self.later(action)
 
@@ -502,7 +563,7 @@ class Context:
             if full == base:
                 return "."
             if full.startswith(base.rstrip("/") + "/"):
-                return full[len(base.rstrip("/")) + 1:]
+                return full[len(base.rstrip("/")) + 1 :]
         return None
 
     def other_trees(self) -> list[str]:
@@ -560,8 +621,9 @@ class Context:
         found: list[str] = []
         budget = self._link_budget  # one budget for the whole call, however many names it writes
         if budget <= 0:
-            self.alias_unknown.append(f"{full} has {info.st_nlink} hard links, and the call's search for other "
-                                      f"names is spent")
+            self.alias_unknown.append(
+                f"{full} has {info.st_nlink} hard links, and the call's search for other names is spent"
+            )
             return found
         wanted = (info.st_dev, info.st_ino)
         tops = [self.root, *self.other_trees(), os.path.realpath(self.checkout.common_dir)]
@@ -580,7 +642,8 @@ class Context:
                 if budget < 0:
                     self.alias_unknown.append(
                         f"{full} has {info.st_nlink} hard links, and the repository is too large to search for "
-                        f"the others")
+                        f"the others"
+                    )
                     return found
                 for name in files:
                     path = os.path.join(directory, name)
@@ -603,7 +666,7 @@ class Context:
         path = os_safe(path)
         for alias in ("/proc/self/cwd", "/proc/thread-self/cwd"):
             if path == alias or path.startswith(alias + "/"):
-                path = self.cwd + path[len(alias):]
+                path = self.cwd + path[len(alias) :]
         full = os.path.normpath(path if os.path.isabs(path) else os.path.join(self.cwd, path))
         if not follow:
             return os.path.join(os.path.realpath(os.path.dirname(full)), os.path.basename(full))
@@ -683,7 +746,7 @@ class Context:
         out = []
         for with_wrappers, argv, _ in self.shell_writes.simple:
             if argv and (os.path.basename(argv[0]) == "proctor" or argv[1:3] == ["-m", "proctor"]):
-                out.append(with_wrappers[:len(with_wrappers) - len(argv)])
+                out.append(with_wrappers[: len(with_wrappers) - len(argv)])
             elif argv and argv[0] in ("unset", "export", "declare", "typeset", "readonly", "local"):
                 out.append(argv)
         return out
@@ -712,8 +775,11 @@ class Context:
         from proctor.paths import repo_cache_dir
 
         key = f"{self.call.host}:{self.call.session or '-'}:{self.call.subagent or ''}"
-        return os.path.join(repo_cache_dir(self.checkout), "sessions",
-                            f"{name}-{zlib.crc32(key.encode('utf-8', 'surrogateescape')):08x}.json")
+        return os.path.join(
+            repo_cache_dir(self.checkout),
+            "sessions",
+            f"{name}-{zlib.crc32(key.encode('utf-8', 'surrogateescape')):08x}.json",
+        )
 
     # -- records -----------------------------------------------------------------------------
 

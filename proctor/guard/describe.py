@@ -49,6 +49,8 @@ def entry(name: str, decision: str) -> str:
 
 def listing(decisions: dict[str, str]) -> list[dict]:
     order = {"deny": 0, "advise": 1, "off": 2}
-    rows = [{"name": r.NAME, "decision": decisions.get(r.NAME, r.DEFAULT), "default": r.DEFAULT,
-             "summary": r.SUMMARY} for r in ALL]
+    rows = [
+        {"name": r.NAME, "decision": decisions.get(r.NAME, r.DEFAULT), "default": r.DEFAULT, "summary": r.SUMMARY}
+        for r in ALL
+    ]
     return sorted(rows, key=lambda row: (order[row["decision"]], row["name"]))

@@ -22,8 +22,13 @@ DENY, ADVISE, PASS = "deny", "advise", "pass"
 class Verdict:
     __slots__ = ("decision", "findings", "lease", "lease_from", "finish", "checkout")
 
-    def __init__(self, findings: list[tuple[str, str, str]], lease: str | None = None,
-                 lease_from: str | None = None, checkout: str | None = None) -> None:
+    def __init__(
+        self,
+        findings: list[tuple[str, str, str]],
+        lease: str | None = None,
+        lease_from: str | None = None,
+        checkout: str | None = None,
+    ) -> None:
         self.findings = findings  # (rule, level, message)
         self.lease, self.lease_from = lease, lease_from
         self.checkout = checkout  # the checkout whose record answered, for marker and contested
@@ -35,16 +40,22 @@ class Verdict:
         ordered = [f for f in self.findings if f[1] == DENY] + [f for f in self.findings if f[1] == ADVISE]
         lines = [f"{level} [{rule}]: {message}" for rule, level, message in ordered]
         if self.lease and self.lease_from in ("marker", "contested") and self.checkout:
-            lines.append(f"(acting under lease {self.lease}, from {self.lease_from}: the record of checkout "
-                         f"{self.checkout}, where proctor job exec {self.lease} was run; every caller there that "
-                         f"reports no session acts under it)")
+            lines.append(
+                f"(acting under lease {self.lease}, from {self.lease_from}: the record of checkout "
+                f"{self.checkout}, where proctor job exec {self.lease} was run; every caller there that "
+                f"reports no session acts under it)"
+            )
         elif self.lease:
             lines.append(f"(acting under lease {self.lease}, from {self.lease_from})")
         return "\n".join(lines)
 
     def to_json(self) -> dict:
-        return {"decision": self.decision, "lease": self.lease, "lease_from": self.lease_from,
-                "findings": [{"rule": r, "decision": level, "message": m} for r, level, m in self.findings]}
+        return {
+            "decision": self.decision,
+            "lease": self.lease,
+            "lease_from": self.lease_from,
+            "findings": [{"rule": r, "decision": level, "message": m} for r, level, m in self.findings],
+        }
 
 
 def spawn_job(prompt: str) -> str | None:
@@ -53,7 +64,7 @@ def spawn_job(prompt: str) -> str | None:
         if line.strip():
             head = line.strip()
             if head.lower().startswith("lease:"):
-                candidate = head[len("lease:"):].strip()
+                candidate = head[len("lease:") :].strip()
                 if jobrecord.is_job_id(candidate):
                     return candidate
             return None
@@ -90,8 +101,14 @@ def judge(call: Call, flag_lease: str | None, environ) -> Verdict:
                 try:
                     found = list(rule.check(ctx) or ())
                 except Exception as exc:  # one rule's failure is its own finding, never the verdict's end
-                    findings.append((rule.NAME, ADVISE, f"this rule could not judge the call ({type(exc).__name__}: "
-                                                        f"{exc}); the other rules' findings stand"))
+                    findings.append(
+                        (
+                            rule.NAME,
+                            ADVISE,
+                            f"this rule could not judge the call ({type(exc).__name__}: "
+                            f"{exc}); the other rules' findings stand",
+                        )
+                    )
                     continue
                 for strength, message in found:
                     # "rule": a finding at the rule's full strength takes its effective decision;
@@ -124,11 +141,24 @@ def _record_spawn(ctx):
     def action(conn, state_dir):
         from proctor import trail
 
-        trail.append(conn, state_dir, "agent_spawn", f"session:{call.host}:{call.session or '-'}", job, {
-            "host": call.host, "session": call.session, "subagent": call.subagent,
-            "action": call.spawn_label, "tool_use_id": call.tool_use_id, "job": job,
-            "trace": ctx.environ.get("TRACEPARENT"), "spawner": ctx.baggage.get("proctor.spawner"),
-        }, payload=(call.prompt or "").encode("utf-8", "surrogateescape"))
+        trail.append(
+            conn,
+            state_dir,
+            "agent_spawn",
+            f"session:{call.host}:{call.session or '-'}",
+            job,
+            {
+                "host": call.host,
+                "session": call.session,
+                "subagent": call.subagent,
+                "action": call.spawn_label,
+                "tool_use_id": call.tool_use_id,
+                "job": job,
+                "trace": ctx.environ.get("TRACEPARENT"),
+                "spawner": ctx.baggage.get("proctor.spawner"),
+            },
+            payload=(call.prompt or "").encode("utf-8", "surrogateescape"),
+        )
 
     return action
 
@@ -233,13 +263,34 @@ def _record_session(ctx, verdict: Verdict | None) -> None:
         from proctor.store import sessions
         from proctor.timeutil import iso
 
-        sessions.record_call(conn, call.host, call.session or "", call.subagent or "", iso(ctx.now), ctx.cwd,
-                             ctx.lease, ctx.lease_from, ctx.environ.get("TRACEPARENT"),
-                             ctx.baggage.get("proctor.spawner"), activity, blocked)
+        sessions.record_call(
+            conn,
+            call.host,
+            call.session or "",
+            call.subagent or "",
+            iso(ctx.now),
+            ctx.cwd,
+            ctx.lease,
+            ctx.lease_from,
+            ctx.environ.get("TRACEPARENT"),
+            ctx.baggage.get("proctor.spawner"),
+            activity,
+            blocked,
+        )
         if verdict is not None and ctx.job is not None and call.event == PRE_TOOL:
-            trail.append(conn, state_dir, "tool_call", f"session:{call.host}:{call.session or '-'}",
-                         ctx.job["id"], {"tool": call.tool, "decision": verdict.decision,
-                                         "subagent": call.subagent, "lease_from": ctx.lease_from},
-                         when=ctx.now)
+            trail.append(
+                conn,
+                state_dir,
+                "tool_call",
+                f"session:{call.host}:{call.session or '-'}",
+                ctx.job["id"],
+                {
+                    "tool": call.tool,
+                    "decision": verdict.decision,
+                    "subagent": call.subagent,
+                    "lease_from": ctx.lease_from,
+                },
+                when=ctx.now,
+            )
 
     ctx.later(action)

@@ -29,11 +29,16 @@ def _mcp_files(host: str, root: str, home: str) -> list[str]:
     config = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
     return {
         "claude": [os.path.join(root, ".mcp.json"), os.path.join(home, ".claude.json")],
-        "codex": [os.path.join(root, ".codex", "config.toml"),
-                  os.path.join(os.environ.get("CODEX_HOME") or os.path.join(home, ".codex"), "config.toml")],
+        "codex": [
+            os.path.join(root, ".codex", "config.toml"),
+            os.path.join(os.environ.get("CODEX_HOME") or os.path.join(home, ".codex"), "config.toml"),
+        ],
         "gemini": [os.path.join(root, ".gemini", "settings.json"), os.path.join(home, ".gemini", "settings.json")],
-        "opencode": [os.path.join(root, "opencode.json"), os.path.join(root, "opencode.jsonc"),
-                     os.path.join(config, "opencode", "opencode.json")],
+        "opencode": [
+            os.path.join(root, "opencode.json"),
+            os.path.join(root, "opencode.jsonc"),
+            os.path.join(config, "opencode", "opencode.json"),
+        ],
     }[host]
 
 
@@ -54,7 +59,9 @@ def _names_server(node, server: str) -> bool:
     """Whether a parsed config holds, anywhere, an entry named `server` that starts `proctor mcp`."""
     if isinstance(node, dict):
         entry = node.get(server)
-        if isinstance(entry, dict) and _starts_proctor_mcp({k: v for k, v in entry.items() if k in ("command", "args")}):
+        if isinstance(entry, dict) and _starts_proctor_mcp(
+            {k: v for k, v in entry.items() if k in ("command", "args")}
+        ):
             return True
         return any(_names_server(value, server) for value in node.values())
     if isinstance(node, list):
@@ -111,8 +118,11 @@ def host_present(host: str, root: str) -> bool:
     import shutil
 
     marker = _host(host).MARKER
-    return bool(shutil.which(host)) or os.path.isdir(os.path.join(root, marker)) or \
-        os.path.isdir(os.path.join(os.path.expanduser("~"), marker))
+    return (
+        bool(shutil.which(host))
+        or os.path.isdir(os.path.join(root, marker))
+        or os.path.isdir(os.path.join(os.path.expanduser("~"), marker))
+    )
 
 
 SKILL = """\
@@ -192,7 +202,13 @@ def install(ws, lease: str | None = None, environ: dict | None = None) -> list[s
     with ws.store.read() as conn:
         caller = resolve(conn, ws.root, lease, environ)
     if caller.lease:
-        raise errors.Refused([(errors.NOT_YOUR_JOB,
-            f"refused proctor agent harness install: {caller.whence()}; the skills steer every holder, so "
-            f"only an unbound caller rewrites them{caller.remedy()}")])
+        raise errors.Refused(
+            [
+                (
+                    errors.NOT_YOUR_JOB,
+                    f"refused proctor agent harness install: {caller.whence()}; the skills steer every holder, so "
+                    f"only an unbound caller rewrites them{caller.remedy()}",
+                )
+            ]
+        )
     return install_skill(ws.root) + [install_plugin(ws.root)]

@@ -37,11 +37,17 @@ def _stat_key(path: str) -> list | None:
 def load(checkout: Checkout, pinned: tuple[str, ...] = (), verify_loosening: bool = False) -> dict:
     """`{"rules": {name: decision}, "gate": ..., "targets": {name: command}, "problems": [...]}`."""
     config_path = os.path.join(checkout.root, CONFIG_NAME)
-    key = {"v": CACHE_VERSION, "toml": _stat_key(config_path), "head": head_revision(checkout),
-           "root": checkout.root, "pinned": list(pinned)}
+    key = {
+        "v": CACHE_VERSION,
+        "toml": _stat_key(config_path),
+        "head": head_revision(checkout),
+        "root": checkout.root,
+        "pinned": list(pinned),
+    }
     cache_path = os.path.join(
         repo_cache_dir(checkout),
-        f"guard-config-{zlib.crc32(checkout.root.encode('utf-8', 'surrogateescape')):08x}.json")
+        f"guard-config-{zlib.crc32(checkout.root.encode('utf-8', 'surrogateescape')):08x}.json",
+    )
     try:
         with open(cache_path, encoding="utf-8") as handle:
             cached = json.load(handle)
@@ -121,8 +127,10 @@ def unknown_rules(decisions: dict) -> list[str]:
     from proctor.guard.rules import ALL
 
     known = {rule.NAME for rule in ALL}
-    return [f"{CONFIG_NAME}: [guard.rules] {name} is not a rule (proctor describe rules lists them); ignored"
-            for name in sorted(set(decisions) - known)]
+    return [
+        f"{CONFIG_NAME}: [guard.rules] {name} is not a rule (proctor describe rules lists them); ignored"
+        for name in sorted(set(decisions) - known)
+    ]
 
 
 def rule_options(tables: dict[str, dict]) -> tuple[dict[str, dict], list[str]]:
@@ -136,7 +144,9 @@ def rule_options(tables: dict[str, dict]) -> tuple[dict[str, dict], list[str]]:
     options: dict[str, dict] = {}
     problems: list[str] = []
     for name in sorted(set(tables) - set(known)):
-        problems.append(f"{CONFIG_NAME}: [guard.{name}] is not a rule's table (proctor describe rules lists them); ignored")
+        problems.append(
+            f"{CONFIG_NAME}: [guard.{name}] is not a rule's table (proctor describe rules lists them); ignored"
+        )
     for rule in ALL:
         declared = getattr(rule, "OPTIONS", {})
         table = tables.get(rule.NAME, {})
@@ -147,16 +157,20 @@ def rule_options(tables: dict[str, dict]) -> tuple[dict[str, dict], list[str]]:
                 continue
             good = isinstance(raw, (int, float)) and not isinstance(raw, bool) and math.isfinite(raw) and raw > 0
             if not good:
-                problems.append(f"{CONFIG_NAME}: [guard.{rule.NAME}] {key} = {raw!r} is invalid (expected a "
-                                f"positive number of minutes); using the default ({declared[key]:g})")
+                problems.append(
+                    f"{CONFIG_NAME}: [guard.{rule.NAME}] {key} = {raw!r} is invalid (expected a "
+                    f"positive number of minutes); using the default ({declared[key]:g})"
+                )
                 continue
             values[key] = float(raw)
         check = getattr(rule, "check_options", None)
         if check is not None:
             complaint = check(values)
             if complaint:
-                problems.append(f"{CONFIG_NAME}: [guard.{rule.NAME}] {complaint}; using the defaults "
-                                f"({', '.join(f'{k} = {v:g}' for k, v in declared.items())})")
+                problems.append(
+                    f"{CONFIG_NAME}: [guard.{rule.NAME}] {complaint}; using the defaults "
+                    f"({', '.join(f'{k} = {v:g}' for k, v in declared.items())})"
+                )
                 values = dict(declared)
         if declared:
             options[rule.NAME] = values

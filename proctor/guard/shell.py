@@ -63,16 +63,38 @@ from proctor.guard.shell_judge import _Judge
 from proctor.guard.shell_lexer import Command, ParseError, Word, _clean, _TooLarge, parse
 from proctor.guard.shell_writers import diff_paths, patch_edits, patch_paths
 
-__all__ = ["Command", "ParseError", "Word", "Writes", "diff_paths", "is_read", "parse", "patch_edits",
-           "patch_paths", "writes"]
+__all__ = [
+    "Command",
+    "ParseError",
+    "Word",
+    "Writes",
+    "diff_paths",
+    "is_read",
+    "parse",
+    "patch_edits",
+    "patch_paths",
+    "writes",
+]
 
 
 class Writes:
     """What a script writes: resolved paths (absolute), descriptions of writes it cannot name,
     and whether it is a read (every command on the read list, no redirection to a file)."""
 
-    __slots__ = ("paths", "unknown", "commands", "heredocs", "simple", "read", "no_follow", "named", "_seen",
-                 "_unknown_seen", "_more", "_named_seen")
+    __slots__ = (
+        "paths",
+        "unknown",
+        "commands",
+        "heredocs",
+        "simple",
+        "read",
+        "no_follow",
+        "named",
+        "_seen",
+        "_unknown_seen",
+        "_more",
+        "_named_seen",
+    )
 
     def __init__(self) -> None:
         self.simple: list[tuple[list[str], list[str], bool]] = []  # (argv with wrappers, argv, background)

@@ -13,12 +13,37 @@ from __future__ import annotations
 
 import os
 
-from proctor.guard.shell_lexer import (_MAX_NESTING, _MAX_STEPS, Command, ParseError, Word, _braces, _Budget,
-                                       _is_assignment, _Parser, _quote, _r, _subscript_code, _TooLarge,
-                                       _unquoted_glob, _why)
-from proctor.guard.shell_writers import (_BUILDERS, _BUILTINS, _CODE_VARIABLES, _COMMAND_VARIABLES,
-                                         _INTERPRETERS, _PROGRAMS, _READS, _WRAPPERS, _Break, _Exit,
-                                         _program, _Return)
+from proctor.guard.shell_lexer import (
+    _MAX_NESTING,
+    _MAX_STEPS,
+    Command,
+    ParseError,
+    Word,
+    _braces,
+    _Budget,
+    _is_assignment,
+    _Parser,
+    _quote,
+    _r,
+    _subscript_code,
+    _TooLarge,
+    _unquoted_glob,
+    _why,
+)
+from proctor.guard.shell_writers import (
+    _BUILDERS,
+    _BUILTINS,
+    _CODE_VARIABLES,
+    _COMMAND_VARIABLES,
+    _INTERPRETERS,
+    _PROGRAMS,
+    _READS,
+    _WRAPPERS,
+    _Break,
+    _Exit,
+    _program,
+    _Return,
+)
 
 # true only for the type checker (mypy reads a name TYPE_CHECKING as true): no import at run time
 TYPE_CHECKING = False
@@ -32,8 +57,19 @@ _MAX_NAMED = 2000  # paths Writes.named keeps
 _MAX_LINK_SCAN = 2000  # entries a copy of a tree is searched for symbolic links
 
 _OUTPUT_REDIRECTS = frozenset((">", ">>", ">|", "&>", "&>>", "<>"))
-_DEVICES = frozenset(("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/stdin", "/dev/tty", "/dev/zero",
-                      "/dev/full", "/dev/random", "/dev/urandom"))
+_DEVICES = frozenset(
+    (
+        "/dev/null",
+        "/dev/stdout",
+        "/dev/stderr",
+        "/dev/stdin",
+        "/dev/tty",
+        "/dev/zero",
+        "/dev/full",
+        "/dev/random",
+        "/dev/urandom",
+    )
+)
 _SHELLS = frozenset(("sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "fish", "rbash", "tcsh", "csh"))
 
 
@@ -46,7 +82,7 @@ def _through_fd(text: str) -> tuple[bool, str, str] | None:
     if not text.startswith(("/dev", "/proc", "//", "/.")):
         return None
     parts = [p for p in text.split("/") if p and p != "."]
-    if ".." in parts[:3 if parts[:1] == ["proc"] else 2]:  # a `..` before the descriptor's number
+    if ".." in parts[: 3 if parts[:1] == ["proc"] else 2]:  # a `..` before the descriptor's number
         return _through_fd(os.path.normpath("/" + "/".join(parts)))
     if len(parts) < 2:
         return None
@@ -122,13 +158,16 @@ class _Judge:
         if self.copied_trees and follow:
             for tree in self.copied_trees:
                 if path.startswith(tree + "/"):
-                    self.unknown(f"{path}: in a copy of a tree too large to search for the links it copied; "
-                                 f"where one leads proctor cannot tell")
+                    self.unknown(
+                        f"{path}: in a copy of a tree too large to search for the links it copied; "
+                        f"where one leads proctor cannot tell"
+                    )
                     break
         if self.links and follow:
             for other in self._aliases(path):
-                if other not in self.found._seen and (os.path.dirname(other) in self.made or
-                                                      os.path.isdir(os.path.dirname(other))):
+                if other not in self.found._seen and (
+                    os.path.dirname(other) in self.made or os.path.isdir(os.path.dirname(other))
+                ):
                     self._record(other)
 
     def _record(self, path: str) -> None:
@@ -214,7 +253,7 @@ class _Judge:
             m = _r().proc.match(text)
             if m is not None:
                 who_pid, kind = m.groups()
-                rest = text[m.end():]
+                rest = text[m.end() :]
                 if kind == "cwd" and who_pid in ("self", "thread-self", "$$", "${$}", "$BASHPID", "${BASHPID}"):
                     if cwd is None:
                         self.unknown(f"{who} {text}: after a cd proctor cannot follow")
@@ -222,8 +261,9 @@ class _Judge:
                     word = Word(cwd + rest, "$" in rest or "`" in rest, raw=word.raw)
                     text = word.text
                 else:
-                    self.unknown(f"{who} {text}: a path through another process's "
-                                 f"{'directory' if kind == 'cwd' else 'root'}")
+                    self.unknown(
+                        f"{who} {text}: a path through another process's {'directory' if kind == 'cwd' else 'root'}"
+                    )
                     return None
         through = _through_fd(text)
         if through is not None:
@@ -239,7 +279,7 @@ class _Judge:
                 return None
             word = Word(held + "/" + rest, word.dynamic, raw=word.raw, why=word.why)
             text = word.text
-        if (text.startswith(("<(", ">(")) and word.raw.startswith(("<(", ">("))):
+        if text.startswith(("<(", ">(")) and word.raw.startswith(("<(", ">(")):
             return ""  # a pipe into a process substitution, judged as a script of its own
         if word.dynamic or not text:
             self.unknown(f"{who} {text or 'to an empty name'}: {_why(word)}")
@@ -261,8 +301,9 @@ class _Judge:
             path = os.path.normpath(path + "/" + into)
         return path
 
-    def write(self, word: Word, cwd: str | None, who: str, into: str | None = None, stream: bool = False,
-              follow: bool = True) -> str | None:
+    def write(
+        self, word: Word, cwd: str | None, who: str, into: str | None = None, stream: bool = False, follow: bool = True
+    ) -> str | None:
         """Record a write of `word`; a device or a pipe is no write, and keeps a read a read when
         `stream` (output, not a file operation)."""
         path = self.target(word, cwd, who, into)
@@ -308,7 +349,7 @@ class _Judge:
             m = _r().proc.match(text)
             if m is not None:
                 if m.group(2) == "cwd" and m.group(1) in ("self", "thread-self", "$$", "${$}") and cwd is not None:
-                    rest = text[m.end():]
+                    rest = text[m.end() :]
                     return None if "$" in rest else os.path.normpath(cwd + rest)
                 return None
         through = _through_fd(text)
@@ -439,8 +480,13 @@ class _Judge:
                 continue
             if skipping:
                 continue
-            if previous is not None and previous.next_op in ("&&", "||") and command.scope == previous.scope \
-                    and self.status is not None and self.status != (previous.next_op == "&&"):
+            if (
+                previous is not None
+                and previous.next_op in ("&&", "||")
+                and command.scope == previous.scope
+                and self.status is not None
+                and self.status != (previous.next_op == "&&")
+            ):
                 previous = command if command.next_op in ("&&", "||") else None
                 continue  # it cannot run: the status before it decides
             scope = command.scope
@@ -450,8 +496,11 @@ class _Judge:
                 while state is None:
                     probe = probe[:-1]
                     state = here.get(probe)
-            sure = scope == () and not any(not f[3] for f in frames) and not (
-                previous is not None and previous.next_op in ("&&", "||") and self.status is None)
+            sure = (
+                scope == ()
+                and not any(not f[3] for f in frames)
+                and not (previous is not None and previous.next_op in ("&&", "||") and self.status is None)
+            )
             try:
                 new = self.command(command, state[0], state[1], sure)
             except _Exit:
@@ -477,7 +526,7 @@ class _Judge:
                         here[()] = exc.state
                     left = open_loops[-min(exc.levels, len(open_loops))]
                     frames[left][6] = True
-                    for f in frames[left + 1:]:
+                    for f in frames[left + 1 :]:
                         f[0] = True  # what is open inside the loop is skipped to its end
                     skipping = True
                     previous = None
@@ -520,8 +569,9 @@ class _Judge:
         self.status = None
         return frame[0]
 
-    def command(self, command: Command, cwd: str | None, oldpwd: str | None,
-                sure: bool) -> tuple[str | None, str | None] | None:
+    def command(
+        self, command: Command, cwd: str | None, oldpwd: str | None, sure: bool
+    ) -> tuple[str | None, str | None] | None:
         """Judge one command; the (cwd, oldpwd) it leaves its scope in, or None for no change."""
         budget = self.budget
         budget.left -= 1
@@ -540,8 +590,10 @@ class _Judge:
             self.unset_maybe.discard(command.name or "")
             self.status = True
             if command.name == "command_not_found_handle":
-                self.unknown("command_not_found_handle: bash runs it for any program it cannot find; proctor "
-                             "cannot tell what it writes")
+                self.unknown(
+                    "command_not_found_handle: bash runs it for any program it cannot find; proctor "
+                    "cannot tell what it writes"
+                )
             return None
         if command.kind == "opaque":
             self.unknown(command.name or "code proctor cannot see")
@@ -602,8 +654,9 @@ class _Judge:
 
     def expand_one(self, word: Word, cwd: str | None, oldpwd: str | None) -> Word:
         raw = word.raw
-        if raw.startswith("~") or (word.dynamic and ("PWD" in raw or "HOME" in raw or
-                                                     (self.positional is not None and "$" in raw))):
+        if raw.startswith("~") or (
+            word.dynamic and ("PWD" in raw or "HOME" in raw or (self.positional is not None and "$" in raw))
+        ):
             return self.relex(raw, cwd, oldpwd)
         return word
 
@@ -644,8 +697,9 @@ class _Judge:
             word.dynamic = True
         return word
 
-    def simple(self, words: list[Word], command: Command, cwd: str | None, oldpwd: str | None,
-               sure: bool) -> tuple[str | None, str | None] | None:
+    def simple(
+        self, words: list[Word], command: Command, cwd: str | None, oldpwd: str | None, sure: bool
+    ) -> tuple[str | None, str | None] | None:
         i = 0
         prefix: dict[str, Word] = {}
         saved = self.home, self.tmpdir
@@ -669,8 +723,17 @@ class _Judge:
             if temporary[0]:
                 self.home, self.tmpdir = saved  # HOME=x cmd: for that command only
 
-    def _simple(self, words: list[Word], i: int, prefix: dict[str, Word], command: Command, cwd: str | None,
-                oldpwd: str | None, sure: bool, temporary: list[bool]) -> tuple[str | None, str | None] | None:
+    def _simple(
+        self,
+        words: list[Word],
+        i: int,
+        prefix: dict[str, Word],
+        command: Command,
+        cwd: str | None,
+        oldpwd: str | None,
+        sure: bool,
+        temporary: list[bool],
+    ) -> tuple[str | None, str | None] | None:
         argv = words[i:]
         first = argv[0]
         if first.raw in self.aliases and first.raw not in self.expanding and self.aliases_apply(first.raw, command):
@@ -684,10 +747,10 @@ class _Judge:
             return None
         argv, cwd_run, how = unwrapped
         if cwd_run != cwd:
-            for word in argv[0 if "/" in argv[0].text else 1:]:
+            for word in argv[0 if "/" in argv[0].text else 1 :]:
                 self.name(word, cwd_run)
         texts = [w.text for w in argv]
-        tail = words[len(words) - len(argv):]
+        tail = words[len(words) - len(argv) :]
         raw = [w.text for w in words]
         if len(tail) != len(argv) or any(a is not b for a, b in zip(tail, argv)):
             raw += texts
@@ -741,14 +804,21 @@ class _Judge:
             value_word = Word(word.text.split("=", 1)[1] if "=" in word.text else "", word.dynamic)
         value = value_word.text
         if name in _CODE_VARIABLES and value not in ("", "/dev/null"):
-            harmless = not value_word.dynamic and name in _COMMAND_VARIABLES and \
-                (_program(value.split()[0]) if value.split() else "") in _READS | {"less", "more"}
+            harmless = (
+                not value_word.dynamic
+                and name in _COMMAND_VARIABLES
+                and (_program(value.split()[0]) if value.split() else "") in _READS | {"less", "more"}
+            )
             if not harmless:
                 self.unknown(f"{name}={value[:40]}: makes later programs run it; proctor cannot tell what that writes")
         elif name == "PATH":
             for part in value.split(":"):
-                if part and not part.startswith(("/", "$", "~")) or part.startswith("$PWD") or (
-                        cwd is not None and (part == cwd or part.startswith(cwd.rstrip("/") + "/"))):
+                if (
+                    part
+                    and not part.startswith(("/", "$", "~"))
+                    or part.startswith("$PWD")
+                    or (cwd is not None and (part == cwd or part.startswith(cwd.rstrip("/") + "/")))
+                ):
                     self.unknown(f"PATH={value[:40]}: programs may be found in the work tree")
                     break
         elif name == "CDPATH" and value:
@@ -758,15 +828,20 @@ class _Judge:
         elif name == "TMPDIR":
             self.tmpdir = None if value_word.dynamic else value
         elif name == "GIT_ALLOW_PROTOCOL" and (value_word.dynamic or "ext" in value.split(":")):
-            self.unknown(f"GIT_ALLOW_PROTOCOL={value[:40]}: lets git's ext:: transport run a program named in a "
-                         f"URL; proctor cannot tell what it writes")
+            self.unknown(
+                f"GIT_ALLOW_PROTOCOL={value[:40]}: lets git's ext:: transport run a program named in a "
+                f"URL; proctor cannot tell what it writes"
+            )
         if not value_word.dynamic and _subscript_code(value):
-            self.unknown(f"{name}={value[:40]}: a value whose subscript runs a command when arithmetic reads it; "
-                         f"proctor cannot tell what it writes")
+            self.unknown(
+                f"{name}={value[:40]}: a value whose subscript runs a command when arithmetic reads it; "
+                f"proctor cannot tell what it writes"
+            )
         return name
 
-    def unwrap(self, words: list[Word], cwd: str | None, oldpwd: str | None
-               ) -> tuple[list[Word], str | None, str | None] | None:
+    def unwrap(
+        self, words: list[Word], cwd: str | None, oldpwd: str | None
+    ) -> tuple[list[Word], str | None, str | None] | None:
         """The command inside its wrappers: (argv, the directory it runs in, how it is run:
         None, "xargs", "exec" (no functions or aliases), or "script" (argv is a script to read)).
         None when no command is run (what the wrappers do is recorded)."""
@@ -794,8 +869,9 @@ class _Judge:
                 return None
         return words[i:], cwd, how
 
-    def program(self, argv: list[Word], command: Command, cwd: str | None, oldpwd: str | None,
-                how: str | None, sure: bool) -> tuple[str | None, str | None] | None:
+    def program(
+        self, argv: list[Word], command: Command, cwd: str | None, oldpwd: str | None, how: str | None, sure: bool
+    ) -> tuple[str | None, str | None] | None:
         word = argv[0]
         args = argv[1:]
         if word.dynamic:
@@ -828,9 +904,13 @@ class _Judge:
             self.shell(name, args, command, cwd)
             return None
         if name in _READS:
-            self.status = True if name in ("true", ":", "echo") and not (
-                command.redirects and not self._redirects_open(command, cwd)) \
-                else False if name == "false" else None
+            self.status = (
+                True
+                if name in ("true", ":", "echo") and not (command.redirects and not self._redirects_open(command, cwd))
+                else False
+                if name == "false"
+                else None
+            )
             return None
         handler = _PROGRAMS.get(name)
         if handler is not None:
@@ -956,8 +1036,19 @@ class _Judge:
                 i += 2
                 continue
             if t.startswith("--"):
-                if t in ("--login", "--norc", "--noprofile", "--posix", "--restricted", "--verbose",
-                         "--noediting", "--debugger", "--dump-strings", "--dump-po-strings", "--pretty-print"):
+                if t in (
+                    "--login",
+                    "--norc",
+                    "--noprofile",
+                    "--posix",
+                    "--restricted",
+                    "--verbose",
+                    "--noediting",
+                    "--debugger",
+                    "--dump-strings",
+                    "--dump-po-strings",
+                    "--pretty-print",
+                ):
                     i += 1
                     continue
                 if t in ("--version", "--help"):
@@ -1009,12 +1100,16 @@ class _Judge:
 
     def interpreter(self, name: str, args: list[Word]) -> None:
         texts = [w.text for w in args]
-        if len(texts) == 1 and (texts[0] in ("--version", "-V", "--help", "-h")
-                                or texts[0] == "-v" and name in ("node", "nodejs", "perl", "ruby", "deno", "bun")):
+        if len(texts) == 1 and (
+            texts[0] in ("--version", "-V", "--help", "-h")
+            or texts[0] == "-v"
+            and name in ("node", "nodejs", "perl", "ruby", "deno", "bun")
+        ):
             return
         for k, t in enumerate(texts):
             if t in ("-c", "-e", "-E", "--eval", "-p", "--print", "-r") or (
-                    len(t) > 1 and t[0] == "-" and t[1] != "-" and t[-1] in "ce" and k + 1 < len(texts)):
+                len(t) > 1 and t[0] == "-" and t[1] != "-" and t[-1] in "ce" and k + 1 < len(texts)
+            ):
                 self.unknown(f"{name} {t}: runs code proctor cannot read; it cannot tell what it writes")
                 return
             if t == "-m" and k + 1 < len(texts):

@@ -47,8 +47,10 @@ class _Rx:
         self.ansi = re.compile(r"[^\\']+")
         self.name = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
         self.assignment = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\[[^\]]*\])?\+?=")
-        self.parameter = re.compile(r"(?:[#!]?(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!0-])|[#!])"
-                                    r"(?=[}:=?+#%/^,\[@*-])")
+        self.parameter = re.compile(
+            r"(?:[#!]?(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!0-])|[#!])"
+            r"(?=[}:=?+#%/^,\[@*-])"
+        )
         self.proc = re.compile(r"/proc/([^/]+)/(cwd|root)(?=/|$)")
         self.python = re.compile(r"(python|pypy)[0-9.]*$")
 
@@ -69,8 +71,9 @@ class Word:
 
     __slots__ = ("text", "dynamic", "quoted", "raw", "why")
 
-    def __init__(self, text: str, dynamic: bool = False, quoted: bool = False, raw: str | None = None,
-                 why: str | None = None) -> None:
+    def __init__(
+        self, text: str, dynamic: bool = False, quoted: bool = False, raw: str | None = None, why: str | None = None
+    ) -> None:
         self.text, self.dynamic, self.quoted = text, dynamic, quoted
         self.raw = text if raw is None else raw
         self.why = why  # what an unresolved word stands for, when it is not a variable
@@ -87,8 +90,24 @@ class Command:
     that runs unseen (`name` says why), or a branch marker (if, then, elif, else, fi, while,
     until, for, do, done, case, esac)."""
 
-    __slots__ = ("words", "redirects", "fds", "background", "scope", "stdin_script", "stdin_dynamic", "nested",
-                 "next_op", "kind", "name", "body", "line", "negated", "pipe_from", "cond")
+    __slots__ = (
+        "words",
+        "redirects",
+        "fds",
+        "background",
+        "scope",
+        "stdin_script",
+        "stdin_dynamic",
+        "nested",
+        "next_op",
+        "kind",
+        "name",
+        "body",
+        "line",
+        "negated",
+        "pipe_from",
+        "cond",
+    )
 
     def __init__(self, scope: tuple = (), kind: str = "simple") -> None:
         self.words: list[Word] = []
@@ -155,8 +174,7 @@ class _Level:
 
     __slots__ = ("kind", "scope", "start", "elem", "list", "piped", "state", "func", "coproc", "head")
 
-    def __init__(self, kind: str, scope: tuple, start: int, state: str | None = None,
-                 func: str | None = None) -> None:
+    def __init__(self, kind: str, scope: tuple, start: int, state: str | None = None, func: str | None = None) -> None:
         self.kind, self.scope, self.start, self.state, self.func = kind, scope, start, state, func
         self.elem = self.list = start
         self.piped = self.coproc = False
@@ -164,8 +182,15 @@ class _Level:
 
 
 class _Parser:
-    def __init__(self, text: str, budget: _Budget, nesting: int = 0, heredocs: list | None = None,
-                 env: dict | None = None, extglob: bool = False) -> None:
+    def __init__(
+        self,
+        text: str,
+        budget: _Budget,
+        nesting: int = 0,
+        heredocs: list | None = None,
+        env: dict | None = None,
+        extglob: bool = False,
+    ) -> None:
         self.rx = _r()
         # `shopt -s extglob` seen: `!(...)` at a word's start is a pattern too (else `! (...)`)
         self.extglob = extglob
@@ -197,8 +222,8 @@ class _Parser:
 
     def _restore(self, saved: tuple[int, int, int]) -> None:
         self.pos = saved[0]
-        del self.subs[saved[1]:]
-        del self.texts[saved[2]:]
+        del self.subs[saved[1] :]
+        del self.texts[saved[2] :]
 
     def _take(self) -> list[list[Command]]:
         subs, self.subs = self.subs, []
@@ -283,7 +308,7 @@ class _Parser:
                 end = text.find("'", pos + 1)
                 if end < 0:
                     raise ParseError("unterminated single quote")
-                parts.append(text[pos + 1:end])
+                parts.append(text[pos + 1 : end])
                 pos = end + 1
                 quoted = True
                 continue
@@ -316,18 +341,23 @@ class _Parser:
             if not cond and c in "<>" and text.startswith("(", pos + 1):
                 self.pos = pos + 2
                 self._substitution()
-                parts.append(text[pos:self.pos])
+                parts.append(text[pos : self.pos])
                 dynamic = True
                 pos = self.pos
                 continue
-            if not cond and c == "(" and pos > start and text[pos - 1] in "@*+?!" and \
-                    (pos - 2 < start or text[pos - 2] != "\\") and \
-                    (self.extglob or pos - 1 > start or text[pos - 1] != "!"):
+            if (
+                not cond
+                and c == "("
+                and pos > start
+                and text[pos - 1] in "@*+?!"
+                and (pos - 2 < start or text[pos - 2] != "\\")
+                and (self.extglob or pos - 1 > start or text[pos - 1] != "!")
+            ):
                 # an extended glob: one word up to its `)`, blanks, `|` and `#` inside included (without
                 # extglob bash refuses the line, so reading it as a pattern never hides what runs)
                 self.pos = pos
                 self._extglob()
-                parts.append(text[pos:self.pos])
+                parts.append(text[pos : self.pos])
                 dynamic = True
                 why = "an extended glob pattern"
                 pos = self.pos
@@ -335,7 +365,7 @@ class _Parser:
             if not cond and c == "(" and parts and self.rx.assignment.fullmatch(text, start, pos):
                 self.pos = pos + 1
                 self._array()
-                parts.append(text[pos:self.pos])
+                parts.append(text[pos : self.pos])
                 dynamic = True
                 pos = self.pos
                 continue
@@ -447,8 +477,21 @@ class _Parser:
         out: list[str] = []
         pos = self.pos
         plain = self.rx.ansi
-        simple = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f",
-                  "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}
+        simple = {
+            "n": "\n",
+            "t": "\t",
+            "r": "\r",
+            "a": "\a",
+            "b": "\b",
+            "e": "\x1b",
+            "E": "\x1b",
+            "f": "\f",
+            "v": "\v",
+            "\\": "\\",
+            "'": "'",
+            '"': '"',
+            "?": "?",
+        }
         while pos < n:
             self._spend()
             m = plain.match(text, pos)
@@ -518,18 +561,18 @@ class _Parser:
                 self._restore(saved)
             self.pos = start + 2
             self._substitution()
-            return text[start:self.pos], True
+            return text[start : self.pos], True
         if nxt == "{":
             self.pos = start + 2
             self._braced()
-            body = text[start + 2:self.pos - 1]
+            body = text[start + 2 : self.pos - 1]
             if env is not None and body in env:
                 return env[body], False
             if body.endswith("@P"):
                 opaque = Command((), "opaque")
                 opaque.name = f"${{{body[:40]}}}: a prompt expansion, which runs the commands its value holds"
                 self.subs.append([opaque])
-            return text[start:self.pos], True
+            return text[start : self.pos], True
         if nxt == "[":
             end = self._arith(start + 2, "[", "]")
             if end < 0:
@@ -542,12 +585,12 @@ class _Parser:
             name = m.group()
             if env is not None and name in env:
                 return env[name], False
-            return text[start:self.pos], True
+            return text[start : self.pos], True
         if nxt and nxt in "@*#?$!-0123456789":
             self.pos = start + 2
             if env is not None and nxt in env:
                 return env[nxt], False
-            return text[start:self.pos], True
+            return text[start : self.pos], True
         self.pos = start + 1
         return "$", False
 
@@ -656,7 +699,7 @@ class _Parser:
             self.subs, self.pending = saved
         self.subs.append(commands)
         if self.nesting == self.base:
-            self.texts.append(self.text[start:self.pos - 1])
+            self.texts.append(self.text[start : self.pos - 1])
 
     def _backtick(self) -> str:
         text, n, start = self.text, self.n, self.pos
@@ -695,9 +738,9 @@ class _Parser:
             pattern = re.compile(("^\t*" if strip else "^") + re.escape(delimiter) + "$", re.M)
             m = pattern.search(text, self.pos)
             if m is None:
-                body, self.pos = text[self.pos:], n
+                body, self.pos = text[self.pos :], n
             else:
-                body, self.pos = text[self.pos:m.start()], min(n, m.end() + 1)
+                body, self.pos = text[self.pos : m.start()], min(n, m.end() + 1)
             if body.endswith("\n"):
                 body = body[:-1]
             if strip and "\t" in body:
@@ -772,7 +815,8 @@ class _Parser:
             word = self._word()
             nxt = self._blank()
             if self.rx.name.fullmatch(word.raw) and (
-                    nxt == "(" or (nxt == "{" and self.text[self.pos + 1:self.pos + 2] in (" ", "\t", "\n"))):
+                nxt == "(" or (nxt == "{" and self.text[self.pos + 1 : self.pos + 2] in (" ", "\t", "\n"))
+            ):
                 return
         self._restore(saved)
 
@@ -830,7 +874,7 @@ class _Parser:
                 lvl.elem = len(commands)
                 if op == "&" or (lvl.coproc and op not in ("&&", "||")):
                     self._rescope(commands, lvl.list, lvl.scope)
-                    for command in commands[lvl.list:]:
+                    for command in commands[lvl.list :]:
                         command.background = True
                     lvl.coproc = False
                 if op not in ("&&", "||"):
@@ -870,8 +914,8 @@ class _Parser:
                 elif lvl.kind == "case":
                     commands.append(Command(lvl.scope, "esac"))
                 if lvl.func is not None:
-                    body = commands[lvl.start:]
-                    del commands[lvl.start:]
+                    body = commands[lvl.start :]
+                    del commands[lvl.start :]
                     cut = len(levels[-1].scope)
                     for command in body:
                         command.scope = command.scope[cut:]
@@ -907,8 +951,12 @@ class _Parser:
                     if lvl.state != "name":
                         lvl.state = "body"
                     continue
-                if not (cur.words or cur.redirects or cur.nested) and commands and \
-                        commands[-1].next_op in ("&&", "||", "|", "|&") and lvl.elem == len(commands):
+                if (
+                    not (cur.words or cur.redirects or cur.nested)
+                    and commands
+                    and commands[-1].next_op in ("&&", "||", "|", "|&")
+                    and lvl.elem == len(commands)
+                ):
                     continue  # a line break after && or | continues the list
                 finish("\n")
                 continue
@@ -993,8 +1041,12 @@ class _Parser:
             op = self._operator()
             if op is not None:
                 if op == "(":
-                    if len(cur.words) == 1 and not cur.redirects and cur.words[0].raw == cur.words[0].text \
-                            and self._blank() == ")":
+                    if (
+                        len(cur.words) == 1
+                        and not cur.redirects
+                        and cur.words[0].raw == cur.words[0].text
+                        and self._blank() == ")"
+                    ):
                         self.pos += 1
                         pending_func = cur.words[0].text
                         cur = Command(lvl.scope)
@@ -1099,8 +1151,32 @@ class _Parser:
         return commands
 
 
-_RESERVED = frozenset(("{", "}", "if", "then", "else", "elif", "fi", "while", "until", "for", "select", "do",
-                       "done", "case", "esac", "!", "time", "-p", "--", "function", "[[", "coproc"))
+_RESERVED = frozenset(
+    (
+        "{",
+        "}",
+        "if",
+        "then",
+        "else",
+        "elif",
+        "fi",
+        "while",
+        "until",
+        "for",
+        "select",
+        "do",
+        "done",
+        "case",
+        "esac",
+        "!",
+        "time",
+        "-p",
+        "--",
+        "function",
+        "[[",
+        "coproc",
+    )
+)
 
 
 def parse(script: str) -> tuple[list[Command], list[str]]:
@@ -1213,7 +1289,7 @@ def _braces(raw: str, limit: int = _MAX_BRACE_WORDS, depth: int = 0) -> list[str
                     return None
                 out: list[str] = []
                 for item in items:
-                    more = _braces(raw[:i] + item + raw[close + 1:], limit, depth + 1)
+                    more = _braces(raw[:i] + item + raw[close + 1 :], limit, depth + 1)
                     if more is None:
                         return None
                     out.extend(more)
@@ -1257,8 +1333,8 @@ def _brace_body(raw: str, start: int) -> tuple[int, list[str]] | None:
     close = i
     if commas:
         bounds = [start] + commas + [close]
-        return close, [raw[bounds[k] + 1:bounds[k + 1]] for k in range(len(bounds) - 1)]
-    body = raw[start + 1:close]
+        return close, [raw[bounds[k] + 1 : bounds[k + 1]] for k in range(len(bounds) - 1)]
+    body = raw[start + 1 : close]
     m = re.fullmatch(r"(-?\d+)\.\.(-?\d+)(?:\.\.(-?\d+))?|([A-Za-z])\.\.([A-Za-z])(?:\.\.(-?\d+))?", body)
     if m is None:
         return None
@@ -1267,8 +1343,11 @@ def _brace_body(raw: str, start: int) -> tuple[int, list[str]] | None:
         step = abs(int(m.group(3) or 1)) or 1
         if abs(b - a) // step > _MAX_BRACE_WORDS:
             return close, [""] * (_MAX_BRACE_WORDS + 1)
-        width = max(len(m.group(1)), len(m.group(2))) if (m.group(1).lstrip("-").startswith("0")
-                                                          or m.group(2).lstrip("-").startswith("0")) else 0
+        width = (
+            max(len(m.group(1)), len(m.group(2)))
+            if (m.group(1).lstrip("-").startswith("0") or m.group(2).lstrip("-").startswith("0"))
+            else 0
+        )
         values = range(a, b + (1 if b >= a else -1), step if b >= a else -step)
         return close, [str(v).zfill(width) if width else str(v) for v in values]
     a, b = ord(m.group(4)), ord(m.group(5))

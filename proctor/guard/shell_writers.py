@@ -18,8 +18,17 @@ from __future__ import annotations
 import os
 import re
 
-from proctor.guard.shell_lexer import (Command, ParseError, Word, _is_assignment, _Parser, _r, _subscript_code,
-                                       _TooLarge, _unquoted_glob)
+from proctor.guard.shell_lexer import (
+    Command,
+    ParseError,
+    Word,
+    _is_assignment,
+    _Parser,
+    _r,
+    _subscript_code,
+    _TooLarge,
+    _unquoted_glob,
+)
 
 # true only for the type checker (mypy reads a name TYPE_CHECKING as true): no import at run time
 TYPE_CHECKING = False
@@ -27,8 +36,19 @@ if TYPE_CHECKING:
     from proctor.guard.shell_judge import _Judge
 
 
-_SYSTEM_DIRS = frozenset(("/bin", "/sbin", "/usr/bin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin",
-                          "/opt/homebrew/bin", "/opt/local/bin", "/run/current-system/sw/bin"))
+_SYSTEM_DIRS = frozenset(
+    (
+        "/bin",
+        "/sbin",
+        "/usr/bin",
+        "/usr/sbin",
+        "/usr/local/bin",
+        "/usr/local/sbin",
+        "/opt/homebrew/bin",
+        "/opt/local/bin",
+        "/run/current-system/sw/bin",
+    )
+)
 
 
 class _Exit(Exception):
@@ -58,8 +78,8 @@ def patch_paths(patch: str) -> list[str]:
     for line in patch.split("\n"):  # apply_patch splits on \n alone and trims a header line
         line = line.strip()
         for marker in ("*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: "):
-            if line.startswith(marker) and line[len(marker):].strip():
-                paths.append(line[len(marker):].strip())
+            if line.startswith(marker) and line[len(marker) :].strip():
+                paths.append(line[len(marker) :].strip())
     return paths
 
 
@@ -84,15 +104,24 @@ def patch_edits(patch: str) -> dict[str, list[tuple[str, str]] | None]:
     last_update: str | None = None
     for line in patch.split("\n"):  # as apply_patch reads it: \n alone ends a line
         header = line.strip()
-        if header.startswith(("*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: ",
-                              "*** End of File", "*** Begin Patch", "*** End Patch")):
+        if header.startswith(
+            (
+                "*** Add File: ",
+                "*** Update File: ",
+                "*** Delete File: ",
+                "*** Move to: ",
+                "*** End of File",
+                "*** Begin Patch",
+                "*** End Patch",
+            )
+        ):
             close()
             if header.startswith("*** End of File"):
                 continue  # a marker inside the file's hunks: the file goes on
             current = None
             line = header
             for marker in ("*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: "):
-                path = line[len(marker):].strip() if line.startswith(marker) else ""
+                path = line[len(marker) :].strip() if line.startswith(marker) else ""
                 if not path:
                     continue
                 if marker == "*** Update File: ":
@@ -159,8 +188,13 @@ def _program(text: str) -> str | None:
     return None
 
 
-def _getopt(args: list[Word], short_values: str = "", long_values: tuple = (), long_optional: tuple = (),
-            short_optional: str = "") -> tuple[list[tuple[str, Word | None]], list[Word]]:
+def _getopt(
+    args: list[Word],
+    short_values: str = "",
+    long_values: tuple = (),
+    long_optional: tuple = (),
+    short_optional: str = "",
+) -> tuple[list[tuple[str, Word | None]], list[Word]]:
     """GNU-style options anywhere among `args`: ([(option, value)], operands). A long option may
     be abbreviated to any unambiguous prefix of one in long_values or long_optional."""
     opts: list[tuple[str, Word | None]] = []
@@ -170,7 +204,7 @@ def _getopt(args: list[Word], short_values: str = "", long_values: tuple = (), l
         word = args[i]
         t = word.text
         if t == "--":
-            operands.extend(args[i + 1:])
+            operands.extend(args[i + 1 :])
             break
         if t.startswith("--") and len(t) > 2:
             name, eq, value = t.partition("=")
@@ -190,7 +224,7 @@ def _getopt(args: list[Word], short_values: str = "", long_values: tuple = (), l
                 ch = t[k]
                 if ch in short_values:
                     if k + 1 < len(t):
-                        opts.append(("-" + ch, Word(t[k + 1:], word.dynamic, word.quoted)))
+                        opts.append(("-" + ch, Word(t[k + 1 :], word.dynamic, word.quoted)))
                     elif i < n:
                         opts.append(("-" + ch, args[i]))
                         i += 1
@@ -198,7 +232,7 @@ def _getopt(args: list[Word], short_values: str = "", long_values: tuple = (), l
                         opts.append(("-" + ch, None))
                     break
                 if ch in short_optional:
-                    opts.append(("-" + ch, Word(t[k + 1:], word.dynamic, word.quoted) if k + 1 < len(t) else None))
+                    opts.append(("-" + ch, Word(t[k + 1 :], word.dynamic, word.quoted) if k + 1 < len(t) else None))
                     break
                 opts.append(("-" + ch, None))
             continue
@@ -214,8 +248,9 @@ def _long(name: str, known: tuple) -> str:
     return matches[0] if len(matches) == 1 and len(name) > 3 else name
 
 
-def _options(words: list[Word], i: int, short_values: str = "", long_values: tuple = ()
-             ) -> tuple[list[tuple[str, Word | None]], int]:
+def _options(
+    words: list[Word], i: int, short_values: str = "", long_values: tuple = ()
+) -> tuple[list[tuple[str, Word | None]], int]:
     """A wrapper's options from words[i], up to its first operand or past `--`: (options, index)."""
     opts: list[tuple[str, Word | None]] = []
     n = len(words)
@@ -244,7 +279,7 @@ def _options(words: list[Word], i: int, short_values: str = "", long_values: tup
             for k in range(1, len(t)):
                 if t[k] in short_values:
                     if k + 1 < len(t):
-                        opts.append(("-" + t[k], Word(t[k + 1:], word.dynamic, word.quoted)))
+                        opts.append(("-" + t[k], Word(t[k + 1 :], word.dynamic, word.quoted)))
                     else:
                         opts.append(("-" + t[k], words[i] if i < n else None))
                         i += 1
@@ -322,16 +357,31 @@ def _w_env(j: _Judge, words: list[Word], i: int, cwd):
                 j.unknown(f"env -S {value.text[:40]}: unreadable")
                 return None
             split = [w for c in parsed if c.kind == "simple" for w in c.words]
-            words = words[:i] + split + words[i + consumed:]
+            words = words[:i] + split + words[i + consumed :]
             continue
         i += consumed
     return words, i, cwd, None
 
 
 def _w_sudo(j: _Judge, words: list[Word], i: int, cwd):
-    opts, i = _options(words, i, "CDghpRrTtUu", ("--chdir", "--close-from", "--group", "--host", "--prompt",
-                                                 "--chroot", "--role", "--type", "--command-timeout",
-                                                 "--other-user", "--user"))
+    opts, i = _options(
+        words,
+        i,
+        "CDghpRrTtUu",
+        (
+            "--chdir",
+            "--close-from",
+            "--group",
+            "--host",
+            "--prompt",
+            "--chroot",
+            "--role",
+            "--type",
+            "--command-timeout",
+            "--other-user",
+            "--user",
+        ),
+    )
     for o, v in opts:
         if o in ("-D", "--chdir") and v is not None:
             cwd = j.directory(v, cwd)
@@ -373,8 +423,12 @@ def _w_flock(j: _Judge, words: list[Word], i: int, cwd):
 
 
 def _w_xargs(j: _Judge, words: list[Word], i: int, cwd):
-    opts, i = _options(words, i, "adEILnPs", ("--arg-file", "--delimiter", "--max-args", "--max-procs",
-                                              "--max-chars", "--process-slot-var"))
+    opts, i = _options(
+        words,
+        i,
+        "adEILnPs",
+        ("--arg-file", "--delimiter", "--max-args", "--max-procs", "--max-chars", "--process-slot-var"),
+    )
     replace = None
     for o, v in opts:
         if o in ("-I",) and v is not None:
@@ -384,8 +438,10 @@ def _w_xargs(j: _Judge, words: list[Word], i: int, cwd):
     if i >= len(words):
         return words + [Word("echo")], i, cwd, "xargs"
     if replace:
-        words = words[:i] + [Word(w.text, True, w.quoted, w.raw, why="names xargs reads from its input")
-                             if replace in w.text else w for w in words[i:]]
+        words = words[:i] + [
+            Word(w.text, True, w.quoted, w.raw, why="names xargs reads from its input") if replace in w.text else w
+            for w in words[i:]
+        ]
         return words, i, cwd, "xargs -I"
     return words, i, cwd, "xargs"
 
@@ -398,8 +454,20 @@ def _w_watch(j: _Judge, words: list[Word], i: int, cwd):
 
 
 def _w_script(j: _Judge, words: list[Word], i: int, cwd):
-    opts, operands = _getopt(words[i:], "cBEIOTmo", ("--command", "--log-io", "--echo", "--log-in", "--log-out",
-                                                     "--log-timing", "--logging-format", "--output-limit"))
+    opts, operands = _getopt(
+        words[i:],
+        "cBEIOTmo",
+        (
+            "--command",
+            "--log-io",
+            "--echo",
+            "--log-in",
+            "--log-out",
+            "--log-timing",
+            "--logging-format",
+            "--output-limit",
+        ),
+    )
     for o, v in opts:
         if o in ("-B", "-I", "-O", "-T", "--log-io", "--log-in", "--log-out", "--log-timing") and v is not None:
             j.write(v, cwd, "script")
@@ -444,8 +512,12 @@ def _w_time(j: _Judge, words: list[Word], i: int, cwd):
 
 
 def _w_trace(j: _Judge, words: list[Word], i: int, cwd):
-    opts, i = _options(words, i, "abeEIoOpPsSuUX", ("--output", "--expr", "--attach", "--string-limit",
-                                                      "--user", "--env", "--trace-path", "--columns"))
+    opts, i = _options(
+        words,
+        i,
+        "abeEIoOpPsSuUX",
+        ("--output", "--expr", "--attach", "--string-limit", "--user", "--env", "--trace-path", "--columns"),
+    )
     for o, v in opts:
         if o in ("-o", "--output") and v is not None:
             j.write(v, cwd, "strace -o", stream=True)
@@ -456,8 +528,9 @@ def _w_trace(j: _Judge, words: list[Word], i: int, cwd):
 
 
 def _w_su(j: _Judge, words: list[Word], i: int, cwd):
-    opts, operands = _getopt(words[i:], "cgGsuw", ("--command", "--group", "--supp-group", "--shell",
-                                                   "--user", "--whitelist-environment"))
+    opts, operands = _getopt(
+        words[i:], "cgGsuw", ("--command", "--group", "--supp-group", "--shell", "--user", "--whitelist-environment")
+    )
     command = _value(opts, "-c", "--command")
     if command is not None:
         return [command], 0, cwd, "script"
@@ -541,10 +614,14 @@ def _b_cd(j: _Judge, name: str, args: list[Word], command: Command, cwd, oldpwd,
     operands: list[Word] = []
     for k, word in enumerate(args):
         if word.text == "--":
-            operands = args[k + 1:]
+            operands = args[k + 1 :]
             break
-        if word.text.startswith("-") and len(word.text) > 1 and not word.dynamic and \
-                not (name != "cd" and word.text[1:].isdigit()):
+        if (
+            word.text.startswith("-")
+            and len(word.text) > 1
+            and not word.dynamic
+            and not (name != "cd" and word.text[1:].isdigit())
+        ):
             for ch in word.text[1:]:
                 if ch in "PL":
                     physical = ch == "P"
@@ -584,8 +661,12 @@ def _b_cd(j: _Judge, name: str, args: list[Word], command: Command, cwd, oldpwd,
         new = oldpwd
     elif target.text == "" and not target.dynamic:
         return None
-    elif j.cdpath and not target.dynamic and not target.text.startswith(("/", "./", "../")) \
-            and target.text not in (".", ".."):
+    elif (
+        j.cdpath
+        and not target.dynamic
+        and not target.text.startswith(("/", "./", "../"))
+        and target.text not in (".", "..")
+    ):
         new = None
     else:
         new = j.directory(target, cwd)
@@ -595,8 +676,13 @@ def _b_cd(j: _Judge, name: str, args: list[Word], command: Command, cwd, oldpwd,
     if new is not None:
         if physical:
             # cd -P: links resolved before `..` is taken
-            plain = target is not None and not target.dynamic and cwd is not None and \
-                not target.text.startswith("/") and target.text != "-"
+            plain = (
+                target is not None
+                and not target.dynamic
+                and cwd is not None
+                and not target.text.startswith("/")
+                and target.text != "-"
+            )
             new = os.path.realpath(cwd.rstrip("/") + "/" + target.text if plain else new)
         if not os.path.isdir(new) and new not in j.made:
             probe = new
@@ -661,7 +747,7 @@ def _b_set(j: _Judge, name: str, args: list[Word], command: Command, cwd, oldpwd
         if "P" in t[1:]:
             j.physical = t[0] == "-"
     if "--" in texts:
-        rest = args[texts.index("--") + 1:]
+        rest = args[texts.index("--") + 1 :]
         j.positional = None if any(w.dynamic for w in rest) else [w.text for w in rest]
     j.status = True
     return None
@@ -739,16 +825,21 @@ def _b_unset(j: _Judge, name: str, args: list[Word], command: Command, cwd, oldp
 
 
 def _b_return(j: _Judge, name: str, args: list[Word], command: Command, cwd, oldpwd, sure):
-    if j.in_function and sure and command.scope == () and not command.background and \
-            command.next_op not in ("|", "|&"):
+    if j.in_function and sure and command.scope == () and not command.background and command.next_op not in ("|", "|&"):
         raise _Return()
     return None
 
 
 def _b_break(j: _Judge, name: str, args: list[Word], command: Command, cwd, oldpwd, sure):
     levels = int(args[0].text) if args and args[0].text.isdigit() and int(args[0].text) > 0 else 1
-    if j.loops and sure and command.scope == () and not command.background and command.next_op not in ("|", "|&") \
-            and not (args and args[0].dynamic):
+    if (
+        j.loops
+        and sure
+        and command.scope == ()
+        and not command.background
+        and command.next_op not in ("|", "|&")
+        and not (args and args[0].dynamic)
+    ):
         raise _Break(levels)  # continue too: a body judged once ends there either way
     return None
 
@@ -849,17 +940,31 @@ def _b_history(j: _Judge, name: str, args: list[Word], command: Command, cwd, ol
 
 
 _BUILTINS = {
-    "cd": _b_cd, "pushd": _b_cd, "popd": _b_cd,
+    "cd": _b_cd,
+    "pushd": _b_cd,
+    "popd": _b_cd,
     "eval": _b_eval,
-    "source": _b_source, ".": _b_source,
-    "alias": _b_alias, "unalias": _b_alias,
+    "source": _b_source,
+    ".": _b_source,
+    "alias": _b_alias,
+    "unalias": _b_alias,
     "shopt": _b_shopt,
     "set": _b_set,
-    "export": _b_declare, "declare": _b_declare, "typeset": _b_declare, "local": _b_declare,
+    "export": _b_declare,
+    "declare": _b_declare,
+    "typeset": _b_declare,
+    "local": _b_declare,
     "readonly": _b_declare,
-    "read": _b_read, "printf": _b_printf, "let": _b_let, "unset": _b_unset,
-    "return": _b_return, "break": _b_break, "continue": _b_break,
-    "mapfile": _b_mapfile, "readarray": _b_mapfile, "compgen": _b_compgen,
+    "read": _b_read,
+    "printf": _b_printf,
+    "let": _b_let,
+    "unset": _b_unset,
+    "return": _b_return,
+    "break": _b_break,
+    "continue": _b_break,
+    "mapfile": _b_mapfile,
+    "readarray": _b_mapfile,
+    "compgen": _b_compgen,
     "trap": _b_trap,
     "exit": _b_exit,
     "hash": _b_hash,
@@ -870,7 +975,8 @@ _BUILTINS = {
 # The read list, part one: programs and builtins that write nothing and run nothing whatever
 # their arguments. Part two is the readers in _PROGRAMS whose arguments decide (a handler that
 # records no write leaves a read a read), _GIT_READS, and proctor's own read commands.
-_READS = frozenset("""
+_READS = frozenset(
+    """
     ls dir vdir cat tac head tail wc grep egrep fgrep zgrep zcat bzcat xzcat zstdcat lzcat ag ack echo printf
     pwd true false : test [ stat du df diff diff3 cmp comm cut tr jq paste join nl fold fmt column rev
     expand unexpand strings hexdump od basename dirname realpath readlink which whereis type ps pgrep pidof
@@ -878,26 +984,32 @@ _READS = frozenset("""
     numfmt cal printenv md5sum sha1sum sha224sum sha256sum sha384sum sha512sum b2sum cksum sum shasum md5 look
     lsblk lscpu help times jobs dirs wait getopts shift yes
     logout umask ulimit caller complete compopt disown fg bg suspend
-""".split())
+""".split()
+)
 
-_INTERPRETERS = frozenset("""
+_INTERPRETERS = frozenset(
+    """
     python python3 python2 pypy pypy3 ipython node nodejs deno bun ts-node tsx perl ruby irb php lua luajit
     Rscript R julia tclsh wish osascript pwsh powershell groovy java jshell scala kotlin swift elixir iex erl
     escript racket guile sbcl clisp ghci runghc runhaskell expect
-""".split())
+""".split()
+)
 
 _BUILDERS = frozenset(("make", "gmake", "bmake", "ninja"))
 
 # Variables through which a later program runs code proctor cannot read.
-_CODE_VARIABLES = frozenset("""
+_CODE_VARIABLES = frozenset(
+    """
     BASH_ENV ENV LD_PRELOAD LD_AUDIT PROMPT_COMMAND PS4 PERL5OPT PERL5LIB RUBYOPT NODE_OPTIONS PYTHONSTARTUP
     EDITOR VISUAL GIT_EDITOR GIT_SEQUENCE_EDITOR GIT_EXTERNAL_DIFF GIT_SSH GIT_SSH_COMMAND GIT_ASKPASS
     SSH_ASKPASS GIT_EXEC_PATH GIT_TEMPLATE_DIR GIT_CONFIG GIT_CONFIG_PARAMETERS GIT_CONFIG_COUNT
     GIT_CONFIG_GLOBAL GIT_CONFIG_SYSTEM GIT_PROXY_COMMAND GIT_PAGER PAGER MANPAGER LESSOPEN LESSCLOSE
     SHELLOPTS BASHOPTS
-""".split())
-_COMMAND_VARIABLES = frozenset(("EDITOR", "VISUAL", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_PAGER", "PAGER",
-                                "MANPAGER"))
+""".split()
+)
+_COMMAND_VARIABLES = frozenset(
+    ("EDITOR", "VISUAL", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_PAGER", "PAGER", "MANPAGER")
+)
 
 
 # -- programs: (judge, name, args, cwd, command) -------------------------------------------
@@ -913,9 +1025,21 @@ def _copy_like(j: _Judge, name, args, cwd, command):
     """cp, mv, install, ln: each source lands in the destination (or in a directory)."""
     j.quiet()
     short = {"cp": "St", "mv": "St", "ln": "St", "install": "gmoSt"}.get(name, "St")
-    opts, operands = _getopt(args, short, ("--target-directory", "--suffix", "--mode", "--owner", "--group",
-                                           "--strip-program", "--sparse", "--no-preserve"),
-                             ("--backup", "--reflink", "--preserve", "--context", "--update"))
+    opts, operands = _getopt(
+        args,
+        short,
+        (
+            "--target-directory",
+            "--suffix",
+            "--mode",
+            "--owner",
+            "--group",
+            "--strip-program",
+            "--sparse",
+            "--no-preserve",
+        ),
+        ("--backup", "--reflink", "--preserve", "--context", "--update"),
+    )
     if _has(opts, "--strip-program"):
         j.unknown("install --strip-program: runs a program; proctor cannot tell what it writes")
     if name == "install" and _has(opts, "-d", "--directory"):
@@ -924,12 +1048,16 @@ def _copy_like(j: _Judge, name, args, cwd, command):
         return
     target_dir = _value(opts, "-t", "--target-directory")
     no_target = _has(opts, "-T", "--no-target-directory")
-    if name == "ln" and _has(opts, "-n", "--no-dereference") and len(operands) >= 2 and \
-            not operands[-1].dynamic and cwd is not None:
+    if (
+        name == "ln"
+        and _has(opts, "-n", "--no-dereference")
+        and len(operands) >= 2
+        and not operands[-1].dynamic
+        and cwd is not None
+    ):
         # -n: a link to a directory is replaced, not entered
         no_target = no_target or os.path.islink(os.path.join(cwd, operands[-1].text))
-    symbolic = name == "ln" and _has(opts, "-s", "--symbolic") or name == "cp" and _has(
-        opts, "-s", "--symbolic-link")
+    symbolic = name == "ln" and _has(opts, "-s", "--symbolic") or name == "cp" and _has(opts, "-s", "--symbolic-link")
     hard = name == "ln" and not symbolic or name == "cp" and _has(opts, "-l", "--link")
     relative = _has(opts, "-r", "--relative") and name == "ln"
     if target_dir is not None:
@@ -941,20 +1069,32 @@ def _copy_like(j: _Judge, name, args, cwd, command):
         sources, destination, into_dir = operands, Word("."), True
     else:
         return
-    no_clobber = name in ("cp", "mv") and (_has(opts, "-n", "--no-clobber") or any(
-        o == "--update" and v is not None and v.text == "none" for o, v in opts))
+    no_clobber = name in ("cp", "mv") and (
+        _has(opts, "-n", "--no-clobber") or any(o == "--update" and v is not None and v.text == "none" for o, v in opts)
+    )
     # cp writes through a link at its destination; mv, ln and install replace it
     follow = name == "cp" and not _has(opts, "--remove-destination")
     # cp -P, -d, -a (and -r without -L or -H) copy a symbolic link as a link: a write through the copy
     # lands where the link leads, read from the copy's own directory
-    as_links = name == "cp" and not symbolic and not hard and not _has(opts, "-L", "--dereference") and (
-        _has(opts, "-P", "--no-dereference", "-d", "-a", "--archive") or
-        (_has(opts, "-r", "-R", "--recursive") and not _has(opts, "-H")))
+    as_links = (
+        name == "cp"
+        and not symbolic
+        and not hard
+        and not _has(opts, "-L", "--dereference")
+        and (
+            _has(opts, "-P", "--no-dereference", "-d", "-a", "--archive")
+            or (_has(opts, "-r", "-R", "--recursive") and not _has(opts, "-H"))
+        )
+    )
     for source in sources:
         base = os.path.basename(source.text.rstrip("/")) or source.text
         if into_dir:
-            landed = Word(destination.text.rstrip("/") + "/" + base, destination.dynamic or source.dynamic,
-                          raw=destination.raw, why=destination.why or source.why)
+            landed = Word(
+                destination.text.rstrip("/") + "/" + base,
+                destination.dynamic or source.dynamic,
+                raw=destination.raw,
+                why=destination.why or source.why,
+            )
         else:
             landed = destination
         if no_clobber and not landed.dynamic:
@@ -980,8 +1120,14 @@ def _h_link(j: _Judge, name, args, cwd, command):
             j.link(path, operands[0], cwd, False, False)
 
 
-def _operands_writer(short_values: str = "", long_values: tuple = (), skip: int = 0, follow: bool = True,
-                     no_create: str = "", no_follow: str = ""):
+def _operands_writer(
+    short_values: str = "",
+    long_values: tuple = (),
+    skip: int = 0,
+    follow: bool = True,
+    no_create: str = "",
+    no_follow: str = "",
+):
     def handler(j: _Judge, name, args, cwd, command):
         j.quiet()
         opts, operands = _getopt(args, short_values, long_values)
@@ -1000,18 +1146,36 @@ def _operands_writer(short_values: str = "", long_values: tuple = (), skip: int 
 def _h_chmod(j: _Judge, name, args, cwd, command):
     """chmod/chown/chgrp MODE FILE...: a mode like -x is an operand, not an option."""
     j.quiet()
-    flags = {"-R", "-c", "-f", "-v", "-h", "-H", "-L", "-P", "--recursive", "--changes", "--silent", "--quiet",
-             "--verbose", "--dereference", "--no-dereference", "--preserve-root", "--no-preserve-root"}
+    flags = {
+        "-R",
+        "-c",
+        "-f",
+        "-v",
+        "-h",
+        "-H",
+        "-L",
+        "-P",
+        "--recursive",
+        "--changes",
+        "--silent",
+        "--quiet",
+        "--verbose",
+        "--dereference",
+        "--no-dereference",
+        "--preserve-root",
+        "--no-preserve-root",
+    }
     operands: list[Word] = []
     reference = False
     k = 0
     while k < len(args):
         t = args[k].text
         if t == "--":
-            operands.extend(args[k + 1:])
+            operands.extend(args[k + 1 :])
             break
-        if t in flags or (t.startswith("-") and len(t) > 1 and
-                          all(ch in ("Rcfv" if name == "chmod" else "RcfvhHLP") for ch in t[1:])):
+        if t in flags or (
+            t.startswith("-") and len(t) > 1 and all(ch in ("Rcfv" if name == "chmod" else "RcfvhHLP") for ch in t[1:])
+        ):
             k += 1
             continue
         if t.startswith("--reference") or t.startswith("--from"):
@@ -1020,7 +1184,7 @@ def _h_chmod(j: _Judge, name, args, cwd, command):
             continue
         operands.append(args[k])
         k += 1
-    for word in operands[0 if reference else 1:]:
+    for word in operands[0 if reference else 1 :]:
         j.write(word, cwd, name)
 
 
@@ -1037,12 +1201,22 @@ def _h_sed(j: _Judge, name, args, cwd, command):
         word = args[i]
         t = word.text
         if t == "--":
-            operands.extend(args[i + 1:])
+            operands.extend(args[i + 1 :])
             break
         if t.startswith("--") and len(t) > 2:
             key, eq, value = t.partition("=")
-            key = _long(key, ("--expression", "--file", "--in-place", "--line-length", "--sandbox", "--separate",
-                              "--follow-symlinks"))
+            key = _long(
+                key,
+                (
+                    "--expression",
+                    "--file",
+                    "--in-place",
+                    "--line-length",
+                    "--sandbox",
+                    "--separate",
+                    "--follow-symlinks",
+                ),
+            )
             if key in ("--expression", "--file"):
                 val = Word(value, word.dynamic) if eq else (args[i + 1] if i + 1 < n else Word(""))
                 i += 1 if eq else 2
@@ -1067,7 +1241,7 @@ def _h_sed(j: _Judge, name, args, cwd, command):
             for k in range(1, len(t)):
                 ch = t[k]
                 if ch in "efl":
-                    val = Word(t[k + 1:], word.dynamic) if k + 1 < len(t) else (args[i] if i < n else Word(""))
+                    val = Word(t[k + 1 :], word.dynamic) if k + 1 < len(t) else (args[i] if i < n else Word(""))
                     if k + 1 >= len(t):
                         i += 1
                     if ch == "e":
@@ -1077,9 +1251,13 @@ def _h_sed(j: _Judge, name, args, cwd, command):
                         script_files = True
                     break
                 if ch == "i":
-                    in_place = t[k + 1:]
-                    if k + 1 == len(t) and i < n and not args[i].dynamic and \
-                            re.fullmatch(r"(\.[\w.~-]*)?", args[i].text):
+                    in_place = t[k + 1 :]
+                    if (
+                        k + 1 == len(t)
+                        and i < n
+                        and not args[i].dynamic
+                        and re.fullmatch(r"(\.[\w.~-]*)?", args[i].text)
+                    ):
                         bsd_suffix = args[i]
                     break
             continue
@@ -1095,7 +1273,7 @@ def _h_sed(j: _Judge, name, args, cwd, command):
         # `sed -i '' SCRIPT FILE` is BSD's suffix, a word of its own; GNU reads '' as the script.
         # A file either reading names counts (GNU's only when it exists: they are sed's to open).
         k = next(k for k, w in enumerate(operands) if w is bsd_suffix)
-        bsd_files, bsd_read = split(operands[:k] + operands[k + 1:])
+        bsd_files, bsd_read = split(operands[:k] + operands[k + 1 :])
         for word in files:
             if not word.dynamic and all(word is not w for w in bsd_files):
                 path = j.target(word, cwd, "sed -i")
@@ -1238,13 +1416,13 @@ def _h_perl(j: _Judge, name, args, cwd, command):
             ch = t[k]
             if ch in "eE":
                 if k + 1 < len(t):
-                    scripts.append(t[k + 1:])
+                    scripts.append(t[k + 1 :])
                 elif i < n:
                     scripts.append(args[i].text)
                     i += 1
                 break
             if ch == "i":
-                in_place = t[k + 1:]
+                in_place = t[k + 1 :]
                 break
             if ch in "MmIdDxC0lF":
                 if ch in "Mm":
@@ -1255,8 +1433,9 @@ def _h_perl(j: _Judge, name, args, cwd, command):
             k += 1
     operands = args[i:]
     if not scripts:
-        j.unknown(f"perl {operands[0].text if operands else '-'}: runs a perl script; proctor cannot tell "
-                  f"what it writes")
+        j.unknown(
+            f"perl {operands[0].text if operands else '-'}: runs a perl script; proctor cannot tell what it writes"
+        )
         files = operands[1:]
     else:
         files = operands
@@ -1264,9 +1443,11 @@ def _h_perl(j: _Judge, name, args, cwd, command):
         if scripts:
             j.unknown("perl -e: runs perl code proctor cannot read; it cannot tell what it writes")
         return
-    risky = re.compile(r"\b(system|exec|open|sysopen|unlink|rename|link|symlink|mkdir|rmdir|truncate|chmod|"
-                       r"chown|utime|qx|syscall|fork|pipe|kill|require|use|do|eval|glob|readpipe|socket|dump)\b|`"
-                       r"|\$\^I|<\*")
+    risky = re.compile(
+        r"\b(system|exec|open|sysopen|unlink|rename|link|symlink|mkdir|rmdir|truncate|chmod|"
+        r"chown|utime|qx|syscall|fork|pipe|kill|require|use|do|eval|glob|readpipe|socket|dump)\b|`"
+        r"|\$\^I|<\*"
+    )
     if modules or any(risky.search(s) for s in scripts) or any(w.dynamic for w in args[:i]):
         j.unknown("perl -i: its script may write other files; proctor cannot tell")
     for word in files:
@@ -1291,10 +1472,26 @@ def _h_awk(j: _Judge, name, args, cwd, command):
         i += 1
         if t.startswith("--"):
             key, eq, value = t.partition("=")
-            key = _long(key, ("--field-separator", "--assign", "--file", "--source", "--include", "--load",
-                              "--exec", "--dump-variables", "--pretty-print", "--profile", "--sandbox"))
-            if key in ("--field-separator", "--assign", "--file", "--source", "--include", "--load", "--exec") \
-                    and not eq:
+            key = _long(
+                key,
+                (
+                    "--field-separator",
+                    "--assign",
+                    "--file",
+                    "--source",
+                    "--include",
+                    "--load",
+                    "--exec",
+                    "--dump-variables",
+                    "--pretty-print",
+                    "--profile",
+                    "--sandbox",
+                ),
+            )
+            if (
+                key in ("--field-separator", "--assign", "--file", "--source", "--include", "--load", "--exec")
+                and not eq
+            ):
                 value = args[i].text if i < n else ""
                 i += 1
             if key == "--source":
@@ -1353,9 +1550,50 @@ def _h_awk(j: _Judge, name, args, cwd, command):
                 j.write(word, cwd, f"{name} -i inplace", follow=False)
 
 
-_AWK_OPERAND_BEFORE = frozenset(("", "(", ",", "{", "}", ";", "!", "~", "!~", "&&", "||", "?", ":", "=", "==",
-                                 "!=", "<", "<=", ">", ">=", "+", "-", "*", "/", "%", "^", "\n", "in", "print",
-                                 "printf", "return", "+=", "-=", "*=", "/=", "%=", "^=", "&", "|", "getline"))
+_AWK_OPERAND_BEFORE = frozenset(
+    (
+        "",
+        "(",
+        ",",
+        "{",
+        "}",
+        ";",
+        "!",
+        "~",
+        "!~",
+        "&&",
+        "||",
+        "?",
+        ":",
+        "=",
+        "==",
+        "!=",
+        "<",
+        "<=",
+        ">",
+        ">=",
+        "+",
+        "-",
+        "*",
+        "/",
+        "%",
+        "^",
+        "\n",
+        "in",
+        "print",
+        "printf",
+        "return",
+        "+=",
+        "-=",
+        "*=",
+        "/=",
+        "%=",
+        "^=",
+        "&",
+        "|",
+        "getline",
+    )
+)
 _AWK_STRING = r'"(?:[^"\\\n]|\\.)*"'
 
 
@@ -1369,8 +1607,10 @@ def _awk_string(literal: str) -> str:
 def _awk_program(j: _Judge, name: str, program: str, cwd) -> None:
     """Writes and commands in an awk program: print > "file", print | "cmd", "cmd" | getline,
     system("cmd"), @include and @load. A comparison `a > b` outside print is no write."""
-    token = re.compile(r'[ \t\r]*(?:(#[^\n]*)|(' + _AWK_STRING + r')|(@?[A-Za-z_][A-Za-z0-9_]*)|'
-                       r'(\d+\.?\d*)|(\\\n)|(\|\||&&|>>|>=|<=|==|!=|\|&|!~|\+\+|--|[-+*/%^]=|\n|\S))')
+    token = re.compile(
+        r"[ \t\r]*(?:(#[^\n]*)|(" + _AWK_STRING + r")|(@?[A-Za-z_][A-Za-z0-9_]*)|"
+        r"(\d+\.?\d*)|(\\\n)|(\|\||&&|>>|>=|<=|==|!=|\|&|!~|\+\+|--|[-+*/%^]=|\n|\S))"
+    )
     call = re.compile(r"\s*\(\s*(" + _AWK_STRING + r")\s*\)")
     pos, n = 0, len(program)
     previous = ""
@@ -1418,8 +1658,7 @@ def _awk_program(j: _Judge, name: str, program: str, cwd) -> None:
                     j.script(_awk_string(c.group(1)), cwd, None, child=True)
                     pos = c.end()
                 else:
-                    j.unknown(f"{name} system(): runs a command built at run time; proctor cannot tell what it "
-                              f"writes")
+                    j.unknown(f"{name} system(): runs a command built at run time; proctor cannot tell what it writes")
             previous = ident
             last_string = None
             continue
@@ -1462,11 +1701,46 @@ def _h_find(j: _Judge, name, args, cwd, command):
         starts.append(args[i])
         i += 1
     shown = " ".join(w.text for w in starts) or "."
-    takes_value = {"-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename", "-regex", "-iregex",
-                   "-lname", "-ilname", "-type", "-xtype", "-size", "-perm", "-user", "-group", "-uid", "-gid",
-                   "-links", "-inum", "-samefile", "-newer", "-anewer", "-cnewer", "-maxdepth", "-mindepth",
-                   "-mtime", "-mmin", "-atime", "-amin", "-ctime", "-cmin", "-used", "-fstype", "-context",
-                   "-printf", "-regextype", "-files0-from"}
+    takes_value = {
+        "-name",
+        "-iname",
+        "-path",
+        "-ipath",
+        "-wholename",
+        "-iwholename",
+        "-regex",
+        "-iregex",
+        "-lname",
+        "-ilname",
+        "-type",
+        "-xtype",
+        "-size",
+        "-perm",
+        "-user",
+        "-group",
+        "-uid",
+        "-gid",
+        "-links",
+        "-inum",
+        "-samefile",
+        "-newer",
+        "-anewer",
+        "-cnewer",
+        "-maxdepth",
+        "-mindepth",
+        "-mtime",
+        "-mmin",
+        "-atime",
+        "-amin",
+        "-ctime",
+        "-cmin",
+        "-used",
+        "-fstype",
+        "-context",
+        "-printf",
+        "-regextype",
+        "-files0-from",
+    }
     while i < n:
         t = args[i].text
         if t == "-follow":
@@ -1482,7 +1756,7 @@ def _h_find(j: _Judge, name, args, cwd, command):
             while end < n and not (args[end].text == ";" or (args[end].text == "+" and args[end - 1].text == "{}")):
                 end += 1
             why = "a name find produces" + (" through a followed link" if follow else "")
-            words = [Word(w.text, True, w.quoted, w.raw, why=why) if "{}" in w.text else w for w in args[i + 1:end]]
+            words = [Word(w.text, True, w.quoted, w.raw, why=why) if "{}" in w.text else w for w in args[i + 1 : end]]
             if words:
                 before = j.acts
                 j.sub_command(words, cwd if t in ("-exec", "-ok") else None, None)
@@ -1495,15 +1769,30 @@ def _h_find(j: _Judge, name, args, cwd, command):
 
 
 def _h_sort(j: _Judge, name, args, cwd, command):
-    opts, _ = _getopt(args, "kotST", ("--key", "--output", "--field-separator", "--buffer-size",
-                                      "--temporary-directory", "--batch-size", "--parallel", "--random-source",
-                                      "--compress-program", "--files0-from", "--sort"))
+    opts, _ = _getopt(
+        args,
+        "kotST",
+        (
+            "--key",
+            "--output",
+            "--field-separator",
+            "--buffer-size",
+            "--temporary-directory",
+            "--batch-size",
+            "--parallel",
+            "--random-source",
+            "--compress-program",
+            "--files0-from",
+            "--sort",
+        ),
+    )
     for o, v in opts:
         if o in ("-o", "--output") and v is not None:
             j.write(v, cwd, "sort -o", stream=True)
         elif o == "--compress-program":
-            j.unknown(f"sort --compress-program={v.text if v else ''}: runs a program; proctor cannot tell "
-                      f"what it writes")
+            j.unknown(
+                f"sort --compress-program={v.text if v else ''}: runs a program; proctor cannot tell what it writes"
+            )
 
 
 def _second_operand_output(short_values: str, long_values: tuple = ()):
@@ -1555,17 +1844,49 @@ def _h_quiet(j: _Judge, name, args, cwd, command):
 def _h_dd(j: _Judge, name, args, cwd, command):
     for word in args:
         if word.text.startswith("of="):
-            j.write(Word(word.text[3:], word.dynamic, word.quoted, word.raw[3:] if word.raw.startswith("of=") else
-                         word.raw), cwd, "dd of=", stream=True)
+            j.write(
+                Word(
+                    word.text[3:], word.dynamic, word.quoted, word.raw[3:] if word.raw.startswith("of=") else word.raw
+                ),
+                cwd,
+                "dd of=",
+                stream=True,
+            )
 
 
 def _h_curl(j: _Judge, name, args, cwd, command):
     j.quiet()
-    opts, operands = _getopt(args, "AbcCdDeEFHKmoPQrtTuUwxXyYz",
-                             ("--output", "--dump-header", "--cookie-jar", "--trace", "--trace-ascii", "--stderr",
-                              "--etag-save", "--libcurl", "--hsts", "--alt-svc", "--output-dir", "--config",
-                              "--write-out", "--cookie", "--data", "--header", "--user-agent", "--request", "--url",
-                              "--upload-file", "--form", "--user", "--proxy", "--max-time", "--range"))
+    opts, operands = _getopt(
+        args,
+        "AbcCdDeEFHKmoPQrtTuUwxXyYz",
+        (
+            "--output",
+            "--dump-header",
+            "--cookie-jar",
+            "--trace",
+            "--trace-ascii",
+            "--stderr",
+            "--etag-save",
+            "--libcurl",
+            "--hsts",
+            "--alt-svc",
+            "--output-dir",
+            "--config",
+            "--write-out",
+            "--cookie",
+            "--data",
+            "--header",
+            "--user-agent",
+            "--request",
+            "--url",
+            "--upload-file",
+            "--form",
+            "--user",
+            "--proxy",
+            "--max-time",
+            "--range",
+        ),
+    )
     out_dir = _value(opts, "--output-dir")
     remote = _has(opts, "-O", "--remote-name", "--remote-name-all")
     for o, v in opts:
@@ -1576,8 +1897,19 @@ def _h_curl(j: _Judge, name, args, cwd, command):
                 if out_dir is not None and not v.text.startswith("/"):
                     v = Word(out_dir.text.rstrip("/") + "/" + v.text, v.dynamic or out_dir.dynamic)
                 j.write(v, cwd, f"curl {o}", stream=True)
-        elif o in ("-D", "--dump-header", "-c", "--cookie-jar", "--trace", "--trace-ascii", "--stderr",
-                   "--etag-save", "--libcurl", "--hsts", "--alt-svc"):
+        elif o in (
+            "-D",
+            "--dump-header",
+            "-c",
+            "--cookie-jar",
+            "--trace",
+            "--trace-ascii",
+            "--stderr",
+            "--etag-save",
+            "--libcurl",
+            "--hsts",
+            "--alt-svc",
+        ):
             if v.text != "-":
                 j.write(v, cwd, f"curl {o}", stream=True)
         elif o in ("-K", "--config"):
@@ -1601,10 +1933,27 @@ def _h_curl(j: _Judge, name, args, cwd, command):
 
 def _h_wget(j: _Judge, name, args, cwd, command):
     j.quiet()
-    opts, operands = _getopt(args, "OoaPiUeTtwYlAR", ("--output-document", "--output-file", "--append-output",
-                                                       "--directory-prefix", "--input-file", "--user-agent",
-                                                       "--execute", "--timeout", "--tries", "--wait", "--level",
-                                                       "--accept", "--reject", "--header", "--post-data"))
+    opts, operands = _getopt(
+        args,
+        "OoaPiUeTtwYlAR",
+        (
+            "--output-document",
+            "--output-file",
+            "--append-output",
+            "--directory-prefix",
+            "--input-file",
+            "--user-agent",
+            "--execute",
+            "--timeout",
+            "--tries",
+            "--wait",
+            "--level",
+            "--accept",
+            "--reject",
+            "--header",
+            "--post-data",
+        ),
+    )
     document = _value(opts, "-O", "--output-document")
     for o, v in opts:
         if o in ("-o", "--output-file", "-a", "--append-output") and v is not None:
@@ -1618,34 +1967,76 @@ def _h_wget(j: _Judge, name, args, cwd, command):
             j.write(document, cwd, "wget -O", stream=True)
         return
     prefix = _value(opts, "-P", "--directory-prefix")
-    if _has(opts, "-r", "--recursive", "-m", "--mirror", "-p", "--page-requisites", "-i", "--input-file") \
-            or not operands or any(w.dynamic for w in operands):
+    if (
+        _has(opts, "-r", "--recursive", "-m", "--mirror", "-p", "--page-requisites", "-i", "--input-file")
+        or not operands
+        or any(w.dynamic for w in operands)
+    ):
         if prefix is not None:
             j.write(prefix, cwd, "wget -P")
         else:
             j.unknown("wget: saves under names the server gives; proctor cannot tell which")
         return
     for url in operands:
-        base = url.text.split("?", 1)[0].split("#", 1)[0].rsplit("/", 1)[-1] if "/" in url.text.split("://", 1)[-1] \
-            else ""
+        base = (
+            url.text.split("?", 1)[0].split("#", 1)[0].rsplit("/", 1)[-1] if "/" in url.text.split("://", 1)[-1] else ""
+        )
         path = (base or "index.html") if prefix is None else prefix.text.rstrip("/") + "/" + (base or "index.html")
         j.write(Word(path, prefix is not None and prefix.dynamic), cwd, "wget", stream=True)
 
 
 def _h_rsync(j: _Judge, name, args, cwd, command):
     j.quiet()
-    opts, operands = _getopt(args, "efTBM", ("--rsh", "--rsync-path", "--filter", "--exclude", "--include",
-                                             "--exclude-from", "--include-from", "--files-from", "--temp-dir",
-                                             "--partial-dir", "--backup-dir", "--log-file", "--write-batch",
-                                             "--only-write-batch", "--suffix", "--compare-dest", "--copy-dest",
-                                             "--link-dest", "--chmod", "--chown", "--timeout", "--bwlimit",
-                                             "--max-size", "--min-size", "--port", "--out-format",
-                                             "--password-file", "--remote-option"))
+    opts, operands = _getopt(
+        args,
+        "efTBM",
+        (
+            "--rsh",
+            "--rsync-path",
+            "--filter",
+            "--exclude",
+            "--include",
+            "--exclude-from",
+            "--include-from",
+            "--files-from",
+            "--temp-dir",
+            "--partial-dir",
+            "--backup-dir",
+            "--log-file",
+            "--write-batch",
+            "--only-write-batch",
+            "--suffix",
+            "--compare-dest",
+            "--copy-dest",
+            "--link-dest",
+            "--chmod",
+            "--chown",
+            "--timeout",
+            "--bwlimit",
+            "--max-size",
+            "--min-size",
+            "--port",
+            "--out-format",
+            "--password-file",
+            "--remote-option",
+        ),
+    )
     if _has(opts, "-n", "--dry-run", "--list-only"):
         return
     for o, v in opts:
-        if o in ("--temp-dir", "-T", "--partial-dir", "--backup-dir", "--log-file", "--write-batch",
-                 "--only-write-batch") and v is not None:
+        if (
+            o
+            in (
+                "--temp-dir",
+                "-T",
+                "--partial-dir",
+                "--backup-dir",
+                "--log-file",
+                "--write-batch",
+                "--only-write-batch",
+            )
+            and v is not None
+        ):
             j.write(v, cwd, f"rsync {o}")
     if len(operands) < 2:
         return
@@ -1683,19 +2074,45 @@ def _h_tar(j: _Judge, name, args, cwd, command):
                 rebuilt.append(values[k])
                 k += 1
         words = rebuilt + values[k:]
-    opts, operands = _getopt(words, "fCTXbgHKLNVIF",
-                             ("--file", "--directory", "--files-from", "--exclude-from", "--blocking-factor",
-                              "--listed-incremental", "--format", "--starting-file", "--tape-length",
-                              "--newer", "--label", "--use-compress-program", "--info-script",
-                              "--to-command", "--index-file", "--exclude", "--transform", "--owner", "--group",
-                              "--mode", "--mtime", "--strip-components", "--checkpoint-action",
-                              "--new-volume-script", "--rsh-command"),
-                             ("--checkpoint", "--backup"))
+    opts, operands = _getopt(
+        words,
+        "fCTXbgHKLNVIF",
+        (
+            "--file",
+            "--directory",
+            "--files-from",
+            "--exclude-from",
+            "--blocking-factor",
+            "--listed-incremental",
+            "--format",
+            "--starting-file",
+            "--tape-length",
+            "--newer",
+            "--label",
+            "--use-compress-program",
+            "--info-script",
+            "--to-command",
+            "--index-file",
+            "--exclude",
+            "--transform",
+            "--owner",
+            "--group",
+            "--mode",
+            "--mtime",
+            "--strip-components",
+            "--checkpoint-action",
+            "--new-volume-script",
+            "--rsh-command",
+        ),
+        ("--checkpoint", "--backup"),
+    )
     names = {o for o, _ in opts}
     for o, v in opts:
-        if o in ("--to-command", "--info-script", "-F", "--new-volume-script", "--rsh-command") or (
-                o == "--checkpoint-action" and v is not None and "exec" in v.text) or (
-                o in ("-I", "--use-compress-program") and v is not None and " " in v.text):
+        if (
+            o in ("--to-command", "--info-script", "-F", "--new-volume-script", "--rsh-command")
+            or (o == "--checkpoint-action" and v is not None and "exec" in v.text)
+            or (o in ("-I", "--use-compress-program") and v is not None and " " in v.text)
+        ):
             j.unknown(f"tar {o}: runs a command; proctor cannot tell what it writes")
         if o == "--index-file" and v is not None:
             j.write(v, cwd, "tar --index-file", stream=True)
@@ -1705,8 +2122,18 @@ def _h_tar(j: _Judge, name, args, cwd, command):
         if o in ("-C", "--directory") and v is not None:
             directory = j.directory(v, directory)
     extract = names & {"-x", "--extract", "--get"}
-    create = names & {"-c", "--create", "-r", "--append", "-u", "--update", "-A", "--catenate",
-                      "--concatenate", "--delete"}
+    create = names & {
+        "-c",
+        "--create",
+        "-r",
+        "--append",
+        "-u",
+        "--update",
+        "-A",
+        "--catenate",
+        "--concatenate",
+        "--delete",
+    }
     if extract:
         if names & {"-O", "--to-stdout"}:
             return
@@ -1774,9 +2201,21 @@ def _h_unzip(j: _Judge, name, args, cwd, command):
 
 def _h_zip(j: _Judge, name, args, cwd, command):
     j.quiet()
-    opts, operands = _getopt(args, "bntxiPZsO", ("--temp-path", "--suffixes", "--exclude", "--include",
-                                                 "--password", "--compression-method", "--split-size",
-                                                 "--output-file", "--unzip-command"))
+    opts, operands = _getopt(
+        args,
+        "bntxiPZsO",
+        (
+            "--temp-path",
+            "--suffixes",
+            "--exclude",
+            "--include",
+            "--password",
+            "--compression-method",
+            "--split-size",
+            "--output-file",
+            "--unzip-command",
+        ),
+    )
     if any(w.text.startswith(("-TT", "--unzip-command")) for w in args):
         j.unknown("zip -TT: runs a command; proctor cannot tell what it writes")
     out = _value(opts, "-O", "--output-file")
@@ -1790,20 +2229,32 @@ def _h_zip(j: _Judge, name, args, cwd, command):
             j.write(word, cwd, "zip -m", follow=False)
 
 
-_COMPRESSED = {"gzip": (".gz", ("-d", "--decompress", "--uncompress")), "bzip2": (".bz2", ("-d", "--decompress")),
-               "xz": (".xz", ("-d", "--decompress", "--uncompress")), "lzma": (".lzma", ("-d", "--decompress")),
-               "zstd": (".zst", ("-d", "--decompress", "--uncompress")), "lz4": (".lz4", ("-d", "--decompress")),
-               "compress": (".Z", ("-d",)), "lzip": (".lz", ("-d", "--decompress"))}
-_DECOMPRESSORS = {"gunzip": "gzip", "bunzip2": "bzip2", "unxz": "xz", "unlzma": "lzma", "unzstd": "zstd",
-                  "lz4cat": "lz4", "uncompress": "compress"}
+_COMPRESSED = {
+    "gzip": (".gz", ("-d", "--decompress", "--uncompress")),
+    "bzip2": (".bz2", ("-d", "--decompress")),
+    "xz": (".xz", ("-d", "--decompress", "--uncompress")),
+    "lzma": (".lzma", ("-d", "--decompress")),
+    "zstd": (".zst", ("-d", "--decompress", "--uncompress")),
+    "lz4": (".lz4", ("-d", "--decompress")),
+    "compress": (".Z", ("-d",)),
+    "lzip": (".lz", ("-d", "--decompress")),
+}
+_DECOMPRESSORS = {
+    "gunzip": "gzip",
+    "bunzip2": "bzip2",
+    "unxz": "xz",
+    "unlzma": "lzma",
+    "unzstd": "zstd",
+    "lz4cat": "lz4",
+    "uncompress": "compress",
+}
 
 
 def _h_compress(j: _Judge, name, args, cwd, command):
     """gzip and its kin replace each operand by a new name (or write -o FILE)."""
     tool = _DECOMPRESSORS.get(name, name)
     suffix, decompress_flags = _COMPRESSED[tool]
-    opts, operands = _getopt(args, "SoTbBLCFM" if tool in ("zstd", "lz4") else "So",
-                             ("--suffix", "--output"))
+    opts, operands = _getopt(args, "SoTbBLCFM" if tool in ("zstd", "lz4") else "So", ("--suffix", "--output"))
     names = {o for o, _ in opts}
     if names & {"-c", "--stdout", "--to-stdout", "-t", "--test", "-l", "--list"} or not operands:
         return
@@ -1825,7 +2276,7 @@ def _h_compress(j: _Judge, name, args, cwd, command):
                 base = word.text
                 for known in (suffix, ".tgz", ".taz", ".tbz2", ".txz", ".gz", ".z", ".Z", ".bz2", ".xz", ".zst"):
                     if base.endswith(known):
-                        base = base[:-len(known)] + (".tar" if known.startswith(".t") and len(known) > 3 else "")
+                        base = base[: -len(known)] + (".tar" if known.startswith(".t") and len(known) > 3 else "")
                         break
                 made = Word(base, word.dynamic, raw=word.raw)
             else:
@@ -1837,10 +2288,26 @@ def _h_compress(j: _Judge, name, args, cwd, command):
 
 def _h_patch(j: _Judge, name, args, cwd, command):
     j.quiet()
-    opts, operands = _getopt(args, "iodpBYzrDFVg", ("--input", "--output", "--directory", "--strip", "--prefix",
-                                                      "--basename-prefix", "--suffix", "--reject-file",
-                                                      "--ifdef", "--fuzz", "--version-control", "--get",
-                                                      "--quoting-style", "--backup-if-mismatch"))
+    opts, operands = _getopt(
+        args,
+        "iodpBYzrDFVg",
+        (
+            "--input",
+            "--output",
+            "--directory",
+            "--strip",
+            "--prefix",
+            "--basename-prefix",
+            "--suffix",
+            "--reject-file",
+            "--ifdef",
+            "--fuzz",
+            "--version-control",
+            "--get",
+            "--quoting-style",
+            "--backup-if-mismatch",
+        ),
+    )
     if _has(opts, "--dry-run", "-C", "--check"):
         return
     directory = cwd
@@ -1869,9 +2336,21 @@ def _h_patch(j: _Judge, name, args, cwd, command):
 
 def _h_split(j: _Judge, name, args, cwd, command):
     j.quiet()
-    opts, operands = _getopt(args, "abClnt", ("--suffix-length", "--bytes", "--line-bytes", "--lines",
-                                              "--number", "--separator", "--additional-suffix", "--filter"),
-                             ("--numeric-suffixes", "--hex-suffixes"))
+    opts, operands = _getopt(
+        args,
+        "abClnt",
+        (
+            "--suffix-length",
+            "--bytes",
+            "--line-bytes",
+            "--lines",
+            "--number",
+            "--separator",
+            "--additional-suffix",
+            "--filter",
+        ),
+        ("--numeric-suffixes", "--hex-suffixes"),
+    )
     if _has(opts, "--filter"):
         j.unknown("split --filter: runs a command; proctor cannot tell what it writes")
         return
@@ -1880,8 +2359,15 @@ def _h_split(j: _Judge, name, args, cwd, command):
     first = "0" * width if _has(opts, "-d", "-x", "--numeric-suffixes", "--hex-suffixes") else "a" * width
     extra = _value(opts, "--additional-suffix")
     prefix = operands[1] if len(operands) > 1 else Word("x")
-    j.write(Word(prefix.text + first + (extra.text if extra else ""), prefix.dynamic or bool(extra and extra.dynamic),
-                 raw=prefix.raw), cwd, "split")
+    j.write(
+        Word(
+            prefix.text + first + (extra.text if extra else ""),
+            prefix.dynamic or bool(extra and extra.dynamic),
+            raw=prefix.raw,
+        ),
+        cwd,
+        "split",
+    )
 
 
 def _h_csplit(j: _Judge, name, args, cwd, command):
@@ -1963,8 +2449,11 @@ def _h_proctor(j: _Judge, name, args, cwd, command):
     if not operands or any(w.text in ("--help", "-h", "--version") for w in args):
         return
     sub, more = operands[0], operands[1:2]
-    if sub in ("ls", "describe", "query", "session", "config", "vcs", "doctor") or \
-            (sub == "monitor" and more in (["list"], ["events"])) or (sub == "server" and more == ["status"]):
+    if (
+        sub in ("ls", "describe", "query", "session", "config", "vcs", "doctor")
+        or (sub == "monitor" and more in (["list"], ["events"]))
+        or (sub == "server" and more == ["status"])
+    ):
         return
     if sub in ("job", "monitor", "server", "hook", "run"):
         j.quiet()  # proctor's store; `run` runs a target of proctor.toml, which lease-gate judges
@@ -1985,23 +2474,33 @@ def _h_apply_patch(j: _Judge, name, args, cwd, command):
 _PROGRAMS = {
     "apply_patch": _h_apply_patch,
     "tee": _h_tee,
-    "cp": _copy_like, "mv": _copy_like, "install": _copy_like, "ln": _copy_like,
+    "cp": _copy_like,
+    "mv": _copy_like,
+    "install": _copy_like,
+    "ln": _copy_like,
     "link": _h_link,
     "rm": _operands_writer(follow=False),
     "rmdir": _operands_writer(follow=False),
     "unlink": _operands_writer(follow=False),
     "shred": _operands_writer("ns", ("--iterations", "--size", "--random-source")),
-    "touch": _operands_writer("drt", ("--date", "--reference", "--time"), no_create="-c --no-create",
-                              no_follow="-h --no-dereference"),
+    "touch": _operands_writer(
+        "drt", ("--date", "--reference", "--time"), no_create="-c --no-create", no_follow="-h --no-dereference"
+    ),
     "mkdir": _operands_writer("m", ("--mode",)),
     "mkfifo": _operands_writer("m", ("--mode",)),
     "mknod": _operands_writer("m", ("--mode",)),
     "truncate": _operands_writer("sr", ("--size", "--reference"), no_create="-c --no-create"),
     "fallocate": _h_fallocate,
-    "chmod": _h_chmod, "chown": _h_chmod, "chgrp": _h_chmod,
-    "sed": _h_sed, "gsed": _h_sed,
+    "chmod": _h_chmod,
+    "chown": _h_chmod,
+    "chgrp": _h_chmod,
+    "sed": _h_sed,
+    "gsed": _h_sed,
     "perl": _h_perl,
-    "awk": _h_awk, "gawk": _h_awk, "mawk": _h_awk, "nawk": _h_awk,
+    "awk": _h_awk,
+    "gawk": _h_awk,
+    "mawk": _h_awk,
+    "nawk": _h_awk,
     "find": _h_find,
     "dd": _h_dd,
     "sort": _h_sort,
@@ -2016,18 +2515,25 @@ _PROGRAMS = {
     "hostname": _h_hostname,
     "rg": _h_rg,
     "file": _h_file,
-    "kill": _h_quiet, "pkill": _h_quiet, "killall": _h_quiet, "renice": _h_quiet, "sync": _h_quiet,
+    "kill": _h_quiet,
+    "pkill": _h_quiet,
+    "killall": _h_quiet,
+    "renice": _h_quiet,
+    "sync": _h_quiet,
     "curl": _h_curl,
     "wget": _h_wget,
     "rsync": _h_rsync,
     "scp": _h_scp,
-    "tar": _h_tar, "gtar": _h_tar, "bsdtar": _h_tar,
+    "tar": _h_tar,
+    "gtar": _h_tar,
+    "bsdtar": _h_tar,
     "unzip": _h_unzip,
     "zip": _h_zip,
     "patch": _h_patch,
     "split": _h_split,
     "csplit": _h_csplit,
-    "ed": _h_ed, "red": _h_ed,
+    "ed": _h_ed,
+    "red": _h_ed,
     "mktemp": _h_mktemp,
     "git": _h_git,
     "proctor": _h_proctor,
@@ -2037,30 +2543,83 @@ _PROGRAMS = {
 
 # -- git ------------------------------------------------------------------------------------
 
-_GIT_READS = frozenset("""
+_GIT_READS = frozenset(
+    """
     status log diff show blame annotate rev-parse ls-files ls-tree shortlog describe cat-file rev-list
     for-each-ref show-ref merge-base name-rev var whatchanged count-objects check-ignore check-attr
     check-ref-format check-mailmap ls-remote version help show-branch cherry range-diff diff-tree diff-files
     diff-index verify-commit verify-tag verify-pack fsck get-tar-commit-id grep request-pull
-""".split())
-_GIT_QUIET = frozenset("""
+""".split()
+)
+_GIT_QUIET = frozenset(
+    """
     add commit fetch push gc prune repack update-ref update-index symbolic-ref replace commit-tree hash-object
     mktree mktag pack-refs prune-packed maintenance credential rerere fetch-pack send-pack unpack-objects
     index-pack pack-objects multi-pack-index commit-graph
-""".split())
-_GIT_TREE_WIDE = frozenset(("merge", "rebase", "pull", "cherry-pick", "revert", "am", "switch", "bisect",
-                            "submodule", "sparse-checkout", "read-tree", "checkout-index", "mergetool",
-                            "filter-branch", "stash", "reset", "clean", "apply", "checkout"))
-_GIT_CODE_KEYS = frozenset(("command", "textconv", "driver", "cmd", "clean", "smudge", "process", "program",
-                            "helper", "path", "hookspath", "fsmonitor", "editor", "pager", "sshcommand", "askpass",
-                            "external", "packobjectshook", "gitproxy", "worktree", "templatedir", "tool",
-                            "trustexitcode", "uploadpack", "receivepack"))
+""".split()
+)
+_GIT_TREE_WIDE = frozenset(
+    (
+        "merge",
+        "rebase",
+        "pull",
+        "cherry-pick",
+        "revert",
+        "am",
+        "switch",
+        "bisect",
+        "submodule",
+        "sparse-checkout",
+        "read-tree",
+        "checkout-index",
+        "mergetool",
+        "filter-branch",
+        "stash",
+        "reset",
+        "clean",
+        "apply",
+        "checkout",
+    )
+)
+_GIT_CODE_KEYS = frozenset(
+    (
+        "command",
+        "textconv",
+        "driver",
+        "cmd",
+        "clean",
+        "smudge",
+        "process",
+        "program",
+        "helper",
+        "path",
+        "hookspath",
+        "fsmonitor",
+        "editor",
+        "pager",
+        "sshcommand",
+        "askpass",
+        "external",
+        "packobjectshook",
+        "gitproxy",
+        "worktree",
+        "templatedir",
+        "tool",
+        "trustexitcode",
+        "uploadpack",
+        "receivepack",
+    )
+)
 
 
 def _git_key_runs_code(key: str) -> bool:
     key = key.lower()
-    return key.startswith(("alias.", "pager.", "includeif.", "include.")) or key.rsplit(".", 1)[-1] in _GIT_CODE_KEYS \
-        or (key.startswith("protocol.") and key.endswith(".allow")) or "ext::" in key
+    return (
+        key.startswith(("alias.", "pager.", "includeif.", "include."))
+        or key.rsplit(".", 1)[-1] in _GIT_CODE_KEYS
+        or (key.startswith("protocol.") and key.endswith(".allow"))
+        or "ext::" in key
+    )
 
 
 def _git(j: _Judge, args: list[Word], cwd: str | None, command: Command) -> None:
@@ -2104,7 +2663,7 @@ def _git(j: _Judge, args: list[Word], cwd: str | None, command: Command) -> None
         break
     if i >= n:
         return
-    sub_word, rest = args[i], args[i + 1:]
+    sub_word, rest = args[i], args[i + 1 :]
     if sub_word.dynamic:
         j.unknown(f"git {sub_word.text}: a git command held in a variable")
         return
@@ -2112,10 +2671,15 @@ def _git(j: _Judge, args: list[Word], cwd: str | None, command: Command) -> None
     texts = [w.text for w in rest]
     for t in texts:
         option = t.split("=", 1)[0]
-        if (len(option) > 4 and any(o.startswith(option) for o in ("--upload-pack", "--receive-pack", "--exec"))) or (
-                option == "-u" and sub in ("ls-remote", "clone")) or t.startswith("ext::") or "=ext::" in t:
-            j.unknown(f"git {sub} {t[:40]}: runs a program named on its command line; proctor cannot tell what "
-                      f"it writes")
+        if (
+            (len(option) > 4 and any(o.startswith(option) for o in ("--upload-pack", "--receive-pack", "--exec")))
+            or (option == "-u" and sub in ("ls-remote", "clone"))
+            or t.startswith("ext::")
+            or "=ext::" in t
+        ):
+            j.unknown(
+                f"git {sub} {t[:40]}: runs a program named on its command line; proctor cannot tell what it writes"
+            )
     # where pathspecs resolve: the cwd, or the --work-tree's top when the cwd is outside it
     base = cwd
     if work_tree is None:
@@ -2155,25 +2719,68 @@ def _git(j: _Judge, args: list[Word], cwd: str | None, command: Command) -> None
         else:
             _git_global_config(j, f"git maintenance {texts[0]}", cwd)
         if texts[0] in ("start", "stop"):
-            j.unknown(f"git maintenance {texts[0]}: changes the scheduler's tasks (crontab, systemd, launchd); "
-                      f"proctor cannot name them")
+            j.unknown(
+                f"git maintenance {texts[0]}: changes the scheduler's tasks (crontab, systemd, launchd); "
+                f"proctor cannot name them"
+            )
         return
     if sub in _GIT_QUIET:
         j.quiet()
         return
     if sub == "branch":
-        opts, operands = _getopt(rest, "", ("--contains", "--no-contains", "--merged", "--no-merged",
-                                            "--points-at", "--sort", "--format", "--set-upstream-to"),
-                                 ("--abbrev", "--column", "--color"))
+        opts, operands = _getopt(
+            rest,
+            "",
+            (
+                "--contains",
+                "--no-contains",
+                "--merged",
+                "--no-merged",
+                "--points-at",
+                "--sort",
+                "--format",
+                "--set-upstream-to",
+            ),
+            ("--abbrev", "--column", "--color"),
+        )
         listing = not operands or _has(opts, "-l", "--list")
-        if not listing or _has(opts, "-d", "-D", "-m", "-M", "-c", "-C", "--delete", "--move", "--copy", "-u",
-                               "--set-upstream-to", "--unset-upstream", "--edit-description", "-f", "--force"):
+        if not listing or _has(
+            opts,
+            "-d",
+            "-D",
+            "-m",
+            "-M",
+            "-c",
+            "-C",
+            "--delete",
+            "--move",
+            "--copy",
+            "-u",
+            "--set-upstream-to",
+            "--unset-upstream",
+            "--edit-description",
+            "-f",
+            "--force",
+        ):
             j.quiet()
         return
     if sub == "tag":
-        opts, operands = _getopt(rest, "mFu", ("--message", "--file", "--local-user", "--contains",
-                                               "--no-contains", "--points-at", "--sort", "--format", "--merged",
-                                               "--no-merged"))
+        opts, operands = _getopt(
+            rest,
+            "mFu",
+            (
+                "--message",
+                "--file",
+                "--local-user",
+                "--contains",
+                "--no-contains",
+                "--points-at",
+                "--sort",
+                "--format",
+                "--merged",
+                "--no-merged",
+            ),
+        )
         if operands and not _has(opts, "-l", "--list", "-v", "--verify"):
             j.quiet()
         elif _has(opts, "-d", "--delete"):
@@ -2208,8 +2815,12 @@ def _git(j: _Judge, args: list[Word], cwd: str | None, command: Command) -> None
         return
     if sub == "init":
         j.quiet()
-        opts, operands = _getopt(rest, "b", ("--template", "--separate-git-dir", "--object-format",
-                                             "--initial-branch", "--shared", "--ref-format"), ("--shared",))
+        opts, operands = _getopt(
+            rest,
+            "b",
+            ("--template", "--separate-git-dir", "--object-format", "--initial-branch", "--shared", "--ref-format"),
+            ("--shared",),
+        )
         if operands:
             j.write(operands[0], cwd, "git init")
         template = _value(opts, "--template")
@@ -2226,10 +2837,27 @@ def _git(j: _Judge, args: list[Word], cwd: str | None, command: Command) -> None
         return
     if sub == "clone":
         j.quiet()
-        opts, operands = _getopt(rest, "objuc", ("--origin", "--branch", "--upload-pack", "--reference",
-                                                 "--depth", "--shallow-since", "--shallow-exclude", "--config",
-                                                 "--template", "--separate-git-dir", "--jobs", "--filter",
-                                                 "--server-option", "--bundle-uri", "--reference-if-able"))
+        opts, operands = _getopt(
+            rest,
+            "objuc",
+            (
+                "--origin",
+                "--branch",
+                "--upload-pack",
+                "--reference",
+                "--depth",
+                "--shallow-since",
+                "--shallow-exclude",
+                "--config",
+                "--template",
+                "--separate-git-dir",
+                "--jobs",
+                "--filter",
+                "--server-option",
+                "--bundle-uri",
+                "--reference-if-able",
+            ),
+        )
         for o, v in opts:
             if o in ("-c", "--config") and v is not None and _git_key_runs_code(v.text.split("=", 1)[0]):
                 j.unknown(f"git clone -c {v.text[:40]}: a setting that runs a program")
@@ -2287,8 +2915,13 @@ def _git(j: _Judge, args: list[Word], cwd: str | None, command: Command) -> None
             j.quiet()
         return
     if sub == "mv":
-        _copy_like(j, "mv", [w for w in rest if w.text not in ("-k", "-f", "-n", "-v", "--dry-run", "--verbose")],
-                   base, command)
+        _copy_like(
+            j,
+            "mv",
+            [w for w in rest if w.text not in ("-k", "-f", "-n", "-v", "--dry-run", "--verbose")],
+            base,
+            command,
+        )
         return
     if sub == "stash":
         action = texts[0] if texts and not texts[0].startswith("-") else "push"
@@ -2298,7 +2931,7 @@ def _git(j: _Judge, args: list[Word], cwd: str | None, command: Command) -> None
         if action in ("drop", "clear", "create", "store"):
             return
         if action in ("push", "save") and "--" in texts:
-            for word in rest[texts.index("--") + 1:]:
+            for word in rest[texts.index("--") + 1 :]:
                 j.write(word, base, "git stash push --")
             return
         whole_tree(f"stash {action}" if texts and not texts[0].startswith("-") else "stash")
@@ -2350,8 +2983,7 @@ def _git(j: _Judge, args: list[Word], cwd: str | None, command: Command) -> None
     if sub == "switch":
         j.quiet()
         opts, operands = _getopt(rest, "cC", ("--create", "--force-create", "--orphan"))
-        if _has(opts, "-c", "-C", "--create", "--force-create") and (
-                not operands or operands[0].text in ("HEAD", "@")):
+        if _has(opts, "-c", "-C", "--create", "--force-create") and (not operands or operands[0].text in ("HEAD", "@")):
             return  # a new branch where HEAD is; one at another start point checks that out
         whole_tree("switch" + (f" {operands[0].text}" if operands else ""))
         return
@@ -2382,8 +3014,7 @@ def _git(j: _Judge, args: list[Word], cwd: str | None, command: Command) -> None
 
 def _git_checkout(j: _Judge, sub: str, rest: list[Word], base, cwd, whole_tree) -> None:
     texts = [w.text for w in rest]
-    opts, operands = _getopt(rest, "bBsU", ("--orphan", "--source", "--conflict", "--pathspec-from-file",
-                                            "--unified"))
+    opts, operands = _getopt(rest, "bBsU", ("--orphan", "--source", "--conflict", "--pathspec-from-file", "--unified"))
     j.quiet()
     if _has(opts, "--pathspec-from-file"):
         j.unknown(f"git {sub} --pathspec-from-file: paths listed in a file; proctor cannot name them")
@@ -2393,7 +3024,7 @@ def _git_checkout(j: _Judge, sub: str, rest: list[Word], base, cwd, whole_tree) 
     if sub == "restore" and _has(opts, "-S", "--staged") and not _has(opts, "-W", "--worktree"):
         return
     if "--" in texts:
-        for word in rest[texts.index("--") + 1:]:
+        for word in rest[texts.index("--") + 1 :]:
             j.write(word, base, f"git {sub} --", follow=False)
         return
     if sub == "restore":
@@ -2422,8 +3053,9 @@ def _git_checkout(j: _Judge, sub: str, rest: list[Word], base, cwd, whole_tree) 
 
 
 def _git_apply(j: _Judge, rest: list[Word], base, command: Command) -> None:
-    opts, operands = _getopt(rest, "pC", ("--exclude", "--include", "--directory", "--whitespace",
-                                          "--build-fake-ancestor"))
+    opts, operands = _getopt(
+        rest, "pC", ("--exclude", "--include", "--directory", "--whitespace", "--build-fake-ancestor")
+    )
     if _has(opts, "--check", "--stat", "--numstat", "--summary") and not _has(opts, "--apply"):
         return
     j.quiet()
@@ -2431,8 +3063,12 @@ def _git_apply(j: _Judge, rest: list[Word], base, command: Command) -> None:
         return
     strip = _value(opts, "-p")
     directory = _value(opts, "--directory")
-    if not operands and command.stdin_script is not None and not command.stdin_dynamic and \
-            (strip is None or strip.text.isdigit()):
+    if (
+        not operands
+        and command.stdin_script is not None
+        and not command.stdin_dynamic
+        and (strip is None or strip.text.isdigit())
+    ):
         names = diff_paths(command.stdin_script, int(strip.text) if strip is not None else 1)
         if names:
             for name in names:
@@ -2446,14 +3082,26 @@ def _git_apply(j: _Judge, rest: list[Word], base, command: Command) -> None:
 def _git_config(j: _Judge, rest: list[Word], cwd) -> None:
     texts = [w.text for w in rest]
     opts, operands = _getopt(rest, "f", ("--file", "--blob", "--type", "--default", "--comment"))
-    reads = ("--get", "--get-all", "--get-regexp", "--get-urlmatch", "-l", "--list", "--get-color",
-             "--get-colorbool", "--show-origin", "--show-scope", "--name-only")
+    reads = (
+        "--get",
+        "--get-all",
+        "--get-regexp",
+        "--get-urlmatch",
+        "-l",
+        "--list",
+        "--get-color",
+        "--get-colorbool",
+        "--show-origin",
+        "--show-scope",
+        "--name-only",
+    )
     if _has(opts, *reads) or operands[:1] in ([Word("get")],) or texts[:1] in (["get"], ["list"]):
         return
     if operands and operands[0].text in ("get", "list"):
         return
-    if len(operands) == 1 and not _has(opts, "--unset", "--unset-all", "--remove-section", "--rename-section",
-                                       "--add", "--replace-all", "-e", "--edit"):
+    if len(operands) == 1 and not _has(
+        opts, "--unset", "--unset-all", "--remove-section", "--rename-section", "--add", "--replace-all", "-e", "--edit"
+    ):
         return  # `git config KEY` reads it
     if _has(opts, "-e", "--edit"):
         j.unknown("git config -e: opens an editor; proctor cannot tell what it writes")

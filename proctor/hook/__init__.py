@@ -59,8 +59,16 @@ def judge(argv: list[str], stdin: bytes, environ: dict | None = None):
             from proctor.guard.call import PRE_TOOL, Call
             from proctor.guard.engine import DENY, Verdict
 
-            refused = Verdict([("guard", DENY, "this tool call's input is nested too deeply for proctor to read; "
-                                               "it refuses what it cannot read")])
+            refused = Verdict(
+                [
+                    (
+                        "guard",
+                        DENY,
+                        "this tool call's input is nested too deeply for proctor to read; "
+                        "it refuses what it cannot read",
+                    )
+                ]
+            )
             return json.dumps(module.render(Call(host, PRE_TOOL), refused), separators=(",", ":")) + "\n", 0, done
         finally:
             sys.setrecursionlimit(limit)

@@ -11,19 +11,56 @@ session waits for the person), never answered.
 
 from __future__ import annotations
 
-from proctor.guard.call import (NOTIFY, OTHER, POST_TOOL, PRE_TOOL, PROMPT, STOP, SUBAGENT_STOP, Call, fill_common,
-                                proctor_tool, read_named_paths, text)
+from proctor.guard.call import (
+    NOTIFY,
+    OTHER,
+    POST_TOOL,
+    PRE_TOOL,
+    PROMPT,
+    STOP,
+    SUBAGENT_STOP,
+    Call,
+    fill_common,
+    proctor_tool,
+    read_named_paths,
+    text,
+)
 
-EVENTS = {"PreToolUse": PRE_TOOL, "PostToolUse": POST_TOOL, "Stop": STOP, "SubagentStop": SUBAGENT_STOP,
-          "UserPromptSubmit": PROMPT, "Notification": NOTIFY}
+EVENTS = {
+    "PreToolUse": PRE_TOOL,
+    "PostToolUse": POST_TOOL,
+    "Stop": STOP,
+    "SubagentStop": SUBAGENT_STOP,
+    "UserPromptSubmit": PROMPT,
+    "Notification": NOTIFY,
+}
 WIRED_EVENTS = ("PreToolUse", "PostToolUse", "Stop", "SubagentStop", "UserPromptSubmit", "Notification")
-WRITE_TOOLS = {"Write": "file_path", "Edit": "file_path", "MultiEdit": "file_path",
-               "NotebookEdit": "notebook_path"}
+WRITE_TOOLS = {"Write": "file_path", "Edit": "file_path", "MultiEdit": "file_path", "NotebookEdit": "notebook_path"}
 READ_TOOLS = {"Read": "file_path", "NotebookRead": "notebook_path", "Glob": "path", "Grep": "path", "LS": "path"}
 # Tools whose input is not a file path (a spawn's prompt is read below; apply_patch's body too).
-KNOWN_TOOLS = frozenset(("Bash", "Task", "Agent", "TodoWrite", "WebFetch", "WebSearch", "TaskStop", "TaskOutput",
-                         "BashOutput", "KillBash", "KillShell", "Skill", "AskUserQuestion", "ExitPlanMode",
-                         "EnterPlanMode", "apply_patch", "shell", "exec_command", "local_shell"))
+KNOWN_TOOLS = frozenset(
+    (
+        "Bash",
+        "Task",
+        "Agent",
+        "TodoWrite",
+        "WebFetch",
+        "WebSearch",
+        "TaskStop",
+        "TaskOutput",
+        "BashOutput",
+        "KillBash",
+        "KillShell",
+        "Skill",
+        "AskUserQuestion",
+        "ExitPlanMode",
+        "EnterPlanMode",
+        "apply_patch",
+        "shell",
+        "exec_command",
+        "local_shell",
+    )
+)
 
 
 def parse(event: dict) -> Call:
@@ -49,13 +86,21 @@ def read_tool_input(call: Call, tool_input: object) -> None:
         call.writes.append(tool_input[WRITE_TOOLS[tool]])
     elif tool in READ_TOOLS and text(tool_input.get(READ_TOOLS[tool])):
         call.reads.append(tool_input[READ_TOOLS[tool]])
-    elif tool not in WRITE_TOOLS and tool not in READ_TOOLS and tool not in KNOWN_TOOLS and \
-            (not call.command or tool.startswith("mcp_")):
+    elif (
+        tool not in WRITE_TOOLS
+        and tool not in READ_TOOLS
+        and tool not in KNOWN_TOOLS
+        and (not call.command or tool.startswith("mcp_"))
+    ):
         read_named_paths(call, tool_input)  # an MCP server's file tool (its command too), or any tool naming a path
     if isinstance(tool_input.get("old_string"), str) and isinstance(tool_input.get("new_string"), str):
         call.edits.append((None, tool_input["old_string"], tool_input["new_string"]))
     for edit in tool_input.get("edits") or () if isinstance(tool_input.get("edits"), list) else ():
-        if isinstance(edit, dict) and isinstance(edit.get("old_string"), str) and isinstance(edit.get("new_string"), str):
+        if (
+            isinstance(edit, dict)
+            and isinstance(edit.get("old_string"), str)
+            and isinstance(edit.get("new_string"), str)
+        ):
             call.edits.append((None, edit["old_string"], edit["new_string"]))
     patch = (text(tool_input.get("command")) or text(tool_input.get("input"))) if tool == "apply_patch" else None
     if isinstance(patch, str):
@@ -81,8 +126,13 @@ def render(call: Call, verdict) -> dict:
     message = verdict.text()
     if call.event == PRE_TOOL:
         if verdict.decision == "deny":
-            return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
-                                           "permissionDecisionReason": message}}
+            return {
+                "hookSpecificOutput": {
+                    "hookEventName": "PreToolUse",
+                    "permissionDecision": "deny",
+                    "permissionDecisionReason": message,
+                }
+            }
         return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext": message}}
     if call.event in (STOP, SUBAGENT_STOP):
         if verdict.decision == "deny":
@@ -107,11 +157,17 @@ MARKER = ".claude"
 def wiring() -> str:
     import json
 
-    hooks = {"hooks": {event: [{"matcher": "*", "hooks": [
-        {"type": "command", "command": "proctor hook claude", "timeout": 30}]}]
-        for event in WIRED_EVENTS}}
-    return ("# Claude Code: merge into .claude/settings.json (project) or ~/.claude/settings.json\n"
-            + json.dumps(hooks, indent=2) + "\n")
+    hooks = {
+        "hooks": {
+            event: [{"matcher": "*", "hooks": [{"type": "command", "command": "proctor hook claude", "timeout": 30}]}]
+            for event in WIRED_EVENTS
+        }
+    }
+    return (
+        "# Claude Code: merge into .claude/settings.json (project) or ~/.claude/settings.json\n"
+        + json.dumps(hooks, indent=2)
+        + "\n"
+    )
 
 
 MCP_SERVER = {"type": "stdio", "command": "proctor", "args": ["mcp"]}
@@ -120,20 +176,26 @@ MCP_SERVER = {"type": "stdio", "command": "proctor", "args": ["mcp"]}
 def mcp_wiring() -> str:
     import json
 
-    return ("# Claude Code: proctor's MCP tools (mcp__proctor__<tool>). Run once in the repository:\n"
-            "#   claude mcp add --scope project proctor -- proctor mcp\n"
-            "# or merge into .mcp.json at its root. Claude Code asks once before it starts a project's servers;\n"
-            "# \"enableAllProjectMcpServers\": true (or \"enabledMcpjsonServers\": [\"proctor\"]) in\n"
-            "# .claude/settings.json approves them. The server runs in the session's directory and environment,\n"
-            "# so a leased session's calls act under its lease.\n"
-            + json.dumps({"mcpServers": {"proctor": MCP_SERVER}}, indent=2) + "\n")
+    return (
+        "# Claude Code: proctor's MCP tools (mcp__proctor__<tool>). Run once in the repository:\n"
+        "#   claude mcp add --scope project proctor -- proctor mcp\n"
+        "# or merge into .mcp.json at its root. Claude Code asks once before it starts a project's servers;\n"
+        '# "enableAllProjectMcpServers": true (or "enabledMcpjsonServers": ["proctor"]) in\n'
+        "# .claude/settings.json approves them. The server runs in the session's directory and environment,\n"
+        "# so a leased session's calls act under its lease.\n"
+        + json.dumps({"mcpServers": {"proctor": MCP_SERVER}}, indent=2)
+        + "\n"
+    )
 
 
 def wired(root: str, home: str) -> tuple[bool, str]:
     import os
 
-    paths = [os.path.join(root, ".claude", "settings.json"), os.path.join(root, ".claude", "settings.local.json"),
-             os.path.join(home, ".claude", "settings.json")]
+    paths = [
+        os.path.join(root, ".claude", "settings.json"),
+        os.path.join(root, ".claude", "settings.local.json"),
+        os.path.join(home, ".claude", "settings.json"),
+    ]
     found: dict[str, str] = {}  # event -> the file that wires proctor for it
     for path in paths:
         try:
@@ -150,8 +212,10 @@ def wired(root: str, home: str) -> tuple[bool, str]:
     missing = [event for event in WIRED_EVENTS if event not in found]
     where = ", ".join(sorted(set(found.values())))
     if missing:
-        return False, (f"present in {where} but not for {', '.join(missing)} (monitor follow-ups and the "
-                       f"session's activity need them): merge `proctor describe harness --host claude` again")
+        return False, (
+            f"present in {where} but not for {', '.join(missing)} (monitor follow-ups and the "
+            f"session's activity need them): merge `proctor describe harness --host claude` again"
+        )
     return True, f"present in {where}"
 
 

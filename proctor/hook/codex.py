@@ -37,8 +37,13 @@ def render(call: Call, verdict) -> dict:
     message = verdict.text() or "refused by proctor"
     if call.event == PRE_TOOL:
         if verdict.decision == "deny":
-            return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
-                                           "permissionDecisionReason": message}}
+            return {
+                "hookSpecificOutput": {
+                    "hookEventName": "PreToolUse",
+                    "permissionDecision": "deny",
+                    "permissionDecisionReason": message,
+                }
+            }
         return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext": message}}
     if call.event == POST_TOOL:
         if verdict.decision == "deny":
@@ -50,8 +55,11 @@ def render(call: Call, verdict) -> dict:
         raw = call.raw if isinstance(call.raw, dict) else {}
         if raw.get("stop_hook_active") is True:
             return {}  # it already carried on once after a Stop answer: let it stop
-        return {"decision": "block", "reason": "proctor advisory (no further action is required if this is "
-                                               "already handled; then end your turn again): " + message}
+        return {
+            "decision": "block",
+            "reason": "proctor advisory (no further action is required if this is "
+            "already handled; then end your turn again): " + message,
+        }
     return {}
 
 
@@ -62,12 +70,28 @@ COMMAND = "proctor hook codex"
 TIMEOUT = 30
 WIRED_EVENTS = ("PreToolUse", "PostToolUse", "Stop", "SubagentStop")
 # Codex's names for its events in hook-state keys (`<source>:<label>:<group>:<handler>`).
-EVENT_LABELS = {"PreToolUse": "pre_tool_use", "PermissionRequest": "permission_request",
-                "PostToolUse": "post_tool_use", "PreCompact": "pre_compact", "PostCompact": "post_compact",
-                "SessionStart": "session_start", "UserPromptSubmit": "user_prompt_submit",
-                "SubagentStart": "subagent_start", "SubagentStop": "subagent_stop", "Stop": "stop"}
-MATCHER_EVENTS = {"PreToolUse", "PermissionRequest", "PostToolUse", "PreCompact", "PostCompact", "SessionStart",
-                  "SubagentStart", "SubagentStop"}
+EVENT_LABELS = {
+    "PreToolUse": "pre_tool_use",
+    "PermissionRequest": "permission_request",
+    "PostToolUse": "post_tool_use",
+    "PreCompact": "pre_compact",
+    "PostCompact": "post_compact",
+    "SessionStart": "session_start",
+    "UserPromptSubmit": "user_prompt_submit",
+    "SubagentStart": "subagent_start",
+    "SubagentStop": "subagent_stop",
+    "Stop": "stop",
+}
+MATCHER_EVENTS = {
+    "PreToolUse",
+    "PermissionRequest",
+    "PostToolUse",
+    "PreCompact",
+    "PostCompact",
+    "SessionStart",
+    "SubagentStart",
+    "SubagentStop",
+}
 
 
 def codex_home(home: str) -> str:
@@ -84,9 +108,12 @@ def trust_hash(event: str, handler: dict, matcher: str | None = None) -> str:
     import hashlib
     import json
 
-    normalized = {"type": "command", "command": handler.get("command"),
-                  "timeout": max(1, _int(handler.get("timeout", handler.get("timeoutSec")), 600)),
-                  "async": handler.get("async") is True}
+    normalized = {
+        "type": "command",
+        "command": handler.get("command"),
+        "timeout": max(1, _int(handler.get("timeout", handler.get("timeoutSec")), 600)),
+        "async": handler.get("async") is True,
+    }
     if isinstance(handler.get("statusMessage"), str):
         normalized["statusMessage"] = handler["statusMessage"]
     identity = {"event_name": EVENT_LABELS[event], "hooks": [normalized]}
@@ -118,8 +145,14 @@ def wiring(home: str | None = None, root: str | None = None) -> str:
         "# `proctor doctor` says whether Codex will run them.",
     ]
     for event in WIRED_EVENTS:
-        lines += [f"[[hooks.{event}]]", f"[[hooks.{event}.hooks]]", 'type = "command"',
-                  f'command = "{COMMAND}"', f"timeout = {TIMEOUT}", ""]
+        lines += [
+            f"[[hooks.{event}]]",
+            f"[[hooks.{event}.hooks]]",
+            'type = "command"',
+            f'command = "{COMMAND}"',
+            f"timeout = {TIMEOUT}",
+            "",
+        ]
     lines += _state_lines(config, handler)
     if root is None:
         try:
@@ -131,29 +164,38 @@ def wiring(home: str | None = None, root: str | None = None) -> str:
     if root:
         hooks_json = os.path.join(root, ".codex", "hooks.json")
         document = {"hooks": {event: [{"hooks": [handler]}] for event in WIRED_EVENTS}}
-        lines += ["", "# Or for this project only, in its .codex/ (Codex loads it only in a trusted project):",
-                  f"# 1. write {hooks_json}:", "#    " + json.dumps(document, separators=(", ", ": ")),
-                  f"# 2. add to {config}:"]
+        lines += [
+            "",
+            "# Or for this project only, in its .codex/ (Codex loads it only in a trusted project):",
+            f"# 1. write {hooks_json}:",
+            "#    " + json.dumps(document, separators=(", ", ": ")),
+            f"# 2. add to {config}:",
+        ]
         lines += ["#    " + line for line in _state_lines(hooks_json, handler)]
         lines += [f"# 3. trust the project once: `codex exec --trust` in {root}"]
     return "\n".join(lines) + "\n"
 
 
 def mcp_wiring() -> str:
-    return "\n".join([
-        "# Codex: proctor's MCP tools (the hook sees mcp__proctor__<tool>; the model loads them with tool_search,",
-        "# as namespace mcp__proctor); merge into ~/.codex/config.toml, or into a",
-        "# trusted project's .codex/config.toml. Codex hands an MCP server only a few variables of its own;",
-        "# env_vars passes the lease (BAGGAGE) and the job's secret (PROCTOR_NONCE) on to proctor mcp.",
-        "# Codex asks before every call of an MCP tool (`codex exec` refuses it: \"approval policy is",
-        "# never\"); default_tools_approval_mode = \"approve\" runs proctor's tools without asking (the guard's",
-        "# PreToolUse hook still judges each call, and proctor refuses what the caller may not do).",
-        "[mcp_servers.proctor]",
-        'command = "proctor"',
-        'args = ["mcp"]',
-        'env_vars = ["BAGGAGE", "PROCTOR_NONCE", "TRACEPARENT", "PROCTOR_STATE_DIR", "PROCTOR_STORE_URL"]',
-        'default_tools_approval_mode = "approve"',
-    ]) + "\n"
+    return (
+        "\n".join(
+            [
+                "# Codex: proctor's MCP tools (the hook sees mcp__proctor__<tool>; the model loads them with tool_search,",
+                "# as namespace mcp__proctor); merge into ~/.codex/config.toml, or into a",
+                "# trusted project's .codex/config.toml. Codex hands an MCP server only a few variables of its own;",
+                "# env_vars passes the lease (BAGGAGE) and the job's secret (PROCTOR_NONCE) on to proctor mcp.",
+                '# Codex asks before every call of an MCP tool (`codex exec` refuses it: "approval policy is',
+                '# never"); default_tools_approval_mode = "approve" runs proctor\'s tools without asking (the guard\'s',
+                "# PreToolUse hook still judges each call, and proctor refuses what the caller may not do).",
+                "[mcp_servers.proctor]",
+                'command = "proctor"',
+                'args = ["mcp"]',
+                'env_vars = ["BAGGAGE", "PROCTOR_NONCE", "TRACEPARENT", "PROCTOR_STATE_DIR", "PROCTOR_STORE_URL"]',
+                'default_tools_approval_mode = "approve"',
+            ]
+        )
+        + "\n"
+    )
 
 
 def _state_lines(source: str, handler: dict) -> list[str]:
@@ -192,9 +234,12 @@ def wired(root: str, home: str) -> tuple[bool, str]:
     states = (user.get("hooks") or {}).get("state") if isinstance(user.get("hooks"), dict) else None
     states = states if isinstance(states, dict) else {}
     sources: list[tuple[str, dict, bool]] = []  # (file, hooks table, in the project's .codex/)
-    for path, project in ((user_config, False), (os.path.join(base, "hooks.json"), False),
-                          (os.path.join(root, ".codex", "config.toml"), True),
-                          (os.path.join(root, ".codex", "hooks.json"), True)):
+    for path, project in (
+        (user_config, False),
+        (os.path.join(base, "hooks.json"), False),
+        (os.path.join(root, ".codex", "config.toml"), True),
+        (os.path.join(root, ".codex", "hooks.json"), True),
+    ):
         try:
             if path.endswith(".json"):
                 with open(path, encoding="utf-8") as handle:
@@ -224,8 +269,10 @@ def wired(root: str, home: str) -> tuple[bool, str]:
                         untrusted.append(f"{event} in {path} (disabled)")
                     elif state.get("trusted_hash") == trust_hash(event, handler, matcher):
                         if project and not _project_trusted(user, root):
-                            untrusted.append(f"{event} in {path} (the project is not trusted: run "
-                                             f"`codex exec --trust` in {root} once)")
+                            untrusted.append(
+                                f"{event} in {path} (the project is not trusted: run "
+                                f"`codex exec --trust` in {root} once)"
+                            )
                         else:
                             trusted.setdefault(event, path)
                     elif state.get("trusted_hash"):
@@ -233,8 +280,12 @@ def wired(root: str, home: str) -> tuple[bool, str]:
                     else:
                         untrusted.append(f"{event} in {path} (not trusted)")
     if not sources or (not trusted and not untrusted):
-        looked = [user_config, os.path.join(base, "hooks.json"), os.path.join(root, ".codex", "config.toml"),
-                  os.path.join(root, ".codex", "hooks.json")]
+        looked = [
+            user_config,
+            os.path.join(base, "hooks.json"),
+            os.path.join(root, ".codex", "config.toml"),
+            os.path.join(root, ".codex", "hooks.json"),
+        ]
         return False, f"missing (looked in {', '.join(looked)})"
     missing = [e for e in WIRED_EVENTS if e not in trusted]
     if "PreToolUse" in trusted:
@@ -242,9 +293,12 @@ def wired(root: str, home: str) -> tuple[bool, str]:
         if missing:
             text += "; not run: " + ", ".join(missing)
         return True, text
-    return False, ("present but codex will not run it: " + "; ".join(untrusted or ["PreToolUse missing"])
-                   + ". Paste the [hooks.state] lines `proctor describe harness --host codex` prints, trust "
-                   "the hooks in codex's /hooks, or run `codex exec --dangerously-bypass-hook-trust`")
+    return False, (
+        "present but codex will not run it: "
+        + "; ".join(untrusted or ["PreToolUse missing"])
+        + ". Paste the [hooks.state] lines `proctor describe harness --host codex` prints, trust "
+        "the hooks in codex's /hooks, or run `codex exec --dangerously-bypass-hook-trust`"
+    )
 
 
 def _project_trusted(user: dict, root: str) -> bool:

@@ -26,9 +26,13 @@ from proctor.guard.call import OTHER, POST_TOOL, PRE_TOOL, STOP, Call, fill_comm
 
 EVENTS = {"BeforeTool": PRE_TOOL, "AfterTool": POST_TOOL, "AfterAgent": STOP}
 WRITE_TOOLS = {"write_file": "file_path", "replace": "file_path", "edit": "file_path"}
-READ_TOOLS = {"read_file": ("file_path", "absolute_path"), "list_directory": ("dir_path", "path"),
-              "glob": ("dir_path", "path"), "grep_search": ("dir_path", "path"),
-              "search_file_content": ("dir_path", "path")}
+READ_TOOLS = {
+    "read_file": ("file_path", "absolute_path"),
+    "list_directory": ("dir_path", "path"),
+    "glob": ("dir_path", "path"),
+    "grep_search": ("dir_path", "path"),
+    "search_file_content": ("dir_path", "path"),
+}
 SPAWN_TOOLS = ("invoke_agent",)
 KNOWN_TOOLS = ("run_shell_command", "web_fetch", "google_web_search", "save_memory", "write_todos", "activate_skill")
 CARRY_DIR = "gemini-advice"
@@ -101,6 +105,7 @@ def render(call: Call, verdict) -> dict:
 
 # --- the carry from BeforeTool to AfterTool (on the hook's path: os and zlib only) ---
 
+
 def _carry_key(call: Call) -> tuple[str, str] | None:
     """(directory, file name prefix) for this call, or None when it cannot be keyed."""
     if not call.session:
@@ -113,8 +118,7 @@ def _carry_key(call: Call) -> tuple[str, str] | None:
     session = "".join(c if c.isalnum() or c in "-_" else "_" for c in call.session)[:80]
     tool = "".join(c if c.isalnum() or c in "-_" else "_" for c in (call.tool or "tool"))[:60]
     try:
-        data = json.dumps(call.raw.get("tool_input"), sort_keys=True, separators=(",", ":")).encode("utf-8",
-                                                                                                    "replace")
+        data = json.dumps(call.raw.get("tool_input"), sort_keys=True, separators=(",", ":")).encode("utf-8", "replace")
     except (TypeError, ValueError):
         data = b""
     digest = f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}"
@@ -188,17 +192,23 @@ WIRED_EVENTS = ("BeforeTool", "AfterTool", "AfterAgent")
 def mcp_wiring() -> str:
     import json
 
-    return ("# Gemini CLI: proctor's MCP tools; merge into the same settings.json as the hooks (the hook is told\n"
-            "# the server by mcp_context). The server runs in the session's directory and environment.\n"
-            + json.dumps({"mcpServers": {"proctor": {"command": "proctor", "args": ["mcp"]}}}, indent=2) + "\n")
+    return (
+        "# Gemini CLI: proctor's MCP tools; merge into the same settings.json as the hooks (the hook is told\n"
+        "# the server by mcp_context). The server runs in the session's directory and environment.\n"
+        + json.dumps({"mcpServers": {"proctor": {"command": "proctor", "args": ["mcp"]}}}, indent=2)
+        + "\n"
+    )
 
 
 def wiring() -> str:
     import json
 
-    hooks = {"hooks": {event: [{"matcher": ".*", "hooks": [
-        {"type": "command", "command": HOOK_COMMAND, "timeout": 30000}]}]
-        for event in WIRED_EVENTS}}
+    hooks = {
+        "hooks": {
+            event: [{"matcher": ".*", "hooks": [{"type": "command", "command": HOOK_COMMAND, "timeout": 30000}]}]
+            for event in WIRED_EVENTS
+        }
+    }
     notes = [
         "# Gemini CLI (tested with 0.61.0): merge into ~/.gemini/settings.json (user settings: loaded in",
         "# every folder, --skip-trust included), or into <repo>/.gemini/settings.json (project settings:",
@@ -208,7 +218,7 @@ def wiring() -> str:
         "# project's settings, so hooks wired there never run. Trust the folder, one of:",
         "#   - export GEMINI_CLI_TRUST_WORKSPACE=true in the environment that starts gemini",
         "#     (proctor work sets it for gemini workers);",
-        "#   - add it to ~/.gemini/trustedFolders.json: {\"/abs/path/to/repo\": \"TRUST_FOLDER\"}",
+        '#   - add it to ~/.gemini/trustedFolders.json: {"/abs/path/to/repo": "TRUST_FOLDER"}',
         "#     (what answering the trust prompt of an interactive `gemini` in that folder writes).",
         "# Run unattended with --approval-mode yolo. `proctor doctor` checks that the wiring will load.",
     ]
@@ -269,8 +279,11 @@ def _wired_events(settings) -> list[str]:
     for event in WIRED_EVENTS:
         for group in hooks.get(event) or [] if isinstance(hooks.get(event), list) else []:
             entries = group.get("hooks") if isinstance(group, dict) else None
-            if any(isinstance(h, dict) and isinstance(h.get("command"), str) and HOOK_COMMAND in h["command"]
-                   for h in entries or [] if isinstance(entries, list)):
+            if any(
+                isinstance(h, dict) and isinstance(h.get("command"), str) and HOOK_COMMAND in h["command"]
+                for h in entries or []
+                if isinstance(entries, list)
+            ):
                 found.append(event)
                 break
     return found
@@ -340,15 +353,19 @@ def wired(root: str, home: str) -> tuple[bool, str]:
     where = sorted(set(events.values()))
     if not events:
         if _wired_events(project):
-            return False, (f"present in {project_path}, but Gemini CLI loads project settings only in a trusted "
-                           f"folder and {root} is {trust_text}: gemini -p exits 55 here, and --skip-trust runs "
-                           f"without the project's hooks; export GEMINI_CLI_TRUST_WORKSPACE=true, or add "
-                           f'{{"{os.path.realpath(root)}": "TRUST_FOLDER"}} to ~/.gemini/trustedFolders.json, '
-                           f"or wire it in {user_path}")
+            return False, (
+                f"present in {project_path}, but Gemini CLI loads project settings only in a trusted "
+                f"folder and {root} is {trust_text}: gemini -p exits 55 here, and --skip-trust runs "
+                f"without the project's hooks; export GEMINI_CLI_TRUST_WORKSPACE=true, or add "
+                f'{{"{os.path.realpath(root)}": "TRUST_FOLDER"}} to ~/.gemini/trustedFolders.json, '
+                f"or wire it in {user_path}"
+            )
         return False, f"missing (looked in {user_path} and {project_path})"
     if missing:
-        return False, (f"partial in {', '.join(where)}: {', '.join(missing)} not wired "
-                       f"(AfterTool carries advisories to the model, AfterAgent hands over follow-ups)")
+        return False, (
+            f"partial in {', '.join(where)}: {', '.join(missing)} not wired "
+            f"(AfterTool carries advisories to the model, AfterAgent hands over follow-ups)"
+        )
     if project_path in where and user_path not in where:
         return True, f"present in {project_path}, {trust_text}; loaded when gemini starts in {root}"
     return True, f"present in {', '.join(where)}"

@@ -71,7 +71,10 @@ def cap(message: str, limit: int = REASON_LIMIT) -> str:
     """`message`, cut to `limit` characters with a note saying so."""
     if len(message) <= limit:
         return message
-    return message[:limit] + f"\n[cut by proctor: the full text is {len(message)} characters, only the first {limit} are shown]"
+    return (
+        message[:limit]
+        + f"\n[cut by proctor: the full text is {len(message)} characters, only the first {limit} are shown]"
+    )
 
 
 def render(call: Call, verdict) -> dict:
@@ -85,14 +88,22 @@ def render(call: Call, verdict) -> dict:
 
 # --- wiring (printed by `proctor describe harness --host opencode`; never on the hook's path) ---
 
+
 def mcp_wiring() -> str:
     import json
 
-    return ("// opencode: proctor's MCP tools (proctor_<tool>); merge into opencode.json at the repository's root,\n"
-            "// or ~/.config/opencode/opencode.json. The server runs in the session's directory and environment.\n"
-            + json.dumps({"$schema": "https://opencode.ai/config.json",
-                          "mcp": {"proctor": {"type": "local", "command": ["proctor", "mcp"], "enabled": True}}},
-                         indent=2) + "\n")
+    return (
+        "// opencode: proctor's MCP tools (proctor_<tool>); merge into opencode.json at the repository's root,\n"
+        "// or ~/.config/opencode/opencode.json. The server runs in the session's directory and environment.\n"
+        + json.dumps(
+            {
+                "$schema": "https://opencode.ai/config.json",
+                "mcp": {"proctor": {"type": "local", "command": ["proctor", "mcp"], "enabled": True}},
+            },
+            indent=2,
+        )
+        + "\n"
+    )
 
 
 MARKER = ".opencode"
@@ -305,13 +316,19 @@ def wired(root: str, home: str) -> tuple[bool, str]:
         path, current = copies[0]
         if current:
             return True, f"present in {path}"
-        return True, (f"present in {path}, but not this proctor's text: reprint it with "
-                      f"`proctor describe harness --host opencode`")
+        return True, (
+            f"present in {path}, but not this proctor's text: reprint it with "
+            f"`proctor describe harness --host opencode`"
+        )
     stale = [path for path, current in copies if not current]
     listed = ", ".join(path for path, _ in copies)
     if not stale:
-        return True, (f"present in {listed}; warning: {len(copies)} copies, opencode loads each (they judge "
-                      f"each call once between them); keep one")
-    return False, (f"present in {listed}; warning: {len(copies)} copies, opencode loads each, and "
-                   f"{', '.join(stale)} {'is' if len(stale) == 1 else 'are'} not this proctor's text, so each "
-                   f"call is judged more than once; keep one, reprinted")  # doctor adds where the text is printed
+        return True, (
+            f"present in {listed}; warning: {len(copies)} copies, opencode loads each (they judge "
+            f"each call once between them); keep one"
+        )
+    return False, (
+        f"present in {listed}; warning: {len(copies)} copies, opencode loads each, and "
+        f"{', '.join(stale)} {'is' if len(stale) == 1 else 'are'} not this proctor's text, so each "
+        f"call is judged more than once; keep one, reprinted"
+    )  # doctor adds where the text is printed

@@ -43,8 +43,11 @@ def describe_job(ws: Workspace, job_id: str) -> str:
             continue
         status = "met" if outcome.ok else "unmet"
         goal_lines.extend(f"{outcome.name}: {status}: {subject}" for subject in outcome.subjects)
-    footprint = render_footprint(graded.observed, job.get("entries") or ())[1:] \
-        if graded.observed is not None and graded.observed.footprint else []
+    footprint = (
+        render_footprint(graded.observed, job.get("entries") or ())[1:]
+        if graded.observed is not None and graded.observed.footprint
+        else []
+    )
     return render(job, ws.config, held_by_others, goal_lines, notes, [line.strip() for line in footprint])
 
 
@@ -63,8 +66,9 @@ def declaration_notes(job: dict, fallback: str) -> dict[str, str]:
     for claim in claims:
         found = declarations.named(resolver.of(claim.path), claim.declaration)
         if found:
-            notes[claim.spelling] = "names " + "; ".join(f"line {d.line} {d.text!r} (lines {d.start}-{d.end})"
-                                                         for d in found)
+            notes[claim.spelling] = "names " + "; ".join(
+                f"line {d.line} {d.text!r} (lines {d.start}-{d.end})" for d in found
+            )
         elif os.path.exists(os.path.join(resolver.reader.root, claim.path)):
             notes[claim.spelling] = f"names no declaration of {claim.path} yet (the job may create it)"
         else:
@@ -79,14 +83,26 @@ def refuse_gate(job: dict, cfg: Config) -> None:
         if goal["kind"] == "check":
             chain = gate_chain(cfg, goal["check"]["target"])
             if chain:
-                raise errors.Refused([(errors.CHECK_IS_GATE,
-                    f"refused to describe {job_id}: its {'check' if goal['id'] == 'check' else 'goal ' + repr(goal['id'])} "
-                    f"is the release gate ({chain}), and nobody may act on terms that run it; fork the "
-                    f"job again with its own narrow target")])
+                raise errors.Refused(
+                    [
+                        (
+                            errors.CHECK_IS_GATE,
+                            f"refused to describe {job_id}: its {'check' if goal['id'] == 'check' else 'goal ' + repr(goal['id'])} "
+                            f"is the release gate ({chain}), and nobody may act on terms that run it; fork the "
+                            f"job again with its own narrow target",
+                        )
+                    ]
+                )
 
 
-def render(job: dict, cfg: Config, held_by_others: list[str], graded_goals: list[str],
-           notes: dict[str, str] | None = None, footprint: list[str] | None = None) -> str:
+def render(
+    job: dict,
+    cfg: Config,
+    held_by_others: list[str],
+    graded_goals: list[str],
+    notes: dict[str, str] | None = None,
+    footprint: list[str] | None = None,
+) -> str:
     job_id = job["id"]
     sections: list[tuple[str, list[str]]] = []
     header = [f"id: {job_id}"]
@@ -116,8 +132,10 @@ def render(job: dict, cfg: Config, held_by_others: list[str], graded_goals: list
     goal_lines = []
     for goal in job.get("goals") or ():
         subject = (
-            f"check {goal['check']['target']}" if goal["kind"] == "check"
-            else f"paths {', '.join(goal.get('paths', []))}" if goal["kind"] == "paths"
+            f"check {goal['check']['target']}"
+            if goal["kind"] == "check"
+            else f"paths {', '.join(goal.get('paths', []))}"
+            if goal["kind"] == "paths"
             else f"symbols {', '.join(goal.get('symbols', []))}"
         )
         deps = f" (after {', '.join(goal['depends_on'])})" if goal.get("depends_on") else ""

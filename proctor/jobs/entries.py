@@ -32,8 +32,7 @@ def enter(ws: Workspace, record: dict, caller: Caller) -> dict:
     check_text(record)
     extra = sorted(set(record) - {"id", "enter", "schema_version"})
     if extra:
-        raise errors.ProctorError(
-            f"an entry record carries only id and enter; remove {extra[0]!r}", errors.BAD_RECORD)
+        raise errors.ProctorError(f"an entry record carries only id and enter; remove {extra[0]!r}", errors.BAD_RECORD)
     if record.get("schema_version", RECORD_SCHEMA_VERSION) != RECORD_SCHEMA_VERSION:
         raise errors.ProctorError(f"schema_version {record['schema_version']!r} is not supported", errors.BAD_RECORD)
     job_id = check_job_id(record.get("id"), "id")
@@ -51,22 +50,31 @@ def enter(ws: Workspace, record: dict, caller: Caller) -> dict:
         if caller.lease == job_id:
             raise refuse("you hold it; write the path directly")
         if caller.lease and job_id not in rows.descendants(conn, caller.lease):
-            raise refuse(f"it was not forked beneath your job {caller.lease}; ask its forking session "
-                         f"({caller.whence()}){caller.remedy()}")
-        if not any(jpaths.covers(c, claim.path) if claim.declaration is None else c == claim
-                   for c in rows.claims(job)):
-            raise refuse(f"{claim.spelling} is outside its write paths "
-                         f"({', '.join(job.get('write_paths') or []) or 'none'}); that wants widening the job, "
-                         f"which is its forking session's")
+            raise refuse(
+                f"it was not forked beneath your job {caller.lease}; ask its forking session "
+                f"({caller.whence()}){caller.remedy()}"
+            )
+        if not any(jpaths.covers(c, claim.path) if claim.declaration is None else c == claim for c in rows.claims(job)):
+            raise refuse(
+                f"{claim.spelling} is outside its write paths "
+                f"({', '.join(job.get('write_paths') or []) or 'none'}); that wants widening the job, "
+                f"which is its forking session's"
+            )
         entries = list(job.get("entries") or [])
         if any(e["path"] == claim.spelling and not e.get("consumed") for e in entries):
             raise refuse(f"{claim.spelling} has an open entry already; one write consumes it")
         if len(entries) >= MAX_ENTRIES:
-            raise refuse(f"it has had {len(entries)} entries; a job entered this often wants its holder, "
-                         f"or a job of its own")
+            raise refuse(
+                f"it has had {len(entries)} entries; a job entered this often wants its holder, or a job of its own"
+            )
         at = now()
-        entry = {"path": claim.spelling, "by": caller.actor, "lease": caller.lease,
-                 "entered": iso(at), "consumed": None}
+        entry = {
+            "path": claim.spelling,
+            "by": caller.actor,
+            "lease": caller.lease,
+            "entered": iso(at),
+            "consumed": None,
+        }
         entries.append(entry)
         job["entries"] = entries
         rows.put(conn, job, job["_root"], job["_depth"])

@@ -78,8 +78,10 @@ def blob_problem(store, run: dict) -> str | None:
     except errors.ProctorError as exc:  # a ref that is no blob reference at all
         return f"the output of run {run['id']} cannot be read: {exc.message}"
     if found != ref:
-        return (f"the output of run {run['id']} no longer matches its digest {ref}: the store's copy was "
-                f"altered; run the target again")
+        return (
+            f"the output of run {run['id']} no longer matches its digest {ref}: the store's copy was "
+            f"altered; run the target again"
+        )
     return None
 
 
@@ -89,35 +91,49 @@ def provenance(conn: Tx, job: dict, run: dict, checkout: str, tree: Tree | None)
     job_id, run_id = job["id"], run["id"]
     reasons = []
     if run.get("machine") and job.get("machine") and run["machine"] != job["machine"]:
-        reasons.append(f"run {run_id} was made on machine {run['machine']}, not on {job['machine']}, where "
-                       f"{job_id} is held; evidence is a run in the holder's own checkout")
+        reasons.append(
+            f"run {run_id} was made on machine {run['machine']}, not on {job['machine']}, where "
+            f"{job_id} is held; evidence is a run in the holder's own checkout"
+        )
     elif os.path.realpath(run["checkout"]) != checkout:
-        reasons.append(f"run {run_id} was made in {run['checkout']}, not in {checkout}, where {job_id} is held; "
-                       f"evidence is a run in the holder's own checkout")
+        reasons.append(
+            f"run {run_id} was made in {run['checkout']}, not in {checkout}, where {job_id} is held; "
+            f"evidence is a run in the holder's own checkout"
+        )
     targets = check_targets(job)
     if run["target"] not in targets:
-        reasons.append(f"run {run_id} is of target {run['target']}, which grades nothing of {job_id} (graded by "
-                       f"{', '.join(targets) or 'no check'}); cite a run of its check")
+        reasons.append(
+            f"run {run_id} is of target {run['target']}, which grades nothing of {job_id} (graded by "
+            f"{', '.join(targets) or 'no check'}); cite a run of its check"
+        )
     if run["started"] < job["created"]:
-        reasons.append(f"run {run_id} started at {run['started']}, before {job_id} was declared "
-                       f"({job['created']}); run the check again")
+        reasons.append(
+            f"run {run_id} started at {run['started']}, before {job_id} was declared "
+            f"({job['created']}); run the check again"
+        )
     lease = run.get("lease")
     if lease and lease != job_id and job_id not in rows.ancestors(conn, lease):
         reasons.append(f"run {run_id} ran under lease {lease}, another job's; it is that job's evidence")
     if tree is not None:
         now, error = tree.now()
         if run.get("tree") and run.get("tree_end") and run["tree_end"] != run["tree"]:
-            reasons.append(f"the tree in {run['checkout']} changed while run {run_id} ran (proctor run named the "
-                           f"paths), so it is evidence for no tree; if the target writes them itself, ignore them "
-                           f"(.gitignore), then run proctor run {run['target']} again")
+            reasons.append(
+                f"the tree in {run['checkout']} changed while run {run_id} ran (proctor run named the "
+                f"paths), so it is evidence for no tree; if the target writes them itself, ignore them "
+                f"(.gitignore), then run proctor run {run['target']} again"
+            )
         elif not run.get("tree") or not run.get("tree_end"):
-            reasons.append(f"run {run_id} recorded no tree, so it cannot be tied to the tree graded; run "
-                           f"proctor run {run['target']} again")
+            reasons.append(
+                f"run {run_id} recorded no tree, so it cannot be tied to the tree graded; run "
+                f"proctor run {run['target']} again"
+            )
         elif error:
             reasons.append(f"{error}, so run {run_id} cannot be tied to it")
         elif run["tree"] != now:
-            reasons.append(f"the tree in {checkout} changed after run {run_id} started: it is evidence for a tree "
-                           f"that is gone; run proctor run {run['target']} again on the finished tree")
+            reasons.append(
+                f"the tree in {checkout} changed after run {run_id} started: it is evidence for a tree "
+                f"that is gone; run proctor run {run['target']} again on the finished tree"
+            )
     return reasons
 
 
@@ -132,8 +148,10 @@ def cited(conn: Tx, result: dict | None) -> tuple[list[dict], list[str]]:
         if run is None:
             problems.append(f"run {entry.get('run')!r}, cited by the result, is not recorded")
         elif run["output_ref"] != entry.get("output_ref"):
-            problems.append(f"the result cites {entry.get('output_ref')} as run {run['id']}'s output, but run "
-                            f"{run['id']} printed {run['output_ref']}")
+            problems.append(
+                f"the result cites {entry.get('output_ref')} as run {run['id']}'s output, but run "
+                f"{run['id']} printed {run['output_ref']}"
+            )
         else:
             found.append(run)
     return found, problems

@@ -54,26 +54,33 @@ class Caller:
         if self.lease_from == "secret":
             return f"you act under lease {self.lease}: you called with its secret (Authorization: Nonce)"
         if self.inherited:
-            return (f"you act under lease {self.lease}: {self.inherited} was started with BAGGAGE "
-                    f"proctor.lease={self.lease}, and a process beneath it works that job whatever its own "
-                    f"environment says")
+            return (
+                f"you act under lease {self.lease}: {self.inherited} was started with BAGGAGE "
+                f"proctor.lease={self.lease}, and a process beneath it works that job whatever its own "
+                f"environment says"
+            )
         if self.lease_from == "env":
             return f"you act under lease {self.lease}, claimed by BAGGAGE (proctor.lease={self.lease})"
         if self.from_checkout:
-            over = (f"; it overrules BAGGAGE's claim proctor.lease={self.claim}" if self.lease_from == "contested"
-                    else "")
-            return (f"you act under lease {self.lease} because this checkout ({self.checkout}) is bound to it: "
-                    f"proctor job exec {self.lease} was run here, and every caller here that reports no session "
-                    f"acts under it (the checkout's record, tier {self.lease_from}{over})")
+            over = (
+                f"; it overrules BAGGAGE's claim proctor.lease={self.claim}" if self.lease_from == "contested" else ""
+            )
+            return (
+                f"you act under lease {self.lease} because this checkout ({self.checkout}) is bound to it: "
+                f"proctor job exec {self.lease} was run here, and every caller here that reports no session "
+                f"acts under it (the checkout's record, tier {self.lease_from}{over})"
+            )
         return f"you act under lease {self.lease}"
 
     def remedy(self) -> str:
         """For a lease read from the checkout's record: the ways out that hurt nobody."""
         if not self.from_checkout or self.inherited:
             return ""
-        return (f". If you are not {self.lease}'s holder: take jobs in worktrees of their own (proctor job exec "
-                f"<id> --worktree ../<dir>), or act as the orchestrator explicitly with --orchestrator (the guard "
-                f"refuses it to any session under a lease)")
+        return (
+            f". If you are not {self.lease}'s holder: take jobs in worktrees of their own (proctor job exec "
+            f"<id> --worktree ../<dir>), or act as the orchestrator explicitly with --orchestrator (the guard "
+            f"refuses it to any session under a lease)"
+        )
 
 
 def _user() -> str:
@@ -83,8 +90,7 @@ def _user() -> str:
         return str(os.getuid())
 
 
-def resolve(conn: Tx | None, root: str, flag: str | None = None,
-            environ: dict | None = None) -> Caller:
+def resolve(conn: Tx | None, root: str, flag: str | None = None, environ: dict | None = None) -> Caller:
     """The lease a command acts under. `flag` ORCHESTRATOR is the caller saying it holds none
     (`--orchestrator`): the checkout's record and BAGGAGE are not read. The guard refuses the
     flag to any session under a lease; the CLI itself cannot tell who ran it."""
@@ -170,10 +176,10 @@ def _inherited_claim(conn: Tx | None) -> tuple[str, str] | None:
                 job = parse_baggage(item[8:].decode("utf-8", "replace")).get(BAGGAGE_KEY)
                 if job:
                     if rows.exists(conn, job):  # ended too: a job's worker never becomes the orchestrator
-                        name = stat[stat.find(b"(") + 1:stat.rfind(b")")].decode("utf-8", "replace")
+                        name = stat[stat.find(b"(") + 1 : stat.rfind(b")")].decode("utf-8", "replace")
                         found = (job, f"process {pid} ({name})")
         try:
-            pid = int(stat[stat.rfind(b")") + 2:].split()[1])
+            pid = int(stat[stat.rfind(b")") + 2 :].split()[1])
         except (ValueError, IndexError):
             break
     return found
@@ -190,21 +196,39 @@ def _orchestrator(conn: Tx | None, root: str, env, user: str) -> Caller:
         claim = parse_baggage(env.get("BAGGAGE") or "").get(BAGGAGE_KEY) or None
         held = rows.get(conn, claim) if claim else None
         if held is not None:
-            raise errors.Refused([(errors.NOT_YOUR_JOB,
-                f"refused --orchestrator: BAGGAGE names lease {claim} ({held['state']}), so this process is a "
-                f"job's worker; the orchestrator runs without it")])
+            raise errors.Refused(
+                [
+                    (
+                        errors.NOT_YOUR_JOB,
+                        f"refused --orchestrator: BAGGAGE names lease {claim} ({held['state']}), so this process is a "
+                        f"job's worker; the orchestrator runs without it",
+                    )
+                ]
+            )
         inherited = _inherited_claim(conn)
         if inherited:
-            raise errors.Refused([(errors.NOT_YOUR_JOB,
-                f"refused --orchestrator: {inherited[1]} was started with BAGGAGE proctor.lease={inherited[0]}, so "
-                f"every process beneath it is that job's worker; the orchestrator runs outside it")])
+            raise errors.Refused(
+                [
+                    (
+                        errors.NOT_YOUR_JOB,
+                        f"refused --orchestrator: {inherited[1]} was started with BAGGAGE proctor.lease={inherited[0]}, so "
+                        f"every process beneath it is that job's worker; the orchestrator runs outside it",
+                    )
+                ]
+            )
         bound = rows.bound_job(conn, checkout_scope(root))
         job = rows.get(conn, bound) if bound else None
         if job is not None and os.path.realpath(job.get("declared_in") or "") != os.path.realpath(root):
-            raise errors.Refused([(errors.NOT_YOUR_JOB,
-                f"refused --orchestrator: this checkout ({os.path.realpath(root)}) is bound to {bound}, declared in "
-                f"{job.get('declared_in')}: it is that job's worker's; act as the orchestrator from the checkout "
-                f"the job was declared in")])
+            raise errors.Refused(
+                [
+                    (
+                        errors.NOT_YOUR_JOB,
+                        f"refused --orchestrator: this checkout ({os.path.realpath(root)}) is bound to {bound}, declared in "
+                        f"{job.get('declared_in')}: it is that job's worker's; act as the orchestrator from the checkout "
+                        f"the job was declared in",
+                    )
+                ]
+            )
     return Caller(None, "orchestrator", user)
 
 

@@ -35,8 +35,11 @@ def build(jobs: list[dict], cfg: Config, at: float, root: str | None = None) -> 
     claims = {j["id"]: rows.claims(j) for j in jobs if is_live(j["state"]) and j.get("write_paths")}
     # two declaration claims spelled apart may name one declaration (`def alpha`, `alpha`): the
     # file is read for such a pair only
-    overlaps = [pair for pair in jpaths.find_overlaps(claims, declarations.Resolver(root) if root else None)
-                if not _nested(by_id, *pair["jobs"])]
+    overlaps = [
+        pair
+        for pair in jpaths.find_overlaps(claims, declarations.Resolver(root) if root else None)
+        if not _nested(by_id, *pair["jobs"])
+    ]
     partners: dict[str, list[str]] = {}
     for pair in overlaps:
         a, b = pair["jobs"]
@@ -87,11 +90,13 @@ def _row(job: dict, depth: int, at: float, stale_after: float, partners: list[st
         notes.append(
             f"stale: not updated for {format_duration(age)} (jobs.stale_after = "
             f"{format_config_duration(stale_after)}); if nobody holds it, end it with "
-            f"proctor job exit {job['id']}")
+            f"proctor job exit {job['id']}"
+        )
     if row["overdue"]:
         notes.append(
             f"overdue: past its deadline {job['deadline']}; its writes are refused and its paths "
-            f"block nobody; end it with proctor job exit {job['id']}")
+            f"block nobody; end it with proctor job exit {job['id']}"
+        )
     row["notes"] = notes
     return row
 
@@ -110,10 +115,16 @@ def render_text(listing: dict) -> str:
             marks.append("overdue")
         if row["overlaps_with"]:
             marks.append("overlaps " + ",".join(row["overlaps_with"]))
-        table.append((
-            indent + row["id"], row["state"], row["holder"], format_duration(row["age_seconds"]),
-            row.get("write_proof") or "-", " ".join(marks),
-        ))
+        table.append(
+            (
+                indent + row["id"],
+                row["state"],
+                row["holder"],
+                format_duration(row["age_seconds"]),
+                row.get("write_proof") or "-",
+                " ".join(marks),
+            )
+        )
     headers = ("JOB", "STATE", "HOLDER", "UPDATED", "WRITE_PROOF", "MARKS")
     widths = [max(len(h), *(len(r[i]) for r in table)) for i, h in enumerate(headers)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip()]
@@ -129,6 +140,6 @@ def render_text(listing: dict) -> str:
         for pair in listing["overlaps"]:
             a, b = pair["jobs"]
             lines.append(
-                f"  {a} [{', '.join(pair['paths'][a])}] and {b} [{', '.join(pair['paths'][b])}]: "
-                f"{pair['claims']}")
+                f"  {a} [{', '.join(pair['paths'][a])}] and {b} [{', '.join(pair['paths'][b])}]: {pair['claims']}"
+            )
     return "\n".join(lines) + "\n"

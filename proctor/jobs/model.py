@@ -11,10 +11,23 @@ import re
 from typing import Any
 
 from proctor import errors
+
 # the core record's facts, read here by the CLI's --schema and the jobs' modules
 from proctor.jobrecord import (  # noqa: F401  (re-exported)
-    DECLARED, EXITED, FAIL, HOLDER_SERVER, HOLDER_SESSION, JOB_ID_PATTERN, MAX_JOB_ID, NO_RETURN, PASS, RUNNING,
-    STATES, TERMINAL, check_job_id, is_live,
+    DECLARED,
+    EXITED,
+    FAIL,
+    HOLDER_SERVER,
+    HOLDER_SESSION,
+    JOB_ID_PATTERN,
+    MAX_JOB_ID,
+    NO_RETURN,
+    PASS,
+    RUNNING,
+    STATES,
+    TERMINAL,
+    check_job_id,
+    is_live,
 )
 from proctor.timeutil import parse_duration
 
@@ -23,18 +36,65 @@ RECORD_SCHEMA_VERSION = 1
 
 # Fields a client may send, and the fields only the store writes.
 INPUT_FIELDS = (
-    "schema_version", "id", "parent", "criteria", "checkpoint", "write_paths", "deny_paths",
-    "read_paths", "depends_on", "model", "check", "goals", "state", "read_only", "timeout",
+    "schema_version",
+    "id",
+    "parent",
+    "criteria",
+    "checkpoint",
+    "write_paths",
+    "deny_paths",
+    "read_paths",
+    "depends_on",
+    "model",
+    "check",
+    "goals",
+    "state",
+    "read_only",
+    "timeout",
 )
 OUTPUT_FIELDS = (
-    "actor", "created", "updated", "releases", "unattributed", "entries", "write_proof",
-    "checkout_root", "end_reason", "deadline", "base", "holder", "declared_in",
+    "actor",
+    "created",
+    "updated",
+    "releases",
+    "unattributed",
+    "entries",
+    "write_proof",
+    "checkout_root",
+    "end_reason",
+    "deadline",
+    "base",
+    "holder",
+    "declared_in",
     # what the store adds as a job moves, and what a listing (ls jobs, the console) adds to a row
-    "base_diverges", "taken", "handed", "result", "verdict", "previous_results", "nonce_sha256",
-    "worker_pid", "commit", "archived", "trashed", "depth", "age_seconds", "stale", "overdue",
-    "overlaps_with", "notes", "column", "sparse", "runner_start", "forked_checkpoint", "previous_verdicts",
+    "base_diverges",
+    "taken",
+    "handed",
+    "result",
+    "verdict",
+    "previous_results",
+    "nonce_sha256",
+    "worker_pid",
+    "commit",
+    "archived",
+    "trashed",
+    "depth",
+    "age_seconds",
+    "stale",
+    "overdue",
+    "overlaps_with",
+    "notes",
+    "column",
+    "sparse",
+    "runner_start",
+    "forked_checkpoint",
+    "previous_verdicts",
     "declaration_rules",
-    "machine", "declared_on", "worker_machine", "observed", "moved",
+    "machine",
+    "declared_on",
+    "worker_machine",
+    "observed",
+    "moved",
 )
 PATH_FIELDS = ("write_paths", "deny_paths", "read_paths")
 
@@ -48,6 +108,7 @@ GOAL_FIELDS = ("id", "kind", "expect", "check", "paths", "symbols", "depends_on"
 CHECK_GOAL_ID = "check"
 # a symbol goal's name: an identifier, or one inside its scope (Store.load)
 SYMBOL_NAME = re.compile(r"(?:[^\W\d]|\$)[\w$]*(?:\.(?:[^\W\d]|\$)[\w$]*)*")
+
 
 def _bad(message: str) -> errors.ProctorError:
     return errors.ProctorError(message, errors.BAD_RECORD)
@@ -73,12 +134,12 @@ def normalize_check(value: Any, where: str = "check") -> dict | None:
     if isinstance(value, dict):
         unknown = sorted(set(value) - {"target"})
         if unknown:
-            raise _bad(f"{where} has unknown field {unknown[0]!r}; a check is {{\"target\": NAME}}")
+            raise _bad(f'{where} has unknown field {unknown[0]!r}; a check is {{"target": NAME}}')
         target = value.get("target")
         if not isinstance(target, str) or not target.strip():
-            raise _bad(f"{where} names no target; a check is {{\"target\": NAME}} from [targets.NAME]")
+            raise _bad(f'{where} names no target; a check is {{"target": NAME}} from [targets.NAME]')
         return {"target": target.strip()}
-    raise _bad(f"{where} must be a target name or {{\"target\": NAME}}")
+    raise _bad(f'{where} must be a target name or {{"target": NAME}}')
 
 
 def normalize_goals(value: Any) -> list[dict]:
@@ -111,35 +172,62 @@ def normalize_goals(value: Any) -> list[dict]:
         if kind not in GOAL_KINDS:
             raise _bad(f"goal {goal_id!r}: kind {kind!r} is not one of {', '.join(GOAL_KINDS)}")
         if has_check and (has_paths or has_symbols):
-            raise errors.Refused([(errors.BAD_GOAL,
-                f"goal {goal_id!r} names both a check and {'paths' if has_paths else 'symbols'}; "
-                f"split it into two goals")])
+            raise errors.Refused(
+                [
+                    (
+                        errors.BAD_GOAL,
+                        f"goal {goal_id!r} names both a check and {'paths' if has_paths else 'symbols'}; "
+                        f"split it into two goals",
+                    )
+                ]
+            )
         goal: dict = {"id": goal_id, "kind": kind}
         if kind == "check":
             if not has_check:
-                raise errors.Refused([(errors.BAD_GOAL,
-                    f"goal {goal_id!r} names nothing to examine; give it a check ({{\"target\": NAME}})")])
+                raise errors.Refused(
+                    [
+                        (
+                            errors.BAD_GOAL,
+                            f'goal {goal_id!r} names nothing to examine; give it a check ({{"target": NAME}})',
+                        )
+                    ]
+                )
             goal["check"] = normalize_check(raw["check"], f"goal {goal_id!r} check")
         elif kind == "paths":
             paths = raw.get("paths")
             if not has_paths or not isinstance(paths, list) or not all(isinstance(p, str) and p for p in paths):
-                raise errors.Refused([(errors.BAD_GOAL,
-                    f"goal {goal_id!r} names nothing to examine; give it paths (a list of paths or globs)")])
+                raise errors.Refused(
+                    [
+                        (
+                            errors.BAD_GOAL,
+                            f"goal {goal_id!r} names nothing to examine; give it paths (a list of paths or globs)",
+                        )
+                    ]
+                )
             goal["paths"] = list(paths)
         else:
             symbols = raw.get("symbols")
             if not has_symbols or not isinstance(symbols, list) or not all(isinstance(s, str) and s for s in symbols):
-                raise errors.Refused([(errors.BAD_GOAL,
-                    f"goal {goal_id!r} names nothing to examine; give it symbols (a list of names)")])
+                raise errors.Refused(
+                    [(errors.BAD_GOAL, f"goal {goal_id!r} names nothing to examine; give it symbols (a list of names)")]
+                )
             malformed = [s for s in symbols if not SYMBOL_NAME.fullmatch(s)]
             if malformed:
-                raise errors.Refused([(errors.BAD_GOAL,
-                    f"goal {goal_id!r}: {', '.join(repr(s) for s in malformed)} is not a symbol name; give the name "
-                    f"the index gives it (an identifier such as LegacyStore, or Scope.name such as Store.load)")])
+                raise errors.Refused(
+                    [
+                        (
+                            errors.BAD_GOAL,
+                            f"goal {goal_id!r}: {', '.join(repr(s) for s in malformed)} is not a symbol name; give the name "
+                            f"the index gives it (an identifier such as LegacyStore, or Scope.name such as Store.load)",
+                        )
+                    ]
+                )
             goal["symbols"] = list(symbols)
         expect = raw.get("expect", GOAL_EXPECT[kind][0])
         if expect not in GOAL_EXPECT[kind]:
-            raise _bad(f"goal {goal_id!r}: expect {expect!r} is not one of {', '.join(GOAL_EXPECT[kind])} for kind {kind}")
+            raise _bad(
+                f"goal {goal_id!r}: expect {expect!r} is not one of {', '.join(GOAL_EXPECT[kind])} for kind {kind}"
+            )
         goal["expect"] = expect
         deps = raw.get("depends_on") or []
         if not isinstance(deps, list) or not all(isinstance(d, str) for d in deps):
@@ -150,12 +238,19 @@ def normalize_goals(value: Any) -> list[dict]:
     for goal in goals:
         for dep in goal["depends_on"]:
             if dep not in ids:
-                raise errors.Refused([(errors.BAD_GOAL,
-                    f"goal {goal['id']!r} depends on {dep!r}, which is not a goal of this job")])
+                raise errors.Refused(
+                    [(errors.BAD_GOAL, f"goal {goal['id']!r} depends on {dep!r}, which is not a goal of this job")]
+                )
     cycle = _goal_cycle(goals)
     if cycle:
-        raise errors.Refused([(errors.BAD_GOAL,
-            f"goals depend on each other in a cycle ({' -> '.join(cycle)}); a goal cannot wait on itself")])
+        raise errors.Refused(
+            [
+                (
+                    errors.BAD_GOAL,
+                    f"goals depend on each other in a cycle ({' -> '.join(cycle)}); a goal cannot wait on itself",
+                )
+            ]
+        )
     return goals
 
 
@@ -169,7 +264,7 @@ def _goal_cycle(goals: list[dict]) -> list[str] | None:
         stack.append(node)
         for dep in edges.get(node, ()):
             if state.get(dep) == 1:
-                return stack[stack.index(dep):] + [dep]
+                return stack[stack.index(dep) :] + [dep]
             if state.get(dep) is None:
                 found = visit(dep)
                 if found:
@@ -222,8 +317,10 @@ def normalize_record(record: Any, ignored: list[str] | None = None) -> dict:
         record = {k: v for k, v in record.items() if k not in OUTPUT_FIELDS}
     unknown = sorted(set(record) - set(INPUT_FIELDS))
     if unknown:
-        raise _bad(f"unknown field {unknown[0]!r}; a job record has {', '.join(INPUT_FIELDS)} "
-                   f"(proctor job fork --schema prints them)")
+        raise _bad(
+            f"unknown field {unknown[0]!r}; a job record has {', '.join(INPUT_FIELDS)} "
+            f"(proctor job fork --schema prints them)"
+        )
     out: dict = {}
     version = record.get("schema_version", RECORD_SCHEMA_VERSION)
     if isinstance(version, bool) or version != RECORD_SCHEMA_VERSION:
@@ -248,8 +345,14 @@ def normalize_record(record: Any, ignored: list[str] | None = None) -> dict:
     if "goals" in record:
         out["goals"] = normalize_goals(record["goals"])
         if any(g["id"] == CHECK_GOAL_ID for g in out["goals"]) and out.get("check"):
-            raise errors.Refused([(errors.BAD_GOAL,
-                "goal id 'check' is the job's check; set either check or a goal with that id, not both")])
+            raise errors.Refused(
+                [
+                    (
+                        errors.BAD_GOAL,
+                        "goal id 'check' is the job's check; set either check or a goal with that id, not both",
+                    )
+                ]
+            )
     if record.get("state") is not None:
         if record["state"] not in STATES:
             raise _bad(f"state {record['state']!r} is not one of {', '.join(STATES)}")
@@ -273,8 +376,9 @@ def goal_list(job: dict) -> list[dict]:
     """Every goal of a job, its check included as the goal with id `check`."""
     goals = list(job.get("goals") or [])
     if job.get("check"):
-        goals.insert(0, {"id": CHECK_GOAL_ID, "kind": "check", "check": job["check"], "expect": "pass",
-                         "depends_on": []})
+        goals.insert(
+            0, {"id": CHECK_GOAL_ID, "kind": "check", "check": job["check"], "expect": "pass", "depends_on": []}
+        )
     return goals
 
 
@@ -292,8 +396,12 @@ _CHECK_SCHEMA = {
     "description": "a target from [targets.NAME] in proctor.toml; never the release gate",
     "oneOf": [
         {"type": "string", "minLength": 1},
-        {"type": "object", "properties": {"target": {"type": "string", "minLength": 1}},
-         "required": ["target"], "additionalProperties": False},
+        {
+            "type": "object",
+            "properties": {"target": {"type": "string", "minLength": 1}},
+            "required": ["target"],
+            "additionalProperties": False,
+        },
     ],
 }
 
@@ -308,7 +416,8 @@ def record_schema() -> dict:
         "title": "proctor job record",
         "description": (
             "One job, as `proctor job fork --stdin` reads it. The store adds "
-            + ", ".join(OUTPUT_FIELDS) + "; a record carrying any of them has them ignored, with a note."
+            + ", ".join(OUTPUT_FIELDS)
+            + "; a record carrying any of them has them ignored, with a note."
         ),
         "type": "object",
         "required": ["id"],
@@ -318,14 +427,21 @@ def record_schema() -> dict:
             "id": {**_JOB_ID_SCHEMA, "description": "the job's id; fork replaces a job with the same id"},
             "parent": {**_JOB_ID_SCHEMA, "type": ["string", "null"], "description": "the job this one was forked from"},
             "criteria": {"type": "string", "description": "the acceptance criteria, prose a person grades"},
-            "checkpoint": {"type": ["string", "null"], "pattern": r"^[0-9a-f]{4,64}(\+[0-9a-f]+)?$",
-                           "description": "as `proctor vcs checkpoint -o name` prints it; default: now"},
+            "checkpoint": {
+                "type": ["string", "null"],
+                "pattern": r"^[0-9a-f]{4,64}(\+[0-9a-f]+)?$",
+                "description": "as `proctor vcs checkpoint -o name` prints it; default: now",
+            },
             "write_paths": _path_list_schema(
-                "files, globs or file#declaration claims the job may write; no existing directory"),
+                "files, globs or file#declaration claims the job may write; no existing directory"
+            ),
             "deny_paths": _path_list_schema("paths the job must not write"),
             "read_paths": _path_list_schema("paths the job may read; write_paths stand in when empty"),
-            "depends_on": {"type": "array", "items": _JOB_ID_SCHEMA,
-                           "description": "jobs that must land before this one"},
+            "depends_on": {
+                "type": "array",
+                "items": _JOB_ID_SCHEMA,
+                "description": "jobs that must land before this one",
+            },
             "model": {"type": ["string", "null"]},
             "check": {**_CHECK_SCHEMA, "oneOf": [*_CHECK_SCHEMA["oneOf"], {"type": "null"}]},
             "goals": {
@@ -347,13 +463,17 @@ def record_schema() -> dict:
             },
             "state": {"enum": list(STATES), "description": "default: declared"},
             "read_only": {"type": "boolean", "description": "a job that writes nothing"},
-            "enter": {"type": "string",
-                      "description": "enter one path of a live job for one write: a record of only id and enter"},
+            "enter": {
+                "type": "string",
+                "description": "enter one path of a live job for one write: a record of only id and enter",
+            },
             "timeout": {
                 "description": "a deadline this long after fork: 30m, 2h, or seconds",
                 "oneOf": [{"type": "string"}, {"type": "number", "exclusiveMinimum": 0}, {"type": "null"}],
             },
-            **{name: {"description": "output-only: the store writes it; ignored in a record, with a note"}
-               for name in OUTPUT_FIELDS},
+            **{
+                name: {"description": "output-only: the store writes it; ignored in a record, with a note"}
+                for name in OUTPUT_FIELDS
+            },
         },
     }

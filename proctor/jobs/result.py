@@ -22,8 +22,15 @@ from proctor.timeutil import iso, now
 from proctor.workspace import Workspace
 
 RESULT_SCHEMA_VERSION = 2
-RESULT_FIELDS = ("schema_version", "changed_paths", "validation", "descendants", "unresolved_risks",
-                 "status", "summary")
+RESULT_FIELDS = (
+    "schema_version",
+    "changed_paths",
+    "validation",
+    "descendants",
+    "unresolved_risks",
+    "status",
+    "summary",
+)
 STATUSES = ("done", "blocked", "split")
 
 
@@ -34,26 +41,40 @@ def result_schema() -> dict:
         "title": "proctor job result",
         "description": (
             "What a holder files with `proctor job exit <id> --stdin`. Every field is a claim that "
-            "`proctor job wait` holds to the evidence; there is no passed field."),
+            "`proctor job wait` holds to the evidence; there is no passed field."
+        ),
         "type": "object",
         "required": ["schema_version"],
         "additionalProperties": False,
         "properties": {
             "schema_version": {"const": RESULT_SCHEMA_VERSION},
-            "changed_paths": {"type": "array", "items": {"type": "string", "minLength": 1},
-                              "description": "repository-relative paths the holder changed"},
+            "changed_paths": {
+                "type": "array",
+                "items": {"type": "string", "minLength": 1},
+                "description": "repository-relative paths the holder changed",
+            },
             "validation": {
                 "type": "array",
-                "description": ("runs of the job's check the holder made, in its own checkout, on the finished "
-                                "tree: each names one run by the id and output_ref proctor run printed"),
-                "items": {"type": "object", "required": ["run", "output_ref"], "additionalProperties": False,
-                          "properties": {"run": {"type": "string", "minLength": 1,
-                                                 "description": "the run id proctor run printed (run-...)"},
-                                         "command": {"type": "string"},
-                                         "output_ref": {"type": "string", "pattern": "^(sha256:)?[0-9a-f]{64}$"}}},
+                "description": (
+                    "runs of the job's check the holder made, in its own checkout, on the finished "
+                    "tree: each names one run by the id and output_ref proctor run printed"
+                ),
+                "items": {
+                    "type": "object",
+                    "required": ["run", "output_ref"],
+                    "additionalProperties": False,
+                    "properties": {
+                        "run": {
+                            "type": "string",
+                            "minLength": 1,
+                            "description": "the run id proctor run printed (run-...)",
+                        },
+                        "command": {"type": "string"},
+                        "output_ref": {"type": "string", "pattern": "^(sha256:)?[0-9a-f]{64}$"},
+                    },
+                },
             },
-            "descendants": {"type": "array", "items": {"type": "string"},
-                            "description": "jobs the holder forked"},
+            "descendants": {"type": "array", "items": {"type": "string"}, "description": "jobs the holder forked"},
             "unresolved_risks": {"type": "array", "items": {"type": "string"}},
             "status": {"enum": list(STATUSES), "description": "the holder's own account"},
             "summary": {"type": "string", "description": "the holder's own words, kept as a claim"},
@@ -81,8 +102,10 @@ def normalize_result(record: Any, root: str, job_id: str) -> dict:
 
     check_text(record, "the result")
     if "passed" in record:
-        raise _bad("a result has no passed field: proctor grades the evidence (proctor run's "
-                   "output_ref), never the holder's verdict; remove it")
+        raise _bad(
+            "a result has no passed field: proctor grades the evidence (proctor run's "
+            "output_ref), never the holder's verdict; remove it"
+        )
     unknown = sorted(set(record) - set(RESULT_FIELDS))
     if unknown:
         raise _bad(f"unknown result field {unknown[0]!r}; a result has {', '.join(RESULT_FIELDS)}")
@@ -90,12 +113,13 @@ def normalize_result(record: Any, root: str, job_id: str) -> dict:
     if version is None:
         raise _bad(f"a result needs schema_version ({RESULT_SCHEMA_VERSION})")
     if isinstance(version, bool) or version not in (1, RESULT_SCHEMA_VERSION):
-        raise _bad(f"result schema_version {version!r} is not supported; this proctor reads "
-                   f"{RESULT_SCHEMA_VERSION}")
+        raise _bad(f"result schema_version {version!r} is not supported; this proctor reads {RESULT_SCHEMA_VERSION}")
     if version == 1 and record.get("validation"):
-        raise _bad("result schema_version 1 cited runs by output_ref alone, which any run with the same output "
-                   "matched; version 2 names each run: {\"run\": \"run-...\", \"output_ref\": \"sha256:...\"}, "
-                   "both as proctor run printed them")
+        raise _bad(
+            "result schema_version 1 cited runs by output_ref alone, which any run with the same output "
+            'matched; version 2 names each run: {"run": "run-...", "output_ref": "sha256:..."}, '
+            "both as proctor run printed them"
+        )
     changed = []
     outside = []
     for raw in _strings(record, "changed_paths"):
@@ -105,18 +129,31 @@ def normalize_result(record: Any, root: str, job_id: str) -> dict:
         else:
             changed.append(path)
     if outside:
-        raise errors.Refused([(errors.PATH_OUTSIDE_REPO,
-            f"refused the result of {job_id}: changed path {p!r} is outside the repository {root}; "
-            f"name files inside it, relative to its root") for p in outside])
+        raise errors.Refused(
+            [
+                (
+                    errors.PATH_OUTSIDE_REPO,
+                    f"refused the result of {job_id}: changed path {p!r} is outside the repository {root}; "
+                    f"name files inside it, relative to its root",
+                )
+                for p in outside
+            ]
+        )
     validation = record.get("validation", []) or []
     if not isinstance(validation, list):
         raise _bad("result field validation must be a list of {command, output_ref}")
     entries = []
     for index, entry in enumerate(validation):
-        if not isinstance(entry, dict) or not isinstance(entry.get("output_ref"), str) \
-                or not isinstance(entry.get("run"), str) or not entry["run"].strip():
-            raise _bad(f"validation[{index}] must name one run: {{\"run\": <id>, \"output_ref\": <ref>}}, both as "
-                       f"proctor run printed them (run run-..., output_ref sha256:...)")
+        if (
+            not isinstance(entry, dict)
+            or not isinstance(entry.get("output_ref"), str)
+            or not isinstance(entry.get("run"), str)
+            or not entry["run"].strip()
+        ):
+            raise _bad(
+                f'validation[{index}] must name one run: {{"run": <id>, "output_ref": <ref>}}, both as '
+                f"proctor run printed them (run run-..., output_ref sha256:...)"
+            )
         extra = sorted(set(entry) - {"run", "command", "output_ref"})
         if extra:
             raise _bad(f"validation[{index}] has unknown field {extra[0]!r}; it is {{run, output_ref, command}}")
@@ -134,9 +171,13 @@ def normalize_result(record: Any, root: str, job_id: str) -> dict:
     if summary is not None and not isinstance(summary, str):
         raise _bad("result summary must be a string")
     return {
-        "schema_version": RESULT_SCHEMA_VERSION, "changed_paths": changed, "validation": entries,
-        "descendants": descendants, "unresolved_risks": _strings(record, "unresolved_risks"),
-        "status": status, "summary": summary,
+        "schema_version": RESULT_SCHEMA_VERSION,
+        "changed_paths": changed,
+        "validation": entries,
+        "descendants": descendants,
+        "unresolved_risks": _strings(record, "unresolved_risks"),
+        "status": status,
+        "summary": summary,
     }
 
 
@@ -155,9 +196,15 @@ def file_result(ws: Workspace, job_id: str, record: Any, caller: Caller) -> dict
         before = rows.get(conn, job_id)
         cited_runs = [r for r in (runs.get(conn, e["run"]) for e in result["validation"]) if r]
     if before is not None and before.get("checkout_root") and not jobrecord.on_this_machine(before):
-        raise errors.Refused([(errors.CHECKOUT_ELSEWHERE,
-            f"refused exit of {job_id}: it is taken in {jobrecord.where_taken(before)}; its holder files its result "
-            f"there, where its diff and its runs can be read")])
+        raise errors.Refused(
+            [
+                (
+                    errors.CHECKOUT_ELSEWHERE,
+                    f"refused exit of {job_id}: it is taken in {jobrecord.where_taken(before)}; its holder files its result "
+                    f"there, where its diff and its runs can be read",
+                )
+            ]
+        )
     observed = None
     if before is not None and before["state"] in (DECLARED, RUNNING):
         from proctor.jobs.verify import record_observation
@@ -173,16 +220,34 @@ def file_result(ws: Workspace, job_id: str, record: Any, caller: Caller) -> dict
     with ws.store.write() as conn:
         job = jobrecord.require(rows.get(conn, job_id), job_id)
         if caller.lease and caller.lease != job_id:
-            raise errors.Refused([(errors.NOT_YOUR_JOB,
-                f"refused exit of {job_id}: a session holding lease {caller.lease} may end only its own "
-                f"job; ending {job_id} is the forking session's ({caller.whence()}){caller.remedy()}")])
+            raise errors.Refused(
+                [
+                    (
+                        errors.NOT_YOUR_JOB,
+                        f"refused exit of {job_id}: a session holding lease {caller.lease} may end only its own "
+                        f"job; ending {job_id} is the forking session's ({caller.whence()}){caller.remedy()}",
+                    )
+                ]
+            )
         if job["state"] in TERMINAL:
-            raise errors.Refused([(errors.NOT_LIVE,
-                f"refused exit of {job_id}: it has ended ({job['state']}); nothing more can be filed")])
+            raise errors.Refused(
+                [
+                    (
+                        errors.NOT_LIVE,
+                        f"refused exit of {job_id}: it has ended ({job['state']}); nothing more can be filed",
+                    )
+                ]
+            )
         if job["state"] == EXITED:
-            raise errors.Refused([(errors.NOT_LIVE,
-                f"refused exit of {job_id}: a result is filed already ({job['result']['filed']}); "
-                f"proctor job wait {job_id} verifies it")])
+            raise errors.Refused(
+                [
+                    (
+                        errors.NOT_LIVE,
+                        f"refused exit of {job_id}: a result is filed already ({job['result']['filed']}); "
+                        f"proctor job wait {job_id} verifies it",
+                    )
+                ]
+            )
         reasons = []
         filed_runs = []
         checkout = evidence.checkout_of(job, ws.root)
@@ -191,14 +256,22 @@ def file_result(ws: Workspace, job_id: str, record: Any, caller: Caller) -> dict
         for entry in result["validation"]:
             found = runs.get(conn, entry["run"])
             if found is None:
-                reasons.append((errors.UNKNOWN_RUN,
-                    f"refused the result of {job_id}: validation names run {entry['run']!r}, which is not "
-                    f"recorded; cite the run id and output_ref proctor run printed"))
+                reasons.append(
+                    (
+                        errors.UNKNOWN_RUN,
+                        f"refused the result of {job_id}: validation names run {entry['run']!r}, which is not "
+                        f"recorded; cite the run id and output_ref proctor run printed",
+                    )
+                )
                 continue
             if found["output_ref"] != entry["output_ref"]:
-                reasons.append((errors.EVIDENCE_NOT_THIS_JOB,
-                    f"refused the result of {job_id}: it cites {entry['output_ref']} as the output of run "
-                    f"{found['id']}, which printed {found['output_ref']}; cite the pair proctor run printed"))
+                reasons.append(
+                    (
+                        errors.EVIDENCE_NOT_THIS_JOB,
+                        f"refused the result of {job_id}: it cites {entry['output_ref']} as the output of run "
+                        f"{found['id']}, which printed {found['output_ref']}; cite the pair proctor run printed",
+                    )
+                )
                 continue
             missing = blobs[found["id"]] if found["id"] in blobs else evidence.blob_problem(ws.store, found)
             if missing:
@@ -222,8 +295,9 @@ def file_result(ws: Workspace, job_id: str, record: Any, caller: Caller) -> dict
         if observed is not None and observed["checkout"] == evidence.checkout_of(job, ws.root):
             job["observed"] = observed
         rows.put(conn, job, job["_root"], job["_depth"])
-        trail.append(conn, ws.state_dir, "job_exit", caller.actor, job_id,
-                     {"state": EXITED, "status": result["status"]}, when=at)
+        trail.append(
+            conn, ws.state_dir, "job_exit", caller.actor, job_id, {"state": EXITED, "status": result["status"]}, when=at
+        )
     return job
 
 
@@ -240,9 +314,15 @@ def add_evidence(ws: Workspace, job_id: str, made: list[dict], caller: Caller) -
         result = job["result"]
         for run in made:
             result.setdefault("validation", []).append(
-                {"run": run["id"], "command": f"proctor run {run['target']}", "output_ref": run["output_ref"],
-                 "by": caller.actor})
-            result.setdefault("runs", []).append({k: v for k, v in run.items() if k not in (
-                "ref", "duration_seconds", "pipe_held")})
+                {
+                    "run": run["id"],
+                    "command": f"proctor run {run['target']}",
+                    "output_ref": run["output_ref"],
+                    "by": caller.actor,
+                }
+            )
+            result.setdefault("runs", []).append(
+                {k: v for k, v in run.items() if k not in ("ref", "duration_seconds", "pipe_held")}
+            )
         rows.put(conn, job, job["_root"], job["_depth"])
     return job

@@ -25,9 +25,16 @@ from proctor import jobrecord
 def _get_live(conn, job_id: str, verb: str) -> dict:
     job = jobrecord.require(rows.get(conn, job_id), job_id)
     if job["state"] in TERMINAL:
-        raise errors.Refused([(errors.NOT_LIVE,
-            f"refused {verb} of {job_id}: it has ended ({job['state']}"
-            + (f": {job['end_reason']}" if job.get("end_reason") else "") + ")")])
+        raise errors.Refused(
+            [
+                (
+                    errors.NOT_LIVE,
+                    f"refused {verb} of {job_id}: it has ended ({job['state']}"
+                    + (f": {job['end_reason']}" if job.get("end_reason") else "")
+                    + ")",
+                )
+            ]
+        )
     return job
 
 
@@ -76,14 +83,26 @@ def exec_job(ws: Workspace, job_id: str, caller: Caller, worktree: str | None = 
         job = _get_live(conn, job_id, "exec")
         _refuse_second_lease(conn, job_id, caller)
         if job["state"] == EXITED:
-            raise errors.Refused([(errors.NOT_LIVE,
-                f"refused exec of {job_id}: it has exited and waits for verification "
-                f"(proctor job wait {job_id})")])
+            raise errors.Refused(
+                [
+                    (
+                        errors.NOT_LIVE,
+                        f"refused exec of {job_id}: it has exited and waits for verification "
+                        f"(proctor job wait {job_id})",
+                    )
+                ]
+            )
         retake = job["state"] == RUNNING and jobrecord.taken_here(job, root)
         if job["state"] == RUNNING and not retake:
-            raise errors.Refused([(errors.LEASE_HELD,
-                f"refused exec of {job_id}: it is taken in {jobrecord.where_taken(job)}; end it there "
-                f"(proctor job exit {job_id}) or fork a new job")])
+            raise errors.Refused(
+                [
+                    (
+                        errors.LEASE_HELD,
+                        f"refused exec of {job_id}: it is taken in {jobrecord.where_taken(job)}; end it there "
+                        f"(proctor job exit {job_id}) or fork a new job",
+                    )
+                ]
+            )
         at = now()
         nonce = None
         if retake:
@@ -104,20 +123,35 @@ def exec_job(ws: Workspace, job_id: str, caller: Caller, worktree: str | None = 
             job["state"] = RUNNING
             job["taken"] = iso(at)
             nonce = _mint_nonce(job)
-            if os.path.realpath(job.get("declared_in") or "") == root and \
-                    job.get("declared_on") in (None, machine_id()):
+            if os.path.realpath(job.get("declared_in") or "") == root and job.get("declared_on") in (
+                None,
+                machine_id(),
+            ):
                 notes.append(
                     f"{job_id} was declared in this checkout ({root}): until it exits or ends, every caller here "
                     f"that reports no session (the CLI, proctor.api, a host hook without session ids) acts under "
                     f"{job_id}, the orchestrator's own commands included. To keep this checkout the "
                     f"orchestrator's, take jobs in worktrees of their own (proctor job exec {job_id} --worktree "
-                    f"../<dir>), or act as the orchestrator here with --orchestrator")
+                    f"../<dir>), or act as the orchestrator here with --orchestrator"
+                )
         job["updated"] = iso(at)
         rows.put(conn, job, job["_root"], job["_depth"])
         bind_checkout(conn, root, job_id)
-        trail.append(conn, ws.state_dir, "job_exec", caller.actor, job_id,
-                     {"checkout": root, "base": base, "checkpoint": job.get("checkpoint"),
-                      "diverges": job["base_diverges"], "retake": retake}, when=at)
+        trail.append(
+            conn,
+            ws.state_dir,
+            "job_exec",
+            caller.actor,
+            job_id,
+            {
+                "checkout": root,
+                "base": base,
+                "checkpoint": job.get("checkpoint"),
+                "diverges": job["base_diverges"],
+                "retake": retake,
+            },
+            when=at,
+        )
     if nonce is not None:
         job["_nonce"] = nonce
     job["_notes"] = notes
@@ -130,11 +164,20 @@ def _refuse_second_lease(conn, job_id: str, caller: Caller) -> None:
     if caller.lease and caller.lease != job_id:
         held = rows.get(conn, caller.lease)
         if held is not None and held["state"] in (DECLARED, RUNNING):
-            way_out = (caller.remedy()[2:] if caller.from_checkout
-                       else f"return it first (proctor job exit {caller.lease} --stdin)")
-            raise errors.Refused([(errors.LEASE_HELD,
-                f"refused exec of {job_id}: {caller.whence()}, still {held['state']}, and taking a lease "
-                f"is one-way while a job is in flight; {way_out}")])
+            way_out = (
+                caller.remedy()[2:]
+                if caller.from_checkout
+                else f"return it first (proctor job exit {caller.lease} --stdin)"
+            )
+            raise errors.Refused(
+                [
+                    (
+                        errors.LEASE_HELD,
+                        f"refused exec of {job_id}: {caller.whence()}, still {held['state']}, and taking a lease "
+                        f"is one-way while a job is in flight; {way_out}",
+                    )
+                ]
+            )
 
 
 def _exec_in_worktree(ws: Workspace, job_id: str, caller: Caller, path: str) -> dict:
@@ -150,33 +193,56 @@ def _exec_in_worktree(ws: Workspace, job_id: str, caller: Caller, path: str) -> 
         job = _get_live(conn, job_id, "exec")
         _refuse_second_lease(conn, job_id, caller)
     if job["state"] != DECLARED:
-        raise errors.Refused([(errors.NOT_LIVE if job["state"] == EXITED else errors.LEASE_HELD,
-            f"refused exec of {job_id} --worktree: it is {job['state']}"
-            + (f" in {job['checkout_root']}" if job.get("checkout_root") else "")
-            + "; a new worktree takes a job nobody has taken yet")])
+        raise errors.Refused(
+            [
+                (
+                    errors.NOT_LIVE if job["state"] == EXITED else errors.LEASE_HELD,
+                    f"refused exec of {job_id} --worktree: it is {job['state']}"
+                    + (f" in {job['checkout_root']}" if job.get("checkout_root") else "")
+                    + "; a new worktree takes a job nobody has taken yet",
+                )
+            ]
+        )
     if os.path.lexists(target) and not (os.path.isdir(target) and not os.listdir(target)):
-        raise errors.Refused([(errors.WORKTREE_UNMADE,
-            f"refused exec of {job_id} --worktree {path}: {target} exists and is not an empty directory; "
-            f"name a new path")])
+        raise errors.Refused(
+            [
+                (
+                    errors.WORKTREE_UNMADE,
+                    f"refused exec of {job_id} --worktree {path}: {target} exists and is not an empty directory; "
+                    f"name a new path",
+                )
+            ]
+        )
     real = os.path.realpath(target)
     for git_dir in {os.path.realpath(ws.checkout.common_dir), os.path.realpath(ws.checkout.git_dir)}:
         if real == git_dir or real.startswith(git_dir + os.sep):
-            raise errors.Refused([(errors.WORKTREE_UNMADE,
-                f"refused exec of {job_id} --worktree {path}: {target} lies inside the git directory {git_dir}; "
-                f"name a path outside it")])
+            raise errors.Refused(
+                [
+                    (
+                        errors.WORKTREE_UNMADE,
+                        f"refused exec of {job_id} --worktree {path}: {target} lies inside the git directory {git_dir}; "
+                        f"name a path outside it",
+                    )
+                ]
+            )
     existed = os.path.isdir(target)
     token = job.get("checkpoint") or ""
     revision, digest = jobrecord.split_checkpoint(token)
     revision = revision or git.head(ws.root)
     if not revision:
-        raise errors.ProctorError(f"refused exec of {job_id} --worktree: the job has no checkpoint and this "
-                                  f"repository no commit to make a worktree at", errors.WORKTREE_UNMADE)
+        raise errors.ProctorError(
+            f"refused exec of {job_id} --worktree: the job has no checkpoint and this "
+            f"repository no commit to make a worktree at",
+            errors.WORKTREE_UNMADE,
+        )
     made = git.run(ws.root, "worktree", "add", "--detach", target, revision, check=False)
     if made.returncode != 0:
         message = made.stderr.decode("utf-8", "replace").strip().splitlines()
         raise errors.ProctorError(
             f"could not make a worktree for {job_id} at {target}: git worktree add said "
-            f"{message[-1] if message else 'exit ' + str(made.returncode)}", errors.WORKTREE_UNMADE)
+            f"{message[-1] if message else 'exit ' + str(made.returncode)}",
+            errors.WORKTREE_UNMADE,
+        )
     notes = [f"made a worktree at {target} on {revision[:12]}"]
     try:
         if digest:
@@ -202,15 +268,19 @@ def carry_uncommitted(source: str | None, target: str, revision: str, token: str
     from proctor.vcs import git
 
     if not source or not os.path.isdir(source):
-        return (f"the checkpoint {token} carries uncommitted work, and the checkout it was declared in is gone; "
-                f"the worktree holds {revision[:12]} alone, and the divergence is recorded")
+        return (
+            f"the checkpoint {token} carries uncommitted work, and the checkout it was declared in is gone; "
+            f"the worktree holds {revision[:12]} alone, and the divergence is recorded"
+        )
     try:
         now_there = vcs_checkpoint.take(source)
     except errors.ProctorError:
         now_there = None
     if now_there is None or now_there.name != token:
-        return (f"the checkpoint {token} carries uncommitted work that {source} no longer holds; the worktree "
-                f"holds {revision[:12]} alone, and the divergence is recorded")
+        return (
+            f"the checkpoint {token} carries uncommitted work that {source} no longer holds; the worktree "
+            f"holds {revision[:12]} alone, and the divergence is recorded"
+        )
     _revision, _branch, changed, untracked = git.status(source)
     skipped = []
     for raw in changed + untracked:
@@ -230,8 +300,10 @@ def carry_uncommitted(source: str | None, target: str, revision: str, token: str
     note = f"; not carried: {', '.join(skipped)} (nested repositories)" if skipped else ""
     if landed == token:
         return f"carried the uncommitted work of {token} over from {source}{note}"
-    return (f"carried the uncommitted work over from {source}, but the worktree reads {landed}, not {token}; "
-            f"the divergence is recorded{note}")
+    return (
+        f"carried the uncommitted work over from {source}, but the worktree reads {landed}, not {token}; "
+        f"the divergence is recorded{note}"
+    )
 
 
 def abandon(ws: Workspace, job_id: str, caller: Caller) -> dict:
@@ -240,26 +312,39 @@ def abandon(ws: Workspace, job_id: str, caller: Caller) -> dict:
     with ws.store.write() as conn:
         job = _get_live(conn, job_id, "exit")
         if caller.lease and caller.lease != job_id and job_id not in rows.descendants(conn, caller.lease):
-            raise errors.Refused([(errors.NOT_YOUR_JOB,
-                f"refused exit of {job_id}: a session holding lease {caller.lease} may end only its own "
-                f"job and those forked beneath it; ending {job_id} is the forking session's "
-                f"({caller.whence()}){caller.remedy()}")])
+            raise errors.Refused(
+                [
+                    (
+                        errors.NOT_YOUR_JOB,
+                        f"refused exit of {job_id}: a session holding lease {caller.lease} may end only its own "
+                        f"job and those forked beneath it; ending {job_id} is the forking session's "
+                        f"({caller.whence()}){caller.remedy()}",
+                    )
+                ]
+            )
         at = now()
         job["state"] = NO_RETURN
         job["end_reason"] = f"abandoned by {caller.actor}: proctor job exit without a result"
         job["updated"] = iso(at)
         rows.put(conn, job, job["_root"], job["_depth"])
-        trail.append(conn, ws.state_dir, "job_exit", caller.actor, job_id,
-                     {"state": NO_RETURN, "abandoned": True}, when=at)
+        trail.append(
+            conn, ws.state_dir, "job_exit", caller.actor, job_id, {"state": NO_RETURN, "abandoned": True}, when=at
+        )
     return job
 
 
 def _unleased_only(caller: Caller, what: str, does: str) -> None:
     """The runner's and the forking session's moves: a leased caller is refused them."""
     if caller.lease:
-        raise errors.Refused([(errors.NOT_YOUR_JOB,
-            f"refused to {what}: only its forking session (an unleased caller) {does} "
-            f"({caller.whence()}){caller.remedy()}")])
+        raise errors.Refused(
+            [
+                (
+                    errors.NOT_YOUR_JOB,
+                    f"refused to {what}: only its forking session (an unleased caller) {does} "
+                    f"({caller.whence()}){caller.remedy()}",
+                )
+            ]
+        )
 
 
 def release(ws: Workspace, job_id: str, caller: Caller, reason: str) -> dict:
@@ -278,10 +363,20 @@ def release(ws: Workspace, job_id: str, caller: Caller, reason: str) -> dict:
         if old:
             rows.unbind(conn, rows.checkout_scope(old), job_id)
         at = now()
-        job.update(state=DECLARED, checkout_root=None, machine=None, observed=None, base=None, base_diverges=False, taken=None, updated=iso(at))
+        job.update(
+            state=DECLARED,
+            checkout_root=None,
+            machine=None,
+            observed=None,
+            base=None,
+            base_diverges=False,
+            taken=None,
+            updated=iso(at),
+        )
         rows.put(conn, job, job["_root"], job["_depth"])
-        trail.append(conn, ws.state_dir, "job_released", caller.actor, job_id, {"checkout": old, "reason": reason},
-                     when=at)
+        trail.append(
+            conn, ws.state_dir, "job_released", caller.actor, job_id, {"checkout": old, "reason": reason}, when=at
+        )
     return job
 
 
@@ -307,9 +402,15 @@ def put_away(ws: Workspace, job_id: str, how: str, caller: Caller) -> dict | Non
     for good by the server; a deleted row is gone with its paths."""
     check_job_id(job_id)
     if caller.lease:
-        raise errors.Refused([(errors.NOT_YOUR_JOB,
-            f"refused to {how} {job_id}: a session holding lease {caller.lease} may not; it is the forking "
-            f"session's ({caller.whence()}){caller.remedy()}")])
+        raise errors.Refused(
+            [
+                (
+                    errors.NOT_YOUR_JOB,
+                    f"refused to {how} {job_id}: a session holding lease {caller.lease} may not; it is the forking "
+                    f"session's ({caller.whence()}){caller.remedy()}",
+                )
+            ]
+        )
     with ws.store.write() as conn:
         job = jobrecord.require(rows.get(conn, job_id), job_id)
         at = iso(now())
@@ -331,18 +432,36 @@ def move(ws: Workspace, job_id: str, column: str, caller: Caller) -> dict:
 
     check_job_id(job_id)
     if caller.lease:
-        raise errors.Refused([(errors.NOT_YOUR_JOB,
-            f"refused to move {job_id}: a session holding lease {caller.lease} may not; moving a card is the "
-            f"person's ({caller.whence()}){caller.remedy()}")])
+        raise errors.Refused(
+            [
+                (
+                    errors.NOT_YOUR_JOB,
+                    f"refused to move {job_id}: a session holding lease {caller.lease} may not; moving a card is the "
+                    f"person's ({caller.whence()}){caller.remedy()}",
+                )
+            ]
+        )
     names = [name for name, _states, _active in ws.config.board]
     if column not in names:
-        raise errors.Refused([(errors.UNKNOWN_COLUMN,
-            f"no column {column!r} on the board; [board] in proctor.toml declares {', '.join(names)}")])
+        raise errors.Refused(
+            [
+                (
+                    errors.UNKNOWN_COLUMN,
+                    f"no column {column!r} on the board; [board] in proctor.toml declares {', '.join(names)}",
+                )
+            ]
+        )
     with ws.store.write() as conn:
         job = jobrecord.require(rows.get(conn, job_id), job_id)
         if job.get("archived") or job.get("trashed"):
-            raise errors.Refused([(errors.NOT_LIVE,
-                f"refused to move {job_id}: it is {'archived' if job.get('archived') else 'trashed'}, off the board")])
+            raise errors.Refused(
+                [
+                    (
+                        errors.NOT_LIVE,
+                        f"refused to move {job_id}: it is {'archived' if job.get('archived') else 'trashed'}, off the board",
+                    )
+                ]
+            )
         was = config_mod.column_of_job(ws.config, job)
         at = now()
         by_state = config_mod.column_of(ws.config, job["state"])
@@ -352,6 +471,13 @@ def move(ws: Workspace, job_id: str, column: str, caller: Caller) -> dict:
             job["moved"] = {"column": column, "state": job["state"], "at": iso(at), "by": caller.actor}
         job["updated"] = iso(at)
         rows.put(conn, job, job["_root"], job["_depth"])
-        trail.append(conn, ws.state_dir, "job_moved", caller.actor, job_id,
-                     {"from": was[0] if was else None, "to": column}, when=at)
+        trail.append(
+            conn,
+            ws.state_dir,
+            "job_moved",
+            caller.actor,
+            job_id,
+            {"from": was[0] if was else None, "to": column},
+            when=at,
+        )
     return job

@@ -24,13 +24,21 @@ def check_refusals(cfg: config_mod.Config, job_id: str, job: dict) -> list[tuple
         what = "--check" if goal["id"] == "check" else f"goal {goal['id']!r}"
         chain = gate_chain(cfg, target)
         if chain:
-            reasons.append((errors.CHECK_IS_GATE,
-                f"refused fork of {job_id}: {what} names the release gate ({chain}); the gate runs "
-                f"once, in the orchestrator's tree, after every job lands; give the job its own "
-                f"narrow target"))
+            reasons.append(
+                (
+                    errors.CHECK_IS_GATE,
+                    f"refused fork of {job_id}: {what} names the release gate ({chain}); the gate runs "
+                    f"once, in the orchestrator's tree, after every job lands; give the job its own "
+                    f"narrow target",
+                )
+            )
         elif target not in cfg.targets:
             known = ", ".join(sorted(t for t in cfg.targets if t != cfg.gate)) or "none defined"
-            reasons.append((errors.CHECK_UNKNOWN_TARGET,
-                f"refused fork of {job_id}: {what} names target {target!r}, which proctor.toml "
-                f"does not define (targets: {known}); add [targets.{target}] with a command"))
+            reasons.append(
+                (
+                    errors.CHECK_UNKNOWN_TARGET,
+                    f"refused fork of {job_id}: {what} names target {target!r}, which proctor.toml "
+                    f"does not define (targets: {known}); add [targets.{target}] with a command",
+                )
+            )
     return reasons

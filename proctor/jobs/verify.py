@@ -47,8 +47,7 @@ class Outcome:
         return f"rule {self.name}" if self.kind == "rule" else f'goal "{self.name}"'
 
     def to_json(self) -> dict:
-        return {"kind": self.kind, "name": self.name, "label": self.label, "ok": self.ok,
-                "subjects": self.subjects}
+        return {"kind": self.kind, "name": self.name, "label": self.label, "ok": self.ok, "subjects": self.subjects}
 
 
 @dataclass
@@ -76,8 +75,13 @@ class Grade:
         }
 
 
-def observe(checkout: str, revision: str | None, handed: dict[str, str] | None = None,
-            sparse: bool = False, rules: dict | None = None) -> Observed:
+def observe(
+    checkout: str,
+    revision: str | None,
+    handed: dict[str, str] | None = None,
+    sparse: bool = False,
+    rules: dict | None = None,
+) -> Observed:
     """The diff of `checkout`'s work tree since `revision`, untracked files included, less the
     uncommitted work the job was HANDED (paths still holding what they held at fork)."""
     seen = Observed(checkout, revision)
@@ -90,14 +94,27 @@ def observe(checkout: str, revision: str | None, handed: dict[str, str] | None =
     try:
         # diff-index, the plumbing: it reads the holder's tree without rewriting its index.
         names = git.start(checkout, "diff-index", "--name-only", "-z", "--no-renames", revision, "--")
-        patch = git.start(checkout, "diff-index", "-p", "-U0", "--no-renames", "--no-ext-diff",
-                          "--no-textconv", "--no-color", "--src-prefix=a/", "--dst-prefix=b/", revision, "--")
+        patch = git.start(
+            checkout,
+            "diff-index",
+            "-p",
+            "-U0",
+            "--no-renames",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--no-color",
+            "--src-prefix=a/",
+            "--dst-prefix=b/",
+            revision,
+            "--",
+        )
         others = git.start(checkout, "ls-files", "--others", "--exclude-standard", "-z")
         tracked = [p.decode("utf-8", "surrogateescape") for p in git.finish(names, "diff").split(b"\0") if p]
         bodies: dict = {}
         hunks = git.parse_hunks(git.finish(patch, "diff"), bodies)
-        untracked = [p.decode("utf-8", "surrogateescape").rstrip("/")
-                     for p in git.finish(others, "ls-files").split(b"\0") if p]
+        untracked = [
+            p.decode("utf-8", "surrogateescape").rstrip("/") for p in git.finish(others, "ls-files").split(b"\0") if p
+        ]
     except errors.ProctorError as exc:
         seen.error = f"the diff since {revision[:12]} could not be read in {checkout}: {exc.message}"
         return seen
@@ -113,22 +130,32 @@ def observe(checkout: str, revision: str | None, handed: dict[str, str] | None =
     hidden = hidden_from_git(checkout, sorted(set(tracked) | set(untracked)), seen.tree, sparse)
     if hidden:
         shown = "; ".join(hidden[:5]) + (f"; and {len(hidden) - 5} more" if len(hidden) > 5 else "")
-        seen.error = (f"the tree git reports in {checkout} is not the files on disk ({shown}): a check runs on "
-                      f"the disk, and git's diff and commits would carry something else")
+        seen.error = (
+            f"the tree git reports in {checkout} is not the files on disk ({shown}): a check runs on "
+            f"the disk, and git's diff and commits would carry something else"
+        )
         return seen
     if handed:
         from proctor.vcs.checkpoint import handed_digest
 
-        kept = {p for p in set(tracked) | set(untracked)
-                if p not in handed or handed_digest(os.path.join(checkout, p)) != handed[p]}
+        kept = {
+            p
+            for p in set(tracked) | set(untracked)
+            if p not in handed or handed_digest(os.path.join(checkout, p)) != handed[p]
+        }
         tracked = [p for p in tracked if p in kept]
         untracked = [p for p in untracked if p in kept]
     seen.changed = sorted(set(tracked) | set(untracked))
     for path in tracked:
         seen.footprint[path] = hunks.get(path, {"added": 0, "removed": 0, "new": [], "old": [], "binary": True})
     for path in untracked:
-        seen.footprint[path] = {"added": _line_count(os.path.join(checkout, path)), "removed": 0,
-                                "new": [], "old": [], "untracked": True}
+        seen.footprint[path] = {
+            "added": _line_count(os.path.join(checkout, path)),
+            "removed": 0,
+            "new": [],
+            "old": [],
+            "untracked": True,
+        }
     place_declarations(checkout, seen.footprint, bodies, rules)
     return seen
 
@@ -141,8 +168,9 @@ def place_declarations(checkout: str, footprint: dict[str, dict], bodies: dict, 
     job claims by declaration is read by the patterns its row recorded at fork (`recorded`),
     not by the attributes and config its holder could have changed since."""
     recorded = recorded if isinstance(recorded, dict) else {}
-    paths = [p for p, e in footprint.items() if not e.get("binary") and (e.get("new") or e.get("old")
-                                                                          or e.get("untracked"))]
+    paths = [
+        p for p, e in footprint.items() if not e.get("binary") and (e.get("new") or e.get("old") or e.get("untracked"))
+    ]
     if not paths:
         return
     reader = declarations.Reader(checkout)
@@ -202,8 +230,11 @@ def _content_changed(checkout: str, revision: str, tracked: list[str], hunks: di
         if name in wanted:
             mode, _kind, blob = meta.split(b" ")
             recorded[name] = (mode, blob)
-    present = [p for p in quiet if p in recorded and os.path.isfile(os.path.join(checkout, p))
-               and not os.path.islink(os.path.join(checkout, p))]
+    present = [
+        p
+        for p in quiet
+        if p in recorded and os.path.isfile(os.path.join(checkout, p)) and not os.path.islink(os.path.join(checkout, p))
+    ]
     blobs = dict(zip(present, hash_paths(checkout, [os.fsencode(p) for p in present]))) if present else {}
     same = set()
     for path in present:
@@ -241,8 +272,10 @@ def hidden_from_git(checkout: str, changed: list[str], tree=None, sparse: bool =
         if mode == b"160000":
             inner = os.path.join(base, path)
             if not os.path.lexists(os.path.join(inner, b".git")) and os.path.isdir(inner) and os.listdir(inner):
-                found[path] = ("files in a submodule's directory that is not checked out, which no git listing "
-                               "shows and no commit carries; remove them, or git submodule update")
+                found[path] = (
+                    "files in a submodule's directory that is not checked out, which no git listing "
+                    "shows and no commit carries; remove them, or git submodule update"
+                )
     unflag = "clear the flag: git update-index --no-skip-worktree --no-assume-unchanged"
     present = []
     for path in flagged:
@@ -274,17 +307,26 @@ def hidden_from_git(checkout: str, changed: list[str], tree=None, sparse: bool =
         if os.path.islink(full):
             target = os.path.realpath(full)
             if not (target == real_root or target.startswith(real_root + os.sep)):
-                found[os.fsencode(rel)] = f"a symbolic link out of the checkout, to {target}, whose content no tree holds"
-            elif git.run(checkout, "check-ignore", "-q", "--", os.path.relpath(target, real_root),
-                         check=False).returncode == 0:
-                found[os.fsencode(rel)] = (f"a symbolic link to {os.path.relpath(target, real_root)}, which git "
-                                           f"ignores: its content is in no tree and no commit")
+                found[os.fsencode(rel)] = (
+                    f"a symbolic link out of the checkout, to {target}, whose content no tree holds"
+                )
+            elif (
+                git.run(
+                    checkout, "check-ignore", "-q", "--", os.path.relpath(target, real_root), check=False
+                ).returncode
+                == 0
+            ):
+                found[os.fsencode(rel)] = (
+                    f"a symbolic link to {os.path.relpath(target, real_root)}, which git "
+                    f"ignores: its content is in no tree and no commit"
+                )
         elif os.path.isfile(full):
             regular.append(rel)
-        elif os.path.isdir(full) and os.path.lexists(os.path.join(full, ".git")) and \
-                not linked_worktree(checkout, rel):
-            found[os.fsencode(rel)] = ("an untracked nested repository, whose files a commit of this checkout "
-                                       "would not carry; make it a submodule, or move it out")
+        elif os.path.isdir(full) and os.path.lexists(os.path.join(full, ".git")) and not linked_worktree(checkout, rel):
+            found[os.fsencode(rel)] = (
+                "an untracked nested repository, whose files a commit of this checkout "
+                "would not carry; make it a submodule, or move it out"
+            )
     if regular:
         found.update(_not_reproducible(checkout, regular))
     # a rewrite git's stat check cannot see (the same size, an mtime set back within its second,
@@ -293,8 +335,10 @@ def hidden_from_git(checkout: str, changed: list[str], tree=None, sparse: bool =
         seen_by_git = set(git.run(checkout, "diff-files", "--name-only", "-z").stdout.split(b"\0"))
         for path in stale:
             if path not in seen_by_git:
-                found[path] = ("rewritten where git's stat check cannot see it; git update-index --really-refresh "
-                               "shows git the file")
+                found[path] = (
+                    "rewritten where git's stat check cannot see it; git update-index --really-refresh "
+                    "shows git the file"
+                )
     return sorted(f"{p.decode('utf-8', 'surrogateescape')}: {why}" for p, why in found.items())
 
 
@@ -304,14 +348,21 @@ def _not_reproducible(checkout: str, changed: list[str]) -> dict[bytes, str]:
     Line-ending conversion alone changes nothing a check reads, and is not looked into."""
     listed = "".join(f"{p}\0" for p in changed).encode("utf-8", "surrogateescape")
     attrs = git.run(checkout, "check-attr", "-z", "--stdin", "filter", "ident", input=listed).stdout.split(b"\0")
-    converted = sorted({attrs[i].decode("utf-8", "surrogateescape") for i in range(0, len(attrs) - 2, 3)
-                        if attrs[i + 2] not in (b"unspecified", b"unset", b"")})
+    converted = sorted(
+        {
+            attrs[i].decode("utf-8", "surrogateescape")
+            for i in range(0, len(attrs) - 2, 3)
+            if attrs[i + 2] not in (b"unspecified", b"unset", b"")
+        }
+    )
     if not converted:
         return {}
     out: dict[bytes, str] = {}
     for rel in [p for p in converted if "\n" in p]:  # hash-object reads one name per line
-        out[os.fsencode(rel)] = ("a name holding a newline under a clean filter or ident, which git's filters "
-                                 "cannot be checked on; rename it")
+        out[os.fsencode(rel)] = (
+            "a name holding a newline under a clean filter or ident, which git's filters "
+            "cannot be checked on; rename it"
+        )
     converted = [p for p in converted if "\n" not in p]
     names = [os.fsencode(p) for p in converted]
     raw = hash_paths(checkout, names, "--no-filters") if names else []
@@ -323,8 +374,10 @@ def _not_reproducible(checkout: str, changed: list[str]) -> dict[bytes, str]:
         back = git.run(checkout, "cat-file", "--filters", f"--path={rel}", blob, check=False)
         with open(os.path.join(checkout, rel), "rb") as handle:
             if back.returncode != 0 or _unident(back.stdout) != _unident(handle.read()):
-                out[os.fsencode(rel)] = ("a clean filter or ident stores something that does not check out as "
-                                        "this file; git's commit would not hold what the check ran on")
+                out[os.fsencode(rel)] = (
+                    "a clean filter or ident stores something that does not check out as "
+                    "this file; git's commit would not hold what the check ran on"
+                )
     return out
 
 
@@ -369,54 +422,119 @@ def grade(conn: Tx, job: dict, fallback_checkout: str, blob_store=None) -> Grade
         if note:
             outcomes.append(Outcome("rule", "diff-read-where-taken", True, [note]))
     else:
-        observed = observe(evidence.checkout_of(job, fallback_checkout), revision, job.get("handed"),
-                           bool(job.get("sparse")), job.get("declaration_rules")) if writes else None
+        observed = (
+            observe(
+                evidence.checkout_of(job, fallback_checkout),
+                revision,
+                job.get("handed"),
+                bool(job.get("sparse")),
+                job.get("declaration_rules"),
+            )
+            if writes
+            else None
+        )
     result = job.get("result")
 
     if observed is not None:
         if observed.error:
-            outcomes.append(Outcome("rule", "diff-readable", False, [
-                f"{observed.error}; a job is never passed on a diff proctor cannot read"]))
+            outcomes.append(
+                Outcome(
+                    "rule",
+                    "diff-readable",
+                    False,
+                    [f"{observed.error}; a job is never passed on a diff proctor cannot read"],
+                )
+            )
         else:
             claims = rows.claims(job)
             denies = rows.claims(job, "deny_paths")
             covered, in_denies = jpaths.Coverage(claims), jpaths.Coverage(denies)
             outside = [p for p in observed.changed if not covered(p)]
-            outcomes.append(Outcome("rule", "inside-write-paths", not outside, [
-                f"{p} changed outside the write paths ({', '.join(job.get('write_paths') or []) or 'none'})"
-                for p in outside] or ["every change is inside the write paths"]))
+            outcomes.append(
+                Outcome(
+                    "rule",
+                    "inside-write-paths",
+                    not outside,
+                    [
+                        f"{p} changed outside the write paths ({', '.join(job.get('write_paths') or []) or 'none'})"
+                        for p in outside
+                    ]
+                    or ["every change is inside the write paths"],
+                )
+            )
             denied = [p for p in observed.changed if in_denies(p)]
-            outcomes.append(Outcome("rule", "outside-deny-paths", not denied, [
-                f"{p} changed inside the deny paths ({', '.join(job['deny_paths'])})" for p in denied]
-                or ["nothing changed inside the deny paths"]))
-            outcomes.append(Outcome("rule", "non-empty", bool(observed.changed), [
-                f"nothing changed since {short} in {observed.checkout}"] if not observed.changed
-                else [f"{len(observed.changed)} paths changed"]))
+            outcomes.append(
+                Outcome(
+                    "rule",
+                    "outside-deny-paths",
+                    not denied,
+                    [f"{p} changed inside the deny paths ({', '.join(job['deny_paths'])})" for p in denied]
+                    or ["nothing changed inside the deny paths"],
+                )
+            )
+            outcomes.append(
+                Outcome(
+                    "rule",
+                    "non-empty",
+                    bool(observed.changed),
+                    [f"nothing changed since {short} in {observed.checkout}"]
+                    if not observed.changed
+                    else [f"{len(observed.changed)} paths changed"],
+                )
+            )
             inside = [p for p in observed.changed if covered(p)]
-            outcomes.append(Outcome("rule", "change-inside-write-paths", bool(inside), [
-                f"no change since {short} falls inside the write paths"] if not inside
-                else [f"{len(inside)} changes inside the write paths"]))
+            outcomes.append(
+                Outcome(
+                    "rule",
+                    "change-inside-write-paths",
+                    bool(inside),
+                    [f"no change since {short} falls inside the write paths"]
+                    if not inside
+                    else [f"{len(inside)} changes inside the write paths"],
+                )
+            )
             outcomes.extend(_declaration_outcomes(job, claims, observed))
             if result is not None:
                 observed_set = set(observed.changed)
                 missing = [p for p in result.get("changed_paths") or () if p not in observed_set]
-                outcomes.append(Outcome("rule", "claimed-paths-observed", not missing, [
-                    f"{p} is claimed changed, but the diff since {short} does not carry it" for p in missing]
-                    or ["every claimed path is in the diff"]))
+                outcomes.append(
+                    Outcome(
+                        "rule",
+                        "claimed-paths-observed",
+                        not missing,
+                        [f"{p} is claimed changed, but the diff since {short} does not carry it" for p in missing]
+                        or ["every claimed path is in the diff"],
+                    )
+                )
 
     stored = rows.descendants(conn, job_id)
     if result is not None:
         claimed = list(dict.fromkeys(result.get("descendants") or ()))
         false = [d for d in claimed if d not in stored]
         unlisted = [d for d in stored if d not in claimed]
-        outcomes.append(Outcome("rule", "descendants-as-stored", not false and not unlisted, [
-            f"the result lists descendant {d}, which the store does not carry beneath {job_id}" for d in false] + [
-            f"the store carries descendant {d} beneath {job_id}, which the result does not list" for d in unlisted]
-            or [f"the result lists the {len(stored)} descendants the store carries"]))
+        outcomes.append(
+            Outcome(
+                "rule",
+                "descendants-as-stored",
+                not false and not unlisted,
+                [f"the result lists descendant {d}, which the store does not carry beneath {job_id}" for d in false]
+                + [
+                    f"the store carries descendant {d} beneath {job_id}, which the result does not list"
+                    for d in unlisted
+                ]
+                or [f"the result lists the {len(stored)} descendants the store carries"],
+            )
+        )
     live = [d for d in stored if is_live((rows.get(conn, d) or {}).get("state", "pass"))]
-    outcomes.append(Outcome("rule", "descendants-ended", not live, [
-        f"descendant {d} is still live; wait for it or end it (proctor job exit {d})" for d in live]
-        or ["no descendant is live"]))
+    outcomes.append(
+        Outcome(
+            "rule",
+            "descendants-ended",
+            not live,
+            [f"descendant {d} is still live; wait for it or end it (proctor job exit {d})" for d in live]
+            or ["no descendant is live"],
+        )
+    )
 
     evidence_runs = evidence.cited(conn, result)
     # a read-only job's run is tied to its checkout's tree too: no diff is graded, but what the
@@ -424,8 +542,11 @@ def grade(conn: Tx, job: dict, fallback_checkout: str, blob_store=None) -> Grade
     if recorded_tree is not None:
         tree = recorded_tree
     else:
-        tree = (observed.tree or evidence.Tree(observed.checkout)) if observed is not None else \
-            evidence.Tree(evidence.checkout_of(job, fallback_checkout))
+        tree = (
+            (observed.tree or evidence.Tree(observed.checkout))
+            if observed is not None
+            else evidence.Tree(evidence.checkout_of(job, fallback_checkout))
+        )
     goal_ok: dict[str, bool] = {}
     for goal in _in_dependency_order(goal_list(job)):
         failed_prereqs = [d for d in goal.get("depends_on") or () if not goal_ok.get(d, False)]
@@ -433,8 +554,9 @@ def grade(conn: Tx, job: dict, fallback_checkout: str, blob_store=None) -> Grade
             subjects = [f'prerequisite goal "{d}" is unmet, so this goal is unmet' for d in failed_prereqs]
             ok = False
         else:
-            ok, subjects = _grade_goal(conn, job, goal, observed, short, fallback_checkout, runs,
-                                       (evidence_runs, tree, blob_store))
+            ok, subjects = _grade_goal(
+                conn, job, goal, observed, short, fallback_checkout, runs, (evidence_runs, tree, blob_store)
+            )
         goal_ok[goal["id"]] = ok
         outcomes.append(Outcome("goal", goal["id"], ok, subjects))
     outcomes.extend(_inherited_symbol_goals(conn, job, observed, fallback_checkout))
@@ -458,18 +580,30 @@ def _declaration_outcomes(job: dict, claims: list, observed: Observed) -> list[O
             continue
         spelled = ", ".join(c.spelling for c in mine)
         if "declarations" not in entry:
-            why = entry.get("declarations_unread") or ("binary or a mode change" if entry.get("binary") else
-                                                       "its changed lines could not be placed")
-            failures.append(f"{path}: the footprint cannot be placed in declarations ({why}); the job claims "
-                            f"only {spelled} of it, and a job is never passed on a footprint proctor cannot read")
+            why = entry.get("declarations_unread") or (
+                "binary or a mode change" if entry.get("binary") else "its changed lines could not be placed"
+            )
+            failures.append(
+                f"{path}: the footprint cannot be placed in declarations ({why}); the job claims "
+                f"only {spelled} of it, and a job is never passed on a footprint proctor cannot read"
+            )
             continue
         for decl in entry["declarations"]:
             if not any(declarations.names(c.declaration, decl["text"]) for c in mine):
                 at = ", ".join(f"{side} line {decl[side]}" for side in ("new", "old") if decl[side])
-                failures.append(f"{path}: the diff touches the declaration {decl['text']!r} ({at}), which none of "
-                                f"the job's claims of that file ({spelled}) names")
-    return [Outcome("rule", "inside-claimed-declarations", not failures, failures or [
-        "every change to a file claimed by declaration lands in a claimed declaration or above the first"])]
+                failures.append(
+                    f"{path}: the diff touches the declaration {decl['text']!r} ({at}), which none of "
+                    f"the job's claims of that file ({spelled}) names"
+                )
+    return [
+        Outcome(
+            "rule",
+            "inside-claimed-declarations",
+            not failures,
+            failures
+            or ["every change to a file claimed by declaration lands in a claimed declaration or above the first"],
+        )
+    ]
 
 
 def record_observation(job: dict, fallback_checkout: str) -> dict:
@@ -481,13 +615,24 @@ def record_observation(job: dict, fallback_checkout: str) -> dict:
 
     checkout = evidence.checkout_of(job, fallback_checkout)
     revision = _revision(job)
-    seen = observe(checkout, revision, job.get("handed"), bool(job.get("sparse")), job.get("declaration_rules")) \
-        if not job.get("read_only") else None
+    seen = (
+        observe(checkout, revision, job.get("handed"), bool(job.get("sparse")), job.get("declaration_rules"))
+        if not job.get("read_only")
+        else None
+    )
     tree = (seen.tree if seen is not None and seen.tree is not None else None) or evidence.Tree(checkout)
     digest, tree_error = tree.now()
-    return {"machine": machine_id(), "at": iso(now()), "checkout": checkout, "revision": revision,
-            "changed": seen.changed if seen else [], "footprint": seen.footprint if seen else {},
-            "error": seen.error if seen else None, "tree": digest, "tree_error": tree_error}
+    return {
+        "machine": machine_id(),
+        "at": iso(now()),
+        "checkout": checkout,
+        "revision": revision,
+        "changed": seen.changed if seen else [],
+        "footprint": seen.footprint if seen else {},
+        "error": seen.error if seen else None,
+        "tree": digest,
+        "tree_error": tree_error,
+    }
 
 
 def _observed_elsewhere(job: dict, revision: str | None, writes: bool):
@@ -500,9 +645,11 @@ def _observed_elsewhere(job: dict, revision: str | None, writes: bool):
     tree = evidence.Tree(checkout)
     record = job.get("observed")
     if not isinstance(record, dict) or record.get("machine") != machine:
-        why = (f"its checkout is {where}, which this machine ({machine_id()}) cannot read, and no diff was recorded "
-               f"there (one is when the holder files its result there); run proctor job wait {job['id']} on "
-               f"machine {machine}")
+        why = (
+            f"its checkout is {where}, which this machine ({machine_id()}) cannot read, and no diff was recorded "
+            f"there (one is when the holder files its result there); run proctor job wait {job['id']} on "
+            f"machine {machine}"
+        )
         tree.unreadable(why)
         return (Observed(checkout, revision, error=why) if writes else None), tree, None
     if record.get("tree"):
@@ -511,10 +658,18 @@ def _observed_elsewhere(job: dict, revision: str | None, writes: bool):
         tree.unreadable(record.get("tree_error") or f"the tree in {where} was not recorded")
     observed = None
     if writes:
-        observed = Observed(checkout, revision, changed=list(record.get("changed") or []),
-                            footprint=dict(record.get("footprint") or {}), error=record.get("error"), tree=tree)
-    note = (f"graded on the diff read on machine {machine} when the result was filed ({record.get('at')}); this "
-            f"machine ({machine_id()}) cannot read {checkout}, so a change made there since is not seen here")
+        observed = Observed(
+            checkout,
+            revision,
+            changed=list(record.get("changed") or []),
+            footprint=dict(record.get("footprint") or {}),
+            error=record.get("error"),
+            tree=tree,
+        )
+    note = (
+        f"graded on the diff read on machine {machine} when the result was filed ({record.get('at')}); this "
+        f"machine ({machine_id()}) cannot read {checkout}, so a change made there since is not seen here"
+    )
     return observed, tree, note
 
 
@@ -536,8 +691,9 @@ def _in_dependency_order(goals: list[dict]) -> list[dict]:
     return ordered
 
 
-def _grade_goal(conn, job: dict, goal: dict, observed: Observed | None, short: str, fallback: str,
-                runs, cited) -> tuple[bool, list[str]]:
+def _grade_goal(
+    conn, job: dict, goal: dict, observed: Observed | None, short: str, fallback: str, runs, cited
+) -> tuple[bool, list[str]]:
     kind = goal["kind"]
     if kind == "check":
         (cited_runs, problems), tree, blob_store = cited
@@ -545,14 +701,21 @@ def _grade_goal(conn, job: dict, goal: dict, observed: Observed | None, short: s
         checkout = evidence.checkout_of(job, fallback)
         mine = [r for r in cited_runs if r["target"] == target]
         if not mine:
-            why = ("no result is filed, so no run is cited" if job.get("result") is None
-                   else f"the result cites no run of {target}")
+            why = (
+                "no result is filed, so no run is cited"
+                if job.get("result") is None
+                else f"the result cites no run of {target}"
+            )
             from proctor.paths import machine_id
 
             machine = job.get("machine") if job.get("checkout_root") else machine_id()
             hint = runs.latest(conn, target, job["created"], checkout, machine)
-            remedy = (f"the latest run of {target} there is {hint['id']} (exit {hint['exit_code']}, output_ref "
-                      f"{hint['output_ref']})" if hint else f"run proctor run {target} there")
+            remedy = (
+                f"the latest run of {target} there is {hint['id']} (exit {hint['exit_code']}, output_ref "
+                f"{hint['output_ref']})"
+                if hint
+                else f"run proctor run {target} there"
+            )
             where = jobrecord.where_taken(job) if job.get("checkout_root") else checkout
             return False, [f"{why}; a check passes only on a cited run of {target} in {where}; {remedy}"] + problems
         run = max(mine, key=lambda r: (r["started"], r["id"]))
@@ -566,19 +729,27 @@ def _grade_goal(conn, job: dict, goal: dict, observed: Observed | None, short: s
                 reasons.append(f"written since run {run['id']} started: {', '.join(late[:5])}")
             return False, reasons
         if run["timed_out"]:
-            return False, [f"the newest cited run of {target} ({run['id']}) timed out; its output is {run['output_ref']}"]
+            return False, [
+                f"the newest cited run of {target} ({run['id']}) timed out; its output is {run['output_ref']}"
+            ]
         if run["exit_code"] != 0:
-            return False, [f"the newest cited run of {target} ({run['id']}) exited {run['exit_code']}; its output is "
-                           f"{run['output_ref']}"]
+            return False, [
+                f"the newest cited run of {target} ({run['id']}) exited {run['exit_code']}; its output is "
+                f"{run['output_ref']}"
+            ]
         declared = _target_spec(job, target, fallback)
         if declared is not None and run["command"] != declared.command:
-            return False, [f"run {run['id']} ran `{run['command']}`, but target {target} is `{declared.command}` in "
-                           f"the proctor.toml of the job's checkpoint; a check is graded on the declared command"]
+            return False, [
+                f"run {run['id']} ran `{run['command']}`, but target {target} is `{declared.command}` in "
+                f"the proctor.toml of the job's checkpoint; a check is graded on the declared command"
+            ]
         if declared is not None:
             where = os.path.realpath(os.path.join(checkout, declared.cwd) if declared.cwd else checkout)
             if os.path.realpath(run["cwd"]) != where:
-                return False, [f"run {run['id']} ran in {run['cwd']}, but target {target} runs in {where} by the "
-                               f"proctor.toml of the job's checkpoint; a check is graded where it was declared"]
+                return False, [
+                    f"run {run['id']} ran in {run['cwd']}, but target {target} runs in {where} by the "
+                    f"proctor.toml of the job's checkpoint; a check is graded where it was declared"
+                ]
         return True, [f"{target} passed in run {run['id']} ({run['output_ref']}), on the tree graded"]
     if kind == "paths":
         expect = goal["expect"]
@@ -607,14 +778,17 @@ def _grade_goal(conn, job: dict, goal: dict, observed: Observed | None, short: s
     return _symbol_goal(job, goal, observed, fallback)
 
 
-def _symbol_goal(job: dict, goal: dict, observed: Observed | None, fallback: str,
-                 scope: list | None = None) -> tuple[bool, list[str]]:
+def _symbol_goal(
+    job: dict, goal: dict, observed: Observed | None, fallback: str, scope: list | None = None
+) -> tuple[bool, list[str]]:
     """A symbol goal on the tree the job's checkout holds (proctor.symbols.goals); `scope`,
     given, narrows it to those claims (an ancestor's goal graded on a descendant)."""
     checkout = evidence.checkout_of(job, fallback)
     if job.get("checkout_root") and not jobrecord.on_this_machine(job):
-        return False, [f"the tree is in {jobrecord.where_taken(job)}, which this machine cannot read; symbol goals are "
-                       f"graded where the job is taken: run proctor job wait {job['id']} on machine {job.get('machine')}"]
+        return False, [
+            f"the tree is in {jobrecord.where_taken(job)}, which this machine cannot read; symbol goals are "
+            f"graded where the job is taken: run proctor job wait {job['id']} on machine {job.get('machine')}"
+        ]
     if not os.path.isdir(checkout):
         return False, [f"the checkout {checkout} no longer exists, so the tree cannot be read"]
     from proctor.symbols import goals as symbol_goals
@@ -627,11 +801,14 @@ def _symbol_goal(job: dict, goal: dict, observed: Observed | None, fallback: str
         diff_error = "a read-only job changes nothing" if job.get("read_only") else "the diff could not be observed"
     try:
         with Index(checkout) as index:
-            return symbol_goals.grade(index, goal, _revision(job), changed, diff_error, scope,
-                                      sorted(job.get("handed") or ()))
+            return symbol_goals.grade(
+                index, goal, _revision(job), changed, diff_error, scope, sorted(job.get("handed") or ())
+            )
     except errors.ProctorError as exc:
-        return False, [f"the symbol index could not read {checkout}: {exc.message}; an observation proctor could "
-                       f"not make fails the goal rather than pass it"]
+        return False, [
+            f"the symbol index could not read {checkout}: {exc.message}; an observation proctor could "
+            f"not make fails the goal rather than pass it"
+        ]
 
 
 def _inherited_symbol_goals(conn: Tx, job: dict, observed: Observed | None, fallback: str) -> list[Outcome]:
@@ -730,8 +907,11 @@ def render_footprint(observed: Observed | None, entries: list[dict] | tuple = ()
             shown = placed[:8] + ([f"and {len(placed) - 8} more"] if len(placed) > 8 else [])
             detail += " in " + "; ".join(shown)
         entered = [e for e in entries if _entered(e, path)]
-        marks = "".join(f" (entered by {e['by']} at {e['entered']}, "
-                        f"{'written ' + e['consumed'] if e.get('consumed') else 'not written yet'})" for e in entered)
+        marks = "".join(
+            f" (entered by {e['by']} at {e['entered']}, "
+            f"{'written ' + e['consumed'] if e.get('consumed') else 'not written yet'})"
+            for e in entered
+        )
         lines.append(f"  {path}: +{entry['added']} -{entry['removed']}{note}{detail}{marks}")
     return lines
 
@@ -747,4 +927,6 @@ def render_entries(entries: list[dict] | tuple) -> list[str]:
         return []
     return ["entries:"] + [
         f"  {e['path']}: entered by {e['by']} at {e['entered']}, "
-        + (f"written {e['consumed']}" if e.get("consumed") else "not written yet") for e in entries]
+        + (f"written {e['consumed']}" if e.get("consumed") else "not written yet")
+        for e in entries
+    ]

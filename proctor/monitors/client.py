@@ -12,8 +12,14 @@ from __future__ import annotations
 import os
 
 
-def call(method: str, path: str, body: dict | None = None, orchestrator: bool = False,
-         cwd: str | None = None, environ: dict | None = None) -> dict:
+def call(
+    method: str,
+    path: str,
+    body: dict | None = None,
+    orchestrator: bool = False,
+    cwd: str | None = None,
+    environ: dict | None = None,
+) -> dict:
     from proctor import errors
     from proctor.jobs.lease import ORCHESTRATOR, resolve
     from proctor.server import daemon
@@ -29,10 +35,20 @@ def call(method: str, path: str, body: dict | None = None, orchestrator: bool = 
             with ws.store.read() as conn:
                 caller = resolve(conn, ws.root, ORCHESTRATOR if orchestrator else None, env)
             if caller.lease:
-                raise errors.Refused([(errors.NOT_YOUR_JOB,
-                    f"{caller.whence()}; manage its monitors with the job's secret in PROCTOR_NONCE (proctor job "
-                    f"exec prints it){caller.remedy()}")])
-            daemon.refuse_leased(ws, orchestrator, "use the server token",
-                                 "a process that works a job manages that job's monitors with its secret in "
-                                 "PROCTOR_NONCE (proctor job exec prints it), which scopes it to them")
+                raise errors.Refused(
+                    [
+                        (
+                            errors.NOT_YOUR_JOB,
+                            f"{caller.whence()}; manage its monitors with the job's secret in PROCTOR_NONCE (proctor job "
+                            f"exec prints it){caller.remedy()}",
+                        )
+                    ]
+                )
+            daemon.refuse_leased(
+                ws,
+                orchestrator,
+                "use the server token",
+                "a process that works a job manages that job's monitors with its secret in "
+                "PROCTOR_NONCE (proctor job exec prints it), which scopes it to them",
+            )
         return daemon.request(ws, method, path, body, nonce=nonce)

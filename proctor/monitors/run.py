@@ -69,8 +69,19 @@ _F_SETPIPE_SZ = 1031
 
 
 class RunResult:
-    __slots__ = ("exit_code", "timed_out", "truncated", "capped", "bytes", "lines", "stderr", "pid", "tag",
-                 "cgroup", "started")
+    __slots__ = (
+        "exit_code",
+        "timed_out",
+        "truncated",
+        "capped",
+        "bytes",
+        "lines",
+        "stderr",
+        "pid",
+        "tag",
+        "cgroup",
+        "started",
+    )
 
     def __init__(self, tag: str) -> None:
         self.exit_code: int | None = None
@@ -98,6 +109,7 @@ def monitor_env(base: dict, monitor_id: int, job: str, tag: str) -> dict:
 
 # -- stdout into events ------------------------------------------------------------------------
 
+
 class Lines:
     """A run's stdout, a read at a time, into events (text, truncated) within the limits.
     Once the run's events are collected (`full`), nothing more is split: the first byte that
@@ -123,7 +135,7 @@ class Lines:
             if cut == -1:
                 if not self.dropping:
                     room = LINE_CAP - len(self.held)
-                    self.held += chunk[start:start + room]
+                    self.held += chunk[start : start + room]
                     if size - start > room:  # the line passed the cap: cut, the rest of it dropped
                         line = bytes(self.held)
                         self.held.clear()
@@ -139,7 +151,7 @@ class Lines:
                 self.held.clear()
                 self._event(line[:LINE_CAP], len(line) > LINE_CAP, out)
             else:
-                self._event(chunk[start:min(cut, start + LINE_CAP)], cut - start > LINE_CAP, out)
+                self._event(chunk[start : min(cut, start + LINE_CAP)], cut - start > LINE_CAP, out)
             start = cut + 1
         if self.full and start < size:
             self.more(out)
@@ -165,7 +177,7 @@ class Lines:
         result.bytes += len(raw) + 1
         result.lines += 1
         if cut:
-            raw = raw[:utf8_complete(raw)]  # no character cut in two
+            raw = raw[: utf8_complete(raw)]  # no character cut in two
         text = raw.decode("utf-8", "replace")
         if text.endswith("\r"):
             text = text.rstrip("\r")
@@ -200,23 +212,34 @@ class _Stderr:
                 del self.tail[:-half]
 
     def text(self) -> str:
-        head, tail = bytes(self.head), bytes(self.tail[-(STDERR_KEEP // 2):])
+        head, tail = bytes(self.head), bytes(self.tail[-(STDERR_KEEP // 2) :])
         left_out = self.seen - len(head) - len(tail)
         if left_out <= 0:
             return (head + tail).decode("utf-8", "replace")
-        head, tail = head[:utf8_complete(head)], tail[utf8_start(tail, 0):]  # no character cut in two
-        return (head.decode("utf-8", "replace") + f"\n[proctor: {left_out:,} bytes of stderr left out]\n"
-                + tail.decode("utf-8", "replace"))
+        head, tail = head[: utf8_complete(head)], tail[utf8_start(tail, 0) :]  # no character cut in two
+        return (
+            head.decode("utf-8", "replace")
+            + f"\n[proctor: {left_out:,} bytes of stderr left out]\n"
+            + tail.decode("utf-8", "replace")
+        )
 
 
 # -- the run -----------------------------------------------------------------------------------
+
 
 class Run:
     """One monitor command in flight. `start()` (on the loop thread: the parent-death signal
     belongs to the thread that forks) then `await wait()`; `await end()` whatever happened."""
 
-    def __init__(self, command: str, cwd: str, timeout: float, emit: Callable[[list[tuple[str, bool]]], None],
-                 env: dict, tag: str) -> None:
+    def __init__(
+        self,
+        command: str,
+        cwd: str,
+        timeout: float,
+        emit: Callable[[list[tuple[str, bool]]], None],
+        env: dict,
+        tag: str,
+    ) -> None:
         self.command, self.cwd, self.timeout, self.emit, self.env = command, cwd, timeout, emit, env
         self.result = RunResult(tag)
         self.lines = Lines(self.result)
@@ -240,9 +263,16 @@ class Run:
         while True:
             try:
                 proc = subprocess.Popen(
-                    ["/bin/sh", "-c", self.command], cwd=self.cwd, env=self.env, stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, close_fds=True,
-                    preexec_fn=process.child_setup(group.procs_fd if group else None))
+                    ["/bin/sh", "-c", self.command],
+                    cwd=self.cwd,
+                    env=self.env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    start_new_session=True,
+                    close_fds=True,
+                    preexec_fn=process.child_setup(group.procs_fd if group else None),
+                )
                 break
             except subprocess.SubprocessError:
                 if group is None:
@@ -452,8 +482,15 @@ class Run:
             self._close(fd)
 
 
-async def run_once(command: str, cwd: str, timeout: float, emit: Callable[[list[tuple[str, bool]]], None],
-                   env: dict, tag: str | None = None, on_start: Callable[[RunResult], None] | None = None) -> RunResult:
+async def run_once(
+    command: str,
+    cwd: str,
+    timeout: float,
+    emit: Callable[[list[tuple[str, bool]]], None],
+    env: dict,
+    tag: str | None = None,
+    on_start: Callable[[RunResult], None] | None = None,
+) -> RunResult:
     """Run `command` to its end or its timeout; `emit` receives each batch of (line, truncated)
     as it is read, `on_start` the result (pid, tag, cgroup) once the command started. OSError
     when it could not start. Cancelled, the run is ended whole before the cancellation goes on."""
@@ -505,6 +542,7 @@ def _splice_away(fd: int) -> int:
 
 
 # -- ending processes (worker threads) ---------------------------------------------------------
+
 
 def sweep(proc: subprocess.Popen, tree: process.Tree, tag: str, group: process.Cgroup | None) -> None:
     """End everything of one run: its group (SIGTERM, TERM_GRACE, SIGKILL; the command reaped),
@@ -566,6 +604,7 @@ def _started_at(pid: int) -> float:
 
 # -- orphans (the server is their subreaper) ---------------------------------------------------
 
+
 def children() -> list[int]:
     """This process's children (every thread's), from /proc/self/task/*/children."""
     found: list[int] = []
@@ -586,7 +625,7 @@ def _session_and_state(pid: int) -> tuple[int, str] | None:
     try:
         with open(f"/proc/{pid}/stat", "rb") as handle:
             raw = handle.read()
-        fields = raw[raw.rfind(b")") + 2:].split()
+        fields = raw[raw.rfind(b")") + 2 :].split()
         return int(fields[3]), fields[0].decode()
     except (OSError, IndexError, ValueError):
         return None

@@ -69,8 +69,10 @@ CHECK_SECONDS = 30.0  # every monitor in the store has its loop: looked at this 
 MAX_QUEUED = 200_000  # events waiting for the store; past it the oldest go (logged)
 MAX_OWED = 1_000  # store writes that failed, kept to be retried
 EARLY = "[proctor: run ended early: its monitor was removed or the server stopped]"
-LEFT_OPEN = ("[proctor: run left open by a server that ended without closing it (killed?); its processes "
-             "were ended when the next server started]")
+LEFT_OPEN = (
+    "[proctor: run left open by a server that ended without closing it (killed?); its processes "
+    "were ended when the next server started]"
+)
 
 
 class StoreThread:
@@ -334,8 +336,9 @@ class Scheduler:
             _log(f"proctor: storing the last monitor events: {_why(exc)}")
         await self.events.stop()
         await self._step("settle", lambda: asyncio.wait_for(self._settle(), 5))
-        await self._step("stop", lambda: asyncio.wait_for(
-            self.db.write(_own_jobs, self.root, "no_return", "the server stopped"), 5))
+        await self._step(
+            "stop", lambda: asyncio.wait_for(self.db.write(_own_jobs, self.root, "no_return", "the server stopped"), 5)
+        )
         self.db.close()
 
     def config(self) -> config_mod.Config:
@@ -388,8 +391,10 @@ class Scheduler:
                 for monitor_id in list(self.tasks):
                     self._spawned.pop(monitor_id, None)
                     self.tasks.pop(monitor_id).cancel()  # not `removed`: it runs again if this server leads again
-                _log("proctor: another server on this repository's store runs its monitors; this one stands by "
-                     "and takes over when that one stops" + (" (it had led until now)" if was else ""))
+                _log(
+                    "proctor: another server on this repository's store runs its monitors; this one stands by "
+                    "and takes over when that one stops" + (" (it had led until now)" if was else "")
+                )
         return leading
 
     async def _spawn_missing(self) -> None:
@@ -442,8 +447,11 @@ class Scheduler:
             run_id = await run.finish_anyway(opening)
         except asyncio.CancelledError:  # removed meanwhile: a run opened is closed at once
             if not opening.cancelled() and opening.exception() is None:
-                self._later(f"closing run {opening.result()}", _close_run,
-                            (iso(now()), None, 0, 0, 0, 0, None, EARLY, opening.result()))
+                self._later(
+                    f"closing run {opening.result()}",
+                    _close_run,
+                    (iso(now()), None, 0, 0, 0, 0, None, EARLY, opening.result()),
+                )
             raise
         except Exception as exc:
             self._owe("a failed run", _failed_run, monitor_id, iso(now()), timeout, f"not run: {_why(exc)}")
@@ -519,8 +527,17 @@ class Scheduler:
         await self._close_run(run_id, result, error)
 
     async def _close_run(self, run_id: int, result: run.RunResult, error: str | None) -> None:
-        values = (iso(now()), result.exit_code, 1 if result.timed_out else 0, 1 if result.truncated else 0,
-                  result.bytes, result.lines, result.stderr, error, run_id)
+        values = (
+            iso(now()),
+            result.exit_code,
+            1 if result.timed_out else 0,
+            1 if result.truncated else 0,
+            result.bytes,
+            result.lines,
+            result.stderr,
+            error,
+            run_id,
+        )
         try:
             await self.db.write(_close_run, values)
         except Exception as exc:
@@ -693,8 +710,9 @@ class Scheduler:
 
         async def retain() -> None:
             try:
-                deleted = await asyncio.to_thread(_retention_pass, self.state_dir, self.config()["monitors.keep"],
-                                                  self.root)
+                deleted = await asyncio.to_thread(
+                    _retention_pass, self.state_dir, self.config()["monitors.keep"], self.root
+                )
                 self._failures.pop("retention", None)
                 if any(deleted.values()):
                     self.bump()
@@ -716,24 +734,50 @@ class Scheduler:
 
 # -- store calls (on the StoreThread) ----------------------------------------------------------
 
+
 def _own_jobs(conn, root: str, state: str, end_reason: str | None) -> None:
     """The server's maintenance jobs, held by the server (HOLDER server in every listing),
     never ended by the rules that end unheld session jobs."""
     from proctor.store import rows
 
     at = iso(now())
-    own = (("proctor-server", None, "the server's own work: monitors, follow-ups, the console"),
-           ("proctor-server/monitors", "proctor-server", "run every monitor on its schedule, four at once"),
-           ("proctor-server/followups", "proctor-server", "group monitor events and wake idle agents"))
+    own = (
+        ("proctor-server", None, "the server's own work: monitors, follow-ups, the console"),
+        ("proctor-server/monitors", "proctor-server", "run every monitor on its schedule, four at once"),
+        ("proctor-server/followups", "proctor-server", "group monitor events and wake idle agents"),
+    )
     for job_id, parent, criteria in own:
         existing = rows.get(conn, job_id)
-        job = {"schema_version": 1, "id": job_id, "parent": parent, "criteria": criteria, "write_paths": [],
-               "deny_paths": [], "read_paths": [], "depends_on": [], "model": None, "check": None,
-               "goals": [], "read_only": True, "timeout": None, "deadline": None, "actor": "server",
-               "holder": "server", "declared_in": root,
-               "created": existing["created"] if existing else at, "updated": at, "releases": [],
-               "unattributed": [], "entries": [], "checkout_root": root, "base": None,
-               "end_reason": end_reason, "state": state, "write_proof": None, "checkpoint": None}
+        job = {
+            "schema_version": 1,
+            "id": job_id,
+            "parent": parent,
+            "criteria": criteria,
+            "write_paths": [],
+            "deny_paths": [],
+            "read_paths": [],
+            "depends_on": [],
+            "model": None,
+            "check": None,
+            "goals": [],
+            "read_only": True,
+            "timeout": None,
+            "deadline": None,
+            "actor": "server",
+            "holder": "server",
+            "declared_in": root,
+            "created": existing["created"] if existing else at,
+            "updated": at,
+            "releases": [],
+            "unattributed": [],
+            "entries": [],
+            "checkout_root": root,
+            "base": None,
+            "end_reason": end_reason,
+            "state": state,
+            "write_proof": None,
+            "checkpoint": None,
+        }
         rows.put(conn, job, "proctor-server", 0 if parent is None else 1)
 
 

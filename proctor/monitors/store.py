@@ -36,7 +36,7 @@ NOT_FOUND = errors.MONITOR_NOT_FOUND
 OUT_OF_SCOPE = errors.MONITOR_OUT_OF_SCOPE
 FOLLOWUP_NOT_FOUND = errors.FOLLOWUP_NOT_FOUND
 SANDBOXED_JOB = errors.MONITOR_SANDBOXED_JOB
-MAX_ID = 2 ** 62  # an id at or past this is no monitor's, nor a follow-up's (and a store's integer holds it)
+MAX_ID = 2**62  # an id at or past this is no monitor's, nor a follow-up's (and a store's integer holds it)
 
 _COLUMNS = mrows.COLUMNS
 
@@ -93,9 +93,12 @@ def allowed_cwd(job: dict, cwd: str, repo_root: str) -> tuple[str, str]:
         places.append((os.path.realpath(job["checkout_root"]), f"{job['id']}'s checkout"))
     for path in job.get("worktrees") or ():
         places.append((os.path.realpath(path), f"a worktree attached to {job['id']}"))
-    refusal = _refuse(CWD_OUTSIDE_CARD, f"{cwd} is not in the repository ({repo_root}), {job['id']}'s checkout"
-                                        f"{' (' + places[1][0] + ')' if len(places) > 1 else ''}, nor a worktree "
-                                        f"attached to it; run the command from one of those")
+    refusal = _refuse(
+        CWD_OUTSIDE_CARD,
+        f"{cwd} is not in the repository ({repo_root}), {job['id']}'s checkout"
+        f"{' (' + places[1][0] + ')' if len(places) > 1 else ''}, nor a worktree "
+        f"attached to it; run the command from one of those",
+    )
     if not os.path.isdir(real):
         raise refusal
     try:
@@ -116,44 +119,78 @@ def job_is_active(cfg: config_mod.Config, job: dict) -> bool:
     return bool(column and column[1])
 
 
-def add(conn, cfg: config_mod.Config, repo_root: str, job_id: str, command: str, interval,
-        description: str | None, cwd: str, acknowledged: bool, actor: str) -> dict:
+def add(
+    conn,
+    cfg: config_mod.Config,
+    repo_root: str,
+    job_id: str,
+    command: str,
+    interval,
+    description: str | None,
+    cwd: str,
+    acknowledged: bool,
+    actor: str,
+) -> dict:
     if not acknowledged:
-        raise _refuse(UNSANDBOXED_ACK_REQUIRED, "monitor commands run outside the agent sandbox, with the server's "
-                                                "own rights; pass --allow-unsandboxed to acknowledge that")
+        raise _refuse(
+            UNSANDBOXED_ACK_REQUIRED,
+            "monitor commands run outside the agent sandbox, with the server's "
+            "own rights; pass --allow-unsandboxed to acknowledge that",
+        )
     if not isinstance(command, str) or not command.strip():
         raise errors.ProctorError("a monitor needs a command (--cmd)")
     seconds = parse_interval(interval)
     job = jobrecord.require(rows.get(conn, job_id), job_id)
     if not job_is_active(cfg, job):
         column = config_mod.column_of_job(cfg, job)
-        raise _refuse(CARD_INACTIVE, f"{job_id} is in column {column[0] if column else '(none)'}, which is not "
-                                     f"active; monitors run only for jobs in an active column")
+        raise _refuse(
+            CARD_INACTIVE,
+            f"{job_id} is in column {column[0] if column else '(none)'}, which is not "
+            f"active; monitors run only for jobs in an active column",
+        )
     brokered = os.environ.get("PROCTOR_BROKERED")
     if brokered:
         # a sandboxed worker's command (its broker's: proctor/broker.py), whatever job it names
         # and the checkout's proctor.toml says
-        raise _refuse(SANDBOXED_JOB, f"{brokered}'s worker runs in the sandbox, and a monitor runs with the server's "
-                                     f"own rights, outside it: a sandboxed worker cannot add one. The person adds "
-                                     f"it (proctor monitor add with the server's token, outside the job)")
+        raise _refuse(
+            SANDBOXED_JOB,
+            f"{brokered}'s worker runs in the sandbox, and a monitor runs with the server's "
+            f"own rights, outside it: a sandboxed worker cannot add one. The person adds "
+            f"it (proctor monitor add with the server's token, outside the job)",
+        )
     if actor.startswith("job:") and cfg["sandbox.mode"] != "off":
         from proctor import sandbox
 
         if sandbox.narrows(job) and sandbox.kernel_abi():
-            raise _refuse(SANDBOXED_JOB, f"the sandbox narrows {job_id} to its write paths, and a monitor runs with the "
-                                         f"server's own rights, outside it: its agent cannot acknowledge that for "
-                                         f"itself. The person adds it (proctor monitor add with the server's token, "
-                                         f"outside the job), or the job runs with [sandbox] mode = \"off\"")
+            raise _refuse(
+                SANDBOXED_JOB,
+                f"the sandbox narrows {job_id} to its write paths, and a monitor runs with the "
+                f"server's own rights, outside it: its agent cannot acknowledge that for "
+                f"itself. The person adds it (proctor monitor add with the server's token, "
+                f'outside the job), or the job runs with [sandbox] mode = "off"',
+            )
     real_cwd, where = allowed_cwd(job, cwd, repo_root)
     count = mrows.count_live(conn, job_id)
     if count >= MAX_PER_JOB:
-        raise _refuse(LIMIT_REACHED, f"{job_id} has {count} monitors, the most a card may have; remove one first "
-                                     f"(proctor monitor remove <id>)")
+        raise _refuse(
+            LIMIT_REACHED,
+            f"{job_id} has {count} monitors, the most a card may have; remove one first (proctor monitor remove <id>)",
+        )
     text = description_of(description, command)
     at = iso(now())
     monitor = get(conn, mrows.insert(conn, job_id, command, seconds, text, real_cwd, at, actor, f"{at} by {actor}"))
-    _record(conn, "monitor_added", actor, monitor, {"where": where, "command": excerpt(command, 1000),
-                                                    "interval": seconds, "acknowledged": monitor["acknowledged"]})
+    _record(
+        conn,
+        "monitor_added",
+        actor,
+        monitor,
+        {
+            "where": where,
+            "command": excerpt(command, 1000),
+            "interval": seconds,
+            "acknowledged": monitor["acknowledged"],
+        },
+    )
     return monitor
 
 
@@ -173,16 +210,18 @@ def live(conn, job: str | None = None) -> list[dict]:
     return mrows.live(conn, job)
 
 
-def remove(conn, monitor_id: int, scope_job: str | None, why: str = "removed",
-           actor: str | None = None) -> dict:
+def remove(conn, monitor_id: int, scope_job: str | None, why: str = "removed", actor: str | None = None) -> dict:
     if not 0 < monitor_id < MAX_ID:
         raise _refuse(NOT_FOUND, f"no monitor {monitor_id}")
     monitor = get(conn, monitor_id)
     if monitor is None or monitor["deleted"]:
         raise _refuse(NOT_FOUND, f"no monitor {monitor_id}; proctor monitor list shows them")
     if scope_job is not None and monitor["job"] != scope_job:
-        raise _refuse(OUT_OF_SCOPE, f"monitor {monitor_id} belongs to {monitor['job']}; with a job's secret you "
-                                    f"manage {scope_job}'s monitors only")
+        raise _refuse(
+            OUT_OF_SCOPE,
+            f"monitor {monitor_id} belongs to {monitor['job']}; with a job's secret you "
+            f"manage {scope_job}'s monitors only",
+        )
     mrows.mark_deleted(conn, monitor_id, f"{iso(now())} {why}")
     monitor = get(conn, monitor_id)
     _record(conn, "monitor_removed", actor or (f"job:{scope_job}" if scope_job else "token"), monitor, {"why": why})
@@ -224,14 +263,38 @@ def events(conn, job: str | None = None, limit: int = 1000) -> list[dict]:
     out = []
     for monitor, run, time_, line, truncated, followup, job_id, delivered in reversed(rows_):
         # "the follow-up they went out in, or pending": a batch not handed over yet is pending
-        out.append({"monitor": monitor, "run": run, "time": time_, "line": line, "truncated": bool(truncated),
-                    "followup": followup if followup is not None and delivered else "pending", "job": job_id,
-                    "batch": followup, "delivered": delivered})
+        out.append(
+            {
+                "monitor": monitor,
+                "run": run,
+                "time": time_,
+                "line": line,
+                "truncated": bool(truncated),
+                "followup": followup if followup is not None and delivered else "pending",
+                "job": job_id,
+                "batch": followup,
+                "delivered": delivered,
+            }
+        )
     return out
 
 
-_RUN_COLUMNS = ("id", "monitor", "job", "started", "ended", "exit_code", "timed_out", "timeout", "truncated", "lines",
-                "bytes", "error", "stderr", "pid")
+_RUN_COLUMNS = (
+    "id",
+    "monitor",
+    "job",
+    "started",
+    "ended",
+    "exit_code",
+    "timed_out",
+    "timeout",
+    "truncated",
+    "lines",
+    "bytes",
+    "error",
+    "stderr",
+    "pid",
+)
 
 
 def runs(conn, job: str | None = None, monitor: int | None = None, limit: int = 100) -> list[dict]:
@@ -268,8 +331,12 @@ def followup(conn, followup_id: int, scope_job: str | None = None) -> dict:
         raise _refuse(FOLLOWUP_NOT_FOUND, f"no follow-up {followup_id}")
     row = mrows.followup_row(conn, followup_id)
     if row is None or (scope_job is not None and row[1] != scope_job):
-        raise _refuse(FOLLOWUP_NOT_FOUND, f"no follow-up {followup_id}"
-                      + (f" of {scope_job}" if scope_job is not None else "") + "; proctor monitor followups lists them")
+        raise _refuse(
+            FOLLOWUP_NOT_FOUND,
+            f"no follow-up {followup_id}"
+            + (f" of {scope_job}" if scope_job is not None else "")
+            + "; proctor monitor followups lists them",
+        )
     item = dict(zip(_FOLLOWUP_COLUMNS + ("text",), row))
     item["state"] = "delivered" if item["delivered"] else "pending"
     return item

@@ -52,11 +52,13 @@ def wait_command(job: str, host: str | None, session: str | None) -> str:
 
 def ask_text(job: str, live: int, host: str | None, session: str | None) -> str:
     command = wait_command(job, host, session)
-    return (f"Job {job} has {live} monitor{'s' if live != 1 else ''} running. Before you stop, start "
-            f"`{command}` as a background task (Bash with run_in_background: true). It waits until their next "
-            f"follow-up is ready and you are idle, prints it and exits; its completion wakes you: read its output "
-            f"and act on what the monitors saw. When the job needs them no more, remove them "
-            f"(proctor monitor list; proctor monitor remove <id>).")
+    return (
+        f"Job {job} has {live} monitor{'s' if live != 1 else ''} running. Before you stop, start "
+        f"`{command}` as a background task (Bash with run_in_background: true). It waits until their next "
+        f"follow-up is ready and you are idle, prints it and exits; its completion wakes you: read its output "
+        f"and act on what the monitors saw. When the job needs them no more, remove them "
+        f"(proctor monitor list; proctor monitor remove <id>)."
+    )
 
 
 def live_monitors(conn, job: str) -> int:
@@ -76,13 +78,21 @@ def fits_a_hook(text: str, extra: int = 0) -> bool:
 
 
 def too_long_text(followup: dict, job: str) -> str:
-    return (f"{header(followup['id'], job)} is ready ({followup.get('events', '?')} events, {len(followup['text'])} "
-            f"characters: more than a hook's message carries). Read it whole with Bash: `proctor monitor followups "
-            f"--text {followup['id']}`, and act on what the monitors saw.")
+    return (
+        f"{header(followup['id'], job)} is ready ({followup.get('events', '?')} events, {len(followup['text'])} "
+        f"characters: more than a hook's message carries). Read it whole with Bash: `proctor monitor followups "
+        f"--text {followup['id']}`, and act on what the monitors saw."
+    )
 
 
-_WAIT_OPTIONS = {"--job": "job", "--host": "host", "--session": "session", "--timeout": "timeout",
-                 "-o": "output", "--output": "output"}
+_WAIT_OPTIONS = {
+    "--job": "job",
+    "--host": "host",
+    "--session": "session",
+    "--timeout": "timeout",
+    "-o": "output",
+    "--output": "output",
+}
 
 
 def parse_wait(command) -> dict | None:
@@ -155,8 +165,12 @@ def read_by_model(transcript: str | None, followups: dict[int, tuple[str, str]])
     truncates a long line): a line missing is a follow-up not delivered."""
     if not transcript or not followups:
         return set()
-    needed = {fid: {line.rstrip() for line in text.splitlines() if line.strip()} for fid, (_h, text) in followups.items()}
-    marks = {fid: json.dumps(header, ensure_ascii=False)[1:-1].encode("utf-8") for fid, (header, _t) in followups.items()}
+    needed = {
+        fid: {line.rstrip() for line in text.splitlines() if line.strip()} for fid, (_h, text) in followups.items()
+    }
+    marks = {
+        fid: json.dumps(header, ensure_ascii=False)[1:-1].encode("utf-8") for fid, (header, _t) in followups.items()
+    }
     started: set[int] = set()
     done: set[int] = set()
     try:
@@ -221,8 +235,11 @@ def session_state(conn, host: str, session: str, checkout=None) -> tuple[str | N
         try:
             with open(activity_path(checkout, host, session), encoding="utf-8") as handle:
                 spilled = json.load(handle)
-            if isinstance(spilled, dict) and isinstance(spilled.get("at"), str) and \
-                    (best[1] is None or spilled["at"] > best[1]):
+            if (
+                isinstance(spilled, dict)
+                and isinstance(spilled.get("at"), str)
+                and (best[1] is None or spilled["at"] > best[1])
+            ):
                 best = (spilled.get("activity"), spilled["at"])
         except (OSError, ValueError):
             pass
@@ -236,8 +253,9 @@ def activity_path(checkout, host: str, session: str) -> str:
     from proctor.paths import repo_cache_dir
 
     key = f"{host}:{session or '-'}:"
-    return os.path.join(repo_cache_dir(checkout), "sessions",
-                        f"activity-{zlib.crc32(key.encode('utf-8', 'surrogateescape')):08x}.json")
+    return os.path.join(
+        repo_cache_dir(checkout), "sessions", f"activity-{zlib.crc32(key.encode('utf-8', 'surrogateescape')):08x}.json"
+    )
 
 
 def spill_activity(checkout, host: str, session: str, activity: str, at: str) -> None:
@@ -271,16 +289,23 @@ def job_to_wait(ws, job: str | None) -> str:
     with ws.store.read() as conn:
         caller = resolve(conn, ws.root)
     if caller.lease and job and job != caller.lease:
-        raise errors.Refused([(errors.NOT_YOUR_JOB,
-            f"{caller.whence()}; you wait for your own job's follow-ups (--job {caller.lease}){caller.remedy()}")])
+        raise errors.Refused(
+            [
+                (
+                    errors.NOT_YOUR_JOB,
+                    f"{caller.whence()}; you wait for your own job's follow-ups (--job {caller.lease}){caller.remedy()}",
+                )
+            ]
+        )
     job = job or caller.lease
     if not job:
         raise errors.ProctorError("name the job (--job ID): you act under no lease")
     return job
 
 
-def wait(ws, job: str, host: str | None, session: str | None, timeout: float | None,
-         clock=None, sleep=None) -> tuple[int, dict | None, str]:
+def wait(
+    ws, job: str, host: str | None, session: str | None, timeout: float | None, clock=None, sleep=None
+) -> tuple[int, dict | None, str]:
     """Block until `job` has a follow-up not delivered and not yet printed for this reader (the
     session, when named, else anyone) and the session is idle; claim it printed for that
     reader and return (0, follow-up, ""). Returns (NOTHING_LEFT, None, why) once there is
@@ -313,8 +338,11 @@ def wait(ws, job: str, host: str | None, session: str | None, timeout: float | N
                 if not jobrecord.is_live(row["state"]):
                     return NOTHING_LEFT, None, f"job {job} has ended ({row.get('state')})"
                 if not job_is_active(ws.config, row):
-                    return NOTHING_LEFT, None, (f"job {job} is archived, trashed or in a passive column: its monitors "
-                                                f"are deleted")
+                    return (
+                        NOTHING_LEFT,
+                        None,
+                        (f"job {job} is archived, trashed or in a passive column: its monitors are deleted"),
+                    )
                 # what no wait printed for this reader yet (a person's wait does not use up a session's)
                 found = followups.next_unprinted(conn, job, reader)
                 if found is None:

@@ -166,8 +166,10 @@ def _peer_refusal(state: State, client) -> str | None:
     if holders is None:  # a /proc whose socket tables do not show this server: nothing is known
         return None
     if not holders:
-        return (f"the server cannot tell which process is calling (from port {client[1] if client else '?'}); "
-                f"the token is served only to a process it can see is not working a job")
+        return (
+            f"the server cannot tell which process is calling (from port {client[1] if client else '?'}); "
+            f"the token is served only to a process it can see is not working a job"
+        )
     with _opened(state) as ws, ws.store.read() as conn:
         for pid in holders:
             why = daemon.lineage(conn, pid, state.state_dir, os.getpid())
@@ -176,15 +178,26 @@ def _peer_refusal(state: State, client) -> str | None:
             # lineage reads a process that ended (or lies unreaped, its environment gone) as one
             # that claims nothing: a caller that hung up right after sending must not pass so
             if not daemon.alive(pid):
-                return (f"process {pid} ended before the server could see whom it works for; the token is "
-                        f"served only to a process it can see is not working a job")
+                return (
+                    f"process {pid} ended before the server could see whom it works for; the token is "
+                    f"served only to a process it can see is not working a job"
+                )
     return None
 
 
 def _leased_response(why: str) -> JSONResponse:
-    return JSONResponse({"error": {"code": errors.SERVER_LEASED_CALLER, "message": (
-        f"the server token is a person's, and {why}; a job's process manages that job's monitors with its secret "
-        f"(Authorization: Nonce <PROCTOR_NONCE>), which scopes it to them")}}, status_code=403)
+    return JSONResponse(
+        {
+            "error": {
+                "code": errors.SERVER_LEASED_CALLER,
+                "message": (
+                    f"the server token is a person's, and {why}; a job's process manages that job's monitors with its secret "
+                    f"(Authorization: Nonce <PROCTOR_NONCE>), which scopes it to them"
+                ),
+            }
+        },
+        status_code=403,
+    )
 
 
 async def _in_thread(function, *args):
@@ -236,8 +249,9 @@ async def _read(request: Request, limit: int, drain: int) -> bytes:
     try:
         await asyncio.wait_for(pull(), BODY_SECONDS)
     except asyncio.TimeoutError:
-        raise errors.ProctorError(f"the request body did not arrive within {BODY_SECONDS:g} s",
-                                  errors.BODY_TIMEOUT) from None
+        raise errors.ProctorError(
+            f"the request body did not arrive within {BODY_SECONDS:g} s", errors.BODY_TIMEOUT
+        ) from None
     if seen > limit:
         raise errors.ProctorError(f"request body of {seen} bytes is over the {limit}-byte limit", errors.TOO_LARGE)
     return bytes(data)
@@ -259,11 +273,19 @@ def guarded(handler, allow_nonce: bool = True):
     async def wrapped(request: Request) -> Response:
         state: State = request.app.state.proctor
         if not _host_ok(request, state):
-            return JSONResponse({"error": {"code": errors.BAD_HOST, "message": "this server answers 127.0.0.1 only"}},
-                                status_code=421)
+            return JSONResponse(
+                {"error": {"code": errors.BAD_HOST, "message": "this server answers 127.0.0.1 only"}}, status_code=421
+            )
         if _cross_site(request, state):
-            return JSONResponse({"error": {"code": errors.CROSS_SITE, "message": "a state-changing request must be "
-                                           "JSON from this server's own origin"}}, status_code=403)
+            return JSONResponse(
+                {
+                    "error": {
+                        "code": errors.CROSS_SITE,
+                        "message": "a state-changing request must be JSON from this server's own origin",
+                    }
+                },
+                status_code=403,
+            )
         try:
             state.expire()
             cookie = request.cookies.get(cookie_name(state.port))
@@ -274,8 +296,15 @@ def guarded(handler, allow_nonce: bool = True):
                 if request.url.path == "/" or request.url.path.startswith("/jobs/"):
                     target = "/login" if request.url.path == "/" else "/login?next=" + quote(request.url.path, safe="/")
                     return RedirectResponse(target, status_code=303)
-                return JSONResponse({"error": {"code": errors.UNAUTHORIZED, "message": "send the server token (proctor "
-                                               "server status prints where it is)"}}, status_code=401)
+                return JSONResponse(
+                    {
+                        "error": {
+                            "code": errors.UNAUTHORIZED,
+                            "message": "send the server token (proctor server status prints where it is)",
+                        }
+                    },
+                    status_code=401,
+                )
             if how in ("token", "session"):  # a console session is the token's too: a cookie can leak
                 why = await _in_thread(_peer_refusal, state, request.client)
                 if why:
@@ -309,12 +338,22 @@ async def _reaped(state: State) -> None:
 
 # -- handlers ---------------------------------------------------------------------------------
 
+
 async def status(request: Request) -> Response:
     state: State = request.app.state.proctor
     url = f"http://127.0.0.1:{state.port}"
-    return JSONResponse({"url": url + "/api/v1/", "console": url + "/", "mcp": url + "/mcp", "pid": os.getpid(), "version": __version__,
-                         "started": state.started, "repo": state.repo_root,
-                         "monitors_running": state.scheduler.running_now if state.scheduler else 0})
+    return JSONResponse(
+        {
+            "url": url + "/api/v1/",
+            "console": url + "/",
+            "mcp": url + "/mcp",
+            "pid": os.getpid(),
+            "version": __version__,
+            "started": state.started,
+            "repo": state.repo_root,
+            "monitors_running": state.scheduler.running_now if state.scheduler else 0,
+        }
+    )
 
 
 async def jobs(request: Request) -> Response:
@@ -377,6 +416,7 @@ async def events(request: Request) -> Response:
 # -- the monitor verbs, as the routes above and the MCP door (server/mcp_http.py) call them:
 # `scope` is the job a secret scopes the caller to (None for the token), and wins over `job`.
 
+
 async def list_monitors(state: State, scope: str | None, job: str | None) -> dict:
     await _reaped(state)
     return {"monitors": await _in_thread(_reading, state, mstore.live, scope or job)}
@@ -402,9 +442,18 @@ async def add_monitor(state: State, scope: str | None, actor: str, body: dict) -
         with _opened(state) as ws:
             cfg = ws.config
             with ws.store.write() as conn:
-                return mstore.add(conn, cfg, state.repo_root, job, body.get("command"), body.get("interval"),
-                                  body.get("description"), body.get("cwd") or state.repo_root,
-                                  body.get("allow_unsandboxed") is True, actor)
+                return mstore.add(
+                    conn,
+                    cfg,
+                    state.repo_root,
+                    job,
+                    body.get("command"),
+                    body.get("interval"),
+                    body.get("description"),
+                    body.get("cwd") or state.repo_root,
+                    body.get("allow_unsandboxed") is True,
+                    actor,
+                )
 
     monitor = await _in_thread(add)
     state.scheduler.add(monitor)
@@ -430,7 +479,7 @@ async def runs(request: Request) -> Response:
     """Monitor runs (of one job, of one monitor); a job's secret sees its own job's only."""
     state: State = request.app.state.proctor
     job = request.state.scope or request.query_params.get("job")
-    monitor = _query_int(request, "monitor", None, 1, 2 ** 62)
+    monitor = _query_int(request, "monitor", None, 1, 2**62)
     limit = _query_int(request, "limit", 100)
     await _reaped(state)
     return JSONResponse({"runs": await _in_thread(_reading, state, mstore.runs, job, monitor, limit)})
@@ -474,9 +523,16 @@ async def stream(request: Request) -> Response:
     state: State = request.app.state.proctor
     job = request.query_params.get("job") or None
     if state.streams >= MAX_STREAMS:
-        return JSONResponse({"error": {"code": errors.TOO_MANY_STREAMS, "message": f"{MAX_STREAMS} event streams are "
-                                       f"open already; close one (a console tab) and retry"}}, status_code=503,
-                            headers={"Retry-After": "5"})
+        return JSONResponse(
+            {
+                "error": {
+                    "code": errors.TOO_MANY_STREAMS,
+                    "message": f"{MAX_STREAMS} event streams are open already; close one (a console tab) and retry",
+                }
+            },
+            status_code=503,
+            headers={"Retry-After": "5"},
+        )
     if job is not None:
         from proctor.jobs.model import check_job_id
 
@@ -484,8 +540,12 @@ async def stream(request: Request) -> Response:
     state.streams += 1
     if state.watcher is None:
         state.watcher = asyncio.ensure_future(console_mod.watch(state))
-    return _CountedStream(state, console_mod.stream_body(state, request, job), media_type="text/event-stream",
-                          headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+    return _CountedStream(
+        state,
+        console_mod.stream_body(state, request, job),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+    )
 
 
 async def job_one(request: Request) -> Response:
@@ -530,22 +590,36 @@ async def attempt_stream(request: Request) -> Response:
         with _opened(state) as ws:
             chosen = [a for a in attempts_of(ws, job) if a.get("number") == number and a.get(key)]
             if not chosen:
-                raise errors.ProctorError(f"no {key.replace('_', ' ')} kept for attempt {number} of {job}",
-                                          errors.UNKNOWN_RUN)
+                raise errors.ProctorError(
+                    f"no {key.replace('_', ' ')} kept for attempt {number} of {job}", errors.UNKNOWN_RUN
+                )
             return blobs.get(ws.store, chosen[-1][key])
 
     data = await _in_thread(read)
-    return Response(data, media_type="text/plain; charset=utf-8",
-                    headers={"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff",
-                             "Content-Security-Policy": "default-src 'none'; sandbox"})
+    return Response(
+        data,
+        media_type="text/plain; charset=utf-8",
+        headers={
+            "Cache-Control": "no-store",
+            "X-Content-Type-Options": "nosniff",
+            "Content-Security-Policy": "default-src 'none'; sandbox",
+        },
+    )
 
 
 async def login_link(request: Request) -> Response:
     """A one-time login link for the console (the token's holder asks: server start, status)."""
     state: State = request.app.state.proctor
     if request.state.actor != "token":
-        return JSONResponse({"error": {"code": errors.TOKEN_ONLY, "message": "a login link is issued to the token's "
-                                       "holder only (proctor server status prints one)"}}, status_code=403)
+        return JSONResponse(
+            {
+                "error": {
+                    "code": errors.TOKEN_ONLY,
+                    "message": "a login link is issued to the token's holder only (proctor server status prints one)",
+                }
+            },
+            status_code=403,
+        )
     code, seconds = state.login_codes.issue()
     return JSONResponse({"url": f"http://127.0.0.1:{state.port}/login?code={code}", "expires_in": seconds})
 
@@ -572,10 +646,20 @@ def _console_page() -> tuple[str, dict]:
         page = resources.files("proctor.server").joinpath("console.html").read_text(encoding="utf-8")
         script = page.split("<script>", 1)[1].split("</script>", 1)[0]
         digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode()
-        policy = (f"default-src 'none'; script-src 'sha256-{digest}'; style-src 'unsafe-inline'; img-src data:; "
-                  f"connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
-        _PAGE = page, {"Cache-Control": "no-store", "Content-Security-Policy": policy, "X-Frame-Options": "DENY",
-                       "X-Content-Type-Options": "nosniff", "Referrer-Policy": "same-origin"}
+        policy = (
+            f"default-src 'none'; script-src 'sha256-{digest}'; style-src 'unsafe-inline'; img-src data:; "
+            f"connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+        )
+        _PAGE = (
+            page,
+            {
+                "Cache-Control": "no-store",
+                "Content-Security-Policy": policy,
+                "X-Frame-Options": "DENY",
+                "X-Content-Type-Options": "nosniff",
+                "Referrer-Policy": "same-origin",
+            },
+        )
     return _PAGE
 
 
@@ -595,8 +679,9 @@ async def login_page(request: Request) -> Response:
     note = "<p class=err>That token is not this server's.</p>" if failed else ""
     from html import escape
 
-    return HTMLResponse(_LOGIN_PAGE.format(note=note, next=escape(_local(request.query_params.get("next")))),
-                        headers=_LOGIN_HEADERS)
+    return HTMLResponse(
+        _LOGIN_PAGE.format(note=note, next=escape(_local(request.query_params.get("next")))), headers=_LOGIN_HEADERS
+    )
 
 
 def _local(target: str | None) -> str:
@@ -606,9 +691,12 @@ def _local(target: str | None) -> str:
     return target
 
 
-_LOGIN_HEADERS = {"Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; "
-                                             "frame-ancestors 'none'", "X-Frame-Options": "DENY",
-                  "Referrer-Policy": "same-origin"}
+_LOGIN_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; "
+    "frame-ancestors 'none'",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "same-origin",
+}
 _LOGIN_PAGE = """<!doctype html><html lang=en><meta charset=utf-8><title>proctor: log in</title>
 <meta name=viewport content="width=device-width, initial-scale=1">
 <style>body{{font:16px system-ui;margin:2em auto;max-width:32em;padding:0 1em;color:#1d1d1f}}
@@ -636,9 +724,15 @@ async def _open_session(request: Request, state: State, target: str, proven) -> 
     if why:
         return _leased_response(why)
     if not proven():
-        return HTMLResponse(_LOGIN_PAGE.format(next="/", note="<p class=err>That login link was used already or has expired; "
-                                                    "<code>proctor server status</code> prints a new one.</p>"),
-                            status_code=403, headers=_LOGIN_HEADERS)
+        return HTMLResponse(
+            _LOGIN_PAGE.format(
+                next="/",
+                note="<p class=err>That login link was used already or has expired; "
+                "<code>proctor server status</code> prints a new one.</p>",
+            ),
+            status_code=403,
+            headers=_LOGIN_HEADERS,
+        )
     response = RedirectResponse(quote(target, safe="/"), status_code=303)
     response.set_cookie(cookie_name(state.port), state.open_session(), httponly=True, samesite="strict", path="/")
     return response
@@ -661,8 +755,9 @@ async def login(request: Request) -> Response:
     token = (form.get("token") or [""])[0]
     target = _local((form.get("next") or ["/"])[0])
     if not _same(token, state.token):
-        return RedirectResponse("/login?failed=1" + ("&next=" + quote(target, safe="/") if target != "/" else ""),
-                                status_code=303)
+        return RedirectResponse(
+            "/login?failed=1" + ("&next=" + quote(target, safe="/") if target != "/" else ""), status_code=303
+        )
     return await _open_session(request, state, target, lambda: True)
 
 

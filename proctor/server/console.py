@@ -31,11 +31,30 @@ COALESCE_SECONDS = 0.05  # a burst of changes is one push
 PAGE_LIMITS = {"events": 200, "runs": 50, "followups": 50, "trail": 300}
 ACTIONS = ("archive", "trash", "delete", "end", "move")
 # what the board and the tree need of a row; the rest is on the job's page
-ROW_KEYS = ("id", "parent", "depth", "state", "holder", "updated", "created", "deadline", "write_proof", "stale",
-            "overdue", "overlaps_with", "notes", "column", "write_paths", "archived", "trashed", "read_only")
+ROW_KEYS = (
+    "id",
+    "parent",
+    "depth",
+    "state",
+    "holder",
+    "updated",
+    "created",
+    "deadline",
+    "write_proof",
+    "stale",
+    "overdue",
+    "overlaps_with",
+    "notes",
+    "column",
+    "write_paths",
+    "archived",
+    "trashed",
+    "read_only",
+)
 
 
 # -- login links -------------------------------------------------------------------------------
+
 
 class LoginCodes:
     """One-time codes, each good for LOGIN_CODE_SECONDS (loop thread only)."""
@@ -68,6 +87,7 @@ class LoginCodes:
 
 
 # -- the board, read once per change -----------------------------------------------------------
+
 
 def slim(row: dict) -> dict:
     return {key: row.get(key) for key in ROW_KEYS}
@@ -178,6 +198,7 @@ def stream_body(state, request, job: str | None):
 
 # -- a job's page ------------------------------------------------------------------------------
 
+
 def job_page(state, job_id: str, terms_cache: dict | None = None) -> dict:
     """Everything the console shows of one job: its terms as `describe job` renders them, the
     filed result, the last verdict, footprint and entries, releases, every attempt, its
@@ -195,7 +216,7 @@ def job_page(state, job_id: str, terms_cache: dict | None = None) -> dict:
     with _opened(state) as ws:
         with ws.store.read() as conn:
             job = jobrecord.require(rows.get(conn, job_id), job_id)
-            events = trail.events(conn, job_id)[-PAGE_LIMITS["trail"]:]
+            events = trail.events(conn, job_id)[-PAGE_LIMITS["trail"] :]
             monitors = mstore.live(conn, job_id)
             runs = mstore.runs(conn, job_id, None, PAGE_LIMITS["runs"])
             followups = mstore.followups(conn, job_id, PAGE_LIMITS["followups"])
@@ -234,19 +255,40 @@ def job_page(state, job_id: str, terms_cache: dict | None = None) -> dict:
     if isinstance(seen, dict):  # what the filing read in the job's checkout, as `job wait` prints it
         from proctor.jobs.verify import Observed, render_footprint
 
-        footprint = render_footprint(Observed(seen.get("checkout") or "", seen.get("revision"), seen.get("changed") or [],
-                                              seen.get("footprint") or {}, seen.get("error")), job.get("entries") or [])
+        footprint = render_footprint(
+            Observed(
+                seen.get("checkout") or "",
+                seen.get("revision"),
+                seen.get("changed") or [],
+                seen.get("footprint") or {},
+                seen.get("error"),
+            ),
+            job.get("entries") or [],
+        )
         footprint.append(f"(read in {seen.get('checkout')} at {seen.get('at')})")
     public = jobrecord.public(job)
     public["column"] = column[0] if column else None
-    return {"id": job_id, "job": public, "terms": terms, "result": job.get("result"), "verdict": job.get("verdict"),
-            "footprint": footprint, "entries": job.get("entries") or [], "releases": job.get("releases") or [],
-            "attempts": attempts, "monitors": monitors, "runs": list(reversed(runs)),
-            "followups": list(reversed(followups)), "output": list(reversed(output)),
-            "trail": list(reversed(events)), "columns": columns}
+    return {
+        "id": job_id,
+        "job": public,
+        "terms": terms,
+        "result": job.get("result"),
+        "verdict": job.get("verdict"),
+        "footprint": footprint,
+        "entries": job.get("entries") or [],
+        "releases": job.get("releases") or [],
+        "attempts": attempts,
+        "monitors": monitors,
+        "runs": list(reversed(runs)),
+        "followups": list(reversed(followups)),
+        "output": list(reversed(output)),
+        "trail": list(reversed(events)),
+        "columns": columns,
+    }
 
 
 # -- actions -----------------------------------------------------------------------------------
+
 
 def act(state, body: dict, actor: str) -> dict:
     """One of ACTIONS on one job, as the person (no lease), by the rules the CLI follows."""
@@ -257,10 +299,12 @@ def act(state, body: dict, actor: str) -> dict:
 
     action, job_id = body.get("action"), body.get("job")
     if action not in ACTIONS:
-        raise errors.ProctorError(f"action must be one of {', '.join(ACTIONS)} (a monitor is removed with DELETE "
-                                  f"/api/v1/monitors/<id>)", errors.BAD_ACTION)
+        raise errors.ProctorError(
+            f"action must be one of {', '.join(ACTIONS)} (a monitor is removed with DELETE /api/v1/monitors/<id>)",
+            errors.BAD_ACTION,
+        )
     if not isinstance(job_id, str):
-        raise errors.ProctorError("name the job: {\"job\": ID}", errors.BAD_ACTION)
+        raise errors.ProctorError('name the job: {"job": ID}', errors.BAD_ACTION)
     check_job_id(job_id)
     # the server let only the person in (the token or a console session, from a process that
     # works no job): the console acts as the orchestrator, recorded as user:console
@@ -273,12 +317,17 @@ def act(state, body: dict, actor: str) -> dict:
         else:
             column = body.get("column")
             if not isinstance(column, str):
-                raise errors.ProctorError("name the column: {\"column\": NAME}", errors.BAD_ACTION)
+                raise errors.ProctorError('name the column: {"column": NAME}', errors.BAD_ACTION)
             job = take.move(ws, job_id, column, caller)
         # off the board, ended or in a passive column: its monitors go now, not at the next look
         from proctor.monitors import store as mstore
 
         with ws.store.write() as conn:
             pruned = mstore.prune(conn, ws.config)
-    return {"job": job_id, "action": action, "state": (job or {}).get("state"), "deleted": job is None,
-            "monitors_deleted": [monitor_id for monitor_id, _why in pruned]}
+    return {
+        "job": job_id,
+        "action": action,
+        "state": (job or {}).get("state"),
+        "deleted": job is None,
+        "monitors_deleted": [monitor_id for monitor_id, _why in pruned],
+    }

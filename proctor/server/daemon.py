@@ -35,8 +35,6 @@ from proctor.paths import write_atomic
 from proctor.workspace import Workspace
 
 
-
-
 def server_dir(ws: Workspace) -> str:
     path = os.path.join(ws.state_dir, "server")
     os.makedirs(path, mode=0o700, exist_ok=True)
@@ -100,8 +98,9 @@ def info(ws: Workspace) -> dict | None:
     return data
 
 
-def request(ws: Workspace, method: str, path: str, body: dict | None = None, nonce: str | None = None,
-            timeout: float = 30) -> dict:
+def request(
+    ws: Workspace, method: str, path: str, body: dict | None = None, nonce: str | None = None, timeout: float = 30
+) -> dict:
     """Call the running server's API; raise ProctorError with the server's own message."""
     running = info(ws)
     if running is None:
@@ -114,8 +113,10 @@ def request(ws: Workspace, method: str, path: str, body: dict | None = None, non
             with open(token_path(ws), encoding="ascii") as handle:
                 headers["Authorization"] = f"Bearer {handle.read().strip()}"
         except OSError:
-            raise errors.ProctorError(f"cannot read the server token at {token_path(ws)}; restart the server "
-                                      f"(proctor server stop; proctor server start)") from None
+            raise errors.ProctorError(
+                f"cannot read the server token at {token_path(ws)}; restart the server "
+                f"(proctor server stop; proctor server start)"
+            ) from None
     data = json.dumps(body).encode() if body is not None else None
     req = urllib.request.Request(f"http://127.0.0.1:{running['port']}{path}", data=data, method=method, headers=headers)
     try:
@@ -130,8 +131,9 @@ def request(ws: Workspace, method: str, path: str, body: dict | None = None, non
         refusals = payload.get("refusals")
         if refusals:
             raise errors.Refused([(r["code"], r["message"]) for r in refusals]) from None
-        raise errors.ProctorError(error.get("message") or f"the server answered {exc.code}",
-                                  error.get("code")) from None
+        raise errors.ProctorError(
+            error.get("message") or f"the server answered {exc.code}", error.get("code")
+        ) from None
     except (urllib.error.URLError, OSError) as exc:
         raise errors.ProctorError(f"cannot reach the server on port {running['port']}: {exc}") from None
 
@@ -159,14 +161,18 @@ def start_background(ws: Workspace, port: int | None) -> dict:
     # directory, whose server.json records its pid, so a worker's stop spares it (runner.py).
     # the server is nobody's worker: a BAGGAGE or secret it started with would make every
     # monitor it runs, for any job, act as that job's worker
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("PROCTOR_WORKER_TAG", "BAGGAGE", "PROCTOR_NONCE", "PROCTOR_LEASE")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PROCTOR_WORKER_TAG", "BAGGAGE", "PROCTOR_NONCE", "PROCTOR_LEASE")
+    }
     env["PROCTOR_SERVER_DIR"] = server_dir(ws)
     fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     os.fchmod(fd, 0o600)
     with os.fdopen(fd, "ab") as handle:
-        subprocess.Popen(argv, cwd=ws.root, env=env, stdin=subprocess.DEVNULL, stdout=handle, stderr=handle,
-                         start_new_session=True)
+        subprocess.Popen(
+            argv, cwd=ws.root, env=env, stdin=subprocess.DEVNULL, stdout=handle, stderr=handle, start_new_session=True
+        )
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         running = info(ws)
@@ -233,8 +239,9 @@ def serve(ws: Workspace, port: int | None) -> None:
         if exc.errno in (errno.EAGAIN, errno.EACCES):
             running = info(ws)
             where = f" (pid {running['pid']}, port {running['port']})" if running else ""
-            raise errors.ProctorError(f"a server for this repository is running already{where}; "
-                                      f"proctor server status shows it") from None
+            raise errors.ProctorError(
+                f"a server for this repository is running already{where}; proctor server status shows it"
+            ) from None
         raise
     port = port or _free_port()
     token = ensure_token(token_path(ws))
@@ -253,10 +260,21 @@ def serve(ws: Workspace, port: int | None) -> None:
         state.scheduler = scheduler
         await scheduler.start()
         keeper = asyncio.ensure_future(_keep_token(token_path(ws), token))
-        _write_info(info_path, {"pid": os.getpid(), "port": port, "version": __version__, "code": code,
-                                "ready": True, "root": ws.root, "started": time.time(),
-                                "url": f"http://127.0.0.1:{port}/api/v1/", "console": f"http://127.0.0.1:{port}/",
-                                "mcp": f"http://127.0.0.1:{port}/mcp"})
+        _write_info(
+            info_path,
+            {
+                "pid": os.getpid(),
+                "port": port,
+                "version": __version__,
+                "code": code,
+                "ready": True,
+                "root": ws.root,
+                "started": time.time(),
+                "url": f"http://127.0.0.1:{port}/api/v1/",
+                "console": f"http://127.0.0.1:{port}/",
+                "mcp": f"http://127.0.0.1:{port}/mcp",
+            },
+        )
         try:
             yield
         finally:
@@ -265,8 +283,14 @@ def serve(ws: Workspace, port: int | None) -> None:
             with contextlib.suppress(OSError):
                 os.unlink(info_path)
 
-    config = uvicorn.Config(build(state, lifespan), host="127.0.0.1", port=port, log_level="warning",
-                            lifespan="on", timeout_graceful_shutdown=5)
+    config = uvicorn.Config(
+        build(state, lifespan),
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        lifespan="on",
+        timeout_graceful_shutdown=5,
+    )
     server = uvicorn.Server(config)
     state.shutdown = lambda: setattr(server, "should_exit", True)
     server.run()
@@ -289,6 +313,7 @@ def _write_info(path: str, data: dict) -> None:
 
 
 # -- the code a server runs -------------------------------------------------------------------
+
 
 def code_digest() -> str:
     """sha256 over the installed proctor package's source (.py and .html files: relative path,
@@ -332,7 +357,7 @@ def alive(pid: int) -> bool:
     stat = _proc(pid, "stat")
     if stat is None:
         return False
-    fields = stat[stat.rfind(b")") + 2:].split()
+    fields = stat[stat.rfind(b")") + 2 :].split()
     return bool(fields) and fields[0] not in (b"Z", b"X", b"x")
 
 
@@ -358,7 +383,9 @@ def _runner_here(pid: int, state_dir: str) -> bool:
     words = [w.decode("utf-8", "replace") for w in argv]
     is_work = any(
         (os.path.basename(w) == "proctor" or (w == "proctor" and i > 0 and words[i - 1] == "-m"))
-        and words[i + 1:i + 2] == ["work"] for i, w in enumerate(words))
+        and words[i + 1 : i + 2] == ["work"]
+        for i, w in enumerate(words)
+    )
     if not is_work:
         return False
     from proctor.paths import find_checkout, repo_state_dir
@@ -379,7 +406,7 @@ def _cgroup_members(pid: int, limit: int = 256) -> list[int]:
     index = next((i for i, part in enumerate(parts) if _WORKER_CGROUP.fullmatch(part)), None)
     if index is None:
         return []
-    group = "/".join(parts[:index + 1])
+    group = "/".join(parts[: index + 1])
     from proctor.process import _unescape, cgroup_pids
 
     try:
@@ -394,7 +421,7 @@ def _cgroup_members(pid: int, limit: int = 256) -> list[int]:
             continue
         root, point = _unescape(fields[3]).rstrip("/"), _unescape(fields[4])
         if group == root or group.startswith(root + "/"):
-            return cgroup_pids(os.path.normpath(point + group[len(root):]))[:limit]
+            return cgroup_pids(os.path.normpath(point + group[len(root) :]))[:limit]
     return []
 
 
@@ -417,18 +444,17 @@ def lineage(conn, pid: int, state_dir: str, server_pid: int | None = None, check
         stat = _proc(current, "stat")
         if stat is None:
             break
-        name = stat[stat.find(b"(") + 1:stat.rfind(b")")].decode("utf-8", "replace")
+        name = stat[stat.find(b"(") + 1 : stat.rfind(b")")].decode("utf-8", "replace")
         who = f"process {current} ({name})"
         if current != pid and server_pid is not None and current == server_pid:
-            return (f"process {pid} runs beneath this server ({who}): a monitor's command acts for the job it "
-                    f"belongs to")
+            return f"process {pid} runs beneath this server ({who}): a monitor's command acts for the job it belongs to"
         if current != pid and _runner_here(current, state_dir):
             return f"process {pid} runs beneath {who}, a proctor work whose worker it is"
         found_jobs, found_nonces = _claims(_proc(current, "environ"))
         jobs += [(job, who) for job in found_jobs]
         nonces += [(nonce, who) for nonce in found_nonces]
         try:
-            current = int(stat[stat.rfind(b")") + 2:].split()[1])
+            current = int(stat[stat.rfind(b")") + 2 :].split()[1])
         except (ValueError, IndexError):
             break
     for member in _cgroup_members(pid):
@@ -533,7 +559,9 @@ def peer_pids(client_port: int, server_port: int) -> list[int] | None:
     return holders
 
 
-def refuse_leased(ws: Workspace, orchestrator: bool, doing: str, remedy: str, code: str = errors.SERVER_LEASED_CALLER) -> None:
+def refuse_leased(
+    ws: Workspace, orchestrator: bool, doing: str, remedy: str, code: str = errors.SERVER_LEASED_CALLER
+) -> None:
     """Refuse this command (`doing`) to a caller that acts under a lease (any tier: --lease,
     BAGGAGE, the checkout's record, an ancestor's BAGGAGE) or whose lineage works a job."""
     from proctor.jobs.lease import ORCHESTRATOR, resolve

@@ -39,10 +39,15 @@ class Endpoint:
         self.state = state
         hosts = [f"127.0.0.1:{state.port}", f"localhost:{state.port}"]
         self.manager = StreamableHTTPSessionManager(
-            app=build(self._door), stateless=True, json_response=True,
+            app=build(self._door),
+            stateless=True,
+            json_response=True,
             security_settings=TransportSecuritySettings(
-                enable_dns_rebinding_protection=True, allowed_hosts=hosts,
-                allowed_origins=[f"http://{h}" for h in hosts]))
+                enable_dns_rebinding_protection=True,
+                allowed_hosts=hosts,
+                allowed_origins=[f"http://{h}" for h in hosts],
+            ),
+        )
         self.transport = StreamableHTTPASGIApp(self.manager)
 
     def running(self):
@@ -57,32 +62,55 @@ class Endpoint:
         answer = None
         origin = request.headers.get("origin")
         if not api._host_ok(request, state):
-            answer = JSONResponse({"error": {"code": errors.BAD_HOST, "message": "this server answers 127.0.0.1 only"}},
-                                  status_code=421)
+            answer = JSONResponse(
+                {"error": {"code": errors.BAD_HOST, "message": "this server answers 127.0.0.1 only"}}, status_code=421
+            )
         elif origin is not None and origin not in (f"http://127.0.0.1:{state.port}", f"http://localhost:{state.port}"):
-            answer = JSONResponse({"error": {"code": errors.CROSS_SITE, "message": "an MCP request from a page elsewhere "
-                                             "is refused"}}, status_code=403)
+            answer = JSONResponse(
+                {"error": {"code": errors.CROSS_SITE, "message": "an MCP request from a page elsewhere is refused"}},
+                status_code=403,
+            )
         else:
             try:
                 how, job, checkout = await api._in_thread(_identify, state, request.headers.get("authorization", ""))
                 if how is None:
-                    answer = JSONResponse({"error": {"code": errors.UNAUTHORIZED, "message": (
-                        "send the server token (Authorization: Bearer <token>; proctor server status prints where "
-                        "it is) or, for an agent, its job's secret (Authorization: Nonce <PROCTOR_NONCE>)")}},
-                        status_code=401)
+                    answer = JSONResponse(
+                        {
+                            "error": {
+                                "code": errors.UNAUTHORIZED,
+                                "message": (
+                                    "send the server token (Authorization: Bearer <token>; proctor server status prints where "
+                                    "it is) or, for an agent, its job's secret (Authorization: Nonce <PROCTOR_NONCE>)"
+                                ),
+                            }
+                        },
+                        status_code=401,
+                    )
                 elif how == "token":
                     why = await api._in_thread(api._peer_refusal, state, request.client)
                     if why:
                         answer = api._leased_response(why)
                 elif job and checkout is None:
-                    answer = JSONResponse({"error": {"code": errors.CHECKOUT_ELSEWHERE, "message": (
-                        f"{job}'s checkout is not on this machine, or is gone; a job's secret acts in the "
-                        f"checkout its job was taken in (proctor ls jobs shows where)")}}, status_code=409)
+                    answer = JSONResponse(
+                        {
+                            "error": {
+                                "code": errors.CHECKOUT_ELSEWHERE,
+                                "message": (
+                                    f"{job}'s checkout is not on this machine, or is gone; a job's secret acts in the "
+                                    f"checkout its job was taken in (proctor ls jobs shows where)"
+                                ),
+                            }
+                        },
+                        status_code=409,
+                    )
                 elif request.method != "POST":
                     # stateless, answered as JSON: no stream to open (GET), no session to end (DELETE);
                     # an open stream would be a socket and a task that nothing writes or closes
-                    answer = JSONResponse({"error": {"code": errors.METHOD, "message": "POST one JSON-RPC message "
-                                                     "to /mcp"}}, status_code=405, headers={"Allow": "POST"})
+                    answer = JSONResponse(
+                        {"error": {"code": errors.METHOD, "message": "POST one JSON-RPC message to /mcp"}},
+                        status_code=405,
+                        headers={"Allow": "POST"},
+                    )
                 scope["proctor.caller"] = (how, job, checkout)
             except errors.ProctorError as exc:
                 answer = api._error(exc)
@@ -111,8 +139,14 @@ class Endpoint:
                 return await api.add_monitor(state, job, actor, body or {})
             return await api.remove_monitor(state, job, actor, int(url.path.rsplit("/", 1)[1]))
 
-        return Door(checkout or state.root, {}, Secret(job) if job else ORCHESTRATOR, "http", monitors,
-                    busy_seconds=api.STORE_SECONDS)
+        return Door(
+            checkout or state.root,
+            {},
+            Secret(job) if job else ORCHESTRATOR,
+            "http",
+            monitors,
+            busy_seconds=api.STORE_SECONDS,
+        )
 
 
 def _identify(state, header: str) -> tuple[str | None, str | None, str | None]:

@@ -128,14 +128,21 @@ def is_postgres(url: str | None) -> bool:
     return bool(url) and url.split(":", 1)[0] in ("postgresql", "postgres")
 
 
-def open_store(state_dir: str, url: str | None = None, busy_seconds: float | None = None,
-               for_guard: bool = False, root: str | None = None):
+def open_store(
+    state_dir: str,
+    url: str | None = None,
+    busy_seconds: float | None = None,
+    for_guard: bool = False,
+    root: str | None = None,
+):
     """The repository's store on the engine its configuration selects (see configured_url)."""
     url = url or configured_url(root)
     if url and not url.startswith("sqlite"):
         if not is_postgres(url):
-            raise StoreError(f"the store URL {redact(url)} is not postgresql://...; set [store] url in "
-                             f"proctor.toml (or {URL_ENV}) to a PostgreSQL URL, or unset it for the embedded store")
+            raise StoreError(
+                f"the store URL {redact(url)} is not postgresql://...; set [store] url in "
+                f"proctor.toml (or {URL_ENV}) to a PostgreSQL URL, or unset it for the embedded store"
+            )
         from proctor.store.postgres import PgStore
 
         return PgStore(state_dir, url, busy_seconds=busy_seconds, for_guard=for_guard)
@@ -192,15 +199,17 @@ class Store:
     dialect = "sqlite"
     engine = "sqlite"
 
-    def __new__(cls, state_dir: str, busy_seconds: float | None = None, for_guard: bool = False,
-                url: str | None = None):
+    def __new__(
+        cls, state_dir: str, busy_seconds: float | None = None, for_guard: bool = False, url: str | None = None
+    ):
         url = url or os.environ.get(URL_ENV)
         if cls is Store and url and not url.startswith("sqlite"):
             return open_store(state_dir, url, busy_seconds, for_guard)
         return super().__new__(cls)
 
-    def __init__(self, state_dir: str, busy_seconds: float | None = None, for_guard: bool = False,
-                 url: str | None = None) -> None:
+    def __init__(
+        self, state_dir: str, busy_seconds: float | None = None, for_guard: bool = False, url: str | None = None
+    ) -> None:
         self.state_dir = state_dir
         self.url = None
         self.path = os.path.join(state_dir, DB_NAME)
@@ -241,8 +250,13 @@ class Store:
         last: Exception | None = None
         for flags in ("mode=ro", "immutable=1"):
             try:
-                conn = sqlite3.connect(f"file:{uri}?{flags}", uri=True, isolation_level=None,
-                                       timeout=self.busy_seconds, check_same_thread=False)
+                conn = sqlite3.connect(
+                    f"file:{uri}?{flags}",
+                    uri=True,
+                    isolation_level=None,
+                    timeout=self.busy_seconds,
+                    check_same_thread=False,
+                )
                 version = conn.execute("PRAGMA user_version").fetchone()[0]
                 conn.execute("SELECT 1 FROM jobs LIMIT 1").fetchall()
             except sqlite3.Error as exc:
@@ -250,8 +264,10 @@ class Store:
                 continue
             if version > SCHEMA_VERSION:
                 conn.close()
-                raise StoreError(f"the store {self.path} has schema version {version}, newer than this proctor "
-                                 f"understands ({SCHEMA_VERSION}); upgrade proctor (pip install -U proctor)")
+                raise StoreError(
+                    f"the store {self.path} has schema version {version}, newer than this proctor "
+                    f"understands ({SCHEMA_VERSION}); upgrade proctor (pip install -U proctor)"
+                )
             self.conn = conn
             self.tx = Tx(conn, self)
             return

@@ -33,6 +33,7 @@ class Missing(ProctorError):
 
 # -- where they are kept -----------------------------------------------------------------------
 
+
 def _home(where) -> tuple[Tx | None, str | None]:
     """(the Tx to reach the blobs table through, None) on PostgreSQL, (None, state dir) for files."""
     if isinstance(where, str):
@@ -50,7 +51,7 @@ def check_ref(ref: str) -> str:
     """The hex digest a reference names; ProctorError when it names none."""
     if not isinstance(ref, str) or not ref.startswith(REF_PREFIX):
         raise ProctorError(f"{ref!r} is not a blob reference (sha256:<hex>)")
-    digest = ref[len(REF_PREFIX):]
+    digest = ref[len(REF_PREFIX) :]
     if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
         raise ProctorError(f"{ref!r} is not a blob reference (sha256:<64 hex digits>)")
     return digest
@@ -90,11 +91,14 @@ def _now_iso() -> str:
 def _insert(tx: Tx, ref: str, data: bytes) -> None:
     if tx.one("SELECT 1 FROM blobs WHERE ref = ?", (ref,)) is not None:
         return
-    tx.execute("INSERT INTO blobs (ref, bytes, created, data) VALUES (?, ?, ?, ?) ON CONFLICT (ref) DO NOTHING",
-               (ref, len(data), _now_iso(), data))
+    tx.execute(
+        "INSERT INTO blobs (ref, bytes, created, data) VALUES (?, ?, ?, ?) ON CONFLICT (ref) DO NOTHING",
+        (ref, len(data), _now_iso(), data),
+    )
 
 
 # -- writing -----------------------------------------------------------------------------------
+
 
 def put(where, data: bytes) -> str:
     """Store `data` once; return its reference. Writing the same bytes twice is free."""
@@ -211,6 +215,7 @@ def adopt(where, source: str) -> str:
 
 
 # -- reading -----------------------------------------------------------------------------------
+
 
 def has(where, ref: str) -> bool:
     try:

@@ -12,8 +12,10 @@ _COLUMNS = "id, time, kind, actor, job, data, blob"
 
 def add(tx: Tx, time: str, kind: str, actor: str, job: str | None, data: str | None, blob: str | None) -> int:
     """Append one event; return its id."""
-    return tx.insert("INSERT INTO events (time, kind, actor, job, data, blob) VALUES (?, ?, ?, ?, ?, ?)",
-                     (time, kind, actor, job, data, blob))
+    return tx.insert(
+        "INSERT INTO events (time, kind, actor, job, data, blob) VALUES (?, ?, ?, ?, ?, ?)",
+        (time, kind, actor, job, data, blob),
+    )
 
 
 def select(tx: Tx, job: str | None = None, kind: str | None = None) -> list[dict]:
@@ -29,8 +31,13 @@ def select(tx: Tx, job: str | None = None, kind: str | None = None) -> list[dict
     rows = tx.all(f"SELECT {_COLUMNS} FROM events {where} ORDER BY id", params)
     return [
         {
-            "id": r[0], "time": r[1], "kind": r[2], "actor": r[3], "job": r[4],
-            "data": json.loads(r[5]) if r[5] else None, "blob": r[6],
+            "id": r[0],
+            "time": r[1],
+            "kind": r[2],
+            "actor": r[3],
+            "job": r[4],
+            "data": json.loads(r[5]) if r[5] else None,
+            "blob": r[6],
         }
         for r in rows
     ]
@@ -38,8 +45,10 @@ def select(tx: Tx, job: str | None = None, kind: str | None = None) -> list[dict
 
 def recent(tx: Tx, kind: str, limit: int) -> list[tuple[str | None, str | None]]:
     """(job, data as stored) of the newest `limit` events of `kind`, newest first."""
-    return [(r[0], r[1]) for r in tx.all(
-        "SELECT job, data FROM events WHERE kind = ? ORDER BY id DESC LIMIT ?", (kind, int(limit)))]
+    return [
+        (r[0], r[1])
+        for r in tx.all("SELECT job, data FROM events WHERE kind = ? ORDER BY id DESC LIMIT ?", (kind, int(limit)))
+    ]
 
 
 def last_time(tx: Tx, job: str, kind: str) -> str | None:

@@ -40,10 +40,12 @@ MAX_WAITING = 10  # undelivered follow-ups a job may have; [monitors] max_waitin
 DESCRIPTION_CAP = 200  # characters of a monitor's description, as rendered
 NOTE_RESERVE = 200  # bytes every follow-up leaves free for a drop note ("\n" + DROP_NOTE)
 CUT_MARKER = " [proctor: event cut to fit a 32 KiB follow-up]"
-DROP_NOTE = ("[proctor: {count} older undelivered event{s} of this job dropped: at most {waiting} "
-             "follow-up{ws} wait for its agent ([monitors] max_waiting)]")
+DROP_NOTE = (
+    "[proctor: {count} older undelivered event{s} of this job dropped: at most {waiting} "
+    "follow-up{ws} wait for its agent ([monitors] max_waiting)]"
+)
 _NOTE = re.compile(r"^\[proctor: ([0-9,]+) older undelivered events? of this job dropped: ")
-_LARGEST_ID = 10 ** 15  # the header is budgeted for an id this long; row ids stay far below
+_LARGEST_ID = 10**15  # the header is budgeted for an id this long; row ids stay far below
 
 
 def header(followup_id: int, job: str, count: int) -> str:
@@ -53,11 +55,13 @@ def header(followup_id: int, job: str, count: int) -> str:
 
 
 def drop_note(count: int, waiting: int) -> str:
-    return DROP_NOTE.format(count=f"{count:,}", s="" if count == 1 else "s", waiting=waiting,
-                            ws="" if waiting == 1 else "s")
+    return DROP_NOTE.format(
+        count=f"{count:,}", s="" if count == 1 else "s", waiting=waiting, ws="" if waiting == 1 else "s"
+    )
 
 
 # -- UTF-8, cut between characters --------------------------------------------------------------
+
 
 def utf8_size(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8", "replace"))
@@ -87,8 +91,17 @@ def utf8_complete(raw: bytes) -> int:
     if lead < 0:
         return size
     first = raw[lead]
-    need = 1 if first < 0x80 else 2 if first >> 5 == 0b110 else 3 if first >> 4 == 0b1110 else \
-        4 if first >> 3 == 0b11110 else 0
+    need = (
+        1
+        if first < 0x80
+        else 2
+        if first >> 5 == 0b110
+        else 3
+        if first >> 4 == 0b1110
+        else 4
+        if first >> 3 == 0b11110
+        else 0
+    )
     return lead if need and size - lead < need else size
 
 
@@ -103,16 +116,16 @@ def utf8_start(raw: bytes, start: int) -> int:
 def cut_text(text: str, limit: int) -> str:
     """The longest prefix of `text` at most `limit` bytes in UTF-8, cut between characters."""
     if text.isascii():
-        return text[:max(0, limit)]
+        return text[: max(0, limit)]
     raw = text.encode("utf-8", "replace")
     if len(raw) <= limit:
         return text
-    return raw[:utf8_boundary(raw, limit)].decode("utf-8", "replace")
+    return raw[: utf8_boundary(raw, limit)].decode("utf-8", "replace")
 
 
 def describe(description: str | None) -> str:
     text = " ".join((description or "").split())
-    return text if len(text) <= DESCRIPTION_CAP else text[:DESCRIPTION_CAP - 1].rstrip() + "…"
+    return text if len(text) <= DESCRIPTION_CAP else text[: DESCRIPTION_CAP - 1].rstrip() + "…"
 
 
 def event_line(time_: str, description: str | None, monitor: int, line: str) -> str:
@@ -120,6 +133,7 @@ def event_line(time_: str, description: str | None, monitor: int, line: str) -> 
 
 
 # -- grouping ----------------------------------------------------------------------------------
+
 
 def pending_since(tx, job: str) -> str | None:
     return tx.scalar("SELECT MIN(time) FROM monitor_events WHERE job = ? AND followup IS NULL", (job,))
@@ -173,23 +187,28 @@ def batch(tx, job: str, waiting: int | None = MAX_WAITING) -> list[int]:
         keep = waiting * MAX_EVENTS
         count = int(tx.scalar("SELECT COUNT(*) FROM monitor_events WHERE job = ? AND followup IS NULL", (job,), 0))
         if count > keep:
-            last = tx.scalar("SELECT id FROM monitor_events WHERE job = ? AND followup IS NULL ORDER BY id "
-                             "LIMIT 1 OFFSET ?", (job, count - keep - 1))
+            last = tx.scalar(
+                "SELECT id FROM monitor_events WHERE job = ? AND followup IS NULL ORDER BY id LIMIT 1 OFFSET ?",
+                (job, count - keep - 1),
+            )
             tx.execute("DELETE FROM monitor_events WHERE job = ? AND followup IS NULL AND id <= ?", (job, last))
             dropped = count - keep
     events = tx.all(
         "SELECT e.id, e.monitor, e.time, e.line, m.description FROM monitor_events e "
         "LEFT JOIN monitors m ON m.id = e.monitor WHERE e.job = ? AND e.followup IS NULL ORDER BY e.id",
-        (job,))
+        (job,),
+    )
     made: list[int] = []
     stamp = iso(now())
     for group in pack(job, events):
-        followup = tx.insert("INSERT INTO followups (job, created, text, events) VALUES (?, ?, '', ?)",
-                             (job, stamp, len(group)))
+        followup = tx.insert(
+            "INSERT INTO followups (job, created, text, events) VALUES (?, ?, '', ?)", (job, stamp, len(group))
+        )
         text = render(followup, job, [line for _id, line in group])
         tx.execute("UPDATE followups SET text = ?, bytes = ? WHERE id = ?", (text, utf8_size(text), followup))
-        tx.executemany("UPDATE monitor_events SET followup = ? WHERE id = ?",
-                         [(followup, event_id) for event_id, _line in group])
+        tx.executemany(
+            "UPDATE monitor_events SET followup = ? WHERE id = ?", [(followup, event_id) for event_id, _line in group]
+        )
         made.append(followup)
     if waiting:
         gone = hold_waiting(tx, job, waiting, dropped)
@@ -201,17 +220,18 @@ def hold_waiting(tx, job: str, waiting: int, dropped: int = 0) -> set[int]:
     """Drop the oldest undelivered follow-ups of `job` beyond `waiting`, their events with them;
     the oldest left that no wait printed yet says how many events went (`dropped` more, already
     gone, counted in). Returns the ids dropped."""
-    rows_ = tx.all("SELECT id, events, text, printed FROM followups WHERE job = ? AND delivered IS NULL "
-                   "ORDER BY id", (job,))
+    rows_ = tx.all(
+        "SELECT id, events, text, printed FROM followups WHERE job = ? AND delivered IS NULL ORDER BY id", (job,)
+    )
     gone: set[int] = set()
     excess = len(rows_) - waiting
-    for followup, events, text, _printed in rows_[:max(0, excess)]:
+    for followup, events, text, _printed in rows_[: max(0, excess)]:
         dropped += events + _noted(text)
         tx.execute("DELETE FROM monitor_events WHERE job = ? AND followup = ?", (job, followup))
         tx.execute("DELETE FROM followups WHERE id = ?", (followup,))
         gone.add(followup)
     if dropped:
-        left = [r for r in rows_[max(0, excess):] if not r[3]] or rows_[max(0, excess):]
+        left = [r for r in rows_[max(0, excess) :] if not r[3]] or rows_[max(0, excess) :]
         if left:
             followup, _events, text, _printed = left[0]
             head, _, rest = text.partition("\n")
@@ -233,25 +253,35 @@ def _noted(text: str) -> int:
 
 # -- delivery ----------------------------------------------------------------------------------
 
+
 def next_ready(tx, job: str) -> dict | None:
-    row = tx.one("SELECT id, text, events, created FROM followups WHERE job = ? AND delivered IS NULL "
-                 "ORDER BY id LIMIT 1", (job,))
+    row = tx.one(
+        "SELECT id, text, events, created FROM followups WHERE job = ? AND delivered IS NULL ORDER BY id LIMIT 1",
+        (job,),
+    )
     return {"id": row[0], "text": row[1], "events": row[2], "created": row[3]} if row else None
 
 
 def next_unprinted(tx, job: str, reader: str) -> dict | None:
     """The oldest follow-up of `job` not delivered that no wait printed for `reader` yet."""
-    row = tx.one("SELECT id, text, events, created FROM followups WHERE job = ? AND delivered IS NULL AND "
-                 "(printed_to IS NULL OR printed_to != ?) ORDER BY id LIMIT 1", (job, reader))
+    row = tx.one(
+        "SELECT id, text, events, created FROM followups WHERE job = ? AND delivered IS NULL AND "
+        "(printed_to IS NULL OR printed_to != ?) ORDER BY id LIMIT 1",
+        (job, reader),
+    )
     return {"id": row[0], "text": row[1], "events": row[2], "created": row[3]} if row else None
 
 
 def undelivered(tx, job: str, limit: int = 50) -> list[dict]:
     """The oldest `limit` follow-ups of `job` not delivered, with who a wait printed them for."""
-    rows_ = tx.all("SELECT id, text, events, created, printed, printed_to FROM followups WHERE job = ? AND "
-                   "delivered IS NULL ORDER BY id LIMIT ?", (job, limit))
-    return [{"id": r[0], "text": r[1], "events": r[2], "created": r[3], "printed": r[4], "printed_to": r[5]}
-            for r in rows_]
+    rows_ = tx.all(
+        "SELECT id, text, events, created, printed, printed_to FROM followups WHERE job = ? AND "
+        "delivered IS NULL ORDER BY id LIMIT ?",
+        (job, limit),
+    )
+    return [
+        {"id": r[0], "text": r[1], "events": r[2], "created": r[3], "printed": r[4], "printed_to": r[5]} for r in rows_
+    ]
 
 
 def delivered_at(tx, followup: int) -> str | None:
@@ -260,15 +290,21 @@ def delivered_at(tx, followup: int) -> str | None:
 
 
 def mark_delivered(tx, followup: int, via: str) -> None:
-    tx.execute("UPDATE followups SET delivered = ?, via = ? WHERE id = ? AND delivered IS NULL",
-               (iso(now()), via, followup))
+    tx.execute(
+        "UPDATE followups SET delivered = ?, via = ? WHERE id = ? AND delivered IS NULL", (iso(now()), via, followup)
+    )
 
 
 def mark_printed(tx, followup: int, to: str) -> bool:
     """Claim the follow-up for `to` (inside a write transaction); False when another wait (or
     the hook) took it first. Read, then written: no row count needed from the engine."""
-    if tx.one("SELECT 1 FROM followups WHERE id = ? AND delivered IS NULL AND (printed_to IS NULL OR printed_to != ?)",
-              (followup, to)) is None:
+    if (
+        tx.one(
+            "SELECT 1 FROM followups WHERE id = ? AND delivered IS NULL AND (printed_to IS NULL OR printed_to != ?)",
+            (followup, to),
+        )
+        is None
+    ):
         return False
     tx.execute("UPDATE followups SET printed = ?, printed_to = ? WHERE id = ?", (iso(now()), to, followup))
     return True

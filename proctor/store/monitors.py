@@ -8,11 +8,24 @@ monitors/retention.py.
 
 from __future__ import annotations
 
-COLUMNS = ("id", "job", "command", "interval", "description", "cwd", "created", "created_by", "last_run", "deleted",
-           "acknowledged")
+COLUMNS = (
+    "id",
+    "job",
+    "command",
+    "interval",
+    "description",
+    "cwd",
+    "created",
+    "created_by",
+    "last_run",
+    "deleted",
+    "acknowledged",
+)
 # `interval` is a keyword to PostgreSQL: quoted (SQLite reads the quotes the same way)
-_SELECT = "SELECT id, job, command, \"interval\", description, cwd, created, created_by, last_run, deleted, " \
-          "acknowledged FROM monitors"
+_SELECT = (
+    'SELECT id, job, command, "interval", description, cwd, created, created_by, last_run, deleted, '
+    "acknowledged FROM monitors"
+)
 
 
 def octets(tx, expression: str) -> str:
@@ -24,17 +37,28 @@ def octets(tx, expression: str) -> str:
 
 # -- monitors ----------------------------------------------------------------------------------
 
+
 def count_live(tx, job: str) -> int:
     """The monitors of `job` not deleted."""
     return int(tx.scalar("SELECT COUNT(*) FROM monitors WHERE job = ? AND deleted IS NULL", (job,), 0))
 
 
-def insert(tx, job: str, command: str, interval: float, description: str, cwd: str, created: str,
-           created_by: str, acknowledged: str) -> int:
+def insert(
+    tx,
+    job: str,
+    command: str,
+    interval: float,
+    description: str,
+    cwd: str,
+    created: str,
+    created_by: str,
+    acknowledged: str,
+) -> int:
     return tx.insert(
-        "INSERT INTO monitors (job, command, \"interval\", description, cwd, created, created_by, acknowledged) "
+        'INSERT INTO monitors (job, command, "interval", description, cwd, created, created_by, acknowledged) '
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (job, command, interval, description, cwd, created, created_by, acknowledged))
+        (job, command, interval, description, cwd, created, created_by, acknowledged),
+    )
 
 
 def get(tx, monitor_id: int) -> dict | None:
@@ -58,11 +82,14 @@ def mark_deleted(tx, monitor_id: int, note: str) -> None:
 
 # -- runs --------------------------------------------------------------------------------------
 
+
 def open_run(tx, monitor_id: int, started: str, tag: str, timeout: float, machine: str | None = None) -> int:
     """A run's record, opened before its command has a slot on `machine` (where its pid and tag
     mean something); the monitor's last run is now."""
-    run_id = tx.insert("INSERT INTO monitor_runs (monitor, started, tag, timeout, machine) VALUES (?, ?, ?, ?, ?)",
-                       (monitor_id, started, tag, timeout, machine))
+    run_id = tx.insert(
+        "INSERT INTO monitor_runs (monitor, started, tag, timeout, machine) VALUES (?, ?, ?, ?, ?)",
+        (monitor_id, started, tag, timeout, machine),
+    )
     tx.execute("UPDATE monitors SET last_run = ? WHERE id = ?", (started, monitor_id))
     return run_id
 
@@ -75,15 +102,21 @@ def run_started(tx, run_id: int, monitor_id: int, pid: int, started: str) -> Non
 
 def close_run(tx, values: tuple) -> None:
     """values: (ended, exit_code, timed_out 0/1, truncated 0/1, bytes, lines, stderr, error, run id)."""
-    tx.execute("UPDATE monitor_runs SET ended = ?, exit_code = ?, timed_out = ?, truncated = ?, bytes = ?, "
-               "lines = ?, stderr = ?, error = ? WHERE id = ?", values)
+    tx.execute(
+        "UPDATE monitor_runs SET ended = ?, exit_code = ?, timed_out = ?, truncated = ?, bytes = ?, "
+        "lines = ?, stderr = ?, error = ? WHERE id = ?",
+        values,
+    )
 
 
-def failed_run(tx, monitor_id: int, started: str, ended: str, timeout: float, error: str,
-               machine: str | None = None) -> None:
+def failed_run(
+    tx, monitor_id: int, started: str, ended: str, timeout: float, error: str, machine: str | None = None
+) -> None:
     """A run that never got to start its command, recorded whole."""
-    tx.execute("INSERT INTO monitor_runs (monitor, started, ended, timeout, error, machine) VALUES (?, ?, ?, ?, ?, ?)",
-               (monitor_id, started, ended, timeout, error, machine))
+    tx.execute(
+        "INSERT INTO monitor_runs (monitor, started, ended, timeout, error, machine) VALUES (?, ?, ?, ?, ?, ?)",
+        (monitor_id, started, ended, timeout, error, machine),
+    )
 
 
 def open_runs(tx, machine: str | None = None) -> list[tuple]:
@@ -91,18 +124,27 @@ def open_runs(tx, machine: str | None = None) -> list[tuple]:
     or on a machine not recorded)."""
     if machine is None:
         return [tuple(r) for r in tx.all("SELECT id, pid, tag, started FROM monitor_runs WHERE ended IS NULL")]
-    return [tuple(r) for r in tx.all("SELECT id, pid, tag, started FROM monitor_runs WHERE ended IS NULL AND "
-                                     "(machine = ? OR machine IS NULL)", (machine,))]
+    return [
+        tuple(r)
+        for r in tx.all(
+            "SELECT id, pid, tag, started FROM monitor_runs WHERE ended IS NULL AND (machine = ? OR machine IS NULL)",
+            (machine,),
+        )
+    ]
 
 
 def close_left_open(tx, run_ids: list[int], ended: str, error: str) -> None:
     """Close the runs an earlier server left open, each with `error`."""
-    tx.executemany("UPDATE monitor_runs SET ended = ?, error = ? WHERE id = ? AND ended IS NULL",
-                   [(ended, error, run_id) for run_id in run_ids])
+    tx.executemany(
+        "UPDATE monitor_runs SET ended = ?, error = ? WHERE id = ? AND ended IS NULL",
+        [(ended, error, run_id) for run_id in run_ids],
+    )
 
 
-_RUN_SELECT = ("SELECT r.id, r.monitor, m.job, r.started, r.ended, r.exit_code, r.timed_out, r.timeout, r.truncated, "
-               "r.lines, r.bytes, r.error, r.stderr, r.pid FROM monitor_runs r JOIN monitors m ON m.id = r.monitor")
+_RUN_SELECT = (
+    "SELECT r.id, r.monitor, m.job, r.started, r.ended, r.exit_code, r.timed_out, r.timeout, r.truncated, "
+    "r.lines, r.bytes, r.error, r.stderr, r.pid FROM monitor_runs r JOIN monitors m ON m.id = r.monitor"
+)
 
 
 def latest_runs(tx, job: str | None = None, monitor: int | None = None, limit: int = 100) -> list[tuple]:
@@ -122,17 +164,21 @@ def latest_runs(tx, job: str | None = None, monitor: int | None = None, limit: i
 
 # -- events ------------------------------------------------------------------------------------
 
+
 def insert_events(tx, rows: list[tuple]) -> None:
     """rows: (monitor, run, job, time, line, truncated 0/1)."""
-    tx.executemany("INSERT INTO monitor_events (monitor, run, job, time, line, truncated) VALUES (?, ?, ?, ?, ?, ?)",
-                   rows)
+    tx.executemany(
+        "INSERT INTO monitor_events (monitor, run, job, time, line, truncated) VALUES (?, ?, ?, ?, ?, ?)", rows
+    )
 
 
 def latest_events(tx, job: str | None = None, limit: int = 1000) -> list[tuple]:
     """The latest `limit` events (of one job), newest first, as rows of (monitor, run, time,
     line, truncated, followup, job, when the follow-up was delivered)."""
-    query = "SELECT e.monitor, e.run, e.time, e.line, e.truncated, e.followup, e.job, f.delivered " \
-            "FROM monitor_events e LEFT JOIN followups f ON f.id = e.followup"
+    query = (
+        "SELECT e.monitor, e.run, e.time, e.line, e.truncated, e.followup, e.job, f.delivered "
+        "FROM monitor_events e LEFT JOIN followups f ON f.id = e.followup"
+    )
     params: tuple = ()
     if job is not None:
         query += " WHERE e.job = ?"
@@ -148,8 +194,10 @@ FOLLOWUP_COLUMNS = ("id", "job", "events", "bytes", "created", "delivered", "via
 def latest_followups(tx, job: str | None = None, limit: int = 100) -> list[tuple]:
     """The latest `limit` follow-ups (of one job), newest first, without their text, as rows of
     FOLLOWUP_COLUMNS (bytes measured for a row written before they were recorded)."""
-    query = (f"SELECT id, job, events, COALESCE(NULLIF(bytes, 0), {octets(tx, 'text')}), created, delivered, "
-             "via, printed, printed_to FROM followups")
+    query = (
+        f"SELECT id, job, events, COALESCE(NULLIF(bytes, 0), {octets(tx, 'text')}), created, delivered, "
+        "via, printed, printed_to FROM followups"
+    )
     params: tuple = ()
     if job is not None:
         query += " WHERE job = ?"
@@ -179,8 +227,11 @@ def delete_chunk(tx, which: str, params: tuple, chunk: int) -> int:
     """Delete at most `chunk` rows of the deletion `which` (DELETIONS), never the newest row of
     its table (a new row never takes the id of one an agent may have seen); how many went."""
     table, where = DELETIONS[which]
-    cursor = tx.execute(f"DELETE FROM {table} WHERE id IN (SELECT id FROM {table} WHERE {where} "
-                        f"AND id < (SELECT MAX(id) FROM {table}) LIMIT {int(chunk)})", params)
+    cursor = tx.execute(
+        f"DELETE FROM {table} WHERE id IN (SELECT id FROM {table} WHERE {where} "
+        f"AND id < (SELECT MAX(id) FROM {table}) LIMIT {int(chunk)})",
+        params,
+    )
     return int(cursor.rowcount)
 
 
@@ -198,8 +249,9 @@ def jobs_with_followups_over(tx, count: int) -> list[str]:
 
 def run_before_newest(tx, monitor: int, newer: int) -> int | None:
     """The id of the run of `monitor` that has `newer` runs after it, or None."""
-    return tx.scalar("SELECT id FROM monitor_runs WHERE monitor = ? ORDER BY id DESC LIMIT 1 OFFSET ?",
-                     (monitor, newer))
+    return tx.scalar(
+        "SELECT id FROM monitor_runs WHERE monitor = ? ORDER BY id DESC LIMIT 1 OFFSET ?", (monitor, newer)
+    )
 
 
 def followup_before_newest(tx, job: str, newer: int) -> int | None:

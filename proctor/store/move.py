@@ -11,8 +11,18 @@ from __future__ import annotations
 
 from proctor.errors import STORE_MOVE_MISMATCH, STORE_NOT_EMPTY, ProctorError
 
-TABLES = ("jobs", "job_paths", "bindings", "events", "runs", "sessions", "monitors", "monitor_runs",
-          "monitor_events", "followups")
+TABLES = (
+    "jobs",
+    "job_paths",
+    "bindings",
+    "events",
+    "runs",
+    "sessions",
+    "monitors",
+    "monitor_runs",
+    "monitor_events",
+    "followups",
+)
 # Tables whose `id` is generated: PostgreSQL's identity must continue after the copied ids.
 GENERATED = ("events", "monitors", "monitor_runs", "monitor_events", "followups")
 BATCH = 1000
@@ -21,9 +31,14 @@ BATCH = 1000
 def columns(tx, table: str) -> list[str]:
     if tx.dialect == "sqlite":
         return [row[1] for row in tx.all(f"PRAGMA table_info({table})")]
-    return [row[0] for row in tx.all(
-        "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
-        "AND table_name = ? ORDER BY ordinal_position", (table,))]
+    return [
+        row[0]
+        for row in tx.all(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
+            "AND table_name = ? ORDER BY ordinal_position",
+            (table,),
+        )
+    ]
 
 
 def counts(tx) -> dict[str, int]:
@@ -39,8 +54,11 @@ def _stamp_machine(tx) -> None:
     here = machine_id()
     for job in rows.all_jobs(tx):
         stamped = False
-        for field, has in (("machine", "checkout_root"), ("declared_on", "declared_in"),
-                           ("worker_machine", "worker_pid")):
+        for field, has in (
+            ("machine", "checkout_root"),
+            ("declared_on", "declared_in"),
+            ("worker_machine", "worker_pid"),
+        ):
             if job.get(has) and not job.get(field):
                 job[field] = here
                 stamped = True
@@ -62,9 +80,12 @@ def move(source, target, replace: bool = False, progress=None) -> dict:
             held_blobs = sum(1 for _ in blobs.refs(target))
             if (any(held.values()) or held_blobs) and not replace:
                 busy = ", ".join(f"{t} {n}" for t, n in held.items() if n)
-                raise ProctorError(f"the target store {target.describe()} already holds rows "
-                                   f"({busy or f'{held_blobs} blobs'}); pass --replace to empty it first, or "
-                                   f"migrate into another database", STORE_NOT_EMPTY)
+                raise ProctorError(
+                    f"the target store {target.describe()} already holds rows "
+                    f"({busy or f'{held_blobs} blobs'}); pass --replace to empty it first, or "
+                    f"migrate into another database",
+                    STORE_NOT_EMPTY,
+                )
             if replace:
                 for table in reversed(TABLES):
                     dst.execute(f"DELETE FROM {table}")
@@ -84,8 +105,10 @@ def move(source, target, replace: bool = False, progress=None) -> dict:
                     copied += len(chunk)
                 say(f"{table}: {copied} rows")
                 if dst.dialect == "postgresql" and table in GENERATED:
-                    dst.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
-                                f"COALESCE((SELECT MAX(id) FROM {table}), 0) + 1, false)")
+                    dst.execute(
+                        f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
+                        f"COALESCE((SELECT MAX(id) FROM {table}), 0) + 1, false)"
+                    )
             if source.dialect == "sqlite":
                 _stamp_machine(dst)
             moved = 0
@@ -100,8 +123,10 @@ def move(source, target, replace: bool = False, progress=None) -> dict:
     if source_blobs != target_blobs:
         wrong["blobs"] = (source_blobs, target_blobs)
     if wrong:
-        raise ProctorError("the copy does not match its source: " + ", ".join(
-            f"{t} {a} in the source, {b} in the target" for t, (a, b) in wrong.items())
-            + "; nothing is lost from the source; retry with --replace", STORE_MOVE_MISMATCH)
+        raise ProctorError(
+            "the copy does not match its source: "
+            + ", ".join(f"{t} {a} in the source, {b} in the target" for t, (a, b) in wrong.items())
+            + "; nothing is lost from the source; retry with --replace",
+            STORE_MOVE_MISMATCH,
+        )
     return {"tables": {t: before[t] for t in TABLES}, "blobs": source_blobs}
-

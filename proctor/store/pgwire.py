@@ -86,7 +86,7 @@ def translate(sql):
                     i += 1
         elif c == "$" and not (i and (sql[i - 1].isalnum() or sql[i - 1] in "_$")):
             end = sql.find("$", i + 1)
-            tag = sql[i:end + 1]
+            tag = sql[i : end + 1]
             if end > 0 and (tag == "$$" or (tag[1:-1].replace("_", "a").isalnum() and not tag[1].isdigit())):
                 close = sql.find(tag, end + 1)
                 i = n if close < 0 else close + len(tag)
@@ -102,6 +102,7 @@ def translate(sql):
 
 
 # -- values ----------------------------------------------------------------------------------
+
 
 def _encode(value):
     """(type OID, text bytes or None) for one parameter."""
@@ -133,11 +134,21 @@ def _bytea(raw):
     return re.sub(rb"\\(\\|[0-7]{3})", lambda m: b"\\" if m[1] == b"\\" else bytes([int(m[1], 8)]), raw)
 
 
-_CONVERT = {16: lambda raw: raw == b"t", 17: _bytea, 20: int, 21: int, 23: int, 26: int,
-            700: float, 701: float, 1700: _numeric}
+_CONVERT = {
+    16: lambda raw: raw == b"t",
+    17: _bytea,
+    20: int,
+    21: int,
+    23: int,
+    26: int,
+    700: float,
+    701: float,
+    1700: _numeric,
+}
 
 
 # -- connection parameters -------------------------------------------------------------------
+
 
 def _unquote(text):
     head, *parts = text.split("%")
@@ -181,8 +192,19 @@ def _parse_url(url):
     return params
 
 
-_KNOWN = ("host", "port", "user", "password", "dbname", "sslmode", "sslrootcert", "connect_timeout",
-          "application_name", "options", "passfile")
+_KNOWN = (
+    "host",
+    "port",
+    "user",
+    "password",
+    "dbname",
+    "sslmode",
+    "sslrootcert",
+    "connect_timeout",
+    "application_name",
+    "options",
+    "passfile",
+)
 
 
 def _passfile_password(path, host, port, dbname, user):
@@ -233,6 +255,7 @@ def _scram_proof(password, client_first_bare, server_first, nonce_prefix):
         raise PgConnectError("SCRAM: the server's nonce does not extend ours")
     if not password.isascii():  # SASLprep, in the part that matters for real passwords
         import unicodedata
+
         password = unicodedata.normalize("NFKC", password)
     salted = hashlib.pbkdf2_hmac("sha256", password.encode(), salt, iterations)
     client_key = hmac.digest(salted, b"Client Key", "sha256")
@@ -241,8 +264,10 @@ def _scram_proof(password, client_first_bare, server_first, nonce_prefix):
     signature = hmac.digest(hashlib.sha256(client_key).digest(), auth_message, "sha256")
     proof = bytes(a ^ b for a, b in zip(client_key, signature))
     server_sig = hmac.digest(hmac.digest(salted, b"Server Key", "sha256"), auth_message, "sha256")
-    return (f"{without_proof},p={b2a_base64(proof, newline=False).decode()}",
-            "v=" + b2a_base64(server_sig, newline=False).decode())
+    return (
+        f"{without_proof},p={b2a_base64(proof, newline=False).decode()}",
+        "v=" + b2a_base64(server_sig, newline=False).decode(),
+    )
 
 
 def _msg(kind, body=b""):
@@ -250,6 +275,7 @@ def _msg(kind, body=b""):
 
 
 # -- the connection --------------------------------------------------------------------------
+
 
 class Cursor:
     """The rows of one statement, already read."""
@@ -264,7 +290,7 @@ class Cursor:
         return None
 
     def fetchall(self):
-        rest, self._next = self.rows[self._next:], len(self.rows)
+        rest, self._next = self.rows[self._next :], len(self.rows)
         return rest
 
     def __iter__(self):
@@ -300,9 +326,15 @@ class Connection:
             if host.startswith("/"):
                 addresses = [(_socket.AF_UNIX, f"{host}/.s.PGSQL.{p['port']}")]
             else:
-                addresses = [(a[0], a[4]) for a in _socket.getaddrinfo(
-                    host.encode("ascii") if host.isascii() else host.encode("idna"),  # bytes: no idna codec
-                    int(p["port"]), 0, _socket.SOCK_STREAM)]
+                addresses = [
+                    (a[0], a[4])
+                    for a in _socket.getaddrinfo(
+                        host.encode("ascii") if host.isascii() else host.encode("idna"),  # bytes: no idna codec
+                        int(p["port"]),
+                        0,
+                        _socket.SOCK_STREAM,
+                    )
+                ]
             for n, (family, address) in enumerate(addresses, 1):
                 sock = self._sock = _socket.socket(family, _socket.SOCK_STREAM)
                 sock.settimeout(timeout)
@@ -320,8 +352,10 @@ class Connection:
         except TimeoutError as exc:
             raise self._fail(f"timed out after {self._wait}s connecting; check the host, port and firewall") from exc
         except OSError as exc:
-            raise self._fail("could not connect; check that the server is running there and the host and port "
-                             "(URL, PGHOST, PGPORT)", exc) from exc
+            raise self._fail(
+                "could not connect; check that the server is running there and the host and port (URL, PGHOST, PGPORT)",
+                exc,
+            ) from exc
         startup = {"user": p["user"], "database": p["dbname"], "client_encoding": "UTF8"}
         for key in ("application_name", "options"):
             if p.get(key):
@@ -356,11 +390,14 @@ class Connection:
             path = p.get("passfile") or os.environ.get("PGPASSFILE") or os.path.expanduser("~/.pgpass")
             password = _passfile_password(path, p["host"], p["port"], p["dbname"], p["user"])
             if password == "ignored":
-                raise self._fail(f"a password is required for user {p['user']!r}, and {path} is ignored: "
-                                 "it is readable by group or others (chmod 0600)")
+                raise self._fail(
+                    f"a password is required for user {p['user']!r}, and {path} is ignored: "
+                    "it is readable by group or others (chmod 0600)"
+                )
         if not password:
-            raise self._fail(f"a password is required for user {p['user']!r} and none was given "
-                             "(the URL, PGPASSWORD or ~/.pgpass)")
+            raise self._fail(
+                f"a password is required for user {p['user']!r} and none was given (the URL, PGPASSWORD or ~/.pgpass)"
+            )
         return password
 
     def _authenticate(self):
@@ -385,8 +422,10 @@ class Connection:
                 elif code == 10:
                     mechanisms = [m.decode() for m in body[4:].split(b"\0") if m]
                     if "SCRAM-SHA-256" not in mechanisms:
-                        raise self._fail(f"unsupported SASL mechanisms {mechanisms} (only SCRAM-SHA-256; "
-                                         "channel binding, SCRAM-SHA-256-PLUS, is not)")
+                        raise self._fail(
+                            f"unsupported SASL mechanisms {mechanisms} (only SCRAM-SHA-256; "
+                            "channel binding, SCRAM-SHA-256-PLUS, is not)"
+                        )
                     self.auth = "scram-sha-256"
                     from binascii import b2a_base64
 
@@ -402,13 +441,17 @@ class Connection:
                     expected = None
                 else:
                     names = {2: "Kerberos", 7: "GSSAPI", 8: "GSSAPI", 9: "SSPI"}
-                    raise self._fail(f"unsupported authentication method {names.get(code, code)}; "
-                                     "use trust, password, md5 or scram-sha-256 in pg_hba.conf")
+                    raise self._fail(
+                        f"unsupported authentication method {names.get(code, code)}; "
+                        "use trust, password, md5 or scram-sha-256 in pg_hba.conf"
+                    )
             elif kind == "E":
                 error = _error(body, PgConnectError, f"PostgreSQL at {self.where}: ")
                 if error.sqlstate == "28P01":
-                    error.args = (error.args[0] + f" (check the password for user {self.params['user']!r}: "
-                                  "the URL, PGPASSWORD or ~/.pgpass)",)
+                    error.args = (
+                        error.args[0] + f" (check the password for user {self.params['user']!r}: "
+                        "the URL, PGPASSWORD or ~/.pgpass)",
+                    )
                 raise error
             elif kind == "Z":
                 self.status = chr(body[0])
@@ -432,7 +475,7 @@ class Connection:
                 end = pos + 1 + _I32.unpack_from(buf, pos + 1)[0]
                 if len(buf) >= end:
                     self._pos = end
-                    return chr(buf[pos]), bytes(buf[pos + 5:end])
+                    return chr(buf[pos]), bytes(buf[pos + 5 : end])
             del buf[:pos]
             pos = self._pos = 0
             try:
@@ -462,10 +505,19 @@ class Connection:
         encoded = [_encode(v) for v in params]
         values = b"".join(_I32.pack(-1) if raw is None else _I32.pack(len(raw)) + raw for _, raw in encoded)
         self._send(
-            _msg(b"P", b"\0" + translate(sql).encode() + b"\0" + _I16.pack(len(encoded))
-                 + b"".join(_I32.pack(oid) for oid, _ in encoded))
+            _msg(
+                b"P",
+                b"\0"
+                + translate(sql).encode()
+                + b"\0"
+                + _I16.pack(len(encoded))
+                + b"".join(_I32.pack(oid) for oid, _ in encoded),
+            )
             + _msg(b"B", b"\0\0\0\0" + _I16.pack(len(encoded)) + values + b"\0\0")
-            + b"D\0\0\0\x06P\0" + b"E\0\0\0\x09\0\0\0\0\0" + b"S\0\0\0\x04")
+            + b"D\0\0\0\x06P\0"
+            + b"E\0\0\0\x09\0\0\0\0\0"
+            + b"S\0\0\0\x04"
+        )
         try:
             return self._results()
         except PgError:
@@ -487,7 +539,7 @@ class Connection:
                     if size < 0:
                         row.append(None)
                     else:
-                        row.append(convert(body[pos:pos + size]))
+                        row.append(convert(body[pos : pos + size]))
                         pos += size
                 rows.append(tuple(row))
             elif kind == "T":
@@ -547,7 +599,8 @@ def connect(url, timeout=5.0, options=None):
         params["port"] = env.get("PGPORT") or "5432"
     if not params.get("host"):
         params["host"] = env.get("PGHOST") or next(
-            (d for d in _DEFAULT_SOCKET_DIRS if os.path.exists(f"{d}/.s.PGSQL.{params['port']}")), "localhost")
+            (d for d in _DEFAULT_SOCKET_DIRS if os.path.exists(f"{d}/.s.PGSQL.{params['port']}")), "localhost"
+        )
     if not params.get("user"):
         params["user"] = env.get("PGUSER") or __import__("pwd").getpwuid(os.geteuid()).pw_name
     params["dbname"] = params.get("dbname") or env.get("PGDATABASE") or params["user"]

@@ -105,8 +105,9 @@ class _PsycopgConn:
 
         self.errors = (psycopg.Error,)
         self.operational = (psycopg.OperationalError, psycopg.InterfaceError)
-        self.conn = psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(timeout)),
-                                    application_name="proctor")
+        self.conn = psycopg.connect(
+            url, autocommit=True, connect_timeout=max(1, int(timeout)), application_name="proctor"
+        )
         self._listening: str | None = None
         self.notified = 0
 
@@ -242,9 +243,11 @@ class PgStore:
         try:
             self.conn = (_WireConn if for_guard else _PsycopgConn)(url, timeout)
         except Exception as exc:
-            raise StoreError(f"cannot reach the store {redact(url)}: {_first_line(exc)}; check that PostgreSQL "
-                             f"runs there and this machine may connect (proctor doctor), or unset [store] url in "
-                             f"proctor.toml and PROCTOR_STORE_URL for the embedded store") from None
+            raise StoreError(
+                f"cannot reach the store {redact(url)}: {_first_line(exc)}; check that PostgreSQL "
+                f"runs there and this machine may connect (proctor doctor), or unset [store] url in "
+                f"proctor.toml and PROCTOR_STORE_URL for the embedded store"
+            ) from None
         self.tx = PgTx(self.conn, self)
         self.for_guard = for_guard
         try:
@@ -272,11 +275,15 @@ class PgStore:
         text = _first_line(exc)
         state = getattr(exc, "sqlstate", None) or ""
         if state == "55P03" or "lock timeout" in text:
-            return StoreError(f"the store {self.path} stayed locked by another writer for {self.busy_seconds:g}s; "
-                              f"retry, or find the session holding it (pg_stat_activity)")
+            return StoreError(
+                f"the store {self.path} stayed locked by another writer for {self.busy_seconds:g}s; "
+                f"retry, or find the session holding it (pg_stat_activity)"
+            )
         if isinstance(exc, self.conn.operational):
-            return StoreError(f"the store {self.path} is unreachable ({text}); check that PostgreSQL runs and "
-                              f"this machine may connect (proctor doctor)")
+            return StoreError(
+                f"the store {self.path} is unreachable ({text}); check that PostgreSQL runs and "
+                f"this machine may connect (proctor doctor)"
+            )
         return StoreError(f"the store {self.path} failed: {text}")
 
     def describe(self) -> str:
@@ -292,8 +299,10 @@ class PgStore:
             raise NoStore(f"no store for this repository in {self.path}; proctor makes one on its first command")
         version = self._version() if exists else 0
         if version > SCHEMA_VERSION:
-            raise StoreError(f"the store {self.path} has schema version {version}, newer than this proctor "
-                             f"understands ({SCHEMA_VERSION}); upgrade proctor (pip install -U proctor)")
+            raise StoreError(
+                f"the store {self.path} has schema version {version}, newer than this proctor "
+                f"understands ({SCHEMA_VERSION}); upgrade proctor (pip install -U proctor)"
+            )
         if version < SCHEMA_VERSION:
             self._migrate()
 
@@ -326,12 +335,16 @@ class PgStore:
     def _migrate(self) -> None:
         with self.write() as tx:
             tx.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
-            tx.execute('CREATE TABLE IF NOT EXISTS proctor_meta (key TEXT COLLATE "C" PRIMARY KEY, value TEXT NOT NULL)')
+            tx.execute(
+                'CREATE TABLE IF NOT EXISTS proctor_meta (key TEXT COLLATE "C" PRIMARY KEY, value TEXT NOT NULL)'
+            )
             row = tx.one("SELECT value FROM proctor_meta WHERE key = 'schema_version'")
             version = _version_of(row, self.path)
             if version > SCHEMA_VERSION:
-                raise StoreError(f"the store {self.path} has schema version {version}, newer than this proctor "
-                                 f"understands ({SCHEMA_VERSION}); upgrade proctor")
+                raise StoreError(
+                    f"the store {self.path} has schema version {version}, newer than this proctor "
+                    f"understands ({SCHEMA_VERSION}); upgrade proctor"
+                )
             for target, statements in MIGRATIONS:
                 if target <= version:
                     continue
@@ -340,8 +353,11 @@ class PgStore:
                         statement(tx)
                     else:
                         tx.execute(ddl(statement))
-                tx.execute("INSERT INTO proctor_meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) "
-                           "DO UPDATE SET value = excluded.value", (str(target),))
+                tx.execute(
+                    "INSERT INTO proctor_meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) "
+                    "DO UPDATE SET value = excluded.value",
+                    (str(target),),
+                )
 
     # -- the surface the verbs use ----------------------------------------------------------
 
@@ -420,9 +436,11 @@ def _version_of(row, where: str) -> int:
     try:
         return int(row[0])
     except (TypeError, ValueError):
-        raise StoreError(f"the store {where} records schema version {str(row[0])[:40]!r}, which is no version; "
-                         f"someone wrote proctor_meta by hand: restore it (proctor store migrate from a copy) or "
-                         f"point [store] url at another database") from None
+        raise StoreError(
+            f"the store {where} records schema version {str(row[0])[:40]!r}, which is no version; "
+            f"someone wrote proctor_meta by hand: restore it (proctor store migrate from a copy) or "
+            f"point [store] url at another database"
+        ) from None
 
 
 def _mark(state_dir: str) -> None:

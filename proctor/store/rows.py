@@ -80,24 +80,37 @@ def counts(conn: Tx) -> tuple[int, int]:
 
 def live_under_root(conn: Tx, root: str, exclude: str) -> int:
     """Live jobs in the tree of `root`, neither the root itself nor `exclude`."""
-    return int(conn.scalar("SELECT COUNT(*) FROM jobs WHERE root = ? AND live = 1 AND id != ? AND id != ?",
-                           (root, root, exclude), 0))
+    return int(
+        conn.scalar(
+            "SELECT COUNT(*) FROM jobs WHERE root = ? AND live = 1 AND id != ? AND id != ?", (root, root, exclude), 0
+        )
+    )
 
 
 def taken_with_paths(conn: Tx, exclude: str) -> list[str]:
     """Ids of live jobs taken in some checkout that hold write paths, `exclude` left out, in order."""
-    return [r[0] for r in conn.all(
-        "SELECT id FROM jobs WHERE live = 1 AND checkout_root IS NOT NULL AND id != ? "
-        "AND EXISTS (SELECT 1 FROM job_paths p WHERE p.job = jobs.id) ORDER BY id", (exclude,))]
+    return [
+        r[0]
+        for r in conn.all(
+            "SELECT id FROM jobs WHERE live = 1 AND checkout_root IS NOT NULL AND id != ? "
+            "AND EXISTS (SELECT 1 FROM job_paths p WHERE p.job = jobs.id) ORDER BY id",
+            (exclude,),
+        )
+    ]
 
 
 def any_live_with_paths_in(conn: Tx, root: str, exclude: str) -> bool:
     """Whether a live job other than `exclude`, taken in checkout `root` (or declared there and
     not taken), holds write paths."""
-    return conn.one(
-        "SELECT 1 FROM jobs j WHERE j.live = 1 AND j.id != ? AND ((j.checkout_root = ? AND "
-        "(j.machine IS NULL OR j.machine = ?)) OR (j.checkout_root IS NULL AND j.declared_in = ?)) AND EXISTS "
-        "(SELECT 1 FROM job_paths p WHERE p.job = j.id) LIMIT 1", (exclude, root, machine_id(), root)) is not None
+    return (
+        conn.one(
+            "SELECT 1 FROM jobs j WHERE j.live = 1 AND j.id != ? AND ((j.checkout_root = ? AND "
+            "(j.machine IS NULL OR j.machine = ?)) OR (j.checkout_root IS NULL AND j.declared_in = ?)) AND EXISTS "
+            "(SELECT 1 FROM job_paths p WHERE p.job = j.id) LIMIT 1",
+            (exclude, root, machine_id(), root),
+        )
+        is not None
+    )
 
 
 def job_by_secret_digest(conn: Tx, digest: str) -> str | None:
@@ -108,8 +121,7 @@ def job_by_secret_digest(conn: Tx, digest: str) -> str | None:
 
 def live_job_by_secret_digest(conn: Tx, digest: str) -> str | None:
     """The id of a live job whose secret (PROCTOR_NONCE) hashes to `digest`."""
-    row = conn.one(f"SELECT id FROM jobs WHERE live = 1 AND {conn.json_text('doc', 'nonce_sha256')} = ?",
-                   (digest,))
+    row = conn.one(f"SELECT id FROM jobs WHERE live = 1 AND {conn.json_text('doc', 'nonce_sha256')} = ?", (digest,))
     return row[0] if row else None
 
 
@@ -150,9 +162,18 @@ def put(conn: Tx, job: dict, root: str, depth: int) -> None:
         f"INSERT INTO jobs ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
         f"ON CONFLICT (id) DO UPDATE SET {_UPDATE}",
         (
-            doc["id"], doc.get("parent"), root, depth, doc["state"], 1 if live else 0,
-            doc.get("holder", "session"), doc.get("checkout_root"), doc.get("declared_in"),
-            doc["created"], doc["updated"], json.dumps(doc, sort_keys=True, separators=(",", ":")),
+            doc["id"],
+            doc.get("parent"),
+            root,
+            depth,
+            doc["state"],
+            1 if live else 0,
+            doc.get("holder", "session"),
+            doc.get("checkout_root"),
+            doc.get("declared_in"),
+            doc["created"],
+            doc["updated"],
+            json.dumps(doc, sort_keys=True, separators=(",", ":")),
             doc.get("machine") if doc.get("checkout_root") else None,
         ),
     )
@@ -171,8 +192,9 @@ def live_claims_near(conn: Tx, keys: list[str], exclude: str) -> dict[str, list[
     for key in set(keys):
         ancestors = jpaths.ancestors(key)
         marks = ",".join("?" * len(ancestors))
-        rows = list(conn.all(
-            f"SELECT job, spelling FROM job_paths WHERE key IN ({marks}) AND job != ?", (*ancestors, exclude)))
+        rows = list(
+            conn.all(f"SELECT job, spelling FROM job_paths WHERE key IN ({marks}) AND job != ?", (*ancestors, exclude))
+        )
         if key != "":
             rows += conn.all(
                 "SELECT job, spelling FROM job_paths WHERE key > ? AND key < ? AND job != ?",
@@ -215,9 +237,12 @@ def ancestors(conn: Tx, job_id: str) -> list[str]:
 def bind(conn: Tx, scope: str, job_id: str, at: str) -> None:
     """Record that callers of `scope` act under `job_id` (`checkout:<machine>:<root>` or
     `agent:...`), and on which machine."""
-    conn.execute("INSERT INTO bindings (scope, job, recorded, machine) VALUES (?, ?, ?, ?) "
-                 "ON CONFLICT (scope) DO UPDATE SET job = excluded.job, recorded = excluded.recorded, "
-                 "machine = excluded.machine", (scope, job_id, at, machine_id()))
+    conn.execute(
+        "INSERT INTO bindings (scope, job, recorded, machine) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT (scope) DO UPDATE SET job = excluded.job, recorded = excluded.recorded, "
+        "machine = excluded.machine",
+        (scope, job_id, at, machine_id()),
+    )
 
 
 def unbind(conn: Tx, scope: str, job_id: str) -> None:
@@ -228,17 +253,22 @@ def unbind(conn: Tx, scope: str, job_id: str) -> None:
 def bound_job(conn: Tx, scope: str) -> str | None:
     """The job `scope` is bound to while that job is in flight (declared or running)."""
     row = conn.one(
-        "SELECT b.job FROM bindings b JOIN jobs j ON j.id = b.job WHERE b.scope = ? "
-        f"AND j.state IN {_IN_FLIGHT}", (scope,),
+        f"SELECT b.job FROM bindings b JOIN jobs j ON j.id = b.job WHERE b.scope = ? AND j.state IN {_IN_FLIGHT}",
+        (scope,),
     )
     return row[0] if row else None
 
 
 def any_bound_under(conn: Tx, prefix: str) -> bool:
     """Whether a scope that extends `prefix` (a session's subagents) is bound to a job in flight."""
-    return conn.one(
-        "SELECT 1 FROM bindings b JOIN jobs j ON j.id = b.job WHERE b.scope > ? AND b.scope < ? "
-        f"AND j.state IN {_IN_FLIGHT} LIMIT 1", (prefix, prefix + "\uffff")) is not None
+    return (
+        conn.one(
+            "SELECT 1 FROM bindings b JOIN jobs j ON j.id = b.job WHERE b.scope > ? AND b.scope < ? "
+            f"AND j.state IN {_IN_FLIGHT} LIMIT 1",
+            (prefix, prefix + "\uffff"),
+        )
+        is not None
+    )
 
 
 def checkout_scope(root: str) -> str:

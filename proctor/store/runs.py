@@ -7,8 +7,25 @@ import json
 
 from proctor.store import Tx
 
-COLUMNS = ("id", "target", "command", "cwd", "checkout", "checkpoint", "tree", "tree_end", "lease", "exit_code",
-           "timed_out", "started", "ended", "output_ref", "output_bytes", "machine", "sandbox")
+COLUMNS = (
+    "id",
+    "target",
+    "command",
+    "cwd",
+    "checkout",
+    "checkpoint",
+    "tree",
+    "tree_end",
+    "lease",
+    "exit_code",
+    "timed_out",
+    "started",
+    "ended",
+    "output_ref",
+    "output_bytes",
+    "machine",
+    "sandbox",
+)
 _SELECT = f"SELECT {', '.join(COLUMNS)} FROM runs"
 
 
@@ -26,9 +43,14 @@ def _row_to_run(row: tuple) -> dict:
 
 def insert(tx: Tx, run: dict) -> None:
     """Record a run (its COLUMNS; `timed_out` stored as 0/1, `sandbox` as JSON)."""
-    values = tuple(int(bool(run[c])) if c == "timed_out" else
-                   json.dumps(run[c], sort_keys=True) if c == "sandbox" and run.get(c) is not None else
-                   run.get(c) for c in COLUMNS)
+    values = tuple(
+        int(bool(run[c]))
+        if c == "timed_out"
+        else json.dumps(run[c], sort_keys=True)
+        if c == "sandbox" and run.get(c) is not None
+        else run.get(c)
+        for c in COLUMNS
+    )
     tx.execute(f"INSERT INTO runs ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})", values)
 
 

@@ -16,18 +16,28 @@ def _machine_scopes(tx) -> None:
     from proctor.paths import machine_id
 
     here = machine_id()
-    tx.execute("UPDATE bindings SET scope = 'checkout:' || ? || ':' || substr(scope, 10), machine = ? "
-               "WHERE scope LIKE 'checkout:/%'", (here, here))
+    tx.execute(
+        "UPDATE bindings SET scope = 'checkout:' || ? || ':' || substr(scope, 10), machine = ? "
+        "WHERE scope LIKE 'checkout:/%'",
+        (here, here),
+    )
     if tx.dialect != "sqlite":
         return
-    tx.execute("UPDATE jobs SET machine = ?, doc = json_set(doc, '$.machine', ?) WHERE checkout_root IS NOT NULL",
-               (here, here))
-    tx.execute("UPDATE jobs SET doc = json_set(doc, '$.worker_machine', ?) "
-               "WHERE json_extract(doc, '$.worker_pid') IS NOT NULL", (here,))
-    tx.execute("UPDATE jobs SET doc = json_set(doc, '$.declared_on', ?) "
-               "WHERE json_extract(doc, '$.declared_in') IS NOT NULL", (here,))
+    tx.execute(
+        "UPDATE jobs SET machine = ?, doc = json_set(doc, '$.machine', ?) WHERE checkout_root IS NOT NULL", (here, here)
+    )
+    tx.execute(
+        "UPDATE jobs SET doc = json_set(doc, '$.worker_machine', ?) "
+        "WHERE json_extract(doc, '$.worker_pid') IS NOT NULL",
+        (here,),
+    )
+    tx.execute(
+        "UPDATE jobs SET doc = json_set(doc, '$.declared_on', ?) WHERE json_extract(doc, '$.declared_in') IS NOT NULL",
+        (here,),
+    )
     tx.execute("UPDATE runs SET machine = ?", (here,))
     tx.execute("UPDATE monitor_runs SET machine = ?", (here,))
+
 
 MIGRATIONS: list[tuple[int, list[str]]] = [
     (

@@ -20,7 +20,6 @@ from proctor.store import Tx, rows
 from proctor.timeutil import format_config_duration, format_duration, iso, parse_iso
 
 
-
 def checkout_gone(path: str, cache: dict[str, bool | None], repository: str | None = None) -> bool | None:
     """True gone, False present, None undecidable. A checkout is gone when nothing is at its
     path, or something else is: not a directory (a file, a symbolic link), a directory with no
@@ -52,7 +51,7 @@ def _gone(path: str, repository: str | None) -> bool:
             first = handle.readline().strip()
         if not first.startswith("gitdir:"):
             return True
-        git_dir = os.path.normpath(os.path.join(path, first[len("gitdir:"):].strip()))
+        git_dir = os.path.normpath(os.path.join(path, first[len("gitdir:") :].strip()))
     else:
         return True
     if not os.path.isfile(os.path.join(git_dir, "HEAD")):
@@ -65,8 +64,12 @@ def _gone(path: str, repository: str | None) -> bool:
         return False
     import subprocess
 
-    asked = subprocess.run(["git", "cat-file", "-e", repository], cwd=path, capture_output=True,
-                           env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_NO_REPLACE_OBJECTS": "1"})
+    asked = subprocess.run(
+        ["git", "cat-file", "-e", repository],
+        cwd=path,
+        capture_output=True,
+        env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_NO_REPLACE_OBJECTS": "1"},
+    )
     return asked.returncode != 0
 
 
@@ -76,14 +79,14 @@ def repository_of(state_dir: str) -> str | None:
     return name if len(name) in (40, 64) and not name.strip("0123456789abcdef") else None
 
 
-def candidates(conn: Tx, stale_after: float, at: float,
-               repository: str | None = None) -> list[tuple[str, str]]:
+def candidates(conn: Tx, stale_after: float, at: float, repository: str | None = None) -> list[tuple[str, str]]:
     """(job id, reason) for every job the rules end now, cascade included."""
     ended: dict[str, str] = {}
     gone_cache: dict[str, bool | None] = {}
     for job_id, checkout in conn.execute(
         "SELECT id, checkout_root FROM jobs WHERE live = 1 AND state = ? AND checkout_root IS NOT NULL "
-        "AND holder = ? AND (machine IS NULL OR machine = ?)", (RUNNING, HOLDER_SESSION, machine_id()),
+        "AND holder = ? AND (machine IS NULL OR machine = ?)",
+        (RUNNING, HOLDER_SESSION, machine_id()),
     ):
         if checkout_gone(checkout, gone_cache, repository):
             ended[job_id] = f"taken in {checkout}, which no longer exists"
@@ -96,17 +99,20 @@ def candidates(conn: Tx, stale_after: float, at: float,
             (DECLARED, HOLDER_SESSION, cutoff),
         ).fetchall()
         for job_id, updated in untaken:
-            ended.setdefault(job_id, (
-                f"declared {format_duration(at - parse_iso(updated))} ago and never taken "
-                f"(jobs.stale_after = {format_config_duration(stale_after)})"
-            ))
+            ended.setdefault(
+                job_id,
+                (
+                    f"declared {format_duration(at - parse_iso(updated))} ago and never taken "
+                    f"(jobs.stale_after = {format_config_duration(stale_after)})"
+                ),
+            )
     # Rule 1, cascading: a live job whose parent ended (or is ending now). Found from the
     # live jobs, few, to their parents by key: a store keeps every job that ever ended, and
     # the server runs this every two seconds.
     ended_parents: dict[str, str] = {
-        r[0]: r[1] for r in conn.execute(
-            "SELECT DISTINCT p.id, p.state FROM jobs c JOIN jobs p ON p.id = c.parent "
-            "WHERE c.live = 1 AND p.live = 0"
+        r[0]: r[1]
+        for r in conn.execute(
+            "SELECT DISTINCT p.id, p.state FROM jobs c JOIN jobs p ON p.id = c.parent WHERE c.live = 1 AND p.live = 0"
         )
     }
     frontier = dict(ended_parents)
@@ -126,7 +132,8 @@ def candidates(conn: Tx, stale_after: float, at: float,
             ancestor = origin[parent]
             state = ended_parents.get(ancestor, NO_RETURN)
             ended[child] = (
-                f"its parent {parent} ended in {state}" if ancestor == parent
+                f"its parent {parent} ended in {state}"
+                if ancestor == parent
                 else f"its ancestor {ancestor} ended in {state}"
             )
             origin[child] = ancestor
@@ -154,6 +161,7 @@ def end(conn: Tx, state_dir: str, stale_after: float, at: float) -> list[tuple[s
             job["end_reason"] = reason
             job["updated"] = iso(at)
             rows.put(conn, job, job["_root"], job["_depth"])
-            trail.append(conn, state_dir, "job_ended", "proctor", job_id,
-                         {"state": NO_RETURN, "end_reason": reason}, when=at)
+            trail.append(
+                conn, state_dir, "job_ended", "proctor", job_id, {"state": NO_RETURN, "end_reason": reason}, when=at
+            )
         found.extend(batch)

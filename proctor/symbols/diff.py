@@ -24,11 +24,17 @@ SHOWN = 5  # referring places listed per declaration
 def resolve(checkout: str, revision: str) -> str:
     """`revision` (a checkpoint token's revision half too) as a commit id."""
     rev = split_checkpoint(revision)[0]
-    proc = git.run(checkout, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}",
-                   check=False) if rev and not rev.startswith("-") else None
+    proc = (
+        git.run(checkout, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}", check=False)
+        if rev and not rev.startswith("-")
+        else None
+    )
     if proc is None or proc.returncode != 0:
-        raise errors.ProctorError(f"{revision!r} names no commit in {checkout}; give a revision (a commit, a branch, "
-                                  f"or the revision half of a checkpoint token)", errors.NOT_A_REVISION)
+        raise errors.ProctorError(
+            f"{revision!r} names no commit in {checkout}; give a revision (a commit, a branch, "
+            f"or the revision half of a checkpoint token)",
+            errors.NOT_A_REVISION,
+        )
     return proc.stdout.decode().strip()
 
 
@@ -36,8 +42,9 @@ def graph_diff(checkout: str, revision: str, index: Index) -> dict:
     """{"revision": commit, "files": [{path, language, added, removed, changed, error}]}, each
     definition as {name, kind, scope, lines: [first, last]} (lines on its own side)."""
     commit = resolve(checkout, revision)
-    names = git.run(checkout, "--literal-pathspecs", "diff-index", "--name-only", "-z", "--no-renames", commit,
-                    "--").stdout
+    names = git.run(
+        checkout, "--literal-pathspecs", "diff-index", "--name-only", "-z", "--no-renames", commit, "--"
+    ).stdout
     others = git.run(checkout, "ls-files", "--others", "--exclude-standard", "-z").stdout
     paths = sorted({p.decode("utf-8", "surrogateescape") for p in (names + others).split(b"\0") if p})
     sources = [p for p in paths if languages.language_of(p)]
@@ -50,8 +57,14 @@ def graph_diff(checkout: str, revision: str, index: Index) -> dict:
             with open(full, "rb") as handle:
                 after = index.whole(path, handle.read())
         old, new = before.get(path), after
-        entry = {"path": path, "language": languages.language_of(path), "added": [], "removed": [], "changed": [],
-                 "error": "; ".join(m.error for m in (old, new) if m is not None and m.error) or None}
+        entry = {
+            "path": path,
+            "language": languages.language_of(path),
+            "added": [],
+            "removed": [],
+            "changed": [],
+            "error": "; ".join(m.error for m in (old, new) if m is not None and m.error) or None,
+        }
         old_defs = _by_key(old)
         new_defs = _by_key(new)
         for key in sorted(set(old_defs) | set(new_defs)):
@@ -64,8 +77,7 @@ def graph_diff(checkout: str, revision: str, index: Index) -> dict:
                 entry["changed"].extend(_shown(d) for d in n)
         if entry["added"] or entry["removed"] or entry["changed"] or entry["error"]:
             files.append(entry)
-    return {"revision": commit, "files": files,
-            "unindexed": [p for p in paths if not languages.language_of(p)]}
+    return {"revision": commit, "files": files, "unindexed": [p for p in paths if not languages.language_of(p)]}
 
 
 def _by_key(mention: Mention | None) -> dict[tuple, list]:
@@ -93,8 +105,16 @@ def parse_patch(patch: bytes) -> list[dict]:
     old_line = new_line = old_left = new_left = 0  # where a hunk is, and how many lines of it are left
 
     def fresh(header: str) -> dict:
-        entry = {"old": None, "new": None, "old_blob": None, "new_blob": None, "removed": [], "added": [],
-                 "header": header, "hunks": 0}
+        entry = {
+            "old": None,
+            "new": None,
+            "old_blob": None,
+            "new_blob": None,
+            "removed": [],
+            "added": [],
+            "header": header,
+            "hunks": 0,
+        }
         files.append(entry)
         return entry
 
@@ -171,18 +191,21 @@ def annotate(checkout: str, patch: bytes, index: Index) -> dict:
         if path is None:
             continue
         language = languages.language_of(path)
-        record = {"path": path, "language": language, "touched": [], "outside": {"old": [], "new": []},
-                  "note": None}
+        record = {"path": path, "language": language, "touched": [], "outside": {"old": [], "new": []}, "note": None}
         files.append(record)
         if language is None:
             record["note"] = "no grammar for its language: its declarations are not placed"
             continue
         if entry.get("combined"):
-            record["note"] = ("a combined diff of a merge (diff --cc), whose lines are not placed; pipe in git diff "
-                              "against one parent")
+            record["note"] = (
+                "a combined diff of a merge (diff --cc), whose lines are not placed; pipe in git diff "
+                "against one parent"
+            )
             continue
-        sides = (("old", entry["old"], entry["old_blob"], entry["removed"]),
-                 ("new", entry["new"], entry["new_blob"], entry["added"]))
+        sides = (
+            ("old", entry["old"], entry["old_blob"], entry["removed"]),
+            ("new", entry["new"], entry["new_blob"], entry["added"]),
+        )
         seen = set()
         for side, side_path, abbrev, lines in sides:
             if not lines or side_path is None:
@@ -205,8 +228,16 @@ def annotate(checkout: str, patch: bytes, index: Index) -> dict:
                 if key in seen:
                     continue
                 seen.add(key)
-                record["touched"].append({"name": d[0], "kind": d[1], "scope": d[4], "lines": [d[2], d[3]],
-                                          "side": side, "public": bool(d[6]) if len(d) > 6 else None})
+                record["touched"].append(
+                    {
+                        "name": d[0],
+                        "kind": d[1],
+                        "scope": d[4],
+                        "lines": [d[2], d[3]],
+                        "side": side,
+                        "public": bool(d[6]) if len(d) > 6 else None,
+                    }
+                )
                 wanted_names.add(d[0])
     if wanted_names:
         answer = index.ask(sorted(wanted_names))

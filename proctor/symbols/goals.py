@@ -33,9 +33,15 @@ SHOWN = 10  # subjects listed per kind of failure before "and N more"
 EXPECT = ("changed", "present", "absent", "unreferenced")
 
 
-def grade(index: Index, goal: dict, revision: str | None = None, changed: list[str] | None = None,
-          diff_error: str | None = None, scope: list | None = None,
-          handed: list[str] | None = None) -> tuple[bool, list[str]]:
+def grade(
+    index: Index,
+    goal: dict,
+    revision: str | None = None,
+    changed: list[str] | None = None,
+    diff_error: str | None = None,
+    scope: list | None = None,
+    handed: list[str] | None = None,
+) -> tuple[bool, list[str]]:
     """(ok, subjects) for one symbol goal on `index`'s checkout. `changed` and `revision` (the
     paths changed since the checkpoint, and the checkpoint) grade `changed`; `scope` (claims)
     narrows the files graded to the paths they cover."""
@@ -47,8 +53,7 @@ def grade(index: Index, goal: dict, revision: str | None = None, changed: list[s
         return False, [f"expect {expect!r} is not one of {', '.join(EXPECT)}"]
     bad = [n for n in names if not isinstance(n, str) or not SYMBOL_NAME.fullmatch(n)]
     if bad:
-        return False, [f"{n!r} is not a name the symbol index can resolve (an identifier, or Scope.name)"
-                       for n in bad]
+        return False, [f"{n!r} is not a name the symbol index can resolve (an identifier, or Scope.name)" for n in bad]
     try:
         if expect == "changed":
             return _changed(index, names, revision, changed, diff_error, set(handed or ()))
@@ -56,17 +61,29 @@ def grade(index: Index, goal: dict, revision: str | None = None, changed: list[s
     except errors.ProctorError as exc:
         return False, [f"{exc.message}; an observation proctor could not make fails the goal"]
     # a directory's doubt (a link to one, a nested repository) is in scope where any path under it is
-    answer = whole if scope is None else Answer(whole.names, [
-        m for m in whole.files if any(jpaths.covers(c, m.path.rstrip("/")) or jpaths.covers(c, m.path.rstrip("/")
-                                                                                              + "/_") for c in scope)])
+    answer = (
+        whole
+        if scope is None
+        else Answer(
+            whole.names,
+            [
+                m
+                for m in whole.files
+                if any(
+                    jpaths.covers(c, m.path.rstrip("/")) or jpaths.covers(c, m.path.rstrip("/") + "/_") for c in scope
+                )
+            ],
+        )
+    )
     failing: list[str] = []
     passing: list[str] = []
     for name in names:
         ok, lines = _one(whole, answer, name, expect, index, scope)
         (passing if ok else failing).extend(lines)
     failing.extend(_doubts(answer, names, expect))
-    notes = [f"named in prose, which decides nothing: {_list([m.path for m in answer.prose()])}"] \
-        if answer.prose() else []
+    notes = (
+        [f"named in prose, which decides nothing: {_list([m.path for m in answer.prose()])}"] if answer.prose() else []
+    )
     if failing:
         return False, failing + notes
     return True, passing + notes
@@ -82,8 +99,10 @@ def _one(whole: Answer, answer: Answer, name: str, expect: str, index: Index, sc
             return False, [f"{name} is still defined {where}: {_list([f'{p}:{d[2]} ({d[1]})' for p, d in defs])}"]
         macros = answer.in_macros(name)
         if macros:
-            return False, [f"{name} appears inside a macro at {_list([f'{p}:{line}' for p, line in macros])}, "
-                           f"which may define it, and proctor does not expand macros"]
+            return False, [
+                f"{name} appears inside a macro at {_list([f'{p}:{line}' for p, line in macros])}, "
+                f"which may define it, and proctor does not expand macros"
+            ]
         return True, [f"{name} is defined nowhere {where}"]
     if expect == "present":
         if not defs:
@@ -92,9 +111,11 @@ def _one(whole: Answer, answer: Answer, name: str, expect: str, index: Index, sc
     # unreferenced: graded while the definition exists, anywhere in the tree
     defs = whole.definitions(name)
     if not defs:
-        return False, [f"{name} is no longer defined, so whether anything names it cannot be vouched for; "
-                       f"grade unreferenced while the definition exists, and declare absent for the job that "
-                       f"deletes it"]
+        return False, [
+            f"{name} is no longer defined, so whether anything names it cannot be vouched for; "
+            f"grade unreferenced while the definition exists, and declare absent for the job that "
+            f"deletes it"
+        ]
     in_scope = {m.path for m in answer.files}
     refs = [(p, line) for p, line in whole.references(name) if p in in_scope]
     if refs:
@@ -110,17 +131,30 @@ def _doubts(answer: Answer, names: list[str], expect: str) -> list[str]:
     unknown = answer.unknown()
     if unknown and expect in ("absent", "unreferenced"):
         for m in unknown[:SHOWN]:
-            what = ("is prose that " + ", ".join(m.read_as_code) + " reads as code" if m.read_as_code
-                    else "is a binary file" if m.binary else "is in a language proctor has no grammar for")
-            out.append(f"{m.path} holds the text {', '.join(m.named)} and {what}, so whether it "
-                       f"{'defines' if expect == 'absent' else 'names'} the symbol cannot be told")
+            what = (
+                "is prose that " + ", ".join(m.read_as_code) + " reads as code"
+                if m.read_as_code
+                else "is a binary file"
+                if m.binary
+                else "is in a language proctor has no grammar for"
+            )
+            out.append(
+                f"{m.path} holds the text {', '.join(m.named)} and {what}, so whether it "
+                f"{'defines' if expect == 'absent' else 'names'} the symbol cannot be told"
+            )
         if len(unknown) > SHOWN:
             out.append(f"and {len(unknown) - SHOWN} more files with no grammar")
     return out
 
 
-def _changed(index: Index, names: list[str], revision: str | None, changed: list[str] | None,
-             diff_error: str | None, handed: set[str] = frozenset()) -> tuple[bool, list[str]]:
+def _changed(
+    index: Index,
+    names: list[str],
+    revision: str | None,
+    changed: list[str] | None,
+    diff_error: str | None,
+    handed: set[str] = frozenset(),
+) -> tuple[bool, list[str]]:
     if diff_error:
         return False, [f"{diff_error}, so whether {', '.join(names)} changed cannot be told"]
     if revision is None or changed is None:
@@ -146,23 +180,31 @@ def _changed(index: Index, names: list[str], revision: str | None, changed: list
         if differ and differ <= handed:
             # the checkpoint is the commit; the job was handed uncommitted work in these files, so
             # whether the change is the holder's or the hand-over's cannot be told
-            failing.append(f"{name} differs from {revision[:8]} only in {_list(sorted(differ))}, handed to the job "
-                           f"with uncommitted work at fork; whose change it is cannot be told, so this goal is unmet")
+            failing.append(
+                f"{name} differs from {revision[:8]} only in {_list(sorted(differ))}, handed to the job "
+                f"with uncommitted work at fork; whose change it is cannot be told, so this goal is unmet"
+            )
             continue
         if sorted(old) != sorted(new):
             verb = "added" if not old else "removed" if not new else "edited"
             passing.append(f"{name} was {verb} since {revision[:8]} ({_list(sorted({p for p, *_ in old + new}))})")
         else:
-            failing.append(f"{name} did not change since {revision[:8]}: no definition of it differs in the "
-                           f"{len(changed)} changed paths, so this goal is unmet")
+            failing.append(
+                f"{name} did not change since {revision[:8]}: no definition of it differs in the "
+                f"{len(changed)} changed paths, so this goal is unmet"
+            )
     if failing:
         return False, failing
     return True, passing
 
 
 def _defs_of(mentions: dict, name: str) -> list[tuple]:
-    return [(path, d[4], d[1], d[5]) for path, m in mentions.items() for d in (m.summary or {}).get("defs", ())
-            if names(d, name)]
+    return [
+        (path, d[4], d[1], d[5])
+        for path, m in mentions.items()
+        for d in (m.summary or {}).get("defs", ())
+        if names(d, name)
+    ]
 
 
 def _list(items: list[str]) -> str:

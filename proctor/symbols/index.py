@@ -56,6 +56,7 @@ CREATE TABLE IF NOT EXISTS seen (checkout TEXT NOT NULL PRIMARY KEY, paths BLOB 
 @dataclass
 class Mention:
     """One file of the tree that could name a symbol asked about."""
+
     path: str
     language: str | None  # None: no grammar (prose, binary, or a language proctor cannot read)
     summary: dict | None = None  # languages.summarize's record
@@ -69,6 +70,7 @@ class Mention:
 @dataclass
 class Answer:
     """Every file of one tree that could define or name any of the names asked."""
+
     names: list[str]
     files: list[Mention] = field(default_factory=list)
 
@@ -106,12 +108,18 @@ class Answer:
     def unknown(self) -> list[Mention]:
         """Files with no grammar whose text holds a name as a word: text in another language,
         a binary (a .pyc, an object file), and prose that a source file reads as code."""
-        return [m for m in self.files if m.language is None and not m.error
-                and (not languages.is_prose(m.path) or m.read_as_code)]
+        return [
+            m
+            for m in self.files
+            if m.language is None and not m.error and (not languages.is_prose(m.path) or m.read_as_code)
+        ]
 
     def prose(self) -> list[Mention]:
-        return [m for m in self.files if m.language is None and languages.is_prose(m.path) and not m.read_as_code
-                and not m.error]
+        return [
+            m
+            for m in self.files
+            if m.language is None and languages.is_prose(m.path) and not m.read_as_code and not m.error
+        ]
 
 
 @dataclass
@@ -132,8 +140,10 @@ def _keys(names: set[str]) -> list[str]:
 
 def _only(record: dict, names: set[str]) -> dict:
     """`record` with its uses of `names` alone."""
-    return dict(record, **{key: {n: v for n, v in record.get(key, {}).items() if n in names}
-                           for key in ("refs", "inner", "macro")})
+    return dict(
+        record,
+        **{key: {n: v for n, v in record.get(key, {}).items() if n in names} for key in ("refs", "inner", "macro")},
+    )
 
 
 def _paths(listed: bytes) -> list[str]:
@@ -190,9 +200,10 @@ class Index:
             layout = SCHEMA_VERSION * 100 + int(languages.QUERY_VERSION)  # a new way to fold moves it too
             if self._db.execute("PRAGMA user_version").fetchone()[0] != layout:
                 # another version's cache: dropped, never read as this one's
-                self._db.executescript("DROP TABLE IF EXISTS summaries; DROP TABLE IF EXISTS names; "
-                                       "DROP TABLE IF EXISTS seen;" + SCHEMA
-                                       + f"PRAGMA user_version = {layout};")
+                self._db.executescript(
+                    "DROP TABLE IF EXISTS summaries; DROP TABLE IF EXISTS names; "
+                    "DROP TABLE IF EXISTS seen;" + SCHEMA + f"PRAGMA user_version = {layout};"
+                )
         except (OSError, sqlite3.Error, errors.ProctorError):
             self._close()  # questions are still answered, without a cache
 
@@ -220,10 +231,13 @@ class Index:
             import tree_sitter as ts
 
             lang, _parser, definitions, _names = languages.grammar(language)
-            tags = hashlib.sha1((languages.EXTRA_DEFINITIONS.get(language, "") + str(definitions.pattern_count))
-                                .encode()).hexdigest()[:12]
-            self._versions[language] = (f"{languages.QUERY_VERSION}/{ts.__version__}/{lang.name}/"
-                                        f"{'.'.join(map(str, lang.semantic_version or ()))}/{lang.abi_version}/{tags}")
+            tags = hashlib.sha1(
+                (languages.EXTRA_DEFINITIONS.get(language, "") + str(definitions.pattern_count)).encode()
+            ).hexdigest()[:12]
+            self._versions[language] = (
+                f"{languages.QUERY_VERSION}/{ts.__version__}/{lang.name}/"
+                f"{'.'.join(map(str, lang.semantic_version or ()))}/{lang.abi_version}/{tags}"
+            )
         return self._versions[language]
 
     def summary(self, data: bytes, language: str, blob: str | None = None, names: set[str] | None = None) -> dict:
@@ -237,17 +251,27 @@ class Index:
             return _only(ahead, names)
         if self._db is not None:
             try:
-                row = self._db.execute("SELECT defs, error FROM summaries WHERE blob = ? AND language = ? AND "
-                                       "version = ?", (blob, language, version)).fetchone()
+                row = self._db.execute(
+                    "SELECT defs, error FROM summaries WHERE blob = ? AND language = ? AND version = ?",
+                    (blob, language, version),
+                ).fetchone()
                 if row:
                     key = (blob, language, version)
                     if names is None:
-                        found = self._db.execute("SELECT name, lines FROM names WHERE blob = ? AND language = ? "
-                                                 "AND version = ?", key).fetchall()
+                        found = self._db.execute(
+                            "SELECT name, lines FROM names WHERE blob = ? AND language = ? AND version = ?", key
+                        ).fetchall()
                     else:
-                        found = [r for n in _keys(names) if not n.startswith("=") for r in self._db.execute(
-                            "SELECT name, lines FROM names WHERE blob = ? AND language = ? AND version = ? AND "
-                            "name = ?", key + (n,))]
+                        found = [
+                            r
+                            for n in _keys(names)
+                            if not n.startswith("=")
+                            for r in self._db.execute(
+                                "SELECT name, lines FROM names WHERE blob = ? AND language = ? AND version = ? AND "
+                                "name = ?",
+                                key + (n,),
+                            )
+                        ]
                     record = {"defs": json.loads(row[0]), "error": row[1], "refs": {}, "inner": {}, "macro": {}}
                     for n, lines in found:
                         if not n.startswith("="):
@@ -261,20 +285,26 @@ class Index:
             try:
                 with self._db:
                     self._db.execute("BEGIN")
-                    self._db.execute("INSERT OR REPLACE INTO summaries VALUES (?, ?, ?, ?, ?)",
-                                     (blob, language, version, json.dumps(record["defs"], separators=(",", ":")),
-                                      record["error"]))
+                    self._db.execute(
+                        "INSERT OR REPLACE INTO summaries VALUES (?, ?, ?, ?, ?)",
+                        (blob, language, version, json.dumps(record["defs"], separators=(",", ":")), record["error"]),
+                    )
                     by_name: dict[str, list] = {}
                     for d in record["defs"]:
                         by_name.setdefault(d[0], []).append(d)
-                    self._db.executemany("INSERT OR REPLACE INTO names VALUES (?, ?, ?, ?, ?)",
-                                         [(blob, language, version, n, ",".join(map(str, lines)))
-                                          for n, lines in record["refs"].items()]
-                                         + [(blob, language, version, "=" + n, json.dumps(ds, separators=(",", ":")))
-                                            for n, ds in by_name.items()]
-                                         + [(blob, language, version, prefix + n, ",".join(map(str, lines)))
-                                            for prefix, key in (("#", "inner"), ("!", "macro"))
-                                            for n, lines in record[key].items()])
+                    self._db.executemany(
+                        "INSERT OR REPLACE INTO names VALUES (?, ?, ?, ?, ?)",
+                        [(blob, language, version, n, ",".join(map(str, lines))) for n, lines in record["refs"].items()]
+                        + [
+                            (blob, language, version, "=" + n, json.dumps(ds, separators=(",", ":")))
+                            for n, ds in by_name.items()
+                        ]
+                        + [
+                            (blob, language, version, prefix + n, ",".join(map(str, lines)))
+                            for prefix, key in (("#", "inner"), ("!", "macro"))
+                            for n, lines in record[key].items()
+                        ],
+                    )
             except sqlite3.Error:
                 self._close()
         if names is not None:
@@ -310,8 +340,10 @@ class Index:
             out, err = grep.communicate()
         if grep.returncode not in (0, 1) or err.strip():
             message = err.decode("utf-8", "replace").strip().splitlines()
-            raise errors.ProctorError(f"git grep could not read every file in {self.checkout}: "
-                                      f"{message[-1] if message else 'exit ' + str(grep.returncode)}")
+            raise errors.ProctorError(
+                f"git grep could not read every file in {self.checkout}: "
+                f"{message[-1] if message else 'exit ' + str(grep.returncode)}"
+            )
         hits = set(_paths(out))
         for path in untracked + flagged:  # few, and read here: git's grep of them is a second walk of the tree
             data = self._read(path)
@@ -326,14 +358,20 @@ class Index:
         if unparsed >= PROGRESS_AT:  # a first question in a large tree takes a while: say why, once
             import sys
 
-            print(f"proctor: indexing {unparsed} files that name {', '.join(bare)} (kept for the next question)",
-                  file=sys.stderr, flush=True)
+            print(
+                f"proctor: indexing {unparsed} files that name {', '.join(bare)} (kept for the next question)",
+                file=sys.stderr,
+                flush=True,
+            )
         for path, data in read:
             if data is None:
                 continue
             language = languages.language_of(path)
-            mention = Mention(path, language, error=data) if isinstance(data, str) else \
-                self.mention(path, data, language, wanted, blobs.get(path))
+            mention = (
+                Mention(path, language, error=data)
+                if isinstance(data, str)
+                else self.mention(path, data, language, wanted, blobs.get(path))
+            )
             if mention is not None:
                 answer.files.append(mention)
         for where, why in scan.unseen:
@@ -370,16 +408,24 @@ class Index:
         try:
             wanted = _keys(names)
             for at in range(0, len(blobs), 400):  # under any build's limit on a statement's parameters
-                chunk = blobs[at:at + 400]
+                chunk = blobs[at : at + 400]
                 marks = ",".join("?" * len(chunk))
                 # the definitions of the names asked only (a large file's full list is not decoded)
                 for blob, language, version, error in self._db.execute(
-                        f"SELECT blob, language, version, error FROM summaries WHERE blob IN ({marks})", chunk):
-                    self._ahead[(blob, language, version)] = {"defs": [], "error": error, "refs": {},
-                                                              "inner": {}, "macro": {}}
+                    f"SELECT blob, language, version, error FROM summaries WHERE blob IN ({marks})", chunk
+                ):
+                    self._ahead[(blob, language, version)] = {
+                        "defs": [],
+                        "error": error,
+                        "refs": {},
+                        "inner": {},
+                        "macro": {},
+                    }
                 for blob, language, version, name, lines in self._db.execute(
-                        f"SELECT blob, language, version, name, lines FROM names WHERE blob IN ({marks}) AND name IN "
-                        f"({','.join('?' * len(wanted))})", chunk + wanted):
+                    f"SELECT blob, language, version, name, lines FROM names WHERE blob IN ({marks}) AND name IN "
+                    f"({','.join('?' * len(wanted))})",
+                    chunk + wanted,
+                ):
                     record = self._ahead.get((blob, language, version))
                     if record is None:
                         continue
@@ -404,8 +450,9 @@ class Index:
         except OSError as exc:
             return f"it cannot be read ({exc.strerror})"
 
-    def mention(self, path: str, data: bytes, language: str | None, wanted: set[str],
-                blob: str | None = None) -> Mention | None:
+    def mention(
+        self, path: str, data: bytes, language: str | None, wanted: set[str], blob: str | None = None
+    ) -> Mention | None:
         """`data` at `path` as an answer sees it; None when it cannot name any of `wanted`."""
         if language is None:
             language = languages.by_shebang(data)  # a script with no extension
@@ -413,8 +460,7 @@ class Index:
             binary = is_binary(data)
             spelled = languages.spelled_words(data, None)
             # a binary's names sit between length bytes and tags (a .pyc): any occurrence counts
-            named = sorted(n for n in wanted if (n.encode() in data if binary else _as_word(n, data))
-                           or n in spelled)
+            named = sorted(n for n in wanted if (n.encode() in data if binary else _as_word(n, data)) or n in spelled)
             return Mention(path, None, binary=binary, named=named) if named else None
         if not languages.mentions(data, language, wanted):
             return None
@@ -482,12 +528,18 @@ class Index:
                 kept[path] = [key, " ".join(sorted(words))]
         for directory in sorted(dirs):  # tracked files inside a directory made a repository of its own
             if os.path.lexists(base + directory + "/.git") and not linked_worktree(self.checkout, directory):
-                scan.unseen.append((directory + "/", "a directory holding a repository of its own, whose files "
-                                                      "git's grep of this tree passes over"))
+                scan.unseen.append(
+                    (
+                        directory + "/",
+                        "a directory holding a repository of its own, whose files git's grep of this tree passes over",
+                    )
+                )
         if kept != known and self._db is not None:
             try:
-                self._db.execute("INSERT OR REPLACE INTO seen VALUES (?, ?)",
-                                 (self.checkout, json.dumps(kept, separators=(",", ":"))))
+                self._db.execute(
+                    "INSERT OR REPLACE INTO seen VALUES (?, ?)",
+                    (self.checkout, json.dumps(kept, separators=(",", ":"))),
+                )
             except sqlite3.Error:
                 self._close()
         return scan
@@ -505,8 +557,9 @@ class Index:
         contents = read_blobs(self.checkout, [blob for _mode, blob in entries.values()])
         targets = {}
         for path, blob in links.items():
-            target = os.path.normpath(os.path.join(os.path.dirname(path), contents.get(blob, b"").decode(
-                "utf-8", "surrogateescape")))
+            target = os.path.normpath(
+                os.path.join(os.path.dirname(path), contents.get(blob, b"").decode("utf-8", "surrogateescape"))
+            )
             if not target.startswith(("..", "/")):
                 targets[path] = target
         if targets:
@@ -518,15 +571,20 @@ class Index:
         out = {}
         for path, (mode, blob) in entries.items():
             if mode == b"120000":
-                out[path] = Mention(path, languages.language_of(path), blob=blob,
-                                    error="a symbolic link at the checkpoint whose file is not in the tree")
+                out[path] = Mention(
+                    path,
+                    languages.language_of(path),
+                    blob=blob,
+                    error="a symbolic link at the checkpoint whose file is not in the tree",
+                )
                 continue
             out[path] = self.whole(path, contents.get(blob, b""), blob)
         return out
 
     def _tree_entries(self, revision: str, paths: list[str]) -> dict[str, tuple[bytes, str]]:
-        listed = git.run(self.checkout, "--literal-pathspecs", "ls-tree", "-z", "--full-tree", revision, "--",
-                         *paths).stdout
+        listed = git.run(
+            self.checkout, "--literal-pathspecs", "ls-tree", "-z", "--full-tree", revision, "--", *paths
+        ).stdout
         entries: dict[str, tuple[bytes, str]] = {}
         for record in listed.split(b"\0"):
             meta, _, name = record.partition(b"\t")
@@ -535,8 +593,14 @@ class Index:
                 entries[name.decode("utf-8", "surrogateescape")] = (parts[0], parts[2].decode())
         return entries
 
-    def whole(self, path: str, data: bytes, blob: str | None = None, names: set[str] | None = None,
-              language: str | None = None) -> Mention:
+    def whole(
+        self,
+        path: str,
+        data: bytes,
+        blob: str | None = None,
+        names: set[str] | None = None,
+        language: str | None = None,
+    ) -> Mention:
         """`data` at `path`, summarised (its references to `names` only, when given)."""
         language = language or languages.language_of(path) or languages.by_shebang(data)
         if language is None:
@@ -567,6 +631,6 @@ def read_blobs(root: str, blobs: list[str]) -> dict[str, bytes]:
         if len(header) < 3:  # "<id> missing"
             continue
         size = int(header[2])
-        contents[blob] = out[at:at + size]
+        contents[blob] = out[at : at + size]
         at += size + 1
     return contents

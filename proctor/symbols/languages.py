@@ -27,18 +27,28 @@ SPECS = {
     "python": ("tree_sitter_python", "language", ("tree_sitter_python",), "NFKC"),
     "go": ("tree_sitter_go", "language", ("tree_sitter_go",), None),
     "javascript": ("tree_sitter_javascript", "language", ("tree_sitter_javascript",), "escapes"),
-    "typescript": ("tree_sitter_typescript", "language_typescript",
-                   ("tree_sitter_javascript", "tree_sitter_typescript"), "escapes"),
-    "tsx": ("tree_sitter_typescript", "language_tsx", ("tree_sitter_javascript", "tree_sitter_typescript"),
-            "escapes"),
+    "typescript": (
+        "tree_sitter_typescript",
+        "language_typescript",
+        ("tree_sitter_javascript", "tree_sitter_typescript"),
+        "escapes",
+    ),
+    "tsx": ("tree_sitter_typescript", "language_tsx", ("tree_sitter_javascript", "tree_sitter_typescript"), "escapes"),
     "rust": ("tree_sitter_rust", "language", ("tree_sitter_rust",), "NFC"),
 }
 
 EXTENSIONS = {
-    ".py": "python", ".pyi": "python", ".pyw": "python",
+    ".py": "python",
+    ".pyi": "python",
+    ".pyw": "python",
     ".go": "go",
-    ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".jsx": "javascript",
-    ".ts": "typescript", ".mts": "typescript", ".cts": "typescript",
+    ".js": "javascript",
+    ".mjs": "javascript",
+    ".cjs": "javascript",
+    ".jsx": "javascript",
+    ".ts": "typescript",
+    ".mts": "typescript",
+    ".cts": "typescript",
     ".tsx": "tsx",
     ".rs": "rust",
 }
@@ -119,7 +129,9 @@ EXTRA_DEFINITIONS = {
 (associated_type name: (type_identifier) @name) @definition.type
 """,
 }
-EXTRA_DEFINITIONS["typescript"] = EXTRA_DEFINITIONS["tsx"] = EXTRA_DEFINITIONS["javascript"] + """
+EXTRA_DEFINITIONS["typescript"] = EXTRA_DEFINITIONS["tsx"] = (
+    EXTRA_DEFINITIONS["javascript"]
+    + """
 (type_alias_declaration name: (type_identifier) @name) @definition.type
 (enum_declaration name: (identifier) @name) @definition.enum
 (class_declaration name: (type_identifier) @name) @definition.class
@@ -140,6 +152,7 @@ EXTRA_DEFINITIONS["typescript"] = EXTRA_DEFINITIONS["tsx"] = EXTRA_DEFINITIONS["
 (import_alias . (identifier) @name) @definition.import
 (export_statement "namespace" (identifier) @name) @definition.export
 """
+)
 EXTRA_DEFINITIONS["javascript"] += """
 (field_definition property: (property_identifier) @name) @definition.field
 (field_definition property: (string) @name) @definition.field
@@ -148,8 +161,15 @@ EXTRA_DEFINITIONS["javascript"] += """
 LOCAL_SCOPES = {
     "python": {"function_definition", "lambda"},
     "go": {"function_declaration", "method_declaration", "func_literal"},
-    "javascript": {"function_declaration", "function_expression", "arrow_function", "method_definition",
-                   "generator_function", "generator_function_declaration", "class_static_block"},
+    "javascript": {
+        "function_declaration",
+        "function_expression",
+        "arrow_function",
+        "method_definition",
+        "generator_function",
+        "generator_function_declaration",
+        "class_static_block",
+    },
     "rust": {"function_item", "closure_expression"},
 }
 LOCAL_SCOPES["typescript"] = LOCAL_SCOPES["tsx"] = LOCAL_SCOPES["javascript"]
@@ -157,16 +177,46 @@ LOCAL_KINDS = {"variable", "constant", "import"}
 # definitions with a body of their own (a class, a function): a use of the name inside one is the
 # definition naming itself. Anything else binds a value (`Legacy = a.Legacy`), and a use inside it
 # names something else: a reference
-BODIES = {"class_definition", "function_definition", "decorated_definition", "class_declaration", "class",
-          "abstract_class_declaration", "function_declaration", "function_expression", "generator_function",
-          "generator_function_declaration", "method_definition", "method_declaration", "function_item",
-          "struct_item", "enum_item", "union_item", "trait_item", "impl_item", "mod_item", "macro_definition",
-          "interface_declaration", "internal_module", "module", "enum_declaration"}
+BODIES = {
+    "class_definition",
+    "function_definition",
+    "decorated_definition",
+    "class_declaration",
+    "class",
+    "abstract_class_declaration",
+    "function_declaration",
+    "function_expression",
+    "generator_function",
+    "generator_function_declaration",
+    "method_definition",
+    "method_declaration",
+    "function_item",
+    "struct_item",
+    "enum_item",
+    "union_item",
+    "trait_item",
+    "impl_item",
+    "mod_item",
+    "macro_definition",
+    "interface_declaration",
+    "internal_module",
+    "module",
+    "enum_declaration",
+}
 
 # leaves that name something, where the grammar has them
-IDENTIFIERS = ("identifier", "type_identifier", "field_identifier", "package_identifier", "property_identifier",
-               "shorthand_property_identifier", "shorthand_property_identifier_pattern",
-               "private_property_identifier", "statement_identifier", "shorthand_field_identifier")
+IDENTIFIERS = (
+    "identifier",
+    "type_identifier",
+    "field_identifier",
+    "package_identifier",
+    "property_identifier",
+    "shorthand_property_identifier",
+    "shorthand_property_identifier_pattern",
+    "private_property_identifier",
+    "statement_identifier",
+    "shorthand_field_identifier",
+)
 STRINGS = ("string_content", "string_fragment", "interpreted_string_literal_content", "raw_string_literal_content")
 
 NAME = re.compile(r"[^\W\d]\w*|\$[\w$]*|[A-Za-z_$][\w$]*")
@@ -223,9 +273,13 @@ def source(data: bytes, language: str | None) -> bytes:
     without a mark where the bytes are plainly that. Anything else is its own bytes."""
     import codecs
 
-    for mark, codec in ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
-                        (codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"),
-                        (codecs.BOM_UTF16_BE, "utf-16")):
+    for mark, codec in (
+        (codecs.BOM_UTF32_LE, "utf-32"),
+        (codecs.BOM_UTF32_BE, "utf-32"),
+        (codecs.BOM_UTF8, "utf-8-sig"),
+        (codecs.BOM_UTF16_LE, "utf-16"),
+        (codecs.BOM_UTF16_BE, "utf-16"),
+    ):
         if data.startswith(mark):
             return _transcode(data, codec)
     if language == "python" and b"coding" in data[:400]:
@@ -256,9 +310,14 @@ def _transcode(data: bytes, codec: str) -> bytes:
 
 def _plain(data: bytes, language: str | None) -> bool:
     """No way for `data` to spell a name other than by its bytes (most files)."""
-    return data.isascii() and b"\\u" not in data and b"\\x" not in data and b"\0" not in data and not (
-        language == "python" and (b"coding" in data[:400] or _ADJACENT.search(data))) and not (
-        language == "rust" and b"r#" in data)
+    return (
+        data.isascii()
+        and b"\\u" not in data
+        and b"\\x" not in data
+        and b"\0" not in data
+        and not (language == "python" and (b"coding" in data[:400] or _ADJACENT.search(data)))
+        and not (language == "rust" and b"r#" in data)
+    )
 
 
 _WORD = re.compile(r"[^\W\d][\w$]*|\$[\w$]*")
@@ -349,8 +408,10 @@ def grammar(language: str):
         lang = ts.Language(getattr(module, function)())
         tags = "\n".join(importlib.import_module(m).TAGS_QUERY for m in tag_modules)
     except (ImportError, AttributeError, ValueError, OSError) as exc:
-        raise NoGrammar(f"the {language} grammar does not load ({exc}); pip install tree-sitter "
-                        f"{SPECS[language][0].replace('_', '-')}") from None
+        raise NoGrammar(
+            f"the {language} grammar does not load ({exc}); pip install tree-sitter "
+            f"{SPECS[language][0].replace('_', '-')}"
+        ) from None
     definitions = ts.Query(lang, tags + "\n" + EXTRA_DEFINITIONS.get(language, ""))
     # JavaScript's strings are read whole: a fragment stops at an escape ('\u004Cegacy')
     strings = ("string",) if SPECS[language][3] == "escapes" else STRINGS
@@ -365,8 +426,14 @@ def grammar_versions() -> str:
     from importlib import metadata
 
     parts = [QUERY_VERSION]
-    for dist in ("tree-sitter", "tree-sitter-python", "tree-sitter-go", "tree-sitter-javascript",
-                 "tree-sitter-typescript", "tree-sitter-rust"):
+    for dist in (
+        "tree-sitter",
+        "tree-sitter-python",
+        "tree-sitter-go",
+        "tree-sitter-javascript",
+        "tree-sitter-typescript",
+        "tree-sitter-rust",
+    ):
         try:
             parts.append(f"{dist}={metadata.version(dist)}")
         except metadata.PackageNotFoundError:
@@ -410,7 +477,7 @@ def summarize(data: bytes, language: str) -> dict:
         for node in nodes:
             if kind in LOCAL_KINDS and _inside(node, local):
                 continue  # a function's local: its uses stay references
-            text = data[node.start_byte:node.end_byte].decode("utf-8", "replace")
+            text = data[node.start_byte : node.end_byte].decode("utf-8", "replace")
             if node.type == "string":  # `export { Other as "Legacy" }`, `enum E { "Legacy" = 1 }`
                 text = text[1:-1] if len(text) >= 2 else text
             name = fold(text, how, language)
@@ -421,10 +488,18 @@ def summarize(data: bytes, language: str) -> dict:
             docs = captures.get("doc") or []
             if docs:
                 first = min(first, min(d.start_point[0] for d in docs))
-            digest = hashlib.sha1(data[whole.start_byte:whole.end_byte].replace(b"\r\n", b"\n")).hexdigest()[:16]
-            found[node.start_byte] = [name, kind, first + 1, whole.end_point[0] + 1,
-                                      (whole.start_byte, whole.end_byte), digest, pattern,
-                                      _exported(language, name, whole.node, data), whole.type in BODIES]
+            digest = hashlib.sha1(data[whole.start_byte : whole.end_byte].replace(b"\r\n", b"\n")).hexdigest()[:16]
+            found[node.start_byte] = [
+                name,
+                kind,
+                first + 1,
+                whole.end_point[0] + 1,
+                (whole.start_byte, whole.end_byte),
+                digest,
+                pattern,
+                _exported(language, name, whole.node, data),
+                whole.type in BODIES,
+            ]
     defs = sorted(found.values(), key=lambda d: (d[4][0], -d[4][1]))
     scoped = []
     stack: list[list] = []
@@ -448,7 +523,7 @@ def summarize(data: bytes, language: str) -> dict:
     for node in ts.QueryCursor(names).captures(root).get("n", ()):
         if node.start_byte in name_starts and node.type != "shorthand_property_identifier_pattern":
             continue  # (a shorthand destructure, `const { Legacy } = require(...)`, binds it and names it)
-        text = data[node.start_byte:node.end_byte].decode("utf-8", "replace")
+        text = data[node.start_byte : node.end_byte].decode("utf-8", "replace")
         if node.type == "string":
             text = text[1:-1] if len(text) >= 2 else ""
         if node.type in STRINGS or node.type == "string":
@@ -467,8 +542,14 @@ def summarize(data: bytes, language: str) -> dict:
     if language == "python":
         # 'Leg' 'acy' is one string; a `# type:` comment names what it annotates
         for node in ts.QueryCursor(_concatenated(language)).captures(root).get("s", ()):
-            text = "".join(data[c.start_byte:c.end_byte].decode("utf-8", "replace")
-                           for c in _descendants(node, "string_content")).strip().rpartition(".")[2]
+            text = (
+                "".join(
+                    data[c.start_byte : c.end_byte].decode("utf-8", "replace")
+                    for c in _descendants(node, "string_content")
+                )
+                .strip()
+                .rpartition(".")[2]
+            )
             if NAME.fullmatch(text):
                 refs.setdefault(fold(text, how, language), []).append(node.start_point[0] + 1)
         for match in _TYPE_COMMENT.finditer(data):
@@ -479,17 +560,32 @@ def summarize(data: bytes, language: str) -> dict:
         for match in _LINKNAME.finditer(data):
             line = data.count(b"\n", 0, match.start()) + 1
             refs.setdefault(match.group(1).decode("utf-8", "replace"), []).append(line)
-    return {"defs": scoped, "refs": {name: sorted(set(lines)) for name, lines in refs.items()},
-            "inner": {name: sorted(set(lines)) for name, lines in inner.items()},
-            "macro": {name: sorted(set(lines)) for name, lines in macro.items()}, "error": error}
+    return {
+        "defs": scoped,
+        "refs": {name: sorted(set(lines)) for name, lines in refs.items()},
+        "inner": {name: sorted(set(lines)) for name, lines in inner.items()},
+        "macro": {name: sorted(set(lines)) for name, lines in macro.items()},
+        "error": error,
+    }
 
 
 # what a binding target is made of: a name, or a pattern of them (the field named, where only
 # one side binds: `{key: value}`, `value = default`)
-_CONTAINERS = {"pattern_list": None, "tuple_pattern": None, "list_pattern": None, "list_splat_pattern": None,
-               "parenthesized_expression": None, "array_pattern": None, "object_pattern": None,
-               "rest_pattern": None, "pair_pattern": "value", "assignment_pattern": "left",
-               "object_assignment_pattern": "left", "tuple": None, "list": None}
+_CONTAINERS = {
+    "pattern_list": None,
+    "tuple_pattern": None,
+    "list_pattern": None,
+    "list_splat_pattern": None,
+    "parenthesized_expression": None,
+    "array_pattern": None,
+    "object_pattern": None,
+    "rest_pattern": None,
+    "pair_pattern": "value",
+    "assignment_pattern": "left",
+    "object_assignment_pattern": "left",
+    "tuple": None,
+    "list": None,
+}
 _BINDING_LEAVES = {"identifier", "shorthand_property_identifier_pattern"}
 
 
@@ -548,7 +644,7 @@ def _exported(language: str, name: str, node, data: bytes) -> bool:
     if language == "go":
         return name[:1].isupper()
     if language == "rust":
-        return data[node.start_byte:node.start_byte + 3] == b"pub"
+        return data[node.start_byte : node.start_byte + 3] == b"pub"
     if language == "python":
         return not name.startswith("_")
     at = node

@@ -46,10 +46,21 @@ MAX_PENDING = 256  # a launch's result follows its call closely; older calls are
 # A line is parsed only when it holds one of these: every launch, notice, stop and final
 # status carries one. Everything else (most of a transcript) is skipped at the speed of a
 # substring search; the tool call behind a result is looked up by its id when needed.
-_MARKERS = (b"running in background", b"async_launched", b"-notification>", b"Successfully ",
-            b"<status>", b"Monitor started", b"backgroundTaskId", b'"taskId"', b"<tool_use_error>")
-_GONE = re.compile(r"(?i)\b(no (?:such )?(?:task|shell|background task)|not found|is not running|"
-                   r"already (?:completed|finished|stopped|exited))")
+_MARKERS = (
+    b"running in background",
+    b"async_launched",
+    b"-notification>",
+    b"Successfully ",
+    b"<status>",
+    b"Monitor started",
+    b"backgroundTaskId",
+    b'"taskId"',
+    b"<tool_use_error>",
+)
+_GONE = re.compile(
+    r"(?i)\b(no (?:such )?(?:task|shell|background task)|not found|is not running|"
+    r"already (?:completed|finished|stopped|exited))"
+)
 NEAR = 64 << 10
 LOOKBACK = 2 << 20  # how far back a result's tool call is searched for (it is written just before)
 RUNNING = "running"
@@ -90,8 +101,7 @@ class State:
         return state
 
     def running(self, include_watchers: bool = False) -> list[dict]:
-        return [t for t in self.tasks.values()
-                if t["status"] == RUNNING and (include_watchers or not t.get("watcher"))]
+        return [t for t in self.tasks.values() if t["status"] == RUNNING and (include_watchers or not t.get("watcher"))]
 
 
 def _time(line: dict) -> float | None:
@@ -108,8 +118,11 @@ def _text(content) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(_text(part.get("text") if isinstance(part, dict) and "text" in part else part)
-                         for part in content if isinstance(part, (dict, str)))
+        return "\n".join(
+            _text(part.get("text") if isinstance(part, dict) and "text" in part else part)
+            for part in content
+            if isinstance(part, (dict, str))
+        )
     return ""
 
 
@@ -124,8 +137,12 @@ def apply_line(state: State, line: dict) -> None:
             if isinstance(block, dict) and block.get("type") == "tool_use" and isinstance(block.get("id"), str):
                 name = block.get("name")
                 if name in BACKGROUND_TOOLS or name in STOP_TOOLS or name in POLL_TOOLS:
-                    state.pending[block["id"]] = {"name": name, "input": block.get("input") or {},
-                                                  "time": when, "agent": agent}
+                    state.pending[block["id"]] = {
+                        "name": name,
+                        "input": block.get("input") or {},
+                        "time": when,
+                        "agent": agent,
+                    }
     elif kind == "user":
         message = line.get("message")
         content = message.get("content") if isinstance(message, dict) else None
@@ -174,11 +191,18 @@ def _result(state: State, block: dict, structured, when: float | None, agent: st
         found = the_call()
         tool_input = found.get("input") if isinstance(found.get("input"), dict) else {}
         output = _OUTPUT.search(text)
-        _upsert(state, task_id, kind="shell", started=when or found.get("time"), tool_use_id=tool_use_id,
-                command=tool_input.get("command") if isinstance(tool_input.get("command"), str) else None,
-                description=tool_input.get("description") if isinstance(tool_input.get("description"), str) else None,
-                output_file=output.group(1) if output else structured.get("persistedOutputPath"),
-                subagent=found.get("agent") or agent, moved=tool_input.get("run_in_background") is not True)
+        _upsert(
+            state,
+            task_id,
+            kind="shell",
+            started=when or found.get("time"),
+            tool_use_id=tool_use_id,
+            command=tool_input.get("command") if isinstance(tool_input.get("command"), str) else None,
+            description=tool_input.get("description") if isinstance(tool_input.get("description"), str) else None,
+            output_file=output.group(1) if output else structured.get("persistedOutputPath"),
+            subagent=found.get("agent") or agent,
+            moved=tool_input.get("run_in_background") is not True,
+        )
         return
     if structured.get("status") == "async_launched" or "Async agent launched" in text:
         agent_id = structured.get("agentId") or _first(re.search(r"agentId: ([A-Za-z0-9_\-]+)", text))
@@ -186,9 +210,17 @@ def _result(state: State, block: dict, structured, when: float | None, agent: st
             found = the_call()
             tool_input = found.get("input") if isinstance(found.get("input"), dict) else {}
             output = structured.get("outputFile") or _first(_AGENT_OUTPUT.search(text))
-            _upsert(state, agent_id, kind="agent", started=when or found.get("time"), tool_use_id=tool_use_id,
-                    command=None, description=structured.get("description") or tool_input.get("description"),
-                    output_file=output, subagent=found.get("agent") or agent)
+            _upsert(
+                state,
+                agent_id,
+                kind="agent",
+                started=when or found.get("time"),
+                tool_use_id=tool_use_id,
+                command=None,
+                description=structured.get("description") or tool_input.get("description"),
+                output_file=output,
+                subagent=found.get("agent") or agent,
+            )
         return
     monitor = _MONITOR.search(text)
     if monitor or (structured.get("taskId") and "timeoutMs" in structured):
@@ -201,9 +233,19 @@ def _result(state: State, block: dict, structured, when: float | None, agent: st
                 expires = (when or 0) + structured["timeoutMs"] / 1000
             elif monitor and monitor.group(2):
                 expires = (when or 0) + int(monitor.group(2)) * {"s": 1, "m": 60, "h": 3600}[monitor.group(3)]
-            _upsert(state, task, kind="monitor", started=when or found.get("time"), tool_use_id=tool_use_id,
-                    command=tool_input.get("command"), description=tool_input.get("description"),
-                    output_file=None, subagent=found.get("agent") or agent, watcher=True, expires=expires)
+            _upsert(
+                state,
+                task,
+                kind="monitor",
+                started=when or found.get("time"),
+                tool_use_id=tool_use_id,
+                command=tool_input.get("command"),
+                description=tool_input.get("description"),
+                output_file=None,
+                subagent=found.get("agent") or agent,
+                watcher=True,
+                expires=expires,
+            )
         return
     if block.get("is_error") is True or "<tool_use_error>" in text:
         found = the_call()
@@ -217,7 +259,9 @@ def _result(state: State, block: dict, structured, when: float | None, agent: st
     if stopped:
         _finish(state, stopped.group(1), "killed" if "killed shell" in text else "stopped", when)
         return
-    if (structured.get("task_id") or structured.get("shell_id")) and "Successfully" in str(structured.get("message", "")):
+    if (structured.get("task_id") or structured.get("shell_id")) and "Successfully" in str(
+        structured.get("message", "")
+    ):
         _finish(state, structured.get("task_id") or structured.get("shell_id"), "stopped", when)
         return
     status = _first(_STATUS.search(text))
@@ -247,10 +291,19 @@ def _upsert(state: State, task_id: str, **fields) -> None:
 def _finish(state: State, task_id: str, status: str, when: float | None) -> None:
     task = state.tasks.get(task_id)
     if task is None:
-        task = state.tasks[task_id] = {"id": task_id, "kind": "shell", "status": RUNNING, "notices": 0,
-                                       "newest_notice": None, "started": when, "command": None,
-                                       "description": None, "output_file": None, "tool_use_id": None,
-                                       "subagent": None}
+        task = state.tasks[task_id] = {
+            "id": task_id,
+            "kind": "shell",
+            "status": RUNNING,
+            "notices": 0,
+            "newest_notice": None,
+            "started": when,
+            "command": None,
+            "description": None,
+            "output_file": None,
+            "tool_use_id": None,
+            "subagent": None,
+        }
     task["status"] = status
     task["ended"] = when
 
@@ -266,10 +319,19 @@ def _notices(state: State, text: str, when: float | None) -> None:
         task = state.tasks.get(task_id)
         if task is None:
             kind = "agent" if "Agent" in tags.get("summary", "") else "shell"
-            task = state.tasks[task_id] = {"id": task_id, "kind": kind, "status": RUNNING, "notices": 0,
-                                           "newest_notice": None, "started": when, "command": None,
-                                           "description": None, "output_file": None,
-                                           "tool_use_id": tags.get("tool-use-id"), "subagent": None}
+            task = state.tasks[task_id] = {
+                "id": task_id,
+                "kind": kind,
+                "status": RUNNING,
+                "notices": 0,
+                "newest_notice": None,
+                "started": when,
+                "command": None,
+                "description": None,
+                "output_file": None,
+                "tool_use_id": tags.get("tool-use-id"),
+                "subagent": None,
+            }
         task["notices"] = task.get("notices", 0) + 1
         if when is not None and (task.get("newest_notice") is None or when > task["newest_notice"]):
             task["newest_notice"] = when
@@ -286,6 +348,7 @@ def _notices(state: State, text: str, when: float | None) -> None:
 
 
 # -- incremental reading ----------------------------------------------------------------------
+
 
 def _checkpoint_path(checkpoint_dir: str, path: str) -> str:
     key = f"{zlib.crc32(path.encode('utf-8', 'surrogateescape')):08x}{zlib.adler32(path.encode('utf-8', 'surrogateescape')):08x}"
@@ -335,7 +398,7 @@ def read(path: str, checkpoint_dir: str | None) -> State:
                     continue
                 skipping = False
                 position = at - len(block) + newline + 1
-                block = block[newline + 1:]
+                block = block[newline + 1 :]
             newline = block.rfind(b"\n")
             if newline == -1:
                 parts.append(block)
@@ -353,27 +416,47 @@ def read(path: str, checkpoint_dir: str | None) -> State:
             state.resolve = _resolver(handle, data, position, state)
             _fold(state, data, end)
             position += end
-            rest = block[newline + 1:]
+            rest = block[newline + 1 :]
             parts, held = ([rest] if rest else []), len(rest)
         state.resolve = None
     if len(state.pending) > MAX_PENDING:
         for stale in list(state.pending)[: len(state.pending) - MAX_PENDING]:
             del state.pending[stale]
     if saved_path and (position, held, skipping) != (loaded or (0, 0, False)):
-        _save(saved_path, {"v": STATE_VERSION, "path": path, "ino": info.st_ino, "dev": info.st_dev,
-                           "head": head, "offset": position, "partial": held, "skip": skipping,
-                           "state": state.to_json()})
+        _save(
+            saved_path,
+            {
+                "v": STATE_VERSION,
+                "path": path,
+                "ino": info.st_ino,
+                "dev": info.st_dev,
+                "head": head,
+                "offset": position,
+                "partial": held,
+                "skip": skipping,
+                "state": state.to_json(),
+            },
+        )
     return state
 
 
 def _resume(saved: dict, path: str, info, head: int) -> tuple[State, int, int, bool] | None:
     """Where a checkpoint says to go on from, or None when it does not match the file."""
     offset, partial, skipping = saved.get("offset"), saved.get("partial", 0), saved.get("skip", False)
-    if not (saved.get("v") == STATE_VERSION and saved.get("path") == path
-            and saved.get("ino") == info.st_ino and saved.get("dev") == info.st_dev
-            and saved.get("head") == head and type(offset) is int and type(partial) is int
-            and type(skipping) is bool and 0 <= offset and 0 <= partial <= MAX_LINE
-            and offset + partial <= info.st_size and not (skipping and partial)):
+    if not (
+        saved.get("v") == STATE_VERSION
+        and saved.get("path") == path
+        and saved.get("ino") == info.st_ino
+        and saved.get("dev") == info.st_dev
+        and saved.get("head") == head
+        and type(offset) is int
+        and type(partial) is int
+        and type(skipping) is bool
+        and 0 <= offset
+        and 0 <= partial <= MAX_LINE
+        and offset + partial <= info.st_size
+        and not (skipping and partial)
+    ):
         return None
     data = saved.get("state") if isinstance(saved.get("state"), dict) else {}
     for key in ("tasks", "pending"):
@@ -419,8 +502,9 @@ def _resolver(handle, data: bytes, data_offset: int, state: State):
     def find(source: bytes, tool_use_id: str, start: int, stop: int) -> int:
         ident = tool_use_id.encode("utf-8", "surrogateescape")
         # Claude Code writes compact JSON; a spaced form is accepted too
-        return max(source.rfind(b'"id":"' + ident + b'"', start, stop),
-                   source.rfind(b'"id": "' + ident + b'"', start, stop))
+        return max(
+            source.rfind(b'"id":"' + ident + b'"', start, stop), source.rfind(b'"id": "' + ident + b'"', start, stop)
+        )
 
     def resolve(tool_use_id: str) -> dict | None:
         here = state.position
@@ -440,15 +524,19 @@ def _resolver(handle, data: bytes, data_offset: int, state: State):
         start = source.rfind(b"\n", 0, at) + 1
         stop = source.find(b"\n", at)
         try:
-            line = json.loads(source[start:stop if stop != -1 else len(source)].decode("utf-8", "replace"))
+            line = json.loads(source[start : stop if stop != -1 else len(source)].decode("utf-8", "replace"))
         except (ValueError, RecursionError):
             return None
         message = line.get("message") if isinstance(line, dict) else None
         for block in (message.get("content") if isinstance(message, dict) else None) or ():
             if isinstance(block, dict) and block.get("id") == tool_use_id and block.get("type") == "tool_use":
                 agent = line.get("agentId") if isinstance(line.get("agentId"), str) else None
-                return {"name": block.get("name"), "input": block.get("input") or {}, "time": _time(line),
-                        "agent": agent}
+                return {
+                    "name": block.get("name"),
+                    "input": block.get("input") or {},
+                    "time": _time(line),
+                    "agent": agent,
+                }
         return None
 
     return resolve
@@ -467,8 +555,9 @@ def _open_regular(path: str):
     open, O_NONBLOCK makes the open return at once and the check of the open file refuses it."""
     if not _regular(os.stat(path)):
         raise IsADirectoryError(path)
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
-                 | getattr(os, "O_CLOEXEC", 0))
+    fd = os.open(
+        path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    )
     try:
         if not _regular(os.fstat(fd)):
             raise IsADirectoryError(path)

@@ -171,7 +171,8 @@ def digest_of(entries: dict[bytes, bytes]) -> str:
 # `git ls-files -s --debug -z`: an entry, then its cached stat data.
 _INDEX_ENTRY = re.compile(
     rb"(\d{6}) ([0-9a-f]+) (\d)\t([^\0]*)\0  ctime: (\d+):(\d+)\n  mtime: (\d+):(\d+)\n"
-    rb"  dev: (\d+)\tino: (\d+)\n  uid: \d+\tgid: \d+\n  size: (\d+)\tflags: [0-9a-f]+\n")
+    rb"  dev: (\d+)\tino: (\d+)\n  uid: \d+\tgid: \d+\n  size: (\d+)\tflags: [0-9a-f]+\n"
+)
 
 # A file whose status changed this recently may change again within the filesystem's timestamp
 # granularity without its status moving: its hash is never reused (git's "racily clean").
@@ -186,8 +187,13 @@ def hash_paths(root: str, paths: list[bytes], *flags: str) -> list[bytes]:
     return git.run(root, "hash-object", *flags, "--stdin-paths", input=listed).stdout.split()
 
 
-def tree_entries(root: str, hashed: dict | None = None, stale: list | None = None,
-                 ctimes: dict | None = None, index: dict | None = None) -> dict[bytes, bytes]:
+def tree_entries(
+    root: str,
+    hashed: dict | None = None,
+    stale: list | None = None,
+    ctimes: dict | None = None,
+    index: dict | None = None,
+) -> dict[bytes, bytes]:
     """The identity of the work tree's CONTENT: every tracked and untracked, non-ignored
     file's path, mode and git blob id, hashed together. Unlike a checkpoint it does not move
     when the same content is committed, and unlike a file's mtime it cannot be set back: a
@@ -250,12 +256,23 @@ def tree_entries(root: str, hashed: dict | None = None, stale: list | None = Non
             continue
         if ctimes is not None:
             ctimes[path] = info.st_ctime_ns
-        on_disk = (b"120000" if stat.S_ISLNK(info.st_mode) else
-                   b"100755" if stat.S_ISREG(info.st_mode) and info.st_mode & 0o100 else
-                   b"100644" if stat.S_ISREG(info.st_mode) else b"other")
-        if (on_disk != mode or info.st_ctime_ns != ctime or info.st_mtime_ns != mtime
-                or info.st_ino % 2**32 != int(match.group(10)) or info.st_size % 2**32 != int(match.group(11))
-                or mtime >= index_mtime):
+        on_disk = (
+            b"120000"
+            if stat.S_ISLNK(info.st_mode)
+            else b"100755"
+            if stat.S_ISREG(info.st_mode) and info.st_mode & 0o100
+            else b"100644"
+            if stat.S_ISREG(info.st_mode)
+            else b"other"
+        )
+        if (
+            on_disk != mode
+            or info.st_ctime_ns != ctime
+            or info.st_mtime_ns != mtime
+            or info.st_ino % 2**32 != int(match.group(10))
+            or info.st_size % 2**32 != int(match.group(11))
+            or mtime >= index_mtime
+        ):
             rehash.append(path)
             looked[path] = info
     rehash += [p for p in git.finish(others, "ls-files").split(b"\0") if p]
@@ -305,8 +322,13 @@ def tree_entries(root: str, hashed: dict | None = None, stale: list | None = Non
         inner = os.path.join(base, path)
         if os.path.lexists(os.path.join(inner, b".git")):
             try:
-                entries[path] = entry + b" " + (git.head(os.fsdecode(inner)) or "").encode() + b" " + \
-                    digest_of(tree_entries(os.fsdecode(inner))).encode()
+                entries[path] = (
+                    entry
+                    + b" "
+                    + (git.head(os.fsdecode(inner)) or "").encode()
+                    + b" "
+                    + digest_of(tree_entries(os.fsdecode(inner))).encode()
+                )
             except ProctorError:
                 entries[path] = entry + b" unreadable"
         elif os.path.isdir(inner) and os.listdir(inner):

@@ -21,23 +21,32 @@ EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 # Output-shaping config a user may have set, pinned so digests and diffs are stable.
 _PINNED = (
-    "-c", "core.quotePath=true",
-    "-c", "diff.noprefix=false",
-    "-c", "diff.mnemonicPrefix=false",
-    "-c", "diff.relative=false",
-    "-c", "color.ui=false",
+    "-c",
+    "core.quotePath=true",
+    "-c",
+    "diff.noprefix=false",
+    "-c",
+    "diff.mnemonicPrefix=false",
+    "-c",
+    "diff.relative=false",
+    "-c",
+    "color.ui=false",
     # and the stat checks that decide whether a file changed: a holder's config must not make
     # git call a rewritten file clean (an mtime set back, with ctime or checkStat turned off)
-    "-c", "core.trustctime=true",
-    "-c", "core.checkStat=default",
+    "-c",
+    "core.trustctime=true",
+    "-c",
+    "core.checkStat=default",
     # and none of the repository's hooks run on proctor's git calls: a worker can write
     # .git/hooks (shared by every worktree) or set core.hooksPath, and a hook of its choosing
     # would run with proctor's authority (a post-checkout on `worktree add`, a commit-msg
     # adding a trailer to the commit proctor makes)
-    "-c", "core.hooksPath=/dev/null",
+    "-c",
+    "core.hooksPath=/dev/null",
     # nor an fsmonitor: a command git would run on a status or a diff, which any config a holder
     # can write (the repository's, a global one it planted from a sandboxed run) could name
-    "-c", "core.fsmonitor=false",
+    "-c",
+    "core.fsmonitor=false",
 )
 
 # Set while a sandboxed run's tree is read back (runs.run_target): every git proctor starts
@@ -84,7 +93,9 @@ def run(root: str, *args: str, check: bool = True, input: bytes | None = None) -
         raise ProctorError(f"cannot run git in {root}: {exc}") from None
     if check and proc.returncode != 0:
         message = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise ProctorError(f"git {args[0]} failed in {root}: {message[-1] if message else 'exit ' + str(proc.returncode)}")
+        raise ProctorError(
+            f"git {args[0]} failed in {root}: {message[-1] if message else 'exit ' + str(proc.returncode)}"
+        )
     return proc
 
 
@@ -94,8 +105,16 @@ _FIELDS_BEFORE_PATH = {b"1 ": 8, b"2 ": 9, b"u ": 10}
 
 def status(root: str) -> tuple[str | None, str, list[bytes], list[bytes]]:
     """(head revision or None when unborn, branch, changed tracked paths, untracked paths)."""
-    out = run(root, "status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all",
-              "--no-renames", "--ignore-submodules=none").stdout
+    out = run(
+        root,
+        "status",
+        "--porcelain=v2",
+        "-z",
+        "--branch",
+        "--untracked-files=all",
+        "--no-renames",
+        "--ignore-submodules=none",
+    ).stdout
     revision: str | None = None
     branch = "HEAD"
     changed: list[bytes] = []
@@ -104,10 +123,10 @@ def status(root: str) -> tuple[str | None, str, list[bytes], list[bytes]]:
         if not record:
             continue
         if record.startswith(b"# branch.oid "):
-            oid = record[len(b"# branch.oid "):].decode()
+            oid = record[len(b"# branch.oid ") :].decode()
             revision = None if oid == "(initial)" else oid
         elif record.startswith(b"# branch.head "):
-            head = record[len(b"# branch.head "):].decode("utf-8", "surrogateescape")
+            head = record[len(b"# branch.head ") :].decode("utf-8", "surrogateescape")
             branch = "HEAD" if head == "(detached)" else head
         elif record.startswith(b"? "):
             untracked.append(record[2:])
@@ -121,8 +140,19 @@ def diff_patch(root: str, revision: str | None) -> bytes:
     """The whole uncommitted patch (staged and unstaged) against `revision`, as bytes."""
     # diff-index, the plumbing, never refreshes the index; `git diff` would rewrite it.
     return run(
-        root, "diff-index", "-p", "--binary", "--full-index", "--no-ext-diff", "--no-textconv",
-        "--no-color", "--no-renames", "--src-prefix=a/", "--dst-prefix=b/", revision or EMPTY_TREE, "--",
+        root,
+        "diff-index",
+        "-p",
+        "--binary",
+        "--full-index",
+        "--no-ext-diff",
+        "--no-textconv",
+        "--no-color",
+        "--no-renames",
+        "--src-prefix=a/",
+        "--dst-prefix=b/",
+        revision or EMPTY_TREE,
+        "--",
     ).stdout
 
 
@@ -166,8 +196,15 @@ def diff_attribute(root: str, path: str) -> str | None:
 def diff_attributes(root: str, paths: list[str]) -> dict[str, str | None]:
     """diff_attribute's answer for many paths, from one `git check-attr --stdin`: "unset"
     (DIFF_UNSET) or a driver's name as git prints it, "default" for `set`, None otherwise."""
-    proc = run(root, "check-attr", "-z", "--stdin", "diff",
-               input=b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in paths), check=False)
+    proc = run(
+        root,
+        "check-attr",
+        "-z",
+        "--stdin",
+        "diff",
+        input=b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in paths),
+        check=False,
+    )
     out: dict[str, str | None] = {p: None for p in paths}
     if proc.returncode != 0:
         return out
@@ -182,8 +219,14 @@ def diff_attributes(root: str, paths: list[str]) -> dict[str, str | None]:
 def start(root: str, *args: str) -> subprocess.Popen:
     """Start git without waiting, for reads that can run side by side."""
     try:
-        return subprocess.Popen(["git", *_PINNED, *args], cwd=root, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, env=_env(), preexec_fn=CONFINE)
+        return subprocess.Popen(
+            ["git", *_PINNED, *args],
+            cwd=root,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=_env(),
+            preexec_fn=CONFINE,
+        )
     except FileNotFoundError:
         raise ProctorError("git is not installed or not on PATH; install git") from None
     except OSError as exc:
@@ -214,7 +257,7 @@ def unquote_path(text: str) -> str:
                 out.append(_ESCAPES[nxt])
                 i += 2
                 continue
-            digits = body[i + 1:i + 4]
+            digits = body[i + 1 : i + 4]
             if len(digits) == 3 and all(ch in "01234567" for ch in digits):
                 out.append(int(digits, 8))
                 i += 4

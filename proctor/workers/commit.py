@@ -44,7 +44,7 @@ def message(job: dict, kind: str, gates: list[str], summary: str | None, status:
     lines = [head, "", f"proctor job {job['id']} ({kind}) passed gates {', '.join(gates) or 'none'}.", ""]
     claim = clean_claim(summary or "")
     lines.append(f"----- worker's claim, not verified (status: {status}) -----")
-    for line in (claim.splitlines() or ["(no summary)"]):
+    for line in claim.splitlines() or ["(no summary)"]:
         lines.append(f"> {line}".rstrip())
     lines.append("----- end of worker's claim -----")
     return "\n".join(lines) + "\n"
@@ -60,8 +60,22 @@ def commit_paths(root: str, paths: list[str], text: str) -> str:
         raise errors.ProctorError("nothing to commit: the job changed no path inside its write paths")
     before = git.run(root, "rev-parse", "--verify", "-q", "HEAD", check=False).stdout.decode().strip() or None
     git.run(root, "add", "-A", "--", *paths)
-    proc = git.run(root, "-c", "i18n.commitEncoding=UTF-8", "commit", "-q", "--no-verify", "--cleanup=verbatim",
-                   "--only", "-F", "-", "--", *paths, check=False, input=text.encode("utf-8"))
+    proc = git.run(
+        root,
+        "-c",
+        "i18n.commitEncoding=UTF-8",
+        "commit",
+        "-q",
+        "--no-verify",
+        "--cleanup=verbatim",
+        "--only",
+        "-F",
+        "-",
+        "--",
+        *paths,
+        check=False,
+        input=text.encode("utf-8"),
+    )
     if proc.returncode != 0:
         git.run(root, "reset", "-q", "--", *paths, check=False)  # leave the index as it was
         detail = (proc.stderr or proc.stdout).decode("utf-8", "replace").strip().splitlines()
@@ -69,6 +83,8 @@ def commit_paths(root: str, paths: list[str], text: str) -> str:
     sha = git.run(root, "rev-parse", "HEAD").stdout.decode().strip()
     parent = git.run(root, "rev-parse", "--verify", "-q", sha + "^", check=False).stdout.decode().strip() or None
     if parent != before:
-        raise errors.ProctorError(f"git commit made {sha[:12]} on {(parent or 'no parent')[:12]}, not on "
-                                  f"{(before or 'an unborn branch')[:12]}: something else committed meanwhile")
+        raise errors.ProctorError(
+            f"git commit made {sha[:12]} on {(parent or 'no parent')[:12]}, not on "
+            f"{(before or 'an unborn branch')[:12]}: something else committed meanwhile"
+        )
     return sha

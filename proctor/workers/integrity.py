@@ -33,8 +33,16 @@ import zlib
 
 from proctor.vcs import git
 
-WATCHED = ("config", "config.worktree", "hooks", "info/attributes", "info/exclude", "objects/info/alternates",
-           "objects/info/http-alternates", "commondir")
+WATCHED = (
+    "config",
+    "config.worktree",
+    "hooks",
+    "info/attributes",
+    "info/exclude",
+    "objects/info/alternates",
+    "objects/info/http-alternates",
+    "commondir",
+)
 WORKTREE_ADMIN = ("commondir", "gitdir", "config.worktree", "info/exclude")
 MAX_KEPT = 1 << 20  # a watched file larger than this is named when changed, not put back
 
@@ -67,12 +75,23 @@ class Snapshot:
         # where each watched file's directory really is: a put-back never follows a link the attempt
         # put in its place (into the repository's .git, proctor's state)
         parents = {os.path.dirname(path): os.path.realpath(os.path.dirname(path)) for path in files}
-        return cls({"root": root, "common": common, "worktree": worktree, "admin": admin, "parents": parents,
-                    "checkout": _checkout_state(root),
-                    "refs": refs(root, worktree), "reflog": _lines(os.path.join(admin, "logs", "HEAD")) if admin else 0,
-                    "files": files, "loose": sorted(loose), "packs": sorted(packs),
-                    "format": git.run(root, "rev-parse", "--show-object-format", check=False).stdout.decode().strip()
-                    or "sha1"})
+        return cls(
+            {
+                "root": root,
+                "common": common,
+                "worktree": worktree,
+                "admin": admin,
+                "parents": parents,
+                "checkout": _checkout_state(root),
+                "refs": refs(root, worktree),
+                "reflog": _lines(os.path.join(admin, "logs", "HEAD")) if admin else 0,
+                "files": files,
+                "loose": sorted(loose),
+                "packs": sorted(packs),
+                "format": git.run(root, "rev-parse", "--show-object-format", check=False).stdout.decode().strip()
+                or "sha1",
+            }
+        )
 
     def save(self, path: str) -> None:
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -91,10 +110,15 @@ class Snapshot:
         `excused(old, new)`: whether a ref's move from old to new is not the attempt's."""
         out = self._files() + self._refs(excused) + self._objects()
         admin = self.data.get("admin")
-        if admin and _lines(os.path.join(admin, "logs", "HEAD")) > self.data.get("reflog", 0) and not any(
-                "HEAD of the attempt's worktree" in line for line in out):
-            out.append("the attempt moved HEAD of its worktree and back (its reflog grew): a worker never commits, "
-                       "amends or resets; what it committed is not passed work")
+        if (
+            admin
+            and _lines(os.path.join(admin, "logs", "HEAD")) > self.data.get("reflog", 0)
+            and not any("HEAD of the attempt's worktree" in line for line in out)
+        ):
+            out.append(
+                "the attempt moved HEAD of its worktree and back (its reflog grew): a worker never commits, "
+                "amends or resets; what it committed is not passed work"
+            )
         return out
 
     def _files(self) -> list[str]:
@@ -121,9 +145,11 @@ class Snapshot:
             parent = os.path.dirname(path)
             recorded = (self.data.get("parents") or {}).get(parent, os.path.realpath(parent))
             if os.path.realpath(parent) != recorded:
-                out.append(f"the attempt put a link in place of {parent} (it leads to {os.path.realpath(parent)}): "
-                           f"proctor touched nothing through it; look at it. A worker never touches git's hooks "
-                           f"or config")
+                out.append(
+                    f"the attempt put a link in place of {parent} (it leads to {os.path.realpath(parent)}): "
+                    f"proctor touched nothing through it; look at it. A worker never touches git's hooks "
+                    f"or config"
+                )
                 continue
             try:
                 if old is None:
@@ -146,14 +172,15 @@ class Snapshot:
                     back = "proctor could not put it back; look at it"
             except OSError as exc:
                 back = f"proctor could not put it back ({exc.strerror}); look at it"
-            out.append(f"the attempt changed {self._shown(path)} ({how}; {back}): a worker never touches "
-                       f"git's hooks or config")
+            out.append(
+                f"the attempt changed {self._shown(path)} ({how}; {back}): a worker never touches git's hooks or config"
+            )
         return out
 
     def _shown(self, path: str) -> str:
         common = self.data["common"]
         if path.startswith(common.rstrip("/") + "/"):
-            return ".git/" + path[len(common.rstrip("/")) + 1:]
+            return ".git/" + path[len(common.rstrip("/")) + 1 :]
         return path
 
     def _refs(self, excused) -> list[str]:
@@ -170,12 +197,16 @@ class Snapshot:
                 continue
             if old is None and name.startswith("refs/"):
                 deleted = git.run(self.data["root"], "update-ref", "-d", name, new_sha, check=False).returncode == 0
-                out.append(f"the attempt added {name} ({new_sha[:12]}; "
-                           f"{'proctor deleted it' if deleted else 'proctor could not delete it; look at it'}): a "
-                           f"worker never commits, amends, resets or moves a ref; its commits are not passed work")
+                out.append(
+                    f"the attempt added {name} ({new_sha[:12]}; "
+                    f"{'proctor deleted it' if deleted else 'proctor could not delete it; look at it'}): a "
+                    f"worker never commits, amends, resets or moves a ref; its commits are not passed work"
+                )
                 continue
-            out.append(f"the attempt moved {name} from {(old_sha or 'nothing')[:12]} to {(new_sha or 'nothing')[:12]}: "
-                       f"a worker never commits, amends, resets or moves a ref; its commits are not passed work")
+            out.append(
+                f"the attempt moved {name} from {(old_sha or 'nothing')[:12]} to {(new_sha or 'nothing')[:12]}: "
+                f"a worker never commits, amends, resets or moves a ref; its commits are not passed work"
+            )
         return out
 
     def _objects(self) -> list[str]:
@@ -191,8 +222,10 @@ class Snapshot:
                     back = "proctor deleted it"
                 except OSError as exc:
                     back = f"proctor could not delete it ({exc.strerror})"
-                out.append(f"the attempt planted object {name[:12]} whose content is not what its name says "
-                           f"({back}): git would have taken it for what proctor commits")
+                out.append(
+                    f"the attempt planted object {name[:12]} whose content is not what its name says "
+                    f"({back}): git would have taken it for what proctor commits"
+                )
         for pack in sorted(packs - set(self.data["packs"])):
             path = os.path.join(common, "objects", "pack", pack)
             checked = git.run(self.data["root"], "verify-pack", path[:-5] + ".idx", check=False)
@@ -204,7 +237,6 @@ class Snapshot:
                         pass
                 out.append(f"the attempt added pack {pack} that git's own check refuses (proctor deleted it)")
         return out
-
 
     def noticed(self) -> list[str]:
         """Files of the person's checkout that changed while the attempt ran. A worker writes its
@@ -221,8 +253,12 @@ def global_files(root: str) -> list[str]:
     the person's global config, excludes and attributes (where git reads them)."""
     home = os.path.expanduser("~")
     xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
-    paths = [os.path.join(home, ".gitconfig"), os.path.join(xdg, "git", "config"),
-             os.path.join(xdg, "git", "ignore"), os.path.join(xdg, "git", "attributes")]
+    paths = [
+        os.path.join(home, ".gitconfig"),
+        os.path.join(xdg, "git", "config"),
+        os.path.join(xdg, "git", "ignore"),
+        os.path.join(xdg, "git", "attributes"),
+    ]
     for key in ("core.excludesFile", "core.attributesFile"):
         named = git.run(root, "config", "--path", "--get", key, check=False).stdout.decode().strip()
         if named:
@@ -254,8 +290,10 @@ def _checkout_state(root: str) -> dict[str, str]:
         _revision, _branch, changed, untracked = git.status(root)
     except Exception:
         return {}
-    return {os.fsdecode(p).rstrip("/"): handed_digest(os.path.join(root, os.fsdecode(p)))
-            for p in (changed + untracked)[:5000]}
+    return {
+        os.fsdecode(p).rstrip("/"): handed_digest(os.path.join(root, os.fsdecode(p)))
+        for p in (changed + untracked)[:5000]
+    }
 
 
 def refs(root: str, worktree: str) -> dict[str, str]:

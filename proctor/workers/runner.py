@@ -91,8 +91,21 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from proctor.process import (Cgroup, Tree, cgroup_end, cgroup_home, child_setup, end_group, kill_group, kill_tagged,
-                             kill_tree, reap_adopted, set_subreaper, start_time, subreaper)
+from proctor.process import (
+    Cgroup,
+    Tree,
+    cgroup_end,
+    cgroup_home,
+    child_setup,
+    end_group,
+    kill_group,
+    kill_tagged,
+    kill_tree,
+    reap_adopted,
+    set_subreaper,
+    start_time,
+    subreaper,
+)
 from proctor.workers.executors import Event
 
 FATAL_GRACE = 20.0
@@ -223,11 +236,11 @@ def _probe() -> str:
     if not joined:
         return f"no writable cgroup (cgroup v2 at {home[0]}: a process cannot be moved into one here): {fallback}"
     ending = "cgroup.kill" if kill else "SIGKILL to each of its processes (no cgroup.kill before Linux 5.14)"
-    return (f"cgroup v2 at {home[0]}: each attempt runs in a cgroup of its own, ended with {ending}; "
-            f"besides, {fallback}")
+    return f"cgroup v2 at {home[0]}: each attempt runs in a cgroup of its own, ended with {ending}; besides, {fallback}"
 
 
 # ------------------------------------------------------------------------------ signals
+
 
 def _block() -> list[int]:
     """Signals blocked (SIGINT, SIGTERM, SIGHUP) until `_restore`; one that arrives meanwhile
@@ -258,6 +271,7 @@ def _mask():
 
 
 # ------------------------------------------------------------------------------ sweeping from outside
+
 
 def sweep(info: dict) -> None:
     """End everything of one attempt, from another process (the watchdog of a `proctor work`
@@ -417,7 +431,7 @@ class _Lines:
         attempt = self.attempt
         attempt.lines += count
         last = data.rfind(b"\n", start, end - 1) + 1 or start
-        attempt.last_line = data[last:min(end - 1, last + 300)].decode("utf-8", "replace")
+        attempt.last_line = data[last : min(end - 1, last + 300)].decode("utf-8", "replace")
         if self.tail:  # only the last lines matter
             cut, fed = end - 1, 0  # cut: the newline before the first line fed
             while fed < self.tail:
@@ -426,12 +440,12 @@ class _Lines:
                     cut = start - 1
                     break
                 fed += 1
-            for raw in data[cut + 1:end - 1].split(b"\n"):
+            for raw in data[cut + 1 : end - 1].split(b"\n"):
                 self.feed(raw)
             return
         markers = getattr(self.parser, "RELEVANT", None)
         if markers is None:  # every line
-            for raw in data[start:end - 1].split(b"\n"):
+            for raw in data[start : end - 1].split(b"\n"):
                 self.feed(raw)
             return
         terminated = self.search.terminated(data, start)
@@ -486,7 +500,7 @@ class _Sink:
             if written < len(data):
                 view = memoryview(data)[written:]
                 while view:
-                    view = view[os.write(self.fd, view):]
+                    view = view[os.write(self.fd, view) :]
         except OSError as exc:
             self.error = exc.strerror
             self.close()
@@ -509,8 +523,9 @@ def _pipe_size(fd: int) -> None:
         pass  # the default size only costs speed
 
 
-def _spawn(argv, cwd, env, stdin: bool, group: Cgroup | None, mask,
-           confine: Callable[[], None] | None = None) -> tuple[subprocess.Popen, Cgroup | None]:
+def _spawn(
+    argv, cwd, env, stdin: bool, group: Cgroup | None, mask, confine: Callable[[], None] | None = None
+) -> tuple[subprocess.Popen, Cgroup | None]:
     """Start the worker in a session of its own, in `group` when there is one (started again
     without it when it cannot join), with the parent-death signal and `mask` put back, and
     last `confine` (the sandbox's) just before exec."""
@@ -521,10 +536,18 @@ def _spawn(argv, cwd, env, stdin: bool, group: Cgroup | None, mask,
             setup()
             if confine is not None:
                 confine()
+
         try:
-            proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-                                    preexec_fn=preexec)
+            proc = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                preexec_fn=preexec,
+            )
             if group is not None:
                 group.close()
             return proc, group
@@ -535,10 +558,19 @@ def _spawn(argv, cwd, env, stdin: bool, group: Cgroup | None, mask,
             group = None
 
 
-def run_attempt(argv: list[str], parser, limits: Limits, cwd: str, env: dict, stdin_text: str | None = None,
-                on_event: Callable[[str, Attempt], None] | None = None, adopt_orphans: bool = False,
-                stream_path: str | None = None, on_spawn: Callable[[dict], None] | None = None,
-                confine: Callable[[], None] | None = None) -> Attempt:
+def run_attempt(
+    argv: list[str],
+    parser,
+    limits: Limits,
+    cwd: str,
+    env: dict,
+    stdin_text: str | None = None,
+    on_event: Callable[[str, Attempt], None] | None = None,
+    adopt_orphans: bool = False,
+    stream_path: str | None = None,
+    on_spawn: Callable[[dict], None] | None = None,
+    confine: Callable[[], None] | None = None,
+) -> Attempt:
     """Run one worker process to its end or its stop; with `adopt_orphans`, as a child
     subreaper while it runs (see the module's docstring: never in a process that runs other
     children meanwhile, such as the server). `stream_path`: where its whole stdout is kept
@@ -582,11 +614,20 @@ def run_attempt(argv: list[str], parser, limits: Limits, cwd: str, env: dict, st
     server_directory = _server_directory(cwd)
     spare = lambda pid: _workspace_server(pid, server_directory)  # noqa: E731
     tree = Tree(proc.pid, adopted_since=adopted_since, spare=spare)
-    info = {"pid": proc.pid, "start_time": started, "pgid": proc.pid, "tag": tag,
-            "cgroup": group.path if group is not None else None, "server_dir": server_directory}
+    info = {
+        "pid": proc.pid,
+        "start_time": started,
+        "pgid": proc.pid,
+        "tag": tag,
+        "cgroup": group.path if group is not None else None,
+        "server_dir": server_directory,
+    }
     reaping = None
-    if (adopted_since is not None and threading.current_thread() is threading.main_thread()
-            and signal.getsignal(signal.SIGCHLD) is not None):  # None: a handler Python cannot put back
+    if (
+        adopted_since is not None
+        and threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGCHLD) is not None
+    ):  # None: a handler Python cannot put back
         # an adopted orphan that ends is reaped at once, not left a zombie until the sweep
         reaping = signal.signal(signal.SIGCHLD, lambda signum, frame: reap_adopted(adopted_since, proc.pid))
     watch = _Watch(proc, parser, limits, attempt, on_event, out_sink, err_sink, stdin_text)
@@ -609,8 +650,15 @@ def run_attempt(argv: list[str], parser, limits: Limits, cwd: str, env: dict, st
                         late = _block()
                         if late and interrupted is None:
                             interrupted = late[0]
-                        _sweep(watch, proc, tree, group, tag, spare,
-                               stopped=watch.stop is not None or interrupted is not None)
+                        _sweep(
+                            watch,
+                            proc,
+                            tree,
+                            group,
+                            tag,
+                            spare,
+                            stopped=watch.stop is not None or interrupted is not None,
+                        )
                         break
                     except (Interrupted, KeyboardInterrupt) as exc:
                         interrupted = interrupted if interrupted is not None else _signum(exc)
@@ -642,8 +690,15 @@ def _interrupted(attempt: Attempt, signum: int) -> None:
     attempt.reason = f"stopped: proctor was interrupted ({_signal_name(signum)})"
 
 
-def _sweep(watch: "_Watch", proc: subprocess.Popen, tree: Tree, group: Cgroup | None, tag: str,
-           spare: Callable[[int], bool], stopped: bool) -> None:
+def _sweep(
+    watch: "_Watch",
+    proc: subprocess.Popen,
+    tree: Tree,
+    group: Cgroup | None,
+    tag: str,
+    spare: Callable[[int], bool],
+    stopped: bool,
+) -> None:
     """End everything of the worker's (the module's docstring): its group, its tree, its tag,
     its cgroup. Each step is idempotent: run again whole when a signal cut it short."""
     watch.close_selector()
@@ -664,8 +719,17 @@ def _sweep(watch: "_Watch", proc: subprocess.Popen, tree: Tree, group: Cgroup | 
 class _Watch:
     """The watch over one running worker: its pipes, its exit, its deadlines."""
 
-    def __init__(self, proc: subprocess.Popen, parser, limits: Limits, attempt: Attempt, on_event,
-                 out_sink: _Sink, err_sink: _Sink, stdin_text: str | None) -> None:
+    def __init__(
+        self,
+        proc: subprocess.Popen,
+        parser,
+        limits: Limits,
+        attempt: Attempt,
+        on_event,
+        out_sink: _Sink,
+        err_sink: _Sink,
+        stdin_text: str | None,
+    ) -> None:
         self.proc, self.parser, self.limits, self.attempt = proc, parser, limits, attempt
         self.notify = on_event or (lambda kind, a: None)
         self.out_sink, self.err_sink = out_sink, err_sink
@@ -760,8 +824,10 @@ class _Watch:
                 deadlines.append((exited_at + DRAIN_AFTER_EXIT, "drained"))
             if self.spend_crossed:
                 if self.spend_before_final or self.final_at is None:
-                    self.stop = ("spend", f"stopped: spend ${self.attempt.cost:.2f} past max_spend_usd "
-                                          f"${limits.spend:g}")
+                    self.stop = (
+                        "spend",
+                        f"stopped: spend ${self.attempt.cost:.2f} past max_spend_usd ${limits.spend:g}",
+                    )
                     return
                 # after the final reply: the worker keeps its floor to save its session
                 deadlines.append((self.final_at + min(SPEND_FLOOR, limits.grace), "spend"))
@@ -770,14 +836,17 @@ class _Watch:
                 kind = due[1]
                 if kind == "drained":
                     return
-                self.stop = (kind, {
-                    "idle": f"stopped: no output for {_minutes(limits.idle)} minutes",
-                    "grace": f"stopped: {limits.grace:g} s after the final reply",
-                    "wall": f"stopped: wall clock of {_minutes(limits.wall or 0)} minutes",
-                    "fatal": f"stopped: {FATAL_GRACE:g} s after a fatal error ({self.attempt.reason})",
-                    "spend": f"stopped: spend ${self.attempt.cost:.2f} past max_spend_usd ${limits.spend or 0:g}, "
-                             f"after the final reply",
-                }[kind])
+                self.stop = (
+                    kind,
+                    {
+                        "idle": f"stopped: no output for {_minutes(limits.idle)} minutes",
+                        "grace": f"stopped: {limits.grace:g} s after the final reply",
+                        "wall": f"stopped: wall clock of {_minutes(limits.wall or 0)} minutes",
+                        "fatal": f"stopped: {FATAL_GRACE:g} s after a fatal error ({self.attempt.reason})",
+                        "spend": f"stopped: spend ${self.attempt.cost:.2f} past max_spend_usd ${limits.spend or 0:g}, "
+                        f"after the final reply",
+                    }[kind],
+                )
                 return
             if not self.open_fds and exited_at is None and self.exit_fd is None:
                 # both pipes closed and no pidfd: a short wait says when the process ends
@@ -894,8 +963,9 @@ class _Watch:
                 pass
         self.out_sink.close()
         self.err_sink.close()
-        attempt.kept_digests = tuple(None if sink.error else f"sha256:{sink.sha.hexdigest()}"
-                                     for sink in (self.out_sink, self.err_sink))
+        attempt.kept_digests = tuple(
+            None if sink.error else f"sha256:{sink.sha.hexdigest()}" for sink in (self.out_sink, self.err_sink)
+        )
         self.lines.finish()
         attempt.exit_code = proc.returncode
         self.handle(parser.close(proc.returncode))
@@ -912,8 +982,13 @@ class _Watch:
         else:
             kind, reason = self.stop
             if kind == "grace" and self.spend_crossed:
-                kind, reason = "spend", (f"stopped: spend ${attempt.cost:.2f} past max_spend_usd "
-                                         f"${self.limits.spend or 0:g}, after the final reply")
+                kind, reason = (
+                    "spend",
+                    (
+                        f"stopped: spend ${attempt.cost:.2f} past max_spend_usd "
+                        f"${self.limits.spend or 0:g}, after the final reply"
+                    ),
+                )
             attempt.stop, attempt.reason = kind, reason
             if kind == "grace" or (kind == "spend" and not self.spend_before_final and attempt.reply is not None):
                 attempt.outcome, attempt.counts = "finished", True
@@ -965,11 +1040,17 @@ def _workspace_server(pid: int, directory: str | None) -> bool:
         exe = os.readlink(f"/proc/{pid}/exe")
     except OSError:
         return False
-    if os.path.realpath(exe) != os.path.realpath(sys.executable) or \
-            argv[1:7] != [b"-I", b"-m", b"proctor", b"server", b"start", b"--foreground"]:
+    if os.path.realpath(exe) != os.path.realpath(sys.executable) or argv[1:7] != [
+        b"-I",
+        b"-m",
+        b"proctor",
+        b"server",
+        b"start",
+        b"--foreground",
+    ]:
         return False
     prefix = SERVER_DIR.encode() + b"="
-    named = next((item[len(prefix):] for item in environ if item.startswith(prefix)), None)
+    named = next((item[len(prefix) :] for item in environ if item.startswith(prefix)), None)
     if not named or os.path.realpath(os.fsdecode(named)) != directory:
         return False
     try:

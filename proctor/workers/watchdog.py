@@ -68,12 +68,19 @@ class Watchdog:
     def _spawn(self) -> None:
         env = {k: v for k, v in os.environ.items() if k not in ("BAGGAGE", "PROCTOR_NONCE", "PROCTOR_LEASE")}
         try:
-            self.proc = subprocess.Popen([sys.executable, "-I", "-m", "proctor.workers.watchdog"],
-                                         stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                         cwd=self.ws.root, env=env, start_new_session=True)
+            self.proc = subprocess.Popen(
+                [sys.executable, "-I", "-m", "proctor.workers.watchdog"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                cwd=self.ws.root,
+                env=env,
+                start_new_session=True,
+            )
         except OSError as exc:
-            self.ws.warn(f"proctor: no watchdog ({exc.strerror}): if this process is killed with SIGKILL its worker "
-                         f"runs on")
+            self.ws.warn(
+                f"proctor: no watchdog ({exc.strerror}): if this process is killed with SIGKILL its worker runs on"
+            )
             self.proc = None
             return
         os.set_blocking(self.proc.stdin.fileno(), False)
@@ -210,7 +217,8 @@ def clean_up(hello: dict, state: dict) -> None:
 
             try:
                 changed = integrity.Snapshot.load(attempt["before"]).settle(
-                    lambda old, new: bool(work.landed_by_proctor(ws, old, new)))
+                    lambda old, new: bool(work.landed_by_proctor(ws, old, new))
+                )
             except (OSError, ValueError, KeyError):
                 pass
             work.forget(attempt["before"])
@@ -218,26 +226,52 @@ def clean_up(hello: dict, state: dict) -> None:
         if finished and job_id and not attempt:
             # the worker had finished; proctor died while it graded the attempt
             data = {k: v for k, v in finished.items() if k != "reply"}
-            data.update(passed=False, status="unknown", claim=(finished.get("reply") or "")[:500],
-                        failures=list(finished.get("failures") or []) + [
-                            f"proctor work (pid {runner_pid}) died while it ran the check: the attempt was not graded"])
+            data.update(
+                passed=False,
+                status="unknown",
+                claim=(finished.get("reply") or "")[:500],
+                failures=list(finished.get("failures") or [])
+                + [f"proctor work (pid {runner_pid}) died while it ran the check: the attempt was not graded"],
+            )
             with ws.store.write() as conn:
                 trail.append(conn, ws.state_dir, "worker_attempt", f"worker:{finished.get('worker')}", job_id, data)
-                trail.append(conn, ws.state_dir, "worker_claim", f"worker:{finished.get('worker')}", job_id, {
-                    "attempt": finished.get("number"), "status": "unknown", "aborted": finished.get("outcome") !=
-                    "finished", "idle_stopped": finished.get("stop") == "idle", "reply_kind":
-                    finished.get("reply_kind"), "interrupted": True},
-                    payload=(finished.get("reply") or "").encode("utf-8", "replace"))
+                trail.append(
+                    conn,
+                    ws.state_dir,
+                    "worker_claim",
+                    f"worker:{finished.get('worker')}",
+                    job_id,
+                    {
+                        "attempt": finished.get("number"),
+                        "status": "unknown",
+                        "aborted": finished.get("outcome") != "finished",
+                        "idle_stopped": finished.get("stop") == "idle",
+                        "reply_kind": finished.get("reply_kind"),
+                        "interrupted": True,
+                    },
+                    payload=(finished.get("reply") or "").encode("utf-8", "replace"),
+                )
         if attempt and job_id:
             reply = _said(attempt)
             stream = attempt.get("stream")
             ref, stderr_ref = work.keep_stream(ws, stream) if stream else (None, None)
-            data = {"number": attempt.get("number"), "worker": attempt.get("worker"),
-                    "executor": attempt.get("executor"), "outcome": "interrupted", "stop": "interrupted",
-                    "reason": f"stopped: proctor work (pid {runner_pid}) died without ending its worker; its "
-                              f"watchdog ended it", "counts": False, "passed": False, "status": "unknown",
-                    "failures": changed, "stream": ref, "stderr_stream": stderr_ref, "claim": (reply or "")[:500], "reply_kind":
-                    "partial" if reply else None}
+            data = {
+                "number": attempt.get("number"),
+                "worker": attempt.get("worker"),
+                "executor": attempt.get("executor"),
+                "outcome": "interrupted",
+                "stop": "interrupted",
+                "reason": f"stopped: proctor work (pid {runner_pid}) died without ending its worker; its "
+                f"watchdog ended it",
+                "counts": False,
+                "passed": False,
+                "status": "unknown",
+                "failures": changed,
+                "stream": ref,
+                "stderr_stream": stderr_ref,
+                "claim": (reply or "")[:500],
+                "reply_kind": "partial" if reply else None,
+            }
             if attempt.get("followup") is not None:  # a session a follow-up resumed
                 from proctor.store import followups
 
@@ -246,13 +280,30 @@ def clean_up(hello: dict, state: dict) -> None:
                 data.update(followup=attempt["followup"], followup_delivered=bool(delivered))
             with ws.store.write() as conn:
                 trail.append(conn, ws.state_dir, "worker_attempt", f"worker:{attempt.get('worker')}", job_id, data)
-                trail.append(conn, ws.state_dir, "worker_claim", f"worker:{attempt.get('worker')}", job_id, {
-                    "attempt": attempt.get("number"), "status": "unknown", "aborted": True, "idle_stopped": False,
-                    "reply_kind": data["reply_kind"], "interrupted": True}, payload=(reply or "").encode())
+                trail.append(
+                    conn,
+                    ws.state_dir,
+                    "worker_claim",
+                    f"worker:{attempt.get('worker')}",
+                    job_id,
+                    {
+                        "attempt": attempt.get("number"),
+                        "status": "unknown",
+                        "aborted": True,
+                        "idle_stopped": False,
+                        "reply_kind": data["reply_kind"],
+                        "interrupted": True,
+                    },
+                    payload=(reply or "").encode(),
+                )
         if job_id:
             try:
-                take.release(ws, job_id, Caller(None, None, ACTOR),
-                             f"proctor work (pid {runner_pid}) died; its watchdog handed the job back")
+                take.release(
+                    ws,
+                    job_id,
+                    Caller(None, None, ACTOR),
+                    f"proctor work (pid {runner_pid}) died; its watchdog handed the job back",
+                )
             except Exception:
                 pass
         work.unclaim(ws, hello.get("claimed") or [], runner_pid)

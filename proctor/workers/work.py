@@ -103,8 +103,13 @@ class JobOutcome:
     reason: str = ""
 
     def to_json(self) -> dict:
-        return {"id": self.id, "passed": self.passed, "attempts": self.attempts, "commit": self.commit,
-                "reason": self.reason}
+        return {
+            "id": self.id,
+            "passed": self.passed,
+            "attempts": self.attempts,
+            "commit": self.commit,
+            "reason": self.reason,
+        }
 
 
 # ---------------------------------------------------------------------------------- the plan
@@ -121,9 +126,10 @@ def plan(ws: Workspace, job_id: str) -> list[dict]:
     if not children:
         if not is_live(job["state"]):
             raise errors.ProctorError(
-                f"{job_id} has ended ({job['state']}); nothing to work" +
-                (f" (proctor work {job_id} --retry works it again)" if job["state"] in (FAIL, NO_RETURN) else ""),
-                errors.NOT_LIVE)
+                f"{job_id} has ended ({job['state']}); nothing to work"
+                + (f" (proctor work {job_id} --retry works it again)" if job["state"] in (FAIL, NO_RETURN) else ""),
+                errors.NOT_LIVE,
+            )
         return [job]
     by_id = {c["id"]: c for c in children}
     ordered: list[dict] = []
@@ -133,8 +139,10 @@ def plan(ws: Workspace, job_id: str) -> list[dict]:
         if child in ordered:
             return
         if child["id"] in visiting:
-            raise errors.ProctorError(f"the children of {job_id} depend on each other in a cycle "
-                                      f"(at {child['id']}); fix their depends_on", errors.BAD_RECORD)
+            raise errors.ProctorError(
+                f"the children of {job_id} depend on each other in a cycle (at {child['id']}); fix their depends_on",
+                errors.BAD_RECORD,
+            )
         visiting.add(child["id"])
         for dep in child.get("depends_on") or ():
             if dep in by_id:
@@ -145,9 +153,15 @@ def plan(ws: Workspace, job_id: str) -> list[dict]:
         visit(child)
     ended = [c["id"] for c in ordered if not is_live(c["state"])]
     if ended:
-        raise errors.Refused([(errors.NOT_LIVE,
-            f"{job_id} has children that ended without passing ({', '.join(ended)}); their dependents cannot "
-            f"land on them; work them again with proctor work {job_id} --retry, or end {job_id}")])
+        raise errors.Refused(
+            [
+                (
+                    errors.NOT_LIVE,
+                    f"{job_id} has children that ended without passing ({', '.join(ended)}); their dependents cannot "
+                    f"land on them; work them again with proctor work {job_id} --retry, or end {job_id}",
+                )
+            ]
+        )
     return ordered
 
 
@@ -192,14 +206,20 @@ def prompt_for(ws: Workspace, job: dict) -> str:
         "commits fails.",
     ]
     if check:
-        lines.append(f"- The job's check is `proctor run {check}`. proctor runs it itself when you finish; "
-                     f"run it yourself first if you like. It prints the run's id (run-...) and its output_ref "
-                     f"(sha256:...), the pair a result may cite; only a run on your finished tree counts.")
-    validation = (f', "validation": [{{"run": "run-...", "command": "proctor run {check}", '
-                  f'"output_ref": "sha256:..."}}]' if check else "")
+        lines.append(
+            f"- The job's check is `proctor run {check}`. proctor runs it itself when you finish; "
+            f"run it yourself first if you like. It prints the run's id (run-...) and its output_ref "
+            f"(sha256:...), the pair a result may cite; only a run on your finished tree counts."
+        )
+    validation = (
+        f', "validation": [{{"run": "run-...", "command": "proctor run {check}", "output_ref": "sha256:..."}}]'
+        if check
+        else ""
+    )
     lines += [
         f"- When you are done, file your result: proctor job exit {job['id']} --stdin with "
-        '{"schema_version": 2, "changed_paths": [...]' + validation
+        '{"schema_version": 2, "changed_paths": [...]'
+        + validation
         + ', "status": "done" | "blocked" | "split", "summary": "..."}'
         " (proctor job exit --schema prints what it must satisfy).",
         "- Then end with a short reply saying what you did. Your account is a claim: proctor grades the diff and "
@@ -211,22 +231,26 @@ def prompt_for(ws: Workspace, job: dict) -> str:
 def retry_prompt(job: dict, failures: list[str], checkpoint: str) -> str:
     """What a resumed session is told: why its work did not pass, and that it starts over."""
     shown = "\n".join(f"- {f}" for f in failures[:20]) or "- (no gate named a failure; the attempt ended early)"
-    return (f"lease: {job['id']}\n\nYour previous attempt at this job did not pass its gates:\n{shown}\n\n"
-            f"The tree was put back to the step's checkpoint ({checkpoint[:12]}): none of your previous changes "
-            f"are there. Make the change again, within your write paths, run the check, file your result "
-            f"(proctor job exit {job['id']} --stdin) and end with a short reply, as your first instructions "
-            f"say (proctor describe job {job['id']} prints your terms again).\n")
+    return (
+        f"lease: {job['id']}\n\nYour previous attempt at this job did not pass its gates:\n{shown}\n\n"
+        f"The tree was put back to the step's checkpoint ({checkpoint[:12]}): none of your previous changes "
+        f"are there. Make the change again, within your write paths, run the check, file your result "
+        f"(proctor job exit {job['id']} --stdin) and end with a short reply, as your first instructions "
+        f"say (proctor describe job {job['id']} prints your terms again).\n"
+    )
 
 
 def followup_prompt(job: dict, followup: dict, failures: list[str]) -> str:
     """What a session resumed by a follow-up is told: the follow-up's text, then where it stands."""
     shown = "\n".join(f"- {f}" for f in failures[:20]) or "- (no gate named a failure)"
-    return (f"lease: {job['id']}\n\n{followup['text'].rstrip()}\n\n"
-            f"That is what the monitors of job {job['id']} printed since your last reply. Your worktree is as you "
-            f"left it, and your last attempt did not pass its gates:\n{shown}\n\n"
-            f"Carry on from there within your write paths, run the check, file your result again (proctor job exit "
-            f"{job['id']} --stdin) and end with a short reply. Remove a monitor you no longer need (proctor monitor "
-            f"remove <id>): until the job passes, proctor waits for its live monitors' next follow-up.\n")
+    return (
+        f"lease: {job['id']}\n\n{followup['text'].rstrip()}\n\n"
+        f"That is what the monitors of job {job['id']} printed since your last reply. Your worktree is as you "
+        f"left it, and your last attempt did not pass its gates:\n{shown}\n\n"
+        f"Carry on from there within your write paths, run the check, file your result again (proctor job exit "
+        f"{job['id']} --stdin) and end with a short reply. Remove a monitor you no longer need (proctor monitor "
+        f"remove <id>): until the job passes, proctor waits for its live monitors' next follow-up.\n"
+    )
 
 
 def deliverable(ws: Workspace, prompt: str, number: int, job_id: str) -> str:
@@ -237,8 +261,10 @@ def deliverable(ws: Workspace, prompt: str, number: int, job_id: str) -> str:
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w", encoding="utf-8") as handle:
         handle.write(prompt)
-    return (f"lease: {job_id}\n\nYour instructions are too long to pass on the command line; they are in the "
-            f"file {path}. Read that file whole first, then do what it says.\n")
+    return (
+        f"lease: {job_id}\n\nYour instructions are too long to pass on the command line; they are in the "
+        f"file {path}. Read that file whole first, then do what it says.\n"
+    )
 
 
 def _prompt_path(ws: Workspace, job_id: str, number: int) -> str:
@@ -250,8 +276,19 @@ _EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b85
 # The fields of a job's row that say what its work is and how it is graded. A worker changes
 # its row only through proctor's verbs (filing its result); one that wrote these itself (the
 # store is a file it can open, under its own user) would grade itself on terms of its choosing.
-TERMS = ("parent", "criteria", "checkpoint", "write_paths", "deny_paths", "read_paths", "depends_on", "check",
-         "goals", "read_only", "timeout")
+TERMS = (
+    "parent",
+    "criteria",
+    "checkpoint",
+    "write_paths",
+    "deny_paths",
+    "read_paths",
+    "depends_on",
+    "check",
+    "goals",
+    "read_only",
+    "timeout",
+)
 
 
 def _terms(ws: Workspace, job_id: str) -> dict:
@@ -277,8 +314,10 @@ def _put_back_terms(ws: Workspace, job_id: str, terms: dict) -> list[str]:
                 job[key] = terms[key]
         rows.put(conn, job, job["_root"], job["_depth"])
         trail.append(conn, ws.state_dir, "job_terms_restored", ACTOR, job_id, {"changed": changed})
-    return [f"the attempt changed its job's row ({', '.join(changed)}): put back as declared; a worker changes "
-            f"its job only through proctor (its result), never the store itself"]
+    return [
+        f"the attempt changed its job's row ({', '.join(changed)}): put back as declared; a worker changes "
+        f"its job only through proctor (its result), never the store itself"
+    ]
 
 
 class _Boxed:
@@ -319,8 +358,18 @@ class _Boxed:
             self.brokered.finish(self.broker.pids if self.broker is not None else set())
 
 
-_STORE_VARIABLES = ("PROCTOR_STORE_URL", "PROCTOR_STORE_URL_FILE", "PGPASSWORD", "PGPASSFILE", "PGSERVICEFILE",
-                    "PGSERVICE", "PGHOST", "PGUSER", "PGDATABASE", "PGPORT")
+_STORE_VARIABLES = (
+    "PROCTOR_STORE_URL",
+    "PROCTOR_STORE_URL_FILE",
+    "PGPASSWORD",
+    "PGPASSFILE",
+    "PGSERVICEFILE",
+    "PGSERVICE",
+    "PGHOST",
+    "PGUSER",
+    "PGDATABASE",
+    "PGPORT",
+)
 
 
 def _worker_sandbox(ws: Workspace, worktree: str, job_id: str) -> _Boxed | None:
@@ -355,7 +404,8 @@ def _worker_sandbox(ws: Workspace, worktree: str, job_id: str) -> _Boxed | None:
         # which store a checkout's proctor opens: the repository keys proctor keeps
         repo_keys_dir(),
         # the other jobs' worktrees beside this one: theirs to write, not this worker's
-        os.path.dirname(os.path.realpath(worktree)))
+        os.path.dirname(os.path.realpath(worktree)),
+    )
     os.makedirs(repo_keys_dir(), exist_ok=True)
     brokered = runs.sandboxed(there, job_id, extra_regions=(streams,) + runs_from, worker=True)
     if brokered is None:
@@ -392,17 +442,28 @@ def _of_attempt(info: dict, worker_pids: set[int]):
     return allowed
 
 
-def _record_worker_denials(ws: Workspace, job_id: str, number: int, boxed: "runs.Sandboxed",
-                           brokered: bool = False) -> None:
+def _record_worker_denials(
+    ws: Workspace, job_id: str, number: int, boxed: "runs.Sandboxed", brokered: bool = False
+) -> None:
     """The kernel's denials of a sandboxed worker (or of the commands its broker ran), on the
     trail as sandbox_denial."""
     if not boxed.denials:
         return
     with ws.store.write() as conn:
         for denial in boxed.denials:
-            trail.append(conn, ws.state_dir, "sandbox_denial", ACTOR, job_id, {
-                "attempt": number, "path": denial["path"], "blockers": denial["blockers"],
-                **({"brokered": True} if brokered else {})})
+            trail.append(
+                conn,
+                ws.state_dir,
+                "sandbox_denial",
+                ACTOR,
+                job_id,
+                {
+                    "attempt": number,
+                    "path": denial["path"],
+                    "blockers": denial["blockers"],
+                    **({"brokered": True} if brokered else {}),
+                },
+            )
 
 
 def _put_back_state_modes(ws: Workspace) -> list[str]:
@@ -427,8 +488,10 @@ def _put_back_state_modes(ws: Workspace) -> list[str]:
                 back = "proctor put its rights back"
             except OSError as exc:
                 back = f"proctor could not put its rights back ({exc.strerror}); look at it"
-            out.append(f"the attempt changed the mode of {path} in proctor's state ({back}): a worker never "
-                       f"touches proctor's files")
+            out.append(
+                f"the attempt changed the mode of {path} in proctor's state ({back}): a worker never "
+                f"touches proctor's files"
+            )
     return out
 
 
@@ -437,8 +500,14 @@ def _record_broker(ws: Workspace, job_id: str, number: int, boxed: _Boxed) -> No
     if boxed.broker is None:
         return
     with ws.store.write() as conn:
-        trail.append(conn, ws.state_dir, "sandbox_broker", ACTOR, job_id, {
-            "attempt": number, "served": boxed.broker.served, "refused": boxed.broker.refused[:20]})
+        trail.append(
+            conn,
+            ws.state_dir,
+            "sandbox_broker",
+            ACTOR,
+            job_id,
+            {"attempt": number, "served": boxed.broker.served, "refused": boxed.broker.refused[:20]},
+        )
 
 
 def worker_env(job_id: str, nonce: str | None = None, module=None) -> dict:
@@ -499,12 +568,15 @@ def claim(ws: Workspace, ids: list[str]) -> None:
         for job in found:
             other = job and _runner_alive(job)
             if other and other != pid:
-                where = "" if job.get("worker_machine") in (None, machine_id()) else \
-                    f" on machine {job['worker_machine']}"
+                where = (
+                    "" if job.get("worker_machine") in (None, machine_id()) else f" on machine {job['worker_machine']}"
+                )
                 raise errors.ProctorError(
                     f"refused: {job['id']} is being worked by proctor work (pid {other}{where}); wait for it to "
                     f"end, or stop it (kill {other}{' there' if where else ''}: its worker is ended and its attempt "
-                    f"recorded)", errors.LEASE_HELD)
+                    f"recorded)",
+                    errors.LEASE_HELD,
+                )
         for job in found:
             if job is not None:
                 job["worker_pid"], job["runner_start"], job["worker_machine"] = pid, started, machine_id()
@@ -516,8 +588,7 @@ def unclaim(ws: Workspace, ids: list[str], pid: int | None = None) -> None:
     with ws.store.write() as conn:
         for job_id in ids:
             job = rows.get(conn, job_id)
-            if job is not None and job.get("worker_pid") == pid and \
-                    job.get("worker_machine") in (None, machine_id()):
+            if job is not None and job.get("worker_pid") == pid and job.get("worker_machine") in (None, machine_id()):
                 job["worker_pid"], job["runner_start"], job["worker_machine"] = None, None, None
                 rows.put(conn, job, job["_root"], job["_depth"])
 
@@ -561,8 +632,10 @@ class Slot:
                             holders.append(held.read().strip() or "?")
                     except OSError:
                         pass
-                self.notify("waiting", {"worker": self.worker.name, "executor": self.worker.executor,
-                                        "slots": count, "holders": holders})
+                self.notify(
+                    "waiting",
+                    {"worker": self.worker.name, "executor": self.worker.executor, "slots": count, "holders": holders},
+                )
                 told = True
             time.sleep(0.5)
 
@@ -586,8 +659,11 @@ def landed_by_proctor(ws: Workspace, old: str | None, new: str | None) -> list[s
 
     def landed() -> set:
         with ws.store.read() as conn:
-            return {(e["data"] or {}).get("commit") for kind in ("job_landed", "job_commit")
-                    for e in trail.events(conn, kind=kind)}
+            return {
+                (e["data"] or {}).get("commit")
+                for kind in ("job_landed", "job_commit")
+                for e in trail.events(conn, kind=kind)
+            }
 
     if not between:
         return None
@@ -639,8 +715,11 @@ def make_worktree(ws: Workspace, job_id: str, revision: str, token: str) -> tupl
     made = git.run(ws.root, "worktree", "add", "--detach", path, revision, check=False)
     if made.returncode != 0:
         message = made.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise errors.ProctorError(f"could not make a worktree for {job_id} at {path}: git worktree add said "
-                                  f"{message[-1] if message else 'exit ' + str(made.returncode)}", errors.WORKTREE_UNMADE)
+        raise errors.ProctorError(
+            f"could not make a worktree for {job_id} at {path}: git worktree add said "
+            f"{message[-1] if message else 'exit ' + str(made.returncode)}",
+            errors.WORKTREE_UNMADE,
+        )
     note = None
     if "+" in token:
         note = take.carry_uncommitted(ws.root, path, revision, token)
@@ -667,8 +746,13 @@ def _set_checkpoint(ws: Workspace, job_id: str, token: str, handed: dict | None)
 # ---------------------------------------------------------------------------------- work
 
 
-def work(ws: Workspace, job_id: str, worker_name: str | None = None,
-         on_event: Callable[[str, dict], None] | None = None, again: bool = False) -> list[JobOutcome]:
+def work(
+    ws: Workspace,
+    job_id: str,
+    worker_name: str | None = None,
+    on_event: Callable[[str, dict], None] | None = None,
+    again: bool = False,
+) -> list[JobOutcome]:
     with _pinned_store(ws):
         return _work(ws, job_id, worker_name, on_event, again)
 
@@ -692,19 +776,24 @@ def _pinned_store(ws: Workspace):
             os.environ[URL_ENV] = saved
 
 
-def _work(ws: Workspace, job_id: str, worker_name: str | None,
-          on_event: Callable[[str, dict], None] | None, again: bool) -> list[JobOutcome]:
+def _work(
+    ws: Workspace, job_id: str, worker_name: str | None, on_event: Callable[[str, dict], None] | None, again: bool
+) -> list[JobOutcome]:
     cfg = ws.config
     if worker_name is not None and worker_name not in cfg.workers:
         known = ", ".join(cfg.workers) or "none defined"
-        raise errors.ProctorError(f"no worker {worker_name!r} (workers: {known}); define [workers.{worker_name}] "
-                                  f"with an executor in proctor.toml")
+        raise errors.ProctorError(
+            f"no worker {worker_name!r} (workers: {known}); define [workers.{worker_name}] "
+            f"with an executor in proctor.toml"
+        )
     rungs = [cfg.workers[worker_name]] if worker_name else [cfg.workers[n] for n in cfg.ladder]
     if not rungs:
         from proctor.config import EXECUTORS
 
-        raise errors.ProctorError(f"no workers are defined; add [workers.NAME] with executor = \"claude\" (or "
-                                  f"{', '.join(e for e in EXECUTORS if e != 'claude')}) to proctor.toml")
+        raise errors.ProctorError(
+            f'no workers are defined; add [workers.NAME] with executor = "claude" (or '
+            f"{', '.join(e for e in EXECUTORS if e != 'claude')}) to proctor.toml"
+        )
     notify = on_event or (lambda kind, data: None)
     with ws.store.read() as conn:
         named = rows.get(conn, job_id)
@@ -742,17 +831,21 @@ def _run_step(ws: Workspace, job: dict, rungs: list[Worker], notify, dog) -> Job
     outcome = JobOutcome(job_id, False)
     with ws.store.read() as conn:
         current = rows.get(conn, job_id)
-    if current["state"] in (RUNNING, EXITED) and os.path.realpath(current.get("checkout_root") or "") != \
-            os.path.realpath(_worktree_path(ws, job_id)):
+    if current["state"] in (RUNNING, EXITED) and os.path.realpath(
+        current.get("checkout_root") or ""
+    ) != os.path.realpath(_worktree_path(ws, job_id)):
         raise errors.ProctorError(
             f"could not start {job_id}: it is {current['state']} in {current.get('checkout_root')}, taken there by "
-            f"its holder; end it there (proctor job exit {job_id}) or fork a new job", errors.LEASE_HELD)
+            f"its holder; end it there (proctor job exit {job_id}) or fork a new job",
+            errors.LEASE_HELD,
+        )
     if current["state"] in (RUNNING, EXITED):
         take.release(ws, job_id, orchestrator, "proctor work starts it again from a fresh worktree")
     start = vcs_checkpoint.take(ws.root)
     if not start.revision:
-        raise errors.ProctorError(f"could not start {job_id}: proctor work needs a commit to start a worktree "
-                                  f"on (git commit first)")
+        raise errors.ProctorError(
+            f"could not start {job_id}: proctor work needs a commit to start a worktree on (git commit first)"
+        )
     handed = vcs_checkpoint.handed_digests(ws.root) if start.dirty else None
     _set_checkpoint(ws, job_id, start.name, handed)
     notify("step", {"job": job_id, "checkpoint": start.name})
@@ -776,8 +869,15 @@ def _run_step(ws: Workspace, job: dict, rungs: list[Worker], notify, dog) -> Job
                 if shutil.which(probe[0]) is None and not os.path.exists(probe[0]):
                     reason = f"could not start: {probe[0]} is not on PATH"
                     notify("skip", {"job": job_id, "worker": worker.name, "reason": reason})
-                    outcome.attempts.append({"number": number + 1, "worker": worker.name, "outcome": "aborted",
-                                             "reason": reason, "counts": False})
+                    outcome.attempts.append(
+                        {
+                            "number": number + 1,
+                            "worker": worker.name,
+                            "outcome": "aborted",
+                            "reason": reason,
+                            "counts": False,
+                        }
+                    )
                     break  # this rung cannot run at all: up the ladder
                 number += 1
                 if followup is None:
@@ -802,13 +902,20 @@ def _run_step(ws: Workspace, job: dict, rungs: list[Worker], notify, dog) -> Job
                 else:
                     prompt = retry_prompt(job, failures, start.revision) if resume else first_prompt
                     if failures and not resume:
-                        prompt = first_prompt + "\nA previous attempt at this job did not pass:\n" + \
-                            "\n".join(f"- {f}" for f in failures[:20]) + "\nThe tree is back at the checkpoint.\n"
+                        prompt = (
+                            first_prompt
+                            + "\nA previous attempt at this job did not pass:\n"
+                            + "\n".join(f"- {f}" for f in failures[:20])
+                            + "\nThe tree is back at the checkpoint.\n"
+                        )
                 prompt = deliverable(ws, prompt, number, job_id)
                 started_any = True
-                limits = runner.Limits(idle=cfg.idle_limit_seconds, grace=cfg["jobs.grace_seconds"],
-                                       wall=worker.wall_minutes * 60 if worker.wall_minutes else None,
-                                       spend=worker.max_spend_usd)
+                limits = runner.Limits(
+                    idle=cfg.idle_limit_seconds,
+                    grace=cfg["jobs.grace_seconds"],
+                    wall=worker.wall_minutes * 60 if worker.wall_minutes else None,
+                    spend=worker.max_spend_usd,
+                )
                 stream = os.path.join(ws.state_dir, "streams", f"{os.getpid()}-{_safe(job_id)}-{number}.out")
                 before = integrity.Snapshot.take(ws.root, ws.checkout.common_dir, worktree)
                 terms = _terms(ws, job_id)  # what the attempt is graded on, as it stood before it
@@ -822,18 +929,42 @@ def _run_step(ws: Workspace, job: dict, rungs: list[Worker], notify, dog) -> Job
                 def spawned(info: dict) -> None:
                     attempt_info.update(info)  # the broker serves the processes of this attempt alone
                     worker_pids.add(info["pid"])
-                    dog.tell(job=job_id, worktree=worktree, attempt=dict(
-                        info, number=number, worker=worker.name, executor=worker.executor, stream=stream,
-                        before=stream + ".before.json", followup=followup["id"] if followup else None))
+                    dog.tell(
+                        job=job_id,
+                        worktree=worktree,
+                        attempt=dict(
+                            info,
+                            number=number,
+                            worker=worker.name,
+                            executor=worker.executor,
+                            stream=stream,
+                            before=stream + ".before.json",
+                            followup=followup["id"] if followup else None,
+                        ),
+                    )
                     handed.started()  # the CLI was started with the follow-up: it is delivered
 
                 with Slot(worker, lambda kind, data: notify(kind, dict(data, job=job_id))):
-                    notify("start", {"job": job_id, "worker": worker.name, "executor": worker.executor,
-                                     "attempt": number, "rung": rung_index + 1, "rungs": len(rungs),
-                                     "of": cfg.attempts, "worktree": worktree, "resumed": bool(resume),
-                                     "followup": followup["id"] if followup else None,
-                                     "note": note, "idle": limits.idle, "grace": limits.grace,
-                                     "wall": limits.wall, "spend": limits.spend})
+                    notify(
+                        "start",
+                        {
+                            "job": job_id,
+                            "worker": worker.name,
+                            "executor": worker.executor,
+                            "attempt": number,
+                            "rung": rung_index + 1,
+                            "rungs": len(rungs),
+                            "of": cfg.attempts,
+                            "worktree": worktree,
+                            "resumed": bool(resume),
+                            "followup": followup["id"] if followup else None,
+                            "note": note,
+                            "idle": limits.idle,
+                            "grace": limits.grace,
+                            "wall": limits.wall,
+                            "spend": limits.spend,
+                        },
+                    )
                     boxed = _worker_sandbox(ws, worktree, job_id)
                     try:
                         # with the sandbox, the hook pinned in argv (and in a host's settings) hands its
@@ -842,15 +973,25 @@ def _run_step(ws: Workspace, job: dict, rungs: list[Worker], notify, dog) -> Job
                         env = worker_env(job_id, taken.get("_nonce"), module)
                         if boxed is not None:
                             env = boxed.serve(job_id, worktree, env, _of_attempt(attempt_info, worker_pids))
-                            notify("sandbox", {"job": job_id, "worker": worker.name, "attempt": number,
-                                               "sandbox": boxed.record()})
+                            notify(
+                                "sandbox",
+                                {"job": job_id, "worker": worker.name, "attempt": number, "sandbox": boxed.record()},
+                            )
                         attempt = runner.run_attempt(
-                            argv, module.Parser(), limits, worktree, env,
-                            stdin_text=prompt if module.PROMPT_ON_STDIN else None, adopt_orphans=True,
-                            stream_path=stream, on_spawn=spawned,
-                            on_event=lambda kind, a: notify(kind, {"job": job_id, "worker": worker.name,
-                                                                    "attempt": number, "data": a}),
-                            confine=boxed.worker.preexec if boxed is not None else None)
+                            argv,
+                            module.Parser(),
+                            limits,
+                            worktree,
+                            env,
+                            stdin_text=prompt if module.PROMPT_ON_STDIN else None,
+                            adopt_orphans=True,
+                            stream_path=stream,
+                            on_spawn=spawned,
+                            on_event=lambda kind, a: notify(
+                                kind, {"job": job_id, "worker": worker.name, "attempt": number, "data": a}
+                            ),
+                            confine=boxed.worker.preexec if boxed is not None else None,
+                        )
                     finally:
                         if boxed is not None:
                             boxed.finish(worker_pids)
@@ -859,11 +1000,15 @@ def _run_step(ws: Workspace, job: dict, rungs: list[Worker], notify, dog) -> Job
                             _record_broker(ws, job_id, number, boxed)
                 handed.settle()
                 stream_ref, stderr_ref = keep_stream(ws, stream)
-                forged = [f"the {what} proctor kept of the attempt is not what the worker printed: changed while it "
-                          f"ran (a worker never writes proctor's files)"
-                          for what, kept, read in (("stream", stream_ref, attempt.kept_digests[0]),
-                                                   ("stderr stream", stderr_ref, attempt.kept_digests[1]))
-                          if read is not None and (kept or "sha256:" + _EMPTY_SHA256) != read]
+                forged = [
+                    f"the {what} proctor kept of the attempt is not what the worker printed: changed while it "
+                    f"ran (a worker never writes proctor's files)"
+                    for what, kept, read in (
+                        ("stream", stream_ref, attempt.kept_digests[0]),
+                        ("stderr stream", stderr_ref, attempt.kept_digests[1]),
+                    )
+                    if read is not None and (kept or "sha256:" + _EMPTY_SHA256) != read
+                ]
                 forget(_prompt_path(ws, job_id, number))  # a prompt too long for argv, read by now
                 moved = before.settle(lambda old, new: bool(landed_by_proctor(ws, old, new)))
                 moved += _put_back_terms(ws, job_id, terms) + forged
@@ -875,27 +1020,74 @@ def _run_step(ws: Workspace, job: dict, rungs: list[Worker], notify, dog) -> Job
                 forget(stream + ".before.json")
                 dog.tell(job=job_id, worktree=worktree, attempt=None)
                 if attempt.outcome == "interrupted":
-                    _record(ws, job_id, worker, number, attempt, "unknown", False, moved, stream_ref,
-                            stderr_ref=stderr_ref, followup=handed.record())
+                    _record(
+                        ws,
+                        job_id,
+                        worker,
+                        number,
+                        attempt,
+                        "unknown",
+                        False,
+                        moved,
+                        stream_ref,
+                        stderr_ref=stderr_ref,
+                        followup=handed.record(),
+                    )
                     raise WorkInterrupted(attempt.interrupted_by or 0, attempt.reason)
-                ran = dict(attempt.to_json(), number=number, worker=worker.name, executor=worker.executor,
-                           stream=stream_ref, stderr_stream=stderr_ref, failures=moved, noticed=noticed,
-                           **handed.record())
+                ran = dict(
+                    attempt.to_json(),
+                    number=number,
+                    worker=worker.name,
+                    executor=worker.executor,
+                    stream=stream_ref,
+                    stderr_stream=stderr_ref,
+                    failures=moved,
+                    noticed=noticed,
+                    **handed.record(),
+                )
                 dog.tell(finished=dict(ran, reply=(attempt.reply or "")[:4000]))
                 try:
-                    passed, gates, failures, graded, status = _gates(ws, worktree, job_id, attempt, orchestrator,
-                                                                     moved, dog)
+                    passed, gates, failures, graded, status = _gates(
+                        ws, worktree, job_id, attempt, orchestrator, moved, dog
+                    )
                 except (KeyboardInterrupt, runner.Interrupted) as exc:
                     signum = _signum_of(exc)
-                    _record(ws, job_id, worker, number, attempt, "unknown", False,
-                            moved + [f"proctor was interrupted ({_signal_name(signum)}) while it ran the check: "
-                                     f"the attempt was not graded"], stream_ref, noticed, stderr_ref,
-                            followup=handed.record())
+                    _record(
+                        ws,
+                        job_id,
+                        worker,
+                        number,
+                        attempt,
+                        "unknown",
+                        False,
+                        moved
+                        + [
+                            f"proctor was interrupted ({_signal_name(signum)}) while it ran the check: "
+                            f"the attempt was not graded"
+                        ],
+                        stream_ref,
+                        noticed,
+                        stderr_ref,
+                        followup=handed.record(),
+                    )
                     dog.tell(finished=None)
-                    raise WorkInterrupted(signum, f"proctor work was interrupted ({_signal_name(signum)}) while it "
-                                                  f"ran {job_id}'s check") from None
-                record = _record(ws, job_id, worker, number, attempt, status, passed, failures, stream_ref,
-                                 noticed, stderr_ref, followup=handed.record())
+                    raise WorkInterrupted(
+                        signum, f"proctor work was interrupted ({_signal_name(signum)}) while it ran {job_id}'s check"
+                    ) from None
+                record = _record(
+                    ws,
+                    job_id,
+                    worker,
+                    number,
+                    attempt,
+                    status,
+                    passed,
+                    failures,
+                    stream_ref,
+                    noticed,
+                    stderr_ref,
+                    followup=handed.record(),
+                )
                 dog.tell(finished=None)
                 outcome.attempts.append(record)
                 notify("attempt", {"job": job_id, **record})
@@ -908,15 +1100,15 @@ def _run_step(ws: Workspace, job: dict, rungs: list[Worker], notify, dog) -> Job
                         # landing is on the trail before the lock goes, so a runner beside this one
                         # never takes proctor's commit for its worker's (landed_by_proctor)
                         with _landing_lock(ws):
-                            outcome.commit = _land(ws, worktree, current, graded, gates, attempt, status, start,
-                                                   dog)
+                            outcome.commit = _land(ws, worktree, current, graded, gates, attempt, status, start, dog)
                             _note_landed(ws, job_id, outcome.commit)
                     except errors.ProctorError as exc:
                         # not the worker's doing: the job goes back to declared for a later run
                         notify("landing", {"job": job_id, "reason": exc.message})
                         _note_unlanded(ws, job_id, number, exc.message)
-                        raise errors.ProctorError(f"{job_id} passed its gates but was not landed: {exc.message}",
-                                                  exc.code) from None
+                        raise errors.ProctorError(
+                            f"{job_id} passed its gates but was not landed: {exc.message}", exc.code
+                        ) from None
                     if passed:
                         with Workspace(worktree, ws.warn) as there:
                             finished = wait.wait(there, job_id, orchestrator)[0]
@@ -929,8 +1121,9 @@ def _run_step(ws: Workspace, job: dict, rungs: list[Worker], notify, dog) -> Job
                 followup = None
                 if session and _resumable(module) and attempt.outcome == "finished":
                     # its job's monitors may have more to say: their follow-up resumes this session here
-                    followup = _await_followup(ws, job_id, min(time.monotonic() + cfg.idle_limit_seconds,
-                                                               session_ends), notify)
+                    followup = _await_followup(
+                        ws, job_id, min(time.monotonic() + cfg.idle_limit_seconds, session_ends), notify
+                    )
                     if followup is not None:
                         continue  # the attempt that follows carries its work on: no attempt of the rung used
                 if attempt.counts:
@@ -939,14 +1132,16 @@ def _run_step(ws: Workspace, job: dict, rungs: list[Worker], notify, dog) -> Job
                     break  # an idle, spend or provider stop: up the ladder without using an attempt
         if not started_any:
             raise errors.ProctorError(
-                f"could not start any worker for {job_id}: " + "; ".join(a["reason"] for a in outcome.attempts))
+                f"could not start any worker for {job_id}: " + "; ".join(a["reason"] for a in outcome.attempts)
+            )
         # Out of attempts and rungs: the last attempt's account is the verdict, graded where it was made.
         also = [Outcome("rule", "attempt-kept-refs", False, last["moved"])] if last.get("moved") else []
         with Workspace(worktree, ws.warn) as there:
             _ensure_filed(there, job_id, orchestrator, None)
             finished, _ = wait.wait(there, job_id, orchestrator, also=also)
-        outcome.reason = "out of attempts and rungs: " + ("; ".join((last.get("failures") or [])[:5])
-                                                           or finished["state"])
+        outcome.reason = "out of attempts and rungs: " + (
+            "; ".join((last.get("failures") or [])[:5]) or finished["state"]
+        )
         return outcome
     except (KeyboardInterrupt, runner.Interrupted) as exc:
         signum = _signum_of(exc)
@@ -989,17 +1184,31 @@ def _await_followup(ws: Workspace, job_id: str, until: float, notify) -> dict | 
                 notify("wait_over", {"job": job_id, "reason": "its monitors are gone"})
             return None
         if at >= until:
-            notify("wait_over", {"job": job_id, "reason": (
-                f"no follow-up from its monitors within {bound:.0f} s" if bound > 0 else
-                "its worker's wall clock, counted from its session's first attempt, is spent: no follow-up "
-                "resumes it")})
+            notify(
+                "wait_over",
+                {
+                    "job": job_id,
+                    "reason": (
+                        f"no follow-up from its monitors within {bound:.0f} s"
+                        if bound > 0
+                        else "its worker's wall clock, counted from its session's first attempt, is spent: no follow-up "
+                        "resumes it"
+                    ),
+                },
+            )
             return None
         if ready is not None:
             notify("followup", {"job": job_id, "id": ready["id"], "events": ready["events"]})
             return ready
         if shown is None and daemon.info(ws) is None:
-            notify("wait_over", {"job": job_id, "reason": f"{live} live monitor{'s' if live > 1 else ''}, but no "
-                                                          f"server runs them (proctor server start), so no wait"})
+            notify(
+                "wait_over",
+                {
+                    "job": job_id,
+                    "reason": f"{live} live monitor{'s' if live > 1 else ''}, but no "
+                    f"server runs them (proctor server start), so no wait",
+                },
+            )
             return None
         if live != shown:
             notify("monitors", {"job": job_id, "live": live, "bound": bound, "since": started})
@@ -1111,8 +1320,11 @@ def _gates(ws: Workspace, worktree: str, job_id: str, attempt, caller: Caller, m
     with Workspace(worktree, ws.warn) as there:
         job = _ensure_filed(there, job_id, caller, attempt.reply)
         status = status_of(job)
-        made = [_tagged_run(there, goal["check"]["target"], Caller(job_id, "flag", caller.user), dog, worktree)
-                for goal in goal_list(job) if goal["kind"] == "check"]
+        made = [
+            _tagged_run(there, goal["check"]["target"], Caller(job_id, "flag", caller.user), dog, worktree)
+            for goal in goal_list(job)
+            if goal["kind"] == "check"
+        ]
         jresult.add_evidence(there, job_id, made, caller)
         with there.store.read() as conn:
             job = rows.get(conn, job_id)
@@ -1146,30 +1358,66 @@ def _tagged_run(ws: Workspace, target: str, caller: Caller, dog, worktree: str) 
         dog.tell(gates=None)
 
 
-def _record(ws: Workspace, job_id: str, worker: Worker, number: int, attempt, status: str, passed: bool,
-            failures: list[str], stream_ref: str | None, noticed: list[str] | None = None,
-            stderr_ref: str | None = None, followup: dict | None = None) -> dict:
-    data = {"number": number, "worker": worker.name, "executor": worker.executor, **attempt.to_json(),
-            "status": status, "passed": passed, "failures": failures[:50], "stream": stream_ref,
-            "claim": (attempt.reply or "")[:500], "stderr_stream": stderr_ref, **(followup or {})}
+def _record(
+    ws: Workspace,
+    job_id: str,
+    worker: Worker,
+    number: int,
+    attempt,
+    status: str,
+    passed: bool,
+    failures: list[str],
+    stream_ref: str | None,
+    noticed: list[str] | None = None,
+    stderr_ref: str | None = None,
+    followup: dict | None = None,
+) -> dict:
+    data = {
+        "number": number,
+        "worker": worker.name,
+        "executor": worker.executor,
+        **attempt.to_json(),
+        "status": status,
+        "passed": passed,
+        "failures": failures[:50],
+        "stream": stream_ref,
+        "claim": (attempt.reply or "")[:500],
+        "stderr_stream": stderr_ref,
+        **(followup or {}),
+    }
     if noticed:
-        data["noticed"] = [f"your checkout changed while the attempt ran: {', '.join(noticed[:10])}"
-                           + (f" and {len(noticed) - 10} more" if len(noticed) > 10 else "")
-                           + "; proctor did not write it, and lands nothing over it (if you did not, the worker did)"]
+        data["noticed"] = [
+            f"your checkout changed while the attempt ran: {', '.join(noticed[:10])}"
+            + (f" and {len(noticed) - 10} more" if len(noticed) > 10 else "")
+            + "; proctor did not write it, and lands nothing over it (if you did not, the worker did)"
+        ]
     data.pop("reply", None)
     data.pop("stream_path", None)  # moved into the blob store: `stream` names it
     with ws.store.write() as conn:
         trail.append(conn, ws.state_dir, "worker_attempt", f"worker:{worker.name}", job_id, data)
-        trail.append(conn, ws.state_dir, "worker_claim", f"worker:{worker.name}", job_id, {
-            "attempt": number, "status": status, "aborted": attempt.outcome != "finished",
-            "idle_stopped": attempt.stop == "idle", "reply_kind": attempt.reply_kind,
-            "interrupted": attempt.outcome == "interrupted", **({"followup": followup["followup"]} if followup else {}),
-        }, payload=(attempt.reply or "").encode("utf-8", "replace"))
+        trail.append(
+            conn,
+            ws.state_dir,
+            "worker_claim",
+            f"worker:{worker.name}",
+            job_id,
+            {
+                "attempt": number,
+                "status": status,
+                "aborted": attempt.outcome != "finished",
+                "idle_stopped": attempt.stop == "idle",
+                "reply_kind": attempt.reply_kind,
+                "interrupted": attempt.outcome == "interrupted",
+                **({"followup": followup["followup"]} if followup else {}),
+            },
+            payload=(attempt.reply or "").encode("utf-8", "replace"),
+        )
     return data
 
 
-def _land(ws: Workspace, worktree: str, job: dict, graded, gates: list[str], attempt, status: str, start,
-          dog) -> str | None:
+def _land(
+    ws: Workspace, worktree: str, job: dict, graded, gates: list[str], attempt, status: str, start, dog
+) -> str | None:
     """Commit what passed in the person's checkout: the job's changed paths inside its write
     paths, copied byte for byte from the attempt's worktree, on the revision the step started
     from, where the person left those paths as they were. None when there is nothing to commit."""
@@ -1177,36 +1425,46 @@ def _land(ws: Workspace, worktree: str, job: dict, graded, gates: list[str], att
         return None
     mine = rows.claims(job)
     denies = rows.claims(job, "deny_paths")
-    paths = [p for p in graded.observed.changed
-             if any(covers(c, p) for c in mine) and not any(covers(d, p) for d in denies)]
+    paths = [
+        p for p in graded.observed.changed if any(covers(c, p) for c in mine) and not any(covers(d, p) for d in denies)
+    ]
     if not paths:
         return None
     head = git.head(ws.root)
     beside = landed_by_proctor(ws, start.revision, head) if head != start.revision else None
     if beside:
         # other jobs landed meanwhile: this one lands on top only where they touched none of its paths
-        theirs = set(git.run(ws.root, "diff", "--name-only", "--no-renames", start.revision, head)
-                     .stdout.decode("utf-8", "surrogateescape").splitlines())
+        theirs = set(
+            git.run(ws.root, "diff", "--name-only", "--no-renames", start.revision, head)
+            .stdout.decode("utf-8", "surrogateescape")
+            .splitlines()
+        )
         overlap = sorted(theirs & set(paths))
         if overlap:
             raise errors.ProctorError(
                 f"{', '.join(overlap[:5])} changed on your branch since {start.revision[:12]} (proctor landed "
                 f"{len(beside)} other job commit(s) meanwhile); the job is not landed on a tree it was not graded "
-                f"on (proctor work {job['id']} works it again on the new one)")
+                f"on (proctor work {job['id']} works it again on the new one)"
+            )
     elif head != start.revision:
         raise errors.ProctorError(
             f"your checkout's HEAD moved from {start.revision[:12]} to {(head or 'nothing')[:12]} while the job "
             f"ran; proctor lands a job only on the revision it started from (proctor work {job['id']} "
-            f"works it again on the new one)")
+            f"works it again on the new one)"
+        )
     handed = job.get("handed") or {}
     _revision, _branch, changed, untracked = git.status(ws.root)
     dirty = {os.fsdecode(p).rstrip("/") for p in changed + untracked}
-    touched = [p for p in paths if p in dirty and
-               (p not in handed or vcs_checkpoint.handed_digest(os.path.join(ws.root, p)) != handed[p])]
+    touched = [
+        p
+        for p in paths
+        if p in dirty and (p not in handed or vcs_checkpoint.handed_digest(os.path.join(ws.root, p)) != handed[p])
+    ]
     if touched:
         raise errors.ProctorError(
             f"you changed {', '.join(touched[:5])} in your checkout while the job ran; proctor never overwrites "
-            f"your work (commit or stash it, then proctor work {job['id']})")
+            f"your work (commit or stash it, then proctor work {job['id']})"
+        )
     summary = ((job.get("result") or {}).get("summary")) or attempt.reply
     kind = "step" if job.get("parent") else "job"
     text = jcommit.message(job, kind, gates, summary, status, ws.config["jobs.commit_body"])
@@ -1238,11 +1496,19 @@ def _land(ws: Workspace, worktree: str, job: dict, graded, gates: list[str], att
         wrong = _committed_differs(ws.root, sha, graded)
         if wrong:
             # what git stored is not what was graded: the commit is taken back before anyone builds on it
-            git.run(ws.root, "update-ref", "-m", "proctor work: a commit that does not hold the graded bytes",
-                    "HEAD", head, sha)
+            git.run(
+                ws.root,
+                "update-ref",
+                "-m",
+                "proctor work: a commit that does not hold the graded bytes",
+                "HEAD",
+                head,
+                sha,
+            )
             git.run(ws.root, "reset", "-q", head, "--", *paths, check=False)
-            raise errors.ProctorError(f"the commit git made does not hold the graded bytes ({'; '.join(wrong[:3])}); "
-                                      f"it was taken back")
+            raise errors.ProctorError(
+                f"the commit git made does not hold the graded bytes ({'; '.join(wrong[:3])}); it was taken back"
+            )
         dog.tell(landing=None)
         return sha
     except BaseException as exc:
@@ -1286,8 +1552,10 @@ def _graded_objects(worktree: str, paths: list[str]) -> dict[str, tuple[str, str
         elif os.path.islink(full):
             target = os.readlink(full)
             if os.path.isabs(target) and (os.path.realpath(target) + os.sep).startswith(real + os.sep):
-                raise errors.ProctorError(f"{rel} is a link into the attempt's worktree ({target}), which is gone "
-                                          f"once the attempt ends: it cannot be landed as graded")
+                raise errors.ProctorError(
+                    f"{rel} is a link into the attempt's worktree ({target}), which is gone "
+                    f"once the attempt ends: it cannot be landed as graded"
+                )
             blob = git.run(worktree, "hash-object", "--stdin", input=os.fsencode(target)).stdout.decode().strip()
             out[rel] = ("120000", blob)
         elif os.path.isdir(full):
@@ -1309,8 +1577,11 @@ def _committed_differs(root: str, sha: str, graded: dict[str, tuple[str, str] | 
             mode, _kind, blob = meta.decode().split()
             found[os.fsdecode(path)] = (mode, blob)
     touched = git.run(root, "diff-tree", "-r", "-z", "--name-only", "--no-renames", f"{sha}^", sha, check=False).stdout
-    wrong = [f"{os.fsdecode(p)} is in the commit but was not graded"
-             for p in touched.split(b"\0") if p and os.fsdecode(p) not in graded]
+    wrong = [
+        f"{os.fsdecode(p)} is in the commit but was not graded"
+        for p in touched.split(b"\0")
+        if p and os.fsdecode(p) not in graded
+    ]
     modes = git.run(root, "config", "--bool", "core.fileMode", check=False).stdout.strip() != b"false"
     for rel, want in graded.items():
         have = found.get(rel)
@@ -1390,8 +1661,14 @@ def _grade_root(ws: Workspace, job_id: str, notify, dog) -> JobOutcome | None:
     if root is None or root["state"] in (PASS, FAIL, NO_RETURN):
         return None
     if root["state"] != DECLARED:
-        notify("root", {"job": job_id, "skipped": f"{job_id} is {root['state']} in {root.get('checkout_root')}; "
-                                                  f"its holder files and waits on it"})
+        notify(
+            "root",
+            {
+                "job": job_id,
+                "skipped": f"{job_id} is {root['state']} in {root.get('checkout_root')}; "
+                f"its holder files and waits on it",
+            },
+        )
         return None
     outcome = JobOutcome(job_id, False)
     path = make_worktree(ws, job_id, git.head(ws.root), root.get("checkpoint") or "")[0]
@@ -1403,17 +1680,28 @@ def _grade_root(ws: Workspace, job_id: str, notify, dog) -> JobOutcome | None:
                 children = rows.children(conn, job_id)
                 beneath = rows.descendants(conn, job_id)
             summary = "proctor work: every step passed: " + ", ".join(
-                f"{c['id']} ({(c.get('commit') or 'no commit')[:12]})" for c in children)
-            jresult.file_result(there, job_id, {"schema_version": 2, "status": "done", "summary": summary,
-                                                "descendants": beneath}, orchestrator)
-            made = [runs.run_target(there, goal["check"]["target"], Caller(job_id, "flag", orchestrator.user),
-                                    echo=None) for goal in goal_list(root) if goal["kind"] == "check"]
+                f"{c['id']} ({(c.get('commit') or 'no commit')[:12]})" for c in children
+            )
+            jresult.file_result(
+                there,
+                job_id,
+                {"schema_version": 2, "status": "done", "summary": summary, "descendants": beneath},
+                orchestrator,
+            )
+            made = [
+                runs.run_target(there, goal["check"]["target"], Caller(job_id, "flag", orchestrator.user), echo=None)
+                for goal in goal_list(root)
+                if goal["kind"] == "check"
+            ]
             jresult.add_evidence(there, job_id, made, orchestrator)
             finished, graded = wait.wait(there, job_id, orchestrator)
         outcome.passed = finished["state"] == PASS
         failures = [f"{o.label}: {s}" for o in graded.failures() for s in o.subjects] if graded else []
-        outcome.reason = "its own check passed on the landed steps" if outcome.passed else \
-            "the landed steps fail the root: " + "; ".join(failures[:5])
+        outcome.reason = (
+            "its own check passed on the landed steps"
+            if outcome.passed
+            else "the landed steps fail the root: " + "; ".join(failures[:5])
+        )
         notify("root", {"job": job_id, "passed": outcome.passed, "failures": failures})
         return outcome
     finally:

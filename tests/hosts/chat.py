@@ -36,8 +36,9 @@ class Chat(Dialect):
         return None
 
     def error_body(self, status: int, body: dict | None) -> bytes:
-        return json.dumps(body or {"error": {"message": f"scripted error {status}",
-                                             "type": "invalid_request_error", "code": None}}).encode()
+        return json.dumps(
+            body or {"error": {"message": f"scripted error {status}", "type": "invalid_request_error", "code": None}}
+        ).encode()
 
     def render(self, turn: Turn, body: dict, stream: bool, call_ids: list[str]):
         model = body.get("model") or "scripted"
@@ -45,31 +46,58 @@ class Chat(Dialect):
         created = int(time.time())
         finish = "tool_calls" if turn.tools else "stop"
         usage = {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
-        calls = [{"id": call_id, "type": "function",
-                  "function": {"name": tool.name, "arguments": json.dumps(tool.args)}}
-                 for tool, call_id in zip(turn.tools, call_ids)]
+        calls = [
+            {"id": call_id, "type": "function", "function": {"name": tool.name, "arguments": json.dumps(tool.args)}}
+            for tool, call_id in zip(turn.tools, call_ids)
+        ]
         if not stream:
             message: dict = {"role": "assistant", "content": turn.text if turn.text else None}
             if calls:
                 message["tool_calls"] = calls
-            return "application/json", json.dumps({
-                "id": completion_id, "object": "chat.completion", "created": created, "model": model,
-                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                "usage": usage}).encode()
+            return "application/json", json.dumps(
+                {
+                    "id": completion_id,
+                    "object": "chat.completion",
+                    "created": created,
+                    "model": model,
+                    "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                    "usage": usage,
+                }
+            ).encode()
 
         def chunk(delta: dict, finish_reason=None, **extra) -> bytes:
-            return _data({"id": completion_id, "object": "chat.completion.chunk", "created": created,
-                          "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
-                          **extra})
+            return _data(
+                {
+                    "id": completion_id,
+                    "object": "chat.completion.chunk",
+                    "created": created,
+                    "model": model,
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+                    **extra,
+                }
+            )
 
         chunks = [chunk({"role": "assistant", "content": ""})]
         if turn.text:
             chunks.append(chunk({"content": turn.text}))
         for index, call in enumerate(calls):
-            chunks.append(chunk({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
-                                                 "function": {"name": call["function"]["name"], "arguments": ""}}]}))
-            chunks.append(chunk({"tool_calls": [{"index": index,
-                                                 "function": {"arguments": call["function"]["arguments"]}}]}))
+            chunks.append(
+                chunk(
+                    {
+                        "tool_calls": [
+                            {
+                                "index": index,
+                                "id": call["id"],
+                                "type": "function",
+                                "function": {"name": call["function"]["name"], "arguments": ""},
+                            }
+                        ]
+                    }
+                )
+            )
+            chunks.append(
+                chunk({"tool_calls": [{"index": index, "function": {"arguments": call["function"]["arguments"]}}]})
+            )
         chunks.append(chunk({}, finish, usage=usage))
         chunks.append(_data("[DONE]"))
         return "text/event-stream", chunks
@@ -80,7 +108,7 @@ class Chat(Dialect):
         messages = body.get("messages") or []
         last = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=-1)
         out = []
-        for message in messages[last + 1:]:
+        for message in messages[last + 1 :]:
             content = message.get("content")
             out.append(flatten(content) if not isinstance(content, str) else content)
         return "\n".join(out)

@@ -32,8 +32,10 @@ def host_binary(name: str) -> str:
     path = os.path.join(HOSTS_DIR, "node_modules", ".bin", name)
     if os.access(path, os.X_OK):
         return path
-    reason = (f"{name} {VERSIONS[name]} is not installed in {HOSTS_DIR}; "
-              f"run .ci/hosts (npm install of the pinned host CLIs) first")
+    reason = (
+        f"{name} {VERSIONS[name]} is not installed in {HOSTS_DIR}; "
+        f"run .ci/hosts (npm install of the pinned host CLIs) first"
+    )
     if os.environ.get("CI") == "true":
         pytest.fail(reason)
     pytest.skip(reason)
@@ -48,21 +50,30 @@ def _dead_port() -> int:
 @dataclass
 class HostEnv:
     """The environment one host process runs in: its own HOME, nothing reaching out."""
+
     home: str
     env: dict = field(default_factory=dict)
 
-    def run(self, argv: list[str], cwd: str, timeout: float = 120, stdin: str | None = None,
-            extra: dict | None = None) -> subprocess.CompletedProcess:
+    def run(
+        self, argv: list[str], cwd: str, timeout: float = 120, stdin: str | None = None, extra: dict | None = None
+    ) -> subprocess.CompletedProcess:
         env = dict(self.env)
         env.update(extra or {})
         env["PWD"] = cwd
-        return subprocess.run(argv, cwd=cwd, env=env, input=stdin if stdin is not None else "",
-                              capture_output=True, text=True, timeout=timeout)
+        return subprocess.run(
+            argv,
+            cwd=cwd,
+            env=env,
+            input=stdin if stdin is not None else "",
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
 
-    def proctor(self, *argv: str, cwd: str, stdin: str | None = None, extra: dict | None = None,
-                timeout: float = 120) -> subprocess.CompletedProcess:
-        return self.run([os.path.join(VENV_BIN, "proctor"), *argv], cwd=cwd, stdin=stdin, extra=extra,
-                        timeout=timeout)
+    def proctor(
+        self, *argv: str, cwd: str, stdin: str | None = None, extra: dict | None = None, timeout: float = 120
+    ) -> subprocess.CompletedProcess:
+        return self.run([os.path.join(VENV_BIN, "proctor"), *argv], cwd=cwd, stdin=stdin, extra=extra, timeout=timeout)
 
 
 @pytest.fixture
@@ -75,8 +86,9 @@ def host_env(tmp_path) -> HostEnv:
     env = {
         "HOME": str(home),
         "USER": os.environ.get("USER", "root"),
-        "PATH": os.pathsep.join([VENV_BIN, os.path.join(HOSTS_DIR, "node_modules", ".bin"),
-                                 os.environ.get("PATH", "/usr/bin:/bin")]),
+        "PATH": os.pathsep.join(
+            [VENV_BIN, os.path.join(HOSTS_DIR, "node_modules", ".bin"), os.environ.get("PATH", "/usr/bin:/bin")]
+        ),
         "LANG": "C.UTF-8",
         "TERM": "dumb",
         "XDG_CONFIG_HOME": str(home / ".config"),
@@ -84,11 +96,18 @@ def host_env(tmp_path) -> HostEnv:
         "XDG_DATA_HOME": str(home / ".local/share"),
         "XDG_STATE_HOME": str(home / ".local/state"),
         "PROCTOR_STATE_DIR": os.environ["PROCTOR_STATE_DIR"],
-        "HTTP_PROXY": dead, "HTTPS_PROXY": dead, "http_proxy": dead, "https_proxy": dead,
-        "ALL_PROXY": dead, "all_proxy": dead,
-        "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost",
-        "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
-        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid",
+        "HTTP_PROXY": dead,
+        "HTTPS_PROXY": dead,
+        "http_proxy": dead,
+        "https_proxy": dead,
+        "ALL_PROXY": dead,
+        "all_proxy": dead,
+        "NO_PROXY": "127.0.0.1,localhost",
+        "no_proxy": "127.0.0.1,localhost",
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.invalid",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.invalid",
         "PYTHONDONTWRITEBYTECODE": "1",
     }
     if os.environ.get("PROCTOR_STORE_URL"):  # the PostgreSQL pass (tests/conftest.py): the test's own database
@@ -117,7 +136,9 @@ def host_repo(tmp_path, monkeypatch) -> str:
     (root / "proctor.toml").write_text(HOST_CONFIG)
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "init")
-    proc = subprocess.run([os.path.join(VENV_BIN, "proctor"), "init", "--force"], cwd=root, capture_output=True, text=True)
+    proc = subprocess.run(
+        [os.path.join(VENV_BIN, "proctor"), "init", "--force"], cwd=root, capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stderr
     # proctor init may rewrite proctor.toml; keep ours and commit, so the tree starts clean
     (root / "proctor.toml").write_text(HOST_CONFIG)
@@ -129,20 +150,29 @@ def host_repo(tmp_path, monkeypatch) -> str:
 
 def wiring_json(host: str) -> dict:
     """The JSON wiring `proctor describe harness --host <host>` prints (comment lines dropped)."""
-    out = subprocess.run([os.path.join(VENV_BIN, "proctor"), "describe", "harness", "--host", host, "--part", "hooks"],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [os.path.join(VENV_BIN, "proctor"), "describe", "harness", "--host", host, "--part", "hooks"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return json.loads("\n".join(line for line in out.splitlines() if not line.startswith("#")))
 
 
 def wiring_text(host: str) -> str:
-    return subprocess.run([os.path.join(VENV_BIN, "proctor"), "describe", "harness", "--host", host, "--part", "hooks"],
-                          capture_output=True, text=True, check=True).stdout
+    return subprocess.run(
+        [os.path.join(VENV_BIN, "proctor"), "describe", "harness", "--host", host, "--part", "hooks"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
 
 
 def fork_and_take(env: HostEnv, repo: str, job: str, write_paths: str, check: str = "test") -> str:
     """Declare a job and take its lease in `repo`; returns the job's secret (PROCTOR_NONCE)."""
-    proc = env.proctor("job", "fork", job, "--criteria", "scripted", "--write-paths", write_paths,
-                       "--check", check, cwd=repo)
+    proc = env.proctor(
+        "job", "fork", job, "--criteria", "scripted", "--write-paths", write_paths, "--check", check, cwd=repo
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     proc = env.proctor("job", "exec", job, cwd=repo)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -172,10 +202,14 @@ def make_followup(repo: str, job: str, line: str) -> None:
         with store.write() as conn:
             monitor = conn.insert(
                 "INSERT INTO monitors (job, command, interval, description, cwd, created, created_by) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)", (job, "echo", 60, "ci watcher", repo, iso(now()), "test"))
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (job, "echo", 60, "ci watcher", repo, iso(now()), "test"),
+            )
             run = conn.insert("INSERT INTO monitor_runs (monitor, started) VALUES (?, ?)", (monitor, iso(now())))
-            conn.execute("INSERT INTO monitor_events (monitor, run, job, time, line, truncated) "
-                         "VALUES (?, ?, ?, ?, ?, 0)", (monitor, run, job, iso(now()), line))
+            conn.execute(
+                "INSERT INTO monitor_events (monitor, run, job, time, line, truncated) VALUES (?, ?, ?, ?, ?, 0)",
+                (monitor, run, job, iso(now()), line),
+            )
             assert followups.batch(conn, job)
     finally:
         store.close()
@@ -206,14 +240,28 @@ def monitor_command(mark: str) -> str:
 
 def monitor_add(mark: str) -> str:
     """The shell command a worker runs to add the monitor (its job's secret is in its environment)."""
-    return (f"proctor monitor add --cmd '{monitor_command(mark)}' --interval 10s --description 'ci watcher' "
-            f"--allow-unsandboxed")
+    return (
+        f"proctor monitor add --cmd '{monitor_command(mark)}' --interval 10s --description 'ci watcher' "
+        f"--allow-unsandboxed"
+    )
 
 
 def add_monitor_for(env: "HostEnv", repo: str, job: str, mark: str) -> subprocess.CompletedProcess:
     """The same monitor added by the person (the server token, --job), from the repository."""
-    return env.proctor("monitor", "add", "--job", job, "--cmd", monitor_command(mark), "--interval", "10s",
-                       "--description", "ci watcher", "--allow-unsandboxed", cwd=repo)
+    return env.proctor(
+        "monitor",
+        "add",
+        "--job",
+        job,
+        "--cmd",
+        monitor_command(mark),
+        "--interval",
+        "10s",
+        "--description",
+        "ci watcher",
+        "--allow-unsandboxed",
+        cwd=repo,
+    )
 
 
 @contextlib.contextmanager
@@ -238,8 +286,9 @@ def followup_rows(repo: str, job: str) -> list[dict]:
     store = Store(repo_state_dir(find_checkout(repo)))
     try:
         with store.read() as conn:
-            found = conn.execute("SELECT id, text, delivered, via FROM followups WHERE job = ? ORDER BY id",
-                                 (job,)).fetchall()
+            found = conn.execute(
+                "SELECT id, text, delivered, via FROM followups WHERE job = ? ORDER BY id", (job,)
+            ).fetchall()
     finally:
         store.close()
     return [{"id": f[0], "text": f[1], "delivered": f[2], "via": f[3]} for f in found]

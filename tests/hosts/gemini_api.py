@@ -76,10 +76,21 @@ class Gemini(Dialect):
         return None
 
     def error_body(self, status: int, body: dict | None) -> bytes:
-        names = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
-                 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE"}
-        return json.dumps(body or {"error": {"code": status, "message": f"scripted error {status}",
-                                             "status": names.get(status, "UNKNOWN")}}).encode()
+        names = {
+            400: "INVALID_ARGUMENT",
+            401: "UNAUTHENTICATED",
+            403: "PERMISSION_DENIED",
+            404: "NOT_FOUND",
+            429: "RESOURCE_EXHAUSTED",
+            500: "INTERNAL",
+            503: "UNAVAILABLE",
+        }
+        return json.dumps(
+            body
+            or {
+                "error": {"code": status, "message": f"scripted error {status}", "status": names.get(status, "UNKNOWN")}
+            }
+        ).encode()
 
     def render(self, turn: Turn, body: dict, stream: bool, call_ids: list[str]):
         parts: list[dict] = []
@@ -96,10 +107,19 @@ class Gemini(Dialect):
         usage = {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15}
         version = "scripted-gemini"
         if not stream:
-            return "application/json", json.dumps({
-                "candidates": [{"content": {"role": "model", "parts": parts or [{"text": ""}]},
-                                "finishReason": "STOP", "index": 0}],
-                "usageMetadata": usage, "modelVersion": version}).encode()
+            return "application/json", json.dumps(
+                {
+                    "candidates": [
+                        {
+                            "content": {"role": "model", "parts": parts or [{"text": ""}]},
+                            "finishReason": "STOP",
+                            "index": 0,
+                        }
+                    ],
+                    "usageMetadata": usage,
+                    "modelVersion": version,
+                }
+            ).encode()
         chunks: list[bytes] = []
         # text first, in two pieces (the CLI sees deltas), then each function call, then the end
         text_parts = [p for p in parts if "text" in p]
@@ -109,24 +129,43 @@ class Gemini(Dialect):
             half = max(1, len(text) // 2)
             for piece in (text[:half], text[half:]):
                 if piece:
-                    chunks.append(sse_data({"candidates": [{"content": {"role": "model", "parts": [{"text": piece}]},
-                                                            "index": 0}], "modelVersion": version}))
+                    chunks.append(
+                        sse_data(
+                            {
+                                "candidates": [{"content": {"role": "model", "parts": [{"text": piece}]}, "index": 0}],
+                                "modelVersion": version,
+                            }
+                        )
+                    )
         if call_parts:
-            chunks.append(sse_data({"candidates": [{"content": {"role": "model", "parts": call_parts}, "index": 0}],
-                                    "modelVersion": version}))
-        chunks.append(sse_data({"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]},
-                                                "finishReason": "STOP", "index": 0}],
-                                "usageMetadata": usage, "modelVersion": version}))
+            chunks.append(
+                sse_data(
+                    {
+                        "candidates": [{"content": {"role": "model", "parts": call_parts}, "index": 0}],
+                        "modelVersion": version,
+                    }
+                )
+            )
+        chunks.append(
+            sse_data(
+                {
+                    "candidates": [
+                        {"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "STOP", "index": 0}
+                    ],
+                    "usageMetadata": usage,
+                    "modelVersion": version,
+                }
+            )
+        )
         return "text/event-stream", chunks
 
     def told(self, body: dict) -> str:
         """The contents after the model's last turn: function responses (their `response`, the
         `error` or `output` the CLI sends) and any text parts the CLI added."""
         contents = body.get("contents") or []
-        last = max((i for i, c in enumerate(contents) if isinstance(c, dict) and c.get("role") == "model"),
-                   default=-1)
+        last = max((i for i, c in enumerate(contents) if isinstance(c, dict) and c.get("role") == "model"), default=-1)
         out: list[str] = []
-        for content in contents[last + 1:]:
+        for content in contents[last + 1 :]:
             if not isinstance(content, dict):
                 continue
             for part in content.get("parts") or []:

@@ -136,8 +136,9 @@ class ScriptedModel:
         """What the host told the model in the request answered by step `step + 1`, i.e. the
         results of the tool calls that step `step` made (0-based steps)."""
         for request in self.main_requests():
-            if request.get("step") == step + 1 or (request.get("step") is None and step + 1 >= len(self.steps)
-                                                   and request.get("after") == step):
+            if request.get("step") == step + 1 or (
+                request.get("step") is None and step + 1 >= len(self.steps) and request.get("after") == step
+            ):
                 return self.dialect.told(request["body"])
         raise AssertionError(f"no request followed step {step}; requests: {self.summary()}")
 
@@ -163,8 +164,9 @@ class ScriptedModel:
 
     def summary(self) -> str:
         with self.lock:
-            return "; ".join(f"{r['method']} {r['path']} tools={r['tools']} step={r.get('step')}"
-                             for r in self.requests)
+            return "; ".join(
+                f"{r['method']} {r['path']} tools={r['tools']} step={r.get('step')}" for r in self.requests
+            )
 
     def close(self) -> None:
         self.server.shutdown()
@@ -219,8 +221,13 @@ class ScriptedModel:
             _send(handler, status, ctype, data)
             return
         tools = self.dialect.offers_tools(body)
-        record = {"method": method, "path": path, "body": body, "tools": tools,
-                  "headers": dict(handler.headers.items())}
+        record = {
+            "method": method,
+            "path": path,
+            "body": body,
+            "tools": tools,
+            "headers": dict(handler.headers.items()),
+        }
         step = self._next(record) if tools else Turn(text="ok")
         if callable(step):
             step = step(record)
@@ -336,33 +343,94 @@ class Anthropic(Dialect):
         for tool, call_id in zip(turn.tools, call_ids):
             blocks.append({"type": "tool_use", "id": "toolu_" + call_id, "name": tool.name, "input": tool.args})
         stop = "tool_use" if turn.tools else "end_turn"
-        usage = {"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": 0,
-                 "cache_read_input_tokens": 0}
+        usage = {"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
         if not stream:
-            return "application/json", json.dumps({
-                "id": message_id, "type": "message", "role": "assistant", "model": model, "content": blocks,
-                "stop_reason": stop, "stop_sequence": None, "usage": usage}).encode()
-        chunks = [sse("message_start", {"type": "message_start", "message": {
-            "id": message_id, "type": "message", "role": "assistant", "model": model, "content": [],
-            "stop_reason": None, "stop_sequence": None, "usage": {**usage, "output_tokens": 1}}}),
-            sse("ping", {"type": "ping"})]
+            return "application/json", json.dumps(
+                {
+                    "id": message_id,
+                    "type": "message",
+                    "role": "assistant",
+                    "model": model,
+                    "content": blocks,
+                    "stop_reason": stop,
+                    "stop_sequence": None,
+                    "usage": usage,
+                }
+            ).encode()
+        chunks = [
+            sse(
+                "message_start",
+                {
+                    "type": "message_start",
+                    "message": {
+                        "id": message_id,
+                        "type": "message",
+                        "role": "assistant",
+                        "model": model,
+                        "content": [],
+                        "stop_reason": None,
+                        "stop_sequence": None,
+                        "usage": {**usage, "output_tokens": 1},
+                    },
+                },
+            ),
+            sse("ping", {"type": "ping"}),
+        ]
         for index, block in enumerate(blocks):
             if block["type"] == "text":
-                chunks.append(sse("content_block_start", {"type": "content_block_start", "index": index,
-                                                          "content_block": {"type": "text", "text": ""}}))
-                chunks.append(sse("content_block_delta", {"type": "content_block_delta", "index": index,
-                                                          "delta": {"type": "text_delta", "text": block["text"]}}))
+                chunks.append(
+                    sse(
+                        "content_block_start",
+                        {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}},
+                    )
+                )
+                chunks.append(
+                    sse(
+                        "content_block_delta",
+                        {
+                            "type": "content_block_delta",
+                            "index": index,
+                            "delta": {"type": "text_delta", "text": block["text"]},
+                        },
+                    )
+                )
             else:
-                chunks.append(sse("content_block_start", {"type": "content_block_start", "index": index,
-                                                          "content_block": {"type": "tool_use", "id": block["id"],
-                                                                            "name": block["name"], "input": {}}}))
-                chunks.append(sse("content_block_delta", {"type": "content_block_delta", "index": index,
-                                                          "delta": {"type": "input_json_delta",
-                                                                    "partial_json": json.dumps(block["input"])}}))
+                chunks.append(
+                    sse(
+                        "content_block_start",
+                        {
+                            "type": "content_block_start",
+                            "index": index,
+                            "content_block": {
+                                "type": "tool_use",
+                                "id": block["id"],
+                                "name": block["name"],
+                                "input": {},
+                            },
+                        },
+                    )
+                )
+                chunks.append(
+                    sse(
+                        "content_block_delta",
+                        {
+                            "type": "content_block_delta",
+                            "index": index,
+                            "delta": {"type": "input_json_delta", "partial_json": json.dumps(block["input"])},
+                        },
+                    )
+                )
             chunks.append(sse("content_block_stop", {"type": "content_block_stop", "index": index}))
-        chunks.append(sse("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop,
-                                                                               "stop_sequence": None},
-                                            "usage": {"output_tokens": 5}}))
+        chunks.append(
+            sse(
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": stop, "stop_sequence": None},
+                    "usage": {"output_tokens": 5},
+                },
+            )
+        )
         chunks.append(sse("message_stop", {"type": "message_stop"}))
         return "text/event-stream", chunks
 
@@ -372,7 +440,7 @@ class Anthropic(Dialect):
         messages = body.get("messages") or []
         last = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=-1)
         out = []
-        for message in messages[last + 1:]:
+        for message in messages[last + 1 :]:
             content = message.get("content")
             if isinstance(content, list):
                 for block in content:

@@ -29,28 +29,55 @@ def wire(repo: str) -> None:
         json.dump(wiring_json("claude"), handle, indent=2)
 
 
-def run_claude(env, repo: str, model: ScriptedModel, prompt: str = "go", extra: dict | None = None,
-               timeout: float = 180, results: int = 1) -> list[dict]:
+def run_claude(
+    env,
+    repo: str,
+    model: ScriptedModel,
+    prompt: str = "go",
+    extra: dict | None = None,
+    timeout: float = 180,
+    results: int = 1,
+) -> list[dict]:
     """Run `claude -p` in `repo` against the scripted model until it has printed `results`
     result events (a background agent's end brings a second one); return the stream's events."""
     claude = host_binary("claude")
     if not os.path.exists(os.path.join(repo, ".claude", "settings.json")):
         wire(repo)
     variables = {
-        "ANTHROPIC_BASE_URL": model.url, "ANTHROPIC_API_KEY": "dummy",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1",
-        "DISABLE_AUTOUPDATER": "1", "DISABLE_ERROR_REPORTING": "1", "IS_SANDBOX": "1",
+        "ANTHROPIC_BASE_URL": model.url,
+        "ANTHROPIC_API_KEY": "dummy",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "IS_SANDBOX": "1",
     }
     variables.update(extra or {})
-    argv = [claude, "-p", prompt, "--output-format", "stream-json", "--verbose",
-            "--permission-mode", "bypassPermissions"]
+    argv = [
+        claude,
+        "-p",
+        prompt,
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--permission-mode",
+        "bypassPermissions",
+    ]
     merged = dict(env.env)
     merged.update(variables)
     merged["PWD"] = repo
     # claude -p stays alive after its result while background shells run; read until the
     # result and end it then (SIGTERM: Claude stops its own background tasks)
-    proc = subprocess.Popen(argv, cwd=repo, env=merged, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        argv,
+        cwd=repo,
+        env=merged,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     events: list[dict] = []
     watchdog = threading.Timer(timeout, _kill_group, (proc.pid, signal.SIGKILL))  # a host that hangs
     watchdog.start()
@@ -75,8 +102,9 @@ def run_claude(env, repo: str, model: ScriptedModel, prompt: str = "go", extra: 
         proc.stdout.close()
         stderr = proc.stderr.read()
         proc.stderr.close()
-    assert sum(e.get("type") == "result" for e in events) >= results, \
+    assert sum(e.get("type") == "result" for e in events) >= results, (
         f"claude printed {sum(e.get('type') == 'result' for e in events)} results; stderr: {stderr[-2000:]}"
+    )
     return events
 
 
@@ -143,8 +171,11 @@ def system_messages(model: ScriptedModel) -> list[str]:
         for message in request["body"].get("messages") or []:
             if message.get("role") == "system":
                 content = message.get("content")
-                text = content if isinstance(content, str) else "\n".join(
-                    b.get("text", "") for b in content or () if isinstance(b, dict))
+                text = (
+                    content
+                    if isinstance(content, str)
+                    else "\n".join(b.get("text", "") for b in content or () if isinstance(b, dict))
+                )
                 if text not in out:
                     out.append(text)
     return out
@@ -183,14 +214,22 @@ def test_lease_denies_writes_outside_and_passes_own(host_env, host_repo):
 
 
 def test_advisories_reach_the_model(host_env, host_repo):
-    proc = host_env.proctor("job", "fork", "feat", "--criteria", "scripted", "--write-paths", "src/a.py",
-                            "--check", "test", cwd=host_repo)
+    proc = host_env.proctor(
+        "job", "fork", "feat", "--criteria", "scripted", "--write-paths", "src/a.py", "--check", "test", cwd=host_repo
+    )
     assert proc.returncode == 0, proc.stderr
     a = os.path.join(host_repo, "src", "a.py")
     steps = [
         Turn(tools=[Tool("Write", {"file_path": a, "content": "A = 5\n"}, id="write_a_unleased")]),
-        Turn(tools=[Tool("Bash", {"command": "tail -f src/b.py", "description": "follow b",
-                                  "run_in_background": True}, id="tail_bg")]),
+        Turn(
+            tools=[
+                Tool(
+                    "Bash",
+                    {"command": "tail -f src/b.py", "description": "follow b", "run_in_background": True},
+                    id="tail_bg",
+                )
+            ]
+        ),
         Turn(text="finished"),
     ]
     with ScriptedModel(Anthropic(), steps) as model:
@@ -226,17 +265,26 @@ def test_silent_background_task_advised_denied_then_stopped(host_env, host_repo)
         handle.write(SILENT)
     seen: dict = {}
     steps = [
-        Turn(tools=[Tool("Bash", {"command": "sleep 300", "description": "wait", "run_in_background": True},
-                         id="sleep_bg")]),
-        Stall(2.5, then=Turn(tools=[Tool("Bash", {"command": "echo one > one.txt", "description": "one"},
-                                       id="echo_one")])),
-        Stall(4, then=Turn(tools=[Tool("Bash", {"command": "echo two > two.txt", "description": "two"},
-                                         id="echo_two")])),
+        Turn(
+            tools=[
+                Tool("Bash", {"command": "sleep 300", "description": "wait", "run_in_background": True}, id="sleep_bg")
+            ]
+        ),
+        Stall(
+            2.5, then=Turn(tools=[Tool("Bash", {"command": "echo one > one.txt", "description": "one"}, id="echo_one")])
+        ),
+        Stall(
+            4, then=Turn(tools=[Tool("Bash", {"command": "echo two > two.txt", "description": "two"}, id="echo_two")])
+        ),
         Turn(tools=[Tool("Bash", {"command": "npm install left-pad", "description": "install"}, id="npm")]),
         Turn(tools=[Tool("Bash", {"command": "ls -la && git status", "description": "look"}, id="look")]),
         stop_task("go", seen),
-        Stall(6.5, then=Turn(tools=[Tool("Bash", {"command": "echo three > three.txt", "description": "three"},
-                                         id="echo_three")])),
+        Stall(
+            6.5,
+            then=Turn(
+                tools=[Tool("Bash", {"command": "echo three > three.txt", "description": "three"}, id="echo_three")]
+            ),
+        ),
         Turn(text="finished"),
     ]
     with ScriptedModel(Anthropic(), steps) as model:
@@ -269,11 +317,16 @@ def test_background_task_that_ended_is_not_named(host_env, host_repo):
     with open(os.path.join(host_repo, "proctor.toml"), "a", encoding="utf-8") as handle:
         handle.write(SILENT)
     steps = [
-        Turn(tools=[Tool("Bash", {"command": "sleep 1", "description": "short", "run_in_background": True},
-                         id="short_bg")]),
+        Turn(
+            tools=[
+                Tool("Bash", {"command": "sleep 1", "description": "short", "run_in_background": True}, id="short_bg")
+            ]
+        ),
         # the task ended at 1 s; this call is judged 3.5 s after that, past the advisory's 1.8 s
-        Stall(4.5, then=Turn(tools=[Tool("Bash", {"command": "echo one > one.txt", "description": "one"},
-                                        id="after_end")])),
+        Stall(
+            4.5,
+            then=Turn(tools=[Tool("Bash", {"command": "echo one > one.txt", "description": "one"}, id="after_end")]),
+        ),
         Turn(text="finished"),
     ]
     with ScriptedModel(Anthropic(), steps) as model:
@@ -300,7 +353,9 @@ def test_stop_blocked_with_monitor_followup_then_passes(host_env, host_repo):
     with ScriptedModel(Anthropic(), steps) as model:
         events = run_claude(host_env, host_repo, model, extra={"BAGGAGE": "proctor.lease=feat"})
         told = model.told_after(0)
-        assert re.search(r"deny \[monitor-followup\]: Follow-up \d+ from the monitors of job feat \(1 event\)", told), told
+        assert re.search(r"deny \[monitor-followup\]: Follow-up \d+ from the monitors of job feat \(1 event\)", told), (
+            told
+        )
         # the job's monitor is live and nothing would wake the session: the wait is asked for once
         assert "proctor monitor wait --job feat" in told, told
         assert "ci watcher (monitor 1): CI-RED: test_b failed on main" in told, told
@@ -326,11 +381,31 @@ def test_subagent_stop_blocked_by_background_left(host_env, host_repo):
     seen: dict = {}
     sub = sent_by("HELPER-SUB")
     steps = [
-        Turn(tools=[Tool("Agent", {"description": "Run a helper", "prompt": "HELPER-SUB run a helper",
-                                   "subagent_type": "general-purpose", "run_in_background": False},
-                         id="spawn_helper")], when=parent("HELPER-SUB")),
-        Turn(tools=[Tool("Bash", {"command": "sleep 300", "description": "helper", "run_in_background": True},
-                         id="helper_sleep")], when=sub),
+        Turn(
+            tools=[
+                Tool(
+                    "Agent",
+                    {
+                        "description": "Run a helper",
+                        "prompt": "HELPER-SUB run a helper",
+                        "subagent_type": "general-purpose",
+                        "run_in_background": False,
+                    },
+                    id="spawn_helper",
+                )
+            ],
+            when=parent("HELPER-SUB"),
+        ),
+        Turn(
+            tools=[
+                Tool(
+                    "Bash",
+                    {"command": "sleep 300", "description": "helper", "run_in_background": True},
+                    id="helper_sleep",
+                )
+            ],
+            when=sub,
+        ),
         Turn(text="Subagent finished.", when=sub),
         stop_task("HELPER-SUB", seen),
         Turn(text="Stopped my task; finished.", when=sub),
@@ -355,8 +430,9 @@ def test_subagent_stop_blocked_by_background_left(host_env, host_repo):
 
 
 def _declare(env, repo: str, job: str, write_paths: str) -> None:
-    proc = env.proctor("job", "fork", job, "--criteria", "scripted", "--write-paths", write_paths,
-                       "--check", "test", cwd=repo)
+    proc = env.proctor(
+        "job", "fork", job, "--criteria", "scripted", "--write-paths", write_paths, "--check", "test", cwd=repo
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
@@ -367,15 +443,23 @@ def test_subagent_spawned_with_lease_is_judged_from_its_first_call(host_env, hos
     sub, main = sent_by(marker), parent(marker)
     b = os.path.join(host_repo, "src", "b.py")
     a = os.path.join(host_repo, "src", "a.py")
-    spawn = {"description": "Edit the files", "prompt": f"lease: plan/w1\n{marker} edit src/a.py",
-             "subagent_type": "general-purpose", "run_in_background": background}
+    spawn = {
+        "description": "Edit the files",
+        "prompt": f"lease: plan/w1\n{marker} edit src/a.py",
+        "subagent_type": "general-purpose",
+        "run_in_background": background,
+    }
     # (said either way: without it, this claude -p launches the subagent in the background)
     steps = [
         Turn(tools=[Tool("Agent", spawn, id=f"spawn_{background}")], when=main),
         # the subagent's very first call writes outside its job
         Turn(tools=[Tool("Write", {"file_path": b, "content": "B = 9\n"}, id=f"sub_write_b_{background}")], when=sub),
-        Turn(tools=[Tool("Bash", {"command": "echo 'B = 4' > src/b.py", "description": "b"},
-                         id=f"sub_bash_b_{background}")], when=sub),
+        Turn(
+            tools=[
+                Tool("Bash", {"command": "echo 'B = 4' > src/b.py", "description": "b"}, id=f"sub_bash_b_{background}")
+            ],
+            when=sub,
+        ),
         Turn(tools=[Tool("Write", {"file_path": a, "content": "A = 9\n"}, id=f"sub_write_a_{background}")], when=sub),
         Turn(text="Subagent finished.", when=sub),
         Turn(text="Parent finished.", when=main),
@@ -387,8 +471,10 @@ def test_subagent_spawned_with_lease_is_judged_from_its_first_call(host_env, hos
         run_claude(host_env, host_repo, model, results=2 if background else 1)
         for step, tool in ((1, "Write"), (2, "Bash")):
             told = model.told_after(step)
-            assert f"[error] PreToolUse:{tool} hook error: deny [lease-write-scope]: src/b.py is outside the " \
-                   f"write paths of plan/w1 (src/a.py)" in told, told
+            assert (
+                f"[error] PreToolUse:{tool} hook error: deny [lease-write-scope]: src/b.py is outside the "
+                f"write paths of plan/w1 (src/a.py)" in told
+            ), told
             assert "(acting under lease plan/w1, from agent)" in told, told
         own = model.told_after(3)
         assert "[error]" not in own and "hook error" not in own, own
@@ -409,11 +495,24 @@ def test_subagent_of_a_bound_session_acts_under_its_job(host_env, host_repo):
     sub, main = sent_by(marker), parent(marker)
     b = os.path.join(host_repo, "src", "b.py")
     steps = [
-        Turn(tools=[Tool("Bash", {"command": "proctor job exec feat", "description": "take feat"}, id="exec")],
-             when=main),
-        Turn(tools=[Tool("Agent", {"description": "Help", "prompt": f"{marker} write b",
-                                   "subagent_type": "general-purpose", "run_in_background": False},
-                         id="spawn_plain")], when=main),
+        Turn(
+            tools=[Tool("Bash", {"command": "proctor job exec feat", "description": "take feat"}, id="exec")], when=main
+        ),
+        Turn(
+            tools=[
+                Tool(
+                    "Agent",
+                    {
+                        "description": "Help",
+                        "prompt": f"{marker} write b",
+                        "subagent_type": "general-purpose",
+                        "run_in_background": False,
+                    },
+                    id="spawn_plain",
+                )
+            ],
+            when=main,
+        ),
         Turn(tools=[Tool("Write", {"file_path": b, "content": "B = 9\n"}, id="plain_write_b")], when=sub),
         Turn(text="Subagent finished.", when=sub),
         Turn(text="Parent finished.", when=main),
@@ -421,8 +520,10 @@ def test_subagent_of_a_bound_session_acts_under_its_job(host_env, host_repo):
     with ScriptedModel(Anthropic(), steps) as model:
         run_claude(host_env, host_repo, model)
         told = model.told_after(2)
-        assert "[error] PreToolUse:Write hook error: deny [lease-write-scope]: src/b.py is outside the write " \
-               "paths of feat (src/a.py)" in told, told
+        assert (
+            "[error] PreToolUse:Write hook error: deny [lease-write-scope]: src/b.py is outside the write "
+            "paths of feat (src/a.py)" in told
+        ), told
     assert read(host_repo, "src/b.py") == "B = 1\n"
 
 
@@ -447,15 +548,20 @@ def test_a_leased_worker_cannot_plant_a_git_hook_or_rewire_the_guard(host_env, h
     ]
     with ScriptedModel(Anthropic(), steps) as model:
         run_claude(host_env, host_repo, model, extra={"BAGGAGE": "proctor.lease=feat"})
-        for step, tool, rule in ((0, "Bash", "lease-tamper"), (1, "Bash", "lease-tamper"),
-                                 (2, "Write", "lease-tamper"), (3, "Bash", "lease-store")):
+        for step, tool, rule in (
+            (0, "Bash", "lease-tamper"),
+            (1, "Bash", "lease-tamper"),
+            (2, "Write", "lease-tamper"),
+            (3, "Bash", "lease-store"),
+        ):
             told = model.told_after(step)
             assert f"[error] PreToolUse:{tool} hook error: deny [" in told and f"deny [{rule}]" in told, (step, told)
         own = model.told_after(4)
         assert "[error]" not in own, own
     assert not os.path.exists(os.path.join(host_repo, ".git", "hooks", "commit-msg"))
-    hooks_path = subprocess.run(["git", "config", "--get", "core.hooksPath"], cwd=host_repo, capture_output=True,
-                                text=True)
+    hooks_path = subprocess.run(
+        ["git", "config", "--get", "core.hooksPath"], cwd=host_repo, capture_output=True, text=True
+    )
     assert hooks_path.returncode == 1 and hooks_path.stdout == "", hooks_path.stdout
     assert json.load(open(settings)) == wiring_json("claude"), "the wiring is the printed one still"
     assert read(host_repo, "src/a.py") == "A = 2\n"
@@ -472,16 +578,40 @@ def test_an_edit_lands_in_its_own_declaration_and_is_refused_in_anothers(host_en
         handle.write(TWO_DECLARATIONS)
     subprocess.run(["git", "add", "-A"], cwd=host_repo, check=True)
     subprocess.run(["git", "commit", "-qm", "d"], cwd=host_repo, check=True)
-    other = host_env.proctor("job", "fork", "other", "--criteria", "beta's", "--write-paths", "src/d.py#def beta",
-                             "--check", "test", cwd=host_repo)
+    other = host_env.proctor(
+        "job",
+        "fork",
+        "other",
+        "--criteria",
+        "beta's",
+        "--write-paths",
+        "src/d.py#def beta",
+        "--check",
+        "test",
+        cwd=host_repo,
+    )
     assert other.returncode == 0, other.stderr
     fork_and_take(host_env, host_repo, "feat", "src/d.py#alpha")
     steps = [
-        Turn(tools=[Tool("Edit", {"file_path": d, "old_string": "    return 2", "new_string": "    return 20"},
-                         id="edit_beta")]),
+        Turn(
+            tools=[
+                Tool(
+                    "Edit",
+                    {"file_path": d, "old_string": "    return 2", "new_string": "    return 20"},
+                    id="edit_beta",
+                )
+            ]
+        ),
         Turn(tools=[Tool("Write", {"file_path": d, "content": "x = 1\n"}, id="write_d")]),
-        Turn(tools=[Tool("Edit", {"file_path": d, "old_string": "    return 1", "new_string": "    return 10"},
-                         id="edit_alpha")]),
+        Turn(
+            tools=[
+                Tool(
+                    "Edit",
+                    {"file_path": d, "old_string": "    return 1", "new_string": "    return 10"},
+                    id="edit_alpha",
+                )
+            ]
+        ),
         Turn(text="finished"),
     ]
     with ScriptedModel(Anthropic(), steps) as model:

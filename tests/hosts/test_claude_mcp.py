@@ -29,8 +29,12 @@ def wire(repo: str, hooks: bool = True) -> None:
 
     from tests.hosts.conftest import VENV_BIN
 
-    printed = subprocess.run([os.path.join(VENV_BIN, "proctor"), "describe", "harness", "--host", "claude",
-                              "--part", "mcp"], capture_output=True, text=True, check=True).stdout
+    printed = subprocess.run(
+        [os.path.join(VENV_BIN, "proctor"), "describe", "harness", "--host", "claude", "--part", "mcp"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     with open(os.path.join(repo, ".mcp.json"), "w", encoding="utf-8") as handle:
         handle.write("\n".join(line for line in printed.splitlines() if not line.startswith("#")))
     settings = wiring_json("claude") if hooks else {}
@@ -48,11 +52,14 @@ def test_the_model_takes_a_checkpoint_and_declares_a_job(host_env, host_repo):
     wire(host_repo)
     revision = host_env.run(["git", "rev-parse", "HEAD"], cwd=host_repo).stdout.strip()
     record = {"id": "mcp/w1", "criteria": "scripted", "write_paths": ["src/a.py"], "check": "test"}
-    with ScriptedModel(Anthropic(), [
-        Turn(tools=[Tool(CHECKPOINT, {})]),
-        Turn(tools=[Tool(JOB_PUT, record)]),
-        Turn(text="done"),
-    ]) as model:
+    with ScriptedModel(
+        Anthropic(),
+        [
+            Turn(tools=[Tool(CHECKPOINT, {})]),
+            Turn(tools=[Tool(JOB_PUT, record)]),
+            Turn(text="done"),
+        ],
+    ) as model:
         run_claude(host_env, host_repo, model, extra={"ENABLE_TOOL_SEARCH": "false"})
         assert {CHECKPOINT, JOB_PUT} <= offered(model), sorted(offered(model))
         told = model.told_after(0)
@@ -65,10 +72,13 @@ def test_the_model_takes_a_checkpoint_and_declares_a_job(host_env, host_repo):
 
 def widen(host_env, host_repo) -> tuple[ScriptedModel, dict]:
     nonce = fork_and_take(host_env, host_repo, "mcp/w2", "src/a.py")
-    model = ScriptedModel(Anthropic(), [
-        Turn(tools=[Tool(JOB_PUT, {"id": "mcp/w2", "write_paths": ["src/a.py", "src/b.py"]})]),
-        Turn(text="done"),
-    ])
+    model = ScriptedModel(
+        Anthropic(),
+        [
+            Turn(tools=[Tool(JOB_PUT, {"id": "mcp/w2", "write_paths": ["src/a.py", "src/b.py"]})]),
+            Turn(text="done"),
+        ],
+    )
     return model, {"BAGGAGE": "proctor.lease=mcp/w2", "PROCTOR_NONCE": nonce, "ENABLE_TOOL_SEARCH": "false"}
 
 

@@ -19,7 +19,8 @@ from tests.hosts.test_claude_work import OUTPUT_REF, claude_env, read
 
 pytestmark = pytest.mark.skipif(
     sandbox.kernel_abi() == 0 and os.environ.get("CI") != "true",
-    reason="this kernel offers no Landlock; CI's kernel does, and there this test runs")
+    reason="this kernel offers no Landlock; CI's kernel does, and there this test runs",
+)
 
 JOB = "plan/feat"
 
@@ -27,13 +28,28 @@ JOB = "plan/feat"
 def _declare(env, repo: str) -> None:
     host_binary("claude")
     with open(os.path.join(repo, "proctor.toml"), "a", encoding="utf-8") as handle:
-        handle.write('\n[workers]\nladder = ["claude"]\nattempts = 1\n\n[workers.claude]\nexecutor = "claude"\n\n'
-                     '[sandbox]\nmode = "landlock"\nworkers = true\n\n'
-                     '[guard.rules]\nlease-write-scope = "off"\nlease-tamper = "off"\n')
+        handle.write(
+            '\n[workers]\nladder = ["claude"]\nattempts = 1\n\n[workers.claude]\nexecutor = "claude"\n\n'
+            '[sandbox]\nmode = "landlock"\nworkers = true\n\n'
+            '[guard.rules]\nlease-write-scope = "off"\nlease-tamper = "off"\n'
+        )
     git(repo, "commit", "-q", "-am", "a sandboxed claude worker, its guard's write scope off")
-    for argv in (("job", "fork", "plan", "--criteria", "the plan", "--check", "test"),
-                 ("job", "fork", JOB, "--parent", "plan", "--criteria", "make A two\n\nscripted",
-                  "--write-paths", "src/a.py", "--check", "test")):
+    for argv in (
+        ("job", "fork", "plan", "--criteria", "the plan", "--check", "test"),
+        (
+            "job",
+            "fork",
+            JOB,
+            "--parent",
+            "plan",
+            "--criteria",
+            "make A two\n\nscripted",
+            "--write-paths",
+            "src/a.py",
+            "--check",
+            "test",
+        ),
+    ):
         proc = env.proctor(*argv, cwd=repo)
         assert proc.returncode == 0, proc.stdout + proc.stderr
 
@@ -52,11 +68,25 @@ def _exit_citing_the_run(cited: dict):
         if not found:
             return Turn(text="I could not run the check.")
         cited["run"], cited["ref"] = found[-1]
-        result = {"schema_version": 2, "changed_paths": ["src/a.py"],
-                  "validation": [{"run": cited["run"], "command": "proctor run test", "output_ref": cited["ref"]}],
-                  "status": "done", "summary": "A is two"}
-        return Turn(tools=[Tool("Bash", {"command": f"proctor job exit {JOB} --stdin <<'EOF'\n{json.dumps(result)}\nEOF",
-                                         "description": "file the result"})])
+        result = {
+            "schema_version": 2,
+            "changed_paths": ["src/a.py"],
+            "validation": [{"run": cited["run"], "command": "proctor run test", "output_ref": cited["ref"]}],
+            "status": "done",
+            "summary": "A is two",
+        }
+        return Turn(
+            tools=[
+                Tool(
+                    "Bash",
+                    {
+                        "command": f"proctor job exit {JOB} --stdin <<'EOF'\n{json.dumps(result)}\nEOF",
+                        "description": "file the result",
+                    },
+                )
+            ]
+        )
+
     return step
 
 
@@ -72,11 +102,23 @@ def test_a_sandboxed_claude_worker_writes_only_its_path_with_the_guard_off(host_
         state = ws.state_dir
     steps = [
         Turn(tools=[Tool("Bash", {"command": "echo 'B = 3' > src/b.py; echo rc=$?", "description": "overwrite b"})]),
-        Turn(tools=[Tool("Bash", {"command": f"echo 'B = 4' > {main_b}; echo rc=$?",
-                                  "description": "write the main checkout"})]),
+        Turn(
+            tools=[
+                Tool(
+                    "Bash",
+                    {"command": f"echo 'B = 4' > {main_b}; echo rc=$?", "description": "write the main checkout"},
+                )
+            ]
+        ),
         Turn(tools=[Tool("Bash", {"command": "echo x > .git_probe; echo rc=$?", "description": "a new file"})]),
-        Turn(tools=[Tool("Bash", {"command": f"echo x >> {state}/planted; echo rc=$?",
-                                  "description": "write proctor's state"})]),
+        Turn(
+            tools=[
+                Tool(
+                    "Bash",
+                    {"command": f"echo x >> {state}/planted; echo rc=$?", "description": "write proctor's state"},
+                )
+            ]
+        ),
         Turn(tools=[Tool("Read", {"file_path": a})]),
         Turn(tools=[Tool("Edit", {"file_path": a, "old_string": "A = 1", "new_string": "A = 2"})]),
         Turn(tools=[Tool("Bash", {"command": "proctor run test", "description": "run the job's check"})]),
@@ -96,7 +138,9 @@ def test_a_sandboxed_claude_worker_writes_only_its_path_with_the_guard_off(host_
     # what the disk says
     assert read(host_repo, "src/b.py") == "B = 1\n"  # the main checkout, written by absolute path
     [job] = out["jobs"]
-    assert proc.returncode == 0 and job["passed"] is True and job["commit"], json.dumps(out, indent=1) + proc.stderr[-3000:]
+    assert proc.returncode == 0 and job["passed"] is True and job["commit"], (
+        json.dumps(out, indent=1) + proc.stderr[-3000:]
+    )
     assert git(host_repo, "show", "HEAD:src/a.py") == "A = 2\n"
     # the worktree's writes (src/b.py, .git_probe) never happened: the landed commit is src/a.py alone
     assert git(host_repo, "show", "--name-only", "--format=", "HEAD").split() == ["src/a.py"]

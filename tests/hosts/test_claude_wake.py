@@ -62,7 +62,7 @@ def test_idle_session_is_woken_by_its_monitors_followup(host_env, host_repo, ser
         found = WAIT_COMMAND.findall(_messages(record))
         if not found:
             return False
-        wait_tool.args["command"] = found[-1].replace("\\\"", "\"")
+        wait_tool.args["command"] = found[-1].replace('\\"', '"')
         return True
 
     read_tool = Tool("Read", {"file_path": "?"})
@@ -77,21 +77,38 @@ def test_idle_session_is_woken_by_its_monitors_followup(host_env, host_repo, ser
     told_followup = lambda record: "CI-RED: test_b failed" in _messages(record)  # noqa: E731
     steps = [
         # the first run prints late, so the follow-up cannot be ready before the session is idle
-        Turn(tools=[Tool("Bash", {"command": "proctor monitor add --cmd 'sleep 4; echo CI-RED: test_b failed' "
-                                             "--interval 10m --description 'ci watcher' --allow-unsandboxed",
-                                  "description": "Watch CI"})]),
+        Turn(
+            tools=[
+                Tool(
+                    "Bash",
+                    {
+                        "command": "proctor monitor add --cmd 'sleep 4; echo CI-RED: test_b failed' "
+                        "--interval 10m --description 'ci watcher' --allow-unsandboxed",
+                        "description": "Watch CI",
+                    },
+                )
+            ]
+        ),
         Turn(text="I am finished."),
         Turn(tools=[wait_tool], when=asked_to_wait),
         Turn(text="Waiting for the monitors."),
         Turn(tools=[read_tool], when=woken),
-        Turn(tools=[Tool("Bash", {"command": "proctor monitor remove 1", "description": "Stop watching"})],
-             when=told_followup),
+        Turn(
+            tools=[Tool("Bash", {"command": "proctor monitor remove 1", "description": "Stop watching"})],
+            when=told_followup,
+        ),
         Turn(text="Handled CI-RED."),
     ]
     started = time.monotonic()
     with ScriptedModel(Anthropic(), steps) as model:
-        events = run_claude(host_env, host_repo, model, results=2, timeout=240,
-                            extra={"BAGGAGE": "proctor.lease=feat", "PROCTOR_NONCE": nonce})
+        events = run_claude(
+            host_env,
+            host_repo,
+            model,
+            results=2,
+            timeout=240,
+            extra={"BAGGAGE": "proctor.lease=feat", "PROCTOR_NONCE": nonce},
+        )
         assert model.consumed() == len(steps), model.summary()
         woke_with = next((_messages(r) for r in model.main_requests() if "<task-notification>" in _messages(r)), "")
         # the ask reached the model as a Stop block's reason
@@ -101,7 +118,9 @@ def test_idle_session_is_woken_by_its_monitors_followup(host_env, host_repo, ser
     assert results[-1].get("result") == "Handled CI-RED.", results[-1]
     # the second turn began from the task's notification: nothing but the wait woke the session
     assert results[-1].get("origin", {}).get("kind") == "task-notification" or len(results) >= 2
-    rows = _store_rows(host_repo, "SELECT id, text, delivered, via, printed, printed_to FROM followups WHERE job = 'feat'")
+    rows = _store_rows(
+        host_repo, "SELECT id, text, delivered, via, printed, printed_to FROM followups WHERE job = 'feat'"
+    )
     assert len(rows) == 1, rows
     followup_id, text, delivered, via, printed, printed_to = rows[0]
     assert text.startswith(f"Follow-up {followup_id} from the monitors of job feat (1 event)"), text
@@ -113,8 +132,11 @@ def test_idle_session_is_woken_by_its_monitors_followup(host_env, host_repo, ser
     assert delivered and via == f"prompt:claude:{session}", rows
     assert woke_with and "CI-RED: test_b failed" in woke_with, woke_with[-2000:]
     # the session stopped (idle) before the follow-up existed: the wake, not a Stop, handed it over
-    activity = _store_rows(host_repo, "SELECT activity, stop_blocks FROM sessions WHERE host = 'claude' AND "
-                                      "session = ? AND subagent = ''", (session,))
+    activity = _store_rows(
+        host_repo,
+        "SELECT activity, stop_blocks FROM sessions WHERE host = 'claude' AND session = ? AND subagent = ''",
+        (session,),
+    )
     assert activity == [("idle", 0)], activity
     assert time.monotonic() - started < 240
 

@@ -24,9 +24,14 @@ OUTPUT_REF = re.compile(r"run (run-[0-9A-Za-z-]+), output_ref (sha256:[0-9a-f]{6
 
 
 def claude_env(model: ScriptedModel) -> dict:
-    return {"ANTHROPIC_BASE_URL": model.url, "ANTHROPIC_API_KEY": "dummy",
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1",
-            "DISABLE_AUTOUPDATER": "1", "DISABLE_ERROR_REPORTING": "1"}
+    return {
+        "ANTHROPIC_BASE_URL": model.url,
+        "ANTHROPIC_API_KEY": "dummy",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+    }
 
 
 def declare(env, repo: str, jobs: str = "", claude_settings: dict | None = None) -> None:
@@ -35,16 +40,27 @@ def declare(env, repo: str, jobs: str = "", claude_settings: dict | None = None)
     the checkout's .claude/settings.json; by default the checkout has none."""
     host_binary("claude")
     with open(os.path.join(repo, "proctor.toml"), "a", encoding="utf-8") as handle:
-        handle.write(f'\n[jobs]\n{jobs}\n[workers]\nladder = ["claude"]\nattempts = 1\n\n'
-                     f'[workers.claude]\nexecutor = "claude"\n')
+        handle.write(
+            f'\n[jobs]\n{jobs}\n[workers]\nladder = ["claude"]\nattempts = 1\n\n[workers.claude]\nexecutor = "claude"\n'
+        )
     if claude_settings is not None:
         os.makedirs(os.path.join(repo, ".claude"))
         with open(os.path.join(repo, ".claude", "settings.json"), "w", encoding="utf-8") as handle:
             json.dump(claude_settings, handle)
         git(repo, "add", ".claude/settings.json")
     git(repo, "commit", "-q", "-am", "a claude worker")
-    proc = env.proctor("job", "fork", "feat", "--criteria", "make A two\n\nscripted", "--write-paths", "src/a.py",
-                       "--check", "test", cwd=repo)
+    proc = env.proctor(
+        "job",
+        "fork",
+        "feat",
+        "--criteria",
+        "make A two\n\nscripted",
+        "--write-paths",
+        "src/a.py",
+        "--check",
+        "test",
+        cwd=repo,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "proctor hook" not in json.dumps(claude_settings or {}), "the checkout must wire nothing itself"
 
@@ -54,8 +70,9 @@ def work(env, repo: str, model: ScriptedModel, timeout: float = 240) -> tuple[in
     try:
         out = json.loads(proc.stdout)
     except ValueError:
-        raise AssertionError(f"proctor work printed no JSON (exit {proc.returncode}): "
-                             f"{proc.stdout[-2000:]}{proc.stderr[-3000:]}") from None
+        raise AssertionError(
+            f"proctor work printed no JSON (exit {proc.returncode}): {proc.stdout[-2000:]}{proc.stderr[-3000:]}"
+        ) from None
     return proc.returncode, out, proc.stderr
 
 
@@ -95,24 +112,40 @@ def first_prompt(model: ScriptedModel) -> str:
 def exit_citing_the_run(cited: dict, summary: str):
     """A step computed from the request: `proctor job exit feat --stdin` with a result citing the
     run the model was told about (its id and output_ref, kept in `cited`)."""
+
     def step(record: dict) -> Turn:
         found = OUTPUT_REF.findall(Anthropic().told(record["body"]))
         if not found:  # the check never ran: say so, and let the test's assertions tell why
             return Turn(text="I could not run the check.")
         cited["run"], cited["ref"] = found[-1]
-        result = {"schema_version": 2, "changed_paths": ["src/a.py"],
-                  "validation": [{"run": cited["run"], "command": "proctor run test", "output_ref": cited["ref"]}],
-                  "status": "done", "summary": summary}
-        return Turn(tools=[Tool("Bash", {"command": f"proctor job exit feat --stdin <<'EOF'\n{json.dumps(result)}\nEOF",
-                                         "description": "file the result"})])
+        result = {
+            "schema_version": 2,
+            "changed_paths": ["src/a.py"],
+            "validation": [{"run": cited["run"], "command": "proctor run test", "output_ref": cited["ref"]}],
+            "status": "done",
+            "summary": summary,
+        }
+        return Turn(
+            tools=[
+                Tool(
+                    "Bash",
+                    {
+                        "command": f"proctor job exit feat --stdin <<'EOF'\n{json.dumps(result)}\nEOF",
+                        "description": "file the result",
+                    },
+                )
+            ]
+        )
 
     return step
 
 
 def edit_a(repo: str) -> list[Turn]:
     a = os.path.join(repo, "src", "a.py")
-    return [Turn(tools=[Tool("Read", {"file_path": a})]),
-            Turn(tools=[Tool("Edit", {"file_path": a, "old_string": "A = 1", "new_string": "A = 2"})])]
+    return [
+        Turn(tools=[Tool("Read", {"file_path": a})]),
+        Turn(tools=[Tool("Edit", {"file_path": a, "old_string": "A = 1", "new_string": "A = 2"})]),
+    ]
 
 
 def background_sleep() -> tuple[str, list[Turn]]:
@@ -120,12 +153,21 @@ def background_sleep() -> tuple[str, list[Turn]]:
     task (Claude Code tracks it, and ends it when it is sent SIGTERM in time), and one a
     foreground command detaches with nohup (nobody tracks it; its shell has exited, so it is
     an orphan in a session of its own)."""
-    seconds = f"300.{random.randrange(10 ** 8):08d}"
+    seconds = f"300.{random.randrange(10**8):08d}"
     return seconds, [
-        Turn(tools=[Tool("Bash", {"command": f"sleep {seconds}", "description": "wait in the background",
-                                  "run_in_background": True})]),
-        Turn(tools=[Tool("Bash", {"command": f"nohup sleep {seconds}1 >/dev/null 2>&1 &",
-                                  "description": "detach a sleep"})]),
+        Turn(
+            tools=[
+                Tool(
+                    "Bash",
+                    {"command": f"sleep {seconds}", "description": "wait in the background", "run_in_background": True},
+                )
+            ]
+        ),
+        Turn(
+            tools=[
+                Tool("Bash", {"command": f"nohup sleep {seconds}1 >/dev/null 2>&1 &", "description": "detach a sleep"})
+            ]
+        ),
     ]
 
 
@@ -188,8 +230,11 @@ def test_work_edits_runs_its_check_files_its_result_and_is_committed(host_env, h
     assert attempt["stop"] in (None, "grace") and attempt["session"], attempt
     with Workspace(host_repo) as ws, ws.store.read() as conn:
         result = rows.get(conn, "feat")["result"]
-    assert result["validation"][0] == {"run": cited["run"], "command": "proctor run test",
-                                       "output_ref": cited["ref"]}, result
+    assert result["validation"][0] == {
+        "run": cited["run"],
+        "command": "proctor run test",
+        "output_ref": cited["ref"],
+    }, result
     assert result["status"] == "done" and result["changed_paths"] == ["src/a.py"], result
 
 

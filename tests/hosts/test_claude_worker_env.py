@@ -27,8 +27,12 @@ def _hostile_env(tmp_path) -> dict:
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
     empty = tmp_path / "empty-state"
     empty.mkdir()
-    return {"PATH": f"{fakebin}:/usr/local/bin:/usr/bin:/bin", "PROCTOR_STATE_DIR": str(empty),
-            "XDG_CACHE_HOME": str(tmp_path / "empty-cache"), "BAGGAGE": ""}
+    return {
+        "PATH": f"{fakebin}:/usr/local/bin:/usr/bin:/bin",
+        "PROCTOR_STATE_DIR": str(empty),
+        "XDG_CACHE_HOME": str(tmp_path / "empty-cache"),
+        "BAGGAGE": "",
+    }
 
 
 def test_checkout_settings_env_does_not_redirect_the_workers_hooks(host_env, host_repo, tmp_path):
@@ -45,15 +49,20 @@ def test_checkout_settings_env_does_not_redirect_the_workers_hooks(host_env, hos
 def test_worker_writing_its_own_settings_mid_session_keeps_its_guard(host_env, host_repo, tmp_path):
     declare(host_env, host_repo)
     hostile = _hostile_env(tmp_path)
-    code = ("import os, sys; os.makedirs('.cl' + 'aude', exist_ok=True); "
-            "open('.cl' + 'aude/settings.local.json', 'w').write(sys.argv[1]); print('planted')")
-    plant = " ".join(shlex.quote(w) for w in ["python3", "-c", code,
-                                                json.dumps({"env": hostile, "disableAllHooks": True})])
+    code = (
+        "import os, sys; os.makedirs('.cl' + 'aude', exist_ok=True); "
+        "open('.cl' + 'aude/settings.local.json', 'w').write(sys.argv[1]); print('planted')"
+    )
+    plant = " ".join(
+        shlex.quote(w) for w in ["python3", "-c", code, json.dumps({"env": hostile, "disableAllHooks": True})]
+    )
     b = os.path.join(tree(host_repo), "src", "b.py")
-    steps = [Turn(tools=[Tool("Bash", {"command": plant, "description": "plant settings"})]),
-             # Claude Code watches its settings files: give it time to load the planted one
-             Stall(4, then=Turn(tools=[Tool("Write", {"file_path": b, "content": "B = 2\n"})])),
-             Turn(text="DONE")]
+    steps = [
+        Turn(tools=[Tool("Bash", {"command": plant, "description": "plant settings"})]),
+        # Claude Code watches its settings files: give it time to load the planted one
+        Stall(4, then=Turn(tools=[Tool("Write", {"file_path": b, "content": "B = 2\n"})])),
+        Turn(text="DONE"),
+    ]
     with ScriptedModel(Anthropic(), steps) as model:
         work(host_env, host_repo, model)
         planted = "planted" in model.told_after(0)

@@ -22,8 +22,16 @@ import tempfile
 
 import pytest
 
-from tests.hosts.conftest import (ADD_FOLLOW_UP, CI_EVENT, add_monitor_for, followup_rows, fork_and_take, git,
-                                  host_binary, server)
+from tests.hosts.conftest import (
+    ADD_FOLLOW_UP,
+    CI_EVENT,
+    add_monitor_for,
+    followup_rows,
+    fork_and_take,
+    git,
+    host_binary,
+    server,
+)
 from tests.hosts.model import ScriptedModel, Tool, Turn
 from tests.hosts.responses import Responses
 
@@ -42,16 +50,30 @@ def fixture_payloads(name: str) -> list[dict]:
 def hook(env, repo: str, payload: dict, lease: str | None = JOB) -> dict:
     """`proctor hook codex` on one payload, as Codex runs it (cwd and BAGGAGE as the captures had)."""
     payload = {**payload, "cwd": repo}
-    proc = env.proctor("hook", "codex", cwd=repo, stdin=json.dumps(payload),
-                       extra={"BAGGAGE": f"proctor.lease={lease}"} if lease else None)
+    proc = env.proctor(
+        "hook",
+        "codex",
+        cwd=repo,
+        stdin=json.dumps(payload),
+        extra={"BAGGAGE": f"proctor.lease={lease}"} if lease else None,
+    )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
 
 def patch_event(patch: str) -> dict:
-    return {"session_id": "s1", "turn_id": "t1", "transcript_path": None, "cwd": ".", "hook_event_name": "PreToolUse",
-            "model": "gpt-5.5", "permission_mode": "bypassPermissions", "tool_name": "apply_patch",
-            "tool_input": {"command": patch}, "tool_use_id": "call_0"}
+    return {
+        "session_id": "s1",
+        "turn_id": "t1",
+        "transcript_path": None,
+        "cwd": ".",
+        "hook_event_name": "PreToolUse",
+        "model": "gpt-5.5",
+        "permission_mode": "bypassPermissions",
+        "tool_name": "apply_patch",
+        "tool_input": {"command": patch},
+        "tool_use_id": "call_0",
+    }
 
 
 # --- apply_patch: the real payload, and every file a patch touches -----------------------------
@@ -63,20 +85,25 @@ def test_apply_patch_payload_from_codex_is_judged(host_env, host_repo):
     assert pre["tool_name"] == "apply_patch" and "src/b.py" in pre["tool_input"]["command"]
     answer = hook(host_env, host_repo, pre)
     assert answer["hookSpecificOutput"]["permissionDecision"] == "deny"
-    assert "deny [lease-write-scope]: src/b.py is outside the write paths of plan/w1" in \
-        answer["hookSpecificOutput"]["permissionDecisionReason"]
+    assert (
+        "deny [lease-write-scope]: src/b.py is outside the write paths of plan/w1"
+        in answer["hookSpecificOutput"]["permissionDecisionReason"]
+    )
     # the own file passes, exactly `{}`
     allow = fixture_payloads("hook-allow-patch.jsonl")[0]
     assert hook(host_env, host_repo, allow) == {}
     assert hook(host_env, host_repo, stop) == {}
 
 
-@pytest.mark.parametrize("body, outside", [
-    ("*** Add File: src/new.py\n+N = 1\n", "src/new.py"),
-    ("*** Delete File: src/b.py\n", "src/b.py"),
-    ("*** Update File: src/a.py\n*** Move to: src/c.py\n@@\n-A = 1\n+A = 2\n", "src/c.py"),
-    ("*** Update File: src/b.py\n*** Move to: src/a.py\n@@\n-B = 1\n+B = 2\n", "src/b.py"),
-])
+@pytest.mark.parametrize(
+    "body, outside",
+    [
+        ("*** Add File: src/new.py\n+N = 1\n", "src/new.py"),
+        ("*** Delete File: src/b.py\n", "src/b.py"),
+        ("*** Update File: src/a.py\n*** Move to: src/c.py\n@@\n-A = 1\n+A = 2\n", "src/c.py"),
+        ("*** Update File: src/b.py\n*** Move to: src/a.py\n@@\n-B = 1\n+B = 2\n", "src/b.py"),
+    ],
+)
 def test_every_file_a_patch_touches_is_a_write(host_env, host_repo, body, outside):
     fork_and_take(host_env, host_repo, JOB, "src/a.py")
     answer = hook(host_env, host_repo, patch_event("*** Begin Patch\n" + body + "*** End Patch\n"))
@@ -88,8 +115,10 @@ def test_every_file_a_patch_touches_is_a_write(host_env, host_repo, body, outsid
 def test_parse_reads_patch_from_command_or_input():
     from proctor.hook import codex
 
-    patch = ("*** Begin Patch\n*** Add File: x/new.py\n+1\n*** Update File: a.py\n*** Move to: b.py\n"
-             "*** Delete File: c.py\n*** End Patch\n")
+    patch = (
+        "*** Begin Patch\n*** Add File: x/new.py\n+1\n*** Update File: a.py\n*** Move to: b.py\n"
+        "*** Delete File: c.py\n*** End Patch\n"
+    )
     for tool_input in ({"command": patch}, {"input": patch}):
         call = codex.parse({**patch_event(patch), "tool_input": tool_input})
         assert call.writes == ["x/new.py", "a.py", "b.py", "c.py"]
@@ -118,9 +147,15 @@ def test_answers_never_use_system_message():
 
     assert render(call(PRE_TOOL), _Verdict("pass")) == {}
     assert render(call(PRE_TOOL), _Verdict("advise")) == {
-        "hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext": "advise [lease-write-scope]: x"}}
-    assert render(call(PRE_TOOL), _Verdict("deny", "deny [r]: y")) == {"hookSpecificOutput": {
-        "hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": "deny [r]: y"}}
+        "hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext": "advise [lease-write-scope]: x"}
+    }
+    assert render(call(PRE_TOOL), _Verdict("deny", "deny [r]: y")) == {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": "deny [r]: y",
+        }
+    }
     assert render(call(POST_TOOL), _Verdict("advise"))["hookSpecificOutput"]["additionalContext"]
     for event in (STOP, SUBAGENT_STOP):
         assert render(call(event), _Verdict("deny", "carry on")) == {"decision": "block", "reason": "carry on"}
@@ -143,7 +178,7 @@ def _write_codex_config(home: str, text: str) -> str:
 def _hooks_only(wiring: str) -> str:
     """The printed wiring without its trust lines: what a person who copied only the hooks has."""
     lines = wiring.splitlines()
-    return "\n".join(lines[:next(i for i, line in enumerate(lines) if line.startswith("[hooks.state."))]) + "\n"
+    return "\n".join(lines[: next(i for i, line in enumerate(lines) if line.startswith("[hooks.state."))]) + "\n"
 
 
 def test_wired_reads_codex_trust(tmp_path, monkeypatch):
@@ -171,8 +206,9 @@ def test_wired_reads_codex_trust(tmp_path, monkeypatch):
     project = os.path.join(root, ".codex", "hooks.json")
     os.makedirs(os.path.dirname(project))
     with open(project, "w") as handle:
-        json.dump({"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "proctor hook codex"}]}]}},
-                  handle)
+        json.dump(
+            {"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "proctor hook codex"}]}]}}, handle
+        )
     handler = {"type": "command", "command": "proctor hook codex"}
     state = f'[hooks.state."{project}:pre_tool_use:0:0"]\ntrusted_hash = "{codex.trust_hash("PreToolUse", handler)}"\n'
     _write_codex_config(home, state)
@@ -203,9 +239,21 @@ def test_executor_argv_sandbox_and_resume(tmp_path, monkeypatch):
     roots = json.dumps([str(tmp_path / "state" / key), str(tmp_path / "cache" / "proctor" / key)]).replace(", ", ",")
     monkeypatch.setenv("PROCTOR_STORE_URL", "sqlite:")  # the embedded store (as proctor work pins it)
     first = codex.argv(worker, "lease: j\ndo it", lease="j")
-    assert first == ["codex", "exec", "--json", "-c", 'sandbox_mode="workspace-write"',
-                     "-c", f"sandbox_workspace_write.writable_roots={roots}", "-c", "allow_login_shell=false",
-                     *codex.hook_overrides("j"), "-m", "gpt-5.5", "lease: j\ndo it"]
+    assert first == [
+        "codex",
+        "exec",
+        "--json",
+        "-c",
+        'sandbox_mode="workspace-write"',
+        "-c",
+        f"sandbox_workspace_write.writable_roots={roots}",
+        "-c",
+        "allow_login_shell=false",
+        *codex.hook_overrides("j"),
+        "-m",
+        "gpt-5.5",
+        "lease: j\ndo it",
+    ]
     # on a PostgreSQL store the sandbox's network is opened: the worker's proctor commands reach it
     monkeypatch.setenv("PROCTOR_STORE_URL", "postgresql://db.internal/proctor")
     networked = codex.argv(worker, "lease: j\ndo it", lease="j")
@@ -228,8 +276,10 @@ def test_executor_argv_sandbox_and_resume(tmp_path, monkeypatch):
 def test_max_spend_on_a_codex_worker_is_refused_not_ignored(tmp_path):
     from proctor.config import load
 
-    (tmp_path / "proctor.toml").write_text('[workers.cx]\nexecutor = "codex"\nmax_spend_usd = 2.0\n'
-                                           '[workers.cl]\nexecutor = "claude"\nmax_spend_usd = 2.0\n')
+    (tmp_path / "proctor.toml").write_text(
+        '[workers.cx]\nexecutor = "codex"\nmax_spend_usd = 2.0\n'
+        '[workers.cl]\nexecutor = "claude"\nmax_spend_usd = 2.0\n'
+    )
     config = load(str(tmp_path))
     assert config.workers["cx"].max_spend_usd is None and config.workers["cl"].max_spend_usd == 2.0
     assert any("[workers.cx] max_spend_usd cannot be enforced on a codex worker" in p for p in config.problems)
@@ -247,8 +297,10 @@ def test_config_show_reports_the_refusal(host_env, host_repo):
 
 
 def provider(model: ScriptedModel) -> str:
-    return (f'model = "gpt-5.5"\nmodel_provider = "scripted"\n\n[model_providers.scripted]\nname = "scripted"\n'
-            f'base_url = "{model.url}/v1"\nwire_api = "responses"\n\n')
+    return (
+        f'model = "gpt-5.5"\nmodel_provider = "scripted"\n\n[model_providers.scripted]\nname = "scripted"\n'
+        f'base_url = "{model.url}/v1"\nwire_api = "responses"\n\n'
+    )
 
 
 def wire(env, repo: str, model: ScriptedModel, trusted: bool = True) -> str:
@@ -262,8 +314,12 @@ def wire(env, repo: str, model: ScriptedModel, trusted: bool = True) -> str:
 
 def run_codex(env, repo: str, lease: str | None = JOB, prompt: str = "do the task") -> list[dict]:
     codex = host_binary("codex")
-    proc = env.run([codex, "exec", "--json", "-c", 'sandbox_mode="workspace-write"', prompt], cwd=repo,
-                   extra={"BAGGAGE": f"proctor.lease={lease}"} if lease else None, timeout=180)
+    proc = env.run(
+        [codex, "exec", "--json", "-c", 'sandbox_mode="workspace-write"', prompt],
+        cwd=repo,
+        extra={"BAGGAGE": f"proctor.lease={lease}"} if lease else None,
+        timeout=180,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     assert events[-1]["type"] == "turn.completed", proc.stdout[-2000:]
@@ -283,8 +339,9 @@ def doctor_line(env, repo: str) -> str:
 def test_untrusted_hooks_are_skipped_and_doctor_says_so(host_env, host_repo):
     host_binary("codex")
     fork_and_take(host_env, host_repo, JOB, "src/a.py")
-    with ScriptedModel(Responses(), [Turn(tools=[Tool("exec_command", {"cmd": "echo 'B = 2' > src/b.py"})]),
-                                     Turn(text="finished")]) as model:
+    with ScriptedModel(
+        Responses(), [Turn(tools=[Tool("exec_command", {"cmd": "echo 'B = 2' > src/b.py"})]), Turn(text="finished")]
+    ) as model:
         wire(host_env, host_repo, model, trusted=False)
         line = doctor_line(host_env, host_repo)
         assert line.startswith("FAIL") and "not trusted" in line
@@ -306,17 +363,18 @@ def project_steps(wiring: str) -> tuple[str, str, dict, str, str]:
     first = next(i for i, line in enumerate(lines) if line.startswith("# 1. write "))
     second = next(i for i, line in enumerate(lines) if line.startswith("# 2. add to "))
     third = next(i for i, line in enumerate(lines) if line.startswith("# 3. "))
-    hooks_json = lines[first][len("# 1. write "):].rstrip(":")
-    config = lines[second][len("# 2. add to "):].rstrip(":")
-    state = "\n".join(line[len("#    "):] for line in lines[second + 1:third]) + "\n"
-    return hooks_json, lines[first + 1][len("#    "):], config, state, lines[third]
+    hooks_json = lines[first][len("# 1. write ") :].rstrip(":")
+    config = lines[second][len("# 2. add to ") :].rstrip(":")
+    state = "\n".join(line[len("#    ") :] for line in lines[second + 1 : third]) + "\n"
+    return hooks_json, lines[first + 1][len("#    ") :], config, state, lines[third]
 
 
 def test_project_wiring_runs_once_the_project_is_trusted(host_env, host_repo):
     codex = host_binary("codex")
     fork_and_take(host_env, host_repo, JOB, "src/a.py")
-    with ScriptedModel(Responses(), [Turn(tools=[Tool("exec_command", {"cmd": "echo 'B = 2' > src/b.py"})]),
-                                     Turn(text="finished")]) as model:
+    with ScriptedModel(
+        Responses(), [Turn(tools=[Tool("exec_command", {"cmd": "echo 'B = 2' > src/b.py"})]), Turn(text="finished")]
+    ) as model:
         wiring = host_env.proctor("describe", "harness", "--host", "codex", "--part", "hooks", cwd=host_repo).stdout
         hooks_json, document, config, state, step3 = project_steps(wiring)
         assert hooks_json == os.path.join(host_repo, ".codex", "hooks.json")
@@ -328,8 +386,12 @@ def test_project_wiring_runs_once_the_project_is_trusted(host_env, host_repo):
         _write_codex_config(host_env.home, provider(model) + state)
         line = doctor_line(host_env, host_repo)
         assert line.startswith("FAIL") and "codex exec --trust" in line
-        proc = host_env.run([codex, "exec", "--json", "--trust", "-c", 'sandbox_mode="workspace-write"', "go"],
-                            cwd=host_repo, extra={"BAGGAGE": f"proctor.lease={JOB}"}, timeout=180)
+        proc = host_env.run(
+            [codex, "exec", "--json", "--trust", "-c", 'sandbox_mode="workspace-write"', "go"],
+            cwd=host_repo,
+            extra={"BAGGAGE": f"proctor.lease={JOB}"},
+            timeout=180,
+        )
         assert proc.returncode == 0, proc.stderr[-2000:]
         assert "Command blocked by PreToolUse hook: deny [lease-write-scope]: src/b.py" in model.told_after(0)
         assert read(host_repo, "src/b.py") == "B = 1\n"
@@ -339,22 +401,30 @@ def test_project_wiring_runs_once_the_project_is_trusted(host_env, host_repo):
 
 def test_shell_write_outside_the_lease_is_denied_and_own_write_passes(host_env, host_repo):
     fork_and_take(host_env, host_repo, JOB, "src/a.py")
-    with ScriptedModel(Responses(), [
-        Turn(text="Writing b.", tools=[Tool("exec_command", {"cmd": "echo 'B = 2' > src/b.py"})]),
-        Turn(tools=[Tool("exec_command", {"cmd": "printf 'A = 2\\n' > src/a.py"})]),
-        Turn(text="finished"),
-    ]) as model:
+    with ScriptedModel(
+        Responses(),
+        [
+            Turn(text="Writing b.", tools=[Tool("exec_command", {"cmd": "echo 'B = 2' > src/b.py"})]),
+            Turn(tools=[Tool("exec_command", {"cmd": "printf 'A = 2\\n' > src/a.py"})]),
+            Turn(text="finished"),
+        ],
+    ) as model:
         wire(host_env, host_repo, model)
         events = run_codex(host_env, host_repo)
         told = model.told_after(0)
-        assert "Command blocked by PreToolUse hook: deny [lease-write-scope]: src/b.py is outside the write " \
-               "paths of plan/w1 (src/a.py)" in told
+        assert (
+            "Command blocked by PreToolUse hook: deny [lease-write-scope]: src/b.py is outside the write "
+            "paths of plan/w1 (src/a.py)" in told
+        )
         assert read(host_repo, "src/b.py") == "B = 1\n"
         assert "Process exited with code 0" in model.told_after(1)
         assert read(host_repo, "src/a.py") == "A = 2\n"
     # the denied command left no item in the stream; the own one ran
-    commands = [e["item"]["command"] for e in events if e["type"] == "item.completed"
-                and e["item"]["type"] == "command_execution"]
+    commands = [
+        e["item"]["command"]
+        for e in events
+        if e["type"] == "item.completed" and e["item"]["type"] == "command_execution"
+    ]
     assert len(commands) == 1 and "src/a.py" in commands[0]
 
 
@@ -363,18 +433,23 @@ def test_apply_patch_outside_the_lease_is_denied_and_own_patch_passes(host_env, 
     outside = "*** Begin Patch\n*** Update File: src/b.py\n@@\n-B = 1\n+B = 2\n*** End Patch\n"
     moved = "*** Begin Patch\n*** Update File: src/a.py\n*** Move to: src/c.py\n@@\n-A = 1\n+A = 3\n*** End Patch\n"
     own = "*** Begin Patch\n*** Update File: src/a.py\n@@\n-A = 1\n+A = 2\n*** End Patch\n"
-    with ScriptedModel(Responses(), [
-        Turn(tools=[Tool("apply_patch", {"input": outside})]),
-        Turn(tools=[Tool("apply_patch", {"input": moved})]),
-        Turn(tools=[Tool("apply_patch", {"input": own})]),
-        Turn(text="finished"),
-    ]) as model:
+    with ScriptedModel(
+        Responses(),
+        [
+            Turn(tools=[Tool("apply_patch", {"input": outside})]),
+            Turn(tools=[Tool("apply_patch", {"input": moved})]),
+            Turn(tools=[Tool("apply_patch", {"input": own})]),
+            Turn(text="finished"),
+        ],
+    ) as model:
         wire(host_env, host_repo, model)
         run_codex(host_env, host_repo)
         tools = {t.get("name"): t.get("type") for t in model.main_requests()[0]["body"]["tools"]}
         assert tools.get("apply_patch") == "custom"  # the freeform tool, as Codex offers it
-        assert "blocked by PreToolUse hook: deny [lease-write-scope]: src/b.py is outside the write paths of " \
-               "plan/w1" in model.told_after(0)
+        assert (
+            "blocked by PreToolUse hook: deny [lease-write-scope]: src/b.py is outside the write paths of "
+            "plan/w1" in model.told_after(0)
+        )
         assert "src/c.py is outside the write paths of plan/w1" in model.told_after(1)
         assert read(host_repo, "src/b.py") == "B = 1\n" and not os.path.exists(os.path.join(host_repo, "src/c.py"))
         assert "Success. Updated the following files" in model.told_after(2)
@@ -383,10 +458,13 @@ def test_apply_patch_outside_the_lease_is_denied_and_own_patch_passes(host_env, 
 
 def test_advisory_reaches_the_model(host_env, host_repo):
     fork_and_take(host_env, host_repo, JOB, "src/a.py")
-    with ScriptedModel(Responses(), [
-        Turn(tools=[Tool("exec_command", {"cmd": "T=src/a.py; echo 'A = 2' > \"$T\""})]),
-        Turn(text="finished"),
-    ]) as model:
+    with ScriptedModel(
+        Responses(),
+        [
+            Turn(tools=[Tool("exec_command", {"cmd": "T=src/a.py; echo 'A = 2' > \"$T\""})]),
+            Turn(text="finished"),
+        ],
+    ) as model:
         wire(host_env, host_repo, model)
         run_codex(host_env, host_repo)
         told = model.told_after(0)
@@ -400,17 +478,20 @@ def test_stop_block_hands_the_follow_up_to_the_model(host_env, host_repo):
     text = "Follow-up from the monitors of job plan/w1 (1 event): deploy finished with 2 warnings"
     proc = host_env.run([sys.executable, "-c", ADD_FOLLOW_UP, host_repo, JOB, text], cwd=host_repo)
     assert proc.returncode == 0, proc.stderr
+
     def carried(record):
         return text in json.dumps(record["body"].get("input"))
 
-    with ScriptedModel(Responses(), [Turn(text="first answer"),
-                                     Turn(text="second answer after the follow-up", when=carried)]) as model:
+    with ScriptedModel(
+        Responses(), [Turn(text="first answer"), Turn(text="second answer after the follow-up", when=carried)]
+    ) as model:
         wire(host_env, host_repo, model)
         events = run_codex(host_env, host_repo)
         # the Stop was refused with the follow-up as its reason; the model read it and went on
         assert text in model.told_after(0) and model.consumed() == 2
-    messages = [e["item"]["text"] for e in events if e["type"] == "item.completed"
-                and e["item"]["type"] == "agent_message"]
+    messages = [
+        e["item"]["text"] for e in events if e["type"] == "item.completed" and e["item"]["type"] == "agent_message"
+    ]
     assert messages == ["first answer", "second answer after the follow-up"]
     assert sum(e["type"] == "turn.started" for e in events) == 1  # the same turn carried on
 
@@ -441,26 +522,34 @@ def test_executor_argv_hands_the_guard_with_nothing_wired(host_env, host_repo, c
     if checkout_says == "hooks off":
         os.makedirs(os.path.join(host_repo, ".codex"))
         with open(os.path.join(host_repo, ".codex", "config.toml"), "w") as handle:
-            handle.write('[features]\nhooks = false\n\n[hooks.state."/<session-flags>/config.toml:pre_tool_use:0:0"]\n'
-                         'enabled = false\n')
+            handle.write(
+                '[features]\nhooks = false\n\n[hooks.state."/<session-flags>/config.toml:pre_tool_use:0:0"]\n'
+                "enabled = false\n"
+            )
         git(host_repo, "add", ".codex")
         git(host_repo, "commit", "-q", "-m", "a checkout that turns hooks off")
         extra_argv = ["--trust"]  # the project's .codex/ loads only in a trusted project
-    with ScriptedModel(Responses(), [
-        Turn(text="Writing b.", tools=[Tool("exec_command", {"cmd": "echo 'B = 2' > src/b.py"})]),
-        Turn(tools=[Tool("exec_command", {"cmd": "printf 'A = 2\\n' > src/a.py"})]),
-        Turn(text="finished"),
-    ]) as model:
+    with ScriptedModel(
+        Responses(),
+        [
+            Turn(text="Writing b.", tools=[Tool("exec_command", {"cmd": "echo 'B = 2' > src/b.py"})]),
+            Turn(tools=[Tool("exec_command", {"cmd": "printf 'A = 2\\n' > src/a.py"})]),
+            Turn(text="finished"),
+        ],
+    ) as model:
         _write_codex_config(host_env.home, provider(model))  # the model, and nothing else
         argv = worker_argv("do the task")
-        argv[argv.index("exec") + 1:argv.index("exec") + 1] = extra_argv
+        argv[argv.index("exec") + 1 : argv.index("exec") + 1] = extra_argv
         # no BAGGAGE, and a PATH without proctor: the pinned hook needs neither
-        path = os.pathsep.join(p for p in host_env.env["PATH"].split(os.pathsep)
-                               if p != os.path.dirname(sys.executable))
+        path = os.pathsep.join(
+            p for p in host_env.env["PATH"].split(os.pathsep) if p != os.path.dirname(sys.executable)
+        )
         proc = host_env.run(argv, cwd=host_repo, extra={"PATH": path}, timeout=180)
         assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-        assert "Command blocked by PreToolUse hook: deny [lease-write-scope]: src/b.py is outside the write " \
-               "paths of plan/w1 (src/a.py)" in model.told_after(0), model.told_after(0)
+        assert (
+            "Command blocked by PreToolUse hook: deny [lease-write-scope]: src/b.py is outside the write "
+            "paths of plan/w1 (src/a.py)" in model.told_after(0)
+        ), model.told_after(0)
         assert "Process exited with code 0" in model.told_after(1), model.told_after(1)
     assert read(host_repo, "src/b.py") == "B = 1\n"
     assert read(host_repo, "src/a.py") == "A = 2\n"
@@ -470,8 +559,9 @@ def test_a_command_of_ones_own_still_gets_the_guard(host_env, host_repo):
     """`[workers.X] command` keeps its own say about the sandbox (none is added), and the
     hooks are handed all the same."""
     fork_and_take(host_env, host_repo, JOB, "src/a.py")
-    with ScriptedModel(Responses(), [Turn(tools=[Tool("exec_command", {"cmd": "echo 'B = 2' > src/b.py"})]),
-                                     Turn(text="finished")]) as model:
+    with ScriptedModel(
+        Responses(), [Turn(tools=[Tool("exec_command", {"cmd": "echo 'B = 2' > src/b.py"})]), Turn(text="finished")]
+    ) as model:
         _write_codex_config(host_env.home, provider(model))
         argv = worker_argv("do the task", command=[host_binary("codex"), "-s", "workspace-write"])
         assert 'sandbox_mode="workspace-write"' not in argv and "features.hooks=true" in argv
@@ -490,12 +580,18 @@ def test_the_persons_own_trusted_hooks_still_run_beside_the_handed_ones(host_env
     marker = tmp_path / "marker"
     handler = {"type": "command", "command": f"touch {marker}; echo '{{}}'", "timeout": 30}
     config = os.path.join(host_env.home, ".codex", "config.toml")
-    with ScriptedModel(Responses(), [Turn(tools=[Tool("exec_command", {"cmd": "echo 'B = 2' > src/b.py"})]),
-                                     Turn(text="finished")]) as model:
-        _write_codex_config(host_env.home, provider(model) + (
-            f'[[hooks.PreToolUse]]\n[[hooks.PreToolUse.hooks]]\ntype = "command"\ncommand = "{handler["command"]}"\n'
-            f'timeout = 30\n\n[hooks.state."{config}:pre_tool_use:0:0"]\n'
-            f'trusted_hash = "{trust_hash("PreToolUse", handler)}"\n'))
+    with ScriptedModel(
+        Responses(), [Turn(tools=[Tool("exec_command", {"cmd": "echo 'B = 2' > src/b.py"})]), Turn(text="finished")]
+    ) as model:
+        _write_codex_config(
+            host_env.home,
+            provider(model)
+            + (
+                f'[[hooks.PreToolUse]]\n[[hooks.PreToolUse.hooks]]\ntype = "command"\ncommand = "{handler["command"]}"\n'
+                f'timeout = 30\n\n[hooks.state."{config}:pre_tool_use:0:0"]\n'
+                f'trusted_hash = "{trust_hash("PreToolUse", handler)}"\n'
+            ),
+        )
         proc = host_env.run(worker_argv("do the task"), cwd=host_repo, timeout=180)
         assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
         assert "blocked by PreToolUse hook: deny [lease-write-scope]: src/b.py" in model.told_after(0)
@@ -512,16 +608,24 @@ def state_outside_tmp(host_env, monkeypatch):
     writable anyway: only the writable roots proctor adds let the worker write there."""
     temporary = ("/tmp/", os.path.realpath(tempfile.gettempdir()) + "/")
     places = [os.path.join(os.path.expanduser("~"), ".cache"), "/var/tmp"]
-    place = next((p for p in places if os.path.isdir(p) and os.access(p, os.W_OK)
-                  and not (os.path.realpath(p) + "/").startswith(temporary)), None)
+    place = next(
+        (
+            p
+            for p in places
+            if os.path.isdir(p) and os.access(p, os.W_OK) and not (os.path.realpath(p) + "/").startswith(temporary)
+        ),
+        None,
+    )
     if place is None:
         reason = f"no writable directory outside the temporary directories ({', '.join(places)})"
         if os.environ.get("CI") == "true":
             pytest.fail(reason)
         pytest.skip(reason)
     base = tempfile.mkdtemp(prefix="proctor-codex-test-", dir=place)
-    for name, value in (("PROCTOR_STATE_DIR", os.path.join(base, "state")),
-                        ("XDG_CACHE_HOME", os.path.join(base, "cache"))):
+    for name, value in (
+        ("PROCTOR_STATE_DIR", os.path.join(base, "state")),
+        ("XDG_CACHE_HOME", os.path.join(base, "cache")),
+    ):
         host_env.env[name] = value
         monkeypatch.setenv(name, value)
     yield base
@@ -531,8 +635,9 @@ def state_outside_tmp(host_env, monkeypatch):
 RESULT = json.dumps({"schema_version": 1, "status": "done", "summary": "set A"})
 
 
-def test_work_with_codex_resumes_its_worker_with_a_follow_up_and_lands_the_work(host_env, host_repo,
-                                                                                state_outside_tmp, tmp_path):
+def test_work_with_codex_resumes_its_worker_with_a_follow_up_and_lands_the_work(
+    host_env, host_repo, state_outside_tmp, tmp_path
+):
     """Nothing is wired: no hook in the person's config.toml or the checkout, no trust recorded.
     The guard comes with the worker's command line, so its write outside the lease is denied.
     While the worker's first turn runs, a monitor is added for its job (by the person: from inside
@@ -544,12 +649,15 @@ def test_work_with_codex_resumes_its_worker_with_a_follow_up_and_lands_the_work(
     host_binary("codex")
     assert host_env.proctor("init", "--force", cwd=host_repo).returncode == 0  # the store in the new state dir
     with open(os.path.join(host_repo, "proctor.toml"), "w") as handle:
-        handle.write('[targets.test]\ncommand = "python3 -c \'import sys; sys.exit(0)\'"\ntimeout = "5m"\n\n'
-                     '[targets.ci]\ncommand = "make ci"\n\n[jobs]\nidle_minutes = 2\n\n[workers.cx]\nexecutor = "codex"\n')
+        handle.write(
+            '[targets.test]\ncommand = "python3 -c \'import sys; sys.exit(0)\'"\ntimeout = "5m"\n\n'
+            '[targets.ci]\ncommand = "make ci"\n\n[jobs]\nidle_minutes = 2\n\n[workers.cx]\nexecutor = "codex"\n'
+        )
     git(host_repo, "add", "-A")
     git(host_repo, "commit", "-q", "-m", "a codex worker")
-    proc = host_env.proctor("job", "fork", JOB, "--criteria", "set A to 2", "--write-paths", "src/a.py",
-                            "--check", "test", cwd=host_repo)
+    proc = host_env.proctor(
+        "job", "fork", JOB, "--criteria", "set A to 2", "--write-paths", "src/a.py", "--check", "test", cwd=host_repo
+    )
     assert proc.returncode == 0, proc.stderr
     resumed = lambda record: CI_EVENT in json.dumps(record["body"].get("input"))  # noqa: E731
     added = []
@@ -558,14 +666,20 @@ def test_work_with_codex_resumes_its_worker_with_a_follow_up_and_lands_the_work(
         added.append(add_monitor_for(host_env, host_repo, JOB, str(tmp_path / "ci-ran")))
         return Turn(text="CI has to go green first; the monitor will tell me.")
 
-    with ScriptedModel(Responses(), [
-        Turn(text="Writing b.", tools=[Tool("exec_command", {"cmd": "echo 'B = 2' > src/b.py"})]),
-        monitor_then_stop,
-        Turn(tools=[Tool("exec_command", {"cmd": "printf 'A = 2\\n' > src/a.py"})], when=resumed),
-        Turn(tools=[Tool("exec_command", {"cmd": "proctor run test"})]),
-        Turn(tools=[Tool("exec_command", {"cmd": f"echo '{RESULT}' | proctor job exit {JOB} --stdin"})]),
-        Turn(text="Set A = 2.\n\nDONE"),
-    ]) as model, server(host_env, host_repo):
+    with (
+        ScriptedModel(
+            Responses(),
+            [
+                Turn(text="Writing b.", tools=[Tool("exec_command", {"cmd": "echo 'B = 2' > src/b.py"})]),
+                monitor_then_stop,
+                Turn(tools=[Tool("exec_command", {"cmd": "printf 'A = 2\\n' > src/a.py"})], when=resumed),
+                Turn(tools=[Tool("exec_command", {"cmd": "proctor run test"})]),
+                Turn(tools=[Tool("exec_command", {"cmd": f"echo '{RESULT}' | proctor job exit {JOB} --stdin"})]),
+                Turn(text="Set A = 2.\n\nDONE"),
+            ],
+        ) as model,
+        server(host_env, host_repo),
+    ):
         _write_codex_config(host_env.home, provider(model))  # the model only: no hooks, no trust
         proc = host_env.proctor("work", JOB, "-o", "json", cwd=host_repo, timeout=300)
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -576,8 +690,10 @@ def test_work_with_codex_resumes_its_worker_with_a_follow_up_and_lands_the_work(
         assert outcome["passed"] and outcome["commit"] and first["executor"] == again["executor"] == "codex"
         assert first["outcome"] == "finished" and first["reply_kind"] == "completed" and first["session"]
         assert first["passed"] is False and "followup" not in first
-        assert "Command blocked by PreToolUse hook: deny [lease-write-scope]: src/b.py is outside the write " \
-               "paths of plan/w1 (src/a.py)" in model.told_after(0), model.told_after(0)
+        assert (
+            "Command blocked by PreToolUse hook: deny [lease-write-scope]: src/b.py is outside the write "
+            "paths of plan/w1 (src/a.py)" in model.told_after(0)
+        ), model.told_after(0)
         assert f"waiting for the monitors of {JOB}: 1 live" in proc.stderr, proc.stderr[-3000:]
         # the follow-up resumed the same conversation: the first attempt's prompt and outputs are in it
         request = next(r for r in model.main_requests() if r.get("step") == 2)
@@ -602,27 +718,43 @@ def test_apply_patch_into_another_jobs_declaration_is_denied_and_own_passes(host
         handle.write(source)
     git(host_repo, "add", "-A")
     git(host_repo, "commit", "-qm", "d")
-    other = host_env.proctor("job", "fork", "other", "--criteria", "beta's", "--write-paths", "src/d.py#def beta",
-                             "--check", "test", cwd=host_repo)
+    other = host_env.proctor(
+        "job",
+        "fork",
+        "other",
+        "--criteria",
+        "beta's",
+        "--write-paths",
+        "src/d.py#def beta",
+        "--check",
+        "test",
+        cwd=host_repo,
+    )
     assert other.returncode == 0, other.stderr
     fork_and_take(host_env, host_repo, JOB, "src/d.py#alpha")
-    theirs = "*** Begin Patch\n*** Update File: src/d.py\n@@ def beta():\n-    return 2\n+    return 20\n*** End Patch\n"
+    theirs = (
+        "*** Begin Patch\n*** Update File: src/d.py\n@@ def beta():\n-    return 2\n+    return 20\n*** End Patch\n"
+    )
     own = "*** Begin Patch\n*** Update File: src/d.py\n@@ def alpha():\n-    return 1\n+    return 10\n*** End Patch\n"
-    with ScriptedModel(Responses(), [
-        Turn(tools=[Tool("apply_patch", {"input": theirs})]),
-        Turn(tools=[Tool("apply_patch", {"input": own})]),
-        Turn(text="finished"),
-    ]) as model:
+    with ScriptedModel(
+        Responses(),
+        [
+            Turn(tools=[Tool("apply_patch", {"input": theirs})]),
+            Turn(tools=[Tool("apply_patch", {"input": own})]),
+            Turn(text="finished"),
+        ],
+    ) as model:
         wire(host_env, host_repo, model)
         run_codex(host_env, host_repo)
-        assert "blocked by PreToolUse hook: deny [lease-claimed-declaration]: src/d.py: this edit lands in the " \
-               "declaration 'def beta():'" in model.told_after(0)
+        assert (
+            "blocked by PreToolUse hook: deny [lease-claimed-declaration]: src/d.py: this edit lands in the "
+            "declaration 'def beta():'" in model.told_after(0)
+        )
         assert "Success. Updated the following files" in model.told_after(1)
     assert read(host_repo, "src/d.py") == source.replace("return 1", "return 10")
 
 
-def test_a_sandboxed_codex_worker_reaches_the_store_through_its_broker_alone(host_env, host_repo,
-                                                                             state_outside_tmp):
+def test_a_sandboxed_codex_worker_reaches_the_store_through_its_broker_alone(host_env, host_repo, state_outside_tmp):
     """The real Codex as a worker inside its job's Landlock domain (`[sandbox] workers = true`),
     inside Codex's own workspace-write sandbox too: its `proctor run test` and `proctor job exit`
     are run by the broker of its attempt (a Unix socket, which Codex's sandbox lets through),
@@ -634,28 +766,46 @@ def test_a_sandboxed_codex_worker_reaches_the_store_through_its_broker_alone(hos
         pytest.skip("this kernel offers no Landlock; CI's kernel does, and there this test runs")
     assert host_env.proctor("init", "--force", cwd=host_repo).returncode == 0
     with open(os.path.join(host_repo, "proctor.toml"), "w") as handle:
-        handle.write('[targets.test]\ncommand = "grep -q 2 src/a.py"\ntimeout = "5m"\n\n[jobs]\nidle_minutes = 2\n\n'
-                     '[sandbox]\nmode = "landlock"\nworkers = true\n\n'
-                     '[guard.rules]\nlease-write-scope = "off"\nlease-tamper = "off"\n\n[workers.cx]\nexecutor = "codex"\n')
+        handle.write(
+            '[targets.test]\ncommand = "grep -q 2 src/a.py"\ntimeout = "5m"\n\n[jobs]\nidle_minutes = 2\n\n'
+            '[sandbox]\nmode = "landlock"\nworkers = true\n\n'
+            '[guard.rules]\nlease-write-scope = "off"\nlease-tamper = "off"\n\n[workers.cx]\nexecutor = "codex"\n'
+        )
     git(host_repo, "add", "-A")
     git(host_repo, "commit", "-q", "-m", "a sandboxed codex worker")
-    for argv in (("job", "fork", "plan", "--criteria", "the plan", "--check", "test"),
-                 ("job", "fork", JOB, "--parent", "plan", "--criteria", "set A to 2", "--write-paths", "src/a.py",
-                  "--check", "test")):
+    for argv in (
+        ("job", "fork", "plan", "--criteria", "the plan", "--check", "test"),
+        (
+            "job",
+            "fork",
+            JOB,
+            "--parent",
+            "plan",
+            "--criteria",
+            "set A to 2",
+            "--write-paths",
+            "src/a.py",
+            "--check",
+            "test",
+        ),
+    ):
         proc = host_env.proctor(*argv, cwd=host_repo)
         assert proc.returncode == 0, proc.stderr
     from proctor.workspace import Workspace
 
     with Workspace(host_repo) as ws:
         state = ws.state_dir
-    with ScriptedModel(Responses(), [
-        Turn(tools=[Tool("exec_command", {"cmd": "echo 'B = 2' > src/b.py; echo rc=$?"})]),
-        Turn(tools=[Tool("exec_command", {"cmd": f"echo x >> {state}/planted; echo rc=$?"})]),
-        Turn(tools=[Tool("exec_command", {"cmd": "printf 'A = 2\\n' > src/a.py"})]),
-        Turn(tools=[Tool("exec_command", {"cmd": "proctor run test"})]),
-        Turn(tools=[Tool("exec_command", {"cmd": f"echo '{RESULT}' | proctor job exit {JOB} --stdin"})]),
-        Turn(text="Set A = 2.\n\nDONE"),
-    ]) as model:
+    with ScriptedModel(
+        Responses(),
+        [
+            Turn(tools=[Tool("exec_command", {"cmd": "echo 'B = 2' > src/b.py; echo rc=$?"})]),
+            Turn(tools=[Tool("exec_command", {"cmd": f"echo x >> {state}/planted; echo rc=$?"})]),
+            Turn(tools=[Tool("exec_command", {"cmd": "printf 'A = 2\\n' > src/a.py"})]),
+            Turn(tools=[Tool("exec_command", {"cmd": "proctor run test"})]),
+            Turn(tools=[Tool("exec_command", {"cmd": f"echo '{RESULT}' | proctor job exit {JOB} --stdin"})]),
+            Turn(text="Set A = 2.\n\nDONE"),
+        ],
+    ) as model:
         _write_codex_config(host_env.home, provider(model))
         proc = host_env.proctor("work", JOB, "-o", "json", cwd=host_repo, timeout=300)
         told = [model.told_after(n) for n in range(5)]

@@ -20,8 +20,18 @@ import time
 
 import pytest
 
-from tests.hosts.conftest import (CI_EVENT, followup_rows, fork_and_take, git, host_binary, json_lines, make_followup,
-                                  monitor_add, server, wiring_json)
+from tests.hosts.conftest import (
+    CI_EVENT,
+    followup_rows,
+    fork_and_take,
+    git,
+    host_binary,
+    json_lines,
+    make_followup,
+    monitor_add,
+    server,
+    wiring_json,
+)
 from tests.hosts.model import HttpError, ScriptedModel, Tool, Turn
 from tests.hosts.gemini_api import Gemini
 
@@ -64,8 +74,17 @@ def model_env(model: ScriptedModel, tmp: str, lease: str | None = JOB) -> dict:
     return extra
 
 
-def run_gemini(env, repo: str, model: ScriptedModel, tmp, prompt: str = "do the task", lease: str | None = JOB,
-               args: tuple = ("--skip-trust",), extra: dict | None = None, timeout: float = 180):
+def run_gemini(
+    env,
+    repo: str,
+    model: ScriptedModel,
+    tmp,
+    prompt: str = "do the task",
+    lease: str | None = JOB,
+    args: tuple = ("--skip-trust",),
+    extra: dict | None = None,
+    timeout: float = 180,
+):
     """`gemini -p` in `repo`, headless and approving every call; (process, stream events).
     Headless Gemini exits 55 in an untrusted folder whatever is wired; `--skip-trust` (the
     default here) runs there with the user's settings only."""
@@ -106,12 +125,34 @@ def test_writes_outside_the_lease_are_denied_and_own_writes_pass(host_env, host_
         Turn(tools=[shell("echo 'B = 3' > b.py", dir_path="src")]),  # 1: dir_path, relative
         Turn(tools=[shell("echo 'B = 4' > b.py", dir_path=src)]),  # 2: dir_path, absolute
         Turn(tools=[Tool("write_file", {"file_path": "src/b.py", "content": "B = 5\n"})]),  # 3
-        Turn(tools=[Tool("replace", {"file_path": os.path.join(host_repo, "src/b.py"), "old_string": "B = 1",
-                                     "new_string": "B = 6", "instruction": "scripted edit"})]),  # 4
+        Turn(
+            tools=[
+                Tool(
+                    "replace",
+                    {
+                        "file_path": os.path.join(host_repo, "src/b.py"),
+                        "old_string": "B = 1",
+                        "new_string": "B = 6",
+                        "instruction": "scripted edit",
+                    },
+                )
+            ]
+        ),  # 4
         Turn(tools=[Tool("write_file", {"file_path": "src/a.py", "content": "A = 2\n"})]),  # 5: own
         Turn(tools=[shell("echo 'A = 3' > a.py", dir_path="src")]),  # 6: own, from src/
-        Turn(tools=[Tool("replace", {"file_path": "src/a.py", "old_string": "A = 3", "new_string": "A = 4",
-                                     "instruction": "scripted edit"})]),  # 7: own
+        Turn(
+            tools=[
+                Tool(
+                    "replace",
+                    {
+                        "file_path": "src/a.py",
+                        "old_string": "A = 3",
+                        "new_string": "A = 4",
+                        "instruction": "scripted edit",
+                    },
+                )
+            ]
+        ),  # 7: own
         Turn(text="finished"),
     ]
     with ScriptedModel(Gemini(), steps) as model:
@@ -140,8 +181,12 @@ def test_advisories_reach_the_model(host_env, host_repo, tmp):
     user_settings(host_env, wiring_json("gemini"))
     fork_and_take(host_env, host_repo, JOB, "src/a.py")
     command = "T=src/a.py; echo 'A = 2' > \"$T\""
-    steps = [Turn(tools=[shell(command)]), Turn(tools=[shell("echo plain")]), Turn(tools=[shell(command)]),
-             Turn(text="finished")]
+    steps = [
+        Turn(tools=[shell(command)]),
+        Turn(tools=[shell("echo plain")]),
+        Turn(tools=[shell(command)]),
+        Turn(text="finished"),
+    ]
     with ScriptedModel(Gemini(), steps) as model:
         proc, events = run_gemini(host_env, host_repo, model, tmp)
         assert proc.returncode == 0, proc.stderr[-3000:]
@@ -161,14 +206,20 @@ def test_after_agent_deny_hands_the_followup_as_the_next_prompt(host_env, host_r
     user_settings(host_env, wiring_json("gemini"))
     fork_and_take(host_env, host_repo, JOB, "src/a.py")
     make_followup(host_repo, JOB, "CI-RED: test_b failed on main")
-    steps = [Turn(tools=[shell("echo working")]), Turn(text="first answer"), Turn(tools=[shell("echo again")]),
-             Turn(text="handled the follow-up")]
+    steps = [
+        Turn(tools=[shell("echo working")]),
+        Turn(text="first answer"),
+        Turn(tools=[shell("echo again")]),
+        Turn(text="handled the follow-up"),
+    ]
     with ScriptedModel(Gemini(), steps) as model:
         proc, events = run_gemini(host_env, host_repo, model, tmp)
         assert proc.returncode == 0, proc.stderr[-3000:]
         told = model.told_after(1)
         assert model.consumed() == 4, model.summary()
-    assert re.search(r"deny \[monitor-followup\]: Follow-up \d+ from the monitors of job plan/w1 \(1 event\)", told), told
+    assert re.search(r"deny \[monitor-followup\]: Follow-up \d+ from the monitors of job plan/w1 \(1 event\)", told), (
+        told
+    )
     assert "CI-RED: test_b failed on main" in told
     warnings = [e for e in events if e.get("type") == "error"]
     assert any("CI-RED" in e.get("message", "") for e in warnings), warnings
@@ -240,8 +291,9 @@ def test_project_wiring_loads_only_where_gemini_starts(host_env, host_repo, tmp)
     fork_and_take(host_env, host_repo, JOB, "src/a.py")
     steps = [Turn(tools=[shell("echo 'B = 2' > b.py")]), Turn(text="finished")]
     with ScriptedModel(Gemini(), steps) as model:
-        proc, _ = run_gemini(host_env, os.path.join(host_repo, "src"), model, tmp, args=(),
-                             extra={"GEMINI_CLI_TRUST_WORKSPACE": "true"})
+        proc, _ = run_gemini(
+            host_env, os.path.join(host_repo, "src"), model, tmp, args=(), extra={"GEMINI_CLI_TRUST_WORKSPACE": "true"}
+        )
         assert proc.returncode == 0, proc.stderr[-2000:]
         assert "Tool execution blocked" not in model.told_after(0), model.told_after(0)
     assert read(host_repo, "src/b.py") == "B = 2\n"
@@ -265,8 +317,10 @@ def root_owned_state(host_env, monkeypatch):
     place = os.path.join(os.path.expanduser("~"), ".cache")
     os.makedirs(place, exist_ok=True)
     base = tempfile.mkdtemp(prefix="proctor-gemini-test-", dir=place)
-    for name, value in (("PROCTOR_STATE_DIR", os.path.join(base, "state")),
-                        ("XDG_CACHE_HOME", os.path.join(base, "cache"))):
+    for name, value in (
+        ("PROCTOR_STATE_DIR", os.path.join(base, "state")),
+        ("XDG_CACHE_HOME", os.path.join(base, "cache")),
+    ):
         host_env.env[name] = value
         monkeypatch.setenv(name, value)
     from proctor.workers.executors import gemini
@@ -292,8 +346,15 @@ def init_store(env, repo: str) -> None:
         git(repo, "commit", "-q", "-m", "proctor")
 
 
-def start_worker(env, repo: str, model: ScriptedModel, tmp, prompt: str = "do the task",
-                 command: list | None = None, timeout: float = 180):
+def start_worker(
+    env,
+    repo: str,
+    model: ScriptedModel,
+    tmp,
+    prompt: str = "do the task",
+    command: list | None = None,
+    timeout: float = 180,
+):
     """A worker as proctor starts it: the executor's argv and env(lease), in an environment
     with no BAGGAGE and no proctor on PATH (the pinned hooks need neither)."""
     from proctor.config import Worker
@@ -304,15 +365,15 @@ def start_worker(env, repo: str, model: ScriptedModel, tmp, prompt: str = "do th
         argv[0] = host_binary("gemini")
     variables = model_env(model, str(tmp), lease=None)
     variables.update(gemini.env(JOB))
-    variables["PATH"] = os.pathsep.join(p for p in env.env["PATH"].split(os.pathsep)
-                                        if p != os.path.dirname(sys.executable))
+    variables["PATH"] = os.pathsep.join(
+        p for p in env.env["PATH"].split(os.pathsep) if p != os.path.dirname(sys.executable)
+    )
     proc = env.run(argv, cwd=repo, extra=variables, timeout=timeout)
     return proc, json_lines(proc.stdout), variables
 
 
 @pytest.mark.parametrize("checkout_says", ["nothing", "hooks off"])
-def test_executor_env_hands_the_guard_with_nothing_wired(host_env, host_repo, tmp, root_owned_state,
-                                                         checkout_says):
+def test_executor_env_hands_the_guard_with_nothing_wired(host_env, host_repo, tmp, root_owned_state, checkout_says):
     """No hook in the person's settings or the checkout's: the worker's environment points
     Gemini at system settings proctor wrote, and its write outside the lease is denied, its own
     passes. A trusted checkout whose settings turn hooks off, or disable proctor's by command,
@@ -325,15 +386,19 @@ def test_executor_env_hands_the_guard_with_nothing_wired(host_env, host_repo, tm
 
         os.makedirs(os.path.join(host_repo, ".gemini"))
         with open(os.path.join(host_repo, ".gemini", "settings.json"), "w", encoding="utf-8") as handle:
-            json.dump({"hooksConfig": {"enabled": False, "disabled": [
-                "proctor hook gemini", pinned_hook(JOB, "gemini")]}}, handle)
+            json.dump(
+                {"hooksConfig": {"enabled": False, "disabled": ["proctor hook gemini", pinned_hook(JOB, "gemini")]}},
+                handle,
+            )
         git(host_repo, "add", ".gemini")
         git(host_repo, "commit", "-q", "-m", "a checkout that turns hooks off")
     fork_and_take(host_env, host_repo, JOB, "src/a.py")
-    steps = [Turn(text="Writing b.", tools=[shell("echo 'B = 2' > src/b.py")]),
-             Turn(tools=[Tool("write_file", {"file_path": "src/b.py", "content": "B = 5\n"})]),
-             Turn(tools=[Tool("write_file", {"file_path": "src/a.py", "content": "A = 2\n"})]),
-             Turn(text="finished")]
+    steps = [
+        Turn(text="Writing b.", tools=[shell("echo 'B = 2' > src/b.py")]),
+        Turn(tools=[Tool("write_file", {"file_path": "src/b.py", "content": "B = 5\n"})]),
+        Turn(tools=[Tool("write_file", {"file_path": "src/a.py", "content": "A = 2\n"})]),
+        Turn(text="finished"),
+    ]
     with ScriptedModel(Gemini(), steps) as model:
         proc, events, variables = start_worker(host_env, host_repo, model, tmp)
         assert proc.returncode == 0, proc.stderr[-3000:]
@@ -401,26 +466,34 @@ def test_work_with_gemini_passes_a_job_and_a_provider_error_does_not_count(host_
         handle.write(WORKERS)
     git(host_repo, "add", "-A")
     git(host_repo, "commit", "-q", "-m", "workers and gemini wiring")
-    proc = host_env.proctor("job", "fork", JOB, "--criteria", "set A to 2", "--write-paths", "src/a.py",
-                            "--check", "test", cwd=host_repo)
+    proc = host_env.proctor(
+        "job", "fork", JOB, "--criteria", "set A to 2", "--write-paths", "src/a.py", "--check", "test", cwd=host_repo
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    result = json.dumps({"schema_version": 1, "changed_paths": ["src/a.py"], "status": "done",
-                         "summary": "set A to 2"})
+    result = json.dumps({"schema_version": 1, "changed_paths": ["src/a.py"], "status": "done", "summary": "set A to 2"})
     steps = [
         HttpError(429),
         Turn(text="Trying b first.", tools=[shell("echo 'B = 2' > src/b.py")]),
         Turn(tools=[shell(monitor_add(str(tmp_path / "ci-ran")))]),
         Turn(text="CI has to go green first; my monitor will tell me."),
-        Turn(tools=[Tool("replace", {"file_path": "src/a.py", "old_string": "A = 1", "new_string": "A = 2",
-                                     "instruction": "set A"})], when=resumed),
+        Turn(
+            tools=[
+                Tool(
+                    "replace",
+                    {"file_path": "src/a.py", "old_string": "A = 1", "new_string": "A = 2", "instruction": "set A"},
+                )
+            ],
+            when=resumed,
+        ),
         Turn(tools=[shell("proctor run test")]),
         Turn(tools=[shell(f"proctor job exit {JOB} --stdin <<'EOF'\n{result}\nEOF")]),
         Turn(text="Set A = 2 in src/a.py.\n\nDONE"),
     ]
     with ScriptedModel(Gemini(), steps) as model, server(host_env, host_repo):
         started = time.monotonic()
-        proc = host_env.proctor("work", JOB, "-o", "json", cwd=host_repo, timeout=400,
-                                extra=model_env(model, str(tmp), lease=None))
+        proc = host_env.proctor(
+            "work", JOB, "-o", "json", cwd=host_repo, timeout=400, extra=model_env(model, str(tmp), lease=None)
+        )
         took = time.monotonic() - started
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
         told = model.told_after(2)
@@ -467,8 +540,9 @@ def test_work_with_gemini_passes_a_job_and_a_provider_error_does_not_count(host_
     assert git(host_repo, "status", "--porcelain") == ""
 
 
-def test_a_sandboxed_gemini_worker_reaches_the_store_through_its_broker_alone(host_env, host_repo, tmp,
-                                                                              root_owned_state):
+def test_a_sandboxed_gemini_worker_reaches_the_store_through_its_broker_alone(
+    host_env, host_repo, tmp, root_owned_state
+):
     """The real Gemini CLI as a worker inside its job's Landlock domain (`[sandbox] workers =
     true`), the guard's write-scope and tamper rules off: a write into proctor's state and one
     outside its path are refused by the kernel; its own edit, its `proctor run test` and its
@@ -480,14 +554,29 @@ def test_a_sandboxed_gemini_worker_reaches_the_store_through_its_broker_alone(ho
         pytest.skip("this kernel offers no Landlock; CI's kernel does, and there this test runs")
     user_settings(host_env, {"general": {"maxAttempts": 1}})
     with open(os.path.join(host_repo, "proctor.toml"), "a", encoding="utf-8") as handle:
-        handle.write('\n[workers]\nladder = ["gm"]\nattempts = 1\n\n[workers.gm]\nexecutor = "gemini"\n\n'
-                     '[jobs]\nidle_minutes = 2\n\n[sandbox]\nmode = "landlock"\nworkers = true\n\n'
-                     '[guard.rules]\nlease-write-scope = "off"\nlease-tamper = "off"\n')
+        handle.write(
+            '\n[workers]\nladder = ["gm"]\nattempts = 1\n\n[workers.gm]\nexecutor = "gemini"\n\n'
+            '[jobs]\nidle_minutes = 2\n\n[sandbox]\nmode = "landlock"\nworkers = true\n\n'
+            '[guard.rules]\nlease-write-scope = "off"\nlease-tamper = "off"\n'
+        )
     git(host_repo, "add", "-A")
     git(host_repo, "commit", "-q", "-m", "a sandboxed gemini worker")
-    for argv in (("job", "fork", "plan", "--criteria", "the plan", "--check", "test"),
-                 ("job", "fork", JOB, "--parent", "plan", "--criteria", "set A to 2", "--write-paths", "src/a.py",
-                  "--check", "test")):
+    for argv in (
+        ("job", "fork", "plan", "--criteria", "the plan", "--check", "test"),
+        (
+            "job",
+            "fork",
+            JOB,
+            "--parent",
+            "plan",
+            "--criteria",
+            "set A to 2",
+            "--write-paths",
+            "src/a.py",
+            "--check",
+            "test",
+        ),
+    ):
         proc = host_env.proctor(*argv, cwd=host_repo)
         assert proc.returncode == 0, proc.stdout + proc.stderr
     from proctor.workspace import Workspace
@@ -498,15 +587,22 @@ def test_a_sandboxed_gemini_worker_reaches_the_store_through_its_broker_alone(ho
     steps = [
         Turn(tools=[shell("echo 'B = 2' > src/b.py; echo rc=$?")]),
         Turn(tools=[shell(f"echo x >> {state}/planted; echo rc=$?")]),
-        Turn(tools=[Tool("replace", {"file_path": "src/a.py", "old_string": "A = 1", "new_string": "A = 2",
-                                     "instruction": "set A"})]),
+        Turn(
+            tools=[
+                Tool(
+                    "replace",
+                    {"file_path": "src/a.py", "old_string": "A = 1", "new_string": "A = 2", "instruction": "set A"},
+                )
+            ]
+        ),
         Turn(tools=[shell("proctor run test")]),
         Turn(tools=[shell(f"proctor job exit {JOB} --stdin <<'EOF'\n{result}\nEOF")]),
         Turn(text="Set A = 2 in src/a.py.\n\nDONE"),
     ]
     with ScriptedModel(Gemini(), steps) as model:
-        proc = host_env.proctor("work", JOB, "-o", "json", cwd=host_repo, timeout=400,
-                                extra=model_env(model, str(tmp), lease=None))
+        proc = host_env.proctor(
+            "work", JOB, "-o", "json", cwd=host_repo, timeout=400, extra=model_env(model, str(tmp), lease=None)
+        )
         told = [model.told_after(n) for n in range(5)]
     assert proc.returncode == 0, "\n--\n".join(told) + proc.stdout[-3000:] + proc.stderr[-3000:]
     for n in (0, 1):

@@ -110,8 +110,9 @@ def mcp_servers(home: str) -> list[dict]:
             if "mcp" not in argv or not any(os.path.basename(a) == "proctor" for a in argv[:2]):
                 continue
             with open(f"/proc/{pid}/environ", "rb") as handle:
-                environ = dict(e.decode(errors="replace").split("=", 1) for e in handle.read().split(b"\0")
-                               if b"=" in e)
+                environ = dict(
+                    e.decode(errors="replace").split("=", 1) for e in handle.read().split(b"\0") if b"=" in e
+                )
             cwd = os.readlink(f"/proc/{pid}/cwd")
         except OSError:
             continue
@@ -207,6 +208,7 @@ def assert_monitors_answered(told: str) -> None:
 class Call(Tool):
     """A function call in a namespace: Codex hands an MCP server's tools to the model as the
     functions of namespace `mcp__<server>`, once tool_search has loaded them."""
+
     namespace: str | None = None
 
 
@@ -221,8 +223,16 @@ class CodexResponses(Responses):
         for item, tool, call_id in zip(calls, turn.tools, call_ids):
             if tool.name == "tool_search":
                 item.clear()
-                item.update({"id": f"tsc_{time.time_ns():x}", "type": "tool_search_call", "call_id": call_id,
-                             "status": "completed", "execution": "client", "arguments": dict(tool.args)})
+                item.update(
+                    {
+                        "id": f"tsc_{time.time_ns():x}",
+                        "type": "tool_search_call",
+                        "call_id": call_id,
+                        "status": "completed",
+                        "execution": "client",
+                        "arguments": dict(tool.args),
+                    }
+                )
             elif getattr(tool, "namespace", None):
                 item["namespace"] = tool.namespace
         return out
@@ -231,14 +241,28 @@ class CodexResponses(Responses):
         if not any(t.name == "tool_search" for t in turn.tools):
             return super().render(turn, body, stream, call_ids)
         items = self.items(turn, body, call_ids)
-        head = {"id": f"resp_{time.time_ns():x}", "object": "response", "created_at": int(time.time()),
-                "model": body.get("model") or "gpt-scripted", "status": "in_progress", "output": [], "usage": None}
+        head = {
+            "id": f"resp_{time.time_ns():x}",
+            "object": "response",
+            "created_at": int(time.time()),
+            "model": body.get("model") or "gpt-scripted",
+            "status": "in_progress",
+            "output": [],
+            "usage": None,
+        }
         chunks = [sse("response.created", {"type": "response.created", "response": head})]
         for index, item in enumerate(items):
             for kind in ("response.output_item.added", "response.output_item.done"):
                 chunks.append(sse(kind, {"type": kind, "output_index": index, "item": item}))
-        chunks.append(sse("response.completed", {"type": "response.completed", "response": {
-            **head, "status": "completed", "output": items, "usage": USAGE}}))
+        chunks.append(
+            sse(
+                "response.completed",
+                {
+                    "type": "response.completed",
+                    "response": {**head, "status": "completed", "output": items, "usage": USAGE},
+                },
+            )
+        )
         return "text/event-stream", chunks
 
 
@@ -271,16 +295,22 @@ def codex_wire(env, repo: str, model: ScriptedModel) -> None:
     MCP server exactly as `proctor describe harness --host codex` prints them."""
     path = os.path.join(env.home, ".codex", "config.toml")
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    provider = (f'model = "gpt-5.5"\nmodel_provider = "scripted"\n\n[model_providers.scripted]\nname = "scripted"\n'
-                f'base_url = "{model.url}/v1"\nwire_api = "responses"\n\n')
+    provider = (
+        f'model = "gpt-5.5"\nmodel_provider = "scripted"\n\n[model_providers.scripted]\nname = "scripted"\n'
+        f'base_url = "{model.url}/v1"\nwire_api = "responses"\n\n'
+    )
     with open(path, "w", encoding="utf-8") as handle:
         handle.write(provider + printed(env, repo, "codex", "hooks") + "\n" + printed(env, repo, "codex", "mcp"))
 
 
 def run_codex(env, repo: str, extra: dict | None = None) -> None:
     codex = host_binary("codex")
-    proc = env.run([codex, "exec", "--json", "-c", 'sandbox_mode="workspace-write"', "do the task"], cwd=repo,
-                   extra=extra, timeout=150)
+    proc = env.run(
+        [codex, "exec", "--json", "-c", 'sandbox_mode="workspace-write"', "do the task"],
+        cwd=repo,
+        extra=extra,
+        timeout=150,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     assert events[-1]["type"] == "turn.completed", proc.stdout[-2000:]
@@ -327,8 +357,10 @@ def test_codex_job_put_widening_is_denied_under_lease(host_env, host_repo):
         with ScriptedModel(CodexResponses(), [], default=Script(script())) as model:
             codex_wire(host_env, host_repo, model)
             run_codex(host_env, host_repo, extra=leased(nonce))
-    assert "Tool call blocked by PreToolUse hook: deny [lease-store]: job_put plan/w1: src/b.py widens your " \
-           "write paths" in seen["told"], seen["told"]
+    assert (
+        "Tool call blocked by PreToolUse hook: deny [lease-store]: job_put plan/w1: src/b.py widens your "
+        "write paths" in seen["told"]
+    ), seen["told"]
     assert hooked_calls(host_repo) == [("mcp__proctor__monitor_list", "pass"), ("mcp__proctor__job_put", "deny")]
     assert_unchanged(job_row(host_env, host_repo), before)
     assert_monitors_answered(seen["monitors"])
@@ -353,8 +385,10 @@ def tmp(tmp_path):
 def gemini_wire(env, repo: str) -> None:
     """~/.gemini/settings.json (user settings, loaded under --skip-trust): the auth type, then
     the hooks and the MCP server exactly as `proctor describe harness --host gemini` prints them."""
-    settings = merge(merge(json.loads(json.dumps(GEMINI_AUTH)), printed_json(env, repo, "gemini", "hooks")),
-                     printed_json(env, repo, "gemini", "mcp"))
+    settings = merge(
+        merge(json.loads(json.dumps(GEMINI_AUTH)), printed_json(env, repo, "gemini", "hooks")),
+        printed_json(env, repo, "gemini", "mcp"),
+    )
     path = os.path.join(env.home, ".gemini", "settings.json")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w", encoding="utf-8") as handle:
@@ -362,8 +396,12 @@ def gemini_wire(env, repo: str) -> None:
 
 
 def gemini_tools(body: dict) -> list[str]:
-    return [d.get("name") for t in body.get("tools") or () if isinstance(t, dict)
-            for d in t.get("functionDeclarations") or ()]
+    return [
+        d.get("name")
+        for t in body.get("tools") or ()
+        if isinstance(t, dict)
+        for d in t.get("functionDeclarations") or ()
+    ]
 
 
 def named(tools: list[str], tool: str) -> str:
@@ -422,8 +460,10 @@ def test_gemini_job_put_widening_is_denied_under_lease(host_env, host_repo, tmp)
         before = job_row(host_env, host_repo)
         with ScriptedModel(Gemini(), [], default=Script(script())) as model:
             run_gemini(host_env, host_repo, model, tmp, extra=leased(nonce))
-    assert "[mcp_proctor_job_put] Tool execution blocked: deny [lease-store]: job_put plan/w1: src/b.py widens " \
-           "your write paths" in seen["told"], seen["told"]
+    assert (
+        "[mcp_proctor_job_put] Tool execution blocked: deny [lease-store]: job_put plan/w1: src/b.py widens "
+        "your write paths" in seen["told"]
+    ), seen["told"]
     assert hooked_calls(host_repo) == [("mcp_proctor_monitor_list", "pass"), ("mcp_proctor_job_put", "deny")]
     assert_unchanged(job_row(host_env, host_repo), before)
     assert_monitors_answered(seen["monitors"])
@@ -499,8 +539,9 @@ def test_opencode_job_put_widening_is_denied_under_lease(host_env, host_repo):
         with ScriptedModel(Chat(), [], default=Script(script())) as model:
             opencode_wire(host_env, host_repo, model)
             run_opencode(host_env, host_repo, extra=leased(nonce))
-    assert seen["told"].startswith("deny [lease-store]: job_put plan/w1: src/b.py widens your write paths"), \
-        seen["told"]
+    assert seen["told"].startswith("deny [lease-store]: job_put plan/w1: src/b.py widens your write paths"), seen[
+        "told"
+    ]
     assert hooked_calls(host_repo) == [("proctor_monitor_list", "pass"), ("proctor_job_put", "deny")]
     assert_unchanged(job_row(host_env, host_repo), before)
     assert_monitors_answered(seen["monitors"])

@@ -17,8 +17,17 @@ import urllib.request
 import pytest
 
 from tests.hosts.chat import Chat
-from tests.hosts.conftest import (CI_EVENT, followup_rows, fork_and_take, git, host_binary, json_lines, monitor_add,
-                                  server, wiring_text)
+from tests.hosts.conftest import (
+    CI_EVENT,
+    followup_rows,
+    fork_and_take,
+    git,
+    host_binary,
+    json_lines,
+    monitor_add,
+    server,
+    wiring_text,
+)
 from tests.hosts.model import HttpError, ScriptedModel, Tool, Turn
 
 PROMPT = "do the task"
@@ -37,9 +46,14 @@ def scripted_provider(model: ScriptedModel) -> dict:
     """opencode's config with the scripted model as its only model."""
     return {
         "$schema": "https://opencode.ai/config.json",
-        "provider": {"scripted": {"npm": "@ai-sdk/openai-compatible", "name": "scripted",
-                                  "options": {"baseURL": model.url + "/v1", "apiKey": "unused"},
-                                  "models": {"scripted-model": {"name": "scripted-model"}}}},
+        "provider": {
+            "scripted": {
+                "npm": "@ai-sdk/openai-compatible",
+                "name": "scripted",
+                "options": {"baseURL": model.url + "/v1", "apiKey": "unused"},
+                "models": {"scripted-model": {"name": "scripted-model"}},
+            }
+        },
         "model": "scripted/scripted-model",
         "autoupdate": False,
         "share": "disabled",
@@ -54,8 +68,9 @@ def configure(env, model: ScriptedModel) -> None:
         json.dump(scripted_provider(model), handle)
 
 
-def run_opencode(env, cwd: str, prompt: str = PROMPT, extra: dict | None = None, session: str | None = None,
-                 timeout: float = 120) -> tuple[subprocess.CompletedProcess, list[dict]]:
+def run_opencode(
+    env, cwd: str, prompt: str = PROMPT, extra: dict | None = None, session: str | None = None, timeout: float = 120
+) -> tuple[subprocess.CompletedProcess, list[dict]]:
     argv = [host_binary("opencode"), "run", "--format", "json", "--auto"]
     if session:
         argv += ["--session", session]
@@ -85,8 +100,9 @@ def read(repo: str, path: str) -> str:
 
 
 def _post(url: str, body: dict) -> tuple[str, bytes]:
-    request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
-                                     headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        url, data=json.dumps(body).encode(), method="POST", headers={"Content-Type": "application/json"}
+    )
     with urllib.request.urlopen(request, timeout=10) as response:
         return response.headers.get("Content-Type"), response.read()
 
@@ -95,10 +111,12 @@ def test_chat_dialect_streams_chunks_and_answers_whole():
     steps = [Turn(text="Running.", tools=[Tool("bash", {"command": "echo hi"})]), Turn(text="all done")]
     tools = [{"type": "function", "function": {"name": "bash", "parameters": {"type": "object"}}}]
     with ScriptedModel(Chat(), steps) as model:
-        ctype, raw = _post(model.url + "/v1/chat/completions", {
-            "model": "m", "stream": True, "tools": tools, "messages": [{"role": "user", "content": "go"}]})
+        ctype, raw = _post(
+            model.url + "/v1/chat/completions",
+            {"model": "m", "stream": True, "tools": tools, "messages": [{"role": "user", "content": "go"}]},
+        )
         assert ctype == "text/event-stream"
-        lines = [line[len("data: "):] for line in raw.decode().split("\n\n") if line.startswith("data: ")]
+        lines = [line[len("data: ") :] for line in raw.decode().split("\n\n") if line.startswith("data: ")]
         assert lines[-1] == "[DONE]"
         chunks = [json.loads(line) for line in lines[:-1]]
         assert all(c["object"] == "chat.completion.chunk" for c in chunks)
@@ -110,12 +128,24 @@ def test_chat_dialect_streams_chunks_and_answers_whole():
         assert chunks[-1]["choices"][0]["finish_reason"] == "tool_calls" and chunks[-1]["usage"]["total_tokens"]
         call_id = calls[0]["id"]
 
-        ctype, raw = _post(model.url + "/v1/chat/completions", {
-            "model": "m", "tools": tools, "messages": [
-                {"role": "user", "content": "go"},
-                {"role": "assistant", "content": "Running.", "tool_calls": [
-                    {"id": call_id, "type": "function", "function": {"name": "bash", "arguments": "{}"}}]},
-                {"role": "tool", "tool_call_id": call_id, "content": "hi\n"}]})
+        ctype, raw = _post(
+            model.url + "/v1/chat/completions",
+            {
+                "model": "m",
+                "tools": tools,
+                "messages": [
+                    {"role": "user", "content": "go"},
+                    {
+                        "role": "assistant",
+                        "content": "Running.",
+                        "tool_calls": [
+                            {"id": call_id, "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+                        ],
+                    },
+                    {"role": "tool", "tool_call_id": call_id, "content": "hi\n"},
+                ],
+            },
+        )
         whole = json.loads(raw)
         assert whole["object"] == "chat.completion"
         assert whole["choices"][0]["message"] == {"role": "assistant", "content": "all done"}
@@ -129,8 +159,16 @@ def test_chat_dialect_streams_chunks_and_answers_whole():
 def _parse(tool: str, args: dict, cwd: str = "/r"):
     from proctor.hook import opencode
 
-    return opencode.parse({"hook_event_name": "PreToolUse", "session_id": "ses_1", "tool_use_id": "call_1",
-                           "cwd": cwd, "tool_name": tool, "tool_input": args})
+    return opencode.parse(
+        {
+            "hook_event_name": "PreToolUse",
+            "session_id": "ses_1",
+            "tool_use_id": "call_1",
+            "cwd": cwd,
+            "tool_name": tool,
+            "tool_input": args,
+        }
+    )
 
 
 def test_parse_reads_opencode_tools():
@@ -140,8 +178,16 @@ def test_parse_reads_opencode_tools():
     assert _parse("write", {"filePath": "src/b.py", "content": "x"}).writes == ["src/b.py"]
     edit = _parse("edit", {"filePath": "/r/src/a.py", "oldString": "A", "newString": "B"})
     assert edit.writes == ["/r/src/a.py"] and edit.edits == [("/r/src/a.py", "A", "B")]
-    multi = _parse("multiedit", {"filePath": "a.py", "edits": [{"filePath": "a.py", "oldString": "1", "newString": "2"},
-                                                              {"filePath": "c.py", "oldString": "3", "newString": "4"}]})
+    multi = _parse(
+        "multiedit",
+        {
+            "filePath": "a.py",
+            "edits": [
+                {"filePath": "a.py", "oldString": "1", "newString": "2"},
+                {"filePath": "c.py", "oldString": "3", "newString": "4"},
+            ],
+        },
+    )
     # each replacement with the file it is made in, which the claimed-declaration row places
     assert multi.writes == ["a.py", "c.py"] and multi.edits == [("a.py", "1", "2"), ("c.py", "3", "4")]
     patch = "*** Begin Patch\n*** Update File: src/a.py\n@@\n-A\n+B\n*** Add File: src/n.py\n+x\n*** End Patch"
@@ -157,8 +203,14 @@ def test_parse_reads_opencode_tools():
 def test_executor_error_text_is_in_error_data_message():
     from proctor.workers.executors import opencode as executor
 
-    line = json.dumps({"type": "error", "timestamp": 1, "sessionID": "ses_1", "error": {
-        "name": "APIError", "data": {"message": "rate limited", "statusCode": 429, "isRetryable": True}}})
+    line = json.dumps(
+        {
+            "type": "error",
+            "timestamp": 1,
+            "sessionID": "ses_1",
+            "error": {"name": "APIError", "data": {"message": "rate limited", "statusCode": 429, "isRetryable": True}},
+        }
+    )
     events = executor.Parser().feed(line)
     assert [(e.kind, e.text) for e in events] == [("session", None), ("fatal", "APIError: rate limited (HTTP 429)")]
     assert executor.error_text({"message": "old shape"}) == "old shape"
@@ -207,14 +259,30 @@ def test_plugin_judges_a_subagent_under_its_session_job(host_env, host_repo):
     session's agent: its write outside the job is denied under the session's job."""
     host_binary("opencode")
     install_printed_plugin(host_repo)
-    proc = host_env.proctor("job", "fork", "plan/w1", "--criteria", "scripted", "--write-paths", "src/a.py",
-                            "--check", "test", cwd=host_repo)
+    proc = host_env.proctor(
+        "job",
+        "fork",
+        "plan/w1",
+        "--criteria",
+        "scripted",
+        "--write-paths",
+        "src/a.py",
+        "--check",
+        "test",
+        cwd=host_repo,
+    )
     assert proc.returncode == 0, proc.stderr
 
     steps = [
         Turn(tools=[Tool("bash", {"command": "proctor job exec plan/w1", "description": "take the job"})]),
-        Turn(tools=[Tool("task", {"description": "write b", "prompt": "Write B = 2 into src/b.py.",
-                                  "subagent_type": "general"})]),
+        Turn(
+            tools=[
+                Tool(
+                    "task",
+                    {"description": "write b", "prompt": "Write B = 2 into src/b.py.", "subagent_type": "general"},
+                )
+            ]
+        ),
         Turn(tools=[Tool("bash", {"command": "echo 'B = 2' > src/b.py", "description": "write b"})]),
         Turn(text="child done"),
         Turn(text="finished"),
@@ -243,8 +311,10 @@ def test_plugin_advisory_is_appended_to_the_tool_output(host_env, host_repo):
     with open(os.path.join(user_plugins, "proctor.js"), "w") as handle:
         handle.write(wiring_text("opencode"))
     fork_and_take(host_env, host_repo, "plan/w1", "src/a.py")
-    steps = [Turn(tools=[Tool("edit", {"filePath": "src/a.py", "oldString": "A = 1", "newString": "A = 3"})]),
-             Turn(text="finished")]
+    steps = [
+        Turn(tools=[Tool("edit", {"filePath": "src/a.py", "oldString": "A = 1", "newString": "A = 3"})]),
+        Turn(text="finished"),
+    ]
     with ScriptedModel(Chat(), steps) as model:
         configure(host_env, model)
         proc, events = run_opencode(host_env, host_repo)
@@ -269,9 +339,11 @@ def test_plugin_installed_twice_judges_each_call_once(host_env, host_repo):
     doctor = host_env.proctor("doctor", cwd=host_repo).stdout
     assert f"ok   hook wiring for opencode: present in {project_copy}, {user_copy}; warning: 2 copies" in doctor, doctor
     fork_and_take(host_env, host_repo, "plan/w1", "src/a.py")
-    steps = [Turn(tools=[Tool("edit", {"filePath": "src/a.py", "oldString": "A = 1", "newString": "A = 3"})]),
-             Turn(tools=[Tool("bash", {"command": "echo 'A = 4' > src/a.py", "description": "write a"})]),
-             Turn(text="finished")]
+    steps = [
+        Turn(tools=[Tool("edit", {"filePath": "src/a.py", "oldString": "A = 1", "newString": "A = 3"})]),
+        Turn(tools=[Tool("bash", {"command": "echo 'A = 4' > src/a.py", "description": "write a"})]),
+        Turn(text="finished"),
+    ]
     with ScriptedModel(Chat(), steps) as model:
         configure(host_env, model)
         proc, events = run_opencode(host_env, host_repo)
@@ -288,8 +360,10 @@ def test_plugin_installed_twice_judges_each_call_once(host_env, host_repo):
         handle.write("// edited\n")
     doctor = host_env.proctor("doctor", cwd=host_repo)
     assert doctor.returncode == 1
-    assert (f"FAIL hook wiring for opencode: present in {project_copy}, {user_copy}; warning: 2 copies, opencode "
-            f"loads each, and {user_copy} is not this proctor's text") in doctor.stdout, doctor.stdout
+    assert (
+        f"FAIL hook wiring for opencode: present in {project_copy}, {user_copy}; warning: 2 copies, opencode "
+        f"loads each, and {user_copy} is not this proctor's text"
+    ) in doctor.stdout, doctor.stdout
 
 
 def _stub_proctor(tmp_path) -> str:
@@ -299,11 +373,13 @@ def _stub_proctor(tmp_path) -> str:
     stub_dir = tmp_path / "stub"
     stub_dir.mkdir()
     stub = stub_dir / "proctor"
-    stub.write_text("#!/bin/sh\nevent=$(cat)\ncase \"$event\" in\n"
-                    "  *hang*) sleep 60 ;;\n"
-                    "  *silent*) exit 3 ;;\n"
-                    "  *huge*) head -c 2097152 /dev/zero | tr '\\000' x; exit 0 ;;\n"
-                    "esac\necho 'Traceback: not json'\nexit 3\n")
+    stub.write_text(
+        '#!/bin/sh\nevent=$(cat)\ncase "$event" in\n'
+        "  *hang*) sleep 60 ;;\n"
+        "  *silent*) exit 3 ;;\n"
+        "  *huge*) head -c 2097152 /dev/zero | tr '\\000' x; exit 0 ;;\n"
+        "esac\necho 'Traceback: not json'\nexit 3\n"
+    )
     stub.chmod(0o755)
     return str(stub_dir)
 
@@ -337,14 +413,19 @@ def test_plugin_fails_open_without_proctor_and_when_proctor_hangs_or_says_nothin
     assert "const TIMEOUT_MS = 30000" in text
     with open(plugin, "w") as handle:
         handle.write(text.replace("const TIMEOUT_MS = 30000", "const TIMEOUT_MS = 2000"))
-    steps = [Turn(tools=[Tool("bash", {"command": "echo hang > src/b.py", "description": "w"})]),
-             Turn(tools=[Tool("bash", {"command": "echo silent > src/a.py", "description": "w"})]),
-             Turn(text="ok")]
+    steps = [
+        Turn(tools=[Tool("bash", {"command": "echo hang > src/b.py", "description": "w"})]),
+        Turn(tools=[Tool("bash", {"command": "echo silent > src/a.py", "description": "w"})]),
+        Turn(text="ok"),
+    ]
     with ScriptedModel(Chat(), steps) as model:
         configure(host_env, model)
         started = time.monotonic()
-        proc, _ = run_opencode(host_env, host_repo, extra={"BAGGAGE": "proctor.lease=plan/w1",
-                                                           "PATH": os.pathsep.join([stub_dir, bare_path])})
+        proc, _ = run_opencode(
+            host_env,
+            host_repo,
+            extra={"BAGGAGE": "proctor.lease=plan/w1", "PATH": os.pathsep.join([stub_dir, bare_path])},
+        )
         elapsed = time.monotonic() - started
         assert proc.returncode == 0, proc.stderr[-2000:]
         assert model.consumed() == 3
@@ -360,9 +441,11 @@ def test_plugin_refuses_an_answer_it_cannot_read(host_env, host_repo, tmp_path):
     host_binary("opencode")
     install_printed_plugin(host_repo)
     stub_dir = _stub_proctor(tmp_path)
-    steps = [Turn(tools=[Tool("bash", {"command": "echo garbage > src/b.py", "description": "w"})]),
-             Turn(tools=[Tool("bash", {"command": "echo huge > src/a.py", "description": "w"})]),
-             Turn(text="ok")]
+    steps = [
+        Turn(tools=[Tool("bash", {"command": "echo garbage > src/b.py", "description": "w"})]),
+        Turn(tools=[Tool("bash", {"command": "echo huge > src/a.py", "description": "w"})]),
+        Turn(text="ok"),
+    ]
     with ScriptedModel(Chat(), steps) as model:
         configure(host_env, model)
         proc, events = run_opencode(host_env, host_repo, extra={"PATH": os.pathsep.join([stub_dir, _bare_path()])})
@@ -384,8 +467,10 @@ def test_plugin_deny_with_a_long_reason_is_capped_and_still_denies(host_env, hos
     install_printed_plugin(host_repo)
     fork_and_take(host_env, host_repo, "plan/w1", "src/a.py")
     names = [f"src/{'n' * 120}{i}.py" for i in range(300)]
-    steps = [Turn(tools=[Tool("bash", {"command": "touch " + " ".join(names), "description": "many"})]),
-             Turn(text="ok")]
+    steps = [
+        Turn(tools=[Tool("bash", {"command": "touch " + " ".join(names), "description": "many"})]),
+        Turn(text="ok"),
+    ]
     with ScriptedModel(Chat(), steps) as model:
         configure(host_env, model)
         proc, events = run_opencode(host_env, host_repo, extra={"BAGGAGE": "proctor.lease=plan/w1"})
@@ -460,8 +545,13 @@ def _exit_citing_the_run(job: str):
         words = told.replace(",", " ").split()
         ref = next((w for w in words if w.startswith("sha256:")), "sha256:missing")
         run_id = next((w for w in words if w.startswith("run-")), "run-missing")
-        result = {"schema_version": 2, "status": "done", "changed_paths": ["src/a.py"], "summary": "A is 2",
-                  "validation": [{"run": run_id, "command": "proctor run test", "output_ref": ref}]}
+        result = {
+            "schema_version": 2,
+            "status": "done",
+            "changed_paths": ["src/a.py"],
+            "summary": "A is 2",
+            "validation": [{"run": run_id, "command": "proctor run test", "output_ref": ref}],
+        }
         command = f"proctor job exit {job} --stdin <<'EOF'\n{json.dumps(result)}\nEOF"
         return Turn(tools=[Tool("bash", {"command": command, "description": "file the result"})])
 
@@ -487,16 +577,29 @@ def test_work_passes_a_job_from_a_subdirectory(host_env, host_repo, tmp_path):
     install_printed_plugin(host_repo)
     git(host_repo, "add", "proctor.toml", ".opencode")
     git(host_repo, "commit", "-q", "-m", "worker and opencode plugin")
-    proc = host_env.proctor("job", "fork", "plan/w1", "--criteria", "make A two", "--write-paths", "src/a.py",
-                            "--check", "test", cwd=host_repo)
+    proc = host_env.proctor(
+        "job",
+        "fork",
+        "plan/w1",
+        "--criteria",
+        "make A two",
+        "--write-paths",
+        "src/a.py",
+        "--check",
+        "test",
+        cwd=host_repo,
+    )
     assert proc.returncode == 0, proc.stderr
     resumed = lambda record: CI_EVENT in json.dumps(record["body"])  # noqa: E731
     steps = [
         Turn(text="Trying b.", tools=[Tool("bash", {"command": "echo 'B = 2' > src/b.py", "description": "also b"})]),
         Turn(tools=[Tool("bash", {"command": monitor_add(str(tmp_path / "ci-ran")), "description": "watch ci"})]),
         Turn(text="CI has to go green first; my monitor will tell me."),
-        Turn(text="Editing.", tools=[Tool("edit", {"filePath": "src/a.py", "oldString": "A = 1", "newString": "A = 2"})],
-             when=resumed),
+        Turn(
+            text="Editing.",
+            tools=[Tool("edit", {"filePath": "src/a.py", "oldString": "A = 1", "newString": "A = 2"})],
+            when=resumed,
+        ),
         Turn(tools=[Tool("bash", {"command": "proctor run test", "description": "run the check"})]),
         _exit_citing_the_run("plan/w1"),
         Turn(text="Set A to 2, ran the check, filed the result.\n\nDONE"),
@@ -540,7 +643,8 @@ def test_work_passes_a_job_from_a_subdirectory(host_env, host_repo, tmp_path):
     assert "lease: plan/w1" in conversation and "CI has to go green first" in conversation
     assert CI_EVENT in conversation
     assert f"Working directory: {tree(host_repo, 'plan/w1')}\n" in "\n".join(
-        m["content"] for m in again["messages"] if m["role"] == "system")
+        m["content"] for m in again["messages"] if m["role"] == "system"
+    )
     assert told_edit.strip() == "Edit applied successfully."
     assert "test exit 0" in told_run and "output_ref sha256:" in told_run, told_run
     ref = next(w for w in told_run.split() if w.startswith("sha256:"))
@@ -568,8 +672,9 @@ def test_executor_reads_a_provider_error(host_env, host_repo):
         command: list = []
         model = None
 
-    with ScriptedModel(Chat(), [HttpError(400, {"error": {"message": "scripted: bad request",
-                                                          "type": "invalid_request_error"}})]) as model:
+    with ScriptedModel(
+        Chat(), [HttpError(400, {"error": {"message": "scripted: bad request", "type": "invalid_request_error"}})]
+    ) as model:
         configure(host_env, model)
         proc = host_env.run(executor.argv(Worker(), "go"), cwd=host_repo)
     parser = executor.Parser()
@@ -588,14 +693,29 @@ def test_a_sandboxed_opencode_worker_reaches_the_store_through_its_broker_alone(
     if sandbox.kernel_abi() == 0 and os.environ.get("CI") != "true":
         pytest.skip("this kernel offers no Landlock; CI's kernel does, and there this test runs")
     with open(os.path.join(host_repo, "proctor.toml"), "a") as handle:
-        handle.write(WORKER + '\n[sandbox]\nmode = "landlock"\nworkers = true\n\n'
-                              '[guard.rules]\nlease-write-scope = "off"\nlease-tamper = "off"\n')
+        handle.write(
+            WORKER + '\n[sandbox]\nmode = "landlock"\nworkers = true\n\n'
+            '[guard.rules]\nlease-write-scope = "off"\nlease-tamper = "off"\n'
+        )
     install_printed_plugin(host_repo)
     git(host_repo, "add", "proctor.toml", ".opencode")
     git(host_repo, "commit", "-q", "-m", "a sandboxed opencode worker")
-    for argv in (("job", "fork", "plan", "--criteria", "the plan", "--check", "test"),
-                 ("job", "fork", "plan/w1", "--parent", "plan", "--criteria", "make A two", "--write-paths",
-                  "src/a.py", "--check", "test")):
+    for argv in (
+        ("job", "fork", "plan", "--criteria", "the plan", "--check", "test"),
+        (
+            "job",
+            "fork",
+            "plan/w1",
+            "--parent",
+            "plan",
+            "--criteria",
+            "make A two",
+            "--write-paths",
+            "src/a.py",
+            "--check",
+            "test",
+        ),
+    ):
         proc = host_env.proctor(*argv, cwd=host_repo)
         assert proc.returncode == 0, proc.stderr
     from proctor.workspace import Workspace

@@ -42,12 +42,25 @@ def main() -> int:
             sys.stderr.flush()
             time.sleep(0.3)
     if os.environ.get("STANDIN_SUMMARY") is not None:
-        lease = next((p.split("=", 1)[1] for p in os.environ.get("BAGGAGE", "").split(",")
-                      if p.strip().startswith("proctor.lease=")), None)
-        record = {"schema_version": 1, "status": os.environ.get("STANDIN_STATUS", "done"),
-                  "summary": os.environ["STANDIN_SUMMARY"].replace("\\n", "\n")}
-        subprocess.run([sys.executable, "-m", "proctor", "job", "exit", lease, "--stdin"],
-                       input=json.dumps(record), text=True, capture_output=True)
+        lease = next(
+            (
+                p.split("=", 1)[1]
+                for p in os.environ.get("BAGGAGE", "").split(",")
+                if p.strip().startswith("proctor.lease=")
+            ),
+            None,
+        )
+        record = {
+            "schema_version": 1,
+            "status": os.environ.get("STANDIN_STATUS", "done"),
+            "summary": os.environ["STANDIN_SUMMARY"].replace("\\n", "\n"),
+        }
+        subprocess.run(
+            [sys.executable, "-m", "proctor", "job", "exit", lease, "--stdin"],
+            input=json.dumps(record),
+            text=True,
+            capture_output=True,
+        )
     if "grandchild" in options:
         subprocess.Popen(["sleep", "120"], stdout=sys.stdout, stderr=sys.stderr)
     lines = []

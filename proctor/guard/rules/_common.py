@@ -19,4 +19,3 @@ def age(job: dict, now: float) -> str:
 
 
 open_entry = entry_covering  # an entry is read the way the store stamps it
-

@@ -41,8 +41,10 @@ def describe(task: dict, now: float) -> str:
     silent = format_duration(now - since) if since is not None else "unknown"
     what = task.get("command") or task.get("description") or "(no command recorded)"
     output = task.get("output_file") or "(no output file recorded)"
-    return (f"task {task['id']} ({task.get('kind', 'shell')}), running {age}, silent {silent}: {what}; "
-            f"output {output}; end it with {stop_call(task)}")
+    return (
+        f"task {task['id']} ({task.get('kind', 'shell')}), running {age}, silent {silent}: {what}; "
+        f"output {output}; end it with {stop_call(task)}"
+    )
 
 
 def load_notes(path: str) -> dict:

@@ -12,18 +12,36 @@ DEFAULT = "advise"
 EVENTS = (PRE_TOOL,)
 OPTIONS = {"ceiling_minutes": 120.0}
 SUMMARY = "a command sent to the background that runs until stopped, with no timeout"
-CATCHES = ("A shell command sent to the background (run_in_background, a trailing &, nohup, setsid) "
-           "with nothing bounding its run time: no timeout wrapper, and a command that runs until "
-           "stopped (tail -f, watch, a dev server, sleep infinity, anything with --watch). The advisory "
-           "gives the same command wrapped at the ceiling (ceiling_minutes, 120 unset).")
-WHY = ("A background command that never ends on its own outlives the work it was started for; the "
-       "session, its subagents and the next person all inherit it. Bounding it costs one word and "
-       "makes background-silent's stop safe to take.")
+CATCHES = (
+    "A shell command sent to the background (run_in_background, a trailing &, nohup, setsid) "
+    "with nothing bounding its run time: no timeout wrapper, and a command that runs until "
+    "stopped (tail -f, watch, a dev server, sleep infinity, anything with --watch). The advisory "
+    "gives the same command wrapped at the ceiling (ceiling_minutes, 120 unset)."
+)
+WHY = (
+    "A background command that never ends on its own outlives the work it was started for; the "
+    "session, its subagents and the next person all inherit it. Bounding it costs one word and "
+    "makes background-silent's stop safe to take."
+)
 
 _SCRIPTS = ("dev", "start", "serve", "watch", "preview")
 # Commands that serve or watch until stopped, whatever their arguments.
-_FOREVER = ("watch", "nodemon", "yes", "live-server", "http-server", "serve", "uvicorn", "gunicorn",
-            "hypercorn", "webpack-dev-server", "caddy", "redis-server", "mongod", "ngrok")
+_FOREVER = (
+    "watch",
+    "nodemon",
+    "yes",
+    "live-server",
+    "http-server",
+    "serve",
+    "uvicorn",
+    "gunicorn",
+    "hypercorn",
+    "webpack-dev-server",
+    "caddy",
+    "redis-server",
+    "mongod",
+    "ngrok",
+)
 
 
 def _unbounded(argv: list[str]) -> bool:
@@ -33,8 +51,9 @@ def _unbounded(argv: list[str]) -> bool:
     args = argv[1:]
     if any(a in ("--watch", "-w", "--serve", "--follow") for a in args) and name not in ("grep", "rg", "wc"):
         return True
-    if name == "tail" and any(a in ("-f", "-F") or (a.startswith("-") and "f" in a[1:] and not a.startswith("--"))
-                              for a in args):
+    if name == "tail" and any(
+        a in ("-f", "-F") or (a.startswith("-") and "f" in a[1:] and not a.startswith("--")) for a in args
+    ):
         return True
     if name == "sleep" and args and args[0] in ("infinity", "inf"):
         return True
@@ -55,7 +74,11 @@ def _unbounded(argv: list[str]) -> bool:
         return True
     if name in ("docker", "podman") and "up" in args and "-d" not in args and "--detach" not in args:
         return True
-    if name == "kubectl" and args[:1] in (["port-forward"], ["logs"]) and ("-f" in args or args[:1] == ["port-forward"]):
+    if (
+        name == "kubectl"
+        and args[:1] in (["port-forward"], ["logs"])
+        and ("-f" in args or args[:1] == ["port-forward"])
+    ):
         return True
     return name in _FOREVER
 
@@ -90,6 +113,11 @@ def check(ctx: Context) -> list[tuple[str, str]]:
         inner = _inline(argv)
         if _unbounded(argv) or "watch" in wrappers or (inner is not None and any(_unbounded(a) for a in inner)):
             command = " ".join(argv)
-            findings.append(("rule", f"`{command}` goes to the background and runs until stopped; bound it: "
-                                     f"timeout {ceiling:g}m {command}"))
+            findings.append(
+                (
+                    "rule",
+                    f"`{command}` goes to the background and runs until stopped; bound it: "
+                    f"timeout {ceiling:g}m {command}",
+                )
+            )
     return findings

@@ -11,11 +11,15 @@ NAME = "lease-base-diverged"
 DEFAULT = "advise"
 EVENTS = (PRE_TOOL,)
 SUMMARY = "a holder writes its own path from a base that diverges from the checkpoint it was handed"
-CATCHES = ("A write to one of the job's own paths when proctor job exec recorded that this checkout "
-           "landed on a different tree than the checkpoint the job was handed.")
-WHY = ("Hosts that isolate workers often branch them from an older revision than the tree that was "
-       "partitioned. The divergence is a fact, not a refusal: the holder should know its edits are "
-       "made against a tree its orchestrator never saw.")
+CATCHES = (
+    "A write to one of the job's own paths when proctor job exec recorded that this checkout "
+    "landed on a different tree than the checkpoint the job was handed."
+)
+WHY = (
+    "Hosts that isolate workers often branch them from an older revision than the tree that was "
+    "partitioned. The divergence is a fact, not a refusal: the holder should know its edits are "
+    "made against a tree its orchestrator never saw."
+)
 
 
 def check(ctx: Context) -> list[tuple[str, str]]:
@@ -26,5 +30,10 @@ def check(ctx: Context) -> list[tuple[str, str]]:
     own = [rel for rel in ctx.written() if any(claims.covers(c, rel) for c in mine)]
     if not own:
         return []
-    return [("rule", f"you are writing {', '.join(own)} on base {job.get('base')}, which diverges from the "
-                       f"checkpoint {job.get('checkpoint')} that {job['id']} was handed")]
+    return [
+        (
+            "rule",
+            f"you are writing {', '.join(own)} on base {job.get('base')}, which diverges from the "
+            f"checkpoint {job.get('checkpoint')} that {job['id']} was handed",
+        )
+    ]

@@ -10,15 +10,19 @@ NAME = "lease-claimed-declaration"
 DEFAULT = "deny"
 EVENTS = (PRE_TOOL,)
 SUMMARY = "a leased session's edit lands in a declaration of a file another live job claims"
-CATCHES = ("A write, under a live job, to a file another live job claims a declaration of (src/a.py#alpha): "
-           "an edit (old and new text, a list of them, an apply_patch hunk) is applied to the file in memory "
-           "and its changed lines placed in the file's declarations, and one landing in a declaration the "
-           "other job's claim names is refused (the caller claiming it too does not make it the caller's); "
-           "one landing only in the caller's own claims, in a declaration nobody claims, or above the first "
-           "declaration passes. A write carrying no edit (a whole-file write, a shell command) is graded by "
-           "the path alone, and the path is the other job's too.")
-WHY = ("Declaration claims are how two jobs start on one file; each is held to its own declaration, "
-       "and the file is read only when another live job claims a declaration of it.")
+CATCHES = (
+    "A write, under a live job, to a file another live job claims a declaration of (src/a.py#alpha): "
+    "an edit (old and new text, a list of them, an apply_patch hunk) is applied to the file in memory "
+    "and its changed lines placed in the file's declarations, and one landing in a declaration the "
+    "other job's claim names is refused (the caller claiming it too does not make it the caller's); "
+    "one landing only in the caller's own claims, in a declaration nobody claims, or above the first "
+    "declaration passes. A write carrying no edit (a whole-file write, a shell command) is graded by "
+    "the path alone, and the path is the other job's too."
+)
+WHY = (
+    "Declaration claims are how two jobs start on one file; each is held to its own declaration, "
+    "and the file is read only when another live job claims a declaration of it."
+)
 
 
 def check(ctx: Context) -> list[tuple[str, str]]:
@@ -32,8 +36,11 @@ def check(ctx: Context) -> list[tuple[str, str]]:
         rel = ctx.rel(full, resolved=True)
         if rel is None or rel in entered or rel == ".git" or rel.startswith(".git/"):
             continue
-        others = [(row, claims) for row, claims in ctx.declaration_holders(rel)
-                  if row["id"] not in family and not overdue(row, ctx.now)]
+        others = [
+            (row, claims)
+            for row, claims in ctx.declaration_holders(rel)
+            if row["id"] not in family and not overdue(row, ctx.now)
+        ]
         if not others:
             continue
         named = "; ".join(f"{row['id']} claims {', '.join(c.spelling for c in claims)}" for row, claims in others)
@@ -44,12 +51,23 @@ def check(ctx: Context) -> list[tuple[str, str]]:
             # each claimant's declarations as its row recorded their patterns at fork: git's
             # config and attributes are the caller's to write
             recorded = (row.get("declaration_rules") or {}).get(rel)
-            placed = _place(ctx, full, rel, edits, patch,
-                            declarations.Rules.from_json(recorded) if isinstance(recorded, dict) else None)
+            placed = _place(
+                ctx,
+                full,
+                rel,
+                edits,
+                patch,
+                declarations.Rules.from_json(recorded) if isinstance(recorded, dict) else None,
+            )
             if isinstance(placed, str):
-                findings.append(("rule", f"{rel}: {named}, and {placed}; so it is graded by the path alone, which "
-                                         f"the other job holds too: make the change as an edit (old and new text) "
-                                         f"so proctor can place it in its declaration"))
+                findings.append(
+                    (
+                        "rule",
+                        f"{rel}: {named}, and {placed}; so it is graded by the path alone, which "
+                        f"the other job holds too: make the change as an edit (old and new text) "
+                        f"so proctor can place it in its declaration",
+                    )
+                )
                 break
             decls, _ = placed
             for decl in decls:
@@ -59,10 +77,15 @@ def check(ctx: Context) -> list[tuple[str, str]]:
                 if claim is None:
                     continue
                 where = f", taken in {row['checkout_root']}" if row.get("checkout_root") else ""
-                findings.append(("rule", f"{rel}: this edit lands in the declaration {decl.text!r} (line "
-                                         f"{decl.line}), which {row['id']} claims ({claim.spelling}{where}); leave "
-                                         f"it to {row['id']}, or enter its path (proctor job fork --stdin with "
-                                         f"enter) for one write"))
+                findings.append(
+                    (
+                        "rule",
+                        f"{rel}: this edit lands in the declaration {decl.text!r} (line "
+                        f"{decl.line}), which {row['id']} claims ({claim.spelling}{where}); leave "
+                        f"it to {row['id']}, or enter its path (proctor job fork --stdin with "
+                        f"enter) for one write",
+                    )
+                )
     return findings
 
 
@@ -91,6 +114,8 @@ def _place(ctx, full: str, rel: str, edits, patch: bool, rules):
         return rules.error
     placed = declarations.touched(data, edits, rules, patch)
     if placed is None:
-        return (f"its old text is not in the file, or is in more than {declarations.PLACES} places, so the edit "
-                f"cannot be placed")
+        return (
+            f"its old text is not in the file, or is in more than {declarations.PLACES} places, so the edit "
+            f"cannot be placed"
+        )
     return placed

@@ -10,12 +10,16 @@ NAME = "lease-entry"
 DEFAULT = "deny"
 EVENTS = (PRE_TOOL,)
 SUMMARY = "a write through an entry while the job's holder is working"
-CATCHES = ("A write into a path another live job owns, through an open entry of that job, while the "
-           "job's holder made a tool call in the last minute. With the holder quiet, the write passes "
-           "and the entry is stamped consumed; the next write needs another entry. The holder's own "
-           "next write to an entered path is advised to re-read the file first.")
-WHY = ("An entry is how a small change reaches a path a live job owns without ending the job; writing "
-       "under a holder that is mid-edit would have both write one file at once.")
+CATCHES = (
+    "A write into a path another live job owns, through an open entry of that job, while the "
+    "job's holder made a tool call in the last minute. With the holder quiet, the write passes "
+    "and the entry is stamped consumed; the next write needs another entry. The holder's own "
+    "next write to an entered path is advised to re-read the file first."
+)
+WHY = (
+    "An entry is how a small change reaches a path a live job owns without ending the job; writing "
+    "under a holder that is mid-edit would have both write one file at once."
+)
 
 
 def check(ctx: Context) -> list[tuple[str, str]]:
@@ -35,9 +39,14 @@ def check(ctx: Context) -> list[tuple[str, str]]:
                 continue
             last = _last_call(ctx, holder["id"])
             if last is not None and ctx.now - last < ENTRY_QUIET_SECONDS:
-                findings.append(("rule", f"{rel} is entered on {holder['id']}, but its holder made a tool call "
-                                         f"{int(ctx.now - last)}s ago; wait until it has been quiet for a "
-                                         f"minute, then write again"))
+                findings.append(
+                    (
+                        "rule",
+                        f"{rel} is entered on {holder['id']}, but its holder made a tool call "
+                        f"{int(ctx.now - last)}s ago; wait until it has been quiet for a "
+                        f"minute, then write again",
+                    )
+                )
                 break
             entered.add(rel)
             ctx.if_allowed(_consume(holder["id"], rel, ctx))  # a refused write consumes nothing
@@ -74,8 +83,10 @@ def _unread_entry(ctx, job: dict, rel: str) -> str | None:
     for entry in job.get("entries") or ():
         if entry.get("consumed") and not entry.get("acknowledged") and entry.get("written") == rel:
             ctx.later(_acknowledge(job["id"], entry["entered"]))
-            return (f"{rel} was written through an entry by {entry.get('consumed_by')} at "
-                    f"{entry['consumed']}; re-read it before you write it")
+            return (
+                f"{rel} was written through an entry by {entry.get('consumed_by')} at "
+                f"{entry['consumed']}; re-read it before you write it"
+            )
     return None
 
 

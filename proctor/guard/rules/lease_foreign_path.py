@@ -11,11 +11,15 @@ NAME = "lease-foreign-path"
 DEFAULT = "deny"
 EVENTS = (PRE_TOOL,)
 SUMMARY = "a leased session writes a path another live job holds"
-CATCHES = ("A write, under a live job, to a path that another live job's write paths cover (its own "
-           "ancestors excepted, which hold what they forked it).")
-WHY = ("Two holders editing one file each believe theirs wins. The denial says how long ago the "
-       "other job was updated and names proctor job exit <id>, which releases a job nobody holds "
-       "any more; a job past its deadline owns nothing against other jobs.")
+CATCHES = (
+    "A write, under a live job, to a path that another live job's write paths cover (its own "
+    "ancestors excepted, which hold what they forked it)."
+)
+WHY = (
+    "Two holders editing one file each believe theirs wins. The denial says how long ago the "
+    "other job was updated and names proctor job exit <id>, which releases a job nobody holds "
+    "any more; a job past its deadline owns nothing against other jobs."
+)
 
 
 def check(ctx: Context) -> list[tuple[str, str]]:
@@ -32,8 +36,13 @@ def check(ctx: Context) -> list[tuple[str, str]]:
             if other["id"] in family or overdue(other, ctx.now) or claim.declaration is not None:
                 continue  # (a claim of one declaration is lease-claimed-declaration's)
             where = f", taken in {other['checkout_root']}" if other.get("checkout_root") else ""
-            findings.append(("rule", f"{rel} is held by {other['id']} ({claim.spelling}{where}), updated "
-                                     f"{age(other, ctx.now)} ago; if nobody holds it any more, end it with "
-                                     f"proctor job exit {other['id']}, or enter its path"))
+            findings.append(
+                (
+                    "rule",
+                    f"{rel} is held by {other['id']} ({claim.spelling}{where}), updated "
+                    f"{age(other, ctx.now)} ago; if nobody holds it any more, end it with "
+                    f"proctor job exit {other['id']}, or enter its path",
+                )
+            )
             break
     return findings

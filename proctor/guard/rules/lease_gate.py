@@ -10,11 +10,15 @@ NAME = "lease-gate"
 DEFAULT = "deny"
 EVENTS = (PRE_TOOL,)
 SUMMARY = "a leased session runs the release gate instead of its own check"
-CATCHES = ("`proctor run <gate>` (jobs.gate, ci by default), or a target whose command runs it, by a "
-           "session acting under a job whose own check is not the gate.")
-WHY = ("The gate runs ONCE per branch, in the orchestrator's tree, after every job lands. A job's "
-       "check is the narrow target it was assigned, so a holder reaching for the whole pipeline is "
-       "refused and handed its own check instead. A job whose check names the gate owns it.")
+CATCHES = (
+    "`proctor run <gate>` (jobs.gate, ci by default), or a target whose command runs it, by a "
+    "session acting under a job whose own check is not the gate."
+)
+WHY = (
+    "The gate runs ONCE per branch, in the orchestrator's tree, after every job lands. A job's "
+    "check is the narrow target it was assigned, so a holder reaching for the whole pipeline is "
+    "refused and handed its own check instead. A job whose check names the gate owns it."
+)
 
 
 def check(ctx: Context) -> list[tuple[str, str]]:
@@ -32,8 +36,16 @@ def check(ctx: Context) -> list[tuple[str, str]]:
             target = next(iter(ctx.positional(argv[1:])), None)
             chain = gate_chain(gate, targets, target) if target else None
             if chain:
-                instead = f"run your own check instead: proctor run {own}" if own else \
-                    "your job names no check; ask its forking session"
-                findings.append(("rule", f"proctor run {target} runs the release gate ({chain}), which runs "
-                                         f"once in the orchestrator's tree after every job lands; {instead}"))
+                instead = (
+                    f"run your own check instead: proctor run {own}"
+                    if own
+                    else "your job names no check; ask its forking session"
+                )
+                findings.append(
+                    (
+                        "rule",
+                        f"proctor run {target} runs the release gate ({chain}), which runs "
+                        f"once in the orchestrator's tree after every job lands; {instead}",
+                    )
+                )
     return findings

@@ -10,9 +10,11 @@ DEFAULT = "deny"
 EVENTS = (PRE_TOOL,)
 SUMMARY = "a leased session runs proctor agent harness install"
 CATCHES = "`proctor agent harness install` by a session acting under a live job, whatever the row says."
-WHY = ("The skills are what steer every holder; only an unbound caller rewrites them. The command "
-       "refuses itself under a checkout binding or a BAGGAGE claim; the guard adds the session and "
-       "subagent records a command cannot see.")
+WHY = (
+    "The skills are what steer every holder; only an unbound caller rewrites them. The command "
+    "refuses itself under a checkout binding or a BAGGAGE claim; the guard adds the session and "
+    "subagent records a command cannot see."
+)
 
 
 def check(ctx: Context) -> list[tuple[str, str]]:
@@ -20,6 +22,11 @@ def check(ctx: Context) -> list[tuple[str, str]]:
         return []
     for argv in ctx.proctor_commands():
         if argv[:3] == ["agent", "harness", "install"]:
-            return [("rule", f"proctor agent harness install rewrites the skills that steer every holder; a "
-                             f"session holding {ctx.job['id']} may not; ask the orchestrator")]
+            return [
+                (
+                    "rule",
+                    f"proctor agent harness install rewrites the skills that steer every holder; a "
+                    f"session holding {ctx.job['id']} may not; ask the orchestrator",
+                )
+            ]
     return []

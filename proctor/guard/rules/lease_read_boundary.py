@@ -10,14 +10,18 @@ NAME = "lease-read-boundary"
 DEFAULT = "deny"
 EVENTS = (PRE_TOOL,)
 SUMMARY = "a leased session reads outside its job's read boundary"
-CATCHES = ("A file tool's read (Read, Glob, Grep, ...) of a repository path outside the job's read "
-           "paths; when read_paths is empty, outside the directories of its write paths and of the "
-           "jobs it depends on. Refused when the lease was taken on this checkout (proctor job exec); "
-           "advised otherwise.")
-WHY = ("write_paths stand in for read_paths because a holder leased to edit a place was pointed at "
-       "that place. Set read_paths when a holder must READ what it must not WRITE: widening "
-       "write_paths to open a read is how two holders end up owning one file. A hard read boundary "
-       "needs somebody to have declared one, so without a lease taken on the checkout it only advises.")
+CATCHES = (
+    "A file tool's read (Read, Glob, Grep, ...) of a repository path outside the job's read "
+    "paths; when read_paths is empty, outside the directories of its write paths and of the "
+    "jobs it depends on. Refused when the lease was taken on this checkout (proctor job exec); "
+    "advised otherwise."
+)
+WHY = (
+    "write_paths stand in for read_paths because a holder leased to edit a place was pointed at "
+    "that place. Set read_paths when a holder must READ what it must not WRITE: widening "
+    "write_paths to open a read is how two holders end up owning one file. A hard read boundary "
+    "needs somebody to have declared one, so without a lease taken on the checkout it only advises."
+)
 
 
 def boundary(ctx, job: dict) -> list[claims.Claim]:
@@ -41,6 +45,11 @@ def check(ctx: Context) -> list[tuple[str, str]]:
     for rel in ctx.read():
         if not any(claims.covers(c, rel) or claims.contains(rel if rel != "." else "", c.key) for c in allowed):
             shown = ", ".join(c.path for c in allowed)
-            findings.append((level, f"{rel} is outside what {job['id']} may read ({shown}); ask its forking "
-                                    f"session to add it to read_paths"))
+            findings.append(
+                (
+                    level,
+                    f"{rel} is outside what {job['id']} may read ({shown}); ask its forking "
+                    f"session to add it to read_paths",
+                )
+            )
     return findings

@@ -10,8 +10,10 @@ DEFAULT = "deny"
 EVENTS = (PRE_TOOL,)
 SUMMARY = "a session acting under a read-only job writes"
 CATCHES = "Any repository write, by a file tool or a shell command, under a job declared --read-only."
-WHY = ("A read-only job was forked to look, not to change: its empty write paths are deliberate. "
-       "A write under it is a write nobody will verify.")
+WHY = (
+    "A read-only job was forked to look, not to change: its empty write paths are deliberate. "
+    "A write under it is a write nobody will verify."
+)
 
 
 def check(ctx: Context) -> list[tuple[str, str]]:
@@ -20,8 +22,13 @@ def check(ctx: Context) -> list[tuple[str, str]]:
         return []
     written = ctx.written()
     if written:
-        return [("rule", f"{job['id']} is read-only, and this writes {', '.join(written)}; report what you "
-                         f"found in the job's result instead")]
+        return [
+            (
+                "rule",
+                f"{job['id']} is read-only, and this writes {', '.join(written)}; report what you "
+                f"found in the job's result instead",
+            )
+        ]
     if ctx.unknown_writes:
         return [("advise", f"{job['id']} is read-only, and this may write ({ctx.unknown_writes[0]})")]
     return []

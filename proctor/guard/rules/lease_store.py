@@ -14,33 +14,39 @@ from proctor.store import rows
 NAME = "lease-store"
 DEFAULT = "deny"
 EVENTS = (PRE_TOOL,)
-SUMMARY = ("a leased session forks outside its own job, takes, ends or waits on a job not its own or beneath "
-           "it, manages monitors without its job's secret (or with it removed), starts or stops the server, or runs "
-           "the guard's hook itself; the same calls through proctor's MCP tools (job_put, job_exec, job_exit, "
-           "job_wait, monitor_*)")
-CATCHES = ("`proctor job fork` by a session under a live job that names neither its own job (shrinking "
-           "its write paths, and changing nothing else of its row) nor --parent <its job> (as flags, or a "
-           "--stdin record in the command's one quoted heredoc) for a NEW job, whose read paths and "
-           "depends_on stay within what the holder may read; `proctor job wait` on any job that is not one "
-           "of its descendants; `proctor job move`; `proctor job exit`, archive, trash or delete of a job that is neither its own "
-           "nor beneath it, or one named through xargs, a variable or a substitution; `proctor job exec` of "
-           "another job while its own is in flight (taking a lease is one-way); any proctor command passed "
-           "--lease naming another job or --orchestrator (or an option the guard cannot read: a variable or a "
-           "substitution), or run with BAGGAGE changed or unset; any command with PROCTOR_MACHINE, "
-           "PROCTOR_STORE_URL or PROCTOR_STORE_URL_FILE set, exported or unset (another machine's name "
-           "would judge its checkouts from here); `proctor run` with its environment changed "
-           "(an assignment or env before it, an export or unset beside it), which would make the run "
-           "evidence of another command; `proctor monitor` (but `monitor wait`, which reads its own job's "
-           "follow-ups) without the job's secret in PROCTOR_NONCE (in the session's environment, or assigned "
-           "before the command), or with it removed (env -u, env -i, unset, an empty assignment), which "
-           "would fall back to the server token, a person's; `proctor server start` and `stop`, and "
-           "pkill or killall of proctor's processes; and `proctor hook`, whose hand-made event could rebind "
-           "the session or a subagent. proctor's MCP tools, reported as mcp__proctor__<tool>, are judged as "
-           "the same command: job_put as a fork's record, job_exec, job_exit and job_wait as those commands, "
-           "monitor tools without the job's secret in the session's environment.")
-WHY = ("One author per job: widening a boundary, changing the plan's shape and verifying a result "
-       "are the forking session's. The store refuses these too; the guard refuses them at the call, "
-       "with the caller's session known, before anything runs.")
+SUMMARY = (
+    "a leased session forks outside its own job, takes, ends or waits on a job not its own or beneath "
+    "it, manages monitors without its job's secret (or with it removed), starts or stops the server, or runs "
+    "the guard's hook itself; the same calls through proctor's MCP tools (job_put, job_exec, job_exit, "
+    "job_wait, monitor_*)"
+)
+CATCHES = (
+    "`proctor job fork` by a session under a live job that names neither its own job (shrinking "
+    "its write paths, and changing nothing else of its row) nor --parent <its job> (as flags, or a "
+    "--stdin record in the command's one quoted heredoc) for a NEW job, whose read paths and "
+    "depends_on stay within what the holder may read; `proctor job wait` on any job that is not one "
+    "of its descendants; `proctor job move`; `proctor job exit`, archive, trash or delete of a job that is neither its own "
+    "nor beneath it, or one named through xargs, a variable or a substitution; `proctor job exec` of "
+    "another job while its own is in flight (taking a lease is one-way); any proctor command passed "
+    "--lease naming another job or --orchestrator (or an option the guard cannot read: a variable or a "
+    "substitution), or run with BAGGAGE changed or unset; any command with PROCTOR_MACHINE, "
+    "PROCTOR_STORE_URL or PROCTOR_STORE_URL_FILE set, exported or unset (another machine's name "
+    "would judge its checkouts from here); `proctor run` with its environment changed "
+    "(an assignment or env before it, an export or unset beside it), which would make the run "
+    "evidence of another command; `proctor monitor` (but `monitor wait`, which reads its own job's "
+    "follow-ups) without the job's secret in PROCTOR_NONCE (in the session's environment, or assigned "
+    "before the command), or with it removed (env -u, env -i, unset, an empty assignment), which "
+    "would fall back to the server token, a person's; `proctor server start` and `stop`, and "
+    "pkill or killall of proctor's processes; and `proctor hook`, whose hand-made event could rebind "
+    "the session or a subagent. proctor's MCP tools, reported as mcp__proctor__<tool>, are judged as "
+    "the same command: job_put as a fork's record, job_exec, job_exit and job_wait as those commands, "
+    "monitor tools without the job's secret in the session's environment."
+)
+WHY = (
+    "One author per job: widening a boundary, changing the plan's shape and verifying a result "
+    "are the forking session's. The store refuses these too; the guard refuses them at the call, "
+    "with the caller's session known, before anything runs."
+)
 
 
 def check(ctx: Context) -> list[tuple[str, str]]:
@@ -55,36 +61,67 @@ def check(ctx: Context) -> list[tuple[str, str]]:
     for words in _environments(ctx):
         changed = _baggage_change(words, lease)
         if changed:
-            findings.append(("rule", f"{changed}: a session holding {lease} runs everything as {lease} (any "
-                                     f"program can run proctor); the lease in its environment is not the "
-                                     f"session's to change"))
+            findings.append(
+                (
+                    "rule",
+                    f"{changed}: a session holding {lease} runs everything as {lease} (any "
+                    f"program can run proctor); the lease in its environment is not the "
+                    f"session's to change",
+                )
+            )
             break
     for words in _environments(ctx):
         changed = _store_change(words)
         if changed:
-            findings.append(("rule", f"{changed}: a session holding {lease} works the store and the machine it was "
-                                     f"given (another machine's name would judge that machine's checkouts from "
-                                     f"here and end their jobs; another store holds none of its rules)"))
+            findings.append(
+                (
+                    "rule",
+                    f"{changed}: a session holding {lease} works the store and the machine it was "
+                    f"given (another machine's name would judge that machine's checkouts from "
+                    f"here and end their jobs; another store holds none of its rules)",
+                )
+            )
             break
     changed_env = _check_environment(ctx)
     if changed_env:
-        findings.append(("rule", f"proctor run with {changed_env[:80]}: a session holding {lease} runs its check "
-                                 f"in the environment it was given, or the run is evidence of another command "
-                                 f"(a PATH, PYTHONPATH or LD_PRELOAD of its own picks what the check runs); put "
-                                 f"what the target needs in its command in proctor.toml"))
+        findings.append(
+            (
+                "rule",
+                f"proctor run with {changed_env[:80]}: a session holding {lease} runs its check "
+                f"in the environment it was given, or the run is evidence of another command "
+                f"(a PATH, PYTHONPATH or LD_PRELOAD of its own picks what the check runs); put "
+                f"what the target needs in its command in proctor.toml",
+            )
+        )
     for argv in ctx.commands():
         if argv and os.path.basename(argv[0]) in ("pkill", "killall") and any("proctor" in a for a in argv[1:]):
-            findings.append(("rule", f"{' '.join(argv)[:120]}: a session holding {lease} does not signal proctor's "
-                                     f"own processes (the server every job's monitors run in, a worker's runner)"))
+            findings.append(
+                (
+                    "rule",
+                    f"{' '.join(argv)[:120]}: a session holding {lease} does not signal proctor's "
+                    f"own processes (the server every job's monitors run in, a worker's runner)",
+                )
+            )
     monitor_secret = _monitor_secret(ctx) if any(a[:1] == ["monitor"] for a in ctx.proctor_commands()) else None
     for argv in ctx.proctor_commands():
-        hidden = [a for a in argv[1:] if a == "--orchestrator" or a.startswith("--orchestrator=")
-                  or a[:1] in ("$", "`") or (a.startswith("-") and ("$" in a or "`" in a))]
+        hidden = [
+            a
+            for a in argv[1:]
+            if a == "--orchestrator"
+            or a.startswith("--orchestrator=")
+            or a[:1] in ("$", "`")
+            or (a.startswith("-") and ("$" in a or "`" in a))
+        ]
         if hidden:
-            findings.append(("rule", f"proctor {' '.join(argv[:2])} {hidden[0][:60]}: a session holding {lease} acts "
-                                     f"as {lease}, never as the orchestrator (--orchestrator is the forking "
-                                     f"session's), and passes proctor's options literally, where the guard can "
-                                     f"read them"))
+            findings.append(
+                (
+                    "rule",
+                    f"proctor {' '.join(argv[:2])} {hidden[0][:60]}: a session holding {lease} acts "
+                    f"as {lease}, never as the orchestrator (--orchestrator is the forking "
+                    f"session's), and passes proctor's options literally, where the guard can "
+                    f"read them",
+                )
+            )
         if argv[:2] == ["job", "fork"]:
             verdict = _fork_refusal(ctx, argv[2:], job)
             if verdict:
@@ -92,61 +129,120 @@ def check(ctx: Context) -> list[tuple[str, str]]:
         elif argv[:2] == ["monitor", "wait"]:
             waited = _option_value(argv[2:], "--job")
             if waited is not None and waited != lease:
-                findings.append(("rule", f"proctor monitor wait --job {waited[:60]}: a session holding {lease} waits "
-                                         f"for its own job's follow-ups (--job {lease}); another job's are its "
-                                         f"agent's to read"))
+                findings.append(
+                    (
+                        "rule",
+                        f"proctor monitor wait --job {waited[:60]}: a session holding {lease} waits "
+                        f"for its own job's follow-ups (--job {lease}); another job's are its "
+                        f"agent's to read",
+                    )
+                )
         elif argv[:1] == ["monitor"] and monitor_secret is not None:
             removed, given = monitor_secret
             if removed:
-                findings.append(("rule", f"proctor {' '.join(argv[:2])} with {removed}: a session holding {lease} "
-                                         f"keeps its job's secret (PROCTOR_NONCE) for monitors; without it the CLI "
-                                         f"would reach for the server token, which is a person's"))
+                findings.append(
+                    (
+                        "rule",
+                        f"proctor {' '.join(argv[:2])} with {removed}: a session holding {lease} "
+                        f"keeps its job's secret (PROCTOR_NONCE) for monitors; without it the CLI "
+                        f"would reach for the server token, which is a person's",
+                    )
+                )
             elif not (ctx.environ.get("PROCTOR_NONCE") or given or ctx.environ.get("PROCTOR_WORKER_HOOK")):
                 # (a `proctor work` worker's hook runs under env -i; its runner gave it the secret)
-                findings.append(("rule", f"proctor {' '.join(argv[:2])}: a session holding {lease} manages monitors "
-                                         f"with its job's secret (PROCTOR_NONCE, printed by proctor job exec {lease}), "
-                                         f"which scopes it to {lease}'s monitors; the server token is a person's"))
+                findings.append(
+                    (
+                        "rule",
+                        f"proctor {' '.join(argv[:2])}: a session holding {lease} manages monitors "
+                        f"with its job's secret (PROCTOR_NONCE, printed by proctor job exec {lease}), "
+                        f"which scopes it to {lease}'s monitors; the server token is a person's",
+                    )
+                )
         elif argv[:1] == ["hook"]:
-            findings.append(("rule", f"proctor {' '.join(argv[:2])}: a session holding {lease} does not run the "
-                                     f"guard's hook itself; its host runs it on every call, and a hand-made event "
-                                     f"could bind this session or a subagent to another job"))
+            findings.append(
+                (
+                    "rule",
+                    f"proctor {' '.join(argv[:2])}: a session holding {lease} does not run the "
+                    f"guard's hook itself; its host runs it on every call, and a hand-made event "
+                    f"could bind this session or a subagent to another job",
+                )
+            )
         elif argv[:1] == ["store"] and argv[1:2] != ["--help"]:
-            findings.append(("rule", f"proctor {' '.join(argv[:2])}: a session holding {lease} does not move or "
-                                     f"replace the store every job lives in (--replace empties it); a person moves "
-                                     f"a store"))
+            findings.append(
+                (
+                    "rule",
+                    f"proctor {' '.join(argv[:2])}: a session holding {lease} does not move or "
+                    f"replace the store every job lives in (--replace empties it); a person moves "
+                    f"a store",
+                )
+            )
         elif argv[:2] in (["server", "stop"], ["server", "start"]):
-            findings.append(("rule", f"proctor server {argv[1]}: a session holding {lease} does not {argv[1]} the "
-                                     f"server every job's monitors run in (one started under a lease would hand "
-                                     f"its lease and secret to all of them); a person {argv[1]}s the server"))
+            findings.append(
+                (
+                    "rule",
+                    f"proctor server {argv[1]}: a session holding {lease} does not {argv[1]} the "
+                    f"server every job's monitors run in (one started under a lease would hand "
+                    f"its lease and secret to all of them); a person {argv[1]}s the server",
+                )
+            )
         elif argv[:2] == ["job", "move"] and "--help" not in argv:
-            findings.append(("rule", f"proctor job move: a session holding {lease} does not move cards on the "
-                                     f"board (a passive column would end monitors); a person moves them"))
+            findings.append(
+                (
+                    "rule",
+                    f"proctor job move: a session holding {lease} does not move cards on the "
+                    f"board (a passive column would end monitors); a person moves them",
+                )
+            )
         elif argv[:1] == ["job"] and argv[1:2] and argv[1] in ("exit", "archive", "trash", "delete", "exec"):
             target = next(iter(ctx.positional(argv[2:])), None)
             if target is None or not _literal(target):
-                findings.append(("rule", f"proctor job {argv[1]} {target or ''}: a session holding {lease} names "
-                                         f"the job it {'takes' if argv[1] == 'exec' else 'ends'} literally, where "
-                                         f"the guard can read it (not from xargs, a variable or a substitution)"))
+                findings.append(
+                    (
+                        "rule",
+                        f"proctor job {argv[1]} {target or ''}: a session holding {lease} names "
+                        f"the job it {'takes' if argv[1] == 'exec' else 'ends'} literally, where "
+                        f"the guard can read it (not from xargs, a variable or a substitution)",
+                    )
+                )
             elif argv[1] == "exec":
                 if target != lease and jobrecord.in_flight(job["state"]):
-                    findings.append(("rule", f"proctor job exec {target}: this session holds {lease}, still "
-                                             f"{job['state']}; taking a lease is one-way while the job is in "
-                                             f"flight. Return it first (proctor job exit {lease} --stdin)"))
+                    findings.append(
+                        (
+                            "rule",
+                            f"proctor job exec {target}: this session holds {lease}, still "
+                            f"{job['state']}; taking a lease is one-way while the job is in "
+                            f"flight. Return it first (proctor job exit {lease} --stdin)",
+                        )
+                    )
             elif target != lease and target not in ctx.descendants(lease):
-                findings.append(("rule", f"proctor job {argv[1]} {target}: a session holding {lease} ends only its "
-                                         f"own job or one forked beneath it; {target} is its forking session's"))
+                findings.append(
+                    (
+                        "rule",
+                        f"proctor job {argv[1]} {target}: a session holding {lease} ends only its "
+                        f"own job or one forked beneath it; {target} is its forking session's",
+                    )
+                )
         if "--lease" in argv or any(a.startswith("--lease=") for a in argv):
             named = next((a.split("=", 1)[1] for a in argv if a.startswith("--lease=")), None)
             if named is None and "--lease" in argv and argv.index("--lease") + 1 < len(argv):
                 named = argv[argv.index("--lease") + 1]
             if named is not None and named != lease:
-                findings.append(("rule", f"proctor {' '.join(argv[:2])} --lease {named}: a session holding {lease} "
-                                         f"acts only as {lease}"))
+                findings.append(
+                    (
+                        "rule",
+                        f"proctor {' '.join(argv[:2])} --lease {named}: a session holding {lease} acts only as {lease}",
+                    )
+                )
         if argv[:2] == ["job", "wait"]:
             target = next(iter(ctx.positional(argv[2:])), None)
             if target and target not in ctx.descendants(lease):
-                findings.append(("rule", f"proctor job wait {target}: a session holding {lease} waits only on "
-                                         f"jobs forked beneath it; verifying {target} is its forking session's"))
+                findings.append(
+                    (
+                        "rule",
+                        f"proctor job wait {target}: a session holding {lease} waits only on "
+                        f"jobs forked beneath it; verifying {target} is its forking session's",
+                    )
+                )
     return findings
 
 
@@ -160,7 +256,7 @@ def _environments(ctx) -> list[list[str]]:
         if argv[0] in ("unset", "export", "declare", "typeset", "readonly", "local"):
             out.append(argv)
         else:
-            out.append(with_wrappers[:len(with_wrappers) - len(argv)])
+            out.append(with_wrappers[: len(with_wrappers) - len(argv)])
     return out
 
 
@@ -172,16 +268,19 @@ def _removes(words: list[str], name: str) -> str | None:
     for index, word in enumerate(words):
         if word == f"{name}=" or word in (f"{name}=''", f'{name}=""'):
             return f"{word} (empty)"
-        if word in ("-u", "--unset") and words[index + 1:index + 2] == [name]:
+        if word in ("-u", "--unset") and words[index + 1 : index + 2] == [name]:
             return f"env {word} {name}"
         if word in (f"-u{name}", f"--unset={name}"):
             return f"env {word}"
         if word in ("-i", "--ignore-environment", "-") and index > 0 and os.path.basename(words[index - 1]) == "env":
-            if not any(w.startswith(f"{name}=") and len(w) > len(name) + 1 for w in words[index + 1:]):
+            if not any(w.startswith(f"{name}=") and len(w) > len(name) + 1 for w in words[index + 1 :]):
                 return f"env {word}"
-        if word == name and verb in ("unset", "export", "declare", "typeset", "local", "readonly") and \
-                (verb == "unset" or "-n" in words[1:index] or "+x" in words[1:index]):
-            return f"{verb} {' '.join(words[1:index + 1])}"
+        if (
+            word == name
+            and verb in ("unset", "export", "declare", "typeset", "local", "readonly")
+            and (verb == "unset" or "-n" in words[1:index] or "+x" in words[1:index])
+        ):
+            return f"{verb} {' '.join(words[1 : index + 1])}"
     return None
 
 
@@ -191,8 +290,12 @@ def _monitor_secret(ctx) -> tuple[str | None, bool]:
     removed, given = None, False
     for words in _environments(ctx):
         removed = removed or _removes(words, "PROCTOR_NONCE")
-        given = given or any(w.startswith("PROCTOR_NONCE=") and len(w) > len("PROCTOR_NONCE=")
-                             and w not in ("PROCTOR_NONCE=''", 'PROCTOR_NONCE=""') for w in words)
+        given = given or any(
+            w.startswith("PROCTOR_NONCE=")
+            and len(w) > len("PROCTOR_NONCE=")
+            and w not in ("PROCTOR_NONCE=''", 'PROCTOR_NONCE=""')
+            for w in words
+        )
     return removed, given
 
 
@@ -212,7 +315,7 @@ def _check_environment(ctx) -> str | None:
             args = _python_module_args(argv[1:], "proctor")
         if args is not None:
             if args[:1] == ["run"]:
-                before = with_wrappers[:len(with_wrappers) - len(argv)]
+                before = with_wrappers[: len(with_wrappers) - len(argv)]
                 runs.append(next((w for w in before if "=" in w or w.startswith("-") or w == "env"), None))
         elif argv[0] in ("export", "unset", "declare", "typeset", "readonly", "local", "set") and len(argv) > 1:
             changes.append(" ".join(argv[:2]))
@@ -235,12 +338,18 @@ def _literal(word: str) -> bool:
 def _baggage_change(words: list[str], lease: str) -> str | None:
     """What in these words changes BAGGAGE for a proctor command, if anything does."""
     for index, word in enumerate(words):
-        if word.startswith("BAGGAGE=") and jobrecord.parse_baggage(word[len("BAGGAGE="):]).get(jobrecord.BAGGAGE_KEY) != lease:
+        if (
+            word.startswith("BAGGAGE=")
+            and jobrecord.parse_baggage(word[len("BAGGAGE=") :]).get(jobrecord.BAGGAGE_KEY) != lease
+        ):
             return word[:80]
         if word in ("-u", "--unset") and index + 1 < len(words) and words[index + 1] == "BAGGAGE":
             return f"env {word} BAGGAGE"
-        if word.startswith("--unset=BAGGAGE") or word == "-uBAGGAGE" or (word in ("-i", "--ignore-environment", "-")
-                                                                          and index > 0 and words[index - 1].endswith("env")):
+        if (
+            word.startswith("--unset=BAGGAGE")
+            or word == "-uBAGGAGE"
+            or (word in ("-i", "--ignore-environment", "-") and index > 0 and words[index - 1].endswith("env"))
+        ):
             return f"env {word}"
         if word == "BAGGAGE" and words[0] in ("unset", "export", "declare", "typeset", "local", "readonly"):
             return f"{words[0]} BAGGAGE"
@@ -260,8 +369,9 @@ def _store_change(words: list[str]) -> str | None:
         name = word.split("=", 1)[0]
         if declares and index and not word.startswith("-") and ("$" in name or "`" in name):
             return f"{verb} {word[:60]} (a name the guard cannot read)"
-        if name in STORE_VARIABLES and ("=" in word or verb in ("unset", "export", "declare", "typeset", "local",
-                                                                 "readonly")):
+        if name in STORE_VARIABLES and (
+            "=" in word or verb in ("unset", "export", "declare", "typeset", "local", "readonly")
+        ):
             return word[:80] if "=" in word else f"{verb} {word}"
         if word in ("-u", "--unset") and index + 1 < len(words) and words[index + 1] in STORE_VARIABLES:
             return f"env {word} {words[index + 1]}"
@@ -272,10 +382,18 @@ def _store_change(words: list[str]) -> str | None:
 
 # `proctor job fork`'s options that set a field of the record (the CLI's own, which the hook
 # cannot load; tests/test_layers.py ties this table to them), and its one flag that does.
-FORK_VALUE_OPTIONS = {"--parent": "parent", "--write-paths": "write_paths", "--check": "check",
-                      "--criteria": "criteria", "--deny-paths": "deny_paths", "--read-paths": "read_paths",
-                      "--depends-on": "depends_on", "--timeout": "timeout", "--model": "model",
-                      "--checkpoint": "checkpoint"}
+FORK_VALUE_OPTIONS = {
+    "--parent": "parent",
+    "--write-paths": "write_paths",
+    "--check": "check",
+    "--criteria": "criteria",
+    "--deny-paths": "deny_paths",
+    "--read-paths": "read_paths",
+    "--depends-on": "depends_on",
+    "--timeout": "timeout",
+    "--model": "model",
+    "--checkpoint": "checkpoint",
+}
 FORK_FLAG_OPTIONS = {"--read-only": "read_only"}
 
 
@@ -309,9 +427,11 @@ def _fork_refusal(ctx, args: list[str], job: dict) -> str | None:
     record = _flags(args)
     if "--stdin" in args:
         if len(ctx.shell_writes.heredocs) != 1:
-            return (f"proctor job fork --stdin: a session holding {lease} passes its record in the command's one "
-                    f"quoted heredoc (<<'EOF'); this command has {len(ctx.shell_writes.heredocs)}, and the guard "
-                    f"judges only a record it can tie to the fork")
+            return (
+                f"proctor job fork --stdin: a session holding {lease} passes its record in the command's one "
+                f"quoted heredoc (<<'EOF'); this command has {len(ctx.shell_writes.heredocs)}, and the guard "
+                f"judges only a record it can tie to the fork"
+            )
         for body in ctx.shell_writes.heredocs:
             try:
                 parsed = json.loads(body)
@@ -321,8 +441,10 @@ def _fork_refusal(ctx, args: list[str], job: dict) -> str | None:
                 record = {**parsed, **{k: v for k, v in record.items() if k == "id" and "id" not in parsed}}
                 break
         else:
-            return (f"proctor job fork --stdin: a session holding {lease} passes its record in a quoted heredoc "
-                    f"(<<'EOF'), where the guard can read it, not from a pipe or a file")
+            return (
+                f"proctor job fork --stdin: a session holding {lease} passes its record in a quoted heredoc "
+                f"(<<'EOF'), where the guard can read it, not from a pipe or a file"
+            )
     return _record_refusal(ctx, record, job, "proctor job fork")
 
 
@@ -332,40 +454,63 @@ def _record_refusal(ctx, record: dict, job: dict, verb: str) -> str | None:
     lease = job["id"]
     job_id, parent = record.get("id"), record.get("parent")
     if job_id != lease and parent != lease:
-        return (f"{verb} {job_id or ''}: a session holding {lease} may fork only children of its own "
-                f"job (--parent {lease}) or shrink its own write paths; anything else is its forking session's")
+        return (
+            f"{verb} {job_id or ''}: a session holding {lease} may fork only children of its own "
+            f"job (--parent {lease}) or shrink its own write paths; anything else is its forking session's"
+        )
     if job_id == lease:
-        others = sorted(k for k, v in record.items() if k not in ("id", "write_paths", "schema_version")
-                        and v not in (None, "", [], False))
+        others = sorted(
+            k
+            for k, v in record.items()
+            if k not in ("id", "write_paths", "schema_version") and v not in (None, "", [], False)
+        )
         if others:
-            return (f"{verb} {lease}: a holder changes only its own write paths, by shrinking them; "
-                    f"{', '.join(others)} of {lease} are its forking session's")
+            return (
+                f"{verb} {lease}: a holder changes only its own write paths, by shrinking them; "
+                f"{', '.join(others)} of {lease} are its forking session's"
+            )
         if "write_paths" in record and not _listed(record.get("write_paths")) and job.get("write_paths"):
-            return (f"{verb} {lease}: shrinking the write paths to none leaves no boundary at all (an "
-                    f"empty write set scopes nothing); keep the paths still being written, or return the job "
-                    f"(proctor job exit {lease} --stdin)")
+            return (
+                f"{verb} {lease}: shrinking the write paths to none leaves no boundary at all (an "
+                f"empty write set scopes nothing); keep the paths still being written, or return the job "
+                f"(proctor job exit {lease} --stdin)"
+            )
     else:
         if not isinstance(job_id, str) or ctx.job_row(job_id) is not None:
-            return (f"{verb} {job_id}: a fork declares a NEW job, and {job_id} exists already; a session "
-                    f"holding {lease} does not rewrite another job's row")
+            return (
+                f"{verb} {job_id}: a fork declares a NEW job, and {job_id} exists already; a session "
+                f"holding {lease} does not rewrite another job's row"
+            )
         if record.get("state") not in (None, ""):
-            return (f"{verb} {job_id}: a holder does not set a child's state ({str(record['state'])[:40]}); a "
-                    f"child starts declared and its own holder moves it")
+            return (
+                f"{verb} {job_id}: a holder does not set a child's state ({str(record['state'])[:40]}); a "
+                f"child starts declared and its own holder moves it"
+            )
         family = {lease, *ctx.descendants(lease)}
         outside_family = [d for d in _listed(record.get("depends_on")) if d not in family]
         if outside_family:
-            return (f"{verb} {job_id}: depends_on {', '.join(map(str, outside_family))} reaches past "
-                    f"{lease}'s own jobs, and widens what the child may read; that is the forking session's")
+            return (
+                f"{verb} {job_id}: depends_on {', '.join(map(str, outside_family))} reaches past "
+                f"{lease}'s own jobs, and widens what the child may read; that is the forking session's"
+            )
         reads = _listed(record.get("read_paths"))
         if reads:
             from proctor.guard.rules.lease_read_boundary import boundary
 
             allowed = boundary(ctx, job)
-            wider = [r for r in reads if not isinstance(r, str) or not any(
-                claims.within(claims.Claim(posixpath.normpath(r.rstrip("/") or ".")), mine) for mine in allowed)]
+            wider = [
+                r
+                for r in reads
+                if not isinstance(r, str)
+                or not any(
+                    claims.within(claims.Claim(posixpath.normpath(r.rstrip("/") or ".")), mine) for mine in allowed
+                )
+            ]
             if wider:
-                return (f"{verb} {job_id}: read_paths {', '.join(map(str, wider))} reach past what {lease} "
-                        f"may read; a holder hands a child no more than it holds")
+                return (
+                    f"{verb} {job_id}: read_paths {', '.join(map(str, wider))} reach past what {lease} "
+                    f"may read; a holder hands a child no more than it holds"
+                )
     own = rows.claims(job)
     outside = []
     for spelling in _listed(record.get("write_paths")):
@@ -373,19 +518,27 @@ def _record_refusal(ctx, record: dict, job: dict, verb: str) -> str | None:
             continue
         path, declaration, _ = claims.split_entry(spelling[2:] if spelling.startswith("./") else spelling)
         path = posixpath.normpath(path.rstrip("/") or ".")  # as the store reads it: plan/w1/../../docs is docs
-        if path == ".." or path.startswith("../") or path.startswith("/") or \
-                not any(claims.within(claims.Claim(path, declaration), mine) for mine in own):
+        if (
+            path == ".."
+            or path.startswith("../")
+            or path.startswith("/")
+            or not any(claims.within(claims.Claim(path, declaration), mine) for mine in own)
+        ):
             outside.append(spelling)
     if outside:
         what = "widens your write paths" if job_id == lease else f"lies outside {lease}'s write paths"
-        return (f"{verb} {job_id}: {', '.join(outside)} {what}; a holder only narrows what it holds, "
-                f"and widening is its forking session's")
+        return (
+            f"{verb} {job_id}: {', '.join(outside)} {what}; a holder only narrows what it holds, "
+            f"and widening is its forking session's"
+        )
     if job_id != lease and ctx.lease_from in ("agent", "contested") and not _checkout_bound_to(ctx, lease):
         declares = [k for k in ("write_paths", "check", "goals", "deny_paths", "read_paths") if record.get(k)]
         if not record.get("read_only") or declares:
-            return (f"{verb} {job_id}: this checkout is bound to nobody, so the store cannot grade a "
-                    f"child written as {lease} here; fork only a --read-only child that declares no paths, "
-                    f"check or goals, or take the job in this checkout first (proctor job exec {lease})")
+            return (
+                f"{verb} {job_id}: this checkout is bound to nobody, so the store cannot grade a "
+                f"child written as {lease} here; fork only a --read-only child that declares no paths, "
+                f"check or goals, or take the job in this checkout first (proctor job exec {lease})"
+            )
     return None
 
 
@@ -400,18 +553,26 @@ def _mcp_refusal(ctx, job: dict) -> str | None:
     if name in ("job_exec", "job_exit", "job_wait") and not isinstance(target, str):
         return None  # the tool refuses a call naming no job; there is nothing to judge
     if name == "job_exec" and target != lease and jobrecord.in_flight(job["state"]):
-        return (f"job_exec {target}: this session holds {lease}, still {job['state']}; taking a lease is one-way "
-                f"while the job is in flight. Return it first (job_exit {lease} with a result)")
+        return (
+            f"job_exec {target}: this session holds {lease}, still {job['state']}; taking a lease is one-way "
+            f"while the job is in flight. Return it first (job_exit {lease} with a result)"
+        )
     if name == "job_exit" and target != lease and target not in ctx.descendants(lease):
-        return (f"job_exit {target}: a session holding {lease} ends only its own job or one forked beneath it; "
-                f"{target} is its forking session's")
+        return (
+            f"job_exit {target}: a session holding {lease} ends only its own job or one forked beneath it; "
+            f"{target} is its forking session's"
+        )
     if name == "job_wait" and target not in ctx.descendants(lease):
-        return (f"job_wait {target}: a session holding {lease} waits only on jobs forked beneath it; verifying "
-                f"{target} is its forking session's")
+        return (
+            f"job_wait {target}: a session holding {lease} waits only on jobs forked beneath it; verifying "
+            f"{target} is its forking session's"
+        )
     if name.startswith("monitor_") and not (ctx.environ.get("PROCTOR_NONCE") or ctx.environ.get("PROCTOR_WORKER_HOOK")):
-        return (f"{name}: a session holding {lease} manages monitors with its job's secret (PROCTOR_NONCE, printed "
-                f"by proctor job exec {lease}, in the environment its host started proctor mcp with), which scopes "
-                f"it to {lease}'s monitors; the server token is a person's")
+        return (
+            f"{name}: a session holding {lease} manages monitors with its job's secret (PROCTOR_NONCE, printed "
+            f"by proctor job exec {lease}, in the environment its host started proctor mcp with), which scopes "
+            f"it to {lease}'s monitors; the server token is a person's"
+        )
     return None
 
 
@@ -428,5 +589,5 @@ def _option_value(args: list[str], name: str) -> str | None:
         if arg == name and index + 1 < len(args):
             found = args[index + 1]
         elif arg.startswith(name + "="):
-            found = arg[len(name) + 1:]
+            found = arg[len(name) + 1 :]
     return found

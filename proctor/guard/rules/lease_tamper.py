@@ -11,38 +11,77 @@ from proctor.guard.context import Context
 NAME = "lease-tamper"
 DEFAULT = "deny"
 EVENTS = (PRE_TOOL,)
-SUMMARY = ("a leased session writes into .git/, proctor's state, store or cache, or an agent host's hook "
-           "wiring; sets a git setting that runs commands; or reads the server token")
-CATCHES = ("Under a live job, whatever its write paths: a write (file tool or shell, through a hard link or "
-           "a glob too) into the repository's git directories (a hook, config, a ref file, a worktree's .git "
-           "file), into proctor's state directory (the store, the server's files) or cache (the guard's "
-           "settings cache, repository keys, transcript checkpoints), into the hook wiring of Claude Code, "
-           "Codex, Gemini CLI or opencode (in the checkout, the home directory, /etc, or where CLAUDE_CONFIG_DIR, "
-           "CODEX_HOME, GEMINI_CLI_HOME or OPENCODE_CONFIG_DIR point), Claude Code's session records, git's "
-           "global configuration, or proctor's own code and interpreter when they lie outside the checkout; a "
-           "hard link made to any of these; a command that is not a read and names a path in proctor's state "
-           "or cache (sqlite3 on the store); `git config` of core.hooksPath or any setting that makes git run "
-           "a command (core.fsmonitor, filters, diff drivers, pagers, editors, include paths, ...) or of a key "
-           "held in a variable; `git replace`; and a read of the server token, by a file tool or the shell (a "
-           "redirection, a glob, a recursive reader of a directory above it). git's own commands that move "
-           "refs, such as commit or reset --soft, are not this rule's.")
-WHY = ("A worker that can rewrite the store unbinds itself, one that can rewrite the settings cache turns "
-       "every rule off, one that can install a git hook forges the trailers of the commit proctor makes "
-       "for it, and one that can edit its host's hook wiring is no longer judged at all. None of these "
-       "is ever part of a job's work, so no write path lets them through. Reading the server token "
-       "would let a worker act as the person who runs the server.")
+SUMMARY = (
+    "a leased session writes into .git/, proctor's state, store or cache, or an agent host's hook "
+    "wiring; sets a git setting that runs commands; or reads the server token"
+)
+CATCHES = (
+    "Under a live job, whatever its write paths: a write (file tool or shell, through a hard link or "
+    "a glob too) into the repository's git directories (a hook, config, a ref file, a worktree's .git "
+    "file), into proctor's state directory (the store, the server's files) or cache (the guard's "
+    "settings cache, repository keys, transcript checkpoints), into the hook wiring of Claude Code, "
+    "Codex, Gemini CLI or opencode (in the checkout, the home directory, /etc, or where CLAUDE_CONFIG_DIR, "
+    "CODEX_HOME, GEMINI_CLI_HOME or OPENCODE_CONFIG_DIR point), Claude Code's session records, git's "
+    "global configuration, or proctor's own code and interpreter when they lie outside the checkout; a "
+    "hard link made to any of these; a command that is not a read and names a path in proctor's state "
+    "or cache (sqlite3 on the store); `git config` of core.hooksPath or any setting that makes git run "
+    "a command (core.fsmonitor, filters, diff drivers, pagers, editors, include paths, ...) or of a key "
+    "held in a variable; `git replace`; and a read of the server token, by a file tool or the shell (a "
+    "redirection, a glob, a recursive reader of a directory above it). git's own commands that move "
+    "refs, such as commit or reset --soft, are not this rule's."
+)
+WHY = (
+    "A worker that can rewrite the store unbinds itself, one that can rewrite the settings cache turns "
+    "every rule off, one that can install a git hook forges the trailers of the commit proctor makes "
+    "for it, and one that can edit its host's hook wiring is no longer judged at all. None of these "
+    "is ever part of a job's work, so no write path lets them through. Reading the server token "
+    "would let a worker act as the person who runs the server."
+)
 
 # git settings that make git run a program (fnmatch patterns, matched lower-case).
-_RUNS_COMMANDS = ("core.hookspath", "core.fsmonitor", "core.sshcommand", "core.editor", "core.pager",
-                  "core.askpass", "core.gitproxy", "sequence.editor", "diff.external", "gpg.program",
-                  "gpg.*.program", "credential.helper", "credential.*.helper", "include.path",
-                  "includeif.*.path", "uploadpack.packobjectshook", "diff.*.textconv", "diff.*.command",
-                  "merge.*.driver", "filter.*.clean", "filter.*.smudge", "filter.*.process", "pager.*",
-                  "core.worktree", "remote.*.uploadpack", "remote.*.receivepack", "protocol.*.allow",
-                  "interactive.difffilter", "web.browser", "browser.*.cmd", "man.*.cmd", "mergetool.*.cmd",
-                  "difftool.*.cmd", "ssh.variant", "gpg.ssh.defaultkeycommand", "core.alternaterefscommand",
-                  "submodule.*.update", "trailer.*.cmd", "trailer.*.command", "init.templatedir",
-                  "gpg.*.defaultkeycommand")
+_RUNS_COMMANDS = (
+    "core.hookspath",
+    "core.fsmonitor",
+    "core.sshcommand",
+    "core.editor",
+    "core.pager",
+    "core.askpass",
+    "core.gitproxy",
+    "sequence.editor",
+    "diff.external",
+    "gpg.program",
+    "gpg.*.program",
+    "credential.helper",
+    "credential.*.helper",
+    "include.path",
+    "includeif.*.path",
+    "uploadpack.packobjectshook",
+    "diff.*.textconv",
+    "diff.*.command",
+    "merge.*.driver",
+    "filter.*.clean",
+    "filter.*.smudge",
+    "filter.*.process",
+    "pager.*",
+    "core.worktree",
+    "remote.*.uploadpack",
+    "remote.*.receivepack",
+    "protocol.*.allow",
+    "interactive.difffilter",
+    "web.browser",
+    "browser.*.cmd",
+    "man.*.cmd",
+    "mergetool.*.cmd",
+    "difftool.*.cmd",
+    "ssh.variant",
+    "gpg.ssh.defaultkeycommand",
+    "core.alternaterefscommand",
+    "submodule.*.update",
+    "trailer.*.cmd",
+    "trailer.*.command",
+    "init.templatedir",
+    "gpg.*.defaultkeycommand",
+)
 
 
 def _runs_commands(key: str) -> bool:
@@ -70,21 +109,33 @@ def ground(ctx) -> list[tuple[str, str]]:
         ("/etc/gitconfig", "git's system configuration"),
     ]
     for base, what in ((ctx.root, "this checkout's"), (home, "the home directory's")):
-        for sub, host in ((".claude", "Claude Code"), (".codex", "Codex"), (".gemini", "Gemini CLI"),
-                          (".opencode", "opencode")):
-            out.append((os.path.join(base, sub, "settings.json") if base == home and sub == ".claude"
-                        else os.path.join(base, sub), f"{what} {host} configuration (its hook wiring)"))
+        for sub, host in (
+            (".claude", "Claude Code"),
+            (".codex", "Codex"),
+            (".gemini", "Gemini CLI"),
+            (".opencode", "opencode"),
+        ):
+            out.append(
+                (
+                    os.path.join(base, sub, "settings.json")
+                    if base == home and sub == ".claude"
+                    else os.path.join(base, sub),
+                    f"{what} {host} configuration (its hook wiring)",
+                )
+            )
     out.append((os.path.join(home, ".claude", "settings.local.json"), "the home directory's Claude Code hook wiring"))
     out.append((os.path.join(xdg_config, "opencode"), "opencode's configuration (its plugins)"))
     out.append((os.path.join(ctx.root, "opencode.json"), "opencode's configuration (its plugins)"))
     env = ctx.environ
-    for variable, what in (("CLAUDE_CONFIG_DIR", "Claude Code's configuration (its hooks, its subagents' records)"),
-                           ("CODEX_HOME", "Codex's configuration (its hooks)"),
-                           ("GEMINI_CLI_HOME", "Gemini CLI's configuration (its hooks)"),
-                           ("OPENCODE_CONFIG_DIR", "opencode's configuration (its plugins)"),
-                           ("OPENCODE_CONFIG", "opencode's configuration (its plugins)"),
-                           ("GIT_CONFIG_GLOBAL", "git's global configuration"),
-                           ("GIT_CONFIG_SYSTEM", "git's system configuration")):
+    for variable, what in (
+        ("CLAUDE_CONFIG_DIR", "Claude Code's configuration (its hooks, its subagents' records)"),
+        ("CODEX_HOME", "Codex's configuration (its hooks)"),
+        ("GEMINI_CLI_HOME", "Gemini CLI's configuration (its hooks)"),
+        ("OPENCODE_CONFIG_DIR", "opencode's configuration (its plugins)"),
+        ("OPENCODE_CONFIG", "opencode's configuration (its plugins)"),
+        ("GIT_CONFIG_GLOBAL", "git's global configuration"),
+        ("GIT_CONFIG_SYSTEM", "git's system configuration"),
+    ):
         if env.get(variable) and os.path.isabs(env[variable]):
             out.append((env[variable], what))
     # Claude Code's record of each session and subagent (a subagent's spawn is read from it)
@@ -96,9 +147,11 @@ def ground(ctx) -> list[tuple[str, str]]:
 
     import proctor
 
-    for path, what in ((os.path.dirname(os.path.abspath(proctor.__file__)), "proctor's own code"),
-                       (sys.prefix if sys.prefix != sys.base_prefix else "", "the environment proctor's hook runs in"),
-                       (sys.executable, "the interpreter proctor's hook runs in")):
+    for path, what in (
+        (os.path.dirname(os.path.abspath(proctor.__file__)), "proctor's own code"),
+        (sys.prefix if sys.prefix != sys.base_prefix else "", "the environment proctor's hook runs in"),
+        (sys.executable, "the interpreter proctor's hook runs in"),
+    ):
         if path and not _inside(os.path.realpath(path), ctx.root):
             out.append((path, what))
     for system in ("/etc/claude-code", "/etc/codex", "/etc/gemini-cli", "/etc/opencode"):
@@ -178,8 +231,9 @@ def _named_by(word: str, base: str, cwd: str) -> bool:
         target = base.split("/")
         # the pattern matches the base, a directory above it, or a path inside it; as bash
         # globs, a name starting with a dot is matched only by a pattern part that does
-        return all(fnmatch.fnmatchcase(t, p) and (p.startswith(".") or not t.startswith("."))
-                   for p, t in zip(parts, target))
+        return all(
+            fnmatch.fnmatchcase(t, p) and (p.startswith(".") or not t.startswith(".")) for p, t in zip(parts, target)
+        )
     return _inside(_realpath(full), base) or _inside(full, base)
 
 
@@ -199,8 +253,9 @@ def _holds(path: str, token: str, state: str, recursive: bool = False) -> bool:
     return _inside(token, path) and (_inside(path, state) or (recursive and path != "/"))
 
 
-_WALKERS = frozenset(("find", "rg", "ag", "ack", "tar", "zip", "rsync", "cpio", "pax", "tree", "du", "fd",
-                      "fdfind", "locate"))
+_WALKERS = frozenset(
+    ("find", "rg", "ag", "ack", "tar", "zip", "rsync", "cpio", "pax", "tree", "du", "fd", "fdfind", "locate")
+)
 
 
 def _walks(argv: list[str]) -> bool:
@@ -233,8 +288,10 @@ def check(ctx: Context) -> list[tuple[str, str]]:
     for path in ctx.written_paths():
         for base, what in places:
             if _reaches(path, base, ctx.root):
-                deny(f"{path} is inside {what}; a session holding {job['id']} never writes there, whatever "
-                     f"its write paths")
+                deny(
+                    f"{path} is inside {what}; a session holding {job['id']} never writes there, whatever "
+                    f"its write paths"
+                )
                 break
         else:
             try:
@@ -257,8 +314,10 @@ def check(ctx: Context) -> list[tuple[str, str]]:
     walking = any(_walks(argv) for argv in ctx.commands())
     for path in ctx.shell_writes.named:
         if _holds(path, token, state, walking) or _named_by(path, token, ctx.cwd):
-            deny(f"this command reads {path}, which holds the server's token; a session holding {job['id']} "
-                 f"does not read it")
+            deny(
+                f"this command reads {path}, which holds the server's token; a session holding {job['id']} "
+                f"does not read it"
+            )
             break
     store_places = [(b, w) for b, w in places if w.startswith("proctor's")]
     remote = _store_url(ctx)
@@ -266,44 +325,74 @@ def check(ctx: Context) -> list[tuple[str, str]]:
         name = os.path.basename(argv[0]) if argv else ""
         words = argv[1:]
         if remote and name != "proctor" and (name in PG_CLIENTS or any(_names_store(w, remote) for w in words)):
-            deny(f"{name} {'connects to PostgreSQL' if name in PG_CLIENTS else 'is handed the store'}, where this "
-                 f"repository's store lives; a session holding {job['id']} changes proctor's records only through "
-                 f"proctor's commands")
+            deny(
+                f"{name} {'connects to PostgreSQL' if name in PG_CLIENTS else 'is handed the store'}, where this "
+                f"repository's store lives; a session holding {job['id']} changes proctor's records only through "
+                f"proctor's commands"
+            )
             continue
         if any(_named_by(w, token, ctx.cwd) for w in words):
-            deny(f"{' '.join(argv)[:200]} names the server's token; a session holding {job['id']} does not "
-                 f"read it")
+            deny(f"{' '.join(argv)[:200]} names the server's token; a session holding {job['id']} does not read it")
         if name == "git":
             key = _git_config_key(words)
             if key is not None:
-                deny(f"git config {key} makes git run a command (a hook or a program of the worker's choosing); a "
-                     f"session holding {job['id']} does not set it")
+                deny(
+                    f"git config {key} makes git run a command (a hook or a program of the worker's choosing); a "
+                    f"session holding {job['id']} does not set it"
+                )
             if _git_subcommand(words)[:1] == ["replace"] and not {"-l", "--list"} & set(words):
-                deny(f"git replace makes every reader of the history, proctor included, see other objects; a "
-                     f"session holding {job['id']} does not replace objects")
+                deny(
+                    f"git replace makes every reader of the history, proctor included, see other objects; a "
+                    f"session holding {job['id']} does not replace objects"
+                )
             continue
-        if name == "ln" and not any(w in ("-s", "--symbolic") or (w.startswith("-") and not w.startswith("--")
-                                                                and "s" in w) for w in words):
+        if name == "ln" and not any(
+            w in ("-s", "--symbolic") or (w.startswith("-") and not w.startswith("--") and "s" in w) for w in words
+        ):
             linked_ground = [w for w in words for base, _ in places if _named_by(w, base, ctx.cwd)]
             if linked_ground:
-                deny(f"ln {linked_ground[0]}: a hard link to a file in proctor's or git's ground would let a later "
-                     f"write reach it; a session holding {job['id']} does not make one")
+                deny(
+                    f"ln {linked_ground[0]}: a hard link to a file in proctor's or git's ground would let a later "
+                    f"write reach it; a session holding {job['id']} does not make one"
+                )
         if name == "proctor" or not words:
             continue
         # a path as an argument, or inside one (an interpreter's script naming the store)
-        reaching = [w for w in words for base, _ in store_places
-                    if _named_by(w, base, ctx.cwd) or (base in w and len(w) > len(base))]
+        reaching = [
+            w
+            for w in words
+            for base, _ in store_places
+            if _named_by(w, base, ctx.cwd) or (base in w and len(w) > len(base))
+        ]
         from proctor.guard import shell  # (a call with a command has loaded it already)
 
         if reaching and not shell.is_read(" ".join(_quote(w) for w in argv), ctx.cwd):
-            deny(f"{name} is handed {reaching[0]}, inside proctor's own state or cache; a session holding "
-                 f"{job['id']} changes proctor's records only through proctor's commands")
+            deny(
+                f"{name} is handed {reaching[0]}, inside proctor's own state or cache; a session holding "
+                f"{job['id']} changes proctor's records only through proctor's commands"
+            )
     return findings
 
 
 # PostgreSQL's client programs: on a PostgreSQL store, each reaches the database the jobs live in.
-PG_CLIENTS = frozenset(("psql", "pg_dump", "pg_dumpall", "pg_restore", "createdb", "dropdb", "createuser", "dropuser",
-                        "vacuumdb", "reindexdb", "clusterdb", "pgbench", "pg_basebackup", "pg_recvlogical"))
+PG_CLIENTS = frozenset(
+    (
+        "psql",
+        "pg_dump",
+        "pg_dumpall",
+        "pg_restore",
+        "createdb",
+        "dropdb",
+        "createuser",
+        "dropuser",
+        "vacuumdb",
+        "reindexdb",
+        "clusterdb",
+        "pgbench",
+        "pg_basebackup",
+        "pg_recvlogical",
+    )
+)
 
 
 def _store_url(ctx) -> str | None:
@@ -326,8 +415,18 @@ def _quote(word: str) -> str:
     return "'" + word.replace("'", "'\\''") + "'"
 
 
-_GIT_VALUE_OPTIONS = ("-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env",
-                      "--super-prefix", "--list-cmds", "--attr-source")
+_GIT_VALUE_OPTIONS = (
+    "-C",
+    "-c",
+    "--git-dir",
+    "--work-tree",
+    "--namespace",
+    "--exec-path",
+    "--config-env",
+    "--super-prefix",
+    "--list-cmds",
+    "--attr-source",
+)
 
 
 def _git_subcommand(words: list[str]) -> list[str]:
@@ -347,10 +446,20 @@ def _git_config_key(words: list[str]) -> str | None:
     rest = sub[1:]
     from proctor.guard.context import Context
 
-    operands = Context.positional(rest, {"--file", "-f", "--blob", "--type", "--default", "--comment", "--value",
-                                         "--url"})
-    if operands[:1] in (["set"], ["unset"], ["get"], ["list"], ["edit"], ["rename-section"],
-                        ["remove-section"], ["get-color"], ["get-colorbool"]):
+    operands = Context.positional(
+        rest, {"--file", "-f", "--blob", "--type", "--default", "--comment", "--value", "--url"}
+    )
+    if operands[:1] in (
+        ["set"],
+        ["unset"],
+        ["get"],
+        ["list"],
+        ["edit"],
+        ["rename-section"],
+        ["remove-section"],
+        ["get-color"],
+        ["get-colorbool"],
+    ):
         verb, operands = operands[0], operands[1:]
         if verb == "edit":
             return "(its editor: any key)"
@@ -358,9 +467,19 @@ def _git_config_key(words: list[str]) -> str | None:
             return None
     elif "--edit" in rest or "-e" in rest:
         return "(its editor: any key)"
-    if len(operands) < 2 or any(flag in rest for flag in ("--unset", "--unset-all", "--get", "--get-all",
-                                                          "--get-regexp", "--get-urlmatch", "--remove-section",
-                                                          "--rename-section")):
+    if len(operands) < 2 or any(
+        flag in rest
+        for flag in (
+            "--unset",
+            "--unset-all",
+            "--get",
+            "--get-all",
+            "--get-regexp",
+            "--get-urlmatch",
+            "--remove-section",
+            "--rename-section",
+        )
+    ):
         return None  # a read, or a removal: nothing set (git takes a third operand as a value pattern)
     key = operands[0]
     if "$" in key or "`" in key:

@@ -10,12 +10,16 @@ NAME = "lease-unattributed"
 DEFAULT = "advise"
 EVENTS = (PRE_TOOL,)
 SUMMARY = "a session under no live lease writes a path a live job owns"
-CATCHES = ("A write by a session that names no live job (no --lease, no record, no BAGGAGE, or one "
-           "naming a job that has ended) to a path a live job's write paths cover. The write is recorded "
-           "on that job's unattributed paths.")
-WHY = ("proctor never blocks a writer it cannot attribute: a person in their own checkout names no "
-       "job either. It tells the writer whose path this is, and records the write on the job, whose "
-       "holder and verifier would otherwise find a change nobody explains.")
+CATCHES = (
+    "A write by a session that names no live job (no --lease, no record, no BAGGAGE, or one "
+    "naming a job that has ended) to a path a live job's write paths cover. The write is recorded "
+    "on that job's unattributed paths."
+)
+WHY = (
+    "proctor never blocks a writer it cannot attribute: a person in their own checkout names no "
+    "job either. It tells the writer whose path this is, and records the write on the job, whose "
+    "holder and verifier would otherwise find a change nobody explains."
+)
 
 
 def check(ctx: Context) -> list[tuple[str, str]]:
@@ -32,12 +36,19 @@ def check(ctx: Context) -> list[tuple[str, str]]:
             continue
         # the live job that owns the path: of a root and the child it handed the path to, the
         # child (the one whose holder will be asked about it), then the narrowest claim
-        owners = sorted(ctx.holders_of(rel), key=lambda pair: (-len(ctx.ancestors(pair[0]["id"])),
-                                                                pair[1].glob, -len(pair[1].path), pair[0]["id"]))
+        owners = sorted(
+            ctx.holders_of(rel),
+            key=lambda pair: (-len(ctx.ancestors(pair[0]["id"])), pair[1].glob, -len(pair[1].path), pair[0]["id"]),
+        )
         for other, claim in owners:
-            findings.append(("rule", f"{rel} belongs to {other['id']} ({claim.spelling}), updated "
-                                       f"{age(other, ctx.now)} ago; this write is recorded as unattributed "
-                                       f"on it; enter its path, or end it with proctor job exit {other['id']}"))
+            findings.append(
+                (
+                    "rule",
+                    f"{rel} belongs to {other['id']} ({claim.spelling}), updated "
+                    f"{age(other, ctx.now)} ago; this write is recorded as unattributed "
+                    f"on it; enter its path, or end it with proctor job exit {other['id']}",
+                )
+            )
             ctx.later(_record(other["id"], rel, ctx))
             break
     return findings

@@ -13,16 +13,20 @@ NAME = "monitor-followup"
 DEFAULT = "deny"
 EVENTS = (STOP, PROMPT)
 SUMMARY = "a session bound to a job stops while its monitors' follow-up is waiting, or with no wait to wake it"
-CATCHES = ("At the Stop of a session acting under a job: the oldest follow-up of that job's monitors that the "
-           "model has not been given yet (the stop is refused with it as the reason); or, when the job has "
-           "live monitors and no `proctor monitor wait` runs among the session's background tasks, the stop "
-           "is refused once with the command to start, so the session is woken when a follow-up is ready. "
-           "At most three refusals in a row, then the stop goes through. With advise, nothing is refused: "
-           "the person is told, and the follow-up goes to the model with the next prompt, or from a wait "
-           "the session started.")
-WHY = ("A monitor watches something for the job after the agent's own command ended (CI, a deploy, a "
-       "log). Its events wait while the agent is working and go as soon as it is idle; an idle session "
-       "is woken only by something it started, so it starts the wait.")
+CATCHES = (
+    "At the Stop of a session acting under a job: the oldest follow-up of that job's monitors that the "
+    "model has not been given yet (the stop is refused with it as the reason); or, when the job has "
+    "live monitors and no `proctor monitor wait` runs among the session's background tasks, the stop "
+    "is refused once with the command to start, so the session is woken when a follow-up is ready. "
+    "At most three refusals in a row, then the stop goes through. With advise, nothing is refused: "
+    "the person is told, and the follow-up goes to the model with the next prompt, or from a wait "
+    "the session started."
+)
+WHY = (
+    "A monitor watches something for the job after the agent's own command ended (CI, a deploy, a "
+    "log). Its events wait while the agent is working and go as soon as it is idle; an idle session "
+    "is woken only by something it started, so it starts the wait."
+)
 
 
 def check(ctx: Context) -> list[tuple[str, str]]:
@@ -91,16 +95,23 @@ def check(ctx: Context) -> list[tuple[str, str]]:
     # the stop goes through; the person is told, the model gets it later (prompt or wait)
     parts = []
     if pending:
-        parts.append(f"{len(pending)} follow-up{'s' if len(pending) != 1 else ''} of job {job}'s monitors "
-                     f"wait{'s' if len(pending) == 1 else ''} for the model: "
-                     f"{'it goes' if len(pending) == 1 else 'they go'} with the next prompt"
-                     + (", or when the running wait wakes the session" if waiter else ""))
+        parts.append(
+            f"{len(pending)} follow-up{'s' if len(pending) != 1 else ''} of job {job}'s monitors "
+            f"wait{'s' if len(pending) == 1 else ''} for the model: "
+            f"{'it goes' if len(pending) == 1 else 'they go'} with the next prompt"
+            + (", or when the running wait wakes the session" if waiter else "")
+        )
     if ask:
-        parts.append(f"nothing will wake this session for them; `{wake.wait_command(job, call.host, call.session)}`"
-                     f" in the background would")
+        parts.append(
+            f"nothing will wake this session for them; `{wake.wait_command(job, call.host, call.session)}`"
+            f" in the background would"
+        )
     if blocks >= wake.MAX_STOP_BLOCKS:
-        parts.append(f"the stop goes through after {blocks} refusals in a row" if blocking else
-                     "the store could not record a refusal, so the stop goes through")
+        parts.append(
+            f"the stop goes through after {blocks} refusals in a row"
+            if blocking
+            else "the store could not record a refusal, so the stop goes through"
+        )
     return [("advise", "; ".join(parts) + ".")]
 
 

@@ -58,10 +58,14 @@ def pinned_hook(lease: str, host: str) -> str:
 
     # PROCTOR_WORKER_HOOK: the hook judges a `proctor work` worker, which holds its job's secret
     # and is resumed by its runner (the guard's monitor rules read it; env -i hides the rest)
-    keep = {"PATH": os.pathsep.join([os.path.dirname(sys.executable), "/usr/local/bin", "/usr/bin", "/bin"]),
-            "HOME": os.path.expanduser("~"), "LANG": "C.UTF-8",
-            "PROCTOR_STATE_DIR": state_base(), "XDG_CACHE_HOME": os.path.dirname(cache_base()),
-            "PROCTOR_WORKER_HOOK": "1"}
+    keep = {
+        "PATH": os.pathsep.join([os.path.dirname(sys.executable), "/usr/local/bin", "/usr/bin", "/bin"]),
+        "HOME": os.path.expanduser("~"),
+        "LANG": "C.UTF-8",
+        "PROCTOR_STATE_DIR": state_base(),
+        "XDG_CACHE_HOME": os.path.dirname(cache_base()),
+        "PROCTOR_WORKER_HOOK": "1",
+    }
     from proctor import broker
 
     socket = broker.SERVING.get(lease)
@@ -71,8 +75,19 @@ def pinned_hook(lease: str, host: str) -> str:
         keep[broker.ENV] = socket
     else:
         keep.update(_pinned_store())
-    words = ["/usr/bin/env", "-i", *(f"{key}={value}" for key, value in keep.items()),
-             sys.executable, "-I", "-m", "proctor", "hook", host, "--lease", lease]
+    words = [
+        "/usr/bin/env",
+        "-i",
+        *(f"{key}={value}" for key, value in keep.items()),
+        sys.executable,
+        "-I",
+        "-m",
+        "proctor",
+        "hook",
+        host,
+        "--lease",
+        lease,
+    ]
     return " ".join(shlex.quote(word) for word in words)
 
 

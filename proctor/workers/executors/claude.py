@@ -171,7 +171,7 @@ class Parser:
                 return
             begin = data.rfind(b"\n", start, at) + 1 or start
             stop = data.find(b"\n", at, end)
-            line = bytes(data[begin:stop if stop >= 0 else end])
+            line = bytes(data[begin : stop if stop >= 0 else end])
             if _main_text_line(line):
                 self.main_raw = line  # its text replaces main_text once decoded
                 return
@@ -205,17 +205,25 @@ def _text(event: dict) -> str | None:
         return content
     if not isinstance(content, list):
         return None
-    texts = [block["text"] for block in content
-             if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)]
+    texts = [
+        block["text"]
+        for block in content
+        if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
+    ]
     return "\n".join(texts) if texts else None
 
 
 def _main_text_line(line: bytes) -> bool:
     """Whether a raw line looks like a main-thread assistant event with text (decoded later)."""
-    return ((b'"type":"assistant"' in line or b'"type": "assistant"' in line)
-            and (b'"type":"text"' in line or b'"type": "text"' in line)
-            and (b'"parent_tool_use_id":null' in line or b'"parent_tool_use_id": null' in line
-                 or b'"parent_tool_use_id"' not in line))
+    return (
+        (b'"type":"assistant"' in line or b'"type": "assistant"' in line)
+        and (b'"type":"text"' in line or b'"type": "text"' in line)
+        and (
+            b'"parent_tool_use_id":null' in line
+            or b'"parent_tool_use_id": null' in line
+            or b'"parent_tool_use_id"' not in line
+        )
+    )
 
 
 def _blocked(event: dict) -> bool:

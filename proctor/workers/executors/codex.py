@@ -116,11 +116,16 @@ def argv(worker, prompt: str, resume: str | None = None, lease: str | None = Non
         out += ["-c", 'sandbox_mode="danger-full-access"', "-c", "allow_login_shell=false"]
     elif not worker.command:
         # exec defaults to a read-only sandbox; this override is accepted by exec and exec resume
-        out += ["-c", 'sandbox_mode="workspace-write"',
-                "-c", "sandbox_workspace_write.writable_roots=" + _toml_list(writable_roots()),
-                # commands run in the worker's environment: a login shell's profile resets PATH,
-                # and `proctor` (say, in a virtualenv) is then not found
-                "-c", "allow_login_shell=false"]
+        out += [
+            "-c",
+            'sandbox_mode="workspace-write"',
+            "-c",
+            "sandbox_workspace_write.writable_roots=" + _toml_list(writable_roots()),
+            # commands run in the worker's environment: a login shell's profile resets PATH,
+            # and `proctor` (say, in a virtualenv) is then not found
+            "-c",
+            "allow_login_shell=false",
+        ]
         if _store_is_remote():
             # its sandbox blocks every socket, the store's too: on a PostgreSQL store the worker's own
             # proctor commands (run, job exit) reach it only with the sandbox's network opened

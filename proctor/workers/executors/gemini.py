@@ -48,7 +48,8 @@ PROVIDER_TEXT = re.compile(
     r"API Error|\b(?:status|code)\W{0,3}(?:4(?:08|29)|5\d\d)\b|RESOURCE_EXHAUSTED|UNAVAILABLE|INTERNAL|"
     r"DEADLINE_EXCEEDED|INVALID_ARGUMENT|UNAUTHENTICATED|PERMISSION_DENIED|quota|rate.?limit|"
     r"ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENOTFOUND|fetch failed|socket hang up|Retry attempts exhausted",
-    re.I)
+    re.I,
+)
 # The system settings Gemini reads when GEMINI_CLI_SYSTEM_SETTINGS_PATH is not set (Linux, macOS)
 SYSTEM_SETTINGS = {"darwin": "/Library/Application Support/GeminiCli/settings.json"}
 NAME_PREFIX = "proctor-guard-"  # the names of proctor's hooks, made afresh for every start
@@ -69,11 +70,15 @@ def hooks_handed() -> tuple[bool, str]:
     if os.name != "posix" or not hasattr(os, "geteuid"):
         return False, "only on POSIX systems"
     if os.geteuid() != 0:
-        return False, ("Gemini CLI loads a system settings file only when root owns it and every directory "
-                       "above it; proctor is not running as root")
+        return False, (
+            "Gemini CLI loads a system settings file only when root owns it and every directory "
+            "above it; proctor is not running as root"
+        )
     if not any(_root_secure(os.path.join(d, "x")) for d in _settings_dirs()):
-        return False, ("neither this repository's cache nor its state directory is owned by root all the way "
-                       "up and closed to group and others (" + ", ".join(_settings_dirs()) + ")")
+        return False, (
+            "neither this repository's cache nor its state directory is owned by root all the way "
+            "up and closed to group and others (" + ", ".join(_settings_dirs()) + ")"
+        )
     return True, "handed as system settings"
 
 
@@ -100,8 +105,11 @@ def hooks_settings(lease: str | None = None, base: dict | None = None) -> dict:
             for hook in group["hooks"]:
                 hook["command"] = command
                 hook["name"] = name
-        kept = [g for g in hooks.get(event) or [] if isinstance(g, dict) and not _ours(g)] \
-            if isinstance(hooks.get(event), list) else []
+        kept = (
+            [g for g in hooks.get(event) or [] if isinstance(g, dict) and not _ours(g)]
+            if isinstance(hooks.get(event), list)
+            else []
+        )
         hooks[event] = kept + groups
     settings["hooks"] = hooks
     config = settings.get("hooksConfig") if isinstance(settings.get("hooksConfig"), dict) else {}
@@ -125,11 +133,17 @@ def write_settings(lease: str | None = None) -> str | None:
     if not hooks_handed()[0]:
         return None
     current = os.environ.get("GEMINI_CLI_SYSTEM_SETTINGS_PATH") or SYSTEM_SETTINGS.get(
-        sys.platform, "/etc/gemini-cli/settings.json")
+        sys.platform, "/etc/gemini-cli/settings.json"
+    )
     base = _read_json(current) if _root_secure(current) else None
     settings = hooks_settings(lease, base if isinstance(base, dict) else None)
-    if any("$" in hook.get("command", "") for groups in settings["hooks"].values() for g in groups
-           if _ours(g) for hook in g["hooks"]):
+    if any(
+        "$" in hook.get("command", "")
+        for groups in settings["hooks"].values()
+        for g in groups
+        if _ours(g)
+        for hook in g["hooks"]
+    ):
         return None
     tag = hashlib.sha256((lease or "").encode("utf-8")).hexdigest()[:16]
     for directory in _settings_dirs():
@@ -266,6 +280,10 @@ class Parser:
 
     def close(self, exit_code: int | None) -> list[Event]:
         if exit_code == EXIT_UNTRUSTED and not self.final_seen:
-            return [Event("provider_error", text="gemini exited 55: the folder is not trusted "
-                                                 "(set GEMINI_CLI_TRUST_WORKSPACE=true)")]
+            return [
+                Event(
+                    "provider_error",
+                    text="gemini exited 55: the folder is not trusted (set GEMINI_CLI_TRUST_WORKSPACE=true)",
+                )
+            ]
         return []

@@ -60,7 +60,8 @@ class Parser:
                 out.append(Event("cost", value=self.cost))
             reason = part.get("reason")
             final = (reason is not None and reason != "tool-calls") or (
-                reason is None and self.step_text and not self.step_tools)
+                reason is None and self.step_text and not self.step_tools
+            )
             if final:
                 self.final_seen = True
                 out.append(Event("final", text="\n".join(self.step_text) or self.last_text, value=reason))
