@@ -769,7 +769,9 @@ def test_a_worker_that_abuses_the_socket_neither_hangs_nor_crashes_proctor_work(
     files its result as usual. proctor work ends promptly and grades the attempt."""
     import proctor
 
-    root, env = _setup(tmp_path)
+    # the abuse takes seconds with no output, past the 3 s of silence after which _setup's
+    # workers are stopped (on a loaded machine, the 400 connections alone)
+    root, env = _setup(tmp_path, idle_minutes=2)
     (tmp_path / "tool" / "abuse.py").write_text(ABUSE)
     shell = f'echo "ok = True" > src/a.py; {sys.executable} "$MARKS/abuse.py"; true'
     began = time.monotonic()

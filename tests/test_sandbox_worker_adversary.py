@@ -45,15 +45,17 @@ print("edited", job_id, field, file=sys.stderr)
 """
 
 
-def _setup(tmp_path, attempts: int = 1, extra: str = "") -> tuple[str, dict]:
+def _setup(tmp_path, attempts: int = 1, extra: str = "", idle_minutes: float = 0.05) -> tuple[str, dict]:
     """A repository with the sandbox on for workers, a stand-in worker, and the job plan/c
-    (write path src/a.py). Returns (root, the env every proctor call of the test gets)."""
+    (write path src/a.py). Returns (root, the env every proctor call of the test gets). A
+    worker silent for `idle_minutes` is stopped: 3 s by default, so a stalled stand-in ends
+    soon; a test whose worker is silent on purpose for longer gives it more."""
     root = _repo(tmp_path, workers=True)
     standin = json.dumps([sys.executable, STANDIN])
     with open(os.path.join(root, "proctor.toml"), "a") as handle:
         handle.write(
             f'\n[targets.always]\ncommand = "true"\ntimeout = "30s"\n'
-            f"\n[jobs]\ngrace_seconds = 5\nidle_minutes = 0.05\n\n[workers]\nattempts = {attempts}\n"
+            f"\n[jobs]\ngrace_seconds = 5\nidle_minutes = {idle_minutes}\n\n[workers]\nattempts = {attempts}\n"
             f'\n[workers.one]\nexecutor = "claude"\ncommand = {standin}\n{extra}'
         )
     git(root, "commit", "-qam", "workers")
