@@ -17,8 +17,11 @@ test:
 test-fast:
 	$(PYTHON) -m pytest -q -n 4 -m "not slow"
 
+# what .ci/run checks before the tests: ruff's lint and format, and mypy
 lint:
 	$(RUFF) check proctor tests bench
+	$(RUFF) format --check proctor tests bench
+	$(PYTHON) -m mypy
 
 # each benchmark in turn (they take no arguments; several take minutes, and sandbox.py and
 # broker.py need a kernel with Landlock); a failing one does not stop the rest, and the

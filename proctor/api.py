@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 from typing import Callable, Iterator
 
+from proctor import jobrecord
 from proctor.jobs import lease as _lease
 from proctor.jobs import reap as _reap
 from proctor.paths import find_checkout
@@ -259,7 +260,9 @@ def record_schema() -> dict:
 
 
 def _public(job: dict) -> dict:
-    out = {k: v for k, v in job.items() if not k.startswith("_")}
+    """A row as the library's callers see it: the core record's public view (no digest of the
+    job's secret), and what the store hands this caller alone (the secret, on a first take)."""
+    out = jobrecord.public(job)
     if "_nonce" in job:
         out["nonce"] = job["_nonce"]  # shown once, to the caller that took the lease
     for key in ("_notes", "_retake"):

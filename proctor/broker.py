@@ -37,6 +37,10 @@ import os
 import struct
 import sys
 
+TYPE_CHECKING = False  # no `typing` import at run time: the hook's path
+if TYPE_CHECKING:
+    import socket
+
 ENV = "PROCTOR_BROKER"  # the socket a worker's proctor hands its commands to
 BROKERED = "PROCTOR_BROKERED"  # set on a command the broker runs: the job it runs for
 CLIENT_ENV = "PROCTOR_BROKER_ENV"  # the worker's own environment (JSON), for the targets it runs
@@ -250,7 +254,7 @@ def person_git_config() -> list[tuple[str, str]]:
     rest of it, which the worker may have rewritten by then, is not read."""
     import subprocess
 
-    kept = []
+    kept: list[tuple[str, str]] = []
     for key in KEPT_GIT_KEYS:
         try:
             out = subprocess.run(
@@ -278,7 +282,7 @@ class Broker:
         from proctor.vcs import git
 
         self.git_kept = git.PERSON_CONFIG if git.PERSON_CONFIG is not None else person_git_config()
-        self._sock = None
+        self._sock: socket.socket | None = None
         self._children: set = set()
         self._threads: list = []
         self._closing = False
@@ -309,9 +313,11 @@ class Broker:
     def _accept(self) -> None:
         import threading
 
+        sock = self._sock
+        assert sock is not None  # start() sets it before it starts this thread, and nothing clears it
         while not self._closing:
             try:
-                conn, _ = self._sock.accept()
+                conn, _ = sock.accept()
             except OSError:
                 return  # closed
             thread = threading.Thread(target=self._serve, args=(conn,), name="proctor-broker-command", daemon=True)

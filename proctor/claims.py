@@ -32,6 +32,9 @@ class Claim:
     one declaration of that file. Immutable and hashable."""
 
     __slots__ = ("path", "declaration")
+    # Declared for the type checker; set once, through object.__setattr__, in __init__.
+    path: str
+    declaration: str | None
 
     def __init__(self, path: str, declaration: str | None = None) -> None:
         object.__setattr__(self, "path", path)

@@ -513,7 +513,8 @@ def _apply_board(board: Any, config: Config) -> None:
             f"{CONFIG_NAME}: [board] needs columns = [{{name, states, active}}, ...]; using the default board"
         )
         return
-    parsed, seen = [], {}
+    parsed = []
+    seen: dict[str, str] = {}  # state -> the column it is in
     for index, column in enumerate(columns):
         if not isinstance(column, dict) or not isinstance(column.get("name"), str) or not column["name"].strip():
             config.problems.append(f"{CONFIG_NAME}: [board] column {index + 1} needs a name; using the default board")

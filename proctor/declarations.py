@@ -835,16 +835,20 @@ class _Placing:
         self.after: set[int] = set()  # original 0-based lines something was inserted after (-1: the top)
 
     def _original_above(self, index: int) -> int:
-        while index >= 0 and self.origin[index] is None:
+        while index >= 0:
+            line = self.origin[index]
+            if line is not None:
+                return line
             index -= 1
-        return self.origin[index] if index >= 0 else -1
+        return -1
 
     def mark(self, start: int, ops) -> None:
         """Mark what `ops` (opcodes of an edit at current line `start`) change, without applying."""
         for _tag, i1, i2, _j1, _j2 in ops:
             for i in range(start + i1, start + i2):
-                if self.origin[i] is not None:
-                    self.changed.add(self.origin[i])
+                line = self.origin[i]
+                if line is not None:
+                    self.changed.add(line)
                 else:
                     self.after.add(self._original_above(i))
             if i1 == i2:

@@ -86,7 +86,9 @@ def overdue(job: dict, at: float) -> bool:
     """Past its deadline at `at` (seconds since the epoch). Whether that matters (a live job's
     writes are refused, its paths block nobody) is the reader's."""
     deadline = job.get("deadline")
-    return bool(deadline) and parse_iso(deadline) < at
+    if not deadline:
+        return False
+    return parse_iso(deadline) < at
 
 
 def on_this_machine(job: dict) -> bool:
@@ -98,7 +100,9 @@ def on_this_machine(job: dict) -> bool:
 def taken_here(job: dict, root: str) -> bool:
     """Taken in the checkout at `root` (a real path) on this machine."""
     taken = job.get("checkout_root")
-    return bool(taken) and os.path.realpath(taken) == root and on_this_machine(job)
+    if not taken:
+        return False
+    return os.path.realpath(taken) == root and on_this_machine(job)
 
 
 def bound_here(job: dict, root: str) -> bool:

@@ -17,6 +17,10 @@ from __future__ import annotations
 from proctor import errors, jobrecord
 from proctor.guard.call import TOOL_NAMES  # noqa: F401  (the names, kept where the guard's hook reads them)
 
+TYPE_CHECKING = False  # `typing` only for the checker
+if TYPE_CHECKING:
+    from typing import Callable
+
 MONITOR_TOOLS = frozenset(("monitor_add", "monitor_list", "monitor_remove", "monitor_events"))
 
 _ID = {"type": "string", "description": "the job's id, as proctor ls jobs lists it (e.g. fleet/w2)"}
@@ -43,7 +47,7 @@ class Door:
         self.busy_seconds = busy_seconds  # a bound on each wait for the store (the server's, over HTTP)
 
 
-def _warnings() -> tuple[list[str], callable]:
+def _warnings() -> tuple[list[str], Callable[[str], None]]:
     lines: list[str] = []
     return lines, lines.append
 
@@ -157,7 +161,7 @@ def job_exit(door: Door, args: dict) -> dict:
     _args("job_exit", args, {"id": str, "result": dict}, ("id",))
     ended, warn = _warnings()
     row = api.exit_job(args["id"], args.get("result"), lease=door.lease, cwd=door.cwd, environ=door.environ, warn=warn)
-    out = {"job": jobrecord.public(row)}
+    out: dict = {"job": jobrecord.public(row)}
     out["next"] = (
         f"job_wait {args['id']} verifies the filed result against the evidence"
         if args.get("result") is not None

@@ -98,7 +98,9 @@ def linked_worktree(checkout: str, rel: str) -> bool:
     git_dir = _read_gitdir_file(dot, root)
     mine = os.path.join(checkout, ".git")
     here = _read_gitdir_file(mine, checkout) if os.path.isfile(mine) else mine
-    return bool(git_dir and here) and os.path.realpath(_common_dir(git_dir)) == os.path.realpath(_common_dir(here))
+    if not (git_dir and here):
+        return False
+    return os.path.realpath(_common_dir(git_dir)) == os.path.realpath(_common_dir(here))
 
 
 def write_atomic(path: str, text: str, mode: int = 0o644) -> None:
@@ -218,7 +220,7 @@ def _nocommit_key(common_dir: str) -> str:
         st = os.stat(common_dir)
     except OSError:
         return f"nocommit-{tag}"
-    birth = _inode_generation(common_dir)
+    birth: int | float | str | None = _inode_generation(common_dir)
     if birth is None:
         birth = getattr(st, "st_birthtime_ns", None) or getattr(st, "st_birthtime", None)
     if birth is None:

@@ -168,7 +168,7 @@ def start_time(pid: int) -> int | None:
 
 
 def _table() -> dict[int, tuple[int, str, int]]:
-    table = {}
+    table: dict[int, tuple[int, str, int]] = {}
     try:
         entries = os.listdir("/proc")
     except OSError:
@@ -281,6 +281,7 @@ def run_shell(
         start_new_session=True,
         preexec_fn=preexec,
     )
+    assert proc.stdout is not None  # started with stdout=PIPE
     fd = proc.stdout.fileno()
     try:
         import fcntl
@@ -362,7 +363,7 @@ def _pgrp(pid: int | str) -> int | None:
 def group_members(pgid: int) -> list[int]:
     """The live processes in process group `pgid` (zombies left out; never this process)."""
     own = os.getpid()
-    members = []
+    members: list[int] = []
     try:
         entries = os.listdir("/proc")
     except OSError:

@@ -149,7 +149,7 @@ def run_target(ws: Workspace, name: str, caller: Caller, echo: BinaryIO | None) 
         _git.CONFINE = None
         boxed.finish({finished.pid} if finished.pid else set(), since=exited)
     checkpoint = checkpoint_box[0]
-    run = {
+    run: dict = {
         "id": f"run-{iso(started).replace(':', '').replace('-', '').replace('.', '')[:18]}-{os.urandom(3).hex()}",
         "target": name,
         "command": target.command,
@@ -186,16 +186,17 @@ def run_target(ws: Workspace, name: str, caller: Caller, echo: BinaryIO | None) 
             },
             when=ended,
         )
-        for denial in boxed.denials if boxed is not None else []:
-            trail.append(
-                conn,
-                ws.state_dir,
-                "sandbox_denial",
-                caller.actor,
-                boxed.job,
-                {"run": run["id"], "target": name, "path": denial["path"], "blockers": denial["blockers"]},
-                when=ended,
-            )
+        if boxed is not None:
+            for denial in boxed.denials:
+                trail.append(
+                    conn,
+                    ws.state_dir,
+                    "sandbox_denial",
+                    caller.actor,
+                    boxed.job,
+                    {"run": run["id"], "target": name, "path": denial["path"], "blockers": denial["blockers"]},
+                    when=ended,
+                )
     run["ref"] = output_ref
     run["tree_moved"] = moved  # paths that changed while it ran: its own output, or someone's edits
     run["duration_seconds"] = round(ended - started, 3)

@@ -53,6 +53,10 @@ import time
 
 from proctor import claims, errors
 
+TYPE_CHECKING = False  # `typing` only for the checker: proctor's commands import this module
+if TYPE_CHECKING:
+    from typing import TypeGuard
+
 MODES = ("off", "landlock", "auto")
 
 # linux/landlock.h
@@ -213,7 +217,7 @@ class Grant:
         shutil.rmtree(self.tmpdir, ignore_errors=True)
 
 
-def narrows(job: dict | None) -> bool:
+def narrows(job: dict | None) -> TypeGuard[dict]:
     """Whether a run acting for `job` is narrowed: a live row with a parent, and write paths or
     read_only."""
     from proctor.jobrecord import is_live

@@ -125,7 +125,8 @@ def test_public_view_hides_the_secrets_digest_and_the_stores_keys():
 
 
 def test_ls_jobs_shows_no_digest_of_a_secret(tmp_path):
-    """`ls jobs -o json` printed `nonce_sha256` while the server and MCP stripped it: one view now."""
+    """`ls jobs -o json` and `job exec -o json` printed `nonce_sha256` while the server and MCP
+    stripped it: one view now."""
     from tests.conftest import DEFAULT_CONFIG, make_repo
 
     root = make_repo(tmp_path / "repo", DEFAULT_CONFIG)
@@ -138,6 +139,7 @@ def test_ls_jobs_shows_no_digest_of_a_secret(tmp_path):
     assert run("job", "fork", "a", "--write-paths", "src/a.py", "--check", "test").returncode == 0
     taken = run("job", "exec", "a", "-o", "json")
     assert taken.returncode == 0, taken.stderr
+    assert "nonce_sha256" not in json.loads(taken.stdout), "exec -o json shows the secret, not its digest"
     listing = run("ls", "jobs", "-o", "json")
     rows = json.loads(listing.stdout)["jobs"]
     assert [r["id"] for r in rows] == ["a"] and rows[0]["state"] == "running"

@@ -124,11 +124,13 @@ def diff(output: str, source: tuple[str, ...]) -> None:
 
 
 def _ranges(lines: list[int]) -> str:
-    out, start, prev = [], None, None
+    out: list[str] = []
+    start: int | None = None
+    prev: int | None = None
     for line in sorted(set(lines)):
         if start is None:
             start = prev = line
-        elif line == prev + 1:
+        elif prev is not None and line == prev + 1:  # prev is set whenever start is
             prev = line
         else:
             out.append(f"{start}-{prev}" if start != prev else str(start))

@@ -38,15 +38,23 @@ def words(line: str) -> str:
     if not isinstance(event, dict):
         return line.strip()[:200]
     kind = str(event.get("type") or "")
-    message = event.get("message") if isinstance(event.get("message"), dict) else {}
-    part = event.get("part") if isinstance(event.get("part"), dict) else {}
-    item = event.get("item") if isinstance(event.get("item"), dict) else {}
+    message = event.get("message")
+    if not isinstance(message, dict):
+        message = {}
+    part = event.get("part")
+    if not isinstance(part, dict):
+        part = {}
+    item = event.get("item")
+    if not isinstance(item, dict):
+        item = {}
     if kind in ("assistant", "user") and isinstance(message.get("content"), list):
         for block in message["content"]:
             if not isinstance(block, dict):
                 continue
             if block.get("type") == "tool_use":
-                detail = block.get("input") if isinstance(block.get("input"), dict) else {}
+                detail = block.get("input")
+                if not isinstance(detail, dict):
+                    detail = {}
                 target = detail.get("command") or detail.get("file_path") or detail.get("description") or ""
                 return f"runs {block.get('name')}: {str(target).splitlines()[0] if target else ''}".rstrip(": ")
             if block.get("type") == "tool_result":
@@ -222,6 +230,7 @@ class Display:
 
     def _status(self) -> str:
         live, at = self.live, time.monotonic()
+        assert live is not None  # only called while an attempt is live (checked under the lock)
         silent = at - live["output"]
         deadlines = []
         if live["final"] is None and live["idle"]:
@@ -244,6 +253,7 @@ class Display:
 
     def _waiting_status(self) -> str:
         waiting = self.waiting
+        assert waiting is not None  # only called right after it is set, or when checked under the lock
         return (
             f"{waiting['job']}: waiting for the monitors of {waiting['job']}: {waiting['live']} live · "
             f"{_span(time.monotonic() - waiting['since'])}/{_span(round(waiting['bound']))}"

@@ -260,16 +260,16 @@ def read_named_paths(call: Call, tool_input: dict) -> None:
     writes = bool(verbs & _WRITE_VERBS)
     copying = bool(verbs & {"copy", "cp"})
     for key in _PATH_KEYS:
-        value = tool_input.get(key)
-        if not text(value):
+        value = text(tool_input.get(key))
+        if not value:
             continue
         if writes and not (copying and key in ("source", "src", "source_path", "from")):
             call.writes.append(value)
         else:
             call.reads.append(value)
     for key in _URI_KEYS:
-        value = tool_input.get(key)
-        if text(value) and value.startswith("file://"):
+        value = text(tool_input.get(key))
+        if value and value.startswith("file://"):
             path = value[len("file://") :]
             (call.writes if writes else call.reads).append(path[path.index("/") :] if "/" in path else path)
     for key in _PATH_LISTS:

@@ -263,6 +263,7 @@ class Context:
         taken checkout."""
         from proctor.store import unheld
 
+        assert self.conn is not None  # called only once a store is open
         stale = float(stale_after) if isinstance(stale_after, (int, float)) else 2 * 3600.0
         found = dict(unheld.candidates(self.conn, stale, self.now, unheld.repository_of(self.state_dir)))
         if found:
@@ -348,6 +349,7 @@ class Context:
         from proctor.store.rows import agent_scope
         from proctor.transcript import claude as transcript
 
+        assert self.conn is not None  # called only once a store is open
         call = self.call
         prompt = transcript.subagent_prompt(call.transcript, call.session, call.subagent)
         job = spawn_job(prompt) if prompt else None
@@ -418,6 +420,7 @@ class Context:
     def _bound_subagents(self, host: str, session: str) -> bool:
         """Whether any subagent of this session is bound to a job in flight."""
         prefix = rows.agent_scope(host, session, None)
+        assert self.conn is not None  # called only once a store is open (from _subagent_job)
         return rows.any_bound_under(self.conn, prefix)
 
     def take_for_agent(self, job_id: str, scope: str, subagent: str | None = None) -> None:
@@ -537,9 +540,9 @@ class Context:
             return found or None, True
         single = call.writes[0] if len({self.full_path(p) for p in call.writes}) == 1 else None
         found = []
-        for path, old, new in call.edits:
-            path = path or single
-            if path is not None and self.full_path(path) == full:
+        for edited, old, new in call.edits:
+            named = edited or single
+            if named is not None and self.full_path(named) == full:
                 found.append((old, new))
         return found or None, False
 

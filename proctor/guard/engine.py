@@ -16,6 +16,10 @@ from __future__ import annotations
 from proctor.guard.call import NOTIFY, POST_TOOL, PRE_TOOL, PROMPT, STOP, Call
 from proctor import jobrecord
 
+TYPE_CHECKING = False  # true for the type checker only: the hook never loads `typing`
+if TYPE_CHECKING:
+    from typing import Callable
+
 DENY, ADVISE, PASS = "deny", "advise", "pass"
 
 
@@ -34,7 +38,7 @@ class Verdict:
         self.checkout = checkout  # the checkout whose record answered, for marker and contested
         levels = {level for _, level, _ in findings}
         self.decision = DENY if DENY in levels else ADVISE if ADVISE in levels else PASS
-        self.finish = lambda: []  # writes the call's records after the answer; returns notes
+        self.finish: Callable[[], list[str]] = lambda: []  # writes the call's records after the answer; returns notes
 
     def text(self) -> str:
         ordered = [f for f in self.findings if f[1] == DENY] + [f for f in self.findings if f[1] == ADVISE]

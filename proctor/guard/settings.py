@@ -37,10 +37,11 @@ def _stat_key(path: str) -> list | None:
 def load(checkout: Checkout, pinned: tuple[str, ...] = (), verify_loosening: bool = False) -> dict:
     """`{"rules": {name: decision}, "gate": ..., "targets": {name: command}, "problems": [...]}`."""
     config_path = os.path.join(checkout.root, CONFIG_NAME)
+    head = head_revision(checkout)
     key = {
         "v": CACHE_VERSION,
         "toml": _stat_key(config_path),
-        "head": head_revision(checkout),
+        "head": head,
         "root": checkout.root,
         "pinned": list(pinned),
     }
@@ -55,7 +56,7 @@ def load(checkout: Checkout, pinned: tuple[str, ...] = (), verify_loosening: boo
             return cached["settings"]
     except (OSError, ValueError, AttributeError, KeyError, TypeError):
         pass
-    settings = compute(checkout, key["head"], pinned)
+    settings = compute(checkout, head, pinned)
     try:
         write_atomic(cache_path, json.dumps({"key": key, "settings": settings}))
     except OSError:
@@ -100,8 +101,8 @@ def compute(checkout: Checkout, head: str | None, pinned: tuple[str, ...] = ()) 
     options, option_problems = rule_options(worktree.guard_options)
     problems.extend(option_problems)
     for other in others:
-        theirs, _ = rule_options(other.guard_options)
-        for name, values in theirs.items():
+        their_options, _ = rule_options(other.guard_options)
+        for name, values in their_options.items():
             mine = options.setdefault(name, dict(values))
             for option, value in values.items():
                 mine[option] = min(mine.get(option, value), value)

@@ -48,6 +48,8 @@ from proctor.guard.shell_writers import (
 # true only for the type checker (mypy reads a name TYPE_CHECKING as true): no import at run time
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Literal
+
     from proctor.guard.shell import Writes
 
 
@@ -125,7 +127,7 @@ class _Judge:
         self.physical = False  # set -P: cd resolves links
         self.disabled: set[str] = set()  # builtins turned off by enable -n
         self.unset_maybe: set[str] = set()  # functions `unset NAME` may have removed (or a variable)
-        self.tmpdir: str | None | bool = False  # TMPDIR as this script set it; False: as it was
+        self.tmpdir: str | None | Literal[False] = False  # TMPDIR as this script set it; False: as it was
         self.in_function = 0  # function bodies being run
         self.loops = 0  # loops open around the command being judged (in this function, this shell)
         self.copied_trees: list[str] = []  # trees copied with their links, too large to search
@@ -467,6 +469,7 @@ class _Judge:
         previous: Command | None = None
         self.status = True
         loops = self.loops
+        state: tuple[str | None, str | None] | None  # where a command's scope is: (cwd, oldpwd)
         for command in commands:
             kind = command.kind
             if kind not in ("simple", "test", "function", "opaque"):

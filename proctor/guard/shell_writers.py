@@ -33,6 +33,8 @@ from proctor.guard.shell_lexer import (
 # true only for the type checker (mypy reads a name TYPE_CHECKING as true): no import at run time
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Literal
+
     from proctor.guard.shell_judge import _Judge
 
 
@@ -93,11 +95,13 @@ def patch_edits(patch: str) -> dict[str, list[tuple[str, str]] | None]:
     new: list[str] = []
 
     def close() -> None:
-        if current is not None and out.get(current) is not None and (old or new):
-            if not old:
-                out[current] = None
-            else:
-                out[current].append(("\n".join(old), "\n".join(new)))
+        if current is not None and (old or new):
+            hunks = out.get(current)
+            if hunks is not None:
+                if not old:
+                    out[current] = None
+                else:
+                    hunks.append(("\n".join(old), "\n".join(new)))
         old.clear()
         new.clear()
 
@@ -676,14 +680,16 @@ def _b_cd(j: _Judge, name: str, args: list[Word], command: Command, cwd, oldpwd,
     if new is not None:
         if physical:
             # cd -P: links resolved before `..` is taken
-            plain = (
+            if (
                 target is not None
                 and not target.dynamic
                 and cwd is not None
                 and not target.text.startswith("/")
                 and target.text != "-"
-            )
-            new = os.path.realpath(cwd.rstrip("/") + "/" + target.text if plain else new)
+            ):
+                new = os.path.realpath(cwd.rstrip("/") + "/" + target.text)
+            else:
+                new = os.path.realpath(new)
         if not os.path.isdir(new) and new not in j.made:
             probe = new
             while probe not in ("/", "") and probe not in j.found._seen:
@@ -2624,7 +2630,7 @@ def _git_key_runs_code(key: str) -> bool:
 
 def _git(j: _Judge, args: list[Word], cwd: str | None, command: Command) -> None:
     i, n = 0, len(args)
-    work_tree: str | None | bool = False  # False: the default tree
+    work_tree: str | None | Literal[False] = False  # False: the default tree
     prefix_tree = j.prefix.get("GIT_WORK_TREE")
     if prefix_tree is not None:
         work_tree = j.directory(Word(prefix_tree.text.split("=", 1)[1], prefix_tree.dynamic), cwd)

@@ -64,7 +64,7 @@ KNOWN_TOOLS = frozenset(
 
 
 def parse(event: dict) -> Call:
-    call = Call("claude", EVENTS.get(event.get("hook_event_name"), OTHER))
+    call = Call("claude", EVENTS.get(event.get("hook_event_name", ""), OTHER))
     fill_common(call, event)
     read_tool_input(call, event.get("tool_input"))
     return call

@@ -23,7 +23,7 @@ EVENTS = {"PreToolUse": PRE_TOOL, "PostToolUse": POST_TOOL, "Stop": STOP, "Subag
 
 
 def parse(event: dict) -> Call:
-    call = Call("codex", EVENTS.get(event.get("hook_event_name"), OTHER))
+    call = Call("codex", EVENTS.get(event.get("hook_event_name", ""), OTHER))
     fill_common(call, event)
     read_tool_input(call, event.get("tool_input"))
     if call.tool == "apply_patch":
@@ -227,7 +227,9 @@ def wired(root: str, home: str) -> tuple[bool, str]:
             user = tomllib.load(handle)
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
         user = {}
-    features = user.get("features") if isinstance(user.get("features"), dict) else {}
+    features = user.get("features")
+    if not isinstance(features, dict):
+        features = {}
     for flag in ("hooks", "codex_hooks"):
         if features.get(flag) is False:
             return False, f"codex will run no hook: [features] {flag} = false in {user_config}"
@@ -304,7 +306,9 @@ def wired(root: str, home: str) -> tuple[bool, str]:
 def _project_trusted(user: dict, root: str) -> bool:
     import os
 
-    projects = user.get("projects") if isinstance(user.get("projects"), dict) else {}
+    projects = user.get("projects")
+    if not isinstance(projects, dict):
+        projects = {}
     for path in {root, os.path.realpath(root)}:
         entry = projects.get(path)
         if isinstance(entry, dict) and entry.get("trust_level") == "trusted":

@@ -40,7 +40,7 @@ CARRY_MAX_AGE = 3600.0  # seconds: a carried advisory whose AfterTool never came
 
 
 def parse(event: dict) -> Call:
-    call = Call("gemini", EVENTS.get(event.get("hook_event_name"), OTHER))
+    call = Call("gemini", EVENTS.get(event.get("hook_event_name", ""), OTHER))
     fill_common(call, event)
     tool_input = event.get("tool_input")
     if not isinstance(tool_input, dict):

@@ -22,7 +22,7 @@ PATCH_TOOLS = ("apply_patch", "patch")
 
 
 def parse(event: dict) -> Call:
-    call = Call("opencode", EVENTS.get(event.get("hook_event_name"), OTHER))
+    call = Call("opencode", EVENTS.get(event.get("hook_event_name", ""), OTHER))
     fill_common(call, event)
     tool_input = event.get("tool_input")
     tool = call.tool or ""
@@ -36,7 +36,9 @@ def parse(event: dict) -> Call:
 
             call.cwd = os.path.join(call.cwd or "", workdir) if call.cwd else workdir
     elif tool in WRITE_TOOLS:
-        edits = tool_input.get("edits") if isinstance(tool_input.get("edits"), list) else []
+        edits = tool_input.get("edits")
+        if not isinstance(edits, list):
+            edits = []
         for item in [tool_input] + [e for e in edits if isinstance(e, dict)]:
             path = text(item.get("filePath"))
             if path and path not in call.writes:

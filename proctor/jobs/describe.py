@@ -37,7 +37,7 @@ def describe_job(ws: Workspace, job_id: str) -> str:
         refuse_gate(job, ws.config)
         graded = grade(conn, job, ws.root, ws.store)
     notes = declaration_notes(job, ws.root)
-    goal_lines = []
+    goal_lines: list[str] = []
     for outcome in graded.outcomes:
         if outcome.kind != "goal":
             continue
@@ -58,13 +58,13 @@ def declaration_notes(job: dict, fallback: str) -> dict[str, str]:
 
     from proctor.jobs import evidence
 
-    claims = [c for c in rows.claims(job) if c.declaration is not None and not c.glob]
+    claims = [(c, c.declaration) for c in rows.claims(job) if c.declaration is not None and not c.glob]
     if not claims:
         return {}
     resolver = declarations.Resolver(evidence.checkout_of(job, fallback))
     notes = {}
-    for claim in claims:
-        found = declarations.named(resolver.of(claim.path), claim.declaration)
+    for claim, declaration in claims:
+        found = declarations.named(resolver.of(claim.path), declaration)
         if found:
             notes[claim.spelling] = "names " + "; ".join(
                 f"line {d.line} {d.text!r} (lines {d.start}-{d.end})" for d in found

@@ -42,6 +42,7 @@ def enter(ws: Workspace, record: dict, caller: Caller) -> dict:
     claim, reasons = jpaths.parse(raw, ws.root, "enter", job_id)
     if reasons:
         raise errors.Refused(reasons)
+    assert claim is not None  # parse gives a claim whenever it gives no refusals
     refuse = lambda why: errors.Refused([(errors.BAD_ENTRY, f"refused entry into {job_id}: {why}")])  # noqa: E731
     with ws.store.write() as conn:
         job = jobrecord.require(rows.get(conn, job_id), job_id)

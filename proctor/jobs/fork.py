@@ -217,6 +217,8 @@ def fork(ws: Workspace, record_in: dict, caller: Caller) -> dict:
         if caller.lease:
             holder_merge = _one_author(conn, caller, record, existing, parsed)
         if holder_merge:
+            # the holder's own row: _one_author found it (as `held`) before saying True
+            assert existing is not None
             job = dict(existing)
             job["write_paths"] = record.get("write_paths", existing.get("write_paths", []))
             parsed = {"write_paths": rows.claims(job)}
@@ -338,6 +340,7 @@ def _new_row(ws: Workspace, record: dict, existing: dict | None, caller: Caller,
 def _one_author(conn: Tx, caller: Caller, record: dict, existing: dict | None, parsed: dict) -> bool:
     """Hold a leased caller to its rights. True when this is the holder shrinking its own row."""
     lease = caller.lease
+    assert lease is not None  # called only for a leased caller
     held = rows.get(conn, lease)
     remedy = (
         f"that change is the forking session's: ask the session that forked {lease} to make it "
@@ -734,6 +737,7 @@ def _rebase_subtree(conn: Tx, job_id: str, job_root: str, depth: int) -> None:
     """A replaced job moved in the tree: its descendants follow it."""
     for child_id in rows.descendants(conn, job_id):
         child = rows.get(conn, child_id)
+        assert child is not None  # a descendant is a row this same transaction just listed
         chain = rows.ancestors(conn, child_id)
         child_depth = depth + chain.index(job_id) + 1 if job_id in chain else child["_depth"]
         rows.put(conn, child, job_root, child_depth)

@@ -101,7 +101,8 @@ def resolve(conn: Tx | None, root: str, flag: str | None = None, environ: dict |
     if flag:
         check_job_id(flag, "--lease")
         inherited = _inherited_claim(conn)
-        if inherited and flag != inherited[0] and inherited[0] not in rows.ancestors(conn, flag):
+        # (an inherited claim is found only through a store: conn is set whenever it is)
+        if inherited and conn is not None and flag != inherited[0] and inherited[0] not in rows.ancestors(conn, flag):
             # a worker names only its own job, or one beneath it
             return Caller(inherited[0], "contested", user, claim=flag, inherited=inherited[1])
         return Caller(str(flag), "secret" if isinstance(flag, Secret) else "flag", user)
@@ -135,7 +136,7 @@ def resolve(conn: Tx | None, root: str, flag: str | None = None, environ: dict |
     checkout = os.path.realpath(root)
     bound = rows.bound_job(conn, checkout_scope(root)) if conn is not None else None
     if bound and claim and claim != bound:
-        if within is not None and not within(bound):
+        if within is not None and inherited is not None and not within(bound):  # within: set with inherited
             return Caller(claim, "contested", user, checkout, claim, inherited=inherited[1])
         return Caller(bound, "contested", user, checkout, claim)
     if claim:

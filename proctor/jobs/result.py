@@ -215,8 +215,8 @@ def file_result(ws: Workspace, job_id: str, record: Any, caller: Caller) -> dict
         if observed is not None and observed["tree"] and observed["checkout"] == tree.checkout:
             tree.known(observed["tree"])  # read once, for the record and for the evidence
         tree.now()
-        for found in cited_runs:
-            blobs[found["id"]] = evidence.blob_problem(ws.store, found)
+        for cited in cited_runs:
+            blobs[cited["id"]] = evidence.blob_problem(ws.store, cited)
     with ws.store.write() as conn:
         job = jobrecord.require(rows.get(conn, job_id), job_id)
         if caller.lease and caller.lease != job_id:

@@ -227,8 +227,8 @@ def _exec_in_worktree(ws: Workspace, job_id: str, caller: Caller, path: str) -> 
             )
     existed = os.path.isdir(target)
     token = job.get("checkpoint") or ""
-    revision, digest = jobrecord.split_checkpoint(token)
-    revision = revision or git.head(ws.root)
+    recorded, digest = jobrecord.split_checkpoint(token)
+    revision = recorded or git.head(ws.root)
     if not revision:
         raise errors.ProctorError(
             f"refused exec of {job_id} --worktree: the job has no checkpoint and this "

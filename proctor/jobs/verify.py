@@ -32,7 +32,7 @@ class Observed:
     changed: list[str] = field(default_factory=list)  # every path that differs, untracked included
     footprint: dict[str, dict] = field(default_factory=dict)
     error: str | None = None  # why the diff could not be read
-    tree: object = None  # evidence.Tree of the checkout, its digest read with the diff
+    tree: evidence.Tree | None = None  # the checkout's tree, its digest read with the diff
 
 
 @dataclass
@@ -279,11 +279,11 @@ def hidden_from_git(checkout: str, changed: list[str], tree=None, sparse: bool =
     unflag = "clear the flag: git update-index --no-skip-worktree --no-assume-unchanged"
     present = []
     for path in flagged:
-        full = os.path.join(base, path)
-        if not os.path.lexists(full):
+        on_disk = os.path.join(base, path)
+        if not os.path.lexists(on_disk):
             if not sparse:  # a sparse checkout taken as one leaves files out by design
                 found[path] = f"flagged and missing from disk; {unflag}"
-        elif path in index and b"\n" not in path and os.path.isfile(full) and not os.path.islink(full):
+        elif path in index and b"\n" not in path and os.path.isfile(on_disk) and not os.path.islink(on_disk):
             present.append(path)
     if present:
         blobs = hash_paths(checkout, present)

@@ -33,7 +33,8 @@ def call(
             # token is a person's, and so refused to a caller under a lease, and to one beneath a
             # process that works a job (`env -u` changes only the child's environment)
             with ws.store.read() as conn:
-                caller = resolve(conn, ws.root, ORCHESTRATOR if orchestrator else None, env)
+                # `environ`, not `env`: resolve reads os.environ itself when it is None
+                caller = resolve(conn, ws.root, ORCHESTRATOR if orchestrator else None, environ)
             if caller.lease:
                 raise errors.Refused(
                     [

@@ -43,7 +43,7 @@ import secrets
 import signal
 import subprocess
 import time
-from typing import Callable
+from typing import Callable, Mapping
 
 from proctor import process
 from proctor.store.followups import utf8_complete, utf8_start
@@ -101,7 +101,7 @@ def new_tag() -> str:
     return secrets.token_hex(12)
 
 
-def monitor_env(base: dict, monitor_id: int, job: str, tag: str) -> dict:
+def monitor_env(base: Mapping[str, str], monitor_id: int, job: str, tag: str) -> dict:
     env = {k: v for k, v in base.items() if k not in WITHHELD}
     env.update({"PROCTOR_MONITOR": str(monitor_id), "PROCTOR_MONITOR_JOB": job, TAG: tag})
     return env
@@ -290,6 +290,7 @@ class Run:
         self.result.cgroup = group.path if group else None
         self.tree = process.Tree(proc.pid)
         for stream, kind in ((proc.stdout, "out"), (proc.stderr, "err")):
+            assert stream is not None  # started with stdout=PIPE, stderr=PIPE
             fd = stream.fileno()
             os.set_blocking(fd, False)
             if kind == "out":
@@ -438,6 +439,7 @@ class Run:
             timer.cancel()
         cancelled = False
         if self.proc is not None:
+            assert self.tree is not None  # set with self.proc, in start()
             try:
                 await finish_anyway(asyncio.to_thread(sweep, self.proc, self.tree, self.result.tag, self.group))
             except asyncio.CancelledError:
@@ -451,6 +453,7 @@ class Run:
                 os.close(self.exit_fd)
                 self.exit_fd = None
             for stream in (self.proc.stdout, self.proc.stderr):
+                assert stream is not None  # started with stdout=PIPE, stderr=PIPE
                 try:
                     stream.close()
                 except OSError:

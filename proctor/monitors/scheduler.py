@@ -748,7 +748,7 @@ def _own_jobs(conn, root: str, state: str, end_reason: str | None) -> None:
     )
     for job_id, parent, criteria in own:
         existing = rows.get(conn, job_id)
-        job = {
+        job: dict = {
             "schema_version": 1,
             "id": job_id,
             "parent": parent,

@@ -124,7 +124,7 @@ def add(
     cfg: config_mod.Config,
     repo_root: str,
     job_id: str,
-    command: str,
+    command: str | None,
     interval,
     description: str | None,
     cwd: str,
@@ -179,6 +179,7 @@ def add(
     text = description_of(description, command)
     at = iso(now())
     monitor = get(conn, mrows.insert(conn, job_id, command, seconds, text, real_cwd, at, actor, f"{at} by {actor}"))
+    assert monitor is not None  # the row just inserted, read back in the same transaction
     _record(
         conn,
         "monitor_added",
@@ -224,6 +225,7 @@ def remove(conn, monitor_id: int, scope_job: str | None, why: str = "removed", a
         )
     mrows.mark_deleted(conn, monitor_id, f"{iso(now())} {why}")
     monitor = get(conn, monitor_id)
+    assert monitor is not None  # read just above in the same transaction; marked deleted, not deleted
     _record(conn, "monitor_removed", actor or (f"job:{scope_job}" if scope_job else "token"), monitor, {"why": why})
     return monitor
 

@@ -27,6 +27,7 @@ import json
 import os
 import secrets
 import time
+from typing import TYPE_CHECKING, Callable, TypeVar
 from urllib.parse import quote
 
 from starlette.applications import Starlette
@@ -38,6 +39,9 @@ from starlette.routing import Route
 from proctor import __version__, errors
 from proctor.monitors import store as mstore
 
+if TYPE_CHECKING:
+    from proctor.monitors.scheduler import Scheduler
+
 MAX_BODY = 1 << 20
 DRAIN_LIMIT = 64 << 20
 LOGIN_BODY = 4096
@@ -47,7 +51,7 @@ STORE_SECONDS = 5.0
 MAX_SESSIONS = 64
 SESSION_IDLE = 12 * 3600.0
 STORE_BUSY = errors.STORE_BUSY
-_STATUS = {errors.TOO_LARGE: 413, errors.BODY_TIMEOUT: 408, STORE_BUSY: 503}
+_STATUS: dict[str | None, int] = {errors.TOO_LARGE: 413, errors.BODY_TIMEOUT: 408, STORE_BUSY: 503}
 
 
 def cookie_name(port: int) -> str:
@@ -59,9 +63,9 @@ def cookie_name(port: int) -> str:
 class State:
     def __init__(self, root: str, state_dir: str, repo_root: str, token: str, port: int) -> None:
         self.root, self.state_dir, self.repo_root, self.token, self.port = root, state_dir, repo_root, token, port
-        self.scheduler = None
+        self.scheduler: Scheduler | None = None
         self.started = time.time()
-        self.shutdown = None  # set by the daemon: ends the server
+        self.shutdown: Callable[[], None] | None = None  # set by the daemon: ends the server
         self.sessions: dict[str, float] = {}  # console session id -> last used (monotonic), loop thread only
         self._valid: frozenset = frozenset()
         self.streams = 0  # event streams open now
@@ -69,13 +73,13 @@ class State:
 
         self.board = console_mod.Board()  # the console's rows, read once per change for every tab
         self.login_codes = console_mod.LoginCodes()
-        self.watcher = None  # looks for other processes' writes while a console is open
+        self.watcher: asyncio.Future[None] | None = None  # looks for other processes' writes while a console is open
 
     def open_session(self) -> str:
         self.expire()
         now = time.monotonic()
         while len(self.sessions) >= MAX_SESSIONS:
-            del self.sessions[min(self.sessions, key=self.sessions.get)]
+            del self.sessions[min(self.sessions, key=lambda sid: self.sessions[sid])]
         sid = secrets.token_urlsafe(32)
         self.sessions[sid] = now
         self._refresh()
@@ -100,7 +104,7 @@ class State:
         self._valid = frozenset(self.sessions)
 
 
-def _error(exc: errors.ProctorError) -> JSONResponse:
+def _error(exc: errors.ProctorError) -> Response:
     status = 409 if isinstance(exc, errors.Refused) else _STATUS.get(exc.code, 400)
     # a refusal may repeat what the caller sent (a path): never let that make the answer fail
     body = json.dumps(exc.to_json(), ensure_ascii=True).encode("ascii", "replace")
@@ -290,7 +294,7 @@ def guarded(handler, allow_nonce: bool = True):
             state.expire()
             cookie = request.cookies.get(cookie_name(state.port))
             how, scope = await _in_thread(_identify, state, request.headers.get("authorization", ""), cookie)
-            if how == "session":
+            if how == "session" and cookie is not None:  # (a session is named by its cookie)
                 state.touch(cookie)
             if how is None or (scope is not None and not allow_nonce):
                 if request.url.path == "/" or request.url.path.startswith("/jobs/"):
@@ -376,7 +380,10 @@ def _reading(state: State, read, *args):
         return read(conn, *args)
 
 
-def _query_int(request: Request, name: str, default: int | None, low: int = 1, high: int = 5000) -> int | None:
+_Default = TypeVar("_Default", int, None)
+
+
+def _query_int(request: Request, name: str, default: _Default, low: int = 1, high: int = 5000) -> int | _Default:
     raw = request.query_params.get(name)
     if raw is None:
         return default
@@ -456,6 +463,7 @@ async def add_monitor(state: State, scope: str | None, actor: str, body: dict) -
                 )
 
     monitor = await _in_thread(add)
+    assert state.scheduler is not None  # the daemon starts it before the server answers a request
     state.scheduler.add(monitor)
     return monitor
 
@@ -466,6 +474,7 @@ async def remove_monitor(state: State, scope: str | None, actor: str, monitor_id
             return mstore.remove(conn, monitor_id, scope, actor=actor)
 
     monitor = await _in_thread(remove)
+    assert state.scheduler is not None  # the daemon starts it before the server answers a request
     state.scheduler.removed(monitor_id)
     return monitor
 
@@ -567,6 +576,7 @@ async def action(request: Request) -> Response:
     body = await _body(request)
     await _reaped(state)
     done = await _in_thread(console_mod.act, state, body, request.state.actor)
+    assert state.scheduler is not None  # the daemon starts it before the server answers a request
     for monitor_id in done["monitors_deleted"]:
         state.scheduler.removed(monitor_id)
     state.scheduler.bump()

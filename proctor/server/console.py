@@ -20,6 +20,7 @@ import asyncio
 import json
 import secrets
 import time
+from typing import AsyncIterator
 
 from proctor import errors, jobrecord
 
@@ -66,7 +67,7 @@ class LoginCodes:
         now = time.monotonic()
         self._expire(now)
         while len(self.codes) >= MAX_LOGIN_CODES:
-            del self.codes[min(self.codes, key=self.codes.get)]
+            del self.codes[min(self.codes, key=lambda code: self.codes[code])]
         code = secrets.token_urlsafe(24)
         self.codes[code] = now + LOGIN_CODE_SECONDS
         return code, LOGIN_CODE_SECONDS
@@ -99,13 +100,13 @@ class Board:
     and costs a digest of the rows, not a listing."""
 
     def __init__(self) -> None:
-        self.key = None
+        self.key: tuple[str | None, int] | None = None
         self.rows: dict[str, str] = {}  # id -> the row's JSON, as pushed
         self.order: list[str] = []
         self.meta = "{}"  # the board's columns and the overlaps, as JSON
         self.lock = asyncio.Lock()
-        self.version = None  # the scheduler's version the stamp was read at
-        self.stamp = None  # rows.fingerprint then
+        self.version: int | None = None  # the scheduler's version the stamp was read at
+        self.stamp: str | None = None  # rows.fingerprint then
 
     async def current(self, state, version: int) -> "Board":
         from proctor.server import app
@@ -149,7 +150,7 @@ def stream_body(state, request, job: str | None):
 
     scheduler = state.scheduler
 
-    async def gen():
+    async def gen() -> AsyncIterator[str]:
         sent: dict[str, str] = {}
         sent_order: list[str] | None = None
         sent_meta = None
@@ -242,11 +243,11 @@ def job_page(state, job_id: str, terms_cache: dict | None = None) -> dict:
     from proctor.timeutil import iso, parse_iso
 
     for monitor in monitors:
-        run = last_run.get(monitor["id"])
-        monitor["last"] = run
-        started = (run or {}).get("started") or monitor.get("last_run")
+        latest = last_run.get(monitor["id"])
+        monitor["last"] = latest
+        started = (latest or {}).get("started") or monitor.get("last_run")
         monitor["next"] = iso(parse_iso(started) + float(monitor["interval"])) if started else None
-        monitor["running"] = bool(run and not run.get("ended"))
+        monitor["running"] = bool(latest and not latest.get("ended"))
     for run in runs:
         if run.get("started") and run.get("ended"):
             run["duration"] = round(parse_iso(run["ended"]) - parse_iso(run["started"]), 3)

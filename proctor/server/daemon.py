@@ -324,7 +324,7 @@ def code_digest() -> str:
 
     base = os.path.dirname(os.path.abspath(proctor.__file__))
     digest = hashlib.sha256()
-    found = []
+    found: list[str] = []
     for directory, dirs, files in os.walk(base):
         dirs[:] = [d for d in dirs if d != "__pycache__"]
         found.extend(os.path.join(directory, f) for f in files if f.endswith((".py", ".html")))

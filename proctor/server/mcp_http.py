@@ -20,7 +20,7 @@ import contextlib
 from urllib.parse import parse_qs, urlsplit
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 
 from proctor import errors, jobrecord
 
@@ -59,7 +59,7 @@ class Endpoint:
 
         state = self.state
         request = Request(scope, receive)
-        answer = None
+        answer: Response | None = None
         origin = request.headers.get("origin")
         if not api._host_ok(request, state):
             answer = JSONResponse(
@@ -162,9 +162,10 @@ def _identify(state, header: str) -> tuple[str | None, str | None, str | None]:
         return how, job, None
     with api._opened(state) as ws, ws.store.read() as conn:
         row = rows.get(conn, job)
-    taken = (row or {}).get("checkout_root")
-    usable = bool(taken) and jobrecord.on_this_machine(row) and os.path.isdir(taken)
-    return how, job, os.path.realpath(taken) if usable else None
+    taken = row.get("checkout_root") if row is not None else None
+    if row is None or not taken or not jobrecord.on_this_machine(row) or not os.path.isdir(taken):
+        return how, job, None
+    return how, job, os.path.realpath(taken)
 
 
 def lifespan(endpoint: Endpoint, inner):

@@ -29,7 +29,7 @@ import fcntl
 import os
 import sqlite3
 import time
-from collections.abc import Iterator  # sqlite3 imports it already: free on the hook's path
+from collections.abc import Callable, Iterator  # sqlite3 imports it already: free on the hook's path
 
 from proctor.errors import StoreError
 from proctor.store.schema import MIGRATIONS, SCHEMA_VERSION
@@ -125,7 +125,9 @@ def configured_url(root: str | None) -> str | None:
 
 def is_postgres(url: str | None) -> bool:
     """`sqlite:` names the embedded store explicitly (over PROCTOR_STORE_URL, e.g. to migrate)."""
-    return bool(url) and url.split(":", 1)[0] in ("postgresql", "postgres")
+    if not url:
+        return False
+    return url.split(":", 1)[0] in ("postgresql", "postgres")
 
 
 def open_store(
@@ -166,7 +168,7 @@ def redact(url: str) -> str:
 # A bound on every store wait, under PROCTOR_BUSY_TIMEOUT's: a callable the MCP door installs
 # (its context variable's get; mcp_server.py), so the library calls it makes for a request wait
 # no longer than the API's STORE_SECONDS. None elsewhere, and the hook never loads contextvars.
-busy_limit = None
+busy_limit: Callable[[], float | None] | None = None
 
 
 def _busy_seconds() -> float:
@@ -220,24 +222,26 @@ class Store:
             # the person's alone; SQLite gives -wal and -shm the database file's mode
             with contextlib.suppress(OSError):
                 os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
+        # self.conn and self.tx are set here, or by _open_read_only below, or __init__ raises
+        conn: sqlite3.Connection | None
         try:
-            self.conn = sqlite3.connect(
-                self.path, isolation_level=None, timeout=self.busy_seconds, check_same_thread=False
-            )
+            conn = sqlite3.connect(self.path, isolation_level=None, timeout=self.busy_seconds, check_same_thread=False)
         except sqlite3.Error as exc:
             if not for_guard:
                 raise StoreError(f"cannot open the store {self.path}: {exc}") from None
-            self.conn = None
-        self.tx = Tx(self.conn, self) if self.conn is not None else None
+            conn = None
+        if conn is not None:
+            self.conn = conn
+            self.tx = Tx(conn, self)
         try:
-            if self.conn is None:
+            if conn is None:
                 raise sqlite3.OperationalError("unable to open database file")
             self._prepare()
             if for_guard and not os.access(self.path, os.W_OK):
                 self.writable = False
         except (sqlite3.DatabaseError, StoreError) as exc:
-            if self.conn is not None:
-                self.conn.close()
+            if conn is not None:
+                conn.close()
             if not for_guard or "newer than this proctor" in str(exc):
                 raise (exc if isinstance(exc, StoreError) else self._translate(exc)) from None
             self._open_read_only()

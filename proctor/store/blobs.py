@@ -22,6 +22,10 @@ import os
 from proctor.errors import ProctorError
 from proctor.store import Tx
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import IO
+
 REF_PREFIX = "sha256:"
 DIR_NAME = "blobs"
 CHUNK = 1 << 20
@@ -71,7 +75,10 @@ def path(state_dir: str, ref: str) -> str:
 def file_path(where, ref: str) -> str | None:
     """The file blob `ref` is kept in, or None when the store keeps blobs in its table."""
     tx, state_dir = _home(where)
-    return None if tx is not None else path(state_dir, ref)
+    if tx is not None:
+        return None
+    assert state_dir is not None  # _home gives a state dir whenever it gives no Tx
+    return path(state_dir, ref)
 
 
 def _as_bytes(value) -> bytes:
@@ -109,6 +116,7 @@ def put(where, data: bytes) -> str:
     if tx is not None:
         _insert(tx, ref, bytes(data))
         return ref
+    assert state_dir is not None  # _home gives a state dir whenever it gives no Tx
     target = path(state_dir, ref)
     if os.path.exists(target):
         return ref
@@ -138,7 +146,9 @@ class Writer:
         self._tx, self._state_dir = _home(where)
         self.size = 0
         self._hash = hashlib.sha256()
+        self._handle: IO[bytes]
         if self._tx is None:
+            assert self._state_dir is not None  # _home gives a state dir whenever it gives no Tx
             folder = directory(self._state_dir)
             os.makedirs(folder, exist_ok=True)
             self._tmp: str | None = os.path.join(folder, f".tmp-{os.getpid()}-{os.urandom(6).hex()}")
@@ -165,6 +175,8 @@ class Writer:
                 self._handle.close()
             return ref
         self._handle.close()
+        # with no Tx, __init__ set both
+        assert self._state_dir is not None and self._tmp is not None
         target = path(self._state_dir, ref)
         if os.path.exists(target):
             os.unlink(self._tmp)
@@ -205,6 +217,7 @@ def adopt(where, source: str) -> str:
             _insert(tx, ref, handle.read())
         os.unlink(source)
         return ref
+    assert state_dir is not None  # _home gives a state dir whenever it gives no Tx
     target = path(state_dir, ref)
     if os.path.exists(target):
         os.unlink(source)
@@ -225,6 +238,7 @@ def has(where, ref: str) -> bool:
     tx, state_dir = _home(where)
     if tx is not None:
         return tx.one("SELECT 1 FROM blobs WHERE ref = ?", (ref,)) is not None
+    assert state_dir is not None  # _home gives a state dir whenever it gives no Tx
     return os.path.exists(path(state_dir, ref))
 
 
@@ -241,6 +255,7 @@ def get(where, ref: str) -> bytes:
         if row is None:
             raise _missing(tx, ref)
         return _as_bytes(row[0])
+    assert state_dir is not None  # _home gives a state dir whenever it gives no Tx
     target = path(state_dir, ref)
     try:
         with open(target, "rb") as handle:
@@ -257,6 +272,7 @@ def reader(where, ref: str):
         import io
 
         return io.BytesIO(get(tx, ref))
+    assert state_dir is not None  # _home gives a state dir whenever it gives no Tx
     target = path(state_dir, ref)
     try:
         return open(target, "rb")
@@ -284,6 +300,7 @@ def refs(where):
         for row in tx.all("SELECT ref FROM blobs ORDER BY ref"):
             yield row[0]
         return
+    assert state_dir is not None  # _home gives a state dir whenever it gives no Tx
     folder = directory(state_dir)
     try:
         prefixes = sorted(os.listdir(folder))
@@ -308,6 +325,7 @@ def clear(where) -> None:
     if tx is not None:
         tx.execute("DELETE FROM blobs")
         return
+    assert state_dir is not None  # _home gives a state dir whenever it gives no Tx
     for ref in list(refs(state_dir)):
         try:
             os.unlink(path(state_dir, ref))

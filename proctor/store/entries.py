@@ -3,12 +3,15 @@ without loading the job store's rules (jobs/entries.py records entries and refus
 
 from __future__ import annotations
 
-import sqlite3
 import time
 
 from proctor import claims, trail
 from proctor.store import rows
 from proctor.timeutil import iso
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from proctor.store import Tx
 
 
 def entry_covering(job: dict, path: str) -> dict | None:
@@ -22,13 +25,13 @@ def entry_covering(job: dict, path: str) -> dict | None:
     return None
 
 
-def open_entry(conn: sqlite3.Connection, job_id: str, path: str) -> dict | None:
+def open_entry(conn: Tx, job_id: str, path: str) -> dict | None:
     """The open entry of `job_id` covering repository-relative file `path`, if any."""
     job = rows.get(conn, job_id)
     return entry_covering(job, path) if job is not None else None
 
 
-def consume(conn: sqlite3.Connection, state_dir: str, job_id: str, path: str, actor: str) -> dict | None:
+def consume(conn: Tx, state_dir: str, job_id: str, path: str, actor: str) -> dict | None:
     """Stamp the open entry covering `path` consumed (inside the caller's write transaction).
     The job's `updated` does not move: an entry is not the holder's own write."""
     job = rows.get(conn, job_id)
@@ -47,7 +50,7 @@ def consume(conn: sqlite3.Connection, state_dir: str, job_id: str, path: str, ac
     return entry
 
 
-def acknowledge(conn: sqlite3.Connection, job_id: str, entered: str) -> None:
+def acknowledge(conn: Tx, job_id: str, entered: str) -> None:
     """The holder was told of a consumed entry; tell it once."""
     job = rows.get(conn, job_id)
     if job is None:

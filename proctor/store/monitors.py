@@ -151,7 +151,8 @@ def latest_runs(tx, job: str | None = None, monitor: int | None = None, limit: i
     """The latest `limit` runs (of one job's monitors, of one monitor), newest first, as rows of
     (id, monitor, job, started, ended, exit_code, timed_out, timeout, truncated, lines, bytes,
     error, stderr, pid)."""
-    clauses, params = [], []
+    clauses: list[str] = []
+    params: list[str | int] = []
     if job is not None:
         clauses.append("m.job = ?")
         params.append(job)

@@ -48,7 +48,7 @@ def _error(body, cls=PgError, prefix=""):
 
 # -- `?` placeholders ------------------------------------------------------------------------
 
-_translated = {}
+_translated: dict[str, str] = {}
 
 
 def translate(sql):

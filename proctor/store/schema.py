@@ -5,6 +5,10 @@ translates it for PostgreSQL) or a function called with the migrating transactio
 
 from __future__ import annotations
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable
+
 SCHEMA_VERSION = 8
 
 
@@ -39,7 +43,8 @@ def _machine_scopes(tx) -> None:
     tx.execute("UPDATE monitor_runs SET machine = ?", (here,))
 
 
-MIGRATIONS: list[tuple[int, list[str]]] = [
+# a step: an SQL statement, or a function called with the migrating transaction
+MIGRATIONS: list[tuple[int, list[str | Callable[[Any], None]]]] = [
     (
         1,
         [

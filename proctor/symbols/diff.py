@@ -101,11 +101,11 @@ def parse_patch(patch: bytes) -> list[dict]:
     """Each file of a unified diff: {old, new (paths, None for /dev/null), old_blob, new_blob
     (abbreviated ids from its index line), removed, added (line numbers on each side)}."""
     files: list[dict] = []
-    current = None
+    current: dict | None = None
     old_line = new_line = old_left = new_left = 0  # where a hunk is, and how many lines of it are left
 
     def fresh(header: str) -> dict:
-        entry = {
+        entry: dict = {
             "old": None,
             "new": None,
             "old_blob": None,
@@ -120,6 +120,7 @@ def parse_patch(patch: bytes) -> list[dict]:
 
     for raw in patch.split(b"\n"):
         if old_left > 0 or new_left > 0:  # inside a hunk: a line starting --- is a removed line
+            assert current is not None  # a hunk's counts are set only once a file has begun
             if raw.startswith(b"-"):
                 current["removed"].append(old_line)
                 old_line, old_left = old_line + 1, old_left - 1

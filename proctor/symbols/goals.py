@@ -153,7 +153,7 @@ def _changed(
     revision: str | None,
     changed: list[str] | None,
     diff_error: str | None,
-    handed: set[str] = frozenset(),
+    handed: set[str] | frozenset[str] = frozenset(),
 ) -> tuple[bool, list[str]]:
     if diff_error:
         return False, [f"{diff_error}, so whether {', '.join(names)} changed cannot be told"]

@@ -86,7 +86,7 @@ class Answer:
         defs = self.definitions(bare)
         defined_in = {p for p, _d in defs}
         alone = len(defs) == 1
-        out = []
+        out: list[tuple[str, int]] = []
         for m in self.files:
             summary = m.summary or {}
             out.extend((m.path, line) for line in summary.get("refs", {}).get(bare, ()))
@@ -395,7 +395,7 @@ class Index:
         texts = {p: self._read(p, follow=True) for p in naming}  # each source read once
         for m in prose:
             base = os.path.basename(m.path)
-            by = [p for p in naming if isinstance(texts[p], bytes) and base.encode() in texts[p]]
+            by = [p for p in naming if isinstance(data := texts[p], bytes) and base.encode() in data]
             if by:
                 m.read_as_code = by
 

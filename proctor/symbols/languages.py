@@ -22,8 +22,15 @@ import os
 import re
 import unicodedata
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    # how a language compares names: a Unicode normal form, or its \u escapes decoded
+    _Fold = Literal["NFKC", "NFC", "escapes"]
+
 # name -> (grammar module, its language function, tags queries by module, normalisation)
-SPECS = {
+SPECS: dict[str, tuple[str, str, tuple[str, ...], _Fold | None]] = {
     "python": ("tree_sitter_python", "language", ("tree_sitter_python",), "NFKC"),
     "go": ("tree_sitter_go", "language", ("tree_sitter_go",), None),
     "javascript": ("tree_sitter_javascript", "language", ("tree_sitter_javascript",), "escapes"),
@@ -254,7 +261,7 @@ def is_prose(path: str) -> bool:
     return os.path.splitext(path)[1].lower() in PROSE
 
 
-def fold(text: str, how: str | None, language: str | None = None) -> str:
+def fold(text: str, how: _Fold | None, language: str | None = None) -> str:
     """`text` (a name) as the language compares names."""
     if how == "escapes":
         if "\\u" in text:
@@ -325,7 +332,7 @@ _ADJACENT = re.compile(rb"""['"][ \t]+['"]""")
 _ADJACENT_TEXT = re.compile(r"""['"][ \t]+['"]""")
 _STRING_ESCAPE = re.compile(r"\\x([0-9a-fA-F]{2})|\\u\{0*([0-9a-fA-F]{1,6})\}|\\u([0-9a-fA-F]{4})")
 _TYPE_COMMENT = re.compile(rb"#[ \t]*type:([^\n]*)")
-_concatenated_query = {}
+_concatenated_query: dict[str, Any] = {}
 
 
 def _concatenated(language: str):

@@ -173,7 +173,7 @@ def _result(state: State, block: dict, structured, when: float | None, agent: st
     text = _text(block.get("content"))
     structured = structured if isinstance(structured, dict) else {}
     tool_use_id = block.get("tool_use_id")
-    call = state.pending.pop(tool_use_id, None)
+    call = state.pending.pop(tool_use_id, None) if tool_use_id is not None else None
     looked_up = call is not None
 
     def the_call() -> dict:
@@ -189,7 +189,9 @@ def _result(state: State, block: dict, structured, when: float | None, agent: st
     task_id = structured.get("backgroundTaskId") or (launch.group(1) if launch else None)
     if isinstance(task_id, str) and task_id:
         found = the_call()
-        tool_input = found.get("input") if isinstance(found.get("input"), dict) else {}
+        tool_input = found.get("input")
+        if not isinstance(tool_input, dict):
+            tool_input = {}
         output = _OUTPUT.search(text)
         _upsert(
             state,
@@ -208,8 +210,10 @@ def _result(state: State, block: dict, structured, when: float | None, agent: st
         agent_id = structured.get("agentId") or _first(re.search(r"agentId: ([A-Za-z0-9_\-]+)", text))
         if isinstance(agent_id, str) and agent_id:
             found = the_call()
-            tool_input = found.get("input") if isinstance(found.get("input"), dict) else {}
-            output = structured.get("outputFile") or _first(_AGENT_OUTPUT.search(text))
+            tool_input = found.get("input")
+            if not isinstance(tool_input, dict):
+                tool_input = {}
+            agent_output = structured.get("outputFile") or _first(_AGENT_OUTPUT.search(text))
             _upsert(
                 state,
                 agent_id,
@@ -218,7 +222,7 @@ def _result(state: State, block: dict, structured, when: float | None, agent: st
                 tool_use_id=tool_use_id,
                 command=None,
                 description=structured.get("description") or tool_input.get("description"),
-                output_file=output,
+                output_file=agent_output,
                 subagent=found.get("agent") or agent,
             )
         return
@@ -227,7 +231,9 @@ def _result(state: State, block: dict, structured, when: float | None, agent: st
         task = structured.get("taskId") or (monitor.group(1) if monitor else None)
         if isinstance(task, str) and task:
             found = the_call()
-            tool_input = found.get("input") if isinstance(found.get("input"), dict) else {}
+            tool_input = found.get("input")
+            if not isinstance(tool_input, dict):
+                tool_input = {}
             expires = None
             if isinstance(structured.get("timeoutMs"), (int, float)):
                 expires = (when or 0) + structured["timeoutMs"] / 1000
@@ -250,7 +256,9 @@ def _result(state: State, block: dict, structured, when: float | None, agent: st
     if block.get("is_error") is True or "<tool_use_error>" in text:
         found = the_call()
         if found.get("name") in STOP_TOOLS and _GONE.search(text):
-            tool_input = found.get("input") if isinstance(found.get("input"), dict) else {}
+            tool_input = found.get("input")
+            if not isinstance(tool_input, dict):
+                tool_input = {}
             gone = tool_input.get("task_id") or tool_input.get("shell_id") or tool_input.get("bash_id")
             if isinstance(gone, str) and gone in state.tasks:
                 _finish(state, gone, "gone", when)  # the host no longer has it: nothing left to stop
@@ -458,7 +466,9 @@ def _resume(saved: dict, path: str, info, head: int) -> tuple[State, int, int, b
         and not (skipping and partial)
     ):
         return None
-    data = saved.get("state") if isinstance(saved.get("state"), dict) else {}
+    data = saved.get("state")
+    if not isinstance(data, dict):
+        data = {}
     for key in ("tasks", "pending"):
         entries = data.get(key) or {}
         if not (isinstance(entries, dict) and all(isinstance(entry, dict) for entry in entries.values())):

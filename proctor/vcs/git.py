@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Callable
 
 from proctor.errors import ProctorError
 
@@ -52,7 +53,7 @@ _PINNED = (
 # Set while a sandboxed run's tree is read back (runs.run_target): every git proctor starts
 # meanwhile runs inside the run's own grant, so a filter or a helper the run planted in a
 # config outside the checkout (~/.gitconfig) writes nothing the run could not write itself.
-CONFINE = None
+CONFINE: Callable[[], None] | None = None
 
 
 # Set by `proctor work` once a sandboxed worker has run: [(key, value)] of the person's git

@@ -56,7 +56,7 @@ class Snapshot:
     @classmethod
     def take(cls, root: str, common: str, worktree: str) -> "Snapshot":
         admin = _admin_dir(worktree)
-        files: dict[str, list] = {}
+        files: dict[str, list | None] = {}
         for base, names in ((common, WATCHED), (admin, WORKTREE_ADMIN)):
             if not base:
                 continue

@@ -89,7 +89,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 from proctor.process import (
     Cgroup,
@@ -181,6 +181,8 @@ def _minutes(seconds: float) -> str:
 
 
 def _signal_name(signum: int | None) -> str:
+    if signum is None:
+        return f"signal {signum}"
     try:
         return signal.Signals(signum).name
     except (ValueError, TypeError):
@@ -329,6 +331,10 @@ class _Search:
 
     def __init__(self) -> None:
         loaded = _libc()
+        # ctypes' foreign functions and the module itself: typed as Any, like everything ctypes calls
+        self.strstr: Any
+        self.memmem: Any
+        self.ctypes: Any
         self.strstr, self.memmem, self.ctypes = loaded if loaded else (None, None, None)
 
     def find(self, data: bytes, needle: bytes, start: int, end: int, terminated: bool = False) -> int:
@@ -741,6 +747,7 @@ class _Watch:
         self.spend_before_final = False
         self.stderr = bytearray()
         self.selector = selectors.DefaultSelector()
+        assert proc.stdout is not None and proc.stderr is not None  # _spawn starts it with both piped
         self.out_fd, self.err_fd = proc.stdout.fileno(), proc.stderr.fileno()
         _pipe_size(self.out_fd)
         self.open_fds = {self.out_fd, self.err_fd}
@@ -754,6 +761,7 @@ class _Watch:
         self.prompt: memoryview | None = None
         self.in_fd: int | None = None
         if stdin_text is not None:
+            assert proc.stdin is not None  # _spawn pipes stdin when there is a prompt to write
             self.in_fd = proc.stdin.fileno()
             self.prompt = memoryview(stdin_text.encode("utf-8", "replace"))
             _pipe_size(self.in_fd)
@@ -879,6 +887,7 @@ class _Watch:
                 elif kind == "in":
                     self._write_prompt()
                 else:  # exit
+                    assert self.exit_fd is not None  # registered as "exit" only while set
                     self.selector.unregister(self.exit_fd)
                     os.close(self.exit_fd)
                     self.exit_fd = None
@@ -897,6 +906,8 @@ class _Watch:
 
     def _write_prompt(self) -> None:
         """Write what the pipe takes now; never wait for a worker to read."""
+        # registered as "in" only while both are set (close_stdin unregisters before clearing them)
+        assert self.in_fd is not None and self.prompt is not None
         try:
             written = os.write(self.in_fd, self.prompt[:PIPE_SIZE])
         except BlockingIOError:
@@ -915,6 +926,7 @@ class _Watch:
             self.selector.unregister(self.in_fd)
         except (KeyError, ValueError, RuntimeError):
             pass
+        assert self.proc.stdin is not None  # in_fd is set only from a piped stdin
         try:
             self.proc.stdin.close()
         except OSError:
@@ -957,6 +969,8 @@ class _Watch:
         """The attempt's record, once the worker and everything of it is gone."""
         attempt, proc, parser = self.attempt, self.proc, self.parser
         for stream in (proc.stdout, proc.stderr):
+            if stream is None:  # never: _spawn pipes both
+                continue
             try:
                 stream.close()
             except OSError:

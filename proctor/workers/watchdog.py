@@ -83,6 +83,7 @@ class Watchdog:
             )
             self.proc = None
             return
+        assert self.proc.stdin is not None  # started with stdin=PIPE
         os.set_blocking(self.proc.stdin.fileno(), False)
         hello = {"hello": {"root": self.ws.root, "runner": os.getpid(), "claimed": self.claimed}}
         if self.state:
@@ -101,6 +102,7 @@ class Watchdog:
             return
         with self.lock:
             self._send({"goodbye": True})
+        assert self.proc.stdin is not None  # started with stdin=PIPE
         try:
             self.proc.stdin.close()
         except OSError:
@@ -123,6 +125,8 @@ class Watchdog:
 
     def _write(self, message: dict) -> bool:
         data = (json.dumps(dict(message, token=self.token)) + "\n").encode()
+        # its callers (_spawn, _send) write only to a watchdog started, with stdin=PIPE
+        assert self.proc is not None and self.proc.stdin is not None
         try:
             written = os.write(self.proc.stdin.fileno(), data)
         except (BlockingIOError, BrokenPipeError, OSError):
@@ -134,6 +138,8 @@ class Watchdog:
 
         self.tampered = self.tampered or why
         old = self.proc
+        # its callers saw it set, under the lock; it was started with stdin=PIPE
+        assert old is not None and old.stdin is not None
         try:
             os.killpg(old.pid, signal.SIGKILL)  # its own session: nothing else is in the group
         except OSError:
@@ -336,6 +342,8 @@ def _said(attempt: dict) -> str | None:
     from proctor.workers.executors import module as executor_module
 
     stream = attempt.get("stream")
+    if stream is None:  # nothing to read back (open(None) raised, and was caught below, before)
+        return None
     try:
         parser = executor_module(attempt.get("executor") or "command").Parser()
         reply = None

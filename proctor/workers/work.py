@@ -58,7 +58,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import IO, Callable
 
 from proctor import errors, jobrecord, runs, trail
 from proctor.claims import covers
@@ -328,7 +328,7 @@ class _Boxed:
         from proctor import broker as broker_mod
 
         self.worker, self.brokered, self.job_id = worker, brokered, job_id
-        self.broker = None
+        self.broker: broker_mod.Broker | None = None
         self.path = broker_mod.socket_for(ws.state_dir, job_id)
         broker_mod.SERVING[job_id] = self.path  # the pinned hook (workers/executors) hands its calls there
 
@@ -567,7 +567,7 @@ def claim(ws: Workspace, ids: list[str]) -> None:
         found = [rows.get(conn, i) for i in ids]
         for job in found:
             other = job and _runner_alive(job)
-            if other and other != pid:
+            if job is not None and other and other != pid:  # `other` is falsy when job is None
                 where = (
                     "" if job.get("worker_machine") in (None, machine_id()) else f" on machine {job['worker_machine']}"
                 )
@@ -599,7 +599,8 @@ class Slot:
     however it ends."""
 
     def __init__(self, worker: Worker, notify) -> None:
-        self.worker, self.notify, self.handle = worker, notify, None
+        self.worker, self.notify = worker, notify
+        self.handle: IO[str] | None = None
 
     def __enter__(self) -> "Slot":
         count = getattr(self.worker, "slots", None)
@@ -728,7 +729,7 @@ def make_worktree(ws: Workspace, job_id: str, revision: str, token: str) -> tupl
 
 def _set_checkpoint(ws: Workspace, job_id: str, token: str, handed: dict | None) -> None:
     with ws.store.write() as conn:
-        job = rows.get(conn, job_id)
+        job = jobrecord.require(rows.get(conn, job_id), job_id)
         if job.get("checkpoint") == token and (job.get("handed") or None) == (handed or None):
             return
         job.setdefault("forked_checkpoint", job.get("checkpoint"))
@@ -830,7 +831,7 @@ def _run_step(ws: Workspace, job: dict, rungs: list[Worker], notify, dog) -> Job
     orchestrator = Caller(None, None, ACTOR)
     outcome = JobOutcome(job_id, False)
     with ws.store.read() as conn:
-        current = rows.get(conn, job_id)
+        current = jobrecord.require(rows.get(conn, job_id), job_id)
     if current["state"] in (RUNNING, EXITED) and os.path.realpath(
         current.get("checkout_root") or ""
     ) != os.path.realpath(_worktree_path(ws, job_id)):
@@ -846,8 +847,8 @@ def _run_step(ws: Workspace, job: dict, rungs: list[Worker], notify, dog) -> Job
         raise errors.ProctorError(
             f"could not start {job_id}: proctor work needs a commit to start a worktree on (git commit first)"
         )
-    handed = vcs_checkpoint.handed_digests(ws.root) if start.dirty else None
-    _set_checkpoint(ws, job_id, start.name, handed)
+    digests = vcs_checkpoint.handed_digests(ws.root) if start.dirty else None
+    _set_checkpoint(ws, job_id, start.name, digests)
     notify("step", {"job": job_id, "checkpoint": start.name})
     cfg = ws.config
     first_prompt: str | None = None
@@ -894,6 +895,8 @@ def _run_step(ws: Workspace, job: dict, rungs: list[Worker], notify, dog) -> Job
                     # the same tree, the same take and secret: the job goes back to work for the follow-up
                     note = None
                     take.reopen(ws, job_id, orchestrator)
+                # a follow-up resumes the tree of the attempt before it, made on an earlier pass
+                assert worktree is not None
                 if first_prompt is None:
                     first_prompt = prompt_for(ws, job)
                 resume = session if session and _resumable(module) else None
@@ -1094,7 +1097,7 @@ def _run_step(ws: Workspace, job: dict, rungs: list[Worker], notify, dog) -> Job
                 last = {"moved": moved, "failures": failures}
                 if passed:
                     with ws.store.read() as conn:
-                        current = rows.get(conn, job_id)
+                        current = jobrecord.require(rows.get(conn, job_id), job_id)
                     try:
                         # commit first: a job is recorded pass only once what passed is committed; the
                         # landing is on the trail before the lock goes, so a runner beside this one
@@ -1327,7 +1330,7 @@ def _gates(ws: Workspace, worktree: str, job_id: str, attempt, caller: Caller, m
         ]
         jresult.add_evidence(there, job_id, made, caller)
         with there.store.read() as conn:
-            job = rows.get(conn, job_id)
+            job = jobrecord.require(rows.get(conn, job_id), job_id)
             graded = grade(conn, job, there.root, there.store)
     gates = [("check " + g["check"]["target"]) if g["kind"] == "check" else f"goal {g['id']}" for g in goal_list(job)]
     if graded.observed is not None:
@@ -1432,7 +1435,7 @@ def _land(
         return None
     head = git.head(ws.root)
     beside = landed_by_proctor(ws, start.revision, head) if head != start.revision else None
-    if beside:
+    if beside and head is not None:  # (beside is None when head is)
         # other jobs landed meanwhile: this one lands on top only where they touched none of its paths
         theirs = set(
             git.run(ws.root, "diff", "--name-only", "--no-renames", start.revision, head)
@@ -1478,6 +1481,10 @@ def _land(
     os.makedirs(kept)
     saved = {}
     head = git.head(ws.root)
+    if head is None:  # it resolved just above; a checkout whose HEAD stopped resolving is not landed on
+        raise errors.ProctorError(
+            f"your checkout's HEAD names no commit any more; proctor work {job['id']} works the job again"
+        )
     try:
         for index, rel in enumerate(paths):
             destination = os.path.join(ws.root, rel)
@@ -1591,13 +1598,14 @@ def _committed_differs(root: str, sha: str, graded: dict[str, tuple[str, str] | 
             if have is not None:
                 wrong.append(f"{rel} is still in the commit")
             continue
+        graded_blob = want[1]  # taken before `have != want`, past which mypy widens `want` to `have`'s type
         if have != want:
-            wrong.append(f"{rel} is {have[1][:12] if have else 'absent'}, graded {want[1][:12]}")
+            wrong.append(f"{rel} is {have[1][:12] if have else 'absent'}, graded {graded_blob[:12]}")
             continue
-        data = git.run(root, "cat-file", "blob", want[1], check=False).stdout
+        data = git.run(root, "cat-file", "blob", graded_blob, check=False).stdout
         again = git.run(root, "hash-object", "--no-filters", "--stdin", input=data).stdout.decode().strip()
-        if again != want[1]:
-            wrong.append(f"{rel}: object {want[1][:12]} does not hold what its name says")
+        if again != graded_blob:
+            wrong.append(f"{rel}: object {graded_blob[:12]} does not hold what its name says")
     return wrong
 
 
@@ -1671,7 +1679,12 @@ def _grade_root(ws: Workspace, job_id: str, notify, dog) -> JobOutcome | None:
         )
         return None
     outcome = JobOutcome(job_id, False)
-    path = make_worktree(ws, job_id, git.head(ws.root), root.get("checkpoint") or "")[0]
+    head = git.head(ws.root)
+    if head is None:
+        raise errors.ProctorError(
+            f"could not grade {job_id}: proctor work needs a commit to start a worktree on (git commit first)"
+        )
+    path = make_worktree(ws, job_id, head, root.get("checkpoint") or "")[0]
     dog.tell(job=job_id, worktree=path, attempt=None)
     try:
         with Workspace(path, ws.warn) as there:

@@ -27,9 +27,9 @@ def check(ctx: Context) -> list[tuple[str, str]]:
     call = ctx.call
     if call.event == SUBAGENT_STOP:
         tasks = _subagent_tasks(ctx)
-        reply = (
-            call.raw.get("last_assistant_message") if isinstance(call.raw.get("last_assistant_message"), str) else ""
-        )
+        reply = call.raw.get("last_assistant_message")
+        if not isinstance(reply, str):
+            reply = ""
         tasks = [t for t in tasks if t["id"] not in reply]  # a task the reply hands over is handed over
         if not tasks:
             return []

@@ -73,7 +73,10 @@ def check(ctx: Context) -> list[tuple[str, str]]:
             for decl in decls:
                 # the caller claiming it too does not make it the caller's alone: a declaration
                 # another live job names is that job's (two claims on one are refused at fork)
-                claim = next((c for c in claims if declarations.names(c.declaration, decl.text)), None)
+                claim = next(
+                    (c for c in claims if c.declaration is not None and declarations.names(c.declaration, decl.text)),
+                    None,
+                )
                 if claim is None:
                     continue
                 where = f", taken in {row['checkout_root']}" if row.get("checkout_root") else ""

@@ -158,7 +158,8 @@ def ground(ctx) -> list[tuple[str, str]]:
         out.append((system, "an agent host's system-wide settings (its hook wiring)"))
     for tree in ctx.other_trees():  # a worktree's .git file names its git directory
         out.append((os.path.join(tree, ".git"), "a work tree's git directory"))
-    real, parents = [], {}
+    real: list[tuple[str, str]] = []
+    parents: dict[str, str] = {}  # a parent directory -> its real path
     for path, what in out:
         real.append((_real(path, parents), what))
     return real
@@ -300,9 +301,9 @@ def check(ctx: Context) -> list[tuple[str, str]]:
                 continue
             if info.st_nlink > 1 and not os.path.isdir(path):  # another name of a file in the ground?
                 linked = _ground_inodes(places) if linked is None else linked
-                what = linked.get((info.st_dev, info.st_ino))
-                if what:
-                    deny(f"{path} is a hard link to {what}; a session holding {job['id']} never writes there")
+                other = linked.get((info.st_dev, info.st_ino))
+                if other:
+                    deny(f"{path} is a hard link to {other}; a session holding {job['id']} never writes there")
     from proctor.paths import state_base
 
     token = os.path.realpath(os.path.join(ctx.state_dir, "server", "token"))

@@ -98,7 +98,7 @@ def argv(worker, prompt: str, resume: str | None = None, lease: str | None = Non
 class Parser:
     # Lines that can carry an event (the init only until the session is known: an instance
     # drops it then). Assistant and user lines, most of a stream, are skimmed (`skim`).
-    RELEVANT = (b'"result"', b'"Stop"', b'"init"')
+    RELEVANT: tuple[bytes, ...] = (b'"result"', b'"Stop"', b'"init"')
 
     def __init__(self) -> None:
         self.cost = 0.0
@@ -143,7 +143,9 @@ class Parser:
             if subtype != "success":
                 errors = event.get("errors") if isinstance(event.get("errors"), list) else []
                 reply = reply or f"(no reply: {subtype}{': ' + '; '.join(map(str, errors)) if errors else ''})"
-            origin = event.get("origin") if isinstance(event.get("origin"), dict) else {}
+            origin = event.get("origin")
+            if not isinstance(origin, dict):
+                origin = {}
             if origin.get("kind") == "task-notification":
                 return out  # a follow-up turn for a finished background task, not the reply
             if event.get("terminal_reason") in PROVIDER_REASONS or subtype == "error_during_execution":
@@ -199,7 +201,9 @@ class Parser:
 
 def _text(event: dict) -> str | None:
     """The text of an assistant event, or None when it holds none (a tool call, thinking)."""
-    message = event.get("message") if isinstance(event.get("message"), dict) else {}
+    message = event.get("message")
+    if not isinstance(message, dict):
+        message = {}
     content = message.get("content")
     if isinstance(content, str):
         return content

@@ -153,7 +153,9 @@ class Parser:
         if kind == "thread.started" and isinstance(event.get("thread_id"), str):
             out.append(Event("session", value=event["thread_id"]))
         elif kind == "item.completed":
-            item = event.get("item") if isinstance(event.get("item"), dict) else {}
+            item = event.get("item")
+            if not isinstance(item, dict):
+                item = {}
             if item.get("type") == "agent_message" and isinstance(item.get("text"), str):
                 self.last_message = item["text"]
         elif kind == "turn.started":
@@ -161,7 +163,9 @@ class Parser:
         elif kind == "turn.completed":
             out.append(Event("final", text=self.last_message, value="completed"))
         elif kind == "turn.failed":
-            error = event.get("error") if isinstance(event.get("error"), dict) else {}
+            error = event.get("error")
+            if not isinstance(error, dict):
+                error = {}
             message = str(error.get("message") or "turn failed")
             out.append(Event("provider_error", text=message))
             out.append(Event("final", text=self.last_message or f"(turn failed: {message})", value="failed"))

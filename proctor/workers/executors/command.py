@@ -19,7 +19,7 @@ class Parser:
     def __init__(self) -> None:
         from collections import deque
 
-        self.tail = deque(maxlen=TAIL)
+        self.tail: deque[str] = deque(maxlen=TAIL)
 
     def feed(self, line: str) -> list[Event]:
         self.tail.append(line)

@@ -98,7 +98,9 @@ def hooks_settings(lease: str | None = None, base: dict | None = None) -> dict:
     name = NAME_PREFIX + secrets.token_hex(8)
     command = pinned_hook(lease, "gemini") if lease else wiring.HOOK_COMMAND
     settings = copy.deepcopy(base) if isinstance(base, dict) else {}
-    hooks = settings.get("hooks") if isinstance(settings.get("hooks"), dict) else {}
+    hooks = settings.get("hooks")
+    if not isinstance(hooks, dict):
+        hooks = {}
     for event, groups in ours.items():
         for group in groups:
             group["sequential"] = True
@@ -112,7 +114,9 @@ def hooks_settings(lease: str | None = None, base: dict | None = None) -> dict:
         )
         hooks[event] = kept + groups
     settings["hooks"] = hooks
-    config = settings.get("hooksConfig") if isinstance(settings.get("hooksConfig"), dict) else {}
+    config = settings.get("hooksConfig")
+    if not isinstance(config, dict):
+        config = {}
     if config.get("enabled") is not False:  # the system's own settings keep their say
         config["enabled"] = True
     settings["hooksConfig"] = config
@@ -160,7 +164,9 @@ def write_settings(lease: str | None = None) -> str | None:
 
 
 def _ours(group: dict) -> bool:
-    hooks = group.get("hooks") if isinstance(group.get("hooks"), list) else []
+    hooks = group.get("hooks")
+    if not isinstance(hooks, list):
+        hooks = []
     return any(isinstance(h, dict) and str(h.get("name") or "").startswith(NAME_PREFIX) for h in hooks)
 
 
@@ -258,13 +264,17 @@ class Parser:
             if event.get("severity") == "warning":
                 self.reply = []
         elif kind == "result":
-            stats = event.get("stats") if isinstance(event.get("stats"), dict) else {}
+            stats = event.get("stats")
+            if not isinstance(stats, dict):
+                stats = {}
             if isinstance(stats.get("total_tokens"), int):
                 self.tokens = stats["total_tokens"]
             status = event.get("status") if isinstance(event.get("status"), str) else "unknown"
             reply = "".join(self.reply)
             if status != "success":
-                error = event.get("error") if isinstance(event.get("error"), dict) else {}
+                error = event.get("error")
+                if not isinstance(error, dict):
+                    error = {}
                 message = str(error.get("message") or status)
                 kind_text = str(error.get("type") or "")
                 if PROVIDER_TEXT.search(message) or PROVIDER_TEXT.search(kind_text):

@@ -40,7 +40,9 @@ class Parser:
         if event is None:
             return []
         kind = event.get("type")
-        part = event.get("part") if isinstance(event.get("part"), dict) else {}
+        part = event.get("part")
+        if not isinstance(part, dict):
+            part = {}
         out: list[Event] = []
         if isinstance(event.get("sessionID"), str):
             out.append(Event("session", value=event["sessionID"]))
@@ -85,7 +87,9 @@ def error_text(error) -> str:
     (the text is in data.message), a bare `{message}` or a string in older builds."""
     if not isinstance(error, dict):
         return str(error or "opencode error")
-    data = error.get("data") if isinstance(error.get("data"), dict) else {}
+    data = error.get("data")
+    if not isinstance(data, dict):
+        data = {}
     message = data.get("message") or error.get("message")
     name = error.get("name") if isinstance(error.get("name"), str) else ""
     status = data.get("statusCode")
