@@ -34,7 +34,8 @@ JOBS = 200
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from proctor import broker, runs, sandbox  # noqa: E402
+from proctor import broker, sandbox  # noqa: E402
+from proctor.jobs import runs  # noqa: E402
 
 
 def main() -> None:

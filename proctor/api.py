@@ -174,7 +174,7 @@ def run_target(
     warn: Warn | None = None,
 ) -> dict:
     """Run a target from proctor.toml and record the run; `echo` receives its output as it comes."""
-    from proctor import runs as _runs
+    from proctor.jobs import runs as _runs
 
     with _opened(cwd, warn) as ws:
         return _runs.run_target(ws, target, _caller(ws, lease, environ), echo)
@@ -182,7 +182,7 @@ def run_target(
 
 def query_output(ref: str, *, cwd: str | None = None) -> bytes:
     """The whole recorded output of a run, by its output_ref."""
-    from proctor import runs as _runs
+    from proctor.jobs import runs as _runs
 
     with Workspace(cwd) as ws:
         return _runs.read_output(ws, ref)

@@ -18,7 +18,7 @@ PACKAGE = os.path.dirname(os.path.abspath(proctor.__file__))
 CORE, CAPABILITY, DOOR = 0, 1, 2
 NAMES = {CORE: "core", CAPABILITY: "capability", DOOR: "door"}
 # The first name under proctor/ decides a module's layer; whatever is not listed is core.
-CAPABILITIES = ("jobs", "guard", "monitors", "workers", "sandbox", "broker", "runs", "symbols")
+CAPABILITIES = ("jobs", "guard", "monitors", "workers", "sandbox", "broker", "symbols")
 DOORS = ("cli", "server", "hook", "mcp_server", "mcp_tools", "api", "__main__")
 
 # Capability -> door imports that stand today, each with why; the test fails when one is added

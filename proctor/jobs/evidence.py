@@ -140,7 +140,7 @@ def provenance(conn: Tx, job: dict, run: dict, checkout: str, tree: Tree | None)
 def cited(conn: Tx, result: dict | None) -> tuple[list[dict], list[str]]:
     """The runs a filed result cites, read again from the store by id (the store is the truth,
     not the copy filed beside the result), and why any could not be."""
-    from proctor import runs
+    from proctor.jobs import runs
 
     found, problems = [], []
     for entry in (result or {}).get("validation") or ():

@@ -183,7 +183,7 @@ def normalize_result(record: Any, root: str, job_id: str) -> dict:
 
 def file_result(ws: Workspace, job_id: str, record: Any, caller: Caller) -> dict:
     """Record a holder's result: the job becomes exited, its evidence filed beside it."""
-    from proctor import runs
+    from proctor.jobs import runs
     from proctor.jobs import evidence
 
     check_job_id(job_id)

@@ -408,7 +408,7 @@ def grade(conn: Tx, job: dict, fallback_checkout: str, blob_store=None) -> Grade
     A check goal is graded on the runs the filed result cites (evidence.py), never on the
     newest run anyone made; `blob_store` given (the store, or the embedded store's state
     directory), each cited output is also reopened and its digest checked."""
-    from proctor import runs
+    from proctor.jobs import runs
 
     job_id = job["id"]
     outcomes: list[Outcome] = []

@@ -60,7 +60,8 @@ import time
 from dataclasses import dataclass, field
 from typing import IO, Callable
 
-from proctor import errors, jobrecord, runs, trail
+from proctor import errors, jobrecord, trail
+from proctor.jobs import runs
 from proctor.claims import covers
 from proctor.config import Worker
 from proctor.jobs import describe as jdescribe
