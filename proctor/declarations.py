@@ -670,6 +670,15 @@ def driver_for(attribute: str | None, path: str) -> str | None:
     return DIFF_DRIVERS.get(os.path.splitext(path)[1].lower())
 
 
+def driver_at(root: str, path: str) -> str | None:
+    """The diff driver of a file in the checkout at `root`: .gitattributes' `diff`, else
+    proctor's by extension. A file whose `diff` is unset (`*.py -diff`) has none: git diffs it
+    as binary."""
+    from proctor.vcs import git
+
+    return driver_for(git.diff_attribute(root, path), path)
+
+
 def configured(config: dict[str, tuple[str, bool]], driver: str | None) -> Rules:
     """The rules for `driver`: git's config (`config`: {driver: (pattern, extended)}, see
     read_config), else git's built-in patterns, else proctor's own, else git's default."""

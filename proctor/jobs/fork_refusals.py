@@ -1,0 +1,409 @@
+"""What a fork refuses: the one-author rule a leased caller is held to (a holder may only
+shrink its own write paths and fork children of itself inside them), and the shape of the
+plan (parent and depends_on, max_depth and max_live, a check or goal, targets, the
+workspace's load files while another job is taken in the checkout, a literal file shared by
+unrelated live jobs across checkouts). fork.py records a job; these say why it will not.
+"""
+
+from __future__ import annotations
+
+import os
+
+from proctor import claims as jpaths
+from proctor import config as config_mod
+from proctor import declarations, errors, jobrecord
+from proctor.jobs.lease import Caller
+from proctor.jobs.model import DECLARED, PATH_FIELDS, TERMINAL, is_live
+from proctor.jobs.targets import check_refusals
+from proctor.store import Tx, rows
+from proctor.timeutil import now
+from proctor.vcs import git
+from proctor.workspace import Workspace
+
+# Files every worker in a checkout must read to load the workspace.
+WORKSPACE_LOAD_FILES = (config_mod.CONFIG_NAME,)
+
+
+def _is_related(conn: Tx, a: dict, b: dict) -> bool:
+    if a.get("parent") == b["id"] or b.get("parent") == a["id"]:
+        return True
+    return b["id"] in (a.get("depends_on") or ()) or a["id"] in (b.get("depends_on") or ())
+
+
+def _touched(other: dict, path: str) -> str:
+    checkout = other.get("checkout_root")
+    revision = jobrecord.checkpoint_revision(other.get("checkpoint"))
+    if not checkout or not revision or not os.path.isdir(checkout):
+        return "what it has touched could not be read"
+    counts = git.changed_lines(checkout, revision, path)
+    if counts is None:
+        return "what it has touched could not be read"
+    added, removed = counts
+    if not added and not removed and os.path.isfile(os.path.join(checkout, path)):
+        if git.run(checkout, "ls-files", "--error-unmatch", "--", path, check=False).returncode != 0:
+            with open(os.path.join(checkout, path), "rb") as handle:
+                added = handle.read().count(b"\n")
+            return f"it has created the file ({added} lines, not yet added to git)"
+    if not added and not removed:
+        return "it has not changed the file yet"
+    return f"it has changed +{added} -{removed} lines of it so far"
+
+
+def one_author(conn: Tx, caller: Caller, record: dict, existing: dict | None, parsed: dict) -> bool:
+    """Hold a leased caller to its rights. True when this is the holder shrinking its own row."""
+    lease = caller.lease
+    assert lease is not None  # called only for a leased caller
+    held = rows.get(conn, lease)
+    remedy = (
+        f"that change is the forking session's: ask the session that forked {lease} to make it "
+        f"({caller.whence()}){caller.remedy()}"
+    )
+    if held is None:
+        raise errors.Refused(
+            [
+                (
+                    errors.NOT_YOUR_JOB,
+                    f"refused fork of {record['id']}: your lease {lease} names no job ({caller.whence()}); "
+                    f"a leased session may only change its own job and fork children of it{caller.remedy()}",
+                )
+            ]
+        )
+    if record["id"] == lease:
+        if not is_live(held["state"]):
+            raise errors.Refused(
+                [
+                    (
+                        errors.NOT_LIVE,
+                        f"refused fork of {lease}: your job has ended ({held['state']}); take the next job "
+                        f"with proctor job exec <id> ({caller.whence()}){caller.remedy()}",
+                    )
+                ]
+            )
+        changed = []
+        for field, value in record.items():
+            if field in ("id", "write_paths"):
+                continue
+            current = held.get(field)
+            if field in PATH_FIELDS or field in ("depends_on", "goals"):
+                current = current or []
+            if value != current:
+                changed.append(field)
+        reasons = [
+            (
+                errors.NOT_YOUR_JOB,
+                f"refused fork of {lease}: a holder may only shrink its write paths; {field} is "
+                f"the forking session's to change; {remedy}",
+            )
+            for field in changed
+        ]
+        if (
+            "write_paths" in record
+            and not record["write_paths"]
+            and held.get("write_paths")
+            and not held.get("read_only")
+        ):
+            reasons.append(
+                (
+                    errors.EMPTY_WRITE_SET,
+                    f"refused fork of {lease}: it would shrink your write paths to none, and an empty write set "
+                    f"is no boundary at all (it scopes nothing, so every path nobody else holds would be yours); "
+                    f"keep the paths you still write, or return the job (proctor job exit {lease} --stdin) "
+                    f"({caller.whence()}){caller.remedy()}",
+                )
+            )
+        if "write_paths" in record:
+            own = rows.claims(held)
+            widened = [
+                c.spelling for c in parsed.get("write_paths", []) if not any(jpaths.within(c, mine) for mine in own)
+            ]
+            if widened:
+                reasons.append(
+                    (
+                        errors.NOT_YOUR_JOB,
+                        f"refused fork of {lease}: {', '.join(widened)} widens your write paths, and a "
+                        f"holder may only shrink them; {remedy}",
+                    )
+                )
+        if reasons:
+            raise errors.Refused(reasons)
+        return True
+    is_child = record.get("parent") == lease and (existing is None or existing.get("parent") == lease)
+    if not is_child:
+        what = "replace" if existing is not None else "fork"
+        raise errors.Refused(
+            [
+                (
+                    errors.NOT_YOUR_JOB,
+                    f"refused {what} of {record['id']}: a session holding lease {lease} may only shrink its own "
+                    f"write paths and fork children of {lease} (--parent {lease}) inside them; {remedy}",
+                )
+            ]
+        )
+    if not is_live(held["state"]):
+        raise errors.Refused(
+            [
+                (
+                    errors.NOT_LIVE,
+                    f"refused fork of {record['id']}: your job {lease} has ended ({held['state']}), so it "
+                    f"cannot take children ({caller.whence()}){caller.remedy()}",
+                )
+            ]
+        )
+    if "state" in record:
+        raise errors.Refused(
+            [
+                (
+                    errors.NOT_YOUR_JOB,
+                    f"refused fork of {record['id']}: a holder may not set a child's state; a child starts "
+                    f"declared and its own holder moves it",
+                )
+            ]
+        )
+    if existing is not None and existing["state"] != DECLARED:
+        raise errors.Refused(
+            [
+                (
+                    errors.NOT_YOUR_JOB,
+                    f"refused replace of {record['id']}: it is {existing['state']}, so its terms are its own holder's "
+                    f"now; a holder re-declares only a child nobody has taken ({caller.whence()}){caller.remedy()}",
+                )
+            ]
+        )
+    family = {lease, *rows.descendants(conn, lease)}
+    beyond = [d for d in record.get("depends_on") or () if d not in family]
+    if beyond:
+        raise errors.Refused(
+            [
+                (
+                    errors.NOT_YOUR_JOB,
+                    f"refused fork of {record['id']}: depends_on {', '.join(map(str, beyond))} reaches past {lease}'s "
+                    f"own jobs, and would widen what the child may read; {remedy}",
+                )
+            ]
+        )
+    allowed = rows.read_boundary(held, lambda job_id: rows.get(conn, job_id))
+    wider = _outside(parsed.get("read_paths", []), allowed)
+    if wider:
+        raise errors.Refused(
+            [
+                (
+                    errors.CHILD_EXCEEDS_PARENT,
+                    f"refused fork of {record['id']}: read_paths {', '.join(wider)} reach past what {lease} may read "
+                    f"({', '.join(c.spelling for c in allowed) or 'nothing'}); a holder hands a child no more than it "
+                    f"holds ({caller.whence()}){caller.remedy()}",
+                )
+            ]
+        )
+    outside = _outside(parsed.get("write_paths", []), rows.claims(held))
+    if outside:
+        raise errors.Refused(
+            [
+                (
+                    errors.CHILD_EXCEEDS_PARENT,
+                    f"refused fork of {record['id']}: {', '.join(outside)} lies outside your job {lease}'s "
+                    f"write paths ({', '.join(held.get('write_paths') or []) or 'none'}); a child may claim only "
+                    f"what its parent holds ({caller.whence()}){caller.remedy()}",
+                )
+            ]
+        )
+    return False
+
+
+def _outside(claims: list[jpaths.Claim], allowed: list[jpaths.Claim]) -> list[str]:
+    """The spellings of the claims no allowed claim holds."""
+    return [c.spelling for c in claims if not any(jpaths.within(c, mine) for mine in allowed)]
+
+
+def shape_refusals(
+    conn: Tx,
+    cfg: config_mod.Config,
+    job: dict,
+    parent: dict | None,
+    write_claims: list[jpaths.Claim],
+    root: str,
+    ws: Workspace,
+) -> list[tuple[str, str]]:
+    job_id = job["id"]
+    reasons: list[tuple[str, str]] = []
+    if job.get("parent"):
+        if parent is None:
+            reasons.append(
+                (
+                    errors.UNKNOWN_JOB,
+                    f"refused fork of {job_id}: parent {job['parent']} is not a job; fork the parent first "
+                    f"(proctor ls jobs lists them)",
+                )
+            )
+        elif parent["state"] in TERMINAL:
+            reasons.append(
+                (
+                    errors.NOT_LIVE,
+                    f"refused fork of {job_id}: parent {parent['id']} has ended ({parent['state']}); fork "
+                    f"under a live job",
+                )
+            )
+        elif parent["id"] == job_id or job_id in rows.ancestors(conn, parent["id"]):
+            reasons.append(
+                (
+                    errors.BAD_RECORD,
+                    f"refused fork of {job_id}: parent {parent['id']} descends from {job_id}, which would make "
+                    f"a cycle; name a parent outside this job's subtree",
+                )
+            )
+    for dep in job.get("depends_on") or ():
+        if dep == job_id:
+            reasons.append((errors.BAD_RECORD, f"refused fork of {job_id}: a job cannot depend on itself"))
+        elif rows.get(conn, dep) is None:
+            reasons.append(
+                (
+                    errors.UNKNOWN_JOB,
+                    f"refused fork of {job_id}: depends_on names {dep}, which is not a job; fork it first",
+                )
+            )
+    if parent is not None and parent["state"] not in TERMINAL:
+        depth = parent["_depth"] + 1
+        max_depth = cfg["jobs.max_depth"]
+        if max_depth is not None and depth > max_depth:
+            reasons.append(
+                (
+                    errors.MAX_DEPTH,
+                    f"refused fork of {job_id}: it would sit {depth} levels below its root "
+                    f"{parent['_root']}, past jobs.max_depth = {max_depth} in proctor.toml; fold the work "
+                    f"into a shallower job or raise the limit",
+                )
+            )
+        max_live = cfg["jobs.max_live"]
+        if max_live is not None:
+            live = rows.live_under_root(conn, parent["_root"], job_id)
+            if live + 1 > max_live:
+                reasons.append(
+                    (
+                        errors.MAX_LIVE,
+                        f"refused fork of {job_id}: root {parent['_root']} already has {live} live jobs "
+                        f"under it, the limit jobs.max_live = {max_live} in proctor.toml; wait for some to "
+                        f"end or raise the limit",
+                    )
+                )
+    read_only = job.get("read_only")
+    if read_only:
+        if job.get("write_paths") or job.get("deny_paths"):
+            reasons.append(
+                (
+                    errors.READ_ONLY_WITH_PATHS,
+                    f"refused fork of {job_id}: a read-only job carries no write or deny paths; drop "
+                    f"--read-only or the paths",
+                )
+            )
+    else:
+        if not job.get("check") and not job.get("goals"):
+            reasons.append(
+                (
+                    errors.NOTHING_TO_GRADE,
+                    f"refused fork of {job_id}: a job that writes needs a check or a goal, or proctor job "
+                    f"wait has nothing to grade it by; add --check TARGET, goals, or --read-only",
+                )
+            )
+        if not job.get("write_paths") and job.get("parent"):
+            reasons.append(
+                (
+                    errors.EMPTY_WRITE_SET,
+                    f"refused fork of {job_id}: it is neither read-only nor a root, and an empty write set "
+                    f"scopes nothing; name the files it writes (--write-paths) or add --read-only",
+                )
+            )
+    reasons.extend(check_refusals(cfg, job_id, job))
+    for claim in write_claims:
+        if claim.glob:
+            continue
+        full = os.path.join(ws.root, claim.path) if claim.path != "." else ws.root
+        if os.path.isdir(full):
+            shown = claim.path if claim.path != "." else ". (the repository root)"
+            reasons.append(
+                (
+                    errors.WRITE_PATH_IS_DIRECTORY,
+                    f'refused fork of {job_id}: write path "{shown}" is a directory, which claims every '
+                    f"file under it and overlaps every other job there; name the files it writes",
+                )
+            )
+    if reasons:
+        return reasons
+    reasons.extend(_workspace_load_refusals(conn, job, write_claims, root))
+    reasons.extend(_shared_file_refusals(conn, job, write_claims, root, ws))
+    return reasons
+
+
+def _workspace_load_refusals(conn: Tx, job: dict, write_claims: list[jpaths.Claim], root: str) -> list[tuple[str, str]]:
+    load_files = [f for f in WORKSPACE_LOAD_FILES if any(jpaths.covers(c, f) for c in write_claims)]
+    if not load_files:
+        return []
+    taken = rows.taken_with_paths(conn, job["id"])
+    holders = [
+        j
+        for j in taken
+        if jobrecord.bound_here(rows.get(conn, j) or {}, root) and not jobrecord.overdue(rows.get(conn, j) or {}, now())
+    ]
+    if not holders:
+        return []
+    return [
+        (
+            errors.WORKSPACE_LOAD_FILE,
+            f"refused fork of {job['id']}: it writes {load_files[0]}, the file every worker in this checkout "
+            f"must read to load the workspace, while {holders[0]} is taken in this checkout ({root}); "
+            f"half-saved, it would stop every worker here at once; take this job in a worktree of its own "
+            f"(git worktree add ../{job['id'].replace('/', '-')}) and fork it from there",
+        )
+    ]
+
+
+def _shared_file_refusals(
+    conn: Tx, job: dict, write_claims: list[jpaths.Claim], root: str, ws: Workspace
+) -> list[tuple[str, str]]:
+    literal = [c for c in write_claims if not c.glob]
+    if not literal:
+        return []
+    near = rows.live_claims_near(conn, [c.path for c in literal], job["id"])
+    reasons = []
+    drivers: dict[str, str | None] = {}
+    same = None
+    for other_id in sorted(near):
+        other = rows.get(conn, other_id)
+        if other is None or not other.get("checkout_root") or other.get("state") in TERMINAL:
+            continue
+        if jobrecord.overdue(other, now()):
+            continue  # a job past its deadline owns nothing against other jobs
+        if jobrecord.taken_here(other, root) or _is_related(conn, job, other):
+            continue
+        for mine in literal:
+            for theirs in near[other_id]:
+                if theirs.glob or theirs.path != mine.path:
+                    continue
+                if mine.declaration is not None and theirs.declaration is not None:
+                    if same is None:
+                        same = declarations.Resolver(ws.root)
+                    if not same(mine.path, mine.declaration, theirs.declaration):
+                        continue  # two declarations of one file: each graded on its own
+                    reasons.append(
+                        (
+                            errors.FILE_SHARED_ACROSS_CHECKOUTS,
+                            f"refused fork of {job['id']}: {mine.spelling} and {theirs.spelling}, claimed by "
+                            f"{other_id} held in another checkout ({other['checkout_root']}), name one declaration "
+                            f"of {mine.path}; claim a different declaration, add --depends-on {other_id}, or fold "
+                            f"the work into {other_id}",
+                        )
+                    )
+                    continue
+                if mine.path not in drivers:
+                    drivers[mine.path] = declarations.driver_at(ws.root, mine.path)
+                if drivers[mine.path] is None:
+                    continue  # no diff driver: only depends_on could help, so it is recorded
+                reasons.append(
+                    (
+                        errors.FILE_SHARED_ACROSS_CHECKOUTS,
+                        f"refused fork of {job['id']}: {mine.path} is also claimed ({theirs.spelling}) by "
+                        f"{other_id}, held in another checkout ({other['checkout_root']}), and "
+                        f"{_touched(other, mine.path)}; claim different declarations on both rows "
+                        f"({mine.path}#<declaration>), add --depends-on {other_id}, or fold the work into "
+                        f"{other_id}",
+                    )
+                )
+    return reasons
