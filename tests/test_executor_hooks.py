@@ -43,7 +43,7 @@ def test_pinned_hook_is_claudes_for_every_host():
 
 
 def test_codex_hooks_are_the_printed_wiring_pinned_and_trusted():
-    from proctor.hook import codex as wiring
+    from proctor.hosts import codex as wiring
     from proctor.workers.executors import codex, pinned_hook
 
     given = overrides(codex.hook_overrides(LEASE))
@@ -88,7 +88,7 @@ def test_codex_argv_hands_the_hooks_default_custom_and_resumed(tmp_path, monkeyp
 
 
 def test_gemini_settings_are_the_printed_wiring_pinned_named_and_on():
-    from proctor.hook import gemini as wiring
+    from proctor.hosts import gemini as wiring
     from proctor.workers.executors import gemini, pinned_hook
 
     printed = json.loads("\n".join(line for line in wiring.wiring().splitlines() if not line.startswith("#")))

@@ -439,7 +439,7 @@ def test_host_configuration_moved_by_its_environment_variable_is_ground(
     path = os.path.join(str(base), target)
     if host == "opencode":
         with open(path, "w") as handle:
-            handle.write(__import__("proctor.hook.opencode", fromlist=["PLUGIN"]).PLUGIN)
+            handle.write(__import__("proctor.hosts.opencode", fromlist=["PLUGIN"]).PLUGIN)
         assert wired("opencode", ws)[0], "wired before"
         command = f"rm -f {path}"
     else:

@@ -874,7 +874,7 @@ def test_gemini_dir_path_is_where_a_shell_command_runs(ws):
 
 
 def test_gemini_tool_arguments_are_read():
-    from proctor.hook import gemini
+    from proctor.hosts import gemini
 
     def parsed(tool, tool_input):
         return gemini.parse(gemini_event("/r", tool, tool_input))
@@ -923,7 +923,7 @@ def test_gemini_advisory_is_carried_to_the_after_tool_answer(ws):
 def test_gemini_after_tool_advisory_and_after_agent_deny_forms():
     from proctor.guard.call import POST_TOOL, STOP, Call
     from proctor.guard.engine import Verdict
-    from proctor.hook import gemini
+    from proctor.hosts import gemini
 
     advise = Verdict([("lease-unattributed", "advise", "src/b.py is held by other")], "feat", "env")
     answer = gemini.render(Call("gemini", POST_TOOL), advise)
@@ -953,13 +953,13 @@ def _write(path, value) -> None:
 
 
 def _printed_wiring() -> dict:
-    from proctor.hook import gemini
+    from proctor.hosts import gemini
 
     return json.loads("\n".join(line for line in gemini.wiring().splitlines() if not line.startswith("#")))
 
 
 def test_gemini_wired_reads_trust(tmp_path, monkeypatch):
-    from proctor.hook.gemini import wired
+    from proctor.hosts.gemini import wired
 
     root, home = _gemini_home(tmp_path, monkeypatch)
     ok, text = wired(root, home)
@@ -988,7 +988,7 @@ def test_gemini_wired_reads_trust(tmp_path, monkeypatch):
 
 
 def test_gemini_wired_in_user_settings_always_loads(tmp_path, monkeypatch):
-    from proctor.hook.gemini import wired
+    from proctor.hosts.gemini import wired
 
     root, home = _gemini_home(tmp_path, monkeypatch)
     user = os.path.join(home, ".gemini", "settings.json")

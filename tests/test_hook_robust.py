@@ -152,6 +152,7 @@ ALLOWED_STDLIB = {
 ALLOWED_PREFIXES = (
     "proctor",
     "proctor.hook",
+    "proctor.hosts",
     "proctor.guard",
     "proctor.store",
     "proctor.claims",

@@ -18,21 +18,12 @@ PACKAGE = os.path.dirname(os.path.abspath(proctor.__file__))
 CORE, CAPABILITY, DOOR = 0, 1, 2
 NAMES = {CORE: "core", CAPABILITY: "capability", DOOR: "door"}
 # The first name under proctor/ decides a module's layer; whatever is not listed is core.
-CAPABILITIES = ("jobs", "guard", "monitors", "workers", "sandbox", "broker", "symbols")
+CAPABILITIES = ("jobs", "guard", "hosts", "monitors", "workers", "sandbox", "broker", "symbols")
 DOORS = ("cli", "server", "hook", "mcp_server", "mcp_tools", "api", "__main__")
 
 # Capability -> door imports that stand today, each with why; the test fails when one is added
-# and when one is gone (then strike it here). The host modules (proctor/hook/<host>.py) carry a
-# host's parse, render and wiring, which the harness and the executors read: moving them into a
-# registry below the doors is the hosts' part of the redesign.
+# and when one is gone (then strike it here).
 KNOWN = {
-    ("proctor.guard.harness", "proctor.hook"): "the host list and each host's wiring",
-    ("proctor.workers.executors.claude", "proctor.hook"): "Claude Code's hook wiring, for the worker's settings",
-    ("proctor.workers.executors.claude", "proctor.hook.claude"): "Claude Code's hook wiring",
-    ("proctor.workers.executors.codex", "proctor.hook"): "Codex's hook wiring, for the worker's config",
-    ("proctor.workers.executors.codex", "proctor.hook.codex"): "Codex's hook wiring",
-    ("proctor.workers.executors.gemini", "proctor.hook"): "Gemini CLI's hook wiring and settings reader",
-    ("proctor.workers.executors.gemini", "proctor.hook.gemini"): "Gemini CLI's hook wiring and settings reader",
     ("proctor.monitors.client", "proctor.server"): "the monitor commands reach the running server",
     ("proctor.monitors.client", "proctor.server.daemon"): "the monitor commands reach the running server",
     ("proctor.workers.work", "proctor.server"): "whether a server runs, to say where follow-ups go",
@@ -204,3 +195,84 @@ def test_the_guard_reads_job_fork_options_as_the_cli_defines_them():
     from proctor.jobs.model import INPUT_FIELDS
 
     assert set(values.values()) | set(flags.values()) <= set(INPUT_FIELDS), "every option sets a record field"
+
+
+# --- the hosts: one module each ---------------------------------------------------------------
+
+HOST_INTERFACE = (
+    "parse",
+    "render",
+    "MARKER",
+    "LABEL",
+    "SKILLS",
+    "mcp_files",
+    "protected",
+    "wiring",
+    "mcp_wiring",
+    "wired",
+)
+
+
+def test_each_host_is_one_module_and_nothing_else_names_one():
+    """The hook, the harness, doctor, the CLI's choices, lease-tamper and the executors read
+    the hosts from proctor/hosts/: HOSTS is its modules, each has the whole interface, and no
+    module outside it spells a host's configuration directory."""
+    from proctor import hosts as hook
+
+    files = sorted(
+        name[:-3]
+        for name in os.listdir(os.path.join(PACKAGE, "hosts"))
+        if name.endswith(".py") and not name.startswith("_")
+    )
+    assert list(hook.HOSTS) == files == ["claude", "codex", "gemini", "opencode"]
+    for module in hook.modules():
+        missing = [name for name in HOST_INTERFACE if not hasattr(module, name)]
+        assert not missing, (module.__name__, missing)
+    markers = {module.MARKER for module in hook.modules()}
+    spelled = []
+    for module, path in MODULES.items():
+        if module.startswith("proctor.hosts."):
+            continue
+        with open(path, encoding="utf-8") as handle:
+            tree = ast.parse(handle.read())
+        spelled += [
+            f"{module}:{node.lineno} {node.value}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and node.value in markers
+        ]
+    assert not spelled, "a host's directory spelled outside its module:\n" + "\n".join(spelled)
+
+
+def test_a_new_host_module_is_read_everywhere(monkeypatch, tmp_path):
+    """What adding proctor/hosts/<host>.py does, shown with a module put in its place: the
+    harness writes its skill, lease-tamper keeps a holder out of its wiring, doctor reads its
+    MCP files."""
+    import sys
+    import types
+
+    from proctor import hosts as hook
+    from proctor.guard import harness
+    from proctor.guard.rules import lease_tamper
+
+    fake = types.ModuleType("proctor.hosts.zed")
+    fake.MARKER, fake.LABEL, fake.SKILLS = ".zed", "Zed", True
+    fake.protected = lambda root, home, xdg, env: [(os.path.join(root, ".zed"), "this checkout's Zed configuration")]
+    fake.mcp_files = lambda root, home, env: [os.path.join(root, ".zed", "mcp.json")]
+    monkeypatch.setitem(sys.modules, "proctor.hosts.zed", fake)
+    monkeypatch.setattr(hook, "HOSTS", (*hook.HOSTS, "zed"))
+    assert os.path.join(str(tmp_path), ".zed", "skills", "proctor-multi-agent", "SKILL.md") in harness.skill_targets(
+        str(tmp_path)
+    )
+
+    class Checkout:
+        git_dir = common_dir = str(tmp_path / ".git")
+
+    class Ctx:
+        root, environ, state_dir, checkout = str(tmp_path), {}, str(tmp_path / "state"), Checkout()
+
+        @staticmethod
+        def other_trees():
+            return []
+
+    assert any(what == "this checkout's Zed configuration" for _, what in lease_tamper.ground(Ctx()))
+    assert harness._mcp_files("zed", str(tmp_path), str(tmp_path)) == [os.path.join(str(tmp_path), ".zed", "mcp.json")]

@@ -160,7 +160,7 @@ def test_monitor_tools_need_the_jobs_secret(ws, tool):  # noqa: F811
 def test_a_job_record_is_not_read_as_a_file_write(ws):  # noqa: F811
     """write_paths name files a job may write, not files this call writes; a monitor's command
     is the server's to run, not a shell command of this call (it would otherwise be judged as one)."""
-    from proctor.hook import claude
+    from proctor.hosts import claude
 
     call = claude.parse(payload("claude", ws, "job_put", {"id": "w1/c", "parent": "w1", "write_paths": ["x"]}))
     assert call.proctor_tool == "job_put" and not call.writes and not call.unknown_writes and not call.command
@@ -169,7 +169,7 @@ def test_a_job_record_is_not_read_as_a_file_write(ws):  # noqa: F811
 
 
 def test_another_servers_tool_of_the_same_name_is_not_proctors(ws):  # noqa: F811
-    from proctor.hook import claude
+    from proctor.hosts import claude
 
     event = payload("claude", ws, "job_put", {"id": "x"})
     event["tool_name"] = "mcp__elsewhere__job_put"

@@ -323,7 +323,7 @@ def test_activity_follows_the_hook_events(ws):
 
 
 def test_notification_and_prompt_are_wired():
-    from proctor.hook import claude
+    from proctor.hosts import claude
 
     printed = json.loads("\n".join(line for line in claude.wiring().splitlines() if not line.startswith("#")))
     assert {"UserPromptSubmit", "Notification", "Stop"} <= set(printed["hooks"])
@@ -444,7 +444,7 @@ def test_a_host_that_never_says_stop_hook_active_is_bounded_too_and_never_asked_
 
 
 def test_doctor_names_the_events_an_older_wiring_lacks(tmp_path):
-    from proctor.hook import claude
+    from proctor.hosts import claude
 
     root, home = tmp_path / "r", tmp_path / "h"
     (root / ".claude").mkdir(parents=True)

@@ -569,7 +569,7 @@ def test_gemini_max_spend_is_reported_unenforceable(repo_for, proctor):
 
 def test_claude_default_command_runs_shell_and_carries_the_printed_hooks():
     from proctor.config import Worker
-    from proctor.hook import claude as hook_claude
+    from proctor.hosts import claude as hook_claude
     from proctor.workers.executors import claude
 
     plain = claude.argv(Worker("c", "claude", None, None, None, None), "lease: feat\ndo it")

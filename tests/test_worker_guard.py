@@ -8,7 +8,7 @@ import os
 import subprocess
 
 from proctor import api
-from proctor.hook import claude as claude_hook
+from proctor.hosts import claude as claude_hook
 from proctor.workers.executors import claude
 from tests.conftest import make_repo
 

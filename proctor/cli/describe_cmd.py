@@ -7,7 +7,7 @@ import click
 from proctor import api
 from proctor.cli import emit_json
 from proctor.cli.options import output_option
-from proctor.hook import HOSTS
+from proctor.hosts import HOSTS
 
 
 @click.group()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from proctor.hook import HOSTS
+from proctor.hosts import HOSTS
 
 
 @click.command(context_settings={"ignore_unknown_options": True})

@@ -1,7 +1,7 @@
 """Wiring the guard into agent hosts, and the multi-agent skill.
 
 proctor writes no hook wiring into a host's settings: `proctor describe harness` prints it
-(each host's module, proctor/hook/<host>.py, says what) for a person to merge. `proctor agent
+(each host's module, proctor/hosts/<host>.py, says what) for a person to merge. `proctor agent
 harness install` writes the skill that tells an orchestrating agent how to split work and hand
 it out through proctor, and opencode's guard plugin, which is a file of its own.
 """
@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import os
 
-from proctor.hook import HOSTS  # noqa: F401  (read from here by doctor and describe)
-from proctor.hook import adapter as _host
+from proctor.hosts import HOSTS  # noqa: F401  (read from here by doctor and describe)
+from proctor.hosts import adapter as _host
+from proctor.hosts import modules as host_modules
 
 
 def wiring(host: str) -> str:
@@ -26,20 +27,7 @@ def mcp_wiring(host: str) -> str:
 
 
 def _mcp_files(host: str, root: str, home: str) -> list[str]:
-    config = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
-    return {
-        "claude": [os.path.join(root, ".mcp.json"), os.path.join(home, ".claude.json")],
-        "codex": [
-            os.path.join(root, ".codex", "config.toml"),
-            os.path.join(os.environ.get("CODEX_HOME") or os.path.join(home, ".codex"), "config.toml"),
-        ],
-        "gemini": [os.path.join(root, ".gemini", "settings.json"), os.path.join(home, ".gemini", "settings.json")],
-        "opencode": [
-            os.path.join(root, "opencode.json"),
-            os.path.join(root, "opencode.jsonc"),
-            os.path.join(config, "opencode", "opencode.json"),
-        ],
-    }[host]
+    return _host(host).mcp_files(root, home, os.environ)
 
 
 def _starts_proctor_mcp(node) -> bool:
@@ -93,7 +81,7 @@ def starts_proctor_mcp(host: str, server: str, cwd: str) -> bool:
         root = find_checkout(cwd).root
     except Exception:
         root = cwd
-    if host not in ("claude", "codex", "gemini", "opencode"):
+    if host not in HOSTS:
         return False
     return any(_names_server(_parsed(path), server) for path in _mcp_files(host, root, os.path.expanduser("~")))
 
@@ -164,10 +152,11 @@ description: Split work across agents with proctor jobs and leases; verify retur
 
 
 def skill_targets(root: str) -> list[str]:
+    """Where each host that reads skills (SKILLS in its module) finds proctor's."""
     return [
-        os.path.join(root, ".claude", "skills", "proctor-multi-agent", "SKILL.md"),
-        os.path.join(root, ".codex", "skills", "proctor-multi-agent", "SKILL.md"),
-        os.path.join(root, ".gemini", "skills", "proctor-multi-agent", "SKILL.md"),
+        os.path.join(root, module.MARKER, "skills", "proctor-multi-agent", "SKILL.md")
+        for module in host_modules()
+        if module.SKILLS
     ]
 
 
@@ -181,15 +170,13 @@ def install_skill(root: str) -> list[str]:
     return written
 
 
-def install_plugin(root: str) -> str:
-    """Write the opencode guard plugin (the text `describe harness --host opencode` prints)
-    where opencode loads a project's plugins: .opencode/plugins/proctor.js."""
-    module = _host("opencode")
-    path = os.path.join(root, ".opencode", "plugins", module.PLUGIN_FILE)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.write(module.wiring())
-    return path
+def install_hosts(root: str) -> list[str]:
+    """What each host module writes for itself (`install(root)`: opencode's guard plugin)."""
+    written: list[str] = []
+    for module in host_modules():
+        if hasattr(module, "install"):
+            written.extend(module.install(root))
+    return written
 
 
 def install(ws, lease: str | None = None, environ: dict | None = None) -> list[str]:
@@ -211,4 +198,4 @@ def install(ws, lease: str | None = None, environ: dict | None = None) -> list[s
                 )
             ]
         )
-    return install_skill(ws.root) + [install_plugin(ws.root)]
+    return install_skill(ws.root) + install_hosts(ws.root)

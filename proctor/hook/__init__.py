@@ -14,14 +14,11 @@ import json
 import os
 import sys
 
-HOSTS = ("claude", "codex", "gemini", "opencode")
+
+from proctor.hosts import HOSTS, adapter  # noqa: F401  (the door's hosts, read from here by the CLI)
+
 JSON_DEPTH = 10_000  # nesting the event is read to; past it the call is refused, never passed unread
-USAGE = "usage: proctor hook claude|codex|gemini|opencode [--lease ID]"
-
-
-def adapter(host: str):
-    """The host's module, proctor/hook/<host>.py: parse, render, and its wiring."""
-    return __import__(f"proctor.hook.{host}", fromlist=["parse"])
+USAGE = f"usage: proctor hook {'|'.join(HOSTS)} [--lease ID]"
 
 
 def run(argv: list[str], stdin: bytes, environ: dict | None = None) -> tuple[str, int]:

@@ -113,7 +113,7 @@ def test_every_file_a_patch_touches_is_a_write(host_env, host_repo, body, outsid
 
 
 def test_parse_reads_patch_from_command_or_input():
-    from proctor.hook import codex
+    from proctor.hosts import codex
 
     patch = (
         "*** Begin Patch\n*** Add File: x/new.py\n+1\n*** Update File: a.py\n*** Move to: b.py\n"
@@ -138,7 +138,7 @@ class _Verdict:
 
 def test_answers_never_use_system_message():
     from proctor.guard.call import POST_TOOL, PRE_TOOL, STOP, SUBAGENT_STOP, Call
-    from proctor.hook.codex import render
+    from proctor.hosts.codex import render
 
     def call(event, raw=None):
         c = Call("codex", event)
@@ -182,7 +182,7 @@ def _hooks_only(wiring: str) -> str:
 
 
 def test_wired_reads_codex_trust(tmp_path, monkeypatch):
-    from proctor.hook import codex
+    from proctor.hosts import codex
 
     monkeypatch.delenv("CODEX_HOME", raising=False)
     home, root = str(tmp_path / "home"), str(tmp_path / "repo")
@@ -574,7 +574,7 @@ def test_a_command_of_ones_own_still_gets_the_guard(host_env, host_repo):
 def test_the_persons_own_trusted_hooks_still_run_beside_the_handed_ones(host_env, host_repo, tmp_path):
     """The handed trust (`-c hooks.state={...}`) is a layer of its own: the trust the person
     recorded in config.toml for their own hooks still counts."""
-    from proctor.hook.codex import trust_hash
+    from proctor.hosts.codex import trust_hash
 
     fork_and_take(host_env, host_repo, JOB, "src/a.py")
     marker = tmp_path / "marker"

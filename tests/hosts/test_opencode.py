@@ -157,7 +157,7 @@ def test_chat_dialect_streams_chunks_and_answers_whole():
 
 
 def _parse(tool: str, args: dict, cwd: str = "/r"):
-    from proctor.hook import opencode
+    from proctor.hosts import opencode
 
     return opencode.parse(
         {

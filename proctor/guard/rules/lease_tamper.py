@@ -108,38 +108,18 @@ def ground(ctx) -> list[tuple[str, str]]:
         (os.path.join(xdg_config, "git"), "git's global configuration"),
         ("/etc/gitconfig", "git's system configuration"),
     ]
-    for base, what in ((ctx.root, "this checkout's"), (home, "the home directory's")):
-        for sub, host in (
-            (".claude", "Claude Code"),
-            (".codex", "Codex"),
-            (".gemini", "Gemini CLI"),
-            (".opencode", "opencode"),
-        ):
-            out.append(
-                (
-                    os.path.join(base, sub, "settings.json")
-                    if base == home and sub == ".claude"
-                    else os.path.join(base, sub),
-                    f"{what} {host} configuration (its hook wiring)",
-                )
-            )
-    out.append((os.path.join(home, ".claude", "settings.local.json"), "the home directory's Claude Code hook wiring"))
-    out.append((os.path.join(xdg_config, "opencode"), "opencode's configuration (its plugins)"))
-    out.append((os.path.join(ctx.root, "opencode.json"), "opencode's configuration (its plugins)"))
     env = ctx.environ
+    # each agent host's hook wiring, plugins and records, as its module (proctor/hosts/) names them
+    from proctor.hosts import modules as host_modules
+
+    for host in host_modules():
+        out.extend(host.protected(ctx.root, home, xdg_config, env))
     for variable, what in (
-        ("CLAUDE_CONFIG_DIR", "Claude Code's configuration (its hooks, its subagents' records)"),
-        ("CODEX_HOME", "Codex's configuration (its hooks)"),
-        ("GEMINI_CLI_HOME", "Gemini CLI's configuration (its hooks)"),
-        ("OPENCODE_CONFIG_DIR", "opencode's configuration (its plugins)"),
-        ("OPENCODE_CONFIG", "opencode's configuration (its plugins)"),
         ("GIT_CONFIG_GLOBAL", "git's global configuration"),
         ("GIT_CONFIG_SYSTEM", "git's system configuration"),
     ):
         if env.get(variable) and os.path.isabs(env[variable]):
             out.append((env[variable], what))
-    # Claude Code's record of each session and subagent (a subagent's spawn is read from it)
-    out.append((os.path.join(home, ".claude", "projects"), "Claude Code's session records"))
     # the guard itself: proctor's code, and the interpreter and environment that run it, unless
     # they are this checkout's own files (proctor developed under its own guard: the job's paths
     # judge those)
@@ -154,8 +134,6 @@ def ground(ctx) -> list[tuple[str, str]]:
     ):
         if path and not _inside(os.path.realpath(path), ctx.root):
             out.append((path, what))
-    for system in ("/etc/claude-code", "/etc/codex", "/etc/gemini-cli", "/etc/opencode"):
-        out.append((system, "an agent host's system-wide settings (its hook wiring)"))
     for tree in ctx.other_trees():  # a worktree's .git file names its git directory
         out.append((os.path.join(tree, ".git"), "a work tree's git directory"))
     real: list[tuple[str, str]] = []

@@ -61,7 +61,7 @@ def hooks_settings(lease: str | None = None) -> str:
     otherwise point the hook at another proctor, an empty store or no lease."""
     import json
 
-    from proctor.hook import claude as wiring
+    from proctor.hosts import claude as wiring
 
     text = "\n".join(line for line in wiring.wiring().splitlines() if not line.lstrip().startswith("#"))
     settings = json.loads(text)

@@ -76,7 +76,7 @@ def hook_overrides(lease: str | None = None) -> list[str]:
     (a managed policy, such as allow_managed_hooks_only, still can refuse them)."""
     import json
 
-    from proctor.hook import codex as wiring
+    from proctor.hosts import codex as wiring
 
     command = pinned_hook(lease, "codex") if lease else wiring.COMMAND
     handler = {"type": "command", "command": command, "timeout": wiring.TIMEOUT}

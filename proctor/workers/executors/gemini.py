@@ -90,7 +90,7 @@ def hooks_settings(lease: str | None = None, base: dict | None = None) -> dict:
     import json
     import secrets
 
-    from proctor.hook import gemini as wiring
+    from proctor.hosts import gemini as wiring
     from proctor.workers.executors import pinned_hook
 
     text = "\n".join(line for line in wiring.wiring().splitlines() if not line.lstrip().startswith("#"))
@@ -131,7 +131,7 @@ def write_settings(lease: str | None = None) -> str | None:
     import json
     import sys
 
-    from proctor.hook.gemini import _read_json
+    from proctor.hosts.gemini import _read_json
     from proctor.paths import write_atomic
 
     if not hooks_handed()[0]:

@@ -184,7 +184,33 @@ def _prune(directory: str) -> None:
 
 # --- wiring (printed by `proctor describe harness --host gemini`; never on the hook's path) ---
 
-MARKER = ".gemini"
+MARKER = ".gemini"  # the host's configuration directory, in a checkout and in the home directory
+LABEL = "Gemini CLI"
+SKILLS = True  # it reads skills from <MARKER>/skills
+
+
+def mcp_files(root: str, home: str, environ) -> list[str]:
+    """Where Gemini CLI reads its MCP servers: the project's settings and the user's."""
+    import os
+
+    return [os.path.join(root, ".gemini", "settings.json"), os.path.join(home, ".gemini", "settings.json")]
+
+
+def protected(root: str, home: str, xdg_config: str, environ) -> list[tuple[str, str]]:
+    """(path, what it is) for Gemini CLI's hook wiring, which a leased session must not write."""
+    import os
+
+    out = [
+        (os.path.join(root, ".gemini"), "this checkout's Gemini CLI configuration (its hook wiring)"),
+        (os.path.join(home, ".gemini"), "the home directory's Gemini CLI configuration (its hook wiring)"),
+    ]
+    configured = environ.get("GEMINI_CLI_HOME")
+    if configured and os.path.isabs(configured):
+        out.append((configured, "Gemini CLI's configuration (its hooks)"))
+    out.append(("/etc/gemini-cli", "an agent host's system-wide settings (its hook wiring)"))
+    return out
+
+
 HOOK_COMMAND = "proctor hook gemini"
 WIRED_EVENTS = ("BeforeTool", "AfterTool", "AfterAgent")
 

@@ -13,7 +13,7 @@ tool's output, which the model reads).
 from __future__ import annotations
 
 from proctor.guard.call import OTHER, POST_TOOL, PRE_TOOL, STOP, Call, fill_common, text
-from proctor.hook.claude import read_tool_input
+from proctor.hosts.claude import read_tool_input
 
 EVENTS = {"PreToolUse": PRE_TOOL, "PostToolUse": POST_TOOL, "Stop": STOP}
 WRITE_TOOLS = ("write", "edit", "multiedit")
@@ -108,7 +108,54 @@ def mcp_wiring() -> str:
     )
 
 
-MARKER = ".opencode"
+MARKER = ".opencode"  # the host's configuration directory, in a checkout and in the home directory
+LABEL = "opencode"
+SKILLS = False  # proctor's guard reaches opencode as a plugin, written by install()
+
+
+def mcp_files(root: str, home: str, environ) -> list[str]:
+    """Where opencode reads its MCP servers: the project's config and the user's."""
+    import os
+
+    config = environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    return [
+        os.path.join(root, "opencode.json"),
+        os.path.join(root, "opencode.jsonc"),
+        os.path.join(config, "opencode", "opencode.json"),
+    ]
+
+
+def protected(root: str, home: str, xdg_config: str, environ) -> list[tuple[str, str]]:
+    """(path, what it is) for opencode's configuration and plugins, which load proctor's guard:
+    a leased session must not write them."""
+    import os
+
+    out = [
+        (os.path.join(root, ".opencode"), "this checkout's opencode configuration (its hook wiring)"),
+        (os.path.join(home, ".opencode"), "the home directory's opencode configuration (its hook wiring)"),
+        (os.path.join(xdg_config, "opencode"), "opencode's configuration (its plugins)"),
+        (os.path.join(root, "opencode.json"), "opencode's configuration (its plugins)"),
+    ]
+    for variable in ("OPENCODE_CONFIG_DIR", "OPENCODE_CONFIG"):
+        configured = environ.get(variable)
+        if configured and os.path.isabs(configured):
+            out.append((configured, "opencode's configuration (its plugins)"))
+    out.append(("/etc/opencode", "an agent host's system-wide settings (its hook wiring)"))
+    return out
+
+
+def install(root: str) -> list[str]:
+    """`proctor agent harness install`: the guard plugin (the text `describe harness --host
+    opencode` prints) where opencode loads a project's plugins, .opencode/plugins/proctor.js."""
+    import os
+
+    path = os.path.join(root, ".opencode", "plugins", PLUGIN_FILE)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(PLUGIN)
+    return [path]
+
+
 NEEDLE = '"opencode"]'  # the plugin's spawn of `proctor hook opencode`
 PLUGIN_FILE = "proctor.js"
 

@@ -17,7 +17,7 @@ it adds, updates, deletes or moves (both ends) is a write, and the patch is not 
 from __future__ import annotations
 
 from proctor.guard.call import OTHER, POST_TOOL, PRE_TOOL, STOP, SUBAGENT_STOP, Call, fill_common
-from proctor.hook.claude import read_tool_input
+from proctor.hosts.claude import read_tool_input
 
 EVENTS = {"PreToolUse": PRE_TOOL, "PostToolUse": POST_TOOL, "Stop": STOP, "SubagentStop": SUBAGENT_STOP}
 
@@ -65,7 +65,36 @@ def render(call: Call, verdict) -> dict:
 
 # --- wiring (printed by `proctor describe harness --host codex`; never on the hook's path) ---
 
-MARKER = ".codex"
+MARKER = ".codex"  # the host's configuration directory, in a checkout and in the home directory
+LABEL = "Codex"
+SKILLS = True  # it reads skills from <MARKER>/skills
+
+
+def mcp_files(root: str, home: str, environ) -> list[str]:
+    """Where Codex reads its MCP servers: the project's config and CODEX_HOME's."""
+    import os
+
+    return [
+        os.path.join(root, ".codex", "config.toml"),
+        os.path.join(environ.get("CODEX_HOME") or os.path.join(home, ".codex"), "config.toml"),
+    ]
+
+
+def protected(root: str, home: str, xdg_config: str, environ) -> list[tuple[str, str]]:
+    """(path, what it is) for Codex's hook wiring, which a leased session must not write."""
+    import os
+
+    out = [
+        (os.path.join(root, ".codex"), "this checkout's Codex configuration (its hook wiring)"),
+        (os.path.join(home, ".codex"), "the home directory's Codex configuration (its hook wiring)"),
+    ]
+    configured = environ.get("CODEX_HOME")
+    if configured and os.path.isabs(configured):
+        out.append((configured, "Codex's configuration (its hooks)"))
+    out.append(("/etc/codex", "an agent host's system-wide settings (its hook wiring)"))
+    return out
+
+
 COMMAND = "proctor hook codex"
 TIMEOUT = 30
 WIRED_EVENTS = ("PreToolUse", "PostToolUse", "Stop", "SubagentStop")

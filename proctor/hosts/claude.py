@@ -151,7 +151,38 @@ def render(call: Call, verdict) -> dict:
 
 # --- wiring (printed by `proctor describe harness --host claude`; never on the hook's path) ---
 
-MARKER = ".claude"
+MARKER = ".claude"  # the host's configuration directory, in a checkout and in the home directory
+LABEL = "Claude Code"
+SKILLS = True  # it reads skills from <MARKER>/skills
+
+
+def mcp_files(root: str, home: str, environ) -> list[str]:
+    """Where Claude Code reads its MCP servers."""
+    import os
+
+    return [os.path.join(root, ".mcp.json"), os.path.join(home, ".claude.json")]
+
+
+def protected(root: str, home: str, xdg_config: str, environ) -> list[tuple[str, str]]:
+    """(path, what it is) for what Claude Code reads that a leased session must not write: its
+    hook wiring, and its record of each session and subagent (a subagent's spawn is read from
+    it). lease-tamper keeps a holder out of each."""
+    import os
+
+    out = [
+        (os.path.join(root, ".claude"), "this checkout's Claude Code configuration (its hook wiring)"),
+        (
+            os.path.join(home, ".claude", "settings.json"),
+            "the home directory's Claude Code configuration (its hook wiring)",
+        ),
+        (os.path.join(home, ".claude", "settings.local.json"), "the home directory's Claude Code hook wiring"),
+    ]
+    configured = environ.get("CLAUDE_CONFIG_DIR")
+    if configured and os.path.isabs(configured):
+        out.append((configured, "Claude Code's configuration (its hooks, its subagents' records)"))
+    out.append((os.path.join(home, ".claude", "projects"), "Claude Code's session records"))
+    out.append(("/etc/claude-code", "an agent host's system-wide settings (its hook wiring)"))
+    return out
 
 
 def wiring() -> str:
