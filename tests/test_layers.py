@@ -152,6 +152,20 @@ def test_the_guard_reads_a_target_past_a_value_option():
 # --- the rules' interface --------------------------------------------------------------------
 
 
+def test_the_rules_are_the_packages_modules_in_their_order():
+    """Adding a rule is adding its module: ALL is every module of proctor/guard/rules/ (but the
+    `_` helpers), each judged at its ORDER, lease-entry first (it marks what an entry lets
+    through for the rules after it)."""
+    from proctor.guard.rules import ALL
+
+    here = os.path.join(PACKAGE, "guard", "rules")
+    files = {name[:-3] for name in os.listdir(here) if name.endswith(".py") and not name.startswith("_")}
+    assert {rule.__name__.rsplit(".", 1)[1] for rule in ALL} == files
+    orders = [rule.ORDER for rule in ALL]
+    assert orders == sorted(orders) and len(set(orders)) == len(orders), "two rules at one ORDER"
+    assert ALL[0].NAME == "lease-entry"
+
+
 def test_every_rule_is_a_rule():
     """What proctor/guard/rules/__init__.py's Rule protocol states (mypy checks ALL against it),
     checked at run time too: the members, their types, and check(ctx: Context)."""
@@ -166,6 +180,7 @@ def test_every_rule_is_a_rule():
         for member in ("NAME", "DEFAULT", "SUMMARY", "CATCHES", "WHY"):
             assert isinstance(getattr(rule, member), str) and getattr(rule, member), (rule.__name__, member)
         assert rule.DEFAULT in ("deny", "advise"), rule.__name__
+        assert isinstance(rule.ORDER, int) and not isinstance(rule.ORDER, bool), rule.__name__
         assert isinstance(rule.EVENTS, tuple) and rule.EVENTS and set(rule.EVENTS) <= events, rule.__name__
         signature = inspect.signature(rule.check)
         assert list(signature.parameters) == ["ctx"], rule.__name__

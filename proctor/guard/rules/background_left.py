@@ -9,6 +9,7 @@ from proctor.guard.rules import _tasks
 NAME = "background-left"
 DEFAULT = "deny"
 EVENTS = (STOP, SUBAGENT_STOP)
+ORDER = 150  # where it is judged among the rules (proctor/guard/rules/__init__.py)
 SUMMARY = "a subagent stops and leaves the background tasks it started running"
 CATCHES = (
     "At a subagent's stop (SubagentStop), the background tasks that subagent started and left "

@@ -9,6 +9,7 @@ from proctor.guard.rules import _tasks
 NAME = "background-silent"
 DEFAULT = "deny"
 EVENTS = (PRE_TOOL,)
+ORDER = 140  # where it is judged among the rules (proctor/guard/rules/__init__.py)
 OPTIONS = {"advise_minutes": 30.0, "deny_minutes": 60.0}
 SUMMARY = (
     "a background task of the session that has written nothing for advise_minutes (30 unset); "

@@ -10,6 +10,7 @@ from proctor.guard.context import Context
 NAME = "background-unbounded"
 DEFAULT = "advise"
 EVENTS = (PRE_TOOL,)
+ORDER = 160  # where it is judged among the rules (proctor/guard/rules/__init__.py)
 OPTIONS = {"ceiling_minutes": 120.0}
 SUMMARY = "a command sent to the background that runs until stopped, with no timeout"
 CATCHES = (

@@ -10,6 +10,7 @@ from proctor.guard.rules._common import own_claims
 NAME = "lease-base-diverged"
 DEFAULT = "advise"
 EVENTS = (PRE_TOOL,)
+ORDER = 120  # where it is judged among the rules (proctor/guard/rules/__init__.py)
 SUMMARY = "a holder writes its own path from a base that diverges from the checkpoint it was handed"
 CATCHES = (
     "A write to one of the job's own paths when proctor job exec recorded that this checkout "

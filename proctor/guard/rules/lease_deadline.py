@@ -9,6 +9,7 @@ from proctor.jobrecord import overdue
 NAME = "lease-deadline"
 DEFAULT = "deny"
 EVENTS = (PRE_TOOL,)
+ORDER = 40  # where it is judged among the rules (proctor/guard/rules/__init__.py)
 SUMMARY = "a session writes under a job past its deadline"
 CATCHES = (
     "Any write graded under a job whose --timeout deadline has passed; a command whose writes "

@@ -9,6 +9,7 @@ from proctor.jobrecord import overdue
 NAME = "lease-claimed-declaration"
 DEFAULT = "deny"
 EVENTS = (PRE_TOOL,)
+ORDER = 60  # where it is judged among the rules (proctor/guard/rules/__init__.py)
 SUMMARY = "a leased session's edit lands in a declaration of a file another live job claims"
 CATCHES = (
     "A write, under a live job, to a file another live job claims a declaration of (src/a.py#alpha): "

@@ -9,6 +9,7 @@ from proctor.guard.rules._common import ENTRY_QUIET_SECONDS, open_entry
 NAME = "lease-entry"
 DEFAULT = "deny"
 EVENTS = (PRE_TOOL,)
+ORDER = 10  # first: it marks the paths an entry lets through (ctx.entered), which later rules skip
 SUMMARY = "a write through an entry while the job's holder is working"
 CATCHES = (
     "A write into a path another live job owns, through an open entry of that job, while the "

@@ -10,6 +10,7 @@ from proctor.jobrecord import overdue
 NAME = "lease-foreign-path"
 DEFAULT = "deny"
 EVENTS = (PRE_TOOL,)
+ORDER = 50  # where it is judged among the rules (proctor/guard/rules/__init__.py)
 SUMMARY = "a leased session writes a path another live job holds"
 CATCHES = (
     "A write, under a live job, to a path that another live job's write paths cover (its own "

@@ -9,6 +9,7 @@ from proctor.guard.context import Context
 NAME = "lease-gate"
 DEFAULT = "deny"
 EVENTS = (PRE_TOOL,)
+ORDER = 70  # where it is judged among the rules (proctor/guard/rules/__init__.py)
 SUMMARY = "a leased session runs the release gate instead of its own check"
 CATCHES = (
     "`proctor run <gate>` (jobs.gate, ci by default), or a target whose command runs it, by a "

@@ -8,6 +8,7 @@ from proctor.guard.context import Context
 NAME = "lease-harness"
 DEFAULT = "deny"
 EVENTS = (PRE_TOOL,)
+ORDER = 100  # where it is judged among the rules (proctor/guard/rules/__init__.py)
 SUMMARY = "a leased session runs proctor agent harness install"
 CATCHES = "`proctor agent harness install` by a session acting under a live job, whatever the row says."
 WHY = (

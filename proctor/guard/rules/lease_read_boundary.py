@@ -9,6 +9,7 @@ from proctor.guard.context import Context
 NAME = "lease-read-boundary"
 DEFAULT = "deny"
 EVENTS = (PRE_TOOL,)
+ORDER = 110  # where it is judged among the rules (proctor/guard/rules/__init__.py)
 SUMMARY = "a leased session reads outside its job's read boundary"
 CATCHES = (
     "A file tool's read (Read, Glob, Grep, ...) of a repository path outside the job's read "

@@ -8,6 +8,7 @@ from proctor.guard.context import Context
 NAME = "lease-read-only"
 DEFAULT = "deny"
 EVENTS = (PRE_TOOL,)
+ORDER = 30  # where it is judged among the rules (proctor/guard/rules/__init__.py)
 SUMMARY = "a session acting under a read-only job writes"
 CATCHES = "Any repository write, by a file tool or a shell command, under a job declared --read-only."
 WHY = (

@@ -14,6 +14,7 @@ from proctor.store import rows
 NAME = "lease-store"
 DEFAULT = "deny"
 EVENTS = (PRE_TOOL,)
+ORDER = 80  # where it is judged among the rules (proctor/guard/rules/__init__.py)
 SUMMARY = (
     "a leased session forks outside its own job, takes, ends or waits on a job not its own or beneath "
     "it, manages monitors without its job's secret (or with it removed), starts or stops the server, or runs "

@@ -11,6 +11,7 @@ from proctor.guard.context import Context
 NAME = "lease-tamper"
 DEFAULT = "deny"
 EVENTS = (PRE_TOOL,)
+ORDER = 90  # where it is judged among the rules (proctor/guard/rules/__init__.py)
 SUMMARY = (
     "a leased session writes into .git/, proctor's state, store or cache, or an agent host's hook "
     "wiring; sets a git setting that runs commands; or reads the server token"

@@ -9,6 +9,7 @@ from proctor.guard.rules._common import age
 NAME = "lease-unattributed"
 DEFAULT = "advise"
 EVENTS = (PRE_TOOL,)
+ORDER = 130  # where it is judged among the rules (proctor/guard/rules/__init__.py)
 SUMMARY = "a session under no live lease writes a path a live job owns"
 CATCHES = (
     "A write by a session that names no live job (no --lease, no record, no BAGGAGE, or one "

@@ -10,6 +10,7 @@ from proctor.guard.rules._common import own_claims
 NAME = "lease-write-scope"
 DEFAULT = "deny"
 EVENTS = (PRE_TOOL,)
+ORDER = 20  # where it is judged among the rules (proctor/guard/rules/__init__.py)
 SUMMARY = (
     "a leased session writes outside its job's write paths, inside its deny paths, or in another "
     "checkout than the one its job was taken in"

@@ -12,6 +12,7 @@ from proctor.guard.context import Context
 NAME = "monitor-followup"
 DEFAULT = "deny"
 EVENTS = (STOP, PROMPT)
+ORDER = 170  # where it is judged among the rules (proctor/guard/rules/__init__.py)
 SUMMARY = "a session bound to a job stops while its monitors' follow-up is waiting, or with no wait to wake it"
 CATCHES = (
     "At the Stop of a session acting under a job: the oldest follow-up of that job's monitors that the "
