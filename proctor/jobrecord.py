@@ -168,6 +168,20 @@ def _unquote(text: str) -> str:
     return out.decode("utf-8", "replace")
 
 
+def settle_lease(record: str | None, claim: str | None, tier: str) -> tuple[str | None, str | None]:
+    """The lease a caller acts under, from what a record binds it to (`tier`: "agent", the
+    host session's record; "marker", the checkout's) and what BAGGAGE claims: a record wins
+    over a claim, and says so ("contested") when they differ, or a claim could undo the
+    one-way rule of taking a lease; a claim answers alone ("env"); neither, (None, None). An
+    explicit --lease and the tiers before the record (the guard's broker pin, the CLI's
+    inherited claim) are the callers'; this is the order both share."""
+    if record:
+        return record, ("contested" if claim and claim != record else tier)
+    if claim:
+        return claim, "env"
+    return None, None
+
+
 def parse_baggage(header: str | None) -> dict[str, str]:
     """W3C baggage: `key=value;prop, key2=value2`, values percent-encoded."""
     members: dict[str, str] = {}

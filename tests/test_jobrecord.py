@@ -194,3 +194,20 @@ def test_the_core_record_costs_the_hook_no_heavy_module():
     probe = code.replace("import proctor.jobrecord", "import proctor.jobs.lease")
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert "dataclasses" in loaded.stdout.split(), loaded.stdout + loaded.stderr
+
+
+# --- the lease order the guard and the CLI share ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "record, claim, tier, expected",
+    [
+        ("a", None, "marker", ("a", "marker")),
+        ("a", "a", "agent", ("a", "agent")),
+        ("a", "b", "agent", ("a", "contested")),  # a record wins over a claim
+        (None, "b", "marker", ("b", "env")),
+        (None, None, "agent", (None, None)),
+    ],
+)
+def test_a_record_wins_over_a_claim(record, claim, tier, expected):
+    assert jobrecord.settle_lease(record, claim, tier) == expected

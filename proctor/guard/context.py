@@ -332,11 +332,7 @@ class Context:
                     record = self._subagent_job()
             else:
                 record, source = rows.bound_job(self.conn, checkout_scope(self.root)), "marker"
-        if record:
-            return record, ("contested" if claim and claim != record else source)
-        if claim:
-            return claim, "env"
-        return None, None
+        return jobrecord.settle_lease(record, claim, source or "marker")
 
     def _subagent_job(self) -> str | None:
         """The job of a subagent with no record yet, from its first call on. A subagent spawned

@@ -13,7 +13,7 @@ import getpass
 import os
 from dataclasses import dataclass
 
-from proctor.jobrecord import BAGGAGE_KEY, check_job_id, parse_baggage
+from proctor.jobrecord import BAGGAGE_KEY, check_job_id, parse_baggage, settle_lease
 from proctor.store import Tx, rows
 from proctor.store.rows import agent_scope, checkout_scope  # noqa: F401  (re-exported)
 from proctor.timeutil import iso, now
@@ -135,14 +135,16 @@ def resolve(conn: Tx | None, root: str, flag: str | None = None, environ: dict |
     # record that disagrees with it wins (contested), or a claim would undo the one-way rule.
     checkout = os.path.realpath(root)
     bound = rows.bound_job(conn, checkout_scope(root)) if conn is not None else None
-    if bound and claim and claim != bound:
-        if within is not None and inherited is not None and not within(bound):  # within: set with inherited
+    lease, source = settle_lease(bound, claim, "marker")
+    if source == "contested":
+        if within is not None and inherited is not None and bound and not within(bound):  # set with inherited
+            # a checkout bound to a job outside the inherited one: the inherited claim stands
             return Caller(claim, "contested", user, checkout, claim, inherited=inherited[1])
-        return Caller(bound, "contested", user, checkout, claim)
-    if claim:
-        return Caller(claim, "env", user, inherited=via)
-    if bound:
-        return Caller(bound, "marker", user, checkout)
+        return Caller(lease, "contested", user, checkout, claim)
+    if source == "env":
+        return Caller(lease, "env", user, inherited=via)
+    if source == "marker":
+        return Caller(lease, "marker", user, checkout)
     return Caller(None, None, user)
 
 
