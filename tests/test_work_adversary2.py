@@ -128,7 +128,12 @@ def worktree_count(root: str) -> int:
 
 def cleaned_up(root: str, job: str = "feat") -> bool:
     row = rows(root).get(job) or {}
-    return worktree_count(root) == 1 and row.get("worker_pid") is None and row.get("state") == "declared"
+    listed = subprocess.run(["git", "worktree", "list", "--porcelain"], cwd=root, capture_output=True, text=True)
+    if listed.returncode != 0:
+        # git lists .git/worktrees while the watchdog's `git worktree remove` empties it: the
+        # clean-up is under way, not done; the caller asks again
+        return False
+    return listed.stdout.count("worktree ") == 1 and row.get("worker_pid") is None and row.get("state") == "declared"
 
 
 def running(argv: list[str]) -> list[int]:
