@@ -122,11 +122,14 @@ def test_a_store_held_by_another_process_delays_no_deny(ws, how):
         holder.wait()
     assert denied_by_scope(answer), answer
     assert "skipped" in stderr, "the debug output says the records were skipped"
-    # the hook's own start is python's; what the busy store may add is bounded well under a second
-    assert elapsed - python_start() < 1.0, elapsed
+    assert elapsed - python_start() < 5.0, elapsed  # no busy timeout (5 s and more) was waited out
     assert tool_calls(ws) == before, "the skipped record is not half-written"
-    answer, _, stderr = run_hook(ws)
+    answer, free, stderr = run_hook(ws)
     assert denied_by_scope(answer) and "skipped" not in stderr
+    # what the busy store added to the same call, measured beside the store-free one (the
+    # machine's load, which a bare interpreter's start measured apart does not track, cancels
+    # out): bounded well under a second (the records' wait is 0.25 s)
+    assert elapsed - free < 1.0, (elapsed, free)
     assert tool_calls(ws) == before + 1, "once the store is free, the call is recorded again"
 
 
