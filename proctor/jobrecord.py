@@ -5,7 +5,11 @@ here, what of it the public may see, how a checkpoint token splits, the lease a 
 names, and "that job, or a refusal naming the remedy". Both `proctor.jobs` and
 `proctor.guard` read these; neither keeps a copy.
 
-Core, and on the hook's hot path: it imports only `os`, `re`, `proctor.errors`,
+Also here, the one-author check: what a session holding a job may put as a job record, judged
+once for the store (`jobs/fork_refusals.py`, at the fork) and for the guard
+(`guard/rules/lease_store.py`, at the call), each of which renders the findings in its own words.
+
+Core, and on the hook's hot path: it imports only `os`, `re`, `proctor.claims`, `proctor.errors`,
 `proctor.paths` and `proctor.timeutil` (no `typing`, `dataclasses` or `urllib`), and holds no
 connection: the store reads rows, this module says what a row means.
 """
@@ -15,7 +19,7 @@ from __future__ import annotations
 import os
 import re
 
-from proctor import errors
+from proctor import claims, errors
 from proctor.paths import machine_id
 from proctor.timeutil import parse_iso
 
@@ -194,3 +198,97 @@ def parse_baggage(header: str | None) -> dict[str, str]:
         if key:
             members[key] = _unquote(value.strip())
     return members
+
+
+# --- one author per job -----------------------------------------------------------------------
+
+# The fields a record lists; an absent one reads as an empty list when compared with what is held.
+PATH_FIELDS = ("write_paths", "deny_paths", "read_paths")
+LIST_FIELDS = PATH_FIELDS + ("depends_on", "goals")
+
+
+def check_as_stored(value):
+    """A check as a row holds it: `"test"` or `{"target": " test "}` -> `{"target": "test"}`;
+    any other value as given (the store's reading refuses it; see jobs/model.normalize_check)."""
+    if isinstance(value, str):
+        return {"target": value.strip()}
+    if isinstance(value, dict) and set(value) == {"target"} and isinstance(value["target"], str):
+        return {"target": value["target"].strip()}
+    return value
+
+
+def one_author(held: dict, record: dict, existing: dict | None, family, reads_allowed, writes, reads) -> list:
+    """What a session holding `held` may not put as `record` (the fields it names), as
+    (finding, detail) pairs in the order the store and the guard report them; none when it may.
+
+    Widening a boundary and changing the plan's shape are the forking session's: a holder may
+    shrink its own write paths (changing no other field of its row) and fork children of itself
+    (`parent` its job) inside them, re-declaring such a child while nobody has taken it.
+
+    `existing`: the row under record["id"] now, or None. `family()`: the holder's job and its
+    descendants; `reads_allowed()`: the claims it may read (each asked only when needed).
+    `writes`, `reads`: the record's write and read entries as (spelling, Claim), the Claim None
+    for an entry that leaves the repository or cannot be read.
+
+    Findings: ("not-child", None); ("ended", state); on the holder's own row ("fields",
+    [changed fields]), ("empty", None), ("widens", [spellings]); on a child ("state", value),
+    ("taken", its state), ("depends", [ids]), ("reads", ([spellings], allowed claims)),
+    ("writes", [spellings]).
+    """
+    lease = held["id"]
+    if record.get("id") == lease:
+        if not is_live(held["state"]):
+            return [("ended", held["state"])]
+        found: list = []
+        changed = []
+        for field, value in record.items():
+            if field in ("id", "write_paths", "schema_version"):
+                continue
+            current = held.get(field)
+            if field in LIST_FIELDS:
+                current = current or []
+            if value != current:
+                changed.append(field)
+        if changed:
+            found.append(("fields", changed))
+        if "write_paths" in record and not writes and held.get("write_paths") and not held.get("read_only"):
+            found.append(("empty", None))
+        widened = _outside(writes, row_claims(held))
+        if widened:
+            found.append(("widens", widened))
+        return found
+    if record.get("parent") != lease or (existing is not None and existing.get("parent") != lease):
+        return [("not-child", None)]
+    if not is_live(held["state"]):
+        return [("ended", held["state"])]
+    if "state" in record:
+        return [("state", record["state"])]
+    if existing is not None and existing["state"] != DECLARED:
+        return [("taken", existing["state"])]
+    beyond = [d for d in record.get("depends_on") or () if d not in family()]
+    if beyond:
+        return [("depends", beyond)]
+    if reads:
+        allowed = reads_allowed()
+        wider = _outside(reads, allowed)
+        if wider:
+            return [("reads", (wider, allowed))]
+    outside = _outside(writes, row_claims(held))
+    if outside:
+        return [("writes", outside)]
+    return []
+
+
+def row_claims(job: dict, field: str = "write_paths") -> list:
+    """A stored job's claims in one path field (stored spellings are canonical, so they
+    re-parse exactly)."""
+    out = []
+    for spelling in job.get(field) or ():
+        path, declaration, _ = claims.split_entry(spelling)
+        out.append(claims.Claim(path, declaration))
+    return out
+
+
+def _outside(entries, allowed) -> list:
+    """The spellings of the entries no allowed claim holds (an unreadable entry is outside)."""
+    return [s for s, c in entries if c is None or not any(claims.within(c, mine) for mine in allowed)]

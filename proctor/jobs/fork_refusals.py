@@ -13,7 +13,7 @@ from proctor import claims as jpaths
 from proctor import config as config_mod
 from proctor import declarations, errors, jobrecord
 from proctor.jobs.lease import Caller
-from proctor.jobs.model import DECLARED, PATH_FIELDS, TERMINAL, is_live
+from proctor.jobs.model import TERMINAL
 from proctor.jobs.targets import check_refusals
 from proctor.store import Tx, rows
 from proctor.timeutil import now
@@ -50,14 +50,13 @@ def _touched(other: dict, path: str) -> str:
 
 
 def one_author(conn: Tx, caller: Caller, record: dict, existing: dict | None, parsed: dict) -> bool:
-    """Hold a leased caller to its rights. True when this is the holder shrinking its own row."""
+    """Hold a leased caller to its rights (jobrecord.one_author judges; this says it in the
+    store's words). True when this is the holder shrinking its own row."""
     lease = caller.lease
     assert lease is not None  # called only for a leased caller
     held = rows.get(conn, lease)
-    remedy = (
-        f"that change is the forking session's: ask the session that forked {lease} to make it "
-        f"({caller.whence()}){caller.remedy()}"
-    )
+    whence = f"({caller.whence()}){caller.remedy()}"
+    remedy = f"that change is the forking session's: ask the session that forked {lease} to make it {whence}"
     if held is None:
         raise errors.Refused(
             [
@@ -68,150 +67,86 @@ def one_author(conn: Tx, caller: Caller, record: dict, existing: dict | None, pa
                 )
             ]
         )
-    if record["id"] == lease:
-        if not is_live(held["state"]):
-            raise errors.Refused(
-                [
-                    (
-                        errors.NOT_LIVE,
-                        f"refused fork of {lease}: your job has ended ({held['state']}); take the next job "
-                        f"with proctor job exec <id> ({caller.whence()}){caller.remedy()}",
-                    )
-                ]
+    own = record["id"] == lease
+    found = jobrecord.one_author(
+        held,
+        record,
+        existing,
+        lambda: {lease, *rows.descendants(conn, lease)},
+        lambda: rows.read_boundary(held, lambda job_id: rows.get(conn, job_id)),
+        [(c.spelling, c) for c in parsed.get("write_paths", [])],
+        [(c.spelling, c) for c in parsed.get("read_paths", [])],
+    )
+    job_id = record["id"]
+    said = {
+        "not-child": lambda _: (
+            errors.NOT_YOUR_JOB,
+            f"refused {'replace' if existing is not None else 'fork'} of {job_id}: a session holding lease "
+            f"{lease} may only shrink its own write paths and fork children of {lease} (--parent {lease}) "
+            f"inside them; {remedy}",
+        ),
+        "ended": lambda state: (
+            errors.NOT_LIVE,
+            f"refused fork of {lease}: your job has ended ({state}); take the next job with proctor job exec "
+            f"<id> {whence}"
+            if own
+            else f"refused fork of {job_id}: your job {lease} has ended ({state}), so it cannot take children {whence}",
+        ),
+        "empty": lambda _: (
+            errors.EMPTY_WRITE_SET,
+            f"refused fork of {lease}: it would shrink your write paths to none, and an empty write set "
+            f"is no boundary at all (it scopes nothing, so every path nobody else holds would be yours); "
+            f"keep the paths you still write, or return the job (proctor job exit {lease} --stdin) {whence}",
+        ),
+        "widens": lambda widened: (
+            errors.NOT_YOUR_JOB,
+            f"refused fork of {lease}: {', '.join(widened)} widens your write paths, and a "
+            f"holder may only shrink them; {remedy}",
+        ),
+        "state": lambda _: (
+            errors.NOT_YOUR_JOB,
+            f"refused fork of {job_id}: a holder may not set a child's state; a child starts "
+            f"declared and its own holder moves it",
+        ),
+        "taken": lambda state: (
+            errors.NOT_YOUR_JOB,
+            f"refused replace of {job_id}: it is {state}, so its terms are its own holder's now; a holder "
+            f"re-declares only a child nobody has taken {whence}",
+        ),
+        "depends": lambda beyond: (
+            errors.NOT_YOUR_JOB,
+            f"refused fork of {job_id}: depends_on {', '.join(map(str, beyond))} reaches past {lease}'s "
+            f"own jobs, and would widen what the child may read; {remedy}",
+        ),
+        "reads": lambda detail: (
+            errors.CHILD_EXCEEDS_PARENT,
+            f"refused fork of {job_id}: read_paths {', '.join(detail[0])} reach past what {lease} may read "
+            f"({', '.join(c.spelling for c in detail[1]) or 'nothing'}); a holder hands a child no more than it "
+            f"holds {whence}",
+        ),
+        "writes": lambda outside: (
+            errors.CHILD_EXCEEDS_PARENT,
+            f"refused fork of {job_id}: {', '.join(outside)} lies outside your job {lease}'s "
+            f"write paths ({', '.join(held.get('write_paths') or []) or 'none'}); a child may claim only "
+            f"what its parent holds {whence}",
+        ),
+    }
+    reasons: list[tuple[str, str]] = []
+    for finding, detail in found:
+        if finding == "fields":
+            reasons.extend(
+                (
+                    errors.NOT_YOUR_JOB,
+                    f"refused fork of {lease}: a holder may only shrink its write paths; {field} is "
+                    f"the forking session's to change; {remedy}",
+                )
+                for field in detail
             )
-        changed = []
-        for field, value in record.items():
-            if field in ("id", "write_paths"):
-                continue
-            current = held.get(field)
-            if field in PATH_FIELDS or field in ("depends_on", "goals"):
-                current = current or []
-            if value != current:
-                changed.append(field)
-        reasons = [
-            (
-                errors.NOT_YOUR_JOB,
-                f"refused fork of {lease}: a holder may only shrink its write paths; {field} is "
-                f"the forking session's to change; {remedy}",
-            )
-            for field in changed
-        ]
-        if (
-            "write_paths" in record
-            and not record["write_paths"]
-            and held.get("write_paths")
-            and not held.get("read_only")
-        ):
-            reasons.append(
-                (
-                    errors.EMPTY_WRITE_SET,
-                    f"refused fork of {lease}: it would shrink your write paths to none, and an empty write set "
-                    f"is no boundary at all (it scopes nothing, so every path nobody else holds would be yours); "
-                    f"keep the paths you still write, or return the job (proctor job exit {lease} --stdin) "
-                    f"({caller.whence()}){caller.remedy()}",
-                )
-            )
-        if "write_paths" in record:
-            own = rows.claims(held)
-            widened = [
-                c.spelling for c in parsed.get("write_paths", []) if not any(jpaths.within(c, mine) for mine in own)
-            ]
-            if widened:
-                reasons.append(
-                    (
-                        errors.NOT_YOUR_JOB,
-                        f"refused fork of {lease}: {', '.join(widened)} widens your write paths, and a "
-                        f"holder may only shrink them; {remedy}",
-                    )
-                )
-        if reasons:
-            raise errors.Refused(reasons)
-        return True
-    is_child = record.get("parent") == lease and (existing is None or existing.get("parent") == lease)
-    if not is_child:
-        what = "replace" if existing is not None else "fork"
-        raise errors.Refused(
-            [
-                (
-                    errors.NOT_YOUR_JOB,
-                    f"refused {what} of {record['id']}: a session holding lease {lease} may only shrink its own "
-                    f"write paths and fork children of {lease} (--parent {lease}) inside them; {remedy}",
-                )
-            ]
-        )
-    if not is_live(held["state"]):
-        raise errors.Refused(
-            [
-                (
-                    errors.NOT_LIVE,
-                    f"refused fork of {record['id']}: your job {lease} has ended ({held['state']}), so it "
-                    f"cannot take children ({caller.whence()}){caller.remedy()}",
-                )
-            ]
-        )
-    if "state" in record:
-        raise errors.Refused(
-            [
-                (
-                    errors.NOT_YOUR_JOB,
-                    f"refused fork of {record['id']}: a holder may not set a child's state; a child starts "
-                    f"declared and its own holder moves it",
-                )
-            ]
-        )
-    if existing is not None and existing["state"] != DECLARED:
-        raise errors.Refused(
-            [
-                (
-                    errors.NOT_YOUR_JOB,
-                    f"refused replace of {record['id']}: it is {existing['state']}, so its terms are its own holder's "
-                    f"now; a holder re-declares only a child nobody has taken ({caller.whence()}){caller.remedy()}",
-                )
-            ]
-        )
-    family = {lease, *rows.descendants(conn, lease)}
-    beyond = [d for d in record.get("depends_on") or () if d not in family]
-    if beyond:
-        raise errors.Refused(
-            [
-                (
-                    errors.NOT_YOUR_JOB,
-                    f"refused fork of {record['id']}: depends_on {', '.join(map(str, beyond))} reaches past {lease}'s "
-                    f"own jobs, and would widen what the child may read; {remedy}",
-                )
-            ]
-        )
-    allowed = rows.read_boundary(held, lambda job_id: rows.get(conn, job_id))
-    wider = _outside(parsed.get("read_paths", []), allowed)
-    if wider:
-        raise errors.Refused(
-            [
-                (
-                    errors.CHILD_EXCEEDS_PARENT,
-                    f"refused fork of {record['id']}: read_paths {', '.join(wider)} reach past what {lease} may read "
-                    f"({', '.join(c.spelling for c in allowed) or 'nothing'}); a holder hands a child no more than it "
-                    f"holds ({caller.whence()}){caller.remedy()}",
-                )
-            ]
-        )
-    outside = _outside(parsed.get("write_paths", []), rows.claims(held))
-    if outside:
-        raise errors.Refused(
-            [
-                (
-                    errors.CHILD_EXCEEDS_PARENT,
-                    f"refused fork of {record['id']}: {', '.join(outside)} lies outside your job {lease}'s "
-                    f"write paths ({', '.join(held.get('write_paths') or []) or 'none'}); a child may claim only "
-                    f"what its parent holds ({caller.whence()}){caller.remedy()}",
-                )
-            ]
-        )
-    return False
-
-
-def _outside(claims: list[jpaths.Claim], allowed: list[jpaths.Claim]) -> list[str]:
-    """The spellings of the claims no allowed claim holds."""
-    return [c.spelling for c in claims if not any(jpaths.within(c, mine) for mine in allowed)]
+        else:
+            reasons.append(said[finding](detail))
+    if reasons:
+        raise errors.Refused(reasons)
+    return own
 
 
 def shape_refusals(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from proctor import errors
+from proctor import errors, jobrecord
 
 # the core record's facts, read here by the CLI's --schema and the jobs' modules
 from proctor.jobrecord import (  # noqa: F401  (re-exported)
@@ -23,6 +23,7 @@ from proctor.jobrecord import (  # noqa: F401  (re-exported)
     MAX_JOB_ID,
     NO_RETURN,
     PASS,
+    PATH_FIELDS,
     RUNNING,
     STATES,
     TERMINAL,
@@ -96,7 +97,6 @@ OUTPUT_FIELDS = (
     "observed",
     "moved",
 )
-PATH_FIELDS = ("write_paths", "deny_paths", "read_paths")
 
 GOAL_KINDS = ("check", "paths", "symbol")
 GOAL_EXPECT = {
@@ -130,7 +130,7 @@ def normalize_check(value: Any, where: str = "check") -> dict | None:
     if value is None or value == "":
         return None
     if isinstance(value, str):
-        return {"target": value.strip()}
+        return jobrecord.check_as_stored(value)
     if isinstance(value, dict):
         unknown = sorted(set(value) - {"target"})
         if unknown:
@@ -138,7 +138,7 @@ def normalize_check(value: Any, where: str = "check") -> dict | None:
         target = value.get("target")
         if not isinstance(target, str) or not target.strip():
             raise _bad(f'{where} names no target; a check is {{"target": NAME}} from [targets.NAME]')
-        return {"target": target.strip()}
+        return jobrecord.check_as_stored(value)
     raise _bad(f'{where} must be a target name or {{"target": NAME}}')
 
 

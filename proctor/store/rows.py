@@ -13,7 +13,7 @@ import json
 
 from proctor import claims as jpaths
 from proctor.paths import machine_id
-from proctor.jobrecord import IN_FLIGHT, is_live
+from proctor.jobrecord import IN_FLIGHT, is_live, row_claims
 from proctor.store import Tx
 
 # the states a binding holds in, as SQL
@@ -131,14 +131,7 @@ def delete(conn: Tx, job_id: str) -> None:
     conn.execute("DELETE FROM job_paths WHERE job = ?", (job_id,))
 
 
-def claims(job: dict, field: str = "write_paths") -> list[jpaths.Claim]:
-    """A stored job's claims in one path field (stored spellings are canonical, so they
-    re-parse exactly)."""
-    out = []
-    for spelling in job.get(field) or ():
-        path, declaration, _ = jpaths.split_entry(spelling)
-        out.append(jpaths.Claim(path, declaration))
-    return out
+claims = row_claims  # a stored job's claims in one path field (jobrecord says how)
 
 
 def read_boundary(job: dict, lookup) -> list[jpaths.Claim]:

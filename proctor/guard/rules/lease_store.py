@@ -9,7 +9,6 @@ import posixpath
 from proctor import claims, jobrecord
 from proctor.guard.call import PRE_TOOL
 from proctor.guard.context import Context
-from proctor.store import rows
 
 NAME = "lease-store"
 DEFAULT = "deny"
@@ -451,85 +450,72 @@ def _fork_refusal(ctx, args: list[str], job: dict) -> str | None:
 
 def _record_refusal(ctx, record: dict, job: dict, verb: str) -> str | None:
     """Why a leased session may not put this job record (`verb` is how it was asked: `proctor
-    job fork` in a shell command, or the MCP door's job_put), or None."""
+    job fork` in a shell command, or the MCP door's job_put), or None: jobrecord.one_author's
+    findings, said at the call, and this checkout's binding."""
     lease = job["id"]
-    job_id, parent = record.get("id"), record.get("parent")
-    if job_id != lease and parent != lease:
-        return (
-            f"{verb} {job_id or ''}: a session holding {lease} may fork only children of its own "
-            f"job (--parent {lease}) or shrink its own write paths; anything else is its forking session's"
-        )
-    if job_id == lease:
-        others = sorted(
-            k
-            for k, v in record.items()
-            if k not in ("id", "write_paths", "schema_version") and v not in (None, "", [], False)
-        )
-        if others:
+    job_id = record.get("id")
+    if job_id != lease and record.get("parent") == lease and not isinstance(job_id, str):
+        return f"{verb} {job_id}: a fork names its NEW job by an id; {lease}'s children are named literally"
+    found = jobrecord.one_author(
+        job,
+        _normalised(record),
+        job if job_id == lease else ctx.job_row(job_id) if isinstance(job_id, str) else None,
+        lambda: {lease, *ctx.descendants(lease)},
+        lambda: _boundary(ctx, job),
+        [(s, _write_claim(s)) for s in _listed(record.get("write_paths"))],
+        [(r, _read_claim(r)) for r in _listed(record.get("read_paths"))],
+    )
+    if found:
+        finding, detail = found[0]
+        if finding == "not-child" and record.get("parent") == lease:
+            return (
+                f"{verb} {job_id}: a fork declares a NEW job, and {job_id} exists already; a session "
+                f"holding {lease} does not rewrite another job's row"
+            )
+        if finding == "not-child":
+            return (
+                f"{verb} {job_id or ''}: a session holding {lease} may fork only children of its own "
+                f"job (--parent {lease}) or shrink its own write paths; anything else is its forking session's"
+            )
+        if finding == "ended":
+            return (
+                f"{verb} {job_id}: {lease} has ended ({detail}); an ended job neither changes its paths nor "
+                f"takes children (proctor job exec <id> takes the next)"
+            )
+        if finding == "fields":
             return (
                 f"{verb} {lease}: a holder changes only its own write paths, by shrinking them; "
-                f"{', '.join(others)} of {lease} are its forking session's"
+                f"{', '.join(sorted(detail))} of {lease} are its forking session's"
             )
-        if "write_paths" in record and not _listed(record.get("write_paths")) and job.get("write_paths"):
+        if finding == "empty":
             return (
                 f"{verb} {lease}: shrinking the write paths to none leaves no boundary at all (an "
                 f"empty write set scopes nothing); keep the paths still being written, or return the job "
                 f"(proctor job exit {lease} --stdin)"
             )
-    else:
-        if not isinstance(job_id, str) or ctx.job_row(job_id) is not None:
+        if finding == "state":
             return (
-                f"{verb} {job_id}: a fork declares a NEW job, and {job_id} exists already; a session "
-                f"holding {lease} does not rewrite another job's row"
-            )
-        if record.get("state") not in (None, ""):
-            return (
-                f"{verb} {job_id}: a holder does not set a child's state ({str(record['state'])[:40]}); a "
+                f"{verb} {job_id}: a holder does not set a child's state ({str(detail)[:40]}); a "
                 f"child starts declared and its own holder moves it"
             )
-        family = {lease, *ctx.descendants(lease)}
-        outside_family = [d for d in _listed(record.get("depends_on")) if d not in family]
-        if outside_family:
+        if finding == "taken":
             return (
-                f"{verb} {job_id}: depends_on {', '.join(map(str, outside_family))} reaches past "
+                f"{verb} {job_id}: {job_id} is {detail}, so its terms are its own holder's now; a holder "
+                f"re-declares only a child nobody has taken"
+            )
+        if finding == "depends":
+            return (
+                f"{verb} {job_id}: depends_on {', '.join(map(str, detail))} reaches past "
                 f"{lease}'s own jobs, and widens what the child may read; that is the forking session's"
             )
-        reads = _listed(record.get("read_paths"))
-        if reads:
-            from proctor.guard.rules.lease_read_boundary import boundary
-
-            allowed = boundary(ctx, job)
-            wider = [
-                r
-                for r in reads
-                if not isinstance(r, str)
-                or not any(
-                    claims.within(claims.Claim(posixpath.normpath(r.rstrip("/") or ".")), mine) for mine in allowed
-                )
-            ]
-            if wider:
-                return (
-                    f"{verb} {job_id}: read_paths {', '.join(map(str, wider))} reach past what {lease} "
-                    f"may read; a holder hands a child no more than it holds"
-                )
-    own = rows.claims(job)
-    outside = []
-    for spelling in _listed(record.get("write_paths")):
-        if not isinstance(spelling, str):
-            continue
-        path, declaration, _ = claims.split_entry(spelling[2:] if spelling.startswith("./") else spelling)
-        path = posixpath.normpath(path.rstrip("/") or ".")  # as the store reads it: plan/w1/../../docs is docs
-        if (
-            path == ".."
-            or path.startswith("../")
-            or path.startswith("/")
-            or not any(claims.within(claims.Claim(path, declaration), mine) for mine in own)
-        ):
-            outside.append(spelling)
-    if outside:
-        what = "widens your write paths" if job_id == lease else f"lies outside {lease}'s write paths"
+        if finding == "reads":
+            return (
+                f"{verb} {job_id}: read_paths {', '.join(map(str, detail[0]))} reach past what {lease} "
+                f"may read; a holder hands a child no more than it holds"
+            )
+        what = "widens your write paths" if finding == "widens" else f"lies outside {lease}'s write paths"
         return (
-            f"{verb} {job_id}: {', '.join(outside)} {what}; a holder only narrows what it holds, "
+            f"{verb} {job_id}: {', '.join(map(str, detail))} {what}; a holder only narrows what it holds, "
             f"and widening is its forking session's"
         )
     if job_id != lease and ctx.lease_from in ("agent", "contested") and not _checkout_bound_to(ctx, lease):
@@ -541,6 +527,46 @@ def _record_refusal(ctx, record: dict, job: dict, verb: str) -> str | None:
                 f"check or goals, or take the job in this checkout first (proctor job exec {lease})"
             )
     return None
+
+
+def _normalised(record: dict) -> dict:
+    """The record as the one-author check compares it with a row, read as cheaply as the hook
+    may: an empty value names nothing (the store's reading drops it too), and a list field
+    spelled as flags spell it (comma-separated) is a list, and a check is a row's {"target": ...}."""
+    out = {}
+    for field, value in record.items():
+        if field in jobrecord.LIST_FIELDS and isinstance(value, str):
+            value = _listed(value)
+        elif field == "check" and value:
+            value = jobrecord.check_as_stored(value)
+        if value in (None, "", False) and field != "write_paths":
+            continue
+        out[field] = value
+    return out
+
+
+def _write_claim(spelling) -> claims.Claim | None:
+    """A write entry as the store reads it (plan/w1/../../docs is docs), or None for one that
+    leaves the repository or is no string."""
+    if not isinstance(spelling, str):
+        return None
+    path, declaration, _ = claims.split_entry(spelling[2:] if spelling.startswith("./") else spelling)
+    path = posixpath.normpath(path.rstrip("/") or ".")
+    if path == ".." or path.startswith("../") or path.startswith("/"):
+        return None
+    return claims.Claim(path, declaration)
+
+
+def _read_claim(spelling) -> claims.Claim | None:
+    if not isinstance(spelling, str):
+        return None
+    return claims.Claim(posixpath.normpath(spelling.rstrip("/") or "."))
+
+
+def _boundary(ctx, job: dict) -> list:
+    from proctor.guard.rules.lease_read_boundary import boundary
+
+    return boundary(ctx, job)
 
 
 def _mcp_refusal(ctx, job: dict) -> str | None:
