@@ -323,6 +323,37 @@ def glob_match(pattern: str, path: str) -> bool:
     return _glob_regex(pattern).match(path) is not None
 
 
+def walk_glob(root: str, pattern: str, prune_matched: bool = False):
+    """What exists under `root` that the glob `pattern` matches: (repository-relative path,
+    whether it is a directory, a link to one counted as one). The walk starts at the pattern's
+    literal prefix, enters no symbolic link (one is matched, never followed; a prefix through one
+    matches nothing) and no `.git`
+    directory at any depth, and skips the checkout's own `.git` (a linked worktree's is a file).
+    With `prune_matched`, a matched directory is not entered (the sandbox grants all below it).
+    The one walk behind a fork's digest of a glob, a paths goal's "exists" and a sandbox's grants.
+    """
+    key = claim_key(pattern)
+    if key and os.path.realpath(os.path.join(root, key)) != os.path.join(os.path.realpath(root), key):
+        return  # the literal prefix is, or passes through, a link: nothing under it is the checkout's own
+    stack = [key]
+    while stack:
+        rel_dir = stack.pop()
+        try:
+            entries = list(os.scandir(os.path.join(root, rel_dir) if rel_dir else root))
+        except OSError:
+            continue
+        for entry in entries:
+            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            real_dir = entry.is_dir(follow_symlinks=False)
+            if entry.name == ".git" and (real_dir or not rel_dir):
+                continue
+            matched = glob_match(pattern, rel)
+            if matched:
+                yield rel, real_dir or entry.is_dir()
+            if real_dir and not (matched and prune_matched):
+                stack.append(rel)
+
+
 def covers(claim: Claim, path: str) -> bool:
     """Whether `claim` covers the literal file `path` (a declaration claim covers its file)."""
     if claim.glob:

@@ -286,8 +286,7 @@ def _resolve(raw: str, root: str, skipped: list[str], literal_walks_up: bool, ke
     claim = claims.Claim(rel)
     if claim.glob:
         found = set()
-        base = claim.key
-        for match in _walk_matches(root, base, rel):
+        for match, _ in claims.walk_glob(root, rel, prune_matched=True):
             if _safe(match, root):
                 found.add(match)
             else:
@@ -313,29 +312,6 @@ def _resolve(raw: str, root: str, skipped: list[str], literal_walks_up: bool, ke
                 return set()
             return {probe or "."}
     return {"."}
-
-
-def _walk_matches(root: str, base: str, pattern: str):
-    """Existing entries under `base` matching glob `pattern`; a matched directory is not
-    descended (its grant covers what is below it). Symlinks are matched, never followed."""
-    start = os.path.join(root, base) if base else root
-    if not os.path.isdir(start) or os.path.islink(start):
-        return
-    stack = [base]
-    while stack:
-        rel_dir = stack.pop()
-        try:
-            entries = list(os.scandir(os.path.join(root, rel_dir) if rel_dir else root))
-        except OSError:
-            continue
-        for entry in entries:
-            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
-            if rel == ".git" or rel.startswith(".git/"):
-                continue
-            if claims.glob_match(pattern, rel):
-                yield rel
-            elif entry.is_dir(follow_symlinks=False):
-                stack.append(rel)
 
 
 def _carve(granted: set[str], deny: str, root: str) -> set[str]:

@@ -65,7 +65,7 @@ def release_digest(root: str, claim: jpaths.Claim) -> str:
         found = declarations.named(reader.of(data, reader.driver(claim.path)), claim.declaration)
         return declarations.digest(data, found) if found else "absent"
     if claim.glob:
-        matches = _glob_files(root, claim.path)
+        matches = sorted(rel for rel, is_dir in jpaths.walk_glob(root, claim.path) if not is_dir)
         if not matches:
             return "absent"
         h = hashlib.sha256()
@@ -74,19 +74,6 @@ def release_digest(root: str, claim: jpaths.Claim) -> str:
             h.update(release_digest(root, jpaths.Claim(rel)).encode() + b"\0")
         return "sha256:" + h.hexdigest()
     return vcs_checkpoint.file_digest(os.path.join(root, claim.path))
-
-
-def _glob_files(root: str, pattern: str) -> list[str]:
-    base = jpaths.claim_key(pattern)
-    start = os.path.join(root, base) if base else root
-    found = []
-    for dirpath, dirnames, filenames in os.walk(start):
-        dirnames[:] = [d for d in dirnames if d != ".git"]
-        for name in filenames:
-            rel = os.path.relpath(os.path.join(dirpath, name), root).replace(os.sep, "/")
-            if jpaths.glob_match(pattern, rel):
-                found.append(rel)
-    return sorted(found)
 
 
 def parse_claims(ws: Workspace, record: dict, job_id: str, reasons: list) -> dict[str, list[jpaths.Claim]]:

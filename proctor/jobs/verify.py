@@ -871,14 +871,7 @@ def _exists(checkout: str, pattern: str) -> bool:
     claim = jpaths.Claim(normalized.rstrip("/") or ".")
     if not claim.glob:
         return os.path.lexists(os.path.join(checkout, claim.path))
-    base = claim.key
-    for dirpath, dirnames, filenames in os.walk(os.path.join(checkout, base) if base else checkout):
-        dirnames[:] = [d for d in dirnames if d != ".git"]
-        for name in filenames + dirnames:
-            rel = os.path.relpath(os.path.join(dirpath, name), checkout).replace(os.sep, "/")
-            if jpaths.glob_match(claim.path, rel):
-                return True
-    return False
+    return next(jpaths.walk_glob(checkout, claim.path), None) is not None
 
 
 def render_footprint(observed: Observed | None, entries: list[dict] | tuple = ()) -> list[str]:
