@@ -15,6 +15,7 @@ person, who holds no lease) or a job's secret (that job's holder, scoped to it).
 from __future__ import annotations
 
 from proctor import errors, jobrecord
+from proctor.jobs.model import INPUT_FIELDS
 from proctor.guard.call import TOOL_NAMES  # noqa: F401  (the names, kept where the guard's hook reads them)
 
 TYPE_CHECKING = False  # `typing` only for the checker
@@ -274,23 +275,9 @@ def error_json(exc: errors.ProctorError) -> dict:
 
 # -- what the model reads ---------------------------------------------------------------------
 
-_RECORD_KEYS = (
-    "id",
-    "parent",
-    "criteria",
-    "checkpoint",
-    "write_paths",
-    "deny_paths",
-    "read_paths",
-    "depends_on",
-    "model",
-    "check",
-    "goals",
-    "read_only",
-    "enter",
-    "timeout",
-    "schema_version",
-)
+# What a caller puts: a record's input fields but the state (the store's and its holders'), and
+# `enter` (one write into a live job's path).
+_RECORD_KEYS = tuple(f for f in INPUT_FIELDS if f != "state") + ("enter",)
 
 
 def _record_schema() -> dict:

@@ -69,7 +69,7 @@ from proctor.jobs import result as jresult
 from proctor.jobs import take, wait
 from proctor.jobs.lease import Caller
 from proctor.jobrecord import BAGGAGE_KEY, parse_baggage
-from proctor.jobs.model import DECLARED, EXITED, FAIL, NO_RETURN, PASS, RUNNING, goal_list, is_live
+from proctor.jobs.model import DECLARED, EXITED, FAIL, INPUT_FIELDS, NO_RETURN, PASS, RUNNING, goal_list, is_live
 from proctor.jobs.verify import Outcome, grade
 from proctor.paths import machine_id
 from proctor.process import start_time
@@ -277,19 +277,7 @@ _EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b85
 # The fields of a job's row that say what its work is and how it is graded. A worker changes
 # its row only through proctor's verbs (filing its result); one that wrote these itself (the
 # store is a file it can open, under its own user) would grade itself on terms of its choosing.
-TERMS = (
-    "parent",
-    "criteria",
-    "checkpoint",
-    "write_paths",
-    "deny_paths",
-    "read_paths",
-    "depends_on",
-    "check",
-    "goals",
-    "read_only",
-    "timeout",
-)
+TERMS = tuple(f for f in INPUT_FIELDS if f not in ("schema_version", "id", "model", "state"))
 
 
 def _terms(ws: Workspace, job_id: str) -> dict:
