@@ -120,20 +120,25 @@ def _quote(word: str) -> str:
     return "'" + word.replace("'", "'\\''") + "'"
 
 
+def pre_tool_answer(decision: str, message: str) -> dict:
+    """A tool call's answer, a deny or an advisory: Claude Code's form, which Codex reads too."""
+    if decision == "deny":
+        return {
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "deny",
+                "permissionDecisionReason": message,
+            }
+        }
+    return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext": message}}
+
+
 def render(call: Call, verdict) -> dict:
     if verdict.decision == "pass":
         return {}
     message = verdict.text()
     if call.event == PRE_TOOL:
-        if verdict.decision == "deny":
-            return {
-                "hookSpecificOutput": {
-                    "hookEventName": "PreToolUse",
-                    "permissionDecision": "deny",
-                    "permissionDecisionReason": message,
-                }
-            }
-        return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext": message}}
+        return pre_tool_answer(verdict.decision, message)
     if call.event in (STOP, SUBAGENT_STOP):
         if verdict.decision == "deny":
             return {"decision": "block", "reason": message}

@@ -17,7 +17,7 @@ it adds, updates, deletes or moves (both ends) is a write, and the patch is not 
 from __future__ import annotations
 
 from proctor.guard.call import OTHER, POST_TOOL, PRE_TOOL, STOP, SUBAGENT_STOP, Call, fill_common
-from proctor.hosts.claude import read_tool_input
+from proctor.hosts.claude import pre_tool_answer, read_tool_input
 
 EVENTS = {"PreToolUse": PRE_TOOL, "PostToolUse": POST_TOOL, "Stop": STOP, "SubagentStop": SUBAGENT_STOP}
 
@@ -36,15 +36,7 @@ def render(call: Call, verdict) -> dict:
         return {}
     message = verdict.text() or "refused by proctor"
     if call.event == PRE_TOOL:
-        if verdict.decision == "deny":
-            return {
-                "hookSpecificOutput": {
-                    "hookEventName": "PreToolUse",
-                    "permissionDecision": "deny",
-                    "permissionDecisionReason": message,
-                }
-            }
-        return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext": message}}
+        return pre_tool_answer(verdict.decision, message)
     if call.event == POST_TOOL:
         if verdict.decision == "deny":
             return {"decision": "block", "reason": message}
