@@ -2,6 +2,8 @@
 
     argv(worker, prompt, resume=None, lease=None) -> list[str]   one attempt's command line (lease: the job)
     PROMPT_ON_STDIN: bool                            whether the prompt goes on stdin instead
+    SPEND = "usd" | "tokens" | "none"                what the CLI reports of its spend, on a line
+                                                     of its own: config reads it from the file
     Parser().feed(line) -> [Event]                   one stdout line in, proctor's events out
     Parser().close(exit_code) -> [Event]             the process has exited
     Parser.RELEVANT (optional): byte strings; a line holding none of them is output only
@@ -15,9 +17,12 @@
 Events: Event("session", value=id), Event("final", text=reply), Event("confirm", text=reply,
 value=kind) (a final reply confirmed later: the text and kind, no new grace window),
 Event("step") (work resumed after a final-looking reply), Event("cost", value=total usd so
-far), Event("fatal", text=...), Event("provider_error", text=...). Adding a CLI is adding a
-module and its name in config.EXECUTORS (and in config.TOKENS_ONLY when it reports tokens, not
-dollars); ARCHITECTURE.md lists the rest.
+far), Event("fatal", text=...), Event("provider_error", text=...).
+
+Adding a CLI is adding a module here: config lists this directory's files (config.EXECUTORS,
+the names `module()` accepts and [workers] executor = ... takes) and reads each one's SPEND line
+(config.TOKENS_ONLY: "tokens" means max_spend_usd cannot be enforced). It reads them as text,
+since config is core and imports no capability; ARCHITECTURE.md lists the rest.
 """
 
 from __future__ import annotations
@@ -123,7 +128,8 @@ def _pinned_store() -> dict:
 
 
 def module(executor: str):
-    """proctor/workers/executors/<executor>.py; the names are config.EXECUTORS."""
+    """proctor/workers/executors/<executor>.py; the names are config.EXECUTORS, this package's
+    modules as config lists them."""
     import importlib
 
     from proctor.config import EXECUTORS

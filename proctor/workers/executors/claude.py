@@ -43,6 +43,7 @@ import json
 from proctor.workers.executors import Event, decode
 
 PROMPT_ON_STDIN = False
+SPEND = "usd"  # its result carries total_cost_usd: max_spend_usd is enforced (config reads this line)
 PROVIDER_REASONS = ("api_error", "model_error", "prompt_too_long", "blocking_limit")
 # The shell, the file tools, and stopping a background task the guard names. MultiEdit, Glob
 # and Grep are tools of older Claude Code versions; a name the CLI does not have is ignored.

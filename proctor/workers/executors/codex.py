@@ -35,6 +35,7 @@ from __future__ import annotations
 from proctor.workers.executors import Event, decode, pinned_hook
 
 PROMPT_ON_STDIN = False
+SPEND = "tokens"  # never dollars: max_spend_usd cannot be enforced (config reads this line)
 # How Codex names the hooks of its `-c` overrides in hook-state keys (codex-rs/hooks discovery.rs:
 # ConfigLayerSource::SessionFlags => "<session-flags>/config.toml", resolved against "/").
 SESSION_FLAGS_SOURCE = "/<session-flags>/config.toml"

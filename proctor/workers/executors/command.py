@@ -6,6 +6,7 @@ from __future__ import annotations
 from proctor.workers.executors import Event
 
 PROMPT_ON_STDIN = True
+SPEND = "none"  # a program of one's own reports no spend (config reads this line)
 TAIL = 20
 
 

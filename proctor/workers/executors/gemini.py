@@ -42,6 +42,7 @@ import re
 from proctor.workers.executors import Event, decode
 
 PROMPT_ON_STDIN = False
+SPEND = "tokens"  # never dollars: max_spend_usd cannot be enforced (config reads this line)
 ENV = {"GEMINI_CLI_TRUST_WORKSPACE": "true"}  # set in the worker's environment by proctor work
 EXIT_UNTRUSTED = 55
 PROVIDER_TEXT = re.compile(

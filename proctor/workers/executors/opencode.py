@@ -13,6 +13,7 @@ from __future__ import annotations
 from proctor.workers.executors import Event, decode
 
 PROMPT_ON_STDIN = False
+SPEND = "usd"  # each step carries its cost in dollars: max_spend_usd is enforced (config reads this line)
 
 
 def argv(worker, prompt: str, resume: str | None = None, lease: str | None = None) -> list[str]:
