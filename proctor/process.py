@@ -5,13 +5,26 @@ Never `communicate()`: on Python 3.11 it does not return while a grandchild hold
 open (CPython issue 119710). The reader watches the pipe with a selector and the deadline
 with its timeout, so a silent child costs no CPU.
 
-Also here, for the worker runner (workers/runner.py): the ways to find and end everything a
-process started, wherever it went. A cgroup v2 of its own where one can be made (`Cgroup`:
-nothing below the worker leaves it short of writing to a cgroup.procs file, and `cgroup.kill`
-ends all of it at once, race-free); its process tree by parent links (`Tree`), as a child
+Also here, for the worker runner (workers/runner.py) and the monitor runner (monitors/run.py):
+one way to start a process they must be able to end whole (`spawn`: a session of its own, a
+tag in its environment, a cgroup of its own where one can be made, the parent-death signal)
+and one way to end it whole (`sweep`: its group, then its tree, then its tag, then its
+cgroup), and under them the ways to find and end everything a process started, wherever it
+went. A cgroup v2 of its own where one can be made (`Cgroup`: nothing below the worker leaves
+it short of writing to a cgroup.procs file, and `cgroup.kill` ends all of it at once,
+race-free); its process tree by parent links (`Tree`), as a child
 subreaper or not; every process carrying a tag in its environment (`tagged`); its process
 group (`kill_group`, `group_members`); and the parent-death signal (`child_setup`), so the
 worker dies with the process that started it, SIGKILL included.
+
+Grace periods: the seconds between SIGTERM and SIGKILL. Each caller passes its own, a named
+constant of its module; they differ on purpose, and are kept here in one table:
+
+| who ends what | constant | seconds | why |
+|---|---|---|---|
+| the worker runner: a worker stopped, or exited, and everything it left (`sweep`), and `runner.sweep(info)` from the watchdog | `workers.runner.STOP_GRACE` | 0.5 | a worker stopped is already judged (silent past the idle limit, past its wall clock or spend, or its grace window over): the time to save its session was the grace window (and SPEND_FLOOR), not this; the stop is reported as "gone within N s of the limit" |
+| the monitor runner: a run's command ended (`sweep`), an earlier server's left-overs, the adopted orphans when the server stops | `monitors.run.TERM_GRACE` | 1.0 | a monitor command is the user's watcher, not judged: SIGTERM gives it a moment to flush its last lines, which are still collected once it is gone; the sweep holds one of the server's worker threads meanwhile, so no longer |
+| `run_shell` (`proctor run`'s targets and a job's checks, jobs/runs.py), the broker's children, the check tags of work.py and the watchdog (the default of every function here) | `TERM_GRACE` | 2.0 | a check or target is the user's own program (a test runner, a build): ended on its timeout or with proctor interrupted, it gets time to stop its own children and remove its temporary files; nothing waits on it being fast |
 """
 
 from __future__ import annotations
@@ -259,6 +272,95 @@ def _signal(pid: int, signum: int) -> None:
         os.kill(pid, signum)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def spawn(
+    argv: list[str],
+    cwd: str,
+    env: dict,
+    tag: tuple[str, str],
+    cgroup: str | None,
+    stdin: bool = False,
+    mask=None,
+    confine: Callable[[], None] | None = None,
+) -> tuple[subprocess.Popen, Cgroup | None]:
+    """Start `argv` to be ended whole by `sweep`: in a session of its own, stdout and stderr
+    piped (stdin too with `stdin`, else /dev/null), the tag `tag` (name, value) in its
+    environment, in a new cgroup named `cgroup` where one can be made (and joined: started
+    again without it when it cannot join), with the parent-death signal, the signal mask
+    `mask` put back (None: left as is), and last `confine` (a sandbox's) just before exec.
+    Returns the process and its cgroup (None when it runs in none). When it cannot start the
+    error is raised (OSError, or SubprocessError when a child's set-up failed without a
+    cgroup) and the cgroup made for it is removed: nothing is left behind."""
+    env = {**env, tag[0]: tag[1]}
+    group = Cgroup.make(cgroup) if cgroup else None
+    while True:
+        setup = child_setup(group.procs_fd if group else None, mask)
+        preexec = setup
+        if confine is not None:
+
+            def preexec(setup=setup) -> None:
+                setup()
+                confine()
+
+        try:
+            proc = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                close_fds=True,
+                preexec_fn=preexec,
+            )
+            break
+        except subprocess.SubprocessError:
+            if group is None:
+                raise
+            group.end(wait=1.0)  # it could not join a cgroup: none here
+            group = None
+        except BaseException:  # OSError (EMFILE, ENOENT, a cwd gone) and anything else
+            if group is not None:
+                group.end(wait=1.0)
+            raise
+    if group is not None:
+        group.close()
+    return proc, group
+
+
+def sweep(
+    proc: subprocess.Popen,
+    tree: Tree,
+    tag: tuple[str, str],
+    group: Cgroup | None,
+    grace: float,
+    stop: bool = False,
+    spare: Callable[[int], bool] | None = None,
+    on_stop: Callable[[], None] | None = None,
+) -> None:
+    """End everything of a process `spawn` started: its process group (SIGTERM, `grace`,
+    SIGKILL, when it is still running or `stop` says so: `on_stop()` is called first; else
+    only SIGKILL for what it left in its group), its process tree (read first, while its links
+    still stand, so a member reparented since is still found), every process carrying its tag,
+    and its cgroup (cgroup.kill; a process `spare(pid)` is true of is moved out first). The
+    process is reaped. Each step is idempotent: a sweep cut short can be run again whole."""
+    tree.scan()  # while its links stand: members stay known once reparented
+    if stop or proc.poll() is None:
+        if on_stop is not None:
+            on_stop()
+        kill_group(proc, grace=grace)
+    else:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # what it left in its group
+        except (ProcessLookupError, PermissionError):
+            pass
+        proc.wait()
+    kill_tree(tree, grace=grace)  # what left the group: setsid'd shells, adopted orphans
+    kill_tagged(tag[0], tag[1], grace=grace)  # orphans outside the tree that kept the tag
+    if group is not None:
+        group.end(spare)  # whatever is left, however it left the group, the tree and its tag
 
 
 def run_shell(

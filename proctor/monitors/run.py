@@ -21,10 +21,11 @@ and exec, so nothing of it runs outside it); with the parent-death signal (SIGKI
 server's loop thread dies, SIGKILL of the server included); and with a fresh tag in its
 environment (PROCTOR_MONITOR_TAG) that every descendant inherits, setsid'd and double-forked
 ones included. The server is a child subreaper (scheduler.py), so orphans of a run reparent
-to it rather than to init. A run is ended, whatever ended it (its own exit, its timeout, its
-monitor removed, the server stopping), by `sweep`: its process group (SIGTERM, TERM_GRACE,
-SIGKILL), its process tree by parent links, every process carrying its tag, and its cgroup
-(cgroup.kill): nothing of a run outlives it. `sweep_left_over` does the same from a later
+to it rather than to init. A run is started by `process.spawn` and ended, whatever ended it
+(its own exit, its timeout, its monitor removed, the server stopping), by `process.sweep`, as
+a worker is: its process group (SIGTERM, TERM_GRACE, SIGKILL), its process tree by parent
+links, every process carrying its tag, and its cgroup (cgroup.kill): nothing of a run
+outlives it. `sweep_left_over` does the same from a later
 server, given the pid, tag and start time recorded in monitor_runs, for the runs of a server
 that was killed before it could.
 
@@ -40,7 +41,6 @@ import errno
 import fcntl
 import os
 import secrets
-import signal
 import subprocess
 import time
 from typing import Callable, Mapping
@@ -54,7 +54,7 @@ RUN_LINES = 10_000
 STDERR_KEEP = 8 << 10  # the first and the last half of this are kept
 RUN_TIMEOUT_CAP = 60.0
 DRAIN_AFTER_EXIT = 1.0
-TERM_GRACE = 1.0
+TERM_GRACE = 1.0  # seconds between SIGTERM and SIGKILL: why 1.0, in process.py's table
 READ_SIZE = 1 << 20
 PIPE_SIZE = 1 << 20
 DISCARD_PAUSE = 0.05  # seconds between two discards of a full pipe
@@ -259,32 +259,12 @@ class Run:
     def start(self) -> int:
         """Start the command; OSError (EMFILE, ENOENT, ...) when it cannot start."""
         tag = self.result.tag
-        group = process.Cgroup.make(CGROUP_PREFIX + tag)
-        while True:
-            try:
-                proc = subprocess.Popen(
-                    ["/bin/sh", "-c", self.command],
-                    cwd=self.cwd,
-                    env=self.env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    start_new_session=True,
-                    close_fds=True,
-                    preexec_fn=process.child_setup(group.procs_fd if group else None),
-                )
-                break
-            except subprocess.SubprocessError:
-                if group is None:
-                    raise OSError(errno.ECHILD, "the command could not be started") from None
-                group.end(wait=1.0)  # it could not join a cgroup: none here
-                group = None
-            except BaseException:  # OSError (EMFILE, a cwd gone) and anything else: nothing left behind
-                if group is not None:
-                    group.end(wait=1.0)
-                raise
-        if group is not None:
-            group.close()
+        try:
+            proc, group = process.spawn(
+                ["/bin/sh", "-c", self.command], self.cwd, self.env, (TAG, tag), CGROUP_PREFIX + tag
+            )
+        except subprocess.SubprocessError:
+            raise OSError(errno.ECHILD, "the command could not be started") from None
         self.proc, self.group = proc, group
         self.result.pid = proc.pid
         self.result.cgroup = group.path if group else None
@@ -548,24 +528,9 @@ def _splice_away(fd: int) -> int:
 
 
 def sweep(proc: subprocess.Popen, tree: process.Tree, tag: str, group: process.Cgroup | None) -> None:
-    """End everything of one run: its group (SIGTERM, TERM_GRACE, SIGKILL; the command reaped),
-    its tree, every process with its tag, its cgroup."""
-    tree.scan()  # while its links stand: members stay known once reparented
-    if proc.poll() is None:
-        process.kill_group(proc, grace=TERM_GRACE)
-    else:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)  # what it left in its group
-        except (ProcessLookupError, PermissionError):
-            pass
-    process.kill_tree(tree, grace=TERM_GRACE)
-    process.kill_tagged(TAG, tag, grace=TERM_GRACE)
-    if group is not None:
-        group.end()
-    try:
-        proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        pass
+    """End everything of one run (`process.sweep`): its group (SIGTERM, TERM_GRACE, SIGKILL;
+    the command reaped), its tree, every process with its tag, its cgroup."""
+    process.sweep(proc, tree, (TAG, tag), group, TERM_GRACE)
 
 
 def cgroup_path(tag: str) -> str | None:

@@ -1,5 +1,11 @@
 """One attempt: start a worker CLI, watch it, stop it, record how it ended.
 
+Its parts: `process.spawn` starts the worker and `process.sweep` ends it whole (process.py);
+`framer.Framer` turns its stdout into lines for the executor's parser; `stops.py` decides
+each stop from the attempt's clock and holds the table of how an attempt's end maps to its
+outcome; here `run_attempt` wires them: start, watch (`_Watch.run`: the nearest stop, the
+selector, a read), sweep (`_Worker.end`), record (`_Watch.finish`).
+
 The stops, as specified:
 - the idle limit: every stdout line and every stderr byte counts as output; a worker silent
   for the limit has its whole process group killed: aborted, a provider error, not counted
@@ -22,7 +28,7 @@ The watcher sleeps in a selector on the worker's pipes, its pidfd and, while the
 still being written, its stdin (written without blocking: a worker that never reads its
 stdin never holds the watch), with a timeout set to the nearest deadline: a silent worker
 costs no CPU. Its output is read a megabyte at a time (the pipe is made that large); lines are
-counted, not split (only a line still arriving is held, and only whole lines count), the last
+(framer.py) counted, not split (only a line still arriving is held, and only whole lines count), the last
 one kept for the live display, and only a line holding one of the parser's RELEVANT markers is
 cut out and fed to it: the markers are searched in C over the whole read (libc's strstr), a
 parser with `skim` is shown the stretches between fed lines to keep what it needs cheaply, and
@@ -89,7 +95,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
 from proctor.process import (
     Cgroup,
@@ -98,22 +104,23 @@ from proctor.process import (
     cgroup_home,
     child_setup,
     end_group,
-    kill_group,
     kill_tagged,
-    kill_tree,
     reap_adopted,
     set_subreaper,
+    spawn,
     start_time,
     subreaper,
 )
+from proctor.process import sweep as process_sweep
+from proctor.workers import stops
 from proctor.workers.executors import Event
+from proctor.workers.framer import MAX_LINE, Framer  # noqa: F401 - MAX_LINE: still named here
 
 FATAL_GRACE = 20.0
-STOP_GRACE = 0.5  # seconds between SIGTERM and SIGKILL when a worker is stopped
-DRAIN_AFTER_EXIT = 1.0
+STOP_GRACE = 0.5  # seconds between SIGTERM and SIGKILL when a worker is stopped: why 0.5, in process.py's table
+DRAIN_AFTER_EXIT = stops.DRAIN_AFTER_EXIT  # seconds the pipes may stay open once the worker exited
 MAX_SLEEP = 86400.0  # the longest one wait in the watch loop
 SPEND_FLOOR = 5.0  # seconds a worker keeps after its final reply, whatever it spent (spec: the grace floor)
-MAX_LINE = 16 << 20  # a longer line is cut here and counted as a line
 STDERR_KEEP = 64 << 10
 READ_SIZE = 1 << 20  # bytes read at once from the worker's stdout
 PIPE_SIZE = 1 << 20  # the worker's pipes are made this large (F_SETPIPE_SZ) where Linux allows
@@ -173,11 +180,6 @@ class Attempt:
 
     def to_json(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if k not in ("events", "kept_digests")}
-
-
-def _minutes(seconds: float) -> str:
-    value = seconds / 60
-    return f"{value:g}" if value != int(value) else str(int(value))
 
 
 def _signal_name(signum: int | None) -> str:
@@ -301,182 +303,7 @@ def sweep(info: dict) -> None:
             signal.raise_signal(taken[0])
 
 
-# ------------------------------------------------------------------------------ fast search
-
-_LIBC: list = []
-
-
-def _libc():
-    """libc's strstr and memmem through ctypes, loaded once, or None."""
-    if not _LIBC:
-        try:
-            import ctypes
-
-            libc = ctypes.CDLL(None)
-            strstr, memmem = libc.strstr, libc.memmem
-            strstr.restype = memmem.restype = ctypes.c_void_p
-            strstr.argtypes = (ctypes.c_void_p, ctypes.c_char_p)
-            memmem.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t)
-            _LIBC.append((strstr, memmem, ctypes))
-        except (OSError, AttributeError):
-            _LIBC.append(None)
-    return _LIBC[0]
-
-
-class _Search:
-    """`find(data, needle, start, end, terminated)`: data.find(needle, start, end) for a bytes
-    `data`, in C over a long stretch: libc's strstr (vectorised: ten to twenty times faster than
-    CPython's search on stream text) when `terminated` (no NUL from `start` on: a bytes object
-    holds one after its last byte; a match past `end` is none), else memmem."""
-
-    def __init__(self) -> None:
-        loaded = _libc()
-        # ctypes' foreign functions and the module itself: typed as Any, like everything ctypes calls
-        self.strstr: Any
-        self.memmem: Any
-        self.ctypes: Any
-        self.strstr, self.memmem, self.ctypes = loaded if loaded else (None, None, None)
-
-    def find(self, data: bytes, needle: bytes, start: int, end: int, terminated: bool = False) -> int:
-        if self.memmem is None or end - start < 4096:
-            return data.find(needle, start, end)
-        base = self.ctypes.cast(self.ctypes.c_char_p(data), self.ctypes.c_void_p).value
-        if terminated:
-            found = self.strstr(base + start, needle)
-        else:
-            found = self.memmem(base + start, end - start, needle, len(needle))
-        if found is None or found - base + len(needle) > end:
-            return -1
-        return found - base
-
-    @staticmethod
-    def terminated(data: bytes, start: int) -> bool:
-        """Whether data[start:] is a C string: no NUL in it (memchr: microseconds a megabyte)."""
-        return data.find(b"\0", start) < 0
-
-
-class _Lines:
-    """The worker's stdout, a read at a time: counts whole lines, keeps the last one, hands the
-    parser the lines it asks for (RELEVANT markers, or its TAIL), and the rest to its `skim`."""
-
-    DENSE = 32  # bytes a line: below it lines are counted with bytes.count, above by deleting newlines
-
-    def __init__(self, parser, attempt: Attempt, handle: Callable[[list], None]) -> None:
-        self.parser, self.attempt, self.handle = parser, attempt, handle
-        self.search = _Search()
-        self.tail = getattr(parser, "TAIL", None)
-        self.skim = getattr(parser, "skim", None)
-        self.held: list[bytes] = []  # pieces of a line still arriving
-        self.held_size = 0
-        self.dense = False
-
-    def feed(self, raw) -> None:
-        self.handle(self.parser.feed(raw.decode("utf-8", "replace")))
-
-    def count(self, data: bytes) -> int:
-        """The newlines in `data`. bytes.count tests every byte (about 1.5 GB/s here); replace
-        finds each newline with memchr and copies the rest (several times faster for lines of
-        stream JSON, slower for very short ones): whichever the last read's lines favour."""
-        if self.dense:
-            found = data.count(b"\n")
-        else:
-            found = len(data) - len(data.replace(b"\n", b""))
-        self.dense = found * self.DENSE > len(data)
-        return found
-
-    def chunk(self, chunk: bytes) -> bool:
-        """A read; True when it completed a line."""
-        size = len(chunk)
-        end = chunk.rfind(b"\n") + 1
-        if end == 0:
-            self.held.append(chunk)  # only a whole line counts as output
-            self.held_size += size
-            if self.held_size > MAX_LINE:
-                self.cut()
-                return True
-            return False
-        found = self.count(chunk)
-        start = 0
-        if self.held:  # the line that was arriving ends here: it alone is joined
-            start = chunk.find(b"\n") + 1
-            self.held.append(chunk[:start])
-            block = b"".join(self.held)
-            self.held, self.held_size = [], 0
-            self.lines(block, 0, len(block), 1)
-            found -= 1
-        if start < end:
-            self.lines(chunk, start, end, found)
-        if end < size:
-            self.held, self.held_size = [chunk[end:]], size - end
-        return True
-
-    def cut(self) -> None:
-        """A line longer than MAX_LINE: counted as a line here; what follows is the next one."""
-        raw = b"".join(self.held)
-        self.held, self.held_size = [], 0
-        self.attempt.lines += 1
-        self.attempt.last_line = raw[:300].decode("utf-8", "replace")
-        if self.tail or getattr(self.parser, "RELEVANT", None) is None or self._relevant(raw, 0, len(raw)):
-            self.feed(raw)
-
-    def finish(self) -> None:
-        """The stream ended: a last line without its newline still counts."""
-        if self.held:
-            raw = b"".join(self.held)
-            self.held, self.held_size = [], 0
-            self.attempt.lines += 1
-            self.attempt.last_line = raw[:300].decode("utf-8", "replace")
-            self.feed(raw)
-
-    def _relevant(self, data: bytes, start: int, end: int, terminated: bool = False) -> list[bytes]:
-        markers = getattr(self.parser, "RELEVANT", None) or ()
-        return [m for m in markers if self.search.find(data, m, start, end, terminated) >= 0]
-
-    def lines(self, data: bytes, start: int, end: int, count: int) -> None:
-        """`data[start:end]` is `count` whole lines, the last one ending at `end - 1`."""
-        attempt = self.attempt
-        attempt.lines += count
-        last = data.rfind(b"\n", start, end - 1) + 1 or start
-        attempt.last_line = data[last : min(end - 1, last + 300)].decode("utf-8", "replace")
-        if self.tail:  # only the last lines matter
-            cut, fed = end - 1, 0  # cut: the newline before the first line fed
-            while fed < self.tail:
-                cut = data.rfind(b"\n", start, cut)
-                if cut < 0:
-                    cut = start - 1
-                    break
-                fed += 1
-            for raw in data[cut + 1 : end - 1].split(b"\n"):
-                self.feed(raw)
-            return
-        markers = getattr(self.parser, "RELEVANT", None)
-        if markers is None:  # every line
-            for raw in data[start : end - 1].split(b"\n"):
-                self.feed(raw)
-            return
-        terminated = self.search.terminated(data, start)
-        found = self._relevant(data, start, end, terminated)
-        if not found:
-            if self.skim is not None:
-                self.skim(data, start, end)
-            return
-        spans = {}
-        for marker in found:
-            at = self.search.find(data, marker, start, end, terminated)
-            while at >= 0:
-                begin = data.rfind(b"\n", start, at) + 1 or start
-                stop = data.find(b"\n", at, end)
-                spans[begin] = stop
-                at = self.search.find(data, marker, stop + 1, end, terminated)
-        position = start
-        for begin in sorted(spans):
-            stop = spans[begin]
-            if self.skim is not None and begin > position:
-                self.skim(data, position, begin)
-            self.feed(data[begin:stop])
-            position = stop + 1
-        if self.skim is not None and position < end:
-            self.skim(data, position, end)
+_Lines = Framer  # the name the tests knew it by
 
 
 class _Sink:
@@ -529,41 +356,6 @@ def _pipe_size(fd: int) -> None:
         pass  # the default size only costs speed
 
 
-def _spawn(
-    argv, cwd, env, stdin: bool, group: Cgroup | None, mask, confine: Callable[[], None] | None = None
-) -> tuple[subprocess.Popen, Cgroup | None]:
-    """Start the worker in a session of its own, in `group` when there is one (started again
-    without it when it cannot join), with the parent-death signal and `mask` put back, and
-    last `confine` (the sandbox's) just before exec."""
-    while True:
-        setup = child_setup(group.procs_fd if group else None, mask)
-
-        def preexec(setup=setup) -> None:
-            setup()
-            if confine is not None:
-                confine()
-
-        try:
-            proc = subprocess.Popen(
-                argv,
-                cwd=cwd,
-                env=env,
-                stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-                preexec_fn=preexec,
-            )
-            if group is not None:
-                group.close()
-            return proc, group
-        except subprocess.SubprocessError:
-            if group is None:
-                raise
-            group.end(wait=1.0)  # it could not join: no cgroup here
-            group = None
-
-
 def run_attempt(
     argv: list[str],
     parser,
@@ -586,108 +378,69 @@ def run_attempt(
     exec, after the rest of its set-up (the sandbox's, with `[sandbox] workers = true`)."""
     attempt = Attempt(started=time.time())
     tag = secrets.token_hex(12)
-    env = {**env, TAG: tag, "PWD": os.path.abspath(cwd)}  # opencode takes its project from $PWD, not its cwd
+    env = {**env, "PWD": os.path.abspath(cwd)}  # opencode takes its project from $PWD, not its cwd
     mask = _mask()
     late = _block()  # no signal between the worker's start and the watch whose end sweeps it
     if late:  # interrupted before anything started
-        _restore(mask)
-        _interrupted(attempt, late[0])
-        attempt.ended = time.time()
-        return attempt
+        return _not_started(attempt, mask, late)
     out_sink, err_sink = _Sink(stream_path), _Sink(stream_path + ".stderr" if stream_path else None)
     attempt.stream_path = stream_path if out_sink.fd is not None else None
     adopting = adopt_orphans and not subreaper() and set_subreaper(True)  # cleared again at the end
-    group = Cgroup.make(f"proctor-{tag}")
     try:
-        proc, group = _spawn(argv, cwd, env, stdin_text is not None, group, mask, confine)
+        proc, group = spawn(argv, cwd, env, (TAG, tag), f"proctor-{tag}", stdin_text is not None, mask, confine)
     except (OSError, subprocess.SubprocessError) as exc:
         attempt.outcome, attempt.counts = "aborted", False
         attempt.reason = f"could not start {argv[0]}: {getattr(exc, 'strerror', None) or exc}"
         attempt.provider_error = True
-        if group is not None:
-            group.end(wait=1.0)
         out_sink.close()
         err_sink.close()
         if adopting:
             set_subreaper(False)
-        late += _restore(mask)
-        if late:
-            _interrupted(attempt, late[0])
-        attempt.ended = time.time()
-        return attempt
-    started = start_time(proc.pid)  # readable until the worker is reaped, which only we do
-    adopted_since = started if adopt_orphans and started is not None and subreaper() else None
-    server_directory = _server_directory(cwd)
-    spare = lambda pid: _workspace_server(pid, server_directory)  # noqa: E731
-    tree = Tree(proc.pid, adopted_since=adopted_since, spare=spare)
-    info = {
-        "pid": proc.pid,
-        "start_time": started,
-        "pgid": proc.pid,
-        "tag": tag,
-        "cgroup": group.path if group is not None else None,
-        "server_dir": server_directory,
-    }
-    reaping = None
-    if (
-        adopted_since is not None
-        and threading.current_thread() is threading.main_thread()
-        and signal.getsignal(signal.SIGCHLD) is not None
-    ):  # None: a handler Python cannot put back
-        # an adopted orphan that ends is reaped at once, not left a zombie until the sweep
-        reaping = signal.signal(signal.SIGCHLD, lambda signum, frame: reap_adopted(adopted_since, proc.pid))
+        return _not_started(attempt, mask, late)
+    worker = _Worker(proc, group, tag, cwd, adopt_orphans, adopting)
     watch = _Watch(proc, parser, limits, attempt, on_event, out_sink, err_sink, stdin_text)
-    interrupted: int | None = None
     restored = False
     try:
         try:
             try:
-                if on_spawn is not None:
-                    on_spawn(dict(info))
-                raised = _restore(mask)  # a signal that came while the worker started is taken here
-                if raised:
-                    raise Interrupted(raised[0])
-                watch.run()
-            except (Interrupted, KeyboardInterrupt) as exc:
-                interrupted = _signum(exc)
+                _watch(watch, worker, mask, on_spawn)
             finally:
-                while True:  # the sweeps run whole: a signal that arrives meanwhile waits, or they run again
-                    try:
-                        late = _block()
-                        if late and interrupted is None:
-                            interrupted = late[0]
-                        _sweep(
-                            watch,
-                            proc,
-                            tree,
-                            group,
-                            tag,
-                            spare,
-                            stopped=watch.stop is not None or interrupted is not None,
-                        )
-                        break
-                    except (Interrupted, KeyboardInterrupt) as exc:
-                        interrupted = interrupted if interrupted is not None else _signum(exc)
-                if reaping is not None:
-                    signal.signal(signal.SIGCHLD, reaping)
-                if adopting:
-                    set_subreaper(False)
-                if adopted_since is not None:
-                    reap_adopted(adopted_since, proc.pid)
-                attempt.gone_at = time.time()
+                worker.end(watch)  # whole: a signal that arrives meanwhile waits, or it runs again
         except (Interrupted, KeyboardInterrupt) as exc:  # a second signal while the first was handled
-            interrupted = interrupted if interrupted is not None else _signum(exc)
+            watch.interrupted_by(_signum(exc))
         watch.finish()
         late = _restore(mask)
         restored = True
-        if late and interrupted is None:
-            interrupted = late[0]
-        if interrupted is not None:
-            _interrupted(attempt, interrupted)
+        watch.interrupted_by(late[0] if late else None)
+        if watch.interrupted is not None:
+            _interrupted(attempt, watch.interrupted)
         return attempt
     finally:
         if not restored:  # an error of another kind on its way out: the mask is put back all the same
             _restore(mask)
+
+
+def _not_started(attempt: Attempt, mask, late: list[int]) -> Attempt:
+    """The attempt ended before its worker started: the mask put back, a signal taken."""
+    late = late + _restore(mask)
+    if late:
+        _interrupted(attempt, late[0])
+    attempt.ended = time.time()
+    return attempt
+
+
+def _watch(watch: "_Watch", worker: "_Worker", mask, on_spawn: Callable[[dict], None] | None) -> None:
+    """Hand out `on_spawn`'s information, unblock the signals, watch the worker to its end or
+    its stop; proctor interrupted meanwhile is recorded on the watch."""
+    try:
+        if on_spawn is not None:
+            on_spawn(dict(worker.info))
+        raised = _restore(mask)  # a signal that came while the worker started is taken here
+        if raised:
+            raise Interrupted(raised[0])
+        watch.run()
+    except (Interrupted, KeyboardInterrupt) as exc:
+        watch.interrupted = _signum(exc)
 
 
 def _interrupted(attempt: Attempt, signum: int) -> None:
@@ -696,34 +449,80 @@ def _interrupted(attempt: Attempt, signum: int) -> None:
     attempt.reason = f"stopped: proctor was interrupted ({_signal_name(signum)})"
 
 
-def _sweep(
-    watch: "_Watch",
-    proc: subprocess.Popen,
-    tree: Tree,
-    group: Cgroup | None,
-    tag: str,
-    spare: Callable[[int], bool],
-    stopped: bool,
-) -> None:
-    """End everything of the worker's (the module's docstring): its group, its tree, its tag,
-    its cgroup. Each step is idempotent: run again whole when a signal cut it short."""
-    watch.close_selector()
-    tree.scan()  # while the worker's links still stand: its members are remembered
-    if stopped or proc.poll() is None or watch.open_fds:
-        if watch.attempt.stopped_at is None:
-            watch.attempt.stopped_at = time.time()
-        kill_group(proc, grace=STOP_GRACE)
-    else:
-        _reap_group(proc)
-    kill_tree(tree, grace=STOP_GRACE)  # what left the group: setsid'd shells, adopted orphans
-    kill_tagged(TAG, tag, grace=STOP_GRACE)  # orphans outside the tree that kept the tag
-    if group is not None:
-        group.end(spare)  # whatever is left, however it left the group, the tree and its tag
-    watch.drain()
+class _Worker:
+    """A started worker and what ends it whole: its tree (as a subreaper, with `adopt_orphans`),
+    its tag, its cgroup, this repository's server spared."""
+
+    def __init__(
+        self, proc: subprocess.Popen, group: Cgroup | None, tag: str, cwd: str, adopt_orphans: bool, adopting: bool
+    ) -> None:
+        self.proc, self.group, self.tag, self.adopting = proc, group, tag, adopting
+        started = start_time(proc.pid)  # readable until the worker is reaped, which only we do
+        self.adopted_since = started if adopt_orphans and started is not None and subreaper() else None
+        server_directory = _server_directory(cwd)
+        self.spare = lambda pid: _workspace_server(pid, server_directory)
+        self.tree = Tree(proc.pid, adopted_since=self.adopted_since, spare=self.spare)
+        self.info = {
+            "pid": proc.pid,
+            "start_time": started,
+            "pgid": proc.pid,
+            "tag": tag,
+            "cgroup": group.path if group is not None else None,
+            "server_dir": server_directory,
+        }
+        self.reaping = None
+        if (
+            self.adopted_since is not None
+            and threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGCHLD) is not None
+        ):  # None: a handler Python cannot put back
+            # an adopted orphan that ends is reaped at once, not left a zombie until the sweep
+            since = self.adopted_since
+            self.reaping = signal.signal(signal.SIGCHLD, lambda signum, frame: reap_adopted(since, proc.pid))
+
+    def end(self, watch: "_Watch") -> None:
+        """The sweeps, run whole (signals blocked; run again whole when one cut them short),
+        then the subreaper and SIGCHLD put back and the adopted orphans reaped."""
+        while True:
+            try:
+                late = _block()
+                watch.interrupted_by(late[0] if late else None)
+                self.sweep(watch, stopped=watch.stop is not None or watch.interrupted is not None)
+                break
+            except (Interrupted, KeyboardInterrupt) as exc:
+                watch.interrupted_by(_signum(exc))
+        if self.reaping is not None:
+            signal.signal(signal.SIGCHLD, self.reaping)
+        if self.adopting:
+            set_subreaper(False)
+        if self.adopted_since is not None:
+            reap_adopted(self.adopted_since, self.proc.pid)
+        watch.attempt.gone_at = time.time()
+
+    def sweep(self, watch: "_Watch", stopped: bool) -> None:
+        """End everything of the worker's (the module's docstring, `process.sweep`): its group,
+        its tree, its tag, its cgroup; then drain its pipes. Idempotent, step by step."""
+        watch.close_selector()
+
+        def stopping() -> None:
+            if watch.attempt.stopped_at is None:
+                watch.attempt.stopped_at = time.time()
+
+        process_sweep(
+            self.proc,
+            self.tree,
+            (TAG, self.tag),
+            self.group,
+            STOP_GRACE,
+            stop=stopped or bool(watch.open_fds),
+            spare=self.spare,
+            on_stop=stopping,
+        )
+        watch.drain()
 
 
 class _Watch:
-    """The watch over one running worker: its pipes, its exit, its deadlines."""
+    """The watch over one running worker: its pipes, its exit, its stops (stops.py)."""
 
     def __init__(
         self,
@@ -740,14 +539,13 @@ class _Watch:
         self.notify = on_event or (lambda kind, a: None)
         self.out_sink, self.err_sink = out_sink, err_sink
         self.stop: tuple[str, str] | None = None
-        self.final_at: float | None = None
-        self.idle_applies = True
-        self.fatal_at: float | None = None
-        self.spend_crossed = False
-        self.spend_before_final = False
+        self.interrupted: int | None = None  # the signal that interrupted proctor meanwhile
+        now = time.monotonic()
+        self.clock = stops.Clock(started=now, last_output=now)
+        self.graces = stops.Graces(fatal=FATAL_GRACE, spend_floor=SPEND_FLOOR)
         self.stderr = bytearray()
         self.selector = selectors.DefaultSelector()
-        assert proc.stdout is not None and proc.stderr is not None  # _spawn starts it with both piped
+        assert proc.stdout is not None and proc.stderr is not None  # spawn starts it with both piped
         self.out_fd, self.err_fd = proc.stdout.fileno(), proc.stderr.fileno()
         _pipe_size(self.out_fd)
         self.open_fds = {self.out_fd, self.err_fd}
@@ -761,7 +559,7 @@ class _Watch:
         self.prompt: memoryview | None = None
         self.in_fd: int | None = None
         if stdin_text is not None:
-            assert proc.stdin is not None  # _spawn pipes stdin when there is a prompt to write
+            assert proc.stdin is not None  # spawn pipes stdin when there is a prompt to write
             self.in_fd = proc.stdin.fileno()
             self.prompt = memoryview(stdin_text.encode("utf-8", "replace"))
             _pipe_size(self.in_fd)
@@ -770,130 +568,127 @@ class _Watch:
                 self.selector.register(self.in_fd, selectors.EVENT_WRITE, "in")
             else:
                 self.close_stdin()
-        self.lines = _Lines(parser, attempt, self.handle)
+        self.lines = Framer(parser, attempt, self.handle)
+
+    def interrupted_by(self, signum: int | None) -> None:
+        """Proctor interrupted by `signum` (None: not): the first signal is the one kept."""
+        if self.interrupted is None:
+            self.interrupted = signum
 
     # -- events
 
     def handle(self, events: list[Event]) -> None:
-        attempt, limits = self.attempt, self.limits
         # Claude's cost comes in its result, which is also its final reply when no Stop came first:
         # a spend crossed there is crossed at the final reply, and keeps the floor
         with_final = any(e.kind in ("final", "confirm") for e in events)
         for event in events:
-            if event.kind == "session":
-                attempt.session = event.value
-            elif event.kind == "cost":
-                attempt.cost = float(event.value)
-                if limits.spend is not None and attempt.cost > limits.spend and not self.spend_crossed:
-                    self.spend_crossed = True
-                    self.spend_before_final = self.final_at is None and not with_final
-            elif event.kind == "final" or (event.kind == "confirm" and self.final_at is None):
-                if self.final_at is None:
-                    # the first final reply starts the grace window; later output buys no time
-                    attempt.reply, attempt.reply_kind = event.text or "", event.value
-                    self.final_at = time.monotonic()
-                    self.idle_applies = False  # from the final reply on, only the grace window counts
-                    self.notify("final", attempt)
-            elif event.kind == "confirm":
-                attempt.reply = event.text or attempt.reply
-                attempt.reply_kind = event.value
-            elif event.kind == "step":
-                if self.final_at is not None:
-                    self.final_at, self.idle_applies = None, True  # it carried on working
-                    self.notify("step", attempt)
-            elif event.kind == "fatal":
-                attempt.provider_error = True
-                if self.fatal_at is None:
-                    self.fatal_at = time.monotonic()
-                attempt.reason = f"fatal error: {event.text}"
-            elif event.kind == "provider_error":
-                attempt.provider_error = True
+            handler = self.HANDLERS.get(event.kind)
+            if handler is not None:
+                handler(self, event, with_final)
+
+    def _session(self, event: Event, with_final: bool) -> None:
+        self.attempt.session = event.value
+
+    def _cost(self, event: Event, with_final: bool) -> None:
+        attempt, clock, spend = self.attempt, self.clock, self.limits.spend
+        attempt.cost = float(event.value)
+        if spend is not None and attempt.cost > spend and not clock.spend_crossed:
+            clock.spend_crossed = True
+            clock.spend_before_final = clock.final_at is None and not with_final
+
+    def _final(self, event: Event, with_final: bool) -> None:
+        if self.clock.final_at is None:
+            # the first final reply starts the grace window; later output buys no time
+            self.attempt.reply, self.attempt.reply_kind = event.text or "", event.value
+            self.clock.final_at = time.monotonic()
+            self.clock.idle_applies = False  # from the final reply on, only the grace window counts
+            self.notify("final", self.attempt)
+
+    def _confirm(self, event: Event, with_final: bool) -> None:
+        if self.clock.final_at is None:  # a confirmed reply with none before it: the final reply
+            self._final(event, with_final)
+            return
+        self.attempt.reply = event.text or self.attempt.reply
+        self.attempt.reply_kind = event.value
+
+    def _step(self, event: Event, with_final: bool) -> None:
+        if self.clock.final_at is not None:
+            self.clock.final_at, self.clock.idle_applies = None, True  # it carried on working
+            self.notify("step", self.attempt)
+
+    def _fatal(self, event: Event, with_final: bool) -> None:
+        self.attempt.provider_error = True
+        if self.clock.fatal_at is None:
+            self.clock.fatal_at = time.monotonic()
+        self.attempt.reason = f"fatal error: {event.text}"
+
+    def _provider_error(self, event: Event, with_final: bool) -> None:
+        self.attempt.provider_error = True
+
+    HANDLERS: dict[str, Callable[["_Watch", Event, bool], None]] = {
+        "session": _session,
+        "cost": _cost,
+        "final": _final,
+        "confirm": _confirm,
+        "step": _step,
+        "fatal": _fatal,
+        "provider_error": _provider_error,
+    }
 
     # -- the loop
 
     def run(self) -> None:
-        limits, proc = self.limits, self.proc
-        monotonic_start = time.monotonic()
-        last_output = monotonic_start
-        exited_at: float | None = None
+        """Until a stop fires (`self.stop`), or the worker exited and its pipes closed."""
+        clock, limits, graces = self.clock, self.limits, self.graces
+        clock.started = clock.last_output = time.monotonic()
         select = self.selector.select
         while True:
             now = time.monotonic()
-            deadlines = []
-            if self.idle_applies:
-                deadlines.append((last_output + limits.idle, "idle"))
-            if self.final_at is not None:
-                deadlines.append((self.final_at + limits.grace, "grace"))
-            if limits.wall is not None:
-                deadlines.append((monotonic_start + limits.wall, "wall"))
-            if self.fatal_at is not None:
-                deadlines.append((self.fatal_at + FATAL_GRACE, "fatal"))
-            if exited_at is not None:
-                deadlines.append((exited_at + DRAIN_AFTER_EXIT, "drained"))
-            if self.spend_crossed:
-                if self.spend_before_final or self.final_at is None:
-                    self.stop = (
-                        "spend",
-                        f"stopped: spend ${self.attempt.cost:.2f} past max_spend_usd ${limits.spend:g}",
-                    )
-                    return
-                # after the final reply: the worker keeps its floor to save its session
-                deadlines.append((self.final_at + min(SPEND_FLOOR, limits.grace), "spend"))
-            due = min(deadlines, default=None)
+            due = stops.due(clock, limits, graces)
             if due is not None and now >= due[0]:
-                kind = due[1]
-                if kind == "drained":
-                    return
-                self.stop = (
-                    kind,
-                    {
-                        "idle": f"stopped: no output for {_minutes(limits.idle)} minutes",
-                        "grace": f"stopped: {limits.grace:g} s after the final reply",
-                        "wall": f"stopped: wall clock of {_minutes(limits.wall or 0)} minutes",
-                        "fatal": f"stopped: {FATAL_GRACE:g} s after a fatal error ({self.attempt.reason})",
-                        "spend": f"stopped: spend ${self.attempt.cost:.2f} past max_spend_usd ${limits.spend or 0:g}, "
-                        f"after the final reply",
-                    }[kind],
-                )
-                return
-            if not self.open_fds and exited_at is None and self.exit_fd is None:
-                # both pipes closed and no pidfd: a short wait says when the process ends
-                try:
-                    proc.wait(timeout=min(max(0.0, due[0] - now), MAX_SLEEP) if due else MAX_SLEEP)
-                except subprocess.TimeoutExpired:
-                    continue
+                if due[1] != "drained":
+                    reason = stops.reason(due[1], clock, limits, graces, self.attempt.cost, self.attempt.reason)
+                    self.stop = (due[1], reason)
                 return
             # epoll takes at most INT_MAX milliseconds (24.8 days): a longer limit wakes once a day
             timeout = min(max(0.0, due[0] - now), MAX_SLEEP) if due is not None else MAX_SLEEP
-            for key, _mask in select(timeout):
-                kind = key.data
-                if kind == "out":
-                    chunk = os.read(self.out_fd, READ_SIZE)
-                    if not chunk:
-                        self._closed(self.out_fd)
-                        continue
-                    self.out_sink.write(chunk)
-                    if self.lines.chunk(chunk):
-                        last_output = time.monotonic()
-                        self.notify("line", self.attempt)
-                elif kind == "err":
-                    chunk = os.read(self.err_fd, 1 << 16)
-                    if not chunk:
-                        self._closed(self.err_fd)
-                        continue
-                    self.err_sink.write(chunk)
-                    last_output = time.monotonic()
-                    self._keep_stderr(chunk)
-                elif kind == "in":
-                    self._write_prompt()
-                else:  # exit
-                    assert self.exit_fd is not None  # registered as "exit" only while set
-                    self.selector.unregister(self.exit_fd)
-                    os.close(self.exit_fd)
-                    self.exit_fd = None
-                    exited_at = time.monotonic()
-            if not self.open_fds and exited_at is not None:
+            if not self.open_fds and clock.exited_at is None and self.exit_fd is None:
+                # both pipes closed and no pidfd: a short wait says when the process ends
+                try:
+                    self.proc.wait(timeout=timeout)
+                except subprocess.TimeoutExpired:
+                    continue
                 return
+            for key, _mask in select(timeout):
+                self.READY[key.data](self)
+            if not self.open_fds and clock.exited_at is not None:
+                return
+
+    def _out(self) -> None:
+        chunk = os.read(self.out_fd, READ_SIZE)
+        if not chunk:
+            self._closed(self.out_fd)
+            return
+        self.out_sink.write(chunk)
+        if self.lines.chunk(chunk):
+            self.clock.last_output = time.monotonic()
+            self.notify("line", self.attempt)
+
+    def _err(self) -> None:
+        chunk = os.read(self.err_fd, 1 << 16)
+        if not chunk:
+            self._closed(self.err_fd)
+            return
+        self.err_sink.write(chunk)
+        self.clock.last_output = time.monotonic()
+        self._keep_stderr(chunk)
+
+    def _exit(self) -> None:
+        assert self.exit_fd is not None  # registered as "exit" only while set
+        self.selector.unregister(self.exit_fd)
+        os.close(self.exit_fd)
+        self.exit_fd = None
+        self.clock.exited_at = time.monotonic()
 
     def _closed(self, fd: int) -> None:
         self.selector.unregister(fd)
@@ -969,7 +764,7 @@ class _Watch:
         """The attempt's record, once the worker and everything of it is gone."""
         attempt, proc, parser = self.attempt, self.proc, self.parser
         for stream in (proc.stdout, proc.stderr):
-            if stream is None:  # never: _spawn pipes both
+            if stream is None:  # never: spawn pipes both
                 continue
             try:
                 stream.close()
@@ -985,48 +780,30 @@ class _Watch:
         self.handle(parser.close(proc.returncode))
         attempt.stderr_tail = bytes(self.stderr[-STDERR_KEEP:]).decode("utf-8", "replace")
         attempt.ended = time.time()
-        if self.stop is None:
-            if attempt.reply is None:
-                attempt.outcome = "aborted"
-                attempt.reason = attempt.reason or f"exited with code {proc.returncode} without a final reply"
-            else:
-                attempt.outcome = "finished"
-                attempt.reason = attempt.reason or f"exited with code {proc.returncode}"
-            attempt.counts = not attempt.provider_error
-        else:
-            kind, reason = self.stop
-            if kind == "grace" and self.spend_crossed:
-                kind, reason = (
-                    "spend",
-                    (
-                        f"stopped: spend ${attempt.cost:.2f} past max_spend_usd "
-                        f"${self.limits.spend or 0:g}, after the final reply"
-                    ),
-                )
-            attempt.stop, attempt.reason = kind, reason
-            if kind == "grace" or (kind == "spend" and not self.spend_before_final and attempt.reply is not None):
-                attempt.outcome, attempt.counts = "finished", True
-            elif kind == "idle":
-                attempt.outcome, attempt.provider_error, attempt.counts = "aborted", True, False
-            elif kind in ("spend", "fatal"):
-                attempt.outcome, attempt.counts = "aborted", False
-                attempt.provider_error = attempt.provider_error or kind == "fatal"
-            else:  # wall
-                attempt.outcome, attempt.counts = "aborted", True
+        self._outcome()
         if attempt.reply is None:
             partial = getattr(parser, "partial", None)
             said = partial() if callable(partial) else None
             if said:
                 attempt.reply, attempt.reply_kind = said, "partial"
 
+    def _outcome(self) -> None:
+        """The attempt's outcome, from the table in stops.py: which stop, a final reply or not."""
+        attempt, clock = self.attempt, self.clock
+        if self.stop is None:
+            said = f"exited with code {self.proc.returncode}"
+            attempt.reason = attempt.reason or (said if attempt.reply is not None else f"{said} without a final reply")
+        else:
+            attempt.stop, attempt.reason = stops.relabel(
+                self.stop, clock.spend_crossed, attempt.cost, self.limits.spend
+            )
+        row = stops.row(attempt.stop if self.stop else None, attempt.reply is not None, clock.spend_before_final)
+        attempt.outcome = row.outcome
+        if row.provider_error:
+            attempt.provider_error = True
+        attempt.counts = not attempt.provider_error if row.counts is None else row.counts
 
-def _reap_group(proc: subprocess.Popen) -> None:
-    """The worker exited by itself: end whatever it left in its group."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    proc.wait()
+    READY: dict[str, Callable[["_Watch"], None]] = {"out": _out, "err": _err, "in": _write_prompt, "exit": _exit}
 
 
 def _server_directory(cwd: str) -> str | None:
