@@ -310,6 +310,13 @@ class Display:
             pass  # a closed terminal does not stop the work
 
 
+def _executors_named() -> str:
+    from proctor.config import EXECUTORS
+
+    *rest, last = EXECUTORS
+    return f"{', '.join(rest)} or {last}"
+
+
 @click.command()
 @click.argument("job_id", metavar="JOB")
 @click.option("--worker", "worker_name", metavar="NAME", help="Run this worker only (default: the ladder).")
@@ -323,8 +330,7 @@ class Display:
 def work(job_id: str, worker_name: str | None, again: bool, output: str) -> int:
     """Run JOB (or its children, in depends_on order) with the workers of proctor.toml.
 
-    Each worker is an agent CLI ([workers.NAME] executor = claude, codex, gemini, opencode or
-    command), started with BAGGAGE=proctor.lease=<job> and proctor's hooks, in a git worktree
+    Each worker is an agent CLI ([workers.NAME] executor = EXECUTORS), started with BAGGAGE=proctor.lease=<job> and proctor's hooks, in a git worktree
     of its own at the step's checkpoint (the tree after the steps it depends on landed); it is
     stopped when silent past the idle limit, after the grace window that follows its final
     reply, at its wall clock (an hour unless set) or spend limit; a stop, and proctor's own
@@ -343,7 +349,7 @@ def work(job_id: str, worker_name: str | None, again: bool, output: str) -> int:
     waits for the monitors' next follow-up, up to the idle limit (within the worker's wall
     clock from its session's first attempt): "waiting for the monitors of JOB: N live". A
     follow-up resumes the same session with its text as a new attempt in the same worktree
-    (claude --resume, codex exec resume, gemini --resume, opencode --session; never the plain
+    (the CLI's own resume, such as claude --resume or codex exec resume; never the plain
     command), guarded, graded and landed like any other; none coming, the attempt's verdict
     stands. An attempt that passes lands and ends the job, and its monitors with it; nothing
     is resumed after the job ended.
@@ -403,3 +409,8 @@ def work(job_id: str, worker_name: str | None, again: bool, output: str) -> int:
                 + ("" if o.passed else f"; {o.reason}")
             )
     return 0 if passed else 1
+
+
+# The executors a worker may name are the modules of proctor/workers/executors/ (the config's
+# registry reads them); the help says which, so adding an executor needs no edit here.
+work.help = (work.help or "").replace("EXECUTORS", _executors_named())

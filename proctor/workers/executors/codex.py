@@ -11,7 +11,7 @@ and `proctor job exit`, which write there. Its commands run without a login shel
 `turn.completed` is the final reply (the last agent_message); `turn.failed` is a provider
 failure; a top-level `error` event is a failure too (an `item.completed` of type `error` is a
 warning, not a failure). Codex reports tokens, never dollars: `max_spend_usd` cannot be
-enforced on a Codex worker and `proctor config show` says so (see proctor/config.py).
+enforced on a Codex worker and `proctor config show` says so (see proctor/config/workers.py).
 
 The guard is handed over on the command line, whatever the checkout or the person wired: the
 hooks `proctor describe harness --host codex` prints, as `-c hooks.<Event>=[...]` overrides
