@@ -1,13 +1,14 @@
 """The server's routes: a list you can read, each handler a short function over the same
 functions the CLI calls.
 
-Every request passes two checks first: its Host header must name this loopback server (a
-page elsewhere cannot reach it through DNS rebinding), and it must carry the token (bearer
-header), a console session (the HttpOnly cookie `proctor_<port>` the login page sets: a random
-id only this server knows, never the token), or a job's secret (`Authorization: Nonce
-<secret>`, which scopes the request to that job's monitors, runs and follow-ups). The token
-is a person's: the server finds the process at the other end of the connection and refuses
-it (403 SERVER_LEASED_CALLER) when that process works a job of this store or runs beneath one
+Every request passes two checks first (server/auth.py, by the policy `build`'s table gives
+its route): its Host header must name this loopback server (a page elsewhere cannot reach it
+through DNS rebinding), and it must carry the token (bearer header), a console session (the
+HttpOnly cookie `proctor_<port>` the login page sets: a random id only this server knows,
+never the token), or a job's secret (`Authorization: Nonce <secret>`, which scopes the
+request to that job's monitors, runs and follow-ups). The token is a person's: the server
+finds the process at the other end of the connection and refuses it (403
+SERVER_LEASED_CALLER) when that process works a job of this store or runs beneath one
 (daemon.lineage); the login page asks the same before it opens a session.
 
 Request bodies are capped (1 MiB; 4 KiB for the login form) and must arrive within
@@ -32,6 +33,7 @@ from urllib.parse import quote
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -271,55 +273,6 @@ async def _body(request: Request) -> dict:
     if not isinstance(value, dict):
         raise errors.ProctorError("the request body must be a JSON object", errors.BAD_JSON)
     return value
-
-
-def guarded(handler, allow_nonce: bool = True):
-    async def wrapped(request: Request) -> Response:
-        state: State = request.app.state.proctor
-        if not _host_ok(request, state):
-            return JSONResponse(
-                {"error": {"code": errors.BAD_HOST, "message": "this server answers 127.0.0.1 only"}}, status_code=421
-            )
-        if _cross_site(request, state):
-            return JSONResponse(
-                {
-                    "error": {
-                        "code": errors.CROSS_SITE,
-                        "message": "a state-changing request must be JSON from this server's own origin",
-                    }
-                },
-                status_code=403,
-            )
-        try:
-            state.expire()
-            cookie = request.cookies.get(cookie_name(state.port))
-            how, scope = await _in_thread(_identify, state, request.headers.get("authorization", ""), cookie)
-            if how == "session" and cookie is not None:  # (a session is named by its cookie)
-                state.touch(cookie)
-            if how is None or (scope is not None and not allow_nonce):
-                if request.url.path == "/" or request.url.path.startswith("/jobs/"):
-                    target = "/login" if request.url.path == "/" else "/login?next=" + quote(request.url.path, safe="/")
-                    return RedirectResponse(target, status_code=303)
-                return JSONResponse(
-                    {
-                        "error": {
-                            "code": errors.UNAUTHORIZED,
-                            "message": "send the server token (proctor server status prints where it is)",
-                        }
-                    },
-                    status_code=401,
-                )
-            if how in ("token", "session"):  # a console session is the token's too: a cookie can leak
-                why = await _in_thread(_peer_refusal, state, request.client)
-                if why:
-                    return _leased_response(why)
-            request.state.scope = scope
-            request.state.actor = f"job:{scope}" if scope else "token" if how == "token" else "console"
-            return await handler(request)
-        except errors.ProctorError as exc:
-            return _error(exc)
-
-    return wrapped
 
 
 REAP_WAIT = 5.0
@@ -771,32 +724,46 @@ async def login(request: Request) -> Response:
     return await _open_session(request, state, target, lambda: True)
 
 
+async def _refused(request: Request, exc: Exception) -> Response:
+    """A handler's refusal (a ProctorError it raised before answering), as JSON."""
+    assert isinstance(exc, errors.ProctorError)
+    return _error(exc)
+
+
 def build(state: State, lifespan) -> Starlette:
-    routes = [
-        Route("/", guarded(console, allow_nonce=False)),
-        Route("/jobs/{id:path}", guarded(console, allow_nonce=False)),
-        Route("/api/v1/jobs/{id:path}", guarded(job_one, allow_nonce=False)),
-        Route("/api/v1/actions", guarded(action, allow_nonce=False), methods=["POST"]),
-        Route("/api/v1/attempt", guarded(attempt_stream, allow_nonce=False)),
-        Route("/api/v1/login-link", guarded(login_link, allow_nonce=False), methods=["POST"]),
-        Route("/login", login_page, methods=["GET"]),
-        Route("/login", login, methods=["POST"]),
-        Route("/api/v1/status", guarded(status)),
-        Route("/api/v1/jobs", guarded(jobs, allow_nonce=False)),
-        Route("/api/v1/monitors", guarded(monitors_list), methods=["GET"]),
-        Route("/api/v1/monitors", guarded(monitors_add), methods=["POST"]),
-        Route("/api/v1/monitors/{id}", guarded(monitors_remove), methods=["DELETE"]),
-        Route("/api/v1/events", guarded(events)),
-        Route("/api/v1/runs", guarded(runs)),
-        Route("/api/v1/followups", guarded(followups_list)),
-        Route("/api/v1/followups/{id:int}", guarded(followup_one)),
-        Route("/api/v1/stream", guarded(stream, allow_nonce=False)),
-        Route("/api/v1/shutdown", guarded(shutdown, allow_nonce=False), methods=["POST"]),
-    ]
-    from proctor.server import mcp_http
+    from proctor.server import auth, mcp_http
 
     endpoint = mcp_http.Endpoint(state)
-    routes.append(Route(mcp_http.PATH, endpoint))  # checked there as here: the token or a job's secret
-    app = Starlette(routes=routes, lifespan=mcp_http.lifespan(endpoint, lifespan))
+    # Every route, with who may call it (server/auth.py checks it before the route runs):
+    # PAGE and PERSON the token or a console session (PAGE sends anyone else to the login page),
+    # JOB those or a job's secret (scoped to its job), OPEN nothing (the route checks for itself).
+    table: list[tuple[Route, str]] = [
+        (Route("/", console), auth.PAGE),
+        (Route("/jobs/{id:path}", console), auth.PAGE),
+        (Route("/api/v1/jobs/{id:path}", job_one), auth.PERSON),
+        (Route("/api/v1/actions", action, methods=["POST"]), auth.PERSON),
+        (Route("/api/v1/attempt", attempt_stream), auth.PERSON),
+        (Route("/api/v1/login-link", login_link, methods=["POST"]), auth.PERSON),
+        (Route("/login", login_page, methods=["GET"]), auth.OPEN),
+        (Route("/login", login, methods=["POST"]), auth.OPEN),
+        (Route("/api/v1/status", status), auth.JOB),
+        (Route("/api/v1/jobs", jobs), auth.PERSON),
+        (Route("/api/v1/monitors", monitors_list, methods=["GET"]), auth.JOB),
+        (Route("/api/v1/monitors", monitors_add, methods=["POST"]), auth.JOB),
+        (Route("/api/v1/monitors/{id}", monitors_remove, methods=["DELETE"]), auth.JOB),
+        (Route("/api/v1/events", events), auth.JOB),
+        (Route("/api/v1/runs", runs), auth.JOB),
+        (Route("/api/v1/followups", followups_list), auth.JOB),
+        (Route("/api/v1/followups/{id:int}", followup_one), auth.JOB),
+        (Route("/api/v1/stream", stream), auth.PERSON),
+        (Route("/api/v1/shutdown", shutdown, methods=["POST"]), auth.PERSON),
+        (Route(mcp_http.PATH, endpoint), auth.OPEN),  # checked there as here: the token or a job's secret
+    ]
+    app = Starlette(
+        routes=[route for route, _policy in table],
+        middleware=[Middleware(auth.Authenticate, table=table)],
+        exception_handlers={errors.ProctorError: _refused},
+        lifespan=mcp_http.lifespan(endpoint, lifespan),
+    )
     app.state.proctor = state
     return app

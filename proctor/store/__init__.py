@@ -9,7 +9,8 @@ so agents on several machines work one set of jobs.
 Callers hold a `Tx` (a transaction, or the store's own autocommit handle) and pass it to the
 verbs of the table modules (rows, runs, events, sessions, monitors, followups, blobs); SQL is
 written there, in the subset both engines read (`?` placeholders, `ON CONFLICT`, no rowid),
-and nowhere else.
+and nowhere else. `symbol_cache` is the one module here that is not the store: the symbol
+index's cache (`symbols.db`), a SQLite file of its own that proctor.symbols.index calls.
 
 The SQLite engine:
 WAL mode, `isolation_level=None`, and every write inside `BEGIN IMMEDIATE` under a sidecar

@@ -27,12 +27,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sqlite3
 import time
 from dataclasses import dataclass, field
 
 from proctor import errors
 from proctor.paths import linked_worktree
+from proctor.store.symbol_cache import CacheError, SymbolCache
 from proctor.symbols import languages
 from proctor.vcs import git
 
@@ -43,14 +43,7 @@ PROGRESS_AT = 100  # files to parse for one question past which stderr says so
 # in it (a question reads only the names it asks about); seen: per checkout, each path's stat
 # data when it was last read and the words it spells other than by its bytes (one JSON record:
 # read in one go, since row by row it was most of a warm question's cost)
-SCHEMA_VERSION = 8
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS summaries (blob TEXT NOT NULL, language TEXT NOT NULL, version TEXT NOT NULL,
-    defs TEXT NOT NULL, error TEXT, PRIMARY KEY (blob, language, version)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS names (blob TEXT NOT NULL, language TEXT NOT NULL, version TEXT NOT NULL,
-    name TEXT NOT NULL, lines TEXT NOT NULL, PRIMARY KEY (blob, name, language, version)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS seen (checkout TEXT NOT NULL PRIMARY KEY, paths BLOB NOT NULL);
-"""
+SCHEMA_VERSION = 8  # how the rows of symbols.db (proctor/store/symbol_cache.py) are written
 
 
 @dataclass
@@ -184,7 +177,7 @@ class Index:
         self.parsed = 0
         self._ahead: dict[tuple, dict] = {}  # prefetch's summaries
         self._ahead_names: set[str] = set()
-        self._db: sqlite3.Connection | None = None
+        self._db: SymbolCache | None = None
         self._versions: dict[str, str] = {}
         self.cache_path = None
         try:
@@ -194,17 +187,9 @@ class Index:
                 cache_dir = repo_cache_dir(find_checkout(self.checkout))
             os.makedirs(cache_dir, mode=0o700, exist_ok=True)
             self.cache_path = os.path.join(cache_dir, "symbols.db")
-            self._db = sqlite3.connect(self.cache_path, timeout=5, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
             layout = SCHEMA_VERSION * 100 + int(languages.QUERY_VERSION)  # a new way to fold moves it too
-            if self._db.execute("PRAGMA user_version").fetchone()[0] != layout:
-                # another version's cache: dropped, never read as this one's
-                self._db.executescript(
-                    "DROP TABLE IF EXISTS summaries; DROP TABLE IF EXISTS names; "
-                    "DROP TABLE IF EXISTS seen;" + SCHEMA + f"PRAGMA user_version = {layout};"
-                )
-        except (OSError, sqlite3.Error, errors.ProctorError):
+            self._db = SymbolCache.open(self.cache_path, layout)  # another layout's cache is emptied first
+        except (OSError, CacheError, errors.ProctorError):
             self._close()  # questions are still answered, without a cache
 
     def close(self) -> None:
@@ -212,10 +197,7 @@ class Index:
 
     def _close(self) -> None:
         if self._db is not None:
-            try:
-                self._db.close()
-            except sqlite3.Error:
-                pass
+            self._db.close()
         self._db = None
 
     def __enter__(self) -> Index:
@@ -251,61 +233,39 @@ class Index:
             return _only(ahead, names)
         if self._db is not None:
             try:
-                row = self._db.execute(
-                    "SELECT defs, error FROM summaries WHERE blob = ? AND language = ? AND version = ?",
-                    (blob, language, version),
-                ).fetchone()
-                if row:
-                    key = (blob, language, version)
-                    if names is None:
-                        found = self._db.execute(
-                            "SELECT name, lines FROM names WHERE blob = ? AND language = ? AND version = ?", key
-                        ).fetchall()
-                    else:
-                        found = [
-                            r
-                            for n in _keys(names)
-                            if not n.startswith("=")
-                            for r in self._db.execute(
-                                "SELECT name, lines FROM names WHERE blob = ? AND language = ? AND version = ? AND "
-                                "name = ?",
-                                key + (n,),
-                            )
-                        ]
-                    record = {"defs": json.loads(row[0]), "error": row[1], "refs": {}, "inner": {}, "macro": {}}
+                wanted = None if names is None else [n for n in _keys(names) if not n.startswith("=")]
+                kept = self._db.get(blob, language, version, wanted)
+                if kept:
+                    defs, error, found = kept
+                    record = {"defs": json.loads(defs), "error": error, "refs": {}, "inner": {}, "macro": {}}
                     for n, lines in found:
                         if not n.startswith("="):
                             record[_KINDS.get(n[:1], "refs")][n.lstrip("#!")] = [int(x) for x in lines.split(",")]
                     return record
-            except (sqlite3.Error, ValueError):
+            except (CacheError, ValueError):
                 self._close()
         record = languages.summarize(data, language)
         self.parsed += 1
         if self._db is not None:
             try:
-                with self._db:
-                    self._db.execute("BEGIN")
-                    self._db.execute(
-                        "INSERT OR REPLACE INTO summaries VALUES (?, ?, ?, ?, ?)",
-                        (blob, language, version, json.dumps(record["defs"], separators=(",", ":")), record["error"]),
-                    )
-                    by_name: dict[str, list] = {}
-                    for d in record["defs"]:
-                        by_name.setdefault(d[0], []).append(d)
-                    self._db.executemany(
-                        "INSERT OR REPLACE INTO names VALUES (?, ?, ?, ?, ?)",
-                        [(blob, language, version, n, ",".join(map(str, lines))) for n, lines in record["refs"].items()]
-                        + [
-                            (blob, language, version, "=" + n, json.dumps(ds, separators=(",", ":")))
-                            for n, ds in by_name.items()
-                        ]
-                        + [
-                            (blob, language, version, prefix + n, ",".join(map(str, lines)))
-                            for prefix, key in (("#", "inner"), ("!", "macro"))
-                            for n, lines in record[key].items()
-                        ],
-                    )
-            except sqlite3.Error:
+                by_name: dict[str, list] = {}
+                for d in record["defs"]:
+                    by_name.setdefault(d[0], []).append(d)
+                self._db.put(
+                    blob,
+                    language,
+                    version,
+                    json.dumps(record["defs"], separators=(",", ":")),
+                    record["error"],
+                    [(n, ",".join(map(str, lines))) for n, lines in record["refs"].items()]
+                    + [("=" + n, json.dumps(ds, separators=(",", ":"))) for n, ds in by_name.items()]
+                    + [
+                        (prefix + n, ",".join(map(str, lines)))
+                        for prefix, key in (("#", "inner"), ("!", "macro"))
+                        for n, lines in record[key].items()
+                    ],
+                )
+            except CacheError:
                 self._close()
         if names is not None:
             record = _only(record, names)
@@ -406,35 +366,26 @@ class Index:
         if self._db is None or not blobs:
             return
         try:
-            wanted = _keys(names)
-            for at in range(0, len(blobs), 400):  # under any build's limit on a statement's parameters
-                chunk = blobs[at : at + 400]
-                marks = ",".join("?" * len(chunk))
-                # the definitions of the names asked only (a large file's full list is not decoded)
-                for blob, language, version, error in self._db.execute(
-                    f"SELECT blob, language, version, error FROM summaries WHERE blob IN ({marks})", chunk
-                ):
-                    self._ahead[(blob, language, version)] = {
-                        "defs": [],
-                        "error": error,
-                        "refs": {},
-                        "inner": {},
-                        "macro": {},
-                    }
-                for blob, language, version, name, lines in self._db.execute(
-                    f"SELECT blob, language, version, name, lines FROM names WHERE blob IN ({marks}) AND name IN "
-                    f"({','.join('?' * len(wanted))})",
-                    chunk + wanted,
-                ):
-                    record = self._ahead.get((blob, language, version))
-                    if record is None:
-                        continue
-                    if name.startswith("="):
-                        record["defs"].extend(json.loads(lines))
-                    else:
-                        record[_KINDS.get(name[:1], "refs")][name.lstrip("#!")] = [int(x) for x in lines.split(",")]
+            # the definitions of the names asked only (a large file's full list is not decoded)
+            summaries, rows = self._db.many(blobs, _keys(names))
+            for blob, language, version, error in summaries:
+                self._ahead[(blob, language, version)] = {
+                    "defs": [],
+                    "error": error,
+                    "refs": {},
+                    "inner": {},
+                    "macro": {},
+                }
+            for blob, language, version, name, lines in rows:
+                record = self._ahead.get((blob, language, version))
+                if record is None:
+                    continue
+                if name.startswith("="):
+                    record["defs"].extend(json.loads(lines))
+                else:
+                    record[_KINDS.get(name[:1], "refs")][name.lstrip("#!")] = [int(x) for x in lines.split(",")]
             self._ahead_names = set(names)
-        except (sqlite3.Error, ValueError):
+        except (CacheError, ValueError):
             self._ahead = {}
             self._close()
 
@@ -475,12 +426,12 @@ class Index:
         known: dict = {}
         if self._db is not None:
             try:
-                row = self._db.execute("SELECT paths FROM seen WHERE checkout = ?", (self.checkout,)).fetchone()
-                if row:
-                    known = json.loads(row[0])  # not marshal: the cache is read, never trusted to load
+                paths_kept = self._db.seen(self.checkout)
+                if paths_kept:
+                    known = json.loads(paths_kept)  # not marshal: the cache is read, never trusted to load
                     if not isinstance(known, dict):
                         known = {}
-            except (sqlite3.Error, ValueError, TypeError):
+            except (CacheError, ValueError, TypeError):
                 known = {}
         now = time.time()
         kept: dict = {}
@@ -536,11 +487,8 @@ class Index:
                 )
         if kept != known and self._db is not None:
             try:
-                self._db.execute(
-                    "INSERT OR REPLACE INTO seen VALUES (?, ?)",
-                    (self.checkout, json.dumps(kept, separators=(",", ":"))),
-                )
-            except sqlite3.Error:
+                self._db.see(self.checkout, json.dumps(kept, separators=(",", ":")))
+            except CacheError:
                 self._close()
         return scan
 
