@@ -10,7 +10,7 @@ import time
 import pytest
 
 from proctor.timeutil import iso
-from proctor.transcript import claude
+from proctor.transcript import claude, incremental
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "fixtures", "claude", "transcripts")
 
@@ -528,7 +528,7 @@ def finished_line(task, status="completed", ago=5, **extra):
 def bytes_read(monkeypatch):
     """How many bytes of the transcript (not of the checkpoint) the reader has read."""
     counted = {"bytes": 0}
-    opener = claude._open_regular
+    opener = incremental.open_regular
 
     class Counting:
         def __init__(self, handle):
@@ -552,7 +552,7 @@ def bytes_read(monkeypatch):
         handle = opener(path)
         return handle if os.path.basename(path).startswith("transcript-") else Counting(handle)
 
-    monkeypatch.setattr(claude, "_open_regular", counting)
+    monkeypatch.setattr(incremental, "open_regular", counting)
 
     def take() -> int:
         value, counted["bytes"] = counted["bytes"], 0
@@ -661,7 +661,7 @@ def test_a_partial_last_line_is_read_back_only_once_it_ends(tmp_path, bytes_read
 @pytest.fixture
 def small_blocks(monkeypatch):
     monkeypatch.setattr(claude, "MAX_LINE", 4096)
-    monkeypatch.setattr(claude, "CHUNK", 1000)
+    monkeypatch.setattr(incremental, "CHUNK", 1000)
 
 
 def test_an_over_long_line_is_skipped(tmp_path, small_blocks):
@@ -717,7 +717,7 @@ def test_any_cut_and_block_size_gives_the_same_state(tmp_path, monkeypatch, seed
     whole.write_bytes(data)
     expected = claude.read(str(whole), None).tasks
     assert any(t["status"] == "running" for t in expected.values())
-    monkeypatch.setattr(claude, "CHUNK", rng.choice([97, 1000, 4096, 5003]))
+    monkeypatch.setattr(incremental, "CHUNK", rng.choice([97, 1000, 4096, 5003]))
     path, checkpoints = tmp_path / "t.jsonl", tmp_path / "cache"
     cuts = sorted(rng.sample(range(1, len(data)), 60)) + [len(data)]
     done = 0
@@ -793,13 +793,13 @@ def test_hostile_paths_never_block(tmp_path, monkeypatch):
             with pytest.raises(OSError):
                 claude.read(str(path), str(tmp_path / "cache"))
         # a path that turns into a FIFO between the check and the open
-        regular = claude._regular
+        regular = incremental._regular
         lied = []
-        monkeypatch.setattr(claude, "_regular", lambda info: bool(lied.append(1)) if not lied else regular(info))
+        monkeypatch.setattr(incremental, "_regular", lambda info: bool(lied.append(1)) if not lied else regular(info))
         with pytest.raises(OSError):
             claude.read(str(fifo), None)
         assert lied, "the first check was passed"
-        monkeypatch.setattr(claude, "_regular", regular)
+        monkeypatch.setattr(incremental, "_regular", regular)
         # a subagent's transcript and meta file beside the parent's, as FIFOs
         agent, meta = claude.subagent_files(str(tmp_path / "root.jsonl"), "s1", "a1")
         os.makedirs(os.path.dirname(agent))

@@ -1,4 +1,4 @@
-"""The Claude Code transcript reader: the background tasks of a session, read incrementally.
+"""What Claude Code's transcript lines mean: the background tasks of a session.
 
 Every form the reference lists is understood: 1.0 (`BashOutput`/`KillBash`, no notices), 2.0
 (`<bash-notification>`, `KillShell`), 2.1 (`<task-notification>`, `TaskStop`, `<tool-use-id>`;
@@ -9,19 +9,13 @@ arrive two or three times for one task (kept once per task), stops (TaskStop, Ki
 KillBash results; TaskOutput and BashOutput results showing a final status), and Monitor-style
 watchers with an expiry, which are marked so the rules skip them.
 
-Reading is incremental: `read(path, checkpoint_dir)` reads only the bytes written since the
-last call, resuming from a checkpoint (file identity, offset, a digest of the file's head,
-and the state so far). A checkpoint that does not match the file (another inode, a shorter
-file, a different head) is discarded, never trusted, and the file is read again from the
-start. Unknown line types, invalid UTF-8, lines that are not JSON and a partial last line are
-tolerated; compaction needs nothing (the file goes on).
-
-Every call costs bounded memory (a few times CHUNK + MAX_LINE at worst) and time linear in the
-bytes written since the last call. A partial last line is left for the next call, which reads
-it back only once it ends; a line longer than MAX_LINE is skipped, never held, and a
-checkpoint written inside it says so, so the next call goes on to its end without reading its
-start again. Only a regular file is read: a FIFO, a device or a directory is refused, and the
-open never blocks.
+This module owns the meaning of the lines (`State`, `apply_line`) and where Claude Code keeps
+a subagent's files; how the file is read is host-independent and is `incremental.py`'s:
+`read(path, checkpoint_dir)` hands it `LINES` and reads only the bytes written since the last
+call, resuming from a checkpoint of this state (`STATE_VERSION`, `State.to_json`,
+`State.restore`). Unknown line types are tolerated, and compaction needs nothing (the file goes
+on). Only lines holding one of `_MARKERS` are parsed; the tool call behind a result is found by
+searching back through the file from the result's line.
 """
 
 from __future__ import annotations
@@ -29,13 +23,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import zlib
 
 from proctor.timeutil import parse_iso
+from proctor.transcript import incremental
 
 STATE_VERSION = 4  # 4: the checkpoint records a partial last line and a line being skipped
-HEAD_BYTES = 512
-CHUNK = 8 << 20  # read in blocks of this size; a call holds at most CHUNK + MAX_LINE bytes
+HEAD_BYTES = incremental.HEAD_BYTES  # the reader's, named here for those who count its reads
 # A line longer than this is skipped, never held whole. Claude Code's longest lines carry a big
 # tool result twice (message and toolUseResult): a Read image, base64 of up to 5 MB, is about
 # 7 MB, so 14 MB or so; no launch, notice or stop result comes near. The workers' runner cuts
@@ -61,8 +54,6 @@ _GONE = re.compile(
     r"(?i)\b(no (?:such )?(?:task|shell|background task)|not found|is not running|"
     r"already (?:completed|finished|stopped|exited))"
 )
-NEAR = 64 << 10
-LOOKBACK = 2 << 20  # how far back a result's tool call is searched for (it is written just before)
 RUNNING = "running"
 FINAL = ("completed", "failed", "killed", "stopped", "gone")
 
@@ -87,8 +78,6 @@ class State:
     def __init__(self) -> None:
         self.tasks: dict[str, dict] = {}
         self.pending: dict[str, dict] = {}  # tool_use_id -> {name, input, time, agent}
-        self.resolve = None  # tool_use_id -> the call, found in the file; set while reading
-        self.position = 0  # where in the bytes at hand the line being applied starts
 
     def to_json(self) -> dict:
         return {"tasks": self.tasks, "pending": self.pending}
@@ -99,6 +88,15 @@ class State:
         state.tasks = dict(data.get("tasks") or {})
         state.pending = dict(data.get("pending") or {})
         return state
+
+    @classmethod
+    def restore(cls, data: dict) -> "State | None":
+        """The state a checkpoint saved, or None when its tasks or calls are not all objects."""
+        for key in ("tasks", "pending"):
+            entries = data.get(key) or {}
+            if not (isinstance(entries, dict) and all(isinstance(entry, dict) for entry in entries.values())):
+                return None
+        return cls.from_json(data)
 
     def running(self, include_watchers: bool = False) -> list[dict]:
         return [t for t in self.tasks.values() if t["status"] == RUNNING and (include_watchers or not t.get("watcher"))]
@@ -126,8 +124,9 @@ def _text(content) -> str:
     return ""
 
 
-def apply_line(state: State, line: dict) -> None:
-    """Fold one transcript line into the state."""
+def apply_line(state: State, line: dict, before=None) -> None:
+    """Fold one transcript line into the state. `before`, the reader's search back through the
+    file from this line (see `incremental`), finds the tool call behind a result when needed."""
     kind = line.get("type")
     when = _time(line)
     agent = line.get("agentId") if isinstance(line.get("agentId"), str) else None
@@ -153,7 +152,7 @@ def apply_line(state: State, line: dict) -> None:
             if not isinstance(block, dict):
                 continue
             if block.get("type") == "tool_result":
-                _result(state, block, line.get("toolUseResult"), when, agent)
+                _result(state, block, line.get("toolUseResult"), when, agent, before)
             elif block.get("type") == "text":
                 _notices(state, _text(block.get("text")), when)
     elif kind == "queue-operation":
@@ -169,7 +168,7 @@ def apply_line(state: State, line: dict) -> None:
         _notices(state, line["content"], when)
 
 
-def _result(state: State, block: dict, structured, when: float | None, agent: str | None) -> None:
+def _result(state: State, block: dict, structured, when: float | None, agent: str | None, before) -> None:
     text = _text(block.get("content"))
     structured = structured if isinstance(structured, dict) else {}
     tool_use_id = block.get("tool_use_id")
@@ -181,8 +180,8 @@ def _result(state: State, block: dict, structured, when: float | None, agent: st
         nonlocal call, looked_up
         if not looked_up:
             looked_up = True
-            if state.resolve is not None and isinstance(tool_use_id, str):
-                call = state.resolve(tool_use_id)
+            if before is not None and isinstance(tool_use_id, str):
+                call = _call(before, tool_use_id)
         return call or {}
 
     launch = _LAUNCH.search(text)
@@ -355,244 +354,52 @@ def _notices(state: State, text: str, when: float | None) -> None:
             task["ended"] = when
 
 
-# -- incremental reading ----------------------------------------------------------------------
+# -- reading, by the host-independent reader ----------------------------------------------------
 
 
-def _checkpoint_path(checkpoint_dir: str, path: str) -> str:
-    key = f"{zlib.crc32(path.encode('utf-8', 'surrogateescape')):08x}{zlib.adler32(path.encode('utf-8', 'surrogateescape')):08x}"
-    return os.path.join(checkpoint_dir, f"transcript-{key}.json")
+def _call(before, tool_use_id: str) -> dict | None:
+    """The tool call with this id, as `pending` holds one, from the nearest line before the
+    result's that names it (Claude Code writes a call just before its result), or None."""
+    ident = tool_use_id.encode("utf-8", "surrogateescape")
+    # Claude Code writes compact JSON; a spaced form is accepted too
+    line = before((b'"id":"' + ident + b'"', b'"id": "' + ident + b'"'))
+    message = line.get("message") if line is not None else None
+    for block in (message.get("content") if isinstance(message, dict) else None) or ():
+        if isinstance(block, dict) and block.get("id") == tool_use_id and block.get("type") == "tool_use":
+            agent = line.get("agentId") if isinstance(line.get("agentId"), str) else None
+            return {
+                "name": block.get("name"),
+                "input": block.get("input") or {},
+                "time": _time(line),
+                "agent": agent,
+            }
+    return None
 
 
-def _head_digest(handle) -> int:
-    handle.seek(0)
-    return zlib.crc32(handle.read(HEAD_BYTES))
-
-
-def read(path: str, checkpoint_dir: str | None) -> State:
-    """The state of the transcript at `path` now. Raises OSError when the file cannot be read.
-
-    At most CHUNK + MAX_LINE bytes are held whatever the file holds, and each byte is searched
-    for a line end once across calls: the checkpoint records the offset of the first byte not
-    yet applied, how many bytes after it are already known to hold no newline (a partial last
-    line, left for the next call and read back only once it ends), and whether those bytes
-    belong to a line longer than MAX_LINE, which is skipped to its end without being held."""
-    with _open_regular(path) as handle:
-        info = os.fstat(handle.fileno())
-        size = info.st_size  # bytes appended while reading are the next call's
-        head = _head_digest(handle)
-        state, offset, partial, skipping, loaded = State(), 0, 0, False, None
-        saved_path = _checkpoint_path(checkpoint_dir, path) if checkpoint_dir else None
-        if saved_path:
-            saved = _load(saved_path)
-            resumed = _resume(saved, path, info, head) if saved else None
-            if resumed is not None:
-                state, offset, partial, skipping = resumed
-                loaded = (offset, partial, skipping)
-        position = offset  # the file offset of the first byte not yet applied (or skipped)
-        held = partial  # bytes from `position` on with no newline: a partial line, or skipped
-        lazy = partial  # the first `lazy` of them are still in the file, not in memory
-        parts: list[bytes] = []
-        at = offset + partial  # the next byte to read
-        handle.seek(at)
-        while at < size:
-            block = handle.read(min(CHUNK, size - at))
-            if not block:
-                break  # the file shrank while being read
-            at += len(block)
-            if skipping:
-                newline = block.find(b"\n")
-                if newline == -1:
-                    position = at
-                    continue
-                skipping = False
-                position = at - len(block) + newline + 1
-                block = block[newline + 1 :]
-            newline = block.rfind(b"\n")
-            if newline == -1:
-                parts.append(block)
-                held += len(block)
-                if held > MAX_LINE:  # an over-long line: let go of it, skip to its end
-                    parts, held, lazy, skipping, position = [], 0, 0, True, at
-                continue
-            if lazy:  # the partial line left by the last call, read once, now that it ends
-                handle.seek(position)
-                parts.insert(0, handle.read(lazy))
-                handle.seek(at)
-                lazy = 0
-            data = b"".join(parts + [block]) if parts else block
-            end = len(data) - len(block) + newline + 1
-            state.resolve = _resolver(handle, data, position, state)
-            _fold(state, data, end)
-            position += end
-            rest = block[newline + 1 :]
-            parts, held = ([rest] if rest else []), len(rest)
-        state.resolve = None
+def _settle(state: State) -> None:
+    """Let go of the oldest calls still waiting for a result past MAX_PENDING."""
     if len(state.pending) > MAX_PENDING:
         for stale in list(state.pending)[: len(state.pending) - MAX_PENDING]:
             del state.pending[stale]
-    if saved_path and (position, held, skipping) != (loaded or (0, 0, False)):
-        _save(
-            saved_path,
-            {
-                "v": STATE_VERSION,
-                "path": path,
-                "ino": info.st_ino,
-                "dev": info.st_dev,
-                "head": head,
-                "offset": position,
-                "partial": held,
-                "skip": skipping,
-                "state": state.to_json(),
-            },
-        )
-    return state
 
 
-def _resume(saved: dict, path: str, info, head: int) -> tuple[State, int, int, bool] | None:
-    """Where a checkpoint says to go on from, or None when it does not match the file."""
-    offset, partial, skipping = saved.get("offset"), saved.get("partial", 0), saved.get("skip", False)
-    if not (
-        saved.get("v") == STATE_VERSION
-        and saved.get("path") == path
-        and saved.get("ino") == info.st_ino
-        and saved.get("dev") == info.st_dev
-        and saved.get("head") == head
-        and type(offset) is int
-        and type(partial) is int
-        and type(skipping) is bool
-        and 0 <= offset
-        and 0 <= partial <= MAX_LINE
-        and offset + partial <= info.st_size
-        and not (skipping and partial)
-    ):
-        return None
-    data = saved.get("state")
-    if not isinstance(data, dict):
-        data = {}
-    for key in ("tasks", "pending"):
-        entries = data.get(key) or {}
-        if not (isinstance(entries, dict) and all(isinstance(entry, dict) for entry in entries.values())):
-            return None
-    return State.from_json(data), offset, partial, skipping
+LINES = incremental.Meaning(
+    name="transcript",
+    version=STATE_VERSION,
+    new=State,
+    dump=State.to_json,
+    restore=State.restore,
+    apply=apply_line,
+    markers=_MARKERS,
+    settle=_settle,
+)
 
 
-def _fold(state: State, data: bytes, end: int) -> None:
-    """Apply every relevant complete line of data[:end], in file order."""
-    starts: set[int] = set()
-    for marker in _MARKERS:
-        found = data.find(marker, 0, end)
-        while found != -1:
-            start = data.rfind(b"\n", 0, found) + 1
-            starts.add(start)
-            stop = data.find(b"\n", found, end)
-            if stop == -1:
-                break
-            found = data.find(marker, stop, end)
-    for start in sorted(starts):
-        state.position = start
-        stop = data.find(b"\n", start, end)
-        stop = stop if stop != -1 else end
-        if stop - start > MAX_LINE:
-            continue  # skipped wherever it falls in the blocks read, as a partial one would be
-        try:
-            line = json.loads(data[start:stop].decode("utf-8", "replace"))
-        except (ValueError, RecursionError):
-            continue
-        if isinstance(line, dict):
-            try:
-                apply_line(state, line)
-            except (TypeError, AttributeError, ValueError, KeyError, RecursionError):
-                continue  # a line of an unexpected shape costs that line, never the reader
-
-
-def _resolver(handle, data: bytes, data_offset: int, state: State):
-    """Find the tool call with a given id, searching back from the result's line: in the
-    bytes at hand, else in the file just before them. Never more than LOOKBACK bytes."""
-
-    def find(source: bytes, tool_use_id: str, start: int, stop: int) -> int:
-        ident = tool_use_id.encode("utf-8", "surrogateescape")
-        # Claude Code writes compact JSON; a spaced form is accepted too
-        return max(
-            source.rfind(b'"id":"' + ident + b'"', start, stop), source.rfind(b'"id": "' + ident + b'"', start, stop)
-        )
-
-    def resolve(tool_use_id: str) -> dict | None:
-        here = state.position
-        at = find(data, tool_use_id, max(0, here - NEAR), here)  # a call is usually just above
-        if at == -1 and here > NEAR:
-            at = find(data, tool_use_id, max(0, here - LOOKBACK), here - NEAR + 64)
-        source = data
-        if at == -1 and here < LOOKBACK and data_offset > 0:
-            window_start = max(0, data_offset - (LOOKBACK - here))
-            position = handle.tell()
-            handle.seek(window_start)
-            source = handle.read(data_offset - window_start)
-            handle.seek(position)
-            at = find(source, tool_use_id, 0, len(source))
-        if at == -1:
-            return None
-        start = source.rfind(b"\n", 0, at) + 1
-        stop = source.find(b"\n", at)
-        try:
-            line = json.loads(source[start : stop if stop != -1 else len(source)].decode("utf-8", "replace"))
-        except (ValueError, RecursionError):
-            return None
-        message = line.get("message") if isinstance(line, dict) else None
-        for block in (message.get("content") if isinstance(message, dict) else None) or ():
-            if isinstance(block, dict) and block.get("id") == tool_use_id and block.get("type") == "tool_use":
-                agent = line.get("agentId") if isinstance(line.get("agentId"), str) else None
-                return {
-                    "name": block.get("name"),
-                    "input": block.get("input") or {},
-                    "time": _time(line),
-                    "agent": agent,
-                }
-        return None
-
-    return resolve
-
-
-def _regular(info) -> bool:
-    import stat
-
-    return stat.S_ISREG(info.st_mode)
-
-
-def _open_regular(path: str):
-    """`path` opened for reading in binary, if it is a regular file; else OSError. A FIFO
-    (whose open would wait for a writer), a device such as /dev/zero or a directory is
-    refused before it is opened; should the path turn into one between the check and the
-    open, O_NONBLOCK makes the open return at once and the check of the open file refuses it."""
-    if not _regular(os.stat(path)):
-        raise IsADirectoryError(path)
-    fd = os.open(
-        path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
-    )
-    try:
-        if not _regular(os.fstat(fd)):
-            raise IsADirectoryError(path)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
-
-
-def _load(path: str) -> dict | None:
-    try:
-        with _open_regular(path) as handle:
-            data = json.loads(handle.read(MAX_LINE).decode("utf-8", "replace"))
-        return data if isinstance(data, dict) else None
-    except (OSError, ValueError, RecursionError):
-        return None
-
-
-def _save(path: str, data: dict) -> None:
-    from proctor.paths import write_atomic
-
-    try:
-        write_atomic(path, json.dumps(data, separators=(",", ":")))
-    except OSError:
-        pass  # without a checkpoint the next call reads the file again; nothing is lost
+def read(path: str, checkpoint_dir: str | None) -> State:
+    """The state of the transcript at `path` now, read since the last call with a checkpoint
+    in `checkpoint_dir` (or from the start, with None); lines longer than MAX_LINE are
+    skipped. Raises OSError when the file cannot be read."""
+    return incremental.read(path, checkpoint_dir, LINES, MAX_LINE)
 
 
 # -- subagents ----------------------------------------------------------------------------------
@@ -619,7 +426,7 @@ def subagent_prompt(transcript: str | None, session: str | None, agent_id: str |
     if files is None:
         return None
     try:
-        with _open_regular(files[0]) as handle:
+        with incremental.open_regular(files[0]) as handle:
             first = handle.readline(FIRST_LINE_LIMIT)
     except OSError:
         return None
@@ -639,6 +446,6 @@ def subagent_spawn_call(transcript: str | None, session: str | None, agent_id: s
     files = subagent_files(transcript, session, agent_id)
     if files is None:
         return None
-    meta = _load(files[1])
+    meta = incremental.load_json(files[1], MAX_LINE)
     tool_use_id = meta.get("toolUseId") if meta else None
     return tool_use_id if isinstance(tool_use_id, str) and tool_use_id else None
