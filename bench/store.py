@@ -3,7 +3,7 @@
     python bench/store.py
 
 For the embedded SQLite store (PROCTOR_STORE_URL unset) and PostgreSQL (a throwaway cluster the
-bench starts, tests/pgcluster.py; reached over TCP with SCRAM and over its Unix socket, each its
+bench starts, tests/store/pgcluster.py; reached over TCP with SCRAM and over its Unix socket, each its
 own database), interleaved so that machine load falls on every engine alike:
 
 1. `proctor job fork` latency, median of BENCH_RUNS;

@@ -18,6 +18,7 @@ from tests.support import (  # noqa: F401  (re-exported for the host tests' conf
     SHARED_FIXTURES,
     Result,
     alive_with,
+    call_hook,
     git,
     machine_slots,
     machine_wide,
@@ -56,7 +57,7 @@ def isolated_state(tmp_path, monkeypatch, request):
     if (ENGINE == "postgresql" and marked("sqlite_store") is None) or marked("postgresql_store") is not None:
         import re
 
-        from tests.pgcluster import require_cluster
+        from tests.store.pgcluster import require_cluster
 
         cluster = require_cluster()
         database = "t_" + re.sub(r"[^a-z0-9]", "_", request.node.name.lower())[:40] + "_" + os.urandom(4).hex()
@@ -132,3 +133,22 @@ def proctor_process():
         return Result(proc.returncode, proc.stdout, proc.stderr)
 
     return invoke
+
+
+@pytest.fixture
+def new_repo(tmp_path):
+    """More real git repositories: new_repo("name", config=None) -> its path under the test's
+    temporary directory (a README committed on main; proctor.toml when `config` is given)."""
+
+    def make(name: str = "repo", config: str | None = None) -> str:
+        return make_repo(tmp_path / name, config)
+
+    return make
+
+
+@pytest.fixture
+def hook():
+    """The guard's hook, called as a host calls it: hook(payload, host="claude", env=None,
+    args=()) -> the answer (tests/support.py call_hook; the test's BAGGAGE is never passed on
+    unless `env` gives one)."""
+    return call_hook

@@ -43,7 +43,7 @@ class Result:
 
 
 # PROCTOR_TEST_STORE=postgresql (.ci/run's second pass) runs every test on a PostgreSQL store:
-# a throwaway cluster for the session (tests/pgcluster.py) and a database of its own per test,
+# a throwaway cluster for the session (tests/store/pgcluster.py) and a database of its own per test,
 # selected through PROCTOR_STORE_URL as a person would select it. Unset, the embedded store.
 ENGINE = "postgresql" if os.environ.get("PROCTOR_TEST_STORE") == "postgresql" else "sqlite"
 # A test of the embedded engine itself (it opens the SQLite file, or counts on its locking):
@@ -95,3 +95,20 @@ def alive_with(marker: str) -> list[int]:
             except OSError:
                 pass
     return found
+
+
+def call_hook(
+    payload, host: str = "claude", env: dict | None = None, args=(), drop=("BAGGAGE",), base: dict | None = None
+) -> dict:
+    """The hook as a host calls it, in this process: `proctor hook <host> <args>` with the event
+    on stdin, in this process's environment (or `base`) less `drop` (a lease the test did not
+    give) plus `env`. The answer as JSON, {} when it is empty (a host reads nothing as allow).
+    The hook never fails a host's call: exit 0 is asserted."""
+    from proctor.hook import run as hook_run
+
+    data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+    environ = {k: v for k, v in (os.environ if base is None else base).items() if k not in drop}
+    environ.update(env or {})
+    out, code = hook_run([host, *args], data, environ)
+    assert code == 0
+    return json.loads(out) if out.strip() else {}

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from tests.conftest import make_repo
+from tests.support import make_repo
 
 
 def _settings(result) -> dict:

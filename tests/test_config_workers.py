@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from proctor.config import Worker, load
-from tests.conftest import make_repo
+from tests.support import make_repo
 
 
 def _load(tmp_path, text: str):

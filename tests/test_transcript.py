@@ -11,8 +11,9 @@ import pytest
 
 from proctor.timeutil import iso
 from proctor.transcript import claude, incremental
+from tests.support import REPO_ROOT, SHARED_FIXTURES
 
-FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "fixtures", "claude", "transcripts")
+FIXTURES = os.path.join(SHARED_FIXTURES, "claude", "transcripts")
 
 
 def ts(ago: float) -> str:
@@ -479,7 +480,7 @@ import signal  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 
-ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), ".."))
+ROOT = REPO_ROOT
 
 
 class Blocked(Exception):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from tests.conftest import git
+from tests.support import git
 from proctor.vcs import git as vgit
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from tests.conftest import git  # noqa: F401  (the host tests import it from here)
+from tests.support import git  # noqa: F401  (the host tests import it from here)
 
 
 HOSTS_DIR = os.environ.get("PROCTOR_HOSTS_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "proctor", "hosts")

@@ -154,7 +154,7 @@ def test_advise_hands_the_followup_to_the_model_with_the_prompt(host_env, host_r
     """With advise nothing is refused, and the follow-up still reaches the model: Claude Code's
     UserPromptSubmit hook puts it beside the person's prompt. It is delivered then, not when it
     was only shown to the person."""
-    from tests.conftest import git
+    from tests.support import git
     from tests.hosts.conftest import make_followup
 
     host_binary("claude")
