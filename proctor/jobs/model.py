@@ -7,7 +7,6 @@ the guard reads too.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from proctor import errors, jobrecord
@@ -30,6 +29,7 @@ from proctor.jobrecord import (  # noqa: F401  (re-exported)
     check_job_id,
     is_live,
 )
+from proctor.symbols.syntax import SYMBOL_NAME
 from proctor.timeutil import parse_duration
 
 RECORD_SCHEMA_VERSION = 1
@@ -106,8 +106,6 @@ GOAL_EXPECT = {
 }
 GOAL_FIELDS = ("id", "kind", "expect", "check", "paths", "symbols", "depends_on")
 CHECK_GOAL_ID = "check"
-# a symbol goal's name: an identifier, or one inside its scope (Store.load)
-SYMBOL_NAME = re.compile(r"(?:[^\W\d]|\$)[\w$]*(?:\.(?:[^\W\d]|\$)[\w$]*)*")
 
 
 def _bad(message: str) -> errors.ProctorError:
