@@ -149,6 +149,7 @@ class _NoCommand:
     paths: list = []
     unknown: list = []
     commands: list = []
+    stdins: list = []
     simple: list = []
     heredocs: list = []
     named: list = []
@@ -729,14 +730,19 @@ class Context:
 
     def proctor_commands(self) -> list[list[str]]:
         """Each `proctor ...` (or `python [options] -m proctor ...`) in the call, as its arguments."""
+        return [args for args, _ in self.proctor_calls()]
+
+    def proctor_calls(self) -> list[tuple[list[str], str | None]]:
+        """Each proctor command in the call, as its arguments, with the text it reads on standard
+        input when that is its own literal here-document or here-string (else None)."""
         out = []
-        for argv in self.commands():
+        for argv, stdin in zip(self.commands(), self.shell_writes.stdins):
             if argv and os.path.basename(argv[0]) == "proctor":
-                out.append(argv[1:])
+                out.append((argv[1:], stdin))
             elif argv and os.path.basename(argv[0]).startswith("python"):
                 rest = _python_module_args(argv[1:], "proctor")
                 if rest is not None:
-                    out.append(rest)
+                    out.append((rest, stdin))
         return out
 
     def proctor_environments(self) -> list[list[str]]:

@@ -85,6 +85,7 @@ class Writes:
         "paths",
         "unknown",
         "commands",
+        "stdins",
         "heredocs",
         "simple",
         "read",
@@ -102,6 +103,10 @@ class Writes:
         self.paths: list[str] = []
         self.unknown: list[str] = []  # descriptions of writes whose target proctor cannot name
         self.commands: list[list[str]] = []  # every simple command's argv, wrappers removed
+        # beside each of `commands`: the text it reads on standard input when that is its own
+        # here-document or here-string with nothing expanded in it, else None (a pipe, a file,
+        # an expansion, or the terminal)
+        self.stdins: list[str | None] = []
         self.read = True  # nothing but reads proctor knows
         # paths whose last component is removed or replaced, not written through (rm, mv, ln -f,
         # sed -i, ...): a symbolic link there is the link itself, not where it leads

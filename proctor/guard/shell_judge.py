@@ -759,6 +759,7 @@ class _Judge:
             raw += texts
         if how != "script":
             self.found.commands.append(texts)
+            self.found.stdins.append(None if command.stdin_dynamic else command.stdin_script)
         self.found.simple.append((raw, texts, command.background))
         if how == "script":
             if any(w.dynamic for w in argv):

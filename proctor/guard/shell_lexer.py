@@ -32,6 +32,10 @@ _OPERATORS = ("&&", "||", ";;&", ";;", ";&", "|&", ";", "&", "|", "(", ")")
 _REDIRECTS = ("&>>", "&>", ">>", ">|", ">&", "<<<", "<<-", "<<", "<&", "<>", ">", "<")
 
 
+# the redirections that give a command its standard input (on fd 0, or with no fd named)
+_STDIN_OPS = frozenset(("<<", "<<-", "<<<", "<", "<>", "<&"))
+
+
 class _Rx:
     """The regular expressions, compiled on first use so that importing the module stays cheap."""
 
@@ -200,7 +204,7 @@ class _Parser:
         self.base = nesting  # substitutions met at this depth are the script's own (for parse())
         self.texts: list[str] = []  # the script's own substitutions, as text
         self.subs: list[list[Command]] = []  # parsed substitutions not yet given to a command
-        self.pending: list[tuple[str, bool, bool, Command]] = []  # here-documents awaiting their bodies
+        self.pending: list[tuple[str, bool, bool, Command, int]] = []  # here-documents awaiting their bodies
         self.heredocs: list[str] = [] if heredocs is None else heredocs
         self.env = env  # parameters to substitute when re-reading a word (None: none)
         self.ids = 0
@@ -734,7 +738,7 @@ class _Parser:
         """The bodies of the here-documents begun on the line just ended."""
         text, n = self.text, self.n
         pending, self.pending = self.pending, []
-        for delimiter, strip, quoted, command in pending:
+        for delimiter, strip, quoted, command, index in pending:
             pattern = re.compile(("^\t*" if strip else "^") + re.escape(delimiter) + "$", re.M)
             m = pattern.search(text, self.pos)
             if m is None:
@@ -746,11 +750,22 @@ class _Parser:
             if strip and "\t" in body:
                 body = "\n".join(line.lstrip("\t") for line in body.split("\n"))
             self.heredocs.append(body)
-            command.stdin_script = body
-            command.stdin_dynamic = False
+            # the command's standard input when this is its last redirection of fd 0 (bash
+            # applies them in order: `<<'EOF' <<<x` reads x, `3<<EOF` is not stdin at all)
+            stdin = command.fds[index] in ("", "0") and not any(
+                op in _STDIN_OPS and fd in ("", "0")
+                for (op, _), fd in zip(command.redirects[index + 1 :], command.fds[index + 1 :])
+            )
+            if stdin:
+                command.stdin_script = body
+                # an unquoted body is what bash hands on only when nothing in it expands and no
+                # backslash escapes anything (bash drops the one before $, `, \ and a newline)
+                command.stdin_dynamic = not quoted and "\\" in body
             if not quoted and ("$" in body or "`" in body):
                 scanner = _Parser(body, self.budget, self.nesting + 1, self.heredocs, extglob=self.extglob)
-                command.stdin_dynamic = scanner._expansions()
+                dynamic = scanner._expansions()
+                if stdin:
+                    command.stdin_dynamic = command.stdin_dynamic or dynamic
                 command.nested.extend(scanner.subs)
 
     def _expansions(self) -> bool:
@@ -1028,9 +1043,10 @@ class _Parser:
                 cur.redirects.append((op, target))
                 cur.fds.append(fd)
                 if op in ("<<", "<<-"):
-                    self.pending.append((target.text, op == "<<-", target.quoted, cur))
-                    cur.stdin_script, cur.stdin_dynamic = "", False
-                elif op == "<<<":
+                    self.pending.append((target.text, op == "<<-", target.quoted, cur, len(cur.redirects) - 1))
+                    if fd in ("", "0"):
+                        cur.stdin_script, cur.stdin_dynamic = "", False
+                elif op == "<<<" and fd in ("", "0"):
                     cur.stdin_script = None if target.dynamic else target.text
                     cur.stdin_dynamic = target.dynamic
                 elif op in ("<", "<>", "<&") and fd in ("", "0"):

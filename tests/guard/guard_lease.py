@@ -44,6 +44,12 @@ def home(tmp_path, monkeypatch):
     return str(path)
 
 
+def take_here(root: str, job_id: str = "w1") -> None:
+    """The holder takes its job in this checkout: the checkout is bound to it, so a proctor run
+    here acts as its holder whatever its environment says (the store sees the lease)."""
+    api.exec_job(job_id, cwd=root, lease=job_id)
+
+
 def state_dir(root: str) -> str:
     from proctor.paths import find_checkout, repo_state_dir
 

@@ -11,7 +11,7 @@ import os
 import pytest
 
 from proctor.hook import run as hook_run
-from tests.guard.guard_lease import denied, said, ws  # noqa: F401 (fixtures)
+from tests.guard.guard_lease import denied, said, take_here, ws  # noqa: F401 (fixtures)
 from tests.support import call_hook
 
 
@@ -103,8 +103,18 @@ def test_job_put_is_judged_as_a_fork_record(ws, record, words):  # noqa: F811
 
 
 def test_shrinking_its_own_paths_passes(ws):  # noqa: F811
+    take_here(ws)  # the checkout is bound to w1: the store sees the fork as w1's holder's
     answer = judge(ws, "job_put", {"id": "w1", "write_paths": ["plan/w1/a.py"]})
     assert not denied(answer), said(answer)
+
+
+def test_shrinking_its_own_paths_where_the_store_cannot_see_the_lease_is_denied(ws):  # noqa: F811
+    """The hook's lease (--lease here) need not be the shell's: in a checkout bound to nobody the
+    fork's proctor may see no lease and take the record as the forking session's new plan,
+    clearing what it leaves out (tests/guard/test_one_author.py puts it through bash)."""
+    answer = judge(ws, "job_put", {"id": "w1", "write_paths": ["plan/w1/a.py"]})
+    assert denied(answer, "lease-store"), said(answer)
+    assert "take the job in this checkout first" in said(answer)
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from proctor import api, errors
-from tests.guard.guard_lease import denied, said, ws  # noqa: F401 (fixtures)
+from tests.guard.guard_lease import denied, said, take_here, ws  # noqa: F401 (fixtures)
 from tests.guard.test_mcp_guard import judge
 
 CASES = [
@@ -43,6 +43,7 @@ def store_allows(root: str, record: dict) -> tuple[bool, str]:
 
 @pytest.mark.parametrize("record, allowed", CASES, ids=[str(i) for i in range(len(CASES))])
 def test_the_guard_and_the_store_agree(ws, record, allowed):  # noqa: F811
+    take_here(ws)  # the checkout bound to w1: a proctor run here acts as its holder
     answer = judge(ws, "job_put", record)
     guard = not denied(answer)
     store, why = store_allows(ws, record)

@@ -32,7 +32,7 @@ import pytest
 
 from proctor import api
 from proctor.hook import run as hook_run
-from tests.guard.guard_lease import denied, job_row, said, ws  # noqa: F401 (fixtures)
+from tests.guard.guard_lease import denied, job_row, said, take_here, ws  # noqa: F401 (fixtures)
 from tests.mcp.test_mcp import calls, cli, http, ok, refused, served, world  # noqa: F401 (fixtures)
 from tests.support import REPO_ROOT
 
@@ -965,8 +965,10 @@ def test_the_guard_judges_gemini_mcp_context_of_proctor_under_another_name(ws): 
     ],
 )
 def test_the_guard_refuses_confused_job_put_records(ws, args):  # noqa: F811
-    answer = _judge(ws, "mcp__proctor__job_put", args)
     if args.get("read_only") is False:  # the shrink with falsy extras is the holder's own
+        take_here(ws)  # (where the store sees the lease: a checkout bound to w1)
+    answer = _judge(ws, "mcp__proctor__job_put", args)
+    if args.get("read_only") is False:
         assert not denied(answer), said(answer)
         return
     if args.get("write_paths") == [["src/b.py"]]:

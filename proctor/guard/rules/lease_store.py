@@ -103,7 +103,7 @@ def check(ctx: Context) -> list[tuple[str, str]]:
                 )
             )
     monitor_secret = _monitor_secret(ctx) if any(a[:1] == ["monitor"] for a in ctx.proctor_commands()) else None
-    for argv in ctx.proctor_commands():
+    for argv, stdin in ctx.proctor_calls():
         hidden = [
             a
             for a in argv[1:]
@@ -123,7 +123,7 @@ def check(ctx: Context) -> list[tuple[str, str]]:
                 )
             )
         if argv[:2] == ["job", "fork"]:
-            verdict = _fork_refusal(ctx, argv[2:], job)
+            verdict = _fork_refusal(ctx, argv[2:], job, stdin)
             if verdict:
                 findings.append(("rule", verdict))
         elif argv[:2] == ["monitor", "wait"]:
@@ -420,31 +420,25 @@ def _flags(args: list[str]) -> dict:
     return record
 
 
-def _fork_refusal(ctx, args: list[str], job: dict) -> str | None:
+def _fork_refusal(ctx, args: list[str], job: dict, stdin: str | None) -> str | None:
+    """`stdin`: what this fork reads on standard input when it is its own literal here-document
+    or here-string (shell.Writes.stdins), else None."""
     lease = job["id"]
     if "--schema" in args:
         return None
     record = _flags(args)
     if "--stdin" in args:
-        if len(ctx.shell_writes.heredocs) != 1:
+        try:
+            parsed = json.loads(stdin) if stdin is not None else None
+        except ValueError:
+            parsed = None
+        if not isinstance(parsed, dict):
             return (
-                f"proctor job fork --stdin: a session holding {lease} passes its record in the command's one "
-                f"quoted heredoc (<<'EOF'); this command has {len(ctx.shell_writes.heredocs)}, and the guard "
-                f"judges only a record it can tie to the fork"
+                f"proctor job fork --stdin: a session holding {lease} passes its record as the fork's own "
+                f"quoted here-document (proctor job fork --stdin <<'EOF'), where the guard reads what the fork "
+                f"reads; not from a pipe, a file, another command's here-document or one that expands"
             )
-        for body in ctx.shell_writes.heredocs:
-            try:
-                parsed = json.loads(body)
-            except ValueError:
-                continue
-            if isinstance(parsed, dict):
-                record = {**parsed, **{k: v for k, v in record.items() if k == "id" and "id" not in parsed}}
-                break
-        else:
-            return (
-                f"proctor job fork --stdin: a session holding {lease} passes its record in a quoted heredoc "
-                f"(<<'EOF'), where the guard can read it, not from a pipe or a file"
-            )
+        record = {**parsed, **{k: v for k, v in record.items() if k == "id" and "id" not in parsed}}
     return _record_refusal(ctx, record, job, "proctor job fork")
 
 
@@ -462,8 +456,8 @@ def _record_refusal(ctx, record: dict, job: dict, verb: str) -> str | None:
         job if job_id == lease else ctx.job_row(job_id) if isinstance(job_id, str) else None,
         lambda: {lease, *ctx.descendants(lease)},
         lambda: _boundary(ctx, job),
-        [(s, _write_claim(s)) for s in _listed(record.get("write_paths"))],
-        [(r, _read_claim(r)) for r in _listed(record.get("read_paths"))],
+        [(s, _path_claim(s)) for s in _listed(record.get("write_paths"))],
+        [(r, _path_claim(r)) for r in _listed(record.get("read_paths"))],
     )
     if found:
         finding, detail = found[0]
@@ -518,7 +512,19 @@ def _record_refusal(ctx, record: dict, job: dict, verb: str) -> str | None:
             f"{verb} {job_id}: {', '.join(map(str, detail))} {what}; a holder only narrows what it holds, "
             f"and widening is its forking session's"
         )
-    if job_id != lease and ctx.lease_from in ("agent", "contested") and not _checkout_bound_to(ctx, lease):
+    blind = ctx.lease_from in ("agent", "contested") and not _checkout_bound_to(ctx, lease)
+    if job_id == lease and (blind or ctx.lease_from == "flag") and not _checkout_bound_to(ctx, lease):
+        # the lease may be the hook's alone (a session's record, or a --lease the shell's BAGGAGE
+        # need not carry): the fork's proctor would see none, and the store would take the record
+        # as the forking session's new plan for the job, every field it leaves out cleared (its
+        # deny and read paths, its deadline, its write paths). A checkout bound to the job is
+        # the lease the fork's proctor reads whatever its environment says.
+        return (
+            f"{verb} {lease}: this checkout is bound to nobody, so the store cannot tell this fork is "
+            f"{lease}'s holder shrinking its paths, and would take it as a new plan for the whole job; "
+            f"take the job in this checkout first (proctor job exec {lease})"
+        )
+    if job_id != lease and blind:
         declares = [k for k in ("write_paths", "check", "goals", "deny_paths", "read_paths") if record.get(k)]
         if not record.get("read_only") or declares:
             return (
@@ -545,9 +551,10 @@ def _normalised(record: dict) -> dict:
     return out
 
 
-def _write_claim(spelling) -> claims.Claim | None:
-    """A write entry as the store reads it (plan/w1/../../docs is docs), or None for one that
-    leaves the repository or is no string."""
+def _path_claim(spelling) -> claims.Claim | None:
+    """A path entry (write or read) as the store reads it: split at its declaration's `#`
+    first, then normalised (plan/w1/../../docs is docs); None for one that leaves the
+    repository or is no string."""
     if not isinstance(spelling, str):
         return None
     path, declaration, _ = claims.split_entry(spelling[2:] if spelling.startswith("./") else spelling)
@@ -555,12 +562,6 @@ def _write_claim(spelling) -> claims.Claim | None:
     if path == ".." or path.startswith("../") or path.startswith("/"):
         return None
     return claims.Claim(path, declaration)
-
-
-def _read_claim(spelling) -> claims.Claim | None:
-    if not isinstance(spelling, str):
-        return None
-    return claims.Claim(posixpath.normpath(spelling.rstrip("/") or "."))
 
 
 def _boundary(ctx, job: dict) -> list:
