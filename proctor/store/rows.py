@@ -134,10 +134,12 @@ def delete(conn: Tx, job_id: str) -> None:
 claims = row_claims  # a stored job's claims in one path field (jobrecord says how)
 
 
-def read_boundary(job: dict, lookup) -> list[jpaths.Claim]:
+def read_boundary(job: dict, lookup, _depth: int = 0) -> list[jpaths.Claim]:
     """What a holder of `job` may read: its read paths; when it has none, the directories of its
-    write paths and of those of the jobs it depends on (`lookup(id)`: a row or None). The guard's
-    read rule and the store's check of a holder's child read it alike."""
+    write paths and of those of the jobs it depends on (`lookup(id)`: a row or None); when those
+    are none too, what its parent may read (a read-only child that names no paths reads no more
+    than the job it was forked from). Empty: no boundary at all (a top-level job that names none).
+    The guard's read rule and the store's check of a holder's child read it alike."""
     if job.get("read_paths"):
         return claims(job, "read_paths")
     out = []
@@ -145,6 +147,10 @@ def read_boundary(job: dict, lookup) -> list[jpaths.Claim]:
         for claim in claims(source):
             key = claim.key if claim.glob else claim.path.rpartition("/")[0]
             out.append(jpaths.Claim(key or "."))
+    if not out and job.get("parent") and _depth < 64:
+        parent = lookup(job["parent"])
+        if parent:
+            return read_boundary(parent, lookup, _depth + 1)
     return out
 
 
