@@ -174,6 +174,10 @@ def fork(ws: Workspace, record_in: dict, caller: Caller) -> dict:
             job = dict(existing)
             job["write_paths"] = record.get("write_paths", existing.get("write_paths", []))
             parsed = {"write_paths": rows.claims(job)}
+            if declaration_rules:
+                # a declaration it now claims is read by today's rules, as a fork records them; a
+                # rule the row recorded already stands (the forking session's, taken earlier)
+                job["declaration_rules"] = {**declaration_rules, **(existing.get("declaration_rules") or {})}
         else:
             job = _new_row(ws, record, existing, caller, at)
             parsed.setdefault("write_paths", [])
