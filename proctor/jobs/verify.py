@@ -870,7 +870,12 @@ def _exists(checkout: str, pattern: str) -> bool:
     normalized = pattern[2:] if pattern.startswith("./") else pattern
     claim = jpaths.Claim(normalized.rstrip("/") or ".")
     if not claim.glob:
-        return os.path.lexists(os.path.join(checkout, claim.path))
+        # the path itself, never one reached through a link on the way (a linked directory's
+        # files are not the checkout's), as a glob's walk follows none
+        full = os.path.join(checkout, claim.path)
+        parent = os.path.dirname(claim.path)
+        real_parent = os.path.join(os.path.realpath(checkout), parent) if parent else os.path.realpath(checkout)
+        return os.path.realpath(os.path.dirname(full)) == os.path.normpath(real_parent) and os.path.lexists(full)
     return next(jpaths.walk_glob(checkout, claim.path), None) is not None
 
 
