@@ -368,17 +368,22 @@ class Ruleset:
             for path in _outside(grant.regions):
                 self._add(path, directory, file)
             for path in grant.paths:
-                self._add(path, directory, file)
+                self._add(path, directory, file, exact=True)
         except BaseException:
             self.close()
             raise
 
-    def _add(self, path: str, directory: int, file: int) -> None:
+    def _add(self, path: str, directory: int, file: int, exact: bool = False) -> None:
+        """Grant `path`; with `exact` (a real path plan() resolved) only if what was opened is
+        that path still: O_NOFOLLOW guards the last component only, and a directory on the way
+        swapped for a link since plan() (to .git, say) would carry the grant there."""
         try:
             fd = os.open(path, os.O_PATH | os.O_CLOEXEC | os.O_NOFOLLOW)
         except OSError:
             return  # gone since it was listed: nothing to grant
         try:
+            if exact and os.readlink(f"/proc/self/fd/{fd}") != path:
+                return  # reached through a link now: grant nothing rather than what it leads to
             mode = os.fstat(fd).st_mode
             if stat.S_ISLNK(mode):
                 return  # a symlink grants nothing: writes through it land on its target
