@@ -22,9 +22,9 @@ SUMMARY = (
 )
 CATCHES = (
     "`proctor job fork` by a session under a live job that names neither its own job (shrinking "
-    "its write paths, and changing nothing else of its row) nor --parent <its job> (as flags, or a "
-    "--stdin record in the command's one quoted heredoc) for a NEW job, whose read paths and "
-    "depends_on stay within what the holder may read; `proctor job wait` on any job that is not one "
+    "its write paths, changing nothing else of its row, in a checkout bound to that job) nor --parent "
+    "<its job> (as flags, or a --stdin record in the fork's own quoted here-document) for a new job or "
+    "a child nobody has taken yet, whose read paths and depends_on stay within what the holder may read; `proctor job wait` on any job that is not one "
     "of its descendants; `proctor job move`; `proctor job exit`, archive, trash or delete of a job that is neither its own "
     "nor beneath it, or one named through xargs, a variable or a substitution; `proctor job exec` of "
     "another job while its own is in flight (taking a lease is one-way); any proctor command passed "
