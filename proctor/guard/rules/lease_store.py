@@ -512,19 +512,18 @@ def _record_refusal(ctx, record: dict, job: dict, verb: str) -> str | None:
             f"{verb} {job_id}: {', '.join(map(str, detail))} {what}; a holder only narrows what it holds, "
             f"and widening is its forking session's"
         )
-    blind = ctx.lease_from in ("agent", "contested") and not _checkout_bound_to(ctx, lease)
-    if job_id == lease and (blind or ctx.lease_from == "flag") and not _checkout_bound_to(ctx, lease):
-        # the lease may be the hook's alone (a session's record, or a --lease the shell's BAGGAGE
-        # need not carry): the fork's proctor would see none, and the store would take the record
-        # as the forking session's new plan for the job, every field it leaves out cleared (its
-        # deny and read paths, its deadline, its write paths). A checkout bound to the job is
-        # the lease the fork's proctor reads whatever its environment says.
+    # the lease may be the hook's alone (a session's record, or a --lease the shell's BAGGAGE need
+    # not carry): unless this checkout is bound to the job, the fork's proctor may see none
+    blind = ctx.lease_from in ("agent", "contested", "flag") and not _checkout_bound_to(ctx, lease)
+    if job_id == lease and blind:
+        # the store would take the record as the forking session's new plan for the job, every
+        # field it leaves out cleared (its deny and read paths, its deadline, its write paths)
         return (
-            f"{verb} {lease}: this checkout is bound to nobody, so the store cannot tell this fork is "
+            f"{verb} {lease}: this checkout is not bound to {lease}, so the store cannot tell this fork is "
             f"{lease}'s holder shrinking its paths, and would take it as a new plan for the whole job; "
             f"take the job in this checkout first (proctor job exec {lease})"
         )
-    if job_id != lease and blind:
+    if job_id != lease and blind and ctx.lease_from != "flag":
         declares = [k for k in ("write_paths", "check", "goals", "deny_paths", "read_paths") if record.get(k)]
         if not record.get("read_only") or declares:
             return (
