@@ -51,6 +51,12 @@ _JOB_ID = re.compile(JOB_ID_PATTERN)
 MAX_JOB_ID = 200
 
 
+# A symbol goal's name: an identifier, or one inside its scope (Store.load). The record's reader
+# (jobs/model.py) refuses a malformed one at the fork, the goals' grader (symbols/goals.py) when
+# it grades; both read it here, so symbols imports nothing of jobs.
+SYMBOL_NAME = re.compile(r"(?:[^\W\d]|\$)[\w$]*(?:\.(?:[^\W\d]|\$)[\w$]*)*")
+
+
 def is_job_id(value: object) -> bool:
     """Whether `value` can be a job id: segments of letters, digits, `_ . -` joined by `/`,
     none of them `..`, at most MAX_JOB_ID characters."""

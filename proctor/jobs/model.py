@@ -25,11 +25,11 @@ from proctor.jobrecord import (  # noqa: F401  (re-exported)
     PATH_FIELDS,
     RUNNING,
     STATES,
+    SYMBOL_NAME,
     TERMINAL,
     check_job_id,
     is_live,
 )
-from proctor.symbols.syntax import SYMBOL_NAME
 from proctor.timeutil import parse_duration
 
 RECORD_SCHEMA_VERSION = 1

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from proctor import claims as jpaths
 from proctor import errors
+from proctor.jobrecord import SYMBOL_NAME
 from proctor.symbols import languages
-from proctor.symbols.syntax import SYMBOL_NAME
 from proctor.symbols.index import Answer, Index, names
 
 SHOWN = 10  # subjects listed per kind of failure before "and N more"
