@@ -478,7 +478,7 @@ class _Worker:
         ):  # None: a handler Python cannot put back
             # an adopted orphan that ends is reaped at once, not left a zombie until the sweep
             since = self.adopted_since
-            self.reaping = signal.signal(signal.SIGCHLD, lambda signum, frame: reap_adopted(since, proc.pid))
+            self.reaping = signal.signal(signal.SIGCHLD, _reaper(since, proc.pid))
 
     def end(self, watch: "_Watch") -> None:
         """The sweeps, run whole (signals blocked; run again whole when one cut them short),
@@ -850,3 +850,27 @@ def _workspace_server(pid: int, directory: str | None) -> bool:
     except (OSError, ValueError):
         return False
     return isinstance(data, dict) and data.get("pid") == pid
+
+
+def _reaper(since: int, keep: int):
+    """The SIGCHLD handler that reaps adopted orphans (process.reap_adopted), never run inside
+    itself: a child that ends while a reap reads /proc would call it again from within, and a
+    tree whose members keep ending (processes hopping sessions) would recurse without bound.
+    A signal that comes during a reap makes that reap read the table once more instead."""
+    state = {"busy": False, "again": False}
+
+    def handler(signum, frame) -> None:
+        if state["busy"]:
+            state["again"] = True
+            return
+        state["busy"] = True
+        try:
+            while True:
+                state["again"] = False
+                reap_adopted(since, keep)
+                if not state["again"]:
+                    break
+        finally:
+            state["busy"] = False
+
+    return handler
