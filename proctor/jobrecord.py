@@ -271,7 +271,9 @@ def one_author(held: dict, record: dict, existing: dict | None, family, reads_al
         return [("state", record["state"])]
     if existing is not None and existing["state"] != DECLARED:
         return [("taken", existing["state"])]
-    beyond = [d for d in record.get("depends_on") or () if d not in family()]
+    depends = record.get("depends_on") or ()
+    known = family() if depends else set()  # asked once: each ask reads the store
+    beyond = [d for d in depends if d not in known]
     if beyond:
         return [("depends", beyond)]
     if reads:
