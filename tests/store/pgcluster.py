@@ -23,6 +23,7 @@ import time
 
 USER = "proctor"
 PASSWORD = "proctor-test-pw"
+ADMIN_WAIT = 120.0  # seconds the set-up and clean-up statements may take (see Cluster.execute)
 
 ABSENT_REASON = (
     "PostgreSQL is not installed (no initdb under /usr/lib/postgresql/*/bin or on PATH); "
@@ -157,10 +158,13 @@ class Cluster:
         return f"postgresql://{user}@{self.socket_dir.replace('/', '%2F')}:{self.port}/{db}"
 
     def execute(self, sql: str, params=(), db: str = "postgres"):
-        """One statement as the superuser over the Unix socket; the rows it returned."""
+        """One statement as the superuser over the Unix socket; the rows it returned. It waits up
+        to ADMIN_WAIT for an answer, not the store's 5 s: this is the tests' own set-up and
+        clean-up (a database per test), and on a loaded machine a CREATE or DROP DATABASE queued
+        behind other workers' has taken longer than 5 s without anything being wrong."""
         from proctor.store import pgwire
 
-        with pgwire.connect(self.url(db, tcp=False)) as conn:
+        with pgwire.connect(self.url(db, tcp=False), timeout=ADMIN_WAIT) as conn:
             return conn.execute(sql, params).fetchall()
 
     def create_database(self, name: str) -> str:

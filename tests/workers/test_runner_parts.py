@@ -225,6 +225,23 @@ def test_the_grace_window_ended_past_the_spend_is_the_spends_stop():
 # -- spawn and sweep ---------------------------------------------------------------------------
 
 
+def _comm_and_state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            raw = handle.read()
+    except OSError as exc:
+        return f"gone ({exc.strerror})"
+    return raw[raw.index("(") : raw.rindex(")") + 3]
+
+
+def _children(pid: int) -> dict[int, str]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as handle:
+            return {int(child): _comm_and_state(int(child)) for child in handle.read().split()}
+    except OSError:
+        return {}
+
+
 def test_spawn_tags_and_sweep_ends_the_group_the_setsid_child_and_the_tag(tmp_path):
     tag = ("PROCTOR_TEST_PARTS_TAG", f"t{os.getpid()}-{time.monotonic_ns()}")
     script = "setsid sleep 60 </dev/null >/dev/null 2>&1 & sleep 60 & echo started; wait"
@@ -233,10 +250,13 @@ def test_spawn_tags_and_sweep_ends_the_group_the_setsid_child_and_the_tag(tmp_pa
     )
     assert proc.stdout is not None and proc.stderr is not None
     assert proc.stdout.readline() == b"started\n"
-    deadline = time.monotonic() + 5
+    # the shell, its sleep, the setsid'd sleep; a generous bound: a process half-way through its
+    # exec reads with an empty environment, and a loaded machine can hold it there for seconds
+    deadline = time.monotonic() + 30
     while len(process.tagged(*tag)) < 3 and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert len(process.tagged(*tag)) >= 3  # the shell, its sleep, the setsid'd sleep
+    seen = {pid: _comm_and_state(pid) for pid in process.tagged(*tag)}
+    assert len(seen) >= 3, f"tagged: {seen}; the shell's children: {_children(proc.pid)}"
     stopped: list[bool] = []
     tree = process.Tree(proc.pid)
     process.sweep(proc, tree, tag, group, 0.2, on_stop=lambda: stopped.append(True))
