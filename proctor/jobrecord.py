@@ -213,6 +213,11 @@ PATH_FIELDS = ("write_paths", "deny_paths", "read_paths")
 LIST_FIELDS = PATH_FIELDS + ("depends_on", "goals")
 
 
+def comma_list(text: str) -> list[str]:
+    """A list field as a flag or a record's string spells it: `a, b,,c` -> ["a", "b", "c"]."""
+    return [part for part in (piece.strip() for piece in text.split(",")) if part]
+
+
 def check_as_stored(value):
     """A check as a row holds it: `"test"` or `{"target": " test "}` -> `{"target": "test"}`;
     any other value as given (the store's reading refuses it; see jobs/model.normalize_check)."""

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from proctor import api, errors
+from proctor import api, errors, jobrecord
 from proctor.cli import emit_json
 from proctor.cli.options import lease_option, output_option
 
@@ -18,9 +18,7 @@ def job() -> None:
 
 
 def _split(value: str | None) -> list[str] | None:
-    if value is None:
-        return None
-    return [part.strip() for part in value.split(",") if part.strip()]
+    return None if value is None else jobrecord.comma_list(value)
 
 
 def _read_stdin_json(what: str) -> dict:

@@ -117,7 +117,7 @@ def _string_list(record: dict, field: str) -> list[str] | None:
         return None
     value = record[field]
     if isinstance(value, str):
-        value = [part for part in (p.strip() for p in value.split(",")) if part]
+        value = jobrecord.comma_list(value)
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise _bad(f"{field} must be a list of strings")
     return value

@@ -327,7 +327,7 @@ def _check_environment(ctx) -> str | None:
 def _listed(value) -> list:
     """A record's list field, as flags spell it (comma-separated) or as JSON gives it."""
     if isinstance(value, str):
-        return [part.strip() for part in value.split(",") if part.strip()]
+        return jobrecord.comma_list(value)
     return list(value) if isinstance(value, list) else []
 
 
