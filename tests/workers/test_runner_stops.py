@@ -14,15 +14,12 @@ import time
 
 import pytest
 
-from tests.support import SHARED_FIXTURES, alive_with
+from tests.support import alive_with
+from tests.workers.world import HOSTS, _stream, needs_hosts
 from proctor.process import cgroup_populated, tagged
 from proctor.workers import runner
 from proctor.workers.executors import claude, command
 
-HOSTS = os.path.join(SHARED_FIXTURES, "hosts", "claude-2.1.332")
-needs_hosts = pytest.mark.skipif(
-    not os.path.isdir(HOSTS) and os.environ.get("CI") != "true", reason="the shared fixtures are absent"
-)
 HAS_CGROUP = runner.containment().startswith("cgroup v2")
 # a machine with no writable cgroup v2 skips these, saying what holds instead; CI's has one, and
 # there they run (and fail, if it is missing)
@@ -463,68 +460,6 @@ def test_reads_of_any_size_give_the_lines_and_events_of_the_whole_stream(sizes):
 
 
 # ------------------------------------------------------------------ Claude: the Stop hook is the final reply
-
-
-def _stream(name: str) -> list[str]:
-    with open(os.path.join(HOSTS, name, "stream.jsonl")) as handle:
-        return [line.rstrip("\n") for line in handle if line.strip()]
-
-
-def _results(lines: list[str]) -> list[dict]:
-    return [json.loads(line) for line in lines if json.loads(line).get("type") == "result"]
-
-
-@needs_hosts
-def test_every_capture_ends_at_its_main_stop_with_the_results_text():
-    names = sorted(n for n in os.listdir(HOSTS) if os.path.exists(os.path.join(HOSTS, n, "stream.jsonl")))
-    assert len(names) >= 10
-    for name in names:
-        lines = _stream(name)
-        main_result = next(r for r in _results(lines) if not (r.get("origin") or {}).get("kind"))
-        parser, events = claude.Parser(), []
-        for index, line in enumerate(lines):
-            events += [(index, event) for event in parser.feed(line)]
-        finals = [(i, e) for i, e in events if e.kind == "final"]
-        assert len(finals) == 1, name
-        index, final = finals[0]
-        stop = json.loads(lines[index])
-        assert stop["subtype"] == "hook_response" and stop["hook_event"] == "Stop", name
-        assert final.value == "stop" and final.text == main_result["result"], name
-        confirm = [e for _i, e in events if e.kind == "confirm"]
-        assert [(e.text, e.value) for e in confirm] == [(main_result["result"], "success")], name
-        assert parser.session == main_result["session_id"]
-
-
-@needs_hosts
-def test_background_agents_do_not_hold_the_reply():
-    """f_bg: the main agent's Stop comes 30 lines before the result Claude withholds for its
-    background agent; the reply is there, and the follow-up turn's Stop and result change nothing."""
-    lines = _stream("f_bg")
-    parser = claude.Parser()
-    kinds = []
-    for index, line in enumerate(lines):
-        for event in parser.feed(line):
-            kinds.append((index, event.kind, event.text))
-    first_stop = next(i for i, line in enumerate(lines) if '"hook_event":"Stop"' in line and "hook_response" in line)
-    result = next(i for i, line in enumerate(lines) if line.startswith('{"duration') or '"type":"result"' in line)
-    assert (first_stop, "final", "[fake-turn 1] Main finished.") in kinds
-    assert result - first_stop > 20
-    assert not [k for k in kinds if k[1] in ("final", "step") and k[0] != first_stop]
-
-
-@needs_hosts
-def test_a_blocked_stop_carries_on():
-    lines = _stream("e")  # the monitor follow-up blocks the first Stop
-    parser = claude.Parser()
-    kinds = [event.kind for line in lines for event in parser.feed(line) if event.kind in ("step", "final")]
-    assert kinds == ["step", "final"]
-    stop = {"type": "system", "subtype": "hook_response", "hook_event": "Stop", "output": "", "exit_code": 2}
-    parser = claude.Parser()
-    assert [e.kind for e in parser.feed(json.dumps(stop))] == ["step"], "exit code 2 blocks"
-    stop.update(exit_code=0, output='{"decision": "approve"}\n')
-    assert [e.kind for e in parser.feed(json.dumps(stop))] == ["final"]
-    subagent = dict(stop, hook_event="SubagentStop")
-    assert claude.Parser().feed(json.dumps(subagent)) == [], "a subagent's Stop is not the reply"
 
 
 STANDIN = r"""

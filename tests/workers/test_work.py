@@ -15,6 +15,7 @@ from tests.support import alive_with, git, make_repo
 from proctor import api
 from tests.support import SHARED_FIXTURES, STANDIN
 from tests.support import needs_shared_fixtures as needs_fixtures
+from tests.workers.world import GEMINI
 
 SHARED = SHARED_FIXTURES
 CLAUDE = os.path.join(SHARED, "claude", "stream", "claude-stream-2.1.41.jsonl")
@@ -455,9 +456,7 @@ def test_children_that_ended_stop_their_dependents(repo_for, proctor):
     assert result.code == 1 and "ended without passing (root/a)" in result.err
 
 
-# --- Gemini CLI: its stream-json as 0.61.0 writes it (fixtures/hosts/gemini-0.61.0) ------------
-
-GEMINI = os.path.join(SHARED, "hosts", "gemini-0.61.0")
+# --- Gemini CLI workers, replaying its stream-json as 0.61.0 writes it (fixtures/hosts/gemini-0.61.0) ---
 
 
 def _gemini_workers(extra: str = "") -> str:
@@ -475,64 +474,6 @@ command = {json.dumps([sys.executable, STANDIN])}
 executor = "gemini"
 command = {json.dumps([sys.executable, STANDIN])}
 """
-
-
-def _gemini_feed(name: str):
-    from proctor.workers.executors import gemini
-
-    parser = gemini.Parser()
-    with open(os.path.join(GEMINI, name)) as handle:
-        events = [e for line in handle for e in parser.feed(line)]
-    return parser, events
-
-
-def test_gemini_argv_unattended_trusted_and_resumed():
-    from proctor.config import Worker
-    from proctor.workers.executors import gemini, module
-
-    assert module("gemini") is gemini and gemini.PROMPT_ON_STDIN is False
-    plain = gemini.argv(Worker("g", "gemini", None, None, None, None), "lease: feat\ndo it")
-    assert plain == ["gemini", "-p", "lease: feat\ndo it", "--output-format", "stream-json", "--approval-mode", "yolo"]
-    resumed = gemini.argv(Worker("g", "gemini", None, "gemini-2.5-pro", None, None), "again", resume="s-1")
-    assert resumed[-4:] == ["-m", "gemini-2.5-pro", "--resume", "s-1"] and resumed[1:3] == ["-p", "again"]
-    custom = gemini.argv(Worker("g", "gemini", ("./g.sh", "--x"), None, None, None), "p")
-    assert custom == ["./g.sh", "--x", "-p", "p", "--output-format", "stream-json"]
-    # --skip-trust would run without the project's settings (and so without its hooks)
-    assert gemini.ENV == {"GEMINI_CLI_TRUST_WORKSPACE": "true"} and "--skip-trust" not in plain
-
-
-def test_gemini_stream_session_reply_and_no_cost():
-    parser, events = _gemini_feed("stream-tools.jsonl")
-    kinds = [(e.kind, e.value) for e in events]
-    assert kinds == [("session", "0c93bc11-d58a-4856-9dcb-c948d0da5967"), ("final", "success")]
-    assert events[-1].text == "Edited src/a.py.\n\nDONE"  # the text after the last tool call, deltas joined
-    assert parser.tokens == 390 and not any(e.kind == "cost" for e in events)  # tokens only, never dollars
-
-
-def test_gemini_stream_after_agent_retry_is_the_reply():
-    _, events = _gemini_feed("probe-afteragent-deny-stream.jsonl")
-    assert events[-1].kind == "final" and events[-1].text == "second answer after follow-up"
-
-
-def test_gemini_api_error_is_a_provider_error():
-    _, events = _gemini_feed("stream-error-400.jsonl")
-    assert [e.kind for e in events] == ["session", "provider_error", "final"]
-    assert "API key not valid" in events[1].text and events[-1].value == "error"
-    from proctor.workers.executors import gemini
-
-    untrusted = gemini.Parser()
-    assert [e.kind for e in untrusted.close(55)] == ["provider_error"]
-    turn_limit = gemini.Parser()
-    limited = turn_limit.feed(
-        json.dumps(
-            {
-                "type": "result",
-                "status": "error",
-                "error": {"type": "FatalTurnLimitedError", "message": "Reached max session turns for this session."},
-            }
-        )
-    )
-    assert [e.kind for e in limited] == ["final"], "the worker's own limit is no provider's fault"
 
 
 def test_gemini_worker_passes(repo_for, proctor):
@@ -564,37 +505,7 @@ def test_gemini_max_spend_is_reported_unenforceable(repo_for, proctor):
     assert "[workers.gm] max_spend_usd cannot be enforced on a gemini worker (gemini reports tokens" in shown.out
 
 
-# --- Claude Code's default command; what a worker leaves behind --------------------------------
-
-
-def test_claude_default_command_runs_shell_and_carries_the_printed_hooks():
-    from proctor.config import Worker
-    from proctor.hosts import claude as hook_claude
-    from proctor.workers.executors import claude
-
-    plain = claude.argv(Worker("c", "claude", None, None, None, None), "lease: feat\ndo it")
-    assert plain[:6] == ["claude", "-p", "lease: feat\ndo it", "--output-format", "stream-json", "--verbose"]
-    # acceptEdits refuses every shell command in -p: the worker could not run its check
-    assert "--permission-mode" not in plain and "acceptEdits" not in plain
-    allowed = plain[plain.index("--allowedTools") + 1].split(",")
-    assert {"Bash", "Edit", "Write", "Read"} <= set(allowed) and "WebFetch" not in allowed
-    printed = json.loads("\n".join(line for line in hook_claude.wiring().splitlines() if not line.startswith("#")))
-    assert json.loads(plain[plain.index("--settings") + 1]) == {**printed, "disableAllHooks": False}
-    assert set(printed["hooks"]) == {
-        "PreToolUse",
-        "PostToolUse",
-        "Stop",
-        "SubagentStop",
-        "UserPromptSubmit",
-        "Notification",
-    }
-    # a command that says how permissions go keeps its say; the hooks come all the same
-    own = claude.argv(
-        Worker("c", "claude", ("claude", "--permission-mode", "plan"), "m", None, None), "p", resume="s-1"
-    )
-    assert "--allowedTools" not in own and own.count("--permission-mode") == 1
-    assert json.loads(own[own.index("--settings") + 1])["hooks"] == printed["hooks"]
-    assert own[-4:] == ["--model", "m", "--resume", "s-1"]
+# --- the prompt, the worker's environment; what a worker leaves behind ------------------------
 
 
 def test_prompt_asks_for_the_run_to_be_cited(repo_for):

@@ -1,6 +1,4 @@
-"""The guard each executor hands its worker, without a host binary: Codex's `-c` overrides
-(hooks, their trust, hooks switched on) and Gemini CLI's system settings (written where Gemini
-loads them, or not at all). tests/hosts/test_codex.py and test_gemini.py run the real CLIs."""
+"""proctor/workers/executors/gemini.py: its argv, its stream Parser and the system settings that hand it hooks."""
 
 from __future__ import annotations
 
@@ -8,83 +6,79 @@ import json
 import os
 import shutil
 import tempfile
-import tomllib
 
 import pytest
 
-from proctor.config import Worker
-
-LEASE = "plan/w1"
-
-
-def toml_value(raw: str):
-    """A `-c key=value` value as Codex parses it (`_x_ = <value>` as TOML)."""
-    return tomllib.loads(f"_x_ = {raw}")["_x_"]
+from tests.support import needs_shared_fixtures as needs_fixtures
+from tests.workers.world import GEMINI, LEASE
 
 
-def overrides(argv: list[str]) -> dict:
-    out = {}
-    for i, word in enumerate(argv):
-        if word == "-c":
-            key, _, value = argv[i + 1].partition("=")
-            out[key] = toml_value(value)
-    return out
+def _gemini_feed(name: str):
+    from proctor.workers.executors import gemini
+
+    parser = gemini.Parser()
+    with open(os.path.join(GEMINI, name)) as handle:
+        events = [e for line in handle for e in parser.feed(line)]
+    return parser, events
 
 
-def test_pinned_hook_is_claudes_for_every_host():
-    from proctor.workers.executors import claude, pinned_hook
-
-    assert pinned_hook(LEASE, "claude") == claude.pinned_hook(LEASE)
-    command = pinned_hook(LEASE, "codex")
-    assert command.startswith("/usr/bin/env -i ") and command.endswith(" -I -m proctor hook codex --lease plan/w1")
+# --- argv and the stream -----------------------------------------------------------------------
 
 
-# --- codex -------------------------------------------------------------------------------------
+@needs_fixtures  # as in tests/workers/test_work.py, whose tests all need the shared captures
+def test_gemini_argv_unattended_trusted_and_resumed():
+    from proctor.config import Worker
+    from proctor.workers.executors import gemini, module
+
+    assert module("gemini") is gemini and gemini.PROMPT_ON_STDIN is False
+    plain = gemini.argv(Worker("g", "gemini", None, None, None, None), "lease: feat\ndo it")
+    assert plain == ["gemini", "-p", "lease: feat\ndo it", "--output-format", "stream-json", "--approval-mode", "yolo"]
+    resumed = gemini.argv(Worker("g", "gemini", None, "gemini-2.5-pro", None, None), "again", resume="s-1")
+    assert resumed[-4:] == ["-m", "gemini-2.5-pro", "--resume", "s-1"] and resumed[1:3] == ["-p", "again"]
+    custom = gemini.argv(Worker("g", "gemini", ("./g.sh", "--x"), None, None, None), "p")
+    assert custom == ["./g.sh", "--x", "-p", "p", "--output-format", "stream-json"]
+    # --skip-trust would run without the project's settings (and so without its hooks)
+    assert gemini.ENV == {"GEMINI_CLI_TRUST_WORKSPACE": "true"} and "--skip-trust" not in plain
 
 
-def test_codex_hooks_are_the_printed_wiring_pinned_and_trusted():
-    from proctor.hosts import codex as wiring
-    from proctor.workers.executors import codex, pinned_hook
-
-    given = overrides(codex.hook_overrides(LEASE))
-    assert given["features.hooks"] is True
-    command = pinned_hook(LEASE, "codex")
-    handler = {"type": "command", "command": command, "timeout": wiring.TIMEOUT}
-    state = given["hooks.state"]
-    assert set(state) == {f"/<session-flags>/config.toml:{wiring.EVENT_LABELS[e]}:0:0" for e in wiring.WIRED_EVENTS}
-    for event in wiring.WIRED_EVENTS:
-        assert given[f"hooks.{event}"] == [{"hooks": [handler]}]
-        key = f"/<session-flags>/config.toml:{wiring.EVENT_LABELS[event]}:0:0"
-        assert state[key] == {"enabled": True, "trusted_hash": wiring.trust_hash(event, handler)}
-    # the same events, in the same form, as `proctor describe harness --host codex` prints
-    printed = tomllib.loads(wiring.wiring("/nonexistent-home", root=""))
-    assert set(printed["hooks"]) - {"state"} == set(wiring.WIRED_EVENTS)
-    for event in wiring.WIRED_EVENTS:
-        assert printed["hooks"][event] == [{"hooks": [{**handler, "command": wiring.COMMAND}]}]
-    # with no job, the plain command
-    unpinned = overrides(codex.hook_overrides())
-    assert unpinned["hooks.PreToolUse"][0]["hooks"][0]["command"] == "proctor hook codex"
+@needs_fixtures  # as in tests/workers/test_work.py, whose tests all need the shared captures
+def test_gemini_stream_session_reply_and_no_cost():
+    parser, events = _gemini_feed("stream-tools.jsonl")
+    kinds = [(e.kind, e.value) for e in events]
+    assert kinds == [("session", "0c93bc11-d58a-4856-9dcb-c948d0da5967"), ("final", "success")]
+    assert events[-1].text == "Edited src/a.py.\n\nDONE"  # the text after the last tool call, deltas joined
+    assert parser.tokens == 390 and not any(e.kind == "cost" for e in events)  # tokens only, never dollars
 
 
-def test_codex_argv_hands_the_hooks_default_custom_and_resumed(tmp_path, monkeypatch):
-    from proctor.workers.executors import codex
+@needs_fixtures  # as in tests/workers/test_work.py, whose tests all need the shared captures
+def test_gemini_stream_after_agent_retry_is_the_reply():
+    _, events = _gemini_feed("probe-afteragent-deny-stream.jsonl")
+    assert events[-1].kind == "final" and events[-1].text == "second answer after follow-up"
 
-    monkeypatch.chdir(tmp_path)
-    hooks = codex.hook_overrides(LEASE)
-    default = codex.argv(Worker("cx", "codex", None, None, None, None), "do it", lease=LEASE)
-    custom = codex.argv(
-        Worker("cx", "codex", ("codex", "-s", "danger-full-access"), None, None, None), "do it", lease=LEASE
+
+@needs_fixtures  # as in tests/workers/test_work.py, whose tests all need the shared captures
+def test_gemini_api_error_is_a_provider_error():
+    _, events = _gemini_feed("stream-error-400.jsonl")
+    assert [e.kind for e in events] == ["session", "provider_error", "final"]
+    assert "API key not valid" in events[1].text and events[-1].value == "error"
+    from proctor.workers.executors import gemini
+
+    untrusted = gemini.Parser()
+    assert [e.kind for e in untrusted.close(55)] == ["provider_error"]
+    turn_limit = gemini.Parser()
+    limited = turn_limit.feed(
+        json.dumps(
+            {
+                "type": "result",
+                "status": "error",
+                "error": {"type": "FatalTurnLimitedError", "message": "Reached max session turns for this session."},
+            }
+        )
     )
-    resumed = codex.argv(Worker("cx", "codex", None, None, None, None), "again", resume="s-1", lease=LEASE)
-    for argv in (default, custom, resumed):
-        assert any(argv[i : i + len(hooks)] == hooks for i in range(len(argv))), argv
-        assert argv[-1] in ("do it", "again")
-    assert 'sandbox_mode="workspace-write"' in default
-    assert 'sandbox_mode="workspace-write"' not in custom  # a command of one's own keeps its say
-    assert resumed[-2:] == ["s-1", "again"]
+    assert [e.kind for e in limited] == ["final"], "the worker's own limit is no provider's fault"
 
 
-# --- gemini ------------------------------------------------------------------------------------
+# --- the hooks handed over: Gemini CLI's system settings ---------------------------------------
 
 
 def test_gemini_settings_are_the_printed_wiring_pinned_named_and_on():
