@@ -12,6 +12,7 @@ import pytest
 
 from proctor.cli import run as cli_run
 from proctor.cli import set_output
+from tests.hook.world import leased_repo
 from tests.support import (  # noqa: F401  (re-exported for the host tests' conftest)
     DEFAULT_CONFIG,
     ENGINE,
@@ -152,3 +153,10 @@ def hook():
     args=()) -> the answer (tests/support.py call_hook; the test's BAGGAGE is never passed on
     unless `env` gives one)."""
     return call_hook
+
+
+@pytest.fixture
+def ws(new_repo, monkeypatch):
+    """The hook's world (tests/hook/world.py): job feat holds src/a.py and src/gen/**, job
+    `other` src/b.py. A module with a world of its own (tests/guard/guard_lease.py's) names its own."""
+    return leased_repo(new_repo, monkeypatch)

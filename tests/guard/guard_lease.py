@@ -1,6 +1,7 @@
 """The leased repository the guard's bypass and adversary tests share: job w1 holds
 plan/w1/** (with w1/sub beneath it), `other` holds src/**; and a HOME of the test's own with
-hook wiring and a global git config to aim at. Import the fixtures by name."""
+hook wiring and a global git config to aim at; and the hook called with one of proctor's MCP
+tools under lease w1 (payload, judge). Import the fixtures by name."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import sys
 import pytest
 
 from proctor import api
-from tests.support import git, make_repo
+from tests.support import call_hook, git, make_repo
 from tests.store.store_oracle import connect
 
 CONFIG = "[targets.test]\ncommand = 'true'\n"
@@ -89,6 +90,19 @@ def said(answer: dict) -> str:
     )
 
 
+def read_event(root: str, path: str) -> dict:
+    """A Claude Code PreToolUse Read of `path` under `root`, by session s-peek."""
+    return {
+        "session_id": "s-peek",
+        "transcript_path": "/tmp/none.jsonl",
+        "cwd": root,
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Read",
+        "tool_input": {"file_path": os.path.join(root, path)},
+        "tool_use_id": "toolu_peek",
+    }
+
+
 def proctor_path(tmp_path) -> str:
     """PATH with this checkout's proctor first, as a worker's shell has it."""
     directory = tmp_path / "bin"
@@ -97,3 +111,53 @@ def proctor_path(tmp_path) -> str:
     script.write_text(f'#!/bin/sh\nexec {sys.executable} -m proctor "$@"\n')
     script.chmod(0o755)
     return str(directory) + os.pathsep + os.environ["PATH"]
+
+
+def payload(host: str, root: str, tool: str, args: dict) -> dict:
+    if host == "claude":
+        return {
+            "session_id": "s1",
+            "transcript_path": "/tmp/none.jsonl",
+            "cwd": root,
+            "hook_event_name": "PreToolUse",
+            "tool_name": f"mcp__proctor__{tool}",
+            "tool_input": args,
+            "tool_use_id": "toolu_1",
+        }
+    if host == "codex":
+        return {
+            "session_id": "s1",
+            "transcript_path": None,
+            "cwd": root,
+            "hook_event_name": "PreToolUse",
+            "model": "m",
+            "permission_mode": "default",
+            "turn_id": "t1",
+            "tool_name": f"mcp__proctor__{tool}",
+            "tool_input": args,
+            "tool_use_id": "call_1",
+        }
+    if host == "gemini":
+        return {
+            "session_id": "s1",
+            "transcript_path": "/tmp/none.json",
+            "cwd": root,
+            "hook_event_name": "BeforeTool",
+            "timestamp": "2026-12-02T00:00:00Z",
+            "tool_name": tool,
+            "tool_input": args,
+            "mcp_context": {"server_name": "proctor", "tool_name": tool, "command": "proctor"},
+        }
+    return {
+        "session_id": "s1",
+        "cwd": root,
+        "hook_event_name": "PreToolUse",
+        "tool_name": f"proctor_{tool}",
+        "tool_input": args,
+    }
+
+
+def judge(root: str, tool: str, args: dict, host: str = "claude", environ_extra: dict | None = None) -> dict:
+    return call_hook(
+        payload(host, root, tool, args), host, environ_extra, ["--lease", "w1"], drop=("BAGGAGE", "PROCTOR_NONCE")
+    )

@@ -6,27 +6,13 @@ Found by an adversarial review."""
 
 from __future__ import annotations
 
-import os
 
 from proctor import api, claims, errors
 from proctor.store import rows
-from tests.guard.guard_lease import denied, job_row, said, ws  # noqa: F401 (fixtures)
-from tests.guard.test_mcp_guard import judge
+from tests.guard.guard_lease import denied, job_row, judge, read_event, said, ws  # noqa: F401 (fixtures)
 from tests.support import call_hook
 
 CHILD = {"id": "w1/peek", "parent": "w1", "read_only": True}
-
-
-def read_event(root: str, path: str) -> dict:
-    return {
-        "session_id": "s-peek",
-        "transcript_path": "/tmp/none.jsonl",
-        "cwd": root,
-        "hook_event_name": "PreToolUse",
-        "tool_name": "Read",
-        "tool_input": {"file_path": os.path.join(root, path)},
-        "tool_use_id": "toolu_peek",
-    }
 
 
 def _within_w1(ws, child: dict) -> bool:

@@ -1,23 +1,20 @@
-"""background-silent, background-left and background-unbounded: deny, advise and pass."""
+"""proctor/guard/rules/background_silent.py: background-silent, a background task silent too long."""
 
 from __future__ import annotations
 
+import glob
 import json
 import os
+import tempfile
 import time
 
 import pytest
 
-from tests.support import git, make_repo
 from proctor.hook import run as hook_run
+from proctor.transcript import claude
+from tests.guard.rules.background import launch
+from tests.support import SHARED_FIXTURES, git, make_repo, needs_shared_fixtures
 from tests.test_transcript import deadline, notice, tool_result, tool_use, ts, write
-
-
-@pytest.fixture
-def root(tmp_path, monkeypatch):
-    path = make_repo(tmp_path / "repo", "[targets.test]\ncommand = 'true'\n")
-    monkeypatch.chdir(path)
-    return path
 
 
 def call(root, transcript, command, session="s1", name="PreToolUse", **extra):
@@ -33,16 +30,6 @@ def call(root, transcript, command, session="s1", name="PreToolUse", **extra):
     out, code = hook_run(["claude"], json.dumps(payload).encode(), dict(os.environ))
     assert code == 0
     return json.loads(out)
-
-
-def launch(task, command, ago, output=None, agent=None):
-    text = f"Command running in background with ID: {task}."
-    if output:
-        text += f" Output is being written to: {output}"
-    return [
-        tool_use("tu-" + task, "Bash", {"command": command, "run_in_background": True}, ago, agent=agent),
-        tool_result("tu-" + task, text, ago - 1, {"backgroundTaskId": task}),
-    ]
 
 
 def text_of(answer) -> str:
@@ -210,144 +197,163 @@ def test_hostile_transcript_paths_pass_without_blocking(root, tmp_path):
         assert reason.startswith("deny [background-silent]") and "task b10 " in reason and "deep" not in reason
 
 
-def test_background_left_at_subagent_stop(root, tmp_path):
-    sub = tmp_path / "agent-a1.jsonl"
-    write(sub, launch("s1task", "npm run dev", 120))
-    payload = {
-        "session_id": "s1",
-        "transcript_path": str(tmp_path / "root.jsonl"),
-        "cwd": root,
-        "hook_event_name": "SubagentStop",
-        "agent_id": "a1",
-        "agent_transcript_path": str(sub),
-        "stop_hook_active": False,
-        "last_assistant_message": "done",
-        "background_tasks": [],
-    }
-    out, _ = hook_run(["claude"], json.dumps(payload).encode(), dict(os.environ))
-    answer = json.loads(out)
-    assert answer["decision"] == "block"
-    assert (
-        answer["reason"].startswith("deny [background-left]") and 'TaskStop {"task_id": "s1task"}' in answer["reason"]
+# -- on real Claude Code transcripts --------------------------------------------------------
+#
+# background-silent on real Claude Code transcripts, cut where a background task is running.
+#
+# No transcript in the shared fixtures ends with a task still running, so each is cut (a prefix
+# ending at a line end) while one is: proctor's reader, fed one line more at a time, finds 12
+# running tasks of a root session in 8 transcripts (the 2 real sessions in claude/transcripts/
+# and the d, d2, d3, f_bg, f_bg_first and f_wt captures of hosts/claude-2.1.332/), 213 cuts in
+# all. A task is cut just after its launch, halfway through its run and at its last line before
+# it ends: 30 cuts, fewer for a task that ends on the line after its launch. Subagent transcripts
+# are not cut: a subagent's tasks are background-left's at its stop.
+#
+# At each cut the clock (the guard context's `now`) is set a minute past deny_minutes (60) after
+# the latest of the task's start, its newest notice and its output file's last write, and the
+# real hook is run with a PreToolUse Bash call on that cut: `npm install left-pad` three times
+# in a row is refused every time, naming the task and its TaskStop call; reads pass; `npm test`,
+# `make`, `pytest`, `pip install x` and `git push` are refused, for none of them is known to
+# only read.
+
+DENY_MINUTES = 60
+RUNNING_TASKS = 12  # what the fixtures hold (see the comment above)
+MIN_CUTS = 30
+
+REFUSED = ("npm install left-pad", "npm test", "make", "pytest", "pip install x", "git push")
+READS = ("ls", "cat file", "git status")
+
+
+def _transcripts() -> list[str]:
+    return sorted(glob.glob(os.path.join(SHARED_FIXTURES, "claude", "transcripts", "*.jsonl"))) + sorted(
+        glob.glob(os.path.join(SHARED_FIXTURES, "hosts", "claude-*", "*", "transcript.jsonl"))
     )
-    write(
-        sub,
-        launch("s2task", "npm run dev", 120)
-        + [
-            tool_use("stop", "TaskStop", {"task_id": "s2task"}, 60),
-            tool_result("stop", "Successfully stopped task: s2task (npm run dev)", 59),
-        ],
-    )
-    out, _ = hook_run(["claude"], json.dumps(payload).encode(), dict(os.environ))
-    assert json.loads(out) == {}
 
 
-def test_background_left_at_root_stop_is_advisory(root, tmp_path):
-    transcript = tmp_path / "root.jsonl"
-    write(transcript, launch("r1", "vite", 120))
-    payload = {
-        "session_id": "s1",
-        "transcript_path": str(transcript),
-        "cwd": root,
-        "hook_event_name": "Stop",
-        "stop_hook_active": False,
-        "background_tasks": [
-            {
-                "id": "task-001",
-                "type": "shell",
-                "status": "running",
-                "description": "tail logs",
-                "command": "tail -f /var/log/syslog",
-            }
-        ],
-    }
-    out, _ = hook_run(["claude"], json.dumps(payload).encode(), dict(os.environ))
-    answer = json.loads(out)
-    assert set(answer) == {"systemMessage"}
-    assert "advise [background-left]" in answer["systemMessage"]
-    assert "r1" in answer["systemMessage"] and "task-001" in answer["systemMessage"]
+def _judged(state: claude.State) -> tuple[str, ...]:
+    """The running tasks background-silent judges: a root session's, not watchers."""
+    return tuple(sorted(t["id"] for t in state.running() if not t.get("subagent")))
 
 
-@pytest.mark.parametrize(
-    "command, background, flagged",
-    [
-        ("npm run dev", True, True),
-        ("tail -f app.log &", False, True),
-        ("nohup python -m http.server 8000", False, True),
-        ("setsid sleep infinity", False, True),
-        ("pnpm dev &", False, True),
-        ("watch -n1 ls &", False, True),
-        ("timeout 30m npm run dev &", False, False),
-        ("npm test &", False, False),
-        ("npm run dev", False, False),
-        ("vite build &", False, False),
-        ("tsc --watch &", False, True),
-    ],
-)
-def test_background_unbounded(root, tmp_path, command, background, flagged):
-    payload = {
-        "session_id": "s1",
-        "cwd": root,
-        "hook_event_name": "PreToolUse",
-        "tool_name": "Bash",
-        "tool_input": {"command": command, "run_in_background": background},
-    }
-    out, _ = hook_run(["claude"], json.dumps(payload).encode(), dict(os.environ))
-    answer = json.loads(out)
-    if flagged:
-        text = answer["hookSpecificOutput"]["additionalContext"]
-        assert text.startswith("advise [background-unbounded]") and "timeout 120m" in text
-    else:
-        assert answer == {}
+def _runs() -> list[tuple[str, tuple[str, ...], list[int]]]:
+    """Each stretch of a transcript over which the same tasks run: (file, tasks, the offsets
+    of the line ends within it), read the way the hook reads a growing transcript."""
+    runs = []
+    with tempfile.TemporaryDirectory() as scratch:
+        for number, source in enumerate(_transcripts()):
+            with open(source, "rb") as handle:
+                data = handle.read()
+            grown = os.path.join(scratch, f"{number}.jsonl")
+            open(grown, "wb").close()
+            done, previous = 0, ()
+            while (end := data.find(b"\n", done) + 1) > 0:
+                with open(grown, "ab") as handle:
+                    handle.write(data[done:end])
+                done = end
+                running = _judged(claude.read(grown, scratch))
+                if running and running == previous:
+                    runs[-1][2].append(end)
+                elif running:
+                    runs.append((source, running, [end]))
+                previous = running
+    return runs
 
 
-@pytest.mark.parametrize(
-    "command", ["tail -f x | grep y &", "(npm run dev) &", "bash -c 'npm run dev' &", "npx vite &"]
-)
-def test_background_unbounded_whole_pipelines(root, command):
-    payload = {
-        "session_id": "s1",
-        "cwd": root,
-        "hook_event_name": "PreToolUse",
-        "tool_name": "Bash",
-        "tool_input": {"command": command},
-    }
-    out, _ = hook_run(["claude"], json.dumps(payload).encode(), dict(os.environ))
-    assert "advise [background-unbounded]" in json.loads(out).get("hookSpecificOutput", {}).get("additionalContext", "")
+RUNS = _runs() if os.path.isdir(SHARED_FIXTURES) else []
+CUTS = [(source, end) for source, _, ends in RUNS for end in sorted({ends[0], ends[len(ends) // 2], ends[-1]})]
 
 
-def test_background_left_does_not_loop(root, tmp_path):
-    sub = tmp_path / "agent-a1.jsonl"
-    write(sub, launch("s1task", "npm run dev", 120))
-    payload = {
-        "session_id": "s1",
-        "transcript_path": str(tmp_path / "root.jsonl"),
-        "cwd": root,
-        "hook_event_name": "SubagentStop",
-        "agent_id": "a1",
-        "agent_transcript_path": str(sub),
-        "stop_hook_active": True,
-        "last_assistant_message": "done",
-    }
-    out, _ = hook_run(["claude"], json.dumps(payload).encode(), dict(os.environ))
-    assert set(json.loads(out)) == {"systemMessage"}, "advised, not refused again"
-    handed = dict(payload, stop_hook_active=False, last_assistant_message="Leaving s1task to the parent session.")
-    out, _ = hook_run(["claude"], json.dumps(handed).encode(), dict(os.environ))
-    assert json.loads(out) == {}
+def _name(cut) -> str:
+    source, end = cut
+    return f"{os.path.relpath(source, SHARED_FIXTURES)}@{end}"
 
 
-def test_background_unbounded_set_to_deny(root):
-    with open(os.path.join(root, "proctor.toml"), "a") as handle:
-        handle.write('[guard.rules]\nbackground-unbounded = "deny"\n')
-    payload = {
-        "session_id": "s1",
-        "cwd": root,
-        "hook_event_name": "PreToolUse",
-        "tool_name": "Bash",
-        "tool_input": {"command": "tail -f app.log", "run_in_background": True},
-    }
-    out, _ = hook_run(["claude"], json.dumps(payload).encode(), dict(os.environ))
-    spec = json.loads(out)["hookSpecificOutput"]
-    assert spec["permissionDecision"] == "deny"
-    assert spec["permissionDecisionReason"].startswith("deny [background-unbounded]")
-    assert "timeout 120m tail -f app.log" in spec["permissionDecisionReason"]
+@needs_shared_fixtures
+def test_the_fixtures_hold_the_cuts():
+    assert len(RUNS) == RUNNING_TASKS, [(os.path.relpath(s, SHARED_FIXTURES), t) for s, t, _ in RUNS]
+    assert sum(len(ends) for _, _, ends in RUNS) == 213
+    assert len(CUTS) >= MIN_CUTS
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    """The guard context's `now`, set by the test."""
+    from proctor.guard import context
+
+    original = context.Context.__init__
+    setting: dict = {}
+
+    def init(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        if "now" in setting:
+            self.now = setting["now"]
+
+    monkeypatch.setattr(context.Context, "__init__", init)
+    return setting
+
+
+def _silent_since(task: dict) -> float:
+    marks = [t for t in (task.get("started"), task.get("newest_notice")) if isinstance(t, (int, float))]
+    if task.get("output_file"):
+        try:
+            marks.append(os.stat(os.path.expanduser(task["output_file"])).st_mtime)
+        except (OSError, ValueError):
+            pass
+    assert marks, f"task {task['id']} has no time to measure its silence from"
+    return max(marks)
+
+
+def _decision(answer: dict) -> tuple[str | None, str]:
+    spec = answer.get("hookSpecificOutput") or {}
+    return spec.get("permissionDecision"), spec.get("permissionDecisionReason") or ""
+
+
+@needs_shared_fixtures
+@pytest.mark.parametrize("cut", CUTS, ids=[_name(c) for c in CUTS])
+def test_a_silent_task_refuses_every_call_that_is_not_a_read(cut, tmp_path, monkeypatch, clock):
+    source, end = cut
+    with open(source, "rb") as handle:
+        data = handle.read(end)
+    transcript = tmp_path / "transcript.jsonl"
+    transcript.write_bytes(data)
+    state = claude.read(str(transcript), None)
+    running = [t for t in state.running() if not t.get("subagent")]
+    assert running, "the cut was made where a task runs"
+    root = make_repo(tmp_path / "repo", "[targets.test]\ncommand = 'true'\n")
+    monkeypatch.chdir(root)
+    clock["now"] = max(_silent_since(t) for t in running) + DENY_MINUTES * 60 + 60
+
+    def call(command: str) -> dict:
+        payload = {
+            "session_id": "fixture-session",
+            "transcript_path": str(transcript),
+            "cwd": root,
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Bash",
+            "tool_use_id": "toolu_fixture",
+            "tool_input": {"command": command, "description": "x"},
+        }
+        out, code = hook_run(["claude"], json.dumps(payload).encode(), dict(os.environ))
+        assert code == 0
+        return json.loads(out)
+
+    def assert_refused(command: str) -> None:
+        decision, reason = _decision(call(command))
+        assert decision == "deny", f"{command!r}: {decision} {reason}"
+        assert "deny [background-silent]" in reason, reason
+        for task in running:
+            assert f"task {task['id']} (" in reason, (task["id"], reason)
+            assert 'TaskStop {"task_id": "' + task["id"] + '"}' in reason, reason
+            if task.get("command"):
+                assert task["command"] in reason
+            if task.get("output_file"):
+                assert task["output_file"] in reason
+
+    for _ in range(3):  # every call, not only the first
+        assert_refused("npm install left-pad")
+        clock["now"] += 30
+    for command in READS:
+        decision, reason = _decision(call(command))
+        assert decision != "deny", f"{command!r} reads, and passes: {reason}"
+    for command in REFUSED:
+        assert_refused(command)
