@@ -322,3 +322,37 @@ def test_capabilities_import_each_other_only_where_known():
 
     cycles = {frozenset((a, b)) for a in graph for b in graph[a] if reaches(b, a)}
     assert cycles == set(KNOWN_CYCLES), sorted(sorted(c) for c in cycles ^ set(KNOWN_CYCLES))
+
+
+# -- a test module per rule, host and executor -------------------------------------------------
+
+FAMILIES = [
+    ("proctor/guard/rules", "tests/guard/rules"),
+    ("proctor/hosts", "tests/hook"),
+    ("proctor/workers/executors", "tests/workers/executors"),
+]
+
+
+@pytest.mark.parametrize("package, tests", FAMILIES, ids=[package for package, _ in FAMILIES])
+def test_every_member_of_a_family_has_its_own_test_module_naming_it(package, tests):
+    """Adding a rule, a host or an executor is adding its module and its `<module>_test.py`
+    (CONTRIBUTING.md, "Where a test goes"); the test module's docstring opens with the path of
+    the module it tests."""
+    from tests.support import REPO_ROOT
+
+    members = sorted(
+        name[:-3] for name in os.listdir(os.path.join(REPO_ROOT, package)) if name.endswith(".py") and name[:1] != "_"
+    )
+    assert members, package
+    missing, misnamed = [], []
+    for name in members:
+        path = os.path.join(REPO_ROOT, tests, f"{name}_test.py")
+        if not os.path.isfile(path):
+            missing.append(f"{tests}/{name}_test.py")
+            continue
+        with open(path) as handle:
+            doc = ast.get_docstring(ast.parse(handle.read())) or ""
+        if not doc.startswith(f"{package}/{name}.py"):
+            misnamed.append(f"{tests}/{name}_test.py: {doc[:60]!r}")
+    assert not missing, f"no test module for: {missing}"
+    assert not misnamed, f"a test module's docstring must open with the module it tests: {misnamed}"
