@@ -6,15 +6,13 @@ import os
 
 import pytest
 
-from tests.support import make_repo
-
 
 def _settings(result) -> dict:
     return {s["key"]: s for s in result.json()["settings"]}
 
 
-def test_defaults_without_a_file(tmp_path, proctor):
-    root = make_repo(tmp_path / "r")
+def test_defaults_without_a_file(tmp_path, proctor, new_repo):
+    root = new_repo("r")
     shown = proctor("config", "show", "-o", "json", cwd=root)
     assert shown.code == 0
     data = shown.json()
@@ -28,9 +26,9 @@ def test_defaults_without_a_file(tmp_path, proctor):
     assert all(s["source"] == "default" for s in settings.values())
 
 
-def test_values_and_sources(tmp_path, proctor):
-    root = make_repo(
-        tmp_path / "r",
+def test_values_and_sources(tmp_path, proctor, new_repo):
+    root = new_repo(
+        "r",
         """
 [jobs]
 max_depth = 3
@@ -58,8 +56,8 @@ cwd = "sub"
     assert "jobs.stale_after" in text and "30m" in text and "proctor.toml" in text
 
 
-def test_zero_means_unlimited_and_never(tmp_path, proctor):
-    root = make_repo(tmp_path / "r", "[jobs]\nmax_depth = 0\nstale_after = 0\n")
+def test_zero_means_unlimited_and_never(tmp_path, proctor, new_repo):
+    root = new_repo("r", "[jobs]\nmax_depth = 0\nstale_after = 0\n")
     settings = _settings(proctor("config", "show", "-o", "json", cwd=root))
     assert settings["jobs.max_depth"]["value"] is None
     assert settings["jobs.stale_after"]["value"] == 0
@@ -82,8 +80,8 @@ def test_zero_means_unlimited_and_never(tmp_path, proctor):
         ("gate = 5", "jobs.gate", "ci"),
     ],
 )
-def test_bad_value_reported_with_default(tmp_path, proctor, line, key, default):
-    root = make_repo(tmp_path / "r", f"[jobs]\n{line}\n")
+def test_bad_value_reported_with_default(tmp_path, proctor, line, key, default, new_repo):
+    root = new_repo("r", f"[jobs]\n{line}\n")
     shown = proctor("config", "show", "-o", "json", cwd=root)
     assert shown.code == 0
     setting = _settings(shown)[key]
@@ -97,9 +95,9 @@ def test_bad_value_reported_with_default(tmp_path, proctor, line, key, default):
     assert name in listed.err and "using the default" in listed.err
 
 
-def test_unknown_key_and_section(tmp_path, proctor):
-    root = make_repo(
-        tmp_path / "r",
+def test_unknown_key_and_section(tmp_path, proctor, new_repo):
+    root = new_repo(
+        "r",
         '[jobs]\nmax_dpeth = 3\n[jbos]\nx = 1\n[guard.rules]\nlease-gate = "advise"\n'
         '[workers.cheap]\nexecutor = "claude"\n',
     )
@@ -111,8 +109,8 @@ def test_unknown_key_and_section(tmp_path, proctor):
     )
 
 
-def test_unparseable_file_keeps_every_default(tmp_path, proctor):
-    root = make_repo(tmp_path / "r", "[jobs\nmax_depth = 3\n")
+def test_unparseable_file_keeps_every_default(tmp_path, proctor, new_repo):
+    root = new_repo("r", "[jobs\nmax_depth = 3\n")
     shown = proctor("config", "show", "-o", "json", cwd=root)
     assert shown.code == 0
     assert any("cannot be parsed" in p for p in shown.json()["problems"])
@@ -120,9 +118,9 @@ def test_unparseable_file_keeps_every_default(tmp_path, proctor):
     assert proctor("ls", "jobs", cwd=root).code == 0
 
 
-def test_bad_targets(tmp_path, proctor):
-    root = make_repo(
-        tmp_path / "r",
+def test_bad_targets(tmp_path, proctor, new_repo):
+    root = new_repo(
+        "r",
         """
 [targets.nocommand]
 timeout = "5m"
@@ -147,16 +145,16 @@ retries = 3
     assert "unknown key retries in [targets.extra]" in problems
 
 
-def test_unreadable_config(tmp_path, proctor):
-    root = make_repo(tmp_path / "r")
+def test_unreadable_config(tmp_path, proctor, new_repo):
+    root = new_repo("r")
     os.mkdir(os.path.join(root, "proctor.toml"))  # a directory where the file should be
     shown = proctor("config", "show", "-o", "json", cwd=root)
     assert shown.code == 0
     assert any("cannot be read" in p for p in shown.json()["problems"])
 
 
-def test_init_writes_a_commented_config_that_parses_clean(tmp_path, proctor):
-    root = make_repo(tmp_path / "r")
+def test_init_writes_a_commented_config_that_parses_clean(tmp_path, proctor, new_repo):
+    root = new_repo("r")
     made = proctor("init", cwd=root)
     assert made.code == 0 and "proctor.toml" in made.out
     text = open(os.path.join(root, "proctor.toml")).read()

@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 from proctor.config import Worker, load
-from tests.support import make_repo
 
 
 def _load(tmp_path, text: str):
@@ -121,8 +120,8 @@ def test_grace_out_of_range_is_clamped_and_says_so(tmp_path, raw, clamped):
     assert setting.source == "proctor.toml" and setting.problem == config.problems[0]
 
 
-def test_a_clamp_reads_as_a_clamp_in_config_show(tmp_path, proctor):
-    root = make_repo(tmp_path / "r", '[jobs]\ngrace_seconds = "2h"\nidle_minutes = "soon"\n')
+def test_a_clamp_reads_as_a_clamp_in_config_show(tmp_path, proctor, new_repo):
+    root = new_repo("r", '[jobs]\ngrace_seconds = "2h"\nidle_minutes = "soon"\n')
     text = proctor("config", "show", cwd=root).out
     grace = next(line for line in text.splitlines() if line.startswith("jobs.grace_seconds"))
     assert grace.split() == ["jobs.grace_seconds", "3600", "proctor.toml", "(clamped)"]
@@ -226,8 +225,8 @@ wall_minutes = "soon"
 """
 
 
-def test_config_show_prints_each_workers_limits(tmp_path, proctor_process):
-    root = make_repo(tmp_path / "r", WORKERS)
+def test_config_show_prints_each_workers_limits(tmp_path, proctor_process, new_repo):
+    root = new_repo("r", WORKERS)
     text = proctor_process("config", "show", cwd=root)
     assert text.code == 0, text.err
     rows = {line.split()[0]: line for line in text.out.splitlines() if line.startswith(("jobs.", "workers."))}
@@ -277,9 +276,9 @@ def test_config_show_prints_each_workers_limits(tmp_path, proctor_process):
     assert settings["workers.sh.wall_minutes"]["problem"] in data["problems"]
 
 
-def test_a_bad_duration_is_on_stderr_and_stops_nothing(tmp_path, proctor):
-    root = make_repo(
-        tmp_path / "r", '[jobs]\nidle_minutes = nan\n[workers.w]\nexecutor = "claude"\nwall_minutes = inf\nslots = 0\n'
+def test_a_bad_duration_is_on_stderr_and_stops_nothing(tmp_path, proctor, new_repo):
+    root = new_repo(
+        "r", '[jobs]\nidle_minutes = nan\n[workers.w]\nexecutor = "claude"\nwall_minutes = inf\nslots = 0\n'
     )
     listed = proctor("ls", "jobs", cwd=root)
     assert listed.code == 0

@@ -16,7 +16,6 @@ import pytest
 
 from proctor import api
 from proctor.hook import run as hook_run
-from tests.support import make_repo
 from tests.support import REPO_ROOT
 
 HOOK = [sys.executable, "-m", "proctor", "hook", "claude"]
@@ -24,8 +23,8 @@ ROOT_DIR = REPO_ROOT
 
 
 @pytest.fixture
-def ws(tmp_path, monkeypatch):
-    root = make_repo(tmp_path / "repo", "[targets.test]\ncommand = 'true'\n")
+def ws(tmp_path, monkeypatch, new_repo):
+    root = new_repo("repo", "[targets.test]\ncommand = 'true'\n")
     os.makedirs(os.path.join(root, "src"))
     monkeypatch.chdir(root)
     api.fork({"id": "feat", "write_paths": ["src/a.py"], "check": "test"}, cwd=root)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 
-from tests.support import git, make_repo
+from tests.support import git
 
 
 def _snapshot(path: str) -> dict:
@@ -53,8 +53,8 @@ def test_staged_and_unstaged_both_count(repo, proctor):
     assert base["patch_digest"] is None
 
 
-def test_trees_differing_only_by_new_file_differ(tmp_path, proctor):
-    first = make_repo(tmp_path / "one")
+def test_trees_differing_only_by_new_file_differ(tmp_path, proctor, new_repo):
+    first = new_repo("one")
     second = str(tmp_path / "two")
     git(tmp_path, "clone", "-q", first, second)
     for root in (first, second):

@@ -6,8 +6,6 @@ import os
 import subprocess
 import sys
 
-from tests.support import make_repo
-
 WORKER = r"""
 import sys
 from proctor import api, errors
@@ -30,8 +28,8 @@ print(won)
 """
 
 
-def test_sixteen_processes_lose_nothing(tmp_path, proctor, monkeypatch):
-    root = make_repo(tmp_path / "r", "[jobs]\nmax_live = 20\n[targets.test]\ncommand = 'true'\n")
+def test_sixteen_processes_lose_nothing(tmp_path, proctor, monkeypatch, new_repo):
+    root = new_repo("r", "[jobs]\nmax_live = 20\n[targets.test]\ncommand = 'true'\n")
     monkeypatch.chdir(root)
     assert proctor("job", "fork", "root", "--check", "test").code == 0
     env = dict(os.environ)

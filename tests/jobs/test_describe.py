@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import os
 
-from tests.support import make_repo
-
 
 def fork(proctor, *args, **kw):
     result = proctor("job", "fork", *args, **kw)
@@ -85,8 +83,8 @@ def test_goals_and_releases_render(repo, proctor):
     assert "Released paths:\n  b.py  absent\n" in text
 
 
-def test_refuses_a_job_whose_check_became_the_gate(tmp_path, proctor, monkeypatch):
-    root = make_repo(tmp_path / "r", "[targets.release]\ncommand = 'make release'\n")
+def test_refuses_a_job_whose_check_became_the_gate(tmp_path, proctor, monkeypatch, new_repo):
+    root = new_repo("r", "[targets.release]\ncommand = 'make release'\n")
     monkeypatch.chdir(root)
     fork(proctor, "j", "--write-paths", "a.py", "--check", "release")
     assert proctor("describe", "job", "j").code == 0
@@ -96,8 +94,8 @@ def test_refuses_a_job_whose_check_became_the_gate(tmp_path, proctor, monkeypatc
     assert refused.code == 1 and refused.err.startswith("PRC3038") and refused.out == ""
 
 
-def test_refuses_a_target_that_chains_to_the_gate(tmp_path, proctor, monkeypatch):
-    root = make_repo(tmp_path / "r", "[targets.full]\ncommand = 'true'\n[targets.ci]\ncommand = 'make'\n")
+def test_refuses_a_target_that_chains_to_the_gate(tmp_path, proctor, monkeypatch, new_repo):
+    root = new_repo("r", "[targets.full]\ncommand = 'true'\n[targets.ci]\ncommand = 'make'\n")
     monkeypatch.chdir(root)
     fork(proctor, "j", "--write-paths", "a.py", "--check", "full")
     with open(os.path.join(root, "proctor.toml"), "w") as handle:

@@ -225,11 +225,9 @@ def test_check_rules(repo, proctor):
     assert fork(proctor, "r", "--read-only").code == 0, "a read-only job needs no check"
 
 
-def test_target_chaining_to_gate_refused(tmp_path, proctor, monkeypatch):
-    from tests.support import make_repo
-
-    root = make_repo(
-        tmp_path / "r",
+def test_target_chaining_to_gate_refused(tmp_path, proctor, monkeypatch, new_repo):
+    root = new_repo(
+        "r",
         """
 [targets.ci]
 command = "make all"
@@ -262,10 +260,8 @@ def test_unknown_parent_and_dependency(repo, proctor):
     assert dep.code == 1 and codes(dep) == ["PRC3045"]
 
 
-def test_max_depth_and_max_live(tmp_path, proctor, monkeypatch):
-    from tests.support import make_repo
-
-    root = make_repo(tmp_path / "r", "[jobs]\nmax_depth = 2\nmax_live = 3\n[targets.test]\ncommand = 'true'\n")
+def test_max_depth_and_max_live(tmp_path, proctor, monkeypatch, new_repo):
+    root = new_repo("r", "[jobs]\nmax_depth = 2\nmax_live = 3\n[targets.test]\ncommand = 'true'\n")
     monkeypatch.chdir(root)
     assert fork(proctor, "r", "--check", "test").code == 0
     assert fork(proctor, "r/1", "--parent", "r", "--write-paths", "a/x.py", "--check", "test").code == 0
@@ -281,10 +277,8 @@ def test_max_depth_and_max_live(tmp_path, proctor, monkeypatch):
     assert fork(proctor, "r/3", "--parent", "r", "--write-paths", "c.py", "--check", "test").code == 0
 
 
-def test_timeout_and_default_timeout(tmp_path, proctor, monkeypatch):
-    from tests.support import make_repo
-
-    root = make_repo(tmp_path / "r", "[jobs]\ndefault_timeout = '30m'\n[targets.test]\ncommand = 'true'\n")
+def test_timeout_and_default_timeout(tmp_path, proctor, monkeypatch, new_repo):
+    root = new_repo("r", "[jobs]\ndefault_timeout = '30m'\n[targets.test]\ncommand = 'true'\n")
     monkeypatch.chdir(root)
     a = fork(proctor, "a", "--check", "test", "-o", "json").json()
     assert a["timeout"] == 1800 and a["deadline"]
@@ -598,11 +592,9 @@ def test_release_digest_of_glob(repo, proctor):
     assert digests["gen/*.txt"].startswith("sha256:") and digests["none/*.md"] == "absent"
 
 
-def test_huge_durations_are_bad_values_not_crashes(tmp_path, proctor, monkeypatch):
-    from tests.support import make_repo
-
-    root = make_repo(
-        tmp_path / "r",
+def test_huge_durations_are_bad_values_not_crashes(tmp_path, proctor, monkeypatch, new_repo):
+    root = new_repo(
+        "r",
         "[jobs]\nstale_after = '99999999999h'\ndefault_timeout = '9999999999h'\n[targets.test]\ncommand = 'true'\n",
     )
     monkeypatch.chdir(root)

@@ -124,12 +124,12 @@ def test_public_view_hides_the_secrets_digest_and_the_stores_keys():
     assert set(jobrecord.PRIVATE_FIELDS) <= set(model.OUTPUT_FIELDS), "a record carrying one has it ignored"
 
 
-def test_ls_jobs_shows_no_digest_of_a_secret(tmp_path):
+def test_ls_jobs_shows_no_digest_of_a_secret(tmp_path, new_repo):
     """`ls jobs -o json` and `job exec -o json` printed `nonce_sha256` while the server and MCP
     stripped it: one view now."""
-    from tests.support import DEFAULT_CONFIG, make_repo
+    from tests.support import DEFAULT_CONFIG
 
-    root = make_repo(tmp_path / "repo", DEFAULT_CONFIG)
+    root = new_repo("repo", DEFAULT_CONFIG)
 
     def run(*argv):
         return subprocess.run(

@@ -35,9 +35,9 @@ command = "true"
 
 
 @pytest.fixture
-def world(tmp_path, monkeypatch):
+def world(tmp_path, monkeypatch, new_repo):
     """The orchestrator's checkout, and two worktrees: the holder's and a stranger's."""
-    root = make_repo(tmp_path / "main", CONFIG)
+    root = new_repo("main", CONFIG)
     os.makedirs(os.path.join(root, "src"))
     for name in ("a.py", "b.py"):
         with open(os.path.join(root, "src", name), "w") as handle:
@@ -332,12 +332,12 @@ def test_a_stale_handed_checkpoint_lands_on_its_revision_and_says_so(world, proc
 # -- 4. a retake keeps the secret ---------------------------------------------------------------
 
 
-def test_a_retake_keeps_the_monitors_secret(tmp_path, monkeypatch):
+def test_a_retake_keeps_the_monitors_secret(tmp_path, monkeypatch, new_repo):
     """With the server up, the worker's PROCTOR_NONCE still manages its monitors after it
     takes its own job again (a retake used to mint a new one: UNAUTHORIZED)."""
     from tests.server.test_server import Server, cli
 
-    root = make_repo(tmp_path / "repo", "[targets.test]\ncommand = 'true'\n")
+    root = new_repo("repo", "[targets.test]\ncommand = 'true'\n")
     monkeypatch.chdir(root)
     api.fork({"id": "card", "write_paths": ["src/a.py"], "check": "test"}, cwd=root)
     wt = str(tmp_path / "wt")
@@ -856,11 +856,11 @@ def test_a_checkout_that_is_no_longer_this_repository_is_gone(world, replacement
     assert job_row(root, "feat")["state"] == "no_return"
 
 
-def test_a_submodule_is_digested_by_what_it_holds(tmp_path):
+def test_a_submodule_is_digested_by_what_it_holds(tmp_path, new_repo):
     from proctor.vcs import checkpoint
 
-    lib = make_repo(tmp_path / "lib")
-    root = make_repo(tmp_path / "app")
+    lib = new_repo("lib")
+    root = new_repo("app")
     git(root, "-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "lib")
     git(root, "commit", "-qm", "lib")
     git(os.path.join(root, "lib"), "config", "--local", "core.trustctime", "true")
@@ -922,12 +922,12 @@ def test_what_git_does_not_list_fails_the_job(world):
     _wait_fails_naming(root, "an untracked nested repository")
 
 
-def test_a_submodule_directory_not_checked_out_holds_no_hidden_files(tmp_path):
+def test_a_submodule_directory_not_checked_out_holds_no_hidden_files(tmp_path, new_repo):
     from proctor.jobs.verify import hidden_from_git
     from proctor.vcs import checkpoint
 
-    lib = make_repo(tmp_path / "lib")
-    app = make_repo(tmp_path / "app")
+    lib = new_repo("lib")
+    app = new_repo("app")
     git(app, "-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "lib")
     git(app, "commit", "-qm", "lib")
     wt = str(tmp_path / "wt")

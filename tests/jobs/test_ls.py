@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import time
 
-from tests.support import make_repo
-
 
 def fork(proctor, *args, **kw):
     result = proctor("job", "fork", *args, **kw)
@@ -69,8 +67,8 @@ def test_root_glob_overlaps_everything(repo, proctor):
     assert [o["jobs"] for o in overlaps] == [["all", "one"]]
 
 
-def test_marks_and_columns(tmp_path, proctor, monkeypatch):
-    root = make_repo(tmp_path / "r", "[targets.test]\ncommand = 'true'\n")
+def test_marks_and_columns(tmp_path, proctor, monkeypatch, new_repo):
+    root = new_repo("r", "[targets.test]\ncommand = 'true'\n")
     monkeypatch.chdir(root)
     fork(proctor, "--stdin", stdin=json.dumps({"id": "quick", "check": "test", "timeout": 0.2}))
     fork(proctor, "slow", "--check", "test", "--timeout", "2h")

@@ -7,7 +7,7 @@ import os
 import shutil
 import time
 
-from tests.support import git, make_repo
+from tests.support import git
 
 
 def fork(proctor, *args, **kw):
@@ -81,8 +81,8 @@ def test_undecidable_checkout_stays_live(repo, proctor, tmp_path, monkeypatch):
     assert states(proctor)["j"][0] == "running"
 
 
-def test_nobody_took_it(tmp_path, proctor, monkeypatch):
-    root = make_repo(tmp_path / "r", "[jobs]\nstale_after = '1s'\n[targets.test]\ncommand = 'true'\n")
+def test_nobody_took_it(tmp_path, proctor, monkeypatch, new_repo):
+    root = new_repo("r", "[jobs]\nstale_after = '1s'\n[targets.test]\ncommand = 'true'\n")
     monkeypatch.chdir(root)
     fork(proctor, "untaken", "--write-paths", "a.py", "--check", "test")
     fork(proctor, "taken", "--write-paths", "b.py", "--check", "test")
@@ -105,8 +105,8 @@ def test_nobody_took_it(tmp_path, proctor, monkeypatch):
     assert "proctor job exit taken" in proctor("ls", "jobs").out
 
 
-def test_stale_after_zero_never_ends(tmp_path, proctor, monkeypatch):
-    root = make_repo(tmp_path / "r", "[jobs]\nstale_after = 0\n[targets.test]\ncommand = 'true'\n")
+def test_stale_after_zero_never_ends(tmp_path, proctor, monkeypatch, new_repo):
+    root = new_repo("r", "[jobs]\nstale_after = 0\n[targets.test]\ncommand = 'true'\n")
     monkeypatch.chdir(root)
     fork(proctor, "j", "--write-paths", "a.py", "--check", "test")
     time.sleep(0.05)
@@ -141,8 +141,8 @@ def test_fork_and_describe_also_reap(repo, proctor):
     assert "ended r/a: its parent r ended in no_return" in described.err
 
 
-def test_ending_reaches_a_fixed_point_in_one_read(tmp_path, proctor, monkeypatch):
-    root = make_repo(tmp_path / "r", "[jobs]\nstale_after = '1s'\n[targets.test]\ncommand = 'true'\n")
+def test_ending_reaches_a_fixed_point_in_one_read(tmp_path, proctor, monkeypatch, new_repo):
+    root = new_repo("r", "[jobs]\nstale_after = '1s'\n[targets.test]\ncommand = 'true'\n")
     monkeypatch.chdir(root)
     fork(proctor, "root", "--check", "test")
     fork(proctor, "root/a", "--parent", "root", "--write-paths", "a.py", "--check", "test")

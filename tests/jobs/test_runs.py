@@ -9,8 +9,6 @@ import time
 
 import pytest
 
-from tests.support import make_repo
-
 CONFIG = """
 [targets.hello]
 command = "echo out; echo err >&2; echo more"
@@ -33,8 +31,8 @@ command = "echo lease=$PROCTOR_LEASE"
 
 
 @pytest.fixture
-def targets_repo(tmp_path, monkeypatch):
-    root = make_repo(tmp_path / "r", CONFIG)
+def targets_repo(tmp_path, monkeypatch, new_repo):
+    root = new_repo("r", CONFIG)
     os.makedirs(os.path.join(root, "sub"))
     monkeypatch.chdir(root)
     return root

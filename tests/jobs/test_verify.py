@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from tests.support import git, make_repo
+from tests.support import git
 
 CONFIG = """
 [targets.test]
@@ -22,9 +22,9 @@ command = "make ci"
 
 
 @pytest.fixture
-def world(tmp_path, monkeypatch):
+def world(tmp_path, monkeypatch, new_repo):
     """An orchestrator's checkout and a worktree for the holder."""
-    root = make_repo(tmp_path / "main", CONFIG)
+    root = new_repo("main", CONFIG)
     os.makedirs(os.path.join(root, "src"))
     with open(os.path.join(root, "src", "a.py"), "w") as handle:
         handle.write("x = 1\n")

@@ -19,7 +19,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from proctor import api
 from proctor.mcp_tools import TOOL_NAMES
-from tests.support import git, make_repo
+from tests.support import git
 from tests.guard.guard_lease import job_row
 from tests.support import REPO_ROOT
 
@@ -73,8 +73,8 @@ def cli(cwd: str, *argv: str, env: dict | None = None) -> subprocess.CompletedPr
 
 
 @pytest.fixture
-def world(tmp_path, monkeypatch):
-    root = make_repo(tmp_path / "main", CONFIG)
+def world(tmp_path, monkeypatch, new_repo):
+    root = new_repo("main", CONFIG)
     os.makedirs(os.path.join(root, "src"))
     for name in ("a.py", "b.py"):
         with open(os.path.join(root, "src", name), "w") as handle:

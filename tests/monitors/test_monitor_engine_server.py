@@ -283,14 +283,13 @@ def test_each_run_is_recorded(served):
     assert isinstance(row[9], int) and len(row[10]) == 24 and row[11] == 10.0
 
 
-def test_a_monitor_command_gets_a_clean_environment(tmp_path, monkeypatch):
+def test_a_monitor_command_gets_a_clean_environment(tmp_path, monkeypatch, new_repo):
     """A server process that has a lease, a secret and a worker tag in its environment does not
     hand them to a monitor. (`proctor server start` refuses a leased caller, and start_background
     drops them: the server is started here by daemon.serve itself, with nothing in between.)"""
-    from tests.support import make_repo
     from proctor import api
 
-    root = make_repo(tmp_path / "repo", "[targets.test]\ncommand = 'true'\n")
+    root = new_repo("repo", "[targets.test]\ncommand = 'true'\n")
     monkeypatch.chdir(root)
     api.fork({"id": "card", "write_paths": ["src/a.py"], "check": "test", "state": "running"}, cwd=root)
     leased = {

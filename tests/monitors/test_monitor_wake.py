@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from tests.support import call_hook, make_repo
+from tests.support import call_hook
 from proctor import api
 from proctor.hook import run as hook_run
 from proctor.monitors import wake
@@ -36,8 +36,8 @@ LEASED = {"BAGGAGE": "proctor.lease=feat"}
 
 
 @pytest.fixture
-def ws(tmp_path, monkeypatch):
-    root = make_repo(tmp_path / "repo", CONFIG)
+def ws(tmp_path, monkeypatch, new_repo):
+    root = new_repo("repo", CONFIG)
     monkeypatch.chdir(root)
     api.fork({"id": "feat", "write_paths": ["src/a.py"], "check": "test"}, cwd=root)
     api.fork({"id": "other", "write_paths": ["src/b.py"], "check": "test"}, cwd=root)
@@ -193,9 +193,9 @@ def test_a_monitor_that_always_has_something_cannot_keep_a_session_from_stopping
     assert stop(ws, tasks=[WAITER])["decision"] == "block"
 
 
-def test_advise_never_refuses_and_the_next_prompt_carries_the_followup_to_the_model(tmp_path, monkeypatch):
+def test_advise_never_refuses_and_the_next_prompt_carries_the_followup_to_the_model(tmp_path, monkeypatch, new_repo):
     # a loosening counts once committed, and before the job's checkpoint (a holder cannot loosen its own rules)
-    ws = make_repo(tmp_path / "advised", CONFIG + '\n[guard.rules]\nmonitor-followup = "advise"\n')
+    ws = new_repo("advised", CONFIG + '\n[guard.rules]\nmonitor-followup = "advise"\n')
     monkeypatch.chdir(ws)
     api.fork({"id": "feat", "write_paths": ["src/a.py"], "check": "test"}, cwd=ws)
     add_monitor(ws)

@@ -17,7 +17,7 @@ import pytest
 
 from proctor import broker, sandbox
 from proctor.workspace import Workspace
-from tests.support import machine_wide, make_repo
+from tests.support import machine_wide
 from tests.sandbox.test_sandbox import _fork
 from tests.sandbox.test_sandbox_worker_adversary import _marks, _row, _setup, _work
 
@@ -220,8 +220,8 @@ def _client(path: str, argv: list[str], cwd: str, env: dict | None = None, **kw)
     )
 
 
-def test_the_broker_serves_its_attempt_and_refuses_any_other_process(tmp_path):
-    root = make_repo(tmp_path / "repo", "")
+def test_the_broker_serves_its_attempt_and_refuses_any_other_process(tmp_path, new_repo):
+    root = new_repo("repo", "")
     served = _broker(tmp_path, root, lambda pid: True)
     try:
         client = _client(served.path, ["--version"], root)
@@ -261,8 +261,8 @@ def test_the_broker_serves_a_process_of_the_attempt_alone(tmp_path):
         worker.wait()
 
 
-def test_the_broker_hands_the_command_proctors_environment_and_pins_the_job(tmp_path):
-    root = make_repo(tmp_path / "repo", "")
+def test_the_broker_hands_the_command_proctors_environment_and_pins_the_job(tmp_path, new_repo):
+    root = new_repo("repo", "")
     base = {
         "PATH": "/usr/bin:/bin",
         "HOME": "/home/proctor",
@@ -311,10 +311,10 @@ def test_the_broker_hands_the_command_proctors_environment_and_pins_the_job(tmp_
     assert json.loads(env[broker.CLIENT_ENV]) == client  # the targets' environment, sandboxed beneath
 
 
-def test_a_client_that_leaves_takes_its_command_with_it(tmp_path):
+def test_a_client_that_leaves_takes_its_command_with_it(tmp_path, new_repo):
     """The worker's proctor is killed (its host timed the hook out): the command the broker
     started for it, and the target that command runs, end too."""
-    root = make_repo(tmp_path / "repo", '[targets.slow]\ncommand = "sleep 4; touch late"\ntimeout = "60s"\n')
+    root = new_repo("repo", '[targets.slow]\ncommand = "sleep 4; touch late"\ntimeout = "60s"\n')
     served = _broker(tmp_path, root, lambda pid: True)
     try:
         client = _client(served.path, ["run", "slow"], root, start_new_session=True)
@@ -350,8 +350,8 @@ def test_the_pinned_hook_of_a_sandboxed_worker_goes_to_its_broker(tmp_path, monk
     assert "PROCTOR_STORE_URL" not in pinned and "secret" not in pinned
 
 
-def test_a_socket_path_longer_than_an_address_still_serves(tmp_path):
-    root = make_repo(tmp_path / "repo", "")
+def test_a_socket_path_longer_than_an_address_still_serves(tmp_path, new_repo):
+    root = new_repo("repo", "")
     deep = tmp_path / ("d" * 60) / ("e" * 60)
     deep.mkdir(parents=True)
     path = str(deep / "sock")
@@ -376,11 +376,11 @@ def test_what_the_broker_runs_from_is_narrowed_but_never_the_workers_own_tree(mo
     assert broker.interpreter_regions(keep_writable=("/home/u/work/tree",)) == ["/home/u/venv", "/usr/bin/git"]
 
 
-def test_a_long_lived_command_speaks_through_the_broker_both_ways(tmp_path):
+def test_a_long_lived_command_speaks_through_the_broker_both_ways(tmp_path, new_repo):
     """`proctor mcp` (the MCP door a host starts on stdio) handed to the broker: the worker's
     pipes are the command's own, so a request written after it started is answered, and it ends
     when its stdin closes."""
-    root = make_repo(tmp_path / "repo", "")
+    root = new_repo("repo", "")
     served = _broker(tmp_path, root, lambda pid: True)
     try:
         client = subprocess.Popen(

@@ -13,7 +13,7 @@ import os
 import pytest
 
 from proctor import sandbox
-from tests.support import git, make_repo
+from tests.support import git
 
 
 @pytest.mark.xfail(
@@ -21,8 +21,8 @@ from tests.support import git, make_repo
     reason="a known limit: a grant on a directory holds a nested repository's .git below it (Landlock "
     "grants a hierarchy); only the checkout's own .git is carved out",
 )
-def test_no_grant_covers_a_git_directory_or_gitfile_at_any_depth(tmp_path):
-    root = os.path.realpath(make_repo(tmp_path / "repo", "[targets.test]\ncommand = 'true'\n"))
+def test_no_grant_covers_a_git_directory_or_gitfile_at_any_depth(tmp_path, new_repo):
+    root = os.path.realpath(new_repo("repo", "[targets.test]\ncommand = 'true'\n"))
     os.makedirs(os.path.join(root, "plan/w1/vendor/.git/hooks"))
     os.makedirs(os.path.join(root, "plan/w1/src"))
     open(os.path.join(root, "plan/w1/src/a.py"), "w").close()

@@ -17,14 +17,13 @@ import subprocess
 import pytest
 
 from proctor import sandbox
-from tests.support import make_repo
 
 ABI = sandbox.kernel_abi()
 pytestmark = pytest.mark.skipif(ABI == 0, reason="this kernel offers no Landlock")
 
 
-def test_a_directory_swapped_for_a_link_after_planning_grants_nothing_beyond_it(tmp_path):
-    root = os.path.realpath(make_repo(tmp_path / "repo", "[targets.test]\ncommand = 'true'\n"))
+def test_a_directory_swapped_for_a_link_after_planning_grants_nothing_beyond_it(tmp_path, new_repo):
+    root = os.path.realpath(new_repo("repo", "[targets.test]\ncommand = 'true'\n"))
     os.makedirs(os.path.join(root, "plan/w1/d/hooks"))
     job = {"id": "w1/c", "parent": "w1", "state": "running", "write_paths": ["plan/w1/*/hooks"]}
     grant = sandbox.plan(job, root, str(tmp_path / "cache"))
@@ -48,9 +47,9 @@ def test_a_directory_swapped_for_a_link_after_planning_grants_nothing_beyond_it(
     assert not os.path.exists(target), f"the sandboxed run wrote {target}: {done.stdout!r} {done.stderr!r}"
 
 
-def test_control_without_the_swap_the_same_grant_keeps_git_hooks_out(tmp_path):
+def test_control_without_the_swap_the_same_grant_keeps_git_hooks_out(tmp_path, new_repo):
     """The control (passes): the same grant, no swap; the run cannot write .git/hooks."""
-    root = os.path.realpath(make_repo(tmp_path / "repo", "[targets.test]\ncommand = 'true'\n"))
+    root = os.path.realpath(new_repo("repo", "[targets.test]\ncommand = 'true'\n"))
     os.makedirs(os.path.join(root, "plan/w1/d/hooks"))
     job = {"id": "w1/c", "parent": "w1", "state": "running", "write_paths": ["plan/w1/*/hooks"]}
     grant = sandbox.plan(job, root, str(tmp_path / "cache"))

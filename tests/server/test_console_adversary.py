@@ -16,7 +16,7 @@ import urllib.parse
 import pytest
 
 from proctor import api
-from tests.support import git, make_repo
+from tests.support import git
 from tests.server.test_server import Server, cli, served, wait_for  # noqa: F401
 from tests.server.test_server_adversary import SAME_USER
 
@@ -647,8 +647,8 @@ columns = [
 
 
 @pytest.fixture
-def hostile(tmp_path, monkeypatch):
-    root = make_repo(tmp_path / "repo", BOARD)
+def hostile(tmp_path, monkeypatch, new_repo):
+    root = new_repo("repo", BOARD)
     monkeypatch.chdir(root)
     api.fork({"id": "card", "write_paths": ["src/a.py"], "check": "test", "criteria": P + Q}, cwd=root)
     api.fork({"id": "other", "write_paths": ["src/b.py"], "check": "test", "criteria": P}, cwd=root)

@@ -15,7 +15,6 @@ import urllib.request
 import pytest
 
 from proctor import api
-from tests.support import make_repo
 from tests.server.test_server import Server, cli, served, wait_for  # noqa: F401  (the fixture)
 
 
@@ -275,8 +274,8 @@ def test_after_logging_in_a_deep_link_returns_to_its_job_and_nowhere_else(served
         assert answer.value.code == 303 and answer.value.headers["Location"] == lands, (target, answer.value.headers)
 
 
-def test_job_move_from_the_cli(tmp_path, monkeypatch):
-    root = make_repo(tmp_path / "repo", "[targets.test]\ncommand = 'true'\n")
+def test_job_move_from_the_cli(tmp_path, monkeypatch, new_repo):
+    root = new_repo("repo", "[targets.test]\ncommand = 'true'\n")
     api.fork({"id": "a", "write_paths": ["src/a.py"], "check": "test"}, cwd=root)
     done = cli(root, "job", "move", "a", "Running", "-o", "json")
     assert json.loads(done.stdout)["moved"]["column"] == "Running"

@@ -14,7 +14,7 @@ import urllib.request
 
 import pytest
 
-from tests.support import git, make_repo
+from tests.support import git
 from proctor import api
 from proctor.hook import run as hook_run
 
@@ -97,8 +97,8 @@ def wait_for(predicate, timeout=30.0, step=0.1):
 
 
 @pytest.fixture
-def served(tmp_path, monkeypatch):
-    root = make_repo(tmp_path / "repo", "[targets.test]\ncommand = 'true'\n")
+def served(tmp_path, monkeypatch, new_repo):
+    root = new_repo("repo", "[targets.test]\ncommand = 'true'\n")
     monkeypatch.chdir(root)
     api.fork({"id": "card", "write_paths": ["src/a.py"], "check": "test"}, cwd=root)
     api.fork({"id": "other", "write_paths": ["src/b.py"], "check": "test"}, cwd=root)

@@ -17,7 +17,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.support import git, make_repo
+from tests.support import git
 from tests.store.store_oracle import connect
 from tests.server.test_server import Server, cli, wait_for
 
@@ -68,11 +68,11 @@ def _ticks(path) -> list[float]:
 
 
 @pytest.fixture
-def board(tmp_path, monkeypatch):
+def board(tmp_path, monkeypatch, new_repo):
     """Root P, its child P/C taken in a worktree of its own, a server, and a monitor of P/C
     that appends a timestamp to a file ten times a second for as long as its run lasts (its
     interval, 60 s, bounds the run): the file grows until the run is ended."""
-    root = make_repo(tmp_path / "repo", CONFIG)
+    root = new_repo("repo", CONFIG)
     monkeypatch.chdir(root)
     cli(root, "job", "fork", "P", "--check", "test")
     cli(root, "job", "fork", "P/C", "--parent", "P", "--write-paths", "src/c.py", "--check", "test")

@@ -182,7 +182,7 @@ def test_event_streams_are_capped(served):  # noqa: F811
 
 
 @pytest.fixture
-def inprocess(tmp_path, monkeypatch):
+def inprocess(tmp_path, monkeypatch, new_repo):
     import uvicorn
 
     from proctor.server import app as app_mod
@@ -192,9 +192,8 @@ def inprocess(tmp_path, monkeypatch):
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     from proctor.paths import find_checkout, repo_state_dir
-    from tests.support import make_repo
 
-    root = make_repo(tmp_path / "repo")
+    root = new_repo("repo")
     state = app_mod.State(root, repo_state_dir(find_checkout(root)), root, "tok", port)
 
     @contextlib.asynccontextmanager

@@ -91,8 +91,8 @@ def test_recreated_repository_gets_its_own_store(tmp_path, proctor_process):
     assert [job["id"] for job in jobs] == ["b"], "none of the old repository's jobs"
 
 
-def test_clone_shares_the_store(tmp_path, no_git):
-    repo = make_repo(tmp_path / "repo")
+def test_clone_shares_the_store(tmp_path, no_git, new_repo):
+    repo = new_repo("repo")
     clone = tmp_path / "clone"
     git(tmp_path, "clone", "-q", repo, str(clone))
     assert _state_dir(clone) == _state_dir(repo)
@@ -117,8 +117,8 @@ def test_cached_key_accepted_from_a_pack_without_running_git(tmp_path, no_git):
     assert _key(repo) == root and not ran_git()
 
 
-def test_cached_key_accepted_through_alternates(tmp_path, no_git):
-    repo = make_repo(tmp_path / "repo")
+def test_cached_key_accepted_through_alternates(tmp_path, no_git, new_repo):
+    repo = new_repo("repo")
     git(repo, "gc", "-q", "--prune=now")  # and once more with the origin's objects packed
     shared = tmp_path / "shared"
     git(tmp_path, "clone", "-q", "--shared", repo, str(shared))
@@ -133,8 +133,8 @@ def test_cached_key_accepted_through_alternates(tmp_path, no_git):
     assert not paths.has_object(str(own), "0" * 40)
 
 
-def test_cached_key_accepted_through_a_relative_alternate(tmp_path, no_git):
-    repo = make_repo(tmp_path / "repo")
+def test_cached_key_accepted_through_a_relative_alternate(tmp_path, no_git, new_repo):
+    repo = new_repo("repo")
     shared = tmp_path / "shared"
     git(tmp_path, "clone", "-q", "--shared", repo, str(shared))
     alternates = shared / ".git" / "objects" / "info" / "alternates"

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from tests.support import git, make_repo
+from tests.support import git
 from proctor.paths import find_checkout, repo_state_dir
 from proctor.store.schema import SCHEMA_VERSION
 
@@ -43,7 +43,7 @@ def test_location_honours_xdg_state_home(repo, proctor, tmp_path, monkeypatch):
     assert os.path.exists(tmp_path / "xdg-state" / "proctor" / root_commit / "proctor.db")
 
 
-def test_shared_by_worktrees_and_clones(repo, proctor, tmp_path):
+def test_shared_by_worktrees_and_clones(repo, proctor, tmp_path, new_repo):
     wt = str(tmp_path / "wt")
     git(repo, "worktree", "add", "-q", "-b", "side", wt)
     clone = str(tmp_path / "clone")
@@ -52,7 +52,7 @@ def test_shared_by_worktrees_and_clones(repo, proctor, tmp_path):
     assert fork(proctor, "from-clone", "--check", "test", cwd=clone).code == 0
     ids = {r["id"] for r in proctor("ls", "jobs", "-o", "json").json()["jobs"]}
     assert ids == {"from-wt", "from-clone"}
-    other = make_repo(tmp_path / "unrelated")
+    other = new_repo("unrelated")
     assert proctor("ls", "jobs", "-o", "json", cwd=other).json()["jobs"] == []
 
 

@@ -162,14 +162,14 @@ def test_a_repository_made_inside_the_leased_tree_does_not_unbind_the_guard(pg, 
     assert _denied(by_shell), f"echo > src/b.py from a nested repository: {_said(by_shell)}"
 
 
-def test_the_hook_creates_no_store_where_proctor_is_not_in_use(pg, tmp_path):
+def test_the_hook_creates_no_store_where_proctor_is_not_in_use(pg, tmp_path, new_repo):
     """README: "The hook records into an existing store only (proctor init creates it), so wiring
     it for every repository creates no state where proctor is not in use." With
     PROCTOR_STORE_URL exported for every shell, a session in an unrelated repository (never
     `proctor init`ed, no job) must not create a schema in the shared database."""
     cluster, database, _url = pg
     before = _schemas(cluster, database)
-    root = os.path.realpath(make_repo(tmp_path / "unrelated"))
+    root = os.path.realpath(new_repo("unrelated"))
     answer = _hook(root, "Write", {"file_path": os.path.join(root, "README"), "content": "y"}, lease=None)
     assert not _denied(answer)
     made = _schemas(cluster, database) - before
@@ -223,7 +223,7 @@ def test_a_client_handed_the_store_url_is_refused_like_sqlite3_on_the_store_file
 # -- 3. the store's password -------------------------------------------------------------------------
 
 
-def test_a_password_given_as_a_url_parameter_is_never_shown(request, tmp_path, monkeypatch):
+def test_a_password_given_as_a_url_parameter_is_never_shown(request, tmp_path, monkeypatch, new_repo):
     """libpq (and pgwire) take the password as a URL parameter too:
     postgresql://proctor@host:port/db?password=... . doctor and config show name the URL "without
     its password", and the guard's advisory for a store out of reach goes to the model: none of
@@ -232,7 +232,7 @@ def test_a_password_given_as_a_url_parameter_is_never_shown(request, tmp_path, m
     from tests.store.pgcluster import PASSWORD
 
     cluster, name, _ = _database(request)
-    root = os.path.realpath(make_repo(tmp_path / "repo", CONFIG))
+    root = os.path.realpath(new_repo("repo", CONFIG))
     url = f"postgresql://proctor@127.0.0.1:{cluster.port}/{name}?password={PASSWORD}"
     env = dict(os.environ, PROCTOR_STORE_URL=url)
     shown = {}

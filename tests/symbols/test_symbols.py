@@ -14,7 +14,7 @@ import pytest
 from proctor.symbols import languages
 from proctor.symbols.diff import parse_patch
 from proctor.symbols.index import Index
-from tests.support import REPO_ROOT, git, make_repo
+from tests.support import REPO_ROOT, git
 
 
 def defs(data: str, language: str) -> dict[str, str]:
@@ -230,9 +230,9 @@ def test_a_file_that_does_not_parse_says_where():
 
 
 @pytest.fixture
-def repo(tmp_path, monkeypatch):
+def repo(tmp_path, monkeypatch, new_repo):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    root = make_repo(tmp_path / "repo")
+    root = new_repo("repo")
     files = {
         "core/store.py": "class LegacyStore:\n    pass\n\n\ndef make():\n    return LegacyStore()\n",
         "app/main.py": "from core.store import LegacyStore\n\nx = LegacyStore()\n",
