@@ -11,7 +11,7 @@ from proctor.config.keys import KEYS
 from proctor.config.workers import EXECUTORS, TOKENS_ONLY
 
 # What `proctor init` writes: a short note per section, then every key of KEYS with its doc
-# and an example, so a key added to the table is in the template too (tests/test_config.py
+# and an example, so a key added to the table is in the template too (tests/config/test_config.py
 # uncomments every key and reads the file back with no problem).
 _TEMPLATE_HEAD = """\
 # proctor.toml: how proctor supervises agents in this repository.

@@ -3,7 +3,7 @@ in a Claude Code transcript."""
 
 from __future__ import annotations
 
-from tests.test_transcript import tool_result, tool_use
+from tests.transcript.test_transcript import tool_result, tool_use
 
 
 def launch(task, command, ago, output=None, agent=None):

@@ -8,7 +8,7 @@ import os
 
 from proctor.hook import run as hook_run
 from tests.guard.rules.background import launch
-from tests.test_transcript import tool_result, tool_use, write
+from tests.transcript.test_transcript import tool_result, tool_use, write
 
 
 def test_background_left_at_subagent_stop(root, tmp_path):

@@ -14,7 +14,7 @@ from proctor.hook import run as hook_run
 from proctor.transcript import claude
 from tests.guard.rules.background import launch
 from tests.support import SHARED_FIXTURES, git, make_repo, needs_shared_fixtures
-from tests.test_transcript import deadline, notice, tool_result, tool_use, ts, write
+from tests.transcript.test_transcript import deadline, notice, tool_result, tool_use, ts, write
 
 
 def call(root, transcript, command, session="s1", name="PreToolUse", **extra):
