@@ -144,7 +144,7 @@ def test_shrinking_its_own_paths_passes(ws):  # noqa: F811
 def test_shrinking_its_own_paths_where_the_store_cannot_see_the_lease_is_denied(ws):  # noqa: F811
     """The hook's lease (--lease here) need not be the shell's: in a checkout bound to nobody the
     fork's proctor may see no lease and take the record as the forking session's new plan,
-    clearing what it leaves out (tests/guard/test_one_author.py puts it through bash)."""
+    clearing what it leaves out (the one-author cases below put it through bash)."""
     answer = judge(ws, "job_put", {"id": "w1", "write_paths": ["plan/w1/a.py"]})
     assert denied(answer, "lease-store"), said(answer)
     assert "take the job in this checkout first" in said(answer)
