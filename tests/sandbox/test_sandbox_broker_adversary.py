@@ -84,7 +84,7 @@ def _bindings_to(root: str, job_id: str) -> list:
     return out
 
 
-# the worker waits for the test without going idle (the stand-in's idle limit is 3 s): the
+# the worker waits for the test without going idle (the stand-in's idle limit, `_setup`'s): the
 # stand-in's shell runs with stdout on /dev/null, so it ticks on stderr, which the runner reads
 WAIT_FOR = 'for i in $(seq 1 600); do [ -e "$MARKS/{mark}" ] && break; echo tick >&2; sleep 0.1; done'
 
@@ -589,7 +589,11 @@ def test_the_mcp_door_through_the_broker_acts_only_as_the_workers_job(tmp_path):
     done, payload = _work(root, "plan/c", env, shell)
     out = _marks(tmp_path, "mcp.out")
     answered = out.replace(" ", "")
-    assert all(f'"id":{n + 1}' in answered for n in range(len(calls))), out[:3000]
+    assert all(f'"id":{n + 1}' in answered for n in range(len(calls))), (
+        out[:3000],
+        done.stdout[-2000:],
+        done.stderr[-2000:],
+    )
     after = {job: _terms(_row(root, job)) for job in ("plan", "plan/d")}
     assert after == before and _row(root, "evil") is None, (after, out[:2000])
 

@@ -45,11 +45,14 @@ print("edited", job_id, field, file=sys.stderr)
 """
 
 
-def _setup(tmp_path, attempts: int = 1, extra: str = "", idle_minutes: float = 0.05) -> tuple[str, dict]:
+def _setup(tmp_path, attempts: int = 1, extra: str = "", idle_minutes: float = 0.5) -> tuple[str, dict]:
     """A repository with the sandbox on for workers, a stand-in worker, and the job plan/c
     (write path src/a.py). Returns (root, the env every proctor call of the test gets). A
-    worker silent for `idle_minutes` is stopped: 3 s by default, so a stalled stand-in ends
-    soon; a test whose worker is silent on purpose for longer gives it more."""
+    worker silent for `idle_minutes` is stopped: 30 s by default. A brokered command the shell
+    runs silently (`proctor mcp`, `proctor hook`, git) can take over 3 s on a loaded machine, and a
+    shorter limit stopped such a worker mid-way in CI; no test here leans on the idle stop to end
+    (the four files that share this world took 83 s with 30 s and 94 s with 3 s). A test whose
+    worker is silent on purpose for longer gives it more."""
     root = _repo(tmp_path, workers=True)
     standin = json.dumps([sys.executable, STANDIN])
     with open(os.path.join(root, "proctor.toml"), "a") as handle:
