@@ -41,7 +41,7 @@ from proctor.config.sections import (
 )
 from proctor.config.template import template
 from proctor.config.values import GRACE_RANGE, MAX_WAITING_RANGE, MONITORS_KEEP_RANGE, Clamped, _render_raw
-from proctor.config.workers import EXECUTORS, TOKENS_ONLY, _apply_workers
+from proctor.config.workers import DOLLARS, EXECUTORS, TOKENS_ONLY, _apply_workers
 from proctor.jobrecord import STATES
 
 __all__ = [
@@ -49,6 +49,7 @@ __all__ = [
     "DEFAULT_BOARD",
     "DEFAULT_TARGET_TIMEOUT",
     "DEFAULT_WALL_MINUTES",
+    "DOLLARS",
     "EXECUTORS",
     "GRACE_RANGE",
     "IDLE_FLOOR_MINUTES",

@@ -8,7 +8,7 @@ executors named from the registry in workers.py).
 from __future__ import annotations
 
 from proctor.config.keys import KEYS
-from proctor.config.workers import EXECUTORS, TOKENS_ONLY
+from proctor.config.workers import DOLLARS, EXECUTORS
 
 # What `proctor init` writes: a short note per section, then every key of KEYS with its doc
 # and an example, so a key added to the table is in the template too (tests/config/test_config.py
@@ -60,7 +60,7 @@ _WORKERS_NOTE = f"""\
 # command = ["claude"]
 # The model to ask for; unset = the CLI's default.
 # model = "sonnet"
-# Dollars one attempt may spend (not for {" or ".join(TOKENS_ONLY)}, which report tokens).
+# Dollars one attempt may spend (only for {" or ".join(DOLLARS)}, which report dollars).
 # max_spend_usd = 2
 # wall_minutes = 60
 # How many of this worker may run at once; unset = unlimited.

@@ -40,6 +40,15 @@ SPENDS = _executors()
 EXECUTORS = tuple(SPENDS)
 # These CLIs report tokens, never dollars: a dollar limit on them could never fire.
 TOKENS_ONLY = tuple(name for name, spend in SPENDS.items() if spend == "tokens")
+# Only these report dollars; on any other executor (tokens, nothing) max_spend_usd is refused.
+DOLLARS = tuple(name for name, spend in SPENDS.items() if spend == "usd")
+
+
+def _no_dollars(executor: str) -> str | None:
+    """Why a dollar limit could never fire on this executor's worker, or None when it can."""
+    if executor in DOLLARS:
+        return None
+    return "reports tokens, not dollars" if executor in TOKENS_ONLY else "reports no spend"
 
 
 def _apply_workers(workers: Any, config: Config) -> None:
@@ -90,10 +99,10 @@ def _apply_workers(workers: Any, config: Config) -> None:
                 spend = _positive(table["max_spend_usd"], "dollars")
             except ValueError as exc:
                 reject("max_spend_usd", str(exc), "using the default (none)")
-        if executor in TOKENS_ONLY and spend is not None:
+        if spend is not None and _no_dollars(executor):
             rejected["max_spend_usd"] = (
                 f"{CONFIG_NAME}: {where} max_spend_usd cannot be enforced on a {executor} "
-                f"worker ({executor} reports tokens, not dollars); no spend limit, "
+                f"worker ({executor} {_no_dollars(executor)}); no spend limit, "
                 f"bound it with wall_minutes"
             )
             config.problems.append(rejected["max_spend_usd"])
@@ -149,15 +158,15 @@ def _apply_workers(workers: Any, config: Config) -> None:
 
 def _show_worker(config: Config, worker: Worker, given: set[str], rejected: dict[str, str]) -> None:
     """A worker's limits as settings, so `config show` says what bounds it and where that came from."""
-    tokens_only = worker.executor in TOKENS_ONLY
+    no_dollars = _no_dollars(worker.executor)
     shown = {
         "executor": worker.executor,
         "command": shlex.join(worker.command) if worker.command else f"{worker.executor} (the executor's default)",
         "model": worker.model or "the CLI's default",
         "wall_minutes": f"{worker.wall_minutes:g}",
         "max_spend_usd": (
-            f"not enforceable: {worker.executor} reports tokens"
-            if tokens_only
+            f"not enforceable: {worker.executor} {no_dollars.split(',')[0]}"
+            if no_dollars
             else "none"
             if worker.max_spend_usd is None
             else f"{worker.max_spend_usd:g}"

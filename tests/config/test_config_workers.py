@@ -222,6 +222,7 @@ max_spend_usd = 3
 executor = "command"
 command = ["./run.sh", "--fast"]
 wall_minutes = "soon"
+max_spend_usd = 0.5
 """
 
 
@@ -249,7 +250,12 @@ def test_config_show_prints_each_workers_limits(tmp_path, proctor_process, new_r
     row("workers.cx.slots", "unlimited", "default")
     row("workers.sh.command", "./run.sh --fast", "proctor.toml")
     row("workers.sh.wall_minutes", "60 ", "default (proctor.toml value rejected)")
-    row("workers.sh.max_spend_usd", "none", "default")
+    row(
+        "workers.sh.max_spend_usd",
+        "not enforceable: command reports no spend",
+        "default (proctor.toml value rejected)",
+    )
+    assert "[workers.sh] max_spend_usd cannot be enforced on a command worker (command reports no spend)" in text.out
     assert "[workers.cx] max_spend_usd cannot be enforced on a codex worker" in text.out
     assert '[workers.sh] wall_minutes = "soon" is invalid' in text.out
 

@@ -41,13 +41,21 @@ def test_tokens_only_is_the_modules_that_declare_tokens():
     assert declared, "no executor reports tokens: the max_spend_usd refusal would go untested"
 
 
-def test_a_dollar_limit_is_refused_exactly_where_a_module_says_tokens(tmp_path):
+def test_a_dollar_limit_is_refused_exactly_where_a_module_reports_no_dollars(tmp_path):
+    """A limit that could never fire is refused, not kept: on a module that says tokens and on
+    one that says none (a program of one's own reports nothing), each with its reason."""
     body = "".join(f'[workers.{n}]\nexecutor = "{n}"\ncommand = ["x"]\nmax_spend_usd = 2\n' for n in PACKAGE_MODULES)
     cfg = config.parse(body.encode(), str(tmp_path / config.CONFIG_NAME))
     refused = {n for n in PACKAGE_MODULES if cfg.workers[n].max_spend_usd is None}
-    assert refused == set(config.TOKENS_ONLY)
+    spends = {n: importlib.import_module(f"proctor.workers.executors.{n}").SPEND for n in PACKAGE_MODULES}
+    assert refused == {n for n, spend in spends.items() if spend != "usd"}
+    assert {spends[n] for n in refused} == {"tokens", "none"}, "both reasons are tested"
+    problems = "\n".join(cfg.problems)
     for name in refused:
-        assert f"({name} reports tokens, not dollars)" in "\n".join(cfg.problems)
+        why = "reports tokens, not dollars" if spends[name] == "tokens" else "reports no spend"
+        assert f"max_spend_usd cannot be enforced on a {name} worker ({name} {why})" in problems
+    for name in set(PACKAGE_MODULES) - refused:
+        assert cfg.workers[name].max_spend_usd == 2 and f"[workers.{name}]" not in problems
 
 
 def test_a_name_that_is_no_module_is_refused_and_the_message_names_the_modules(tmp_path):
