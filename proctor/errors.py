@@ -70,6 +70,7 @@ BAD_JSON = "BAD_JSON"  # a request body that is not a JSON object
 BAD_HOST = "BAD_HOST"  # a Host header that does not name this loopback server (421)
 CROSS_SITE = "CROSS_SITE"  # a state-changing request from another origin, or not JSON (403)
 UNAUTHORIZED = "UNAUTHORIZED"  # no token, console session or job's secret (401)
+ROUTE_UNLISTED = "ROUTE_UNLISTED"  # a route the server's table of who may call it does not name (500)
 TOO_MANY_STREAMS = "TOO_MANY_STREAMS"  # every event stream slot taken (503)
 TOKEN_ONLY = "TOKEN_ONLY"  # a login link asked for by other than the token's holder (403)
 BAD_ACTION = "BAD_ACTION"  # a console action the server does not know, or without its job or column

@@ -20,8 +20,8 @@ SERVER_LEASED_CALLER). Then `request.state.actor` says who acts ("token", "conso
 "job:<id>") and `request.state.scope` the job a secret scopes it to (else None).
 
 A request no route takes (404, 405, a slash redirect) passes unchecked: the router's answer
-says nothing. A route the table gives no policy is refused to everyone (500), so a route added
-without one is never open by omission.
+says nothing. A route the table gives no policy is refused to everyone (500 ROUTE_UNLISTED), so
+a route added without one is never open by omission.
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def _unlisted() -> Response:
     return JSONResponse(
         {
             "error": {
-                "code": errors.UNAUTHORIZED,
+                "code": errors.ROUTE_UNLISTED,
                 "message": "this route has no entry in the server's table of who may call it: refused to everyone",
             }
         },
