@@ -21,12 +21,22 @@ def server() -> None:
 
 @server.command()
 @click.option("--port", type=click.IntRange(1, 65535), default=None, help="Port on 127.0.0.1 (default: a free one).")
-@click.option("--foreground", is_flag=True, help="Run in this process until SIGTERM or Ctrl-C.")
+@click.option(
+    "--foreground",
+    is_flag=True,
+    help="Run in this process until SIGTERM or Ctrl-C (it prints the same lines once it listens).",
+)
+@click.option(
+    "--detached",
+    is_flag=True,
+    hidden=True,
+    help="Started by `server start`, with its output on the server's log: print no login link there.",
+)
 @orchestrated
-def start(port: int | None, foreground: bool, orchestrator: bool) -> None:
+def start(port: int | None, foreground: bool, detached: bool, orchestrator: bool) -> None:
     """Start the server for this repository, bound to 127.0.0.1 behind a bearer token, and
-    print a one-time link that logs a browser in to the console (with --foreground, `proctor
-    server status` from another shell prints one).
+    print where it is and a one-time link that logs a browser in to the console (`proctor
+    server status` prints another).
 
     Refused (SERVER_LEASED_CALLER) to a caller that works a job: under a lease, or beneath a
     process that was started under one."""
@@ -36,16 +46,33 @@ def start(port: int | None, foreground: bool, orchestrator: bool) -> None:
     with Workspace() as ws:
         daemon.refuse_leased(ws, orchestrator, "start the server", _PERSON.format(verb="starts"))
         if foreground:
-            daemon.serve(ws, port)
+
+            def announce(running: dict, url: str, seconds: float) -> None:
+                _where(ws, running, "started in the foreground; Ctrl-C or proctor server stop ends it")
+                click.echo(f"login:   {_login_line(url, seconds)}")
+
+            daemon.serve(ws, port, announce=None if detached else announce)
+            if not detached:
+                click.echo("server stopped")
             return
         running = daemon.start_background(ws, port)
-        prefix = "already running" if running.get("already") else "started"
-        click.echo(f"server {prefix} (pid {running['pid']})")
-        click.echo(f"console: {running['console']}")
-        click.echo(f"api:     {running['url']}")
-        click.echo(f"mcp:     {running.get('mcp') or 'none (a server older than this proctor; restart it)'}")
-        click.echo(f"token:   {daemon.token_path(ws)}")
+        _where(ws, running, "already running" if running.get("already") else "started")
         click.echo(f"login:   {_login_link(ws)[1]}")
+
+
+def _where(ws, running: dict, how: str) -> None:
+    """The lines that say where a running server is."""
+    from proctor.server import daemon
+
+    click.echo(f"server {how} (pid {running['pid']})")
+    click.echo(f"console: {running['console']}")
+    click.echo(f"api:     {running['url']}")
+    click.echo(f"mcp:     {running.get('mcp') or 'none (a server older than this proctor; restart it)'}")
+    click.echo(f"token:   {daemon.token_path(ws)}")
+
+
+def _login_line(url: str, seconds: float) -> str:
+    return f"{url}  (opens the console once, within {int(seconds // 60)} min)"
 
 
 def _login_link(ws) -> tuple[str | None, str]:
@@ -57,8 +84,7 @@ def _login_link(ws) -> tuple[str | None, str]:
         link = daemon.request(ws, "POST", "/api/v1/login-link", {}, timeout=10)
     except errors.ProctorError as exc:
         return None, f"no login link: {exc.message}"
-    minutes = int(link.get("expires_in", 300) // 60)
-    return link["url"], f"{link['url']}  (opens the console once, within {minutes} min)"
+    return link["url"], _login_line(link["url"], link.get("expires_in", 300))
 
 
 @server.command()

@@ -152,8 +152,9 @@ def start_background(ws: Workspace, port: int | None) -> dict:
     # isolated (-I): what runs is the installed proctor, never a package in the directory it is
     # started from; the runner spares only a server started so (runner._workspace_server)
     # --orchestrator: the caller was judged already (refuse_leased); the server it starts runs
-    # in the same checkout, whose record would otherwise refuse it
-    argv = [sys.executable, "-I", "-m", "proctor", "server", "start", "--foreground", "--orchestrator"]
+    # in the same checkout, whose record would otherwise refuse it; --detached: its output is
+    # the log below, which gets no login link (the caller asks the server for one)
+    argv = [sys.executable, "-I", "-m", "proctor", "server", "start", "--foreground", "--orchestrator", "--detached"]
     if port:
         argv += ["--port", str(port)]
     # The server is the workspace's, not the worker's that may have started it: it drops the
@@ -221,8 +222,11 @@ def stop(ws: Workspace, timeout: float = 30) -> bool:
     return True
 
 
-def serve(ws: Workspace, port: int | None) -> None:
-    """Run the server in this process until SIGTERM or SIGINT."""
+def serve(ws: Workspace, port: int | None, announce=None) -> None:
+    """Run the server in this process until SIGTERM or SIGINT. `announce(running, login_url,
+    seconds)`, when given, is called once the server listens: what server.json records, and a
+    one-time console login link good for `seconds` (a person's `server start --foreground`; the
+    server `server start` detaches writes its log, which gets no link)."""
     import asyncio
 
     import uvicorn
@@ -260,25 +264,26 @@ def serve(ws: Workspace, port: int | None) -> None:
         state.scheduler = scheduler
         await scheduler.start()
         keeper = asyncio.ensure_future(_keep_token(token_path(ws), token))
-        _write_info(
-            info_path,
-            {
-                "pid": os.getpid(),
-                "port": port,
-                "version": __version__,
-                "code": code,
-                "ready": True,
-                "root": ws.root,
-                "started": time.time(),
-                "url": f"http://127.0.0.1:{port}/api/v1/",
-                "console": f"http://127.0.0.1:{port}/",
-                "mcp": f"http://127.0.0.1:{port}/mcp",
-            },
-        )
+        running = {
+            "pid": os.getpid(),
+            "port": port,
+            "version": __version__,
+            "code": code,
+            "ready": True,
+            "root": ws.root,
+            "started": time.time(),
+            "url": f"http://127.0.0.1:{port}/api/v1/",
+            "console": f"http://127.0.0.1:{port}/",
+            "mcp": f"http://127.0.0.1:{port}/mcp",
+        }
+        _write_info(info_path, running)
+        herald = asyncio.ensure_future(_announce_when_listening(server, state, running, announce)) if announce else None
         try:
             yield
         finally:
             keeper.cancel()
+            if herald is not None:
+                herald.cancel()
             await scheduler.stop()  # every monitor command and its descendants ended and reaped
             with contextlib.suppress(OSError):
                 os.unlink(info_path)
@@ -293,8 +298,23 @@ def serve(ws: Workspace, port: int | None) -> None:
     )
     server = uvicorn.Server(config)
     state.shutdown = lambda: setattr(server, "should_exit", True)
-    server.run()
-    os.close(lock)
+    try:
+        server.run()
+    except KeyboardInterrupt:
+        pass  # Ctrl-C: uvicorn shut down in order (monitors ended, server.json gone), then raised it again
+    finally:
+        os.close(lock)
+
+
+async def _announce_when_listening(server, state, running: dict, announce) -> None:
+    """Tell the person who started the server in the foreground where it is, once it accepts
+    connections (uvicorn binds its socket after the lifespan has started)."""
+    import asyncio
+
+    while not server.started:
+        await asyncio.sleep(0.02)
+    code, seconds = state.login_codes.issue()
+    announce(running, f"http://127.0.0.1:{state.port}/login?code={code}", seconds)
 
 
 async def _keep_token(path: str, token: str) -> None:

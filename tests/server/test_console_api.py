@@ -385,3 +385,61 @@ def test_a_rejected_jobs_page_holds_its_result_verdict_and_footprint(served):  #
     footprint = "\n".join(page["footprint"])
     assert "src/a.py: +1" in footprint and "stray.txt" in footprint, footprint
     assert page["job"]["column"] == "Done"
+
+
+def test_a_server_started_in_the_foreground_says_where_it_is_with_a_login_link(new_repo):
+    """`server start --foreground` prints the lines `server start` prints (console, api, mcp,
+    token, a one-time login link) once it listens; the link opens the console once; Ctrl-C ends
+    it. The server `server start` detaches puts no login link in its log."""
+    import signal
+    import threading
+
+    root = new_repo("repo", "[targets.test]\ncommand = 'true'\n")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "proctor", "server", "start", "--foreground"],
+        cwd=root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(line.rstrip("\n") for line in proc.stdout), daemon=True)
+    reader.start()
+    try:
+        wait_for(lambda: any(line.startswith("login:") for line in lines) or proc.poll() is not None, timeout=60)
+        said = {line.split(":", 1)[0]: line.split(":", 1)[1].strip() for line in lines if ":" in line}
+        assert lines[0].startswith("server started in the foreground") and f"(pid {proc.pid})" in lines[0], lines
+        status = json.loads(cli(root, "server", "status", "-o", "json").stdout)
+        assert said["console"] == status["console"] and said["api"] == status["url"] and said["mcp"] == status["mcp"]
+        assert said["token"] == status["token_path"]
+        url = said["login"].split()[0]
+        assert url.startswith(status["console"] + "login?code=") and "within 5 min" in said["login"], lines
+
+        class Keep(urllib.request.HTTPRedirectHandler):
+            def redirect_request(self, *args, **kwargs):
+                return None
+
+        opener = urllib.request.build_opener(Keep)
+        with pytest.raises(urllib.error.HTTPError) as first:
+            opener.open(url, timeout=30)
+        assert first.value.code == 303 and first.value.headers["Set-Cookie"].startswith("proctor_")
+        with pytest.raises(urllib.error.HTTPError) as second:
+            opener.open(url, timeout=30)
+        assert second.value.code == 403, "the link is good once"
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 0, proc.stderr.read()
+        reader.join(timeout=10)
+        assert lines[-1] == "server stopped", lines
+        assert json.loads(cli(root, "server", "status", "-o", "json", check=False).stdout)["running"] is False
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    detached = cli(root, "server", "start")
+    try:
+        assert "login:   http://127.0.0.1:" in detached.stdout, detached.stdout
+        log = os.path.join(os.path.dirname(status["token_path"]), "server.log")
+        with open(log, encoding="utf-8", errors="replace") as handle:
+            assert "code=" not in handle.read(), "a login link in the detached server's log"
+    finally:
+        cli(root, "server", "stop", check=False)
