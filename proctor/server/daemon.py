@@ -314,7 +314,8 @@ async def _announce_when_listening(server, state, running: dict, announce) -> No
     while not server.started:
         await asyncio.sleep(0.02)
     code, seconds = state.login_codes.issue()
-    announce(running, f"http://127.0.0.1:{state.port}/login?code={code}", seconds)
+    with contextlib.suppress(OSError):  # a terminal gone (a closed pipe) stops no server
+        announce(running, f"http://127.0.0.1:{state.port}/login?code={code}", seconds)
 
 
 async def _keep_token(path: str, token: str) -> None:
