@@ -196,25 +196,28 @@ def test_the_stream_pushes_rows_once_and_then_only_what_changed(served):  # noqa
     del forked
 
 
-def test_a_login_link_opens_one_session_once(served):  # noqa: F811
-    done = cli(served.root, "server", "status")
-    line = next(line for line in done.stdout.splitlines() if line.startswith("login:"))
-    url = line.split()[1]
-    assert url.startswith(f"http://127.0.0.1:{served.port}/login?code=") and "within 5 min" in line
+def _open_link(url: str) -> urllib.error.HTTPError:
+    """The answer to one GET of a login link, its redirect not followed (a 303 or a refusal)."""
 
     class Keep(urllib.request.HTTPRedirectHandler):
         def redirect_request(self, *args, **kwargs):
             return None
 
-    opener = urllib.request.build_opener(Keep)
-    with pytest.raises(urllib.error.HTTPError) as first:
-        opener.open(url, timeout=30)
-    assert first.value.code == 303 and first.value.headers["Location"] == "/"
-    cookie = first.value.headers["Set-Cookie"]
+    with pytest.raises(urllib.error.HTTPError) as answer:
+        urllib.request.build_opener(Keep).open(url, timeout=30)
+    return answer.value
+
+
+def test_a_login_link_opens_one_session_once(served):  # noqa: F811
+    done = cli(served.root, "server", "status")
+    line = next(line for line in done.stdout.splitlines() if line.startswith("login:"))
+    url = line.split()[1]
+    assert url.startswith(f"http://127.0.0.1:{served.port}/login?code=") and "within 5 min" in line
+    first = _open_link(url)
+    assert first.code == 303 and first.headers["Location"] == "/"
+    cookie = first.headers["Set-Cookie"]
     assert cookie.startswith(f"proctor_{served.port}=") and "HttpOnly" in cookie and served.token not in cookie
-    with pytest.raises(urllib.error.HTTPError) as second:
-        opener.open(url, timeout=30)
-    assert second.value.code == 403, "a code is used once"
+    assert _open_link(url).code == 403, "a code is used once"
     # the cookie it gave opens the console's API
     session = cookie.split(";")[0]
     request = urllib.request.Request(f"http://127.0.0.1:{served.port}/api/v1/jobs/card", headers={"Cookie": session})
@@ -414,18 +417,9 @@ def test_a_server_started_in_the_foreground_says_where_it_is_with_a_login_link(n
         assert said["token"] == status["token_path"]
         url = said["login"].split()[0]
         assert url.startswith(status["console"] + "login?code=") and "within 5 min" in said["login"], lines
-
-        class Keep(urllib.request.HTTPRedirectHandler):
-            def redirect_request(self, *args, **kwargs):
-                return None
-
-        opener = urllib.request.build_opener(Keep)
-        with pytest.raises(urllib.error.HTTPError) as first:
-            opener.open(url, timeout=30)
-        assert first.value.code == 303 and first.value.headers["Set-Cookie"].startswith("proctor_")
-        with pytest.raises(urllib.error.HTTPError) as second:
-            opener.open(url, timeout=30)
-        assert second.value.code == 403, "the link is good once"
+        first = _open_link(url)
+        assert first.code == 303 and first.headers["Set-Cookie"].startswith("proctor_")
+        assert _open_link(url).code == 403, "the link is good once"
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=60) == 0, proc.stderr.read()
         reader.join(timeout=10)
