@@ -33,6 +33,7 @@ from proctor.guard.shell_lexer import (
 # true only for the type checker (mypy reads a name TYPE_CHECKING as true): no import at run time
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
     from typing import Literal
 
     from proctor.guard.shell_judge import _Judge
@@ -2629,6 +2630,78 @@ def _git_key_runs_code(key: str) -> bool:
 
 
 def _git(j: _Judge, args: list[Word], cwd: str | None, command: Command) -> None:
+    """git: its global options (_git_globals), the programs its arguments name (_git_named_programs),
+    then its subcommand's handler in _GIT_SUBCOMMANDS (one it does not list is _git_unknown)."""
+    parsed = _git_globals(j, args, cwd)
+    if parsed is None:
+        return
+    i, cwd, work_tree = parsed
+    if i >= len(args):
+        return
+    sub_word = args[i]
+    if sub_word.dynamic:
+        j.unknown(f"git {sub_word.text}: a git command held in a variable")
+        return
+    g = _Git(j, sub_word.text, args[i + 1 :], cwd, work_tree, command)
+    _git_named_programs(g)
+    _GIT_SUBCOMMANDS.get(g.sub, _git_unknown)(g)
+
+
+class _Git:
+    """One git command past its global options, as its subcommand's handler sees it: the judge, the
+    subcommand and its arguments, the directory it runs in (after -C), its work tree (False: the
+    default tree; None: one held in a variable) and `base`, where its pathspecs resolve."""
+
+    __slots__ = ("j", "sub", "rest", "texts", "cwd", "work_tree", "base", "command")
+
+    def __init__(
+        self,
+        j: _Judge,
+        sub: str,
+        rest: list[Word],
+        cwd: str | None,
+        work_tree: str | None | Literal[False],
+        command: Command,
+    ) -> None:
+        self.j = j
+        self.sub = sub
+        self.rest = rest
+        self.texts = [w.text for w in rest]
+        self.cwd = cwd
+        self.work_tree = work_tree
+        self.command = command
+        # where pathspecs resolve: the cwd, or the --work-tree's top when the cwd is outside it
+        base = cwd
+        if work_tree is None:
+            base = None
+        elif work_tree is not False and (cwd is None or not (cwd == work_tree or cwd.startswith(work_tree + "/"))):
+            base = work_tree
+        self.base = base
+
+    def whole_tree(self, what: str) -> None:
+        """A rewrite across the work tree: the tree, or unknown when it cannot be named."""
+        j, work_tree = self.j, self.work_tree
+        if work_tree is False:
+            j.unknown(f"git {what}: rewrites files across the work tree; proctor cannot name them")
+        elif work_tree is None:
+            j.unknown(f"git {what}: rewrites files in a work tree held in a variable")
+        else:
+            j.add(work_tree)
+
+    def outputs(self, *options: str) -> None:
+        """The files the given output options name (-o, --output, ...), written; `-` is stdout."""
+        opts, _ = _getopt(self.rest, "o" if "-o" in options else "", tuple(o for o in options if o.startswith("--")))
+        for o, v in opts:
+            if o in options and v is not None and v.text != "-":
+                self.j.write(v, self.cwd, f"git {self.sub} {o}", stream=True)
+
+
+def _git_globals(
+    j: _Judge, args: list[Word], cwd: str | None
+) -> tuple[int, str | None, str | None | Literal[False]] | None:
+    """git's global options: where the subcommand starts, the cwd after -C, and the work tree
+    (GIT_WORK_TREE, --work-tree; False: the default tree). None when nothing more is judged
+    (--version, --help, an option held in a variable). A -c setting that runs a program is unknown."""
     i, n = 0, len(args)
     work_tree: str | None | Literal[False] = False  # False: the default tree
     prefix_tree = j.prefix.get("GIT_WORK_TREE")
@@ -2639,7 +2712,7 @@ def _git(j: _Judge, args: list[Word], cwd: str | None, command: Command) -> None
         t = word.text
         if word.dynamic and t.startswith("-"):
             j.unknown(f"git {t}: options held in a variable")
-            return
+            return None
         if t == "-C" and i + 1 < n:
             cwd = j.directory(args[i + 1], cwd)
             i += 2
@@ -2662,20 +2735,19 @@ def _git(j: _Judge, args: list[Word], cwd: str | None, command: Command) -> None
         if t.startswith("--exec-path="):
             j.unknown("git --exec-path: runs git commands from another directory; proctor cannot tell what they write")
         if t in ("--version", "-v", "--help", "-h", "--html-path", "--man-path", "--info-path"):
-            return
+            return None
         if t.startswith("-"):
             i += 1
             continue
         break
-    if i >= n:
-        return
-    sub_word, rest = args[i], args[i + 1 :]
-    if sub_word.dynamic:
-        j.unknown(f"git {sub_word.text}: a git command held in a variable")
-        return
-    sub = sub_word.text
-    texts = [w.text for w in rest]
-    for t in texts:
+    return i, cwd, work_tree
+
+
+def _git_named_programs(g: _Git) -> None:
+    """A program named on the command line, whatever the subcommand: --upload-pack, --receive-pack
+    and --exec (or a prefix of them), `-u` of ls-remote and clone, and the ext:: transport."""
+    sub = g.sub
+    for t in g.texts:
         option = t.split("=", 1)[0]
         if (
             (len(option) > 4 and any(o.startswith(option) for o in ("--upload-pack", "--receive-pack", "--exec")))
@@ -2683,343 +2755,367 @@ def _git(j: _Judge, args: list[Word], cwd: str | None, command: Command) -> None
             or t.startswith("ext::")
             or "=ext::" in t
         ):
-            j.unknown(
+            g.j.unknown(
                 f"git {sub} {t[:40]}: runs a program named on its command line; proctor cannot tell what it writes"
             )
-    # where pathspecs resolve: the cwd, or the --work-tree's top when the cwd is outside it
-    base = cwd
-    if work_tree is None:
-        base = None
-    elif work_tree is not False and (cwd is None or not (cwd == work_tree or cwd.startswith(work_tree + "/"))):
-        base = work_tree
 
-    def whole_tree(what: str) -> None:
-        if work_tree is False:
-            j.unknown(f"git {what}: rewrites files across the work tree; proctor cannot name them")
-        elif work_tree is None:
-            j.unknown(f"git {what}: rewrites files in a work tree held in a variable")
-        else:
-            j.add(work_tree)
 
-    def outputs(*options: str) -> None:
-        opts, _ = _getopt(rest, "o" if "-o" in options else "", tuple(o for o in options if o.startswith("--")))
-        for o, v in opts:
-            if o in options and v is not None and v.text != "-":
-                j.write(v, cwd, f"git {sub} {o}", stream=True)
+def _git_output(g: _Git) -> None:
+    """diff, log, show, whatchanged, range-diff: reads, but for --output."""
+    g.outputs("--output")
 
-    if sub in ("diff", "log", "show", "whatchanged", "range-diff"):
-        outputs("--output")
+
+def _git_grep(g: _Git) -> None:
+    if any(t in ("-O", "--open-files-in-pager") or t.startswith(("-O", "--open-files-in-pager=")) for t in g.texts):
+        g.j.unknown("git grep -O: opens a pager; proctor cannot tell what it writes")
+
+
+def _git_read(g: _Git) -> None:
+    """_GIT_READS: nothing written."""
+
+
+def _git_maintenance(g: _Git) -> None:
+    j, rest, texts, cwd = g.j, g.rest, g.texts, g.cwd
+    if texts[:1] not in (["register"], ["unregister"], ["start"], ["stop"]):
+        _git_quiet(g)  # `maintenance run` and the rest: git's own store, as _GIT_QUIET lists it
         return
-    if sub == "grep":
-        if any(t in ("-O", "--open-files-in-pager") or t.startswith(("-O", "--open-files-in-pager=")) for t in texts):
-            j.unknown("git grep -O: opens a pager; proctor cannot tell what it writes")
-        return
-    if sub in _GIT_READS:
-        return
-    if sub == "maintenance" and texts[:1] in (["register"], ["unregister"], ["start"], ["stop"]):
-        j.quiet()
-        opts, _ = _getopt(rest[1:], "", ("--config-file", "--scheduler"))
-        file = _value(opts, "--config-file")
-        if file is not None:
-            j.write(file, cwd, f"git maintenance {texts[0]} --config-file")
-        else:
-            _git_global_config(j, f"git maintenance {texts[0]}", cwd)
-        if texts[0] in ("start", "stop"):
-            j.unknown(
-                f"git maintenance {texts[0]}: changes the scheduler's tasks (crontab, systemd, launchd); "
-                f"proctor cannot name them"
-            )
-        return
-    if sub in _GIT_QUIET:
-        j.quiet()
-        return
-    if sub == "branch":
-        opts, operands = _getopt(
-            rest,
-            "",
-            (
-                "--contains",
-                "--no-contains",
-                "--merged",
-                "--no-merged",
-                "--points-at",
-                "--sort",
-                "--format",
-                "--set-upstream-to",
-            ),
-            ("--abbrev", "--column", "--color"),
+    j.quiet()
+    opts, _ = _getopt(rest[1:], "", ("--config-file", "--scheduler"))
+    file = _value(opts, "--config-file")
+    if file is not None:
+        j.write(file, cwd, f"git maintenance {texts[0]} --config-file")
+    else:
+        _git_global_config(j, f"git maintenance {texts[0]}", cwd)
+    if texts[0] in ("start", "stop"):
+        j.unknown(
+            f"git maintenance {texts[0]}: changes the scheduler's tasks (crontab, systemd, launchd); "
+            f"proctor cannot name them"
         )
-        listing = not operands or _has(opts, "-l", "--list")
-        if not listing or _has(
-            opts,
-            "-d",
-            "-D",
-            "-m",
-            "-M",
-            "-c",
-            "-C",
-            "--delete",
-            "--move",
-            "--copy",
-            "-u",
+
+
+def _git_quiet(g: _Git) -> None:
+    """_GIT_QUIET: writes git's own store, nothing in the work tree."""
+    g.j.quiet()
+
+
+def _git_branch(g: _Git) -> None:
+    opts, operands = _getopt(
+        g.rest,
+        "",
+        (
+            "--contains",
+            "--no-contains",
+            "--merged",
+            "--no-merged",
+            "--points-at",
+            "--sort",
+            "--format",
             "--set-upstream-to",
-            "--unset-upstream",
-            "--edit-description",
-            "-f",
-            "--force",
-        ):
-            j.quiet()
-        return
-    if sub == "tag":
-        opts, operands = _getopt(
-            rest,
-            "mFu",
-            (
-                "--message",
-                "--file",
-                "--local-user",
-                "--contains",
-                "--no-contains",
-                "--points-at",
-                "--sort",
-                "--format",
-                "--merged",
-                "--no-merged",
-            ),
-        )
-        if operands and not _has(opts, "-l", "--list", "-v", "--verify"):
-            j.quiet()
-        elif _has(opts, "-d", "--delete"):
-            j.quiet()
-        return
-    if sub == "remote":
-        if texts[:1] not in ([], ["-v"], ["--verbose"], ["show"], ["get-url"]):
-            j.quiet()
-        return
-    if sub == "notes":
-        if texts[:1] not in ([], ["list"], ["show"]):
-            j.quiet()
-        return
-    if sub == "reflog":
-        if texts[:1] not in ([], ["show"], ["exists"]) and not (texts and texts[0].startswith("-")):
-            j.quiet()
-        return
-    if sub == "worktree":
-        opts, operands = _getopt(rest[1:], "bB", ("--reason",))
-        action = texts[0] if texts else ""
-        if action == "list":
-            return
-        j.quiet()
-        if action == "add" and operands:
-            j.write(operands[0], cwd, "git worktree add")
-        elif action in ("remove", "move"):
-            for word in operands[:2]:
-                j.write(word, cwd, f"git worktree {action}", follow=False)
-        return
-    if sub == "config":
-        _git_config(j, rest, cwd)
-        return
-    if sub == "init":
-        j.quiet()
-        opts, operands = _getopt(
-            rest,
-            "b",
-            ("--template", "--separate-git-dir", "--object-format", "--initial-branch", "--shared", "--ref-format"),
-            ("--shared",),
-        )
-        if operands:
-            j.write(operands[0], cwd, "git init")
-        template = _value(opts, "--template")
-        if template is not None and template.text:
-            # the template's hooks are copied into the repository's git directory
-            git_dir = _value(opts, "--separate-git-dir")
-            if git_dir is None and "GIT_DIR" in j.prefix:
-                assigned = j.prefix["GIT_DIR"]
-                git_dir = Word(assigned.text.split("=", 1)[1], assigned.dynamic)
-            if git_dir is None:
-                top = operands[0] if operands else Word(".")
-                git_dir = top if _has(opts, "--bare") else Word(top.text.rstrip("/") + "/.git", top.dynamic)
-            j.write(Word(git_dir.text.rstrip("/") + "/hooks", git_dir.dynamic), cwd, "git init --template")
-        return
-    if sub == "clone":
-        j.quiet()
-        opts, operands = _getopt(
-            rest,
-            "objuc",
-            (
-                "--origin",
-                "--branch",
-                "--upload-pack",
-                "--reference",
-                "--depth",
-                "--shallow-since",
-                "--shallow-exclude",
-                "--config",
-                "--template",
-                "--separate-git-dir",
-                "--jobs",
-                "--filter",
-                "--server-option",
-                "--bundle-uri",
-                "--reference-if-able",
-            ),
-        )
-        for o, v in opts:
-            if o in ("-c", "--config") and v is not None and _git_key_runs_code(v.text.split("=", 1)[0]):
-                j.unknown(f"git clone -c {v.text[:40]}: a setting that runs a program")
-            if o in ("-u", "--upload-pack", "--template"):
-                j.unknown(f"git clone {o}: runs a program; proctor cannot tell what it writes")
-        if len(operands) >= 2:
-            j.write(operands[1], cwd, "git clone")
-        elif operands:
-            url = operands[0].text.rstrip("/")
-            base = url.rsplit("/", 1)[-1].rsplit(":", 1)[-1]
-            base = base[:-4] if base.endswith(".git") else base
-            j.write(Word(base or "repository", operands[0].dynamic), cwd, "git clone")
-        return
-    if sub == "archive":
-        if any(t in ("-o", "--output") or t.startswith("--output=") for t in texts):
-            outputs("-o", "--output")
-        return
-    if sub == "bundle":
-        if texts[:1] == ["create"] and len(rest) > 1:
-            _, operands = _getopt(rest[1:])
-            if operands:
-                j.write(operands[0], cwd, "git bundle create", stream=True)
-        elif texts[:1] not in (["verify"], ["list-heads"]):
-            j.quiet()
-        return
-    if sub == "format-patch":
-        if "--stdout" in texts:
-            return
-        j.quiet()
-        opts, _ = _getopt(rest, "o", ("--output-directory",))
-        directory = _value(opts, "-o", "--output-directory")
-        if directory is not None:
-            j.write(directory, cwd, "git format-patch -o")
-        else:
-            j.unknown("git format-patch: writes patch files named after commits; proctor cannot name them")
-        return
-    if sub == "merge-file":
-        _, operands = _getopt(rest, "L")
-        if "-p" not in texts and "--stdout" not in texts and operands:
-            j.write(operands[0], base, "git merge-file")
-        return
-    if sub in ("checkout", "restore"):
-        _git_checkout(j, sub, rest, base, cwd, whole_tree)
-        return
-    if sub == "rm":
-        opts, operands = _getopt(rest, "", ("--pathspec-from-file",))
-        if _has(opts, "--pathspec-from-file"):
-            j.unknown("git rm --pathspec-from-file: removes paths listed in a file; proctor cannot name them")
-        if _has(opts, "--cached", "-n", "--dry-run"):
-            j.quiet()
-            return
-        for word in operands:
-            j.write(word, base, "git rm", follow=False)
-        if not operands:
-            j.quiet()
-        return
-    if sub == "mv":
-        _copy_like(
-            j,
-            "mv",
-            [w for w in rest if w.text not in ("-k", "-f", "-n", "-v", "--dry-run", "--verbose")],
-            base,
-            command,
-        )
-        return
-    if sub == "stash":
-        action = texts[0] if texts and not texts[0].startswith("-") else "push"
-        if action in ("list", "show"):
-            return
-        j.quiet()
-        if action in ("drop", "clear", "create", "store"):
-            return
-        if action in ("push", "save") and "--" in texts:
-            for word in rest[texts.index("--") + 1 :]:
-                j.write(word, base, "git stash push --")
-            return
-        whole_tree(f"stash {action}" if texts and not texts[0].startswith("-") else "stash")
-        return
-    if sub == "reset":
-        j.quiet()
-        if any(t in ("--hard", "--merge", "--keep") for t in texts):
-            whole_tree("reset " + next(t for t in texts if t in ("--hard", "--merge", "--keep")))
-        return
-    if sub == "clean":
-        opts, operands = _getopt(rest, "e", ("--exclude",))
-        if _has(opts, "-n", "--dry-run"):
-            return
-        j.quiet()
-        if _has(opts, "-i", "--interactive"):
-            j.unknown("git clean -i: asks which files to remove; proctor cannot name them")
-        if operands:
-            for word in operands:
-                j.write(word, base, "git clean", follow=False)
-        else:
-            j.unknown("git clean: removes untracked files under the current directory; proctor cannot name them")
-        return
-    if sub == "apply":
-        _git_apply(j, rest, base, command)
-        return
-    if sub == "checkout-index":
-        j.quiet()
-        opts, operands = _getopt(rest, "", ("--prefix", "--stage"))
-        prefix = _value(opts, "--prefix")
-        if _has(opts, "--temp"):
-            j.unknown("git checkout-index --temp: writes temporary files proctor cannot name")
-            return
-        if _has(opts, "-a", "--all", "--stdin") or not operands:
-            if prefix is not None:
-                j.write(prefix, cwd, "git checkout-index --prefix")
-            elif _has(opts, "-a", "--all", "--stdin"):
-                whole_tree("checkout-index -a")
-            return
-        for word in operands:
-            target = Word(prefix.text + word.text, prefix.dynamic or word.dynamic) if prefix is not None else word
-            j.write(target, base if prefix is None else cwd, "git checkout-index")
-        return
-    if sub == "read-tree":
-        j.quiet()
-        # -u updates the work tree, alone or clustered with other short flags (-mu, -um)
-        if any(t.startswith("-") and not t.startswith("--") and "u" in t[1:] for t in texts):
-            whole_tree("read-tree -u")
-        return
-    if sub == "switch":
-        j.quiet()
-        opts, operands = _getopt(rest, "cC", ("--create", "--force-create", "--orphan"))
-        if _has(opts, "-c", "-C", "--create", "--force-create") and (not operands or operands[0].text in ("HEAD", "@")):
-            return  # a new branch where HEAD is; one at another start point checks that out
-        whole_tree("switch" + (f" {operands[0].text}" if operands else ""))
-        return
-    if sub == "bisect":
-        if texts[:1] in (["log"], ["visualize"], ["view"], ["terms"]):
-            return
-        j.quiet()
-        whole_tree("bisect")
-        return
-    if sub == "submodule":
-        if texts[:1] in ([], ["status"], ["summary"]):
-            return
-        j.quiet()
-        j.unknown(f"git submodule {texts[0]}: writes submodules' files; proctor cannot name them")
-        return
-    if sub == "sparse-checkout":
-        if texts[:1] == ["list"]:
-            return
-        j.quiet()
-        whole_tree("sparse-checkout")
-        return
-    if sub in _GIT_TREE_WIDE:
-        j.quiet()
-        whole_tree(sub)
-        return
-    j.unknown(f"git {sub}: a git command proctor does not know; it cannot tell what it writes")
+        ),
+        ("--abbrev", "--column", "--color"),
+    )
+    listing = not operands or _has(opts, "-l", "--list")
+    if not listing or _has(
+        opts,
+        "-d",
+        "-D",
+        "-m",
+        "-M",
+        "-c",
+        "-C",
+        "--delete",
+        "--move",
+        "--copy",
+        "-u",
+        "--set-upstream-to",
+        "--unset-upstream",
+        "--edit-description",
+        "-f",
+        "--force",
+    ):
+        g.j.quiet()
 
 
-def _git_checkout(j: _Judge, sub: str, rest: list[Word], base, cwd, whole_tree) -> None:
-    texts = [w.text for w in rest]
+def _git_tag(g: _Git) -> None:
+    opts, operands = _getopt(
+        g.rest,
+        "mFu",
+        (
+            "--message",
+            "--file",
+            "--local-user",
+            "--contains",
+            "--no-contains",
+            "--points-at",
+            "--sort",
+            "--format",
+            "--merged",
+            "--no-merged",
+        ),
+    )
+    if operands and not _has(opts, "-l", "--list", "-v", "--verify"):
+        g.j.quiet()
+    elif _has(opts, "-d", "--delete"):
+        g.j.quiet()
+
+
+def _git_remote(g: _Git) -> None:
+    if g.texts[:1] not in ([], ["-v"], ["--verbose"], ["show"], ["get-url"]):
+        g.j.quiet()
+
+
+def _git_notes(g: _Git) -> None:
+    if g.texts[:1] not in ([], ["list"], ["show"]):
+        g.j.quiet()
+
+
+def _git_reflog(g: _Git) -> None:
+    texts = g.texts
+    if texts[:1] not in ([], ["show"], ["exists"]) and not (texts and texts[0].startswith("-")):
+        g.j.quiet()
+
+
+def _git_worktree(g: _Git) -> None:
+    j, texts, cwd = g.j, g.texts, g.cwd
+    opts, operands = _getopt(g.rest[1:], "bB", ("--reason",))
+    action = texts[0] if texts else ""
+    if action == "list":
+        return
+    j.quiet()
+    if action == "add" and operands:
+        j.write(operands[0], cwd, "git worktree add")
+    elif action in ("remove", "move"):
+        for word in operands[:2]:
+            j.write(word, cwd, f"git worktree {action}", follow=False)
+
+
+def _git_init(g: _Git) -> None:
+    j, cwd = g.j, g.cwd
+    j.quiet()
+    opts, operands = _getopt(
+        g.rest,
+        "b",
+        ("--template", "--separate-git-dir", "--object-format", "--initial-branch", "--shared", "--ref-format"),
+        ("--shared",),
+    )
+    if operands:
+        j.write(operands[0], cwd, "git init")
+    template = _value(opts, "--template")
+    if template is not None and template.text:
+        # the template's hooks are copied into the repository's git directory
+        git_dir = _value(opts, "--separate-git-dir")
+        if git_dir is None and "GIT_DIR" in j.prefix:
+            assigned = j.prefix["GIT_DIR"]
+            git_dir = Word(assigned.text.split("=", 1)[1], assigned.dynamic)
+        if git_dir is None:
+            top = operands[0] if operands else Word(".")
+            git_dir = top if _has(opts, "--bare") else Word(top.text.rstrip("/") + "/.git", top.dynamic)
+        j.write(Word(git_dir.text.rstrip("/") + "/hooks", git_dir.dynamic), cwd, "git init --template")
+
+
+def _git_clone(g: _Git) -> None:
+    j, cwd = g.j, g.cwd
+    j.quiet()
+    opts, operands = _getopt(
+        g.rest,
+        "objuc",
+        (
+            "--origin",
+            "--branch",
+            "--upload-pack",
+            "--reference",
+            "--depth",
+            "--shallow-since",
+            "--shallow-exclude",
+            "--config",
+            "--template",
+            "--separate-git-dir",
+            "--jobs",
+            "--filter",
+            "--server-option",
+            "--bundle-uri",
+            "--reference-if-able",
+        ),
+    )
+    for o, v in opts:
+        if o in ("-c", "--config") and v is not None and _git_key_runs_code(v.text.split("=", 1)[0]):
+            j.unknown(f"git clone -c {v.text[:40]}: a setting that runs a program")
+        if o in ("-u", "--upload-pack", "--template"):
+            j.unknown(f"git clone {o}: runs a program; proctor cannot tell what it writes")
+    if len(operands) >= 2:
+        j.write(operands[1], cwd, "git clone")
+    elif operands:
+        url = operands[0].text.rstrip("/")
+        base = url.rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+        base = base[:-4] if base.endswith(".git") else base
+        j.write(Word(base or "repository", operands[0].dynamic), cwd, "git clone")
+
+
+def _git_archive(g: _Git) -> None:
+    if any(t in ("-o", "--output") or t.startswith("--output=") for t in g.texts):
+        g.outputs("-o", "--output")
+
+
+def _git_bundle(g: _Git) -> None:
+    j, rest, texts = g.j, g.rest, g.texts
+    if texts[:1] == ["create"] and len(rest) > 1:
+        _, operands = _getopt(rest[1:])
+        if operands:
+            j.write(operands[0], g.cwd, "git bundle create", stream=True)
+    elif texts[:1] not in (["verify"], ["list-heads"]):
+        j.quiet()
+
+
+def _git_format_patch(g: _Git) -> None:
+    j = g.j
+    if "--stdout" in g.texts:
+        return
+    j.quiet()
+    opts, _ = _getopt(g.rest, "o", ("--output-directory",))
+    directory = _value(opts, "-o", "--output-directory")
+    if directory is not None:
+        j.write(directory, g.cwd, "git format-patch -o")
+    else:
+        j.unknown("git format-patch: writes patch files named after commits; proctor cannot name them")
+
+
+def _git_merge_file(g: _Git) -> None:
+    texts = g.texts
+    _, operands = _getopt(g.rest, "L")
+    if "-p" not in texts and "--stdout" not in texts and operands:
+        g.j.write(operands[0], g.base, "git merge-file")
+
+
+def _git_rm(g: _Git) -> None:
+    j, base = g.j, g.base
+    opts, operands = _getopt(g.rest, "", ("--pathspec-from-file",))
+    if _has(opts, "--pathspec-from-file"):
+        j.unknown("git rm --pathspec-from-file: removes paths listed in a file; proctor cannot name them")
+    if _has(opts, "--cached", "-n", "--dry-run"):
+        j.quiet()
+        return
+    for word in operands:
+        j.write(word, base, "git rm", follow=False)
+    if not operands:
+        j.quiet()
+
+
+def _git_mv(g: _Git) -> None:
+    _copy_like(
+        g.j,
+        "mv",
+        [w for w in g.rest if w.text not in ("-k", "-f", "-n", "-v", "--dry-run", "--verbose")],
+        g.base,
+        g.command,
+    )
+
+
+def _git_stash(g: _Git) -> None:
+    j, rest, texts = g.j, g.rest, g.texts
+    action = texts[0] if texts and not texts[0].startswith("-") else "push"
+    if action in ("list", "show"):
+        return
+    j.quiet()
+    if action in ("drop", "clear", "create", "store"):
+        return
+    if action in ("push", "save") and "--" in texts:
+        for word in rest[texts.index("--") + 1 :]:
+            j.write(word, g.base, "git stash push --")
+        return
+    g.whole_tree(f"stash {action}" if texts and not texts[0].startswith("-") else "stash")
+
+
+def _git_reset(g: _Git) -> None:
+    texts = g.texts
+    g.j.quiet()
+    if any(t in ("--hard", "--merge", "--keep") for t in texts):
+        g.whole_tree("reset " + next(t for t in texts if t in ("--hard", "--merge", "--keep")))
+
+
+def _git_clean(g: _Git) -> None:
+    j, base = g.j, g.base
+    opts, operands = _getopt(g.rest, "e", ("--exclude",))
+    if _has(opts, "-n", "--dry-run"):
+        return
+    j.quiet()
+    if _has(opts, "-i", "--interactive"):
+        j.unknown("git clean -i: asks which files to remove; proctor cannot name them")
+    if operands:
+        for word in operands:
+            j.write(word, base, "git clean", follow=False)
+    else:
+        j.unknown("git clean: removes untracked files under the current directory; proctor cannot name them")
+
+
+def _git_checkout_index(g: _Git) -> None:
+    j, base, cwd = g.j, g.base, g.cwd
+    j.quiet()
+    opts, operands = _getopt(g.rest, "", ("--prefix", "--stage"))
+    prefix = _value(opts, "--prefix")
+    if _has(opts, "--temp"):
+        j.unknown("git checkout-index --temp: writes temporary files proctor cannot name")
+        return
+    if _has(opts, "-a", "--all", "--stdin") or not operands:
+        if prefix is not None:
+            j.write(prefix, cwd, "git checkout-index --prefix")
+        elif _has(opts, "-a", "--all", "--stdin"):
+            g.whole_tree("checkout-index -a")
+        return
+    for word in operands:
+        target = Word(prefix.text + word.text, prefix.dynamic or word.dynamic) if prefix is not None else word
+        j.write(target, base if prefix is None else cwd, "git checkout-index")
+
+
+def _git_read_tree(g: _Git) -> None:
+    g.j.quiet()
+    # -u updates the work tree, alone or clustered with other short flags (-mu, -um)
+    if any(t.startswith("-") and not t.startswith("--") and "u" in t[1:] for t in g.texts):
+        g.whole_tree("read-tree -u")
+
+
+def _git_switch(g: _Git) -> None:
+    g.j.quiet()
+    opts, operands = _getopt(g.rest, "cC", ("--create", "--force-create", "--orphan"))
+    if _has(opts, "-c", "-C", "--create", "--force-create") and (not operands or operands[0].text in ("HEAD", "@")):
+        return  # a new branch where HEAD is; one at another start point checks that out
+    g.whole_tree("switch" + (f" {operands[0].text}" if operands else ""))
+
+
+def _git_bisect(g: _Git) -> None:
+    if g.texts[:1] in (["log"], ["visualize"], ["view"], ["terms"]):
+        return
+    g.j.quiet()
+    g.whole_tree("bisect")
+
+
+def _git_submodule(g: _Git) -> None:
+    texts = g.texts
+    if texts[:1] in ([], ["status"], ["summary"]):
+        return
+    g.j.quiet()
+    g.j.unknown(f"git submodule {texts[0]}: writes submodules' files; proctor cannot name them")
+
+
+def _git_sparse_checkout(g: _Git) -> None:
+    if g.texts[:1] == ["list"]:
+        return
+    g.j.quiet()
+    g.whole_tree("sparse-checkout")
+
+
+def _git_tree_wide(g: _Git) -> None:
+    """The rest of _GIT_TREE_WIDE (merge, rebase, pull, ...): a rewrite across the work tree."""
+    g.j.quiet()
+    g.whole_tree(g.sub)
+
+
+def _git_unknown(g: _Git) -> None:
+    g.j.unknown(f"git {g.sub}: a git command proctor does not know; it cannot tell what it writes")
+
+
+def _git_checkout(g: _Git) -> None:
+    """checkout and restore."""
+    j, sub, rest, texts, base = g.j, g.sub, g.rest, g.texts, g.base
     opts, operands = _getopt(rest, "bBsU", ("--orphan", "--source", "--conflict", "--pathspec-from-file", "--unified"))
     j.quiet()
     if _has(opts, "--pathspec-from-file"):
@@ -3040,7 +3136,7 @@ def _git_checkout(j: _Judge, sub: str, rest: list[Word], base, cwd, whole_tree) 
     if _has(opts, "-b", "-B", "--orphan"):
         if not operands or operands[0].text in ("HEAD", "@"):
             return  # a new branch where HEAD is: the tree stays as it is
-        whole_tree(f"checkout -b <branch> {operands[0].text}")  # its start point is checked out
+        g.whole_tree(f"checkout -b <branch> {operands[0].text}")  # its start point is checked out
         return
     if len(operands) >= 2:
         for word in operands[1:]:
@@ -3052,13 +3148,14 @@ def _git_checkout(j: _Judge, sub: str, rest: list[Word], base, cwd, whole_tree) 
         if path and os.path.lexists(path):
             j.write(word, base, "git checkout", follow=False)
             return
-        whole_tree(f"checkout {word.text}")
+        g.whole_tree(f"checkout {word.text}")
         return
     if _has(opts, "-f", "--force"):
-        whole_tree("checkout -f")
+        g.whole_tree("checkout -f")
 
 
-def _git_apply(j: _Judge, rest: list[Word], base, command: Command) -> None:
+def _git_apply(g: _Git) -> None:
+    j, rest, base, command = g.j, g.rest, g.base, g.command
     opts, operands = _getopt(
         rest, "pC", ("--exclude", "--include", "--directory", "--whitespace", "--build-fake-ancestor")
     )
@@ -3085,8 +3182,8 @@ def _git_apply(j: _Judge, rest: list[Word], base, command: Command) -> None:
     j.unknown(f"git apply {shown}: applies a diff proctor does not read; it cannot tell what it writes")
 
 
-def _git_config(j: _Judge, rest: list[Word], cwd) -> None:
-    texts = [w.text for w in rest]
+def _git_config(g: _Git) -> None:
+    j, rest, texts, cwd = g.j, g.rest, g.texts, g.cwd
     opts, operands = _getopt(rest, "f", ("--file", "--blob", "--type", "--default", "--comment"))
     reads = (
         "--get",
@@ -3137,3 +3234,58 @@ def _git_global_config(j: _Judge, who: str, cwd: str | None) -> None:
     xdg = os.environ.get("XDG_CONFIG_HOME") or home + "/.config"
     if path and not os.path.exists(path) and os.path.exists(os.path.join(cwd or "/", xdg, "git/config")):
         j.write(Word(xdg + "/git/config"), cwd, who)
+
+
+def _git_subcommands(
+    order: Iterable[tuple[Iterable[str], Callable[[_Git], None]]],
+) -> dict[str, Callable[[_Git], None]]:
+    """Each name's handler: the first entry of `order` that lists it."""
+    table: dict[str, Callable[[_Git], None]] = {}
+    for names, handler in order:
+        for name in names:
+            table.setdefault(name, handler)
+    return table
+
+
+# Each subcommand's handler, found in one look-up where an if-chain once tested them in this order.
+# A name in two entries keeps the first (setdefault), as the chain's first branch won: diff, log and
+# show write --output though _GIT_READS lists them, grep's -O is checked before the reads,
+# maintenance before the rest of _GIT_QUIET (falling back to it), and checkout, stash, reset, ...
+# their own handlers before _GIT_TREE_WIDE. A name in none is _git_unknown. The programs named on
+# the command line (_git_named_programs) are checked before any of them.
+_GIT_SUBCOMMANDS = _git_subcommands(
+    (
+        (("diff", "log", "show", "whatchanged", "range-diff"), _git_output),
+        (("grep",), _git_grep),
+        (_GIT_READS, _git_read),
+        (("maintenance",), _git_maintenance),
+        (_GIT_QUIET, _git_quiet),
+        (("branch",), _git_branch),
+        (("tag",), _git_tag),
+        (("remote",), _git_remote),
+        (("notes",), _git_notes),
+        (("reflog",), _git_reflog),
+        (("worktree",), _git_worktree),
+        (("config",), _git_config),
+        (("init",), _git_init),
+        (("clone",), _git_clone),
+        (("archive",), _git_archive),
+        (("bundle",), _git_bundle),
+        (("format-patch",), _git_format_patch),
+        (("merge-file",), _git_merge_file),
+        (("checkout", "restore"), _git_checkout),
+        (("rm",), _git_rm),
+        (("mv",), _git_mv),
+        (("stash",), _git_stash),
+        (("reset",), _git_reset),
+        (("clean",), _git_clean),
+        (("apply",), _git_apply),
+        (("checkout-index",), _git_checkout_index),
+        (("read-tree",), _git_read_tree),
+        (("switch",), _git_switch),
+        (("bisect",), _git_bisect),
+        (("submodule",), _git_submodule),
+        (("sparse-checkout",), _git_sparse_checkout),
+        (_GIT_TREE_WIDE, _git_tree_wide),
+    )
+)
