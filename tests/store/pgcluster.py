@@ -21,6 +21,9 @@ import subprocess
 import tempfile
 import time
 
+# /tmp: the postgres user must reach it, and a socket path must stay under ~100 bytes
+PREFIX = os.path.join("/tmp" if os.path.isdir("/tmp") else tempfile.gettempdir(), "proctor-pg-")
+OWNER = "owner"  # "<pid> <its start time>" of the test process that made the cluster
 USER = "proctor"
 PASSWORD = "proctor-test-pw"
 ADMIN_WAIT = 120.0  # seconds the set-up and clean-up statements may take (see Cluster.execute)
@@ -88,8 +91,9 @@ class Cluster:
             return ""
 
     def start(self) -> "Cluster":
-        # /tmp: the postgres user must reach it, and a socket path must stay under ~100 bytes
-        self.root = tempfile.mkdtemp(prefix="proctor-pg-", dir="/tmp" if os.path.isdir("/tmp") else None)
+        self.root = tempfile.mkdtemp(prefix=PREFIX, dir=os.path.dirname(PREFIX))
+        with open(os.path.join(self.root, OWNER), "w") as f:
+            f.write(f"{os.getpid()} {_started(os.getpid())}\n")
         os.mkdir(self.socket_dir)
         pwfile = os.path.join(self.root, "pwfile")
         with open(pwfile, "w") as f:
@@ -195,6 +199,37 @@ class Cluster:
         self.root = None
 
 
+def _started(pid: int) -> str:
+    """A process's start time in clock ticks since boot (/proc/<pid>/stat field 22), or "" when
+    it is gone: with the pid, it names one process, not whichever later reuses the pid."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().rsplit(b")", 1)[1].split()[19].decode()
+    except (OSError, IndexError):
+        return ""
+
+
+def reap_stale() -> list[str]:
+    """Stop and remove the clusters whose test process is gone without stopping them (killed:
+    its atexit never ran), so a killed run leaves no postgres behind for long. A cluster whose
+    owner still runs, or that records no owner (made by an older copy of this module, or being
+    made right now), is left alone. Returns the directories removed."""
+    removed = []
+    for root in glob.glob(PREFIX + "*"):
+        try:
+            with open(os.path.join(root, OWNER)) as f:
+                pid, started = f.read().split()
+        except (OSError, ValueError):
+            continue
+        if _started(int(pid)) == started:
+            continue
+        stale = Cluster()
+        stale.root, stale.started = root, os.path.isdir(os.path.join(root, "data"))
+        stale.stop()
+        removed.append(root)
+    return removed
+
+
 _session: Cluster | Exception | None = None
 
 
@@ -203,6 +238,7 @@ def session_cluster() -> Cluster:
     A cluster that failed to start fails every later call the same way, at once."""
     global _session
     if _session is None:
+        reap_stale()
         cluster = Cluster()
         atexit.register(cluster.stop)
         try:
