@@ -2688,11 +2688,15 @@ class _Git:
         else:
             j.add(work_tree)
 
-    def outputs(self, *options: str) -> None:
-        """The files the given output options name (-o, --output, ...), written; `-` is stdout."""
-        opts, _ = _getopt(self.rest, "o" if "-o" in options else "", tuple(o for o in options if o.startswith("--")))
+    def outputs(self, *options: str, values: tuple = ()) -> None:
+        """The files the given output options name (-o, --output), written, in any spelling
+        getopt reads (-oFILE, --output FILE). `-` is a file of that name, not stdout: git writes
+        `diff --output=-` and `archive -o -` to ./-. `values`: the subcommand's other options
+        that take a value, so that a value is never read as an option."""
+        longs = tuple(o for o in options if o.startswith("--"))
+        opts, _ = _getopt(self.rest, "o" if "-o" in options else "", longs + values)
         for o, v in opts:
-            if o in options and v is not None and v.text != "-":
+            if o in options and v is not None:
                 self.j.write(v, self.cwd, f"git {self.sub} {o}", stream=True)
 
 
@@ -2951,9 +2955,15 @@ def _git_clone(g: _Git) -> None:
         j.write(Word(base or "repository", operands[0].dynamic), cwd, "git clone")
 
 
+# The options git archive reads before the rest, -o and --output among them (builtin/archive.c's
+# first pass, which keeps every other option and its value for later): `--prefix -ofile` writes
+# file, for --prefix takes no value there; `--remote -ofile` does not.
+_GIT_ARCHIVE_VALUES = ("--remote", "--exec")
+
+
 def _git_archive(g: _Git) -> None:
-    if any(t in ("-o", "--output") or t.startswith("--output=") for t in g.texts):
-        g.outputs("-o", "--output")
+    """git archive: the archive to -o/--output (attached or not), else to stdout."""
+    g.outputs("-o", "--output", values=_GIT_ARCHIVE_VALUES)
 
 
 def _git_bundle(g: _Git) -> None:
