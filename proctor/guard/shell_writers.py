@@ -2644,7 +2644,45 @@ def _git(j: _Judge, args: list[Word], cwd: str | None, command: Command) -> None
         return
     g = _Git(j, sub_word.text, args[i + 1 :], cwd, work_tree, command)
     _git_named_programs(g)
+    _git_environment_files(j, cwd)
+    if g.sub == "init":
+        _git_init(g, args[:i])
+        return
     _GIT_SUBCOMMANDS.get(g.sub, _git_unknown)(g)
+
+
+# The variables that name a file git writes: its index, its object store, its traces (a trace
+# is a file when its value is an absolute path; 1, 2, true or a number is a stream)
+_GIT_FILE_VARIABLES = ("GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY")
+_GIT_TRACE_VARIABLES = (
+    "GIT_TRACE",
+    "GIT_TRACE_SETUP",
+    "GIT_TRACE_PERFORMANCE",
+    "GIT_TRACE_REFS",
+    "GIT_TRACE_PACKET",
+    "GIT_TRACE_PACK_ACCESS",
+    "GIT_TRACE_CURL",
+    "GIT_TRACE_SHALLOW",
+    "GIT_TRACE_FSMONITOR",
+    "GIT_TRACE2",
+    "GIT_TRACE2_EVENT",
+    "GIT_TRACE2_PERF",
+)
+
+
+def _git_environment_files(j: _Judge, cwd: str | None) -> None:
+    """The files the command's own variables name for git to write. A relative index or object
+    directory is resolved by git against where its setup leaves it, which proctor does not follow:
+    unknown."""
+    for name in _GIT_FILE_VARIABLES + _GIT_TRACE_VARIABLES:
+        assigned = j.prefix.get(name)
+        if assigned is None:
+            continue
+        value = Word(assigned.text.split("=", 1)[1], assigned.dynamic)
+        if value.text.startswith("/") or value.dynamic:
+            j.write(value, cwd, f"git with {name}")
+        elif name in _GIT_FILE_VARIABLES and value.text:
+            j.unknown(f"git with {name}={value.text[:40]}: a relative path git resolves itself; proctor cannot name it")
 
 
 class _Git:
@@ -2770,12 +2808,15 @@ def _git_output(g: _Git) -> None:
 
 
 def _git_grep(g: _Git) -> None:
-    if any(t in ("-O", "--open-files-in-pager") or t.startswith(("-O", "--open-files-in-pager=")) for t in g.texts):
+    opts, _ = _getopt(g.rest, "", (), ("--open-files-in-pager",), "O")
+    if _has(opts, "-O", "--open-files-in-pager"):
         g.j.unknown("git grep -O: opens a pager; proctor cannot tell what it writes")
 
 
 def _git_read(g: _Git) -> None:
-    """_GIT_READS: nothing written."""
+    """_GIT_READS: nothing written, but for --output, which diff-tree, diff-index, diff-files,
+    rev-list, shortlog, blame and annotate take too (a file named `-` included)."""
+    g.outputs("--output")
 
 
 def _git_maintenance(g: _Git) -> None:
@@ -2877,6 +2918,8 @@ def _git_reflog(g: _Git) -> None:
     texts = g.texts
     if texts[:1] not in ([], ["show"], ["exists"]) and not (texts and texts[0].startswith("-")):
         g.j.quiet()
+    else:
+        g.outputs("--output")  # `reflog [show]` is log's reading: its --output writes
 
 
 def _git_worktree(g: _Git) -> None:
@@ -2893,17 +2936,31 @@ def _git_worktree(g: _Git) -> None:
             j.write(word, cwd, f"git worktree {action}", follow=False)
 
 
-def _git_init(g: _Git) -> None:
+def _git_init(g: _Git, global_options: list[Word]) -> None:
+    """git init: the new repository's directory (the cwd's .git, or the cwd itself when bare),
+    its separate git directory, and the template's hooks."""
     j, cwd = g.j, g.cwd
     j.quiet()
     opts, operands = _getopt(
         g.rest,
         "b",
-        ("--template", "--separate-git-dir", "--object-format", "--initial-branch", "--shared", "--ref-format"),
-        ("--shared",),
+        ("--template", "--separate-git-dir", "--object-format", "--initial-branch", "--ref-format"),
+        ("--shared", "--bare", "--quiet"),  # --shared[=perms] takes no separate value
     )
+    named = _getopt(global_options, "C", ("--git-dir", "--work-tree", "--namespace"), ("--bare",))[0]
+    bare = _has(opts, "--bare") or _has(named, "--bare")
+    git_dir = _value(named, "--git-dir") or _value(opts, "--separate-git-dir")
+    if git_dir is None and "GIT_DIR" in j.prefix:
+        git_dir = Word(j.prefix["GIT_DIR"].text.split("=", 1)[1], j.prefix["GIT_DIR"].dynamic)
     if operands:
         j.write(operands[0], cwd, "git init")
+    elif git_dir is None and bare:
+        j.write(Word("."), cwd, "git init --bare")  # HEAD, config, objects/ ... right here
+    elif git_dir is None and (cwd is None or not os.path.lexists(os.path.join(cwd, ".git"))):
+        j.write(Word(".git"), cwd, "git init")  # a new repository (a nested one, in a checkout)
+    # else: the checkout's own .git, initialised again, is git's own store (the template aside)
+    if git_dir is not None:
+        j.write(git_dir, cwd, "git init")
     template = _value(opts, "--template")
     if template is not None and template.text:
         # the template's hooks are copied into the repository's git directory
@@ -2997,15 +3054,14 @@ def _git_merge_file(g: _Git) -> None:
 
 
 def _git_rm(g: _Git) -> None:
-    j, base = g.j, g.base
+    j = g.j
     opts, operands = _getopt(g.rest, "", ("--pathspec-from-file",))
     if _has(opts, "--pathspec-from-file"):
         j.unknown("git rm --pathspec-from-file: removes paths listed in a file; proctor cannot name them")
     if _has(opts, "--cached", "-n", "--dry-run"):
         j.quiet()
         return
-    for word in operands:
-        j.write(word, base, "git rm", follow=False)
+    _git_pathspecs(g, operands, "git rm")
     if not operands:
         j.quiet()
 
@@ -3024,6 +3080,7 @@ def _git_stash(g: _Git) -> None:
     j, rest, texts = g.j, g.rest, g.texts
     action = texts[0] if texts and not texts[0].startswith("-") else "push"
     if action in ("list", "show"):
+        g.outputs("--output")  # log's and diff's reading: their --output writes
         return
     j.quiet()
     if action in ("drop", "clear", "create", "store"):
@@ -3036,14 +3093,16 @@ def _git_stash(g: _Git) -> None:
 
 
 def _git_reset(g: _Git) -> None:
-    texts = g.texts
     g.j.quiet()
-    if any(t in ("--hard", "--merge", "--keep") for t in texts):
-        g.whole_tree("reset " + next(t for t in texts if t in ("--hard", "--merge", "--keep")))
+    # git takes any unambiguous prefix of a long option (`--har`): getopt expands the ones named
+    opts, _ = _getopt(g.rest, "", ("--pathspec-from-file",), ("--hard", "--merge", "--keep"))
+    tree = next((o for o, _v in opts if o in ("--hard", "--merge", "--keep")), None)
+    if tree is not None:
+        g.whole_tree("reset " + tree)
 
 
 def _git_clean(g: _Git) -> None:
-    j, base = g.j, g.base
+    j = g.j
     opts, operands = _getopt(g.rest, "e", ("--exclude",))
     if _has(opts, "-n", "--dry-run"):
         return
@@ -3051,8 +3110,7 @@ def _git_clean(g: _Git) -> None:
     if _has(opts, "-i", "--interactive"):
         j.unknown("git clean -i: asks which files to remove; proctor cannot name them")
     if operands:
-        for word in operands:
-            j.write(word, base, "git clean", follow=False)
+        _git_pathspecs(g, operands, "git clean")
     else:
         j.unknown("git clean: removes untracked files under the current directory; proctor cannot name them")
 
@@ -3060,7 +3118,7 @@ def _git_clean(g: _Git) -> None:
 def _git_checkout_index(g: _Git) -> None:
     j, base, cwd = g.j, g.base, g.cwd
     j.quiet()
-    opts, operands = _getopt(g.rest, "", ("--prefix", "--stage"))
+    opts, operands = _getopt(g.rest, "", ("--prefix", "--stage"), ("--all", "--stdin", "--temp", "--force", "--index"))
     prefix = _value(opts, "--prefix")
     if _has(opts, "--temp"):
         j.unknown("git checkout-index --temp: writes temporary files proctor cannot name")
@@ -3085,14 +3143,21 @@ def _git_read_tree(g: _Git) -> None:
 
 def _git_switch(g: _Git) -> None:
     g.j.quiet()
-    opts, operands = _getopt(g.rest, "cC", ("--create", "--force-create", "--orphan"))
-    if _has(opts, "-c", "-C", "--create", "--force-create") and (not operands or operands[0].text in ("HEAD", "@")):
+    opts, operands = _getopt(
+        g.rest, "cC", ("--create", "--force-create", "--orphan"), ("--discard-changes", "--force", "--merge")
+    )
+    if (
+        _has(opts, "-c", "-C", "--create", "--force-create")
+        and (not operands or operands[0].text in ("HEAD", "@"))
+        and not _has(opts, "-f", "--discard-changes", "--force", "-m", "--merge")
+    ):
         return  # a new branch where HEAD is; one at another start point checks that out
     g.whole_tree("switch" + (f" {operands[0].text}" if operands else ""))
 
 
 def _git_bisect(g: _Git) -> None:
     if g.texts[:1] in (["log"], ["visualize"], ["view"], ["terms"]):
+        g.outputs("--output")  # view and visualize are log's reading: its --output writes
         return
     g.j.quiet()
     g.whole_tree("bisect")
@@ -3123,10 +3188,26 @@ def _git_unknown(g: _Git) -> None:
     g.j.unknown(f"git {g.sub}: a git command proctor does not know; it cannot tell what it writes")
 
 
+def _git_pathspecs(g: _Git, words: list[Word], who: str) -> None:
+    """Paths a command writes, given as git pathspecs: a literal one is that path; one with magic
+    (`:!x`, `:/x`, `:(glob)...`) or a glob, which git matches against every tracked file at any
+    depth, names no path proctor can list, so the whole tree may be written."""
+    for word in words:
+        if not word.dynamic and (word.text.startswith(":") or any(ch in word.text for ch in "*?[")):
+            g.whole_tree(f"{who.split(' ', 1)[1]} {word.text[:40]}")
+        else:
+            g.j.write(word, g.base, who, follow=False)
+
+
 def _git_checkout(g: _Git) -> None:
     """checkout and restore."""
     j, sub, rest, texts, base = g.j, g.sub, g.rest, g.texts, g.base
-    opts, operands = _getopt(rest, "bBsU", ("--orphan", "--source", "--conflict", "--pathspec-from-file", "--unified"))
+    opts, operands = _getopt(
+        rest,
+        "bBsU",
+        ("--orphan", "--source", "--conflict", "--pathspec-from-file", "--unified"),
+        ("--force", "--worktree", "--staged", "--patch", "--detach", "--merge"),  # flags: their prefixes
+    )
     j.quiet()
     if _has(opts, "--pathspec-from-file"):
         j.unknown(f"git {sub} --pathspec-from-file: paths listed in a file; proctor cannot name them")
@@ -3135,22 +3216,26 @@ def _git_checkout(g: _Git) -> None:
         j.unknown(f"git {sub} -p: asks which hunks to take; proctor cannot name them")
     if sub == "restore" and _has(opts, "-S", "--staged") and not _has(opts, "-W", "--worktree"):
         return
+    force = _has(opts, "-f", "--force")
     if "--" in texts:
-        for word in rest[texts.index("--") + 1 :]:
-            j.write(word, base, f"git {sub} --", follow=False)
-        return
+        paths = rest[texts.index("--") + 1 :]
+        if paths or sub == "restore":
+            _git_pathspecs(g, paths, f"git {sub} --")
+            return
+        # `git checkout <rev> --` names no path: the words before it are a revision, never a path
+        if operands and not _has(opts, "-b", "-B", "--orphan") or force:
+            g.whole_tree(f"checkout {operands[0].text if operands else '-f'} --")
+            return
     if sub == "restore":
-        for word in operands:
-            j.write(word, base, "git restore", follow=False)
+        _git_pathspecs(g, operands, "git restore")
         return
     if _has(opts, "-b", "-B", "--orphan"):
-        if not operands or operands[0].text in ("HEAD", "@"):
-            return  # a new branch where HEAD is: the tree stays as it is
-        g.whole_tree(f"checkout -b <branch> {operands[0].text}")  # its start point is checked out
+        if (not operands or operands[0].text in ("HEAD", "@")) and not force:
+            return  # a new branch where HEAD is: the tree stays as it is (-f would undo its changes)
+        g.whole_tree(f"checkout -b <branch> {operands[0].text if operands else 'HEAD'}")  # checked out
         return
     if len(operands) >= 2:
-        for word in operands[1:]:
-            j.write(word, base, "git checkout <rev> path", follow=False)
+        _git_pathspecs(g, operands[1:], "git checkout <rev> path")
         return
     if operands:
         word = operands[0]
@@ -3167,7 +3252,10 @@ def _git_checkout(g: _Git) -> None:
 def _git_apply(g: _Git) -> None:
     j, rest, base, command = g.j, g.rest, g.base, g.command
     opts, operands = _getopt(
-        rest, "pC", ("--exclude", "--include", "--directory", "--whitespace", "--build-fake-ancestor")
+        rest,
+        "pC",
+        ("--exclude", "--include", "--directory", "--whitespace", "--build-fake-ancestor"),
+        ("--apply", "--check", "--stat", "--numstat", "--summary", "--cached", "--index", "--reject"),
     )
     if _has(opts, "--check", "--stat", "--numstat", "--summary") and not _has(opts, "--apply"):
         return
@@ -3194,7 +3282,13 @@ def _git_apply(g: _Git) -> None:
 
 def _git_config(g: _Git) -> None:
     j, rest, texts, cwd = g.j, g.rest, g.texts, g.cwd
-    opts, operands = _getopt(rest, "f", ("--file", "--blob", "--type", "--default", "--comment"))
+    writes = ("--unset", "--unset-all", "--remove-section", "--rename-section", "--add", "--replace-all", "--edit")
+    opts, operands = _getopt(
+        rest,
+        "f",
+        ("--file", "--blob", "--type", "--default", "--comment"),
+        writes + ("--global", "--system", "--local", "--worktree", "--list", "--get", "--get-all", "--get-regexp"),
+    )
     reads = (
         "--get",
         "--get-all",
@@ -3212,9 +3306,7 @@ def _git_config(g: _Git) -> None:
         return
     if operands and operands[0].text in ("get", "list"):
         return
-    if len(operands) == 1 and not _has(
-        opts, "--unset", "--unset-all", "--remove-section", "--rename-section", "--add", "--replace-all", "-e", "--edit"
-    ):
+    if len(operands) == 1 and not _has(opts, "-e", *writes):
         return  # `git config KEY` reads it
     if _has(opts, "-e", "--edit"):
         j.unknown("git config -e: opens an editor; proctor cannot tell what it writes")
@@ -3262,7 +3354,8 @@ def _git_subcommands(
 # show write --output though _GIT_READS lists them, grep's -O is checked before the reads,
 # maintenance before the rest of _GIT_QUIET (falling back to it), and checkout, stash, reset, ...
 # their own handlers before _GIT_TREE_WIDE. A name in none is _git_unknown. The programs named on
-# the command line (_git_named_programs) are checked before any of them.
+# the command line (_git_named_programs) are checked before any of them. init is judged in _git
+# itself, for it reads git's global options too (--bare, --git-dir).
 _GIT_SUBCOMMANDS = _git_subcommands(
     (
         (("diff", "log", "show", "whatchanged", "range-diff"), _git_output),
@@ -3277,7 +3370,6 @@ _GIT_SUBCOMMANDS = _git_subcommands(
         (("reflog",), _git_reflog),
         (("worktree",), _git_worktree),
         (("config",), _git_config),
-        (("init",), _git_init),
         (("clone",), _git_clone),
         (("archive",), _git_archive),
         (("bundle",), _git_bundle),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import random
+import subprocess
 import time
 
 import pytest
@@ -1266,10 +1267,12 @@ def test_parse_raises_on_what_it_cannot_read():
         ("HOME=$PWD/docs git maintenance register", ["docs/.gitconfig"]),
         ("HOME=$PWD/docs git config --global user.name x", ["docs/.gitconfig"]),
         ("git maintenance register --config-file plan/c", ["plan/c"]),
-        ("git init -q --template=plan/w1/tpl", [".git/hooks"]),
-        ("git init --template plan/w1/tpl --separate-git-dir=plan/g sub", ["sub", "plan/g/hooks"]),
+        # this tree has no .git: git init makes one (in a checkout, .git is there and is git's own)
+        ("git init -q --template=plan/w1/tpl", [".git", ".git/hooks"]),
+        # git makes plan/g itself (HEAD, config, objects/), not only its hooks: git is the oracle
+        ("git init --template plan/w1/tpl --separate-git-dir=plan/g sub", ["sub", "plan/g", "plan/g/hooks"]),
         ("git init --bare --template=t b", ["b", "b/hooks"]),
-        ("git init -q", []),
+        ("git init -q", [".git"]),
         ("f() { touch src/cg2; }; compgen -F f x", ["src/cg2"]),
         ("compgen -W '$(touch src/cw)' x", ["src/cw"]),
         ("mapfile -C 'cd src' -c 1 a < f; touch m", ["src/m"]),
@@ -1377,3 +1380,21 @@ def test_named_holds_every_path_a_script_mentions(tree):
     assert named("exec 3<src; cat /dev/fd/3/a.py") == ["src", "src/a.py"]
     assert named("echo x > out 2>&1") == ["out", "x"]
     assert len(writes("cat " + " ".join(f"f{i}" for i in range(5000)), tree).named) == 2000
+
+
+def test_git_init_in_a_checkout_writes_its_own_store_only_when_new(tmp_path):
+    """git init with no directory: in a checkout's top, .git is there already and is git's own
+    (nothing written but a template's hooks); in a subdirectory it makes a nested repository;
+    bare, it writes right where it runs."""
+    root = tmp_path / "repo"
+    (root / "sub").mkdir(parents=True)
+    git_init = subprocess.run(["git", "init", "-q", str(root)], capture_output=True)
+    assert git_init.returncode == 0, git_init.stderr
+    top, sub = str(root), str(root / "sub")
+    assert writes("git init -q", top).paths == []
+    assert writes("git init -q", sub).paths == [os.path.join(sub, ".git")]
+    assert writes("git init --bare", sub).paths == [sub]
+    assert writes("git --bare init", sub).paths == [sub]
+    assert writes("git --git-dir=g2 init", top).paths == [os.path.join(top, "g2")]
+    assert writes("GIT_DIR=g3 git init", top).paths == [os.path.join(top, "g3")]
+    assert writes("git init --shared newrepo", top).paths == [os.path.join(top, "newrepo")]
