@@ -2670,15 +2670,20 @@ _GIT_TRACE_VARIABLES = (
 )
 
 
+def _prefixed(j: _Judge, name: str) -> Word | None:
+    """The value the command's own assignment gives `name` (`NAME=value git ...`), or None."""
+    assigned = j.prefix.get(name)
+    return None if assigned is None else Word(assigned.text.split("=", 1)[1], assigned.dynamic)
+
+
 def _git_environment_files(j: _Judge, cwd: str | None) -> None:
     """The files the command's own variables name for git to write. A relative index or object
     directory is resolved by git against where its setup leaves it, which proctor does not follow:
     unknown."""
     for name in _GIT_FILE_VARIABLES + _GIT_TRACE_VARIABLES:
-        assigned = j.prefix.get(name)
-        if assigned is None:
+        value = _prefixed(j, name)
+        if value is None:
             continue
-        value = Word(assigned.text.split("=", 1)[1], assigned.dynamic)
         if value.text.startswith("/") or value.dynamic:
             j.write(value, cwd, f"git with {name}")
         elif name in _GIT_FILE_VARIABLES and value.text:
@@ -2746,9 +2751,9 @@ def _git_globals(
     (--version, --help, an option held in a variable). A -c setting that runs a program is unknown."""
     i, n = 0, len(args)
     work_tree: str | None | Literal[False] = False  # False: the default tree
-    prefix_tree = j.prefix.get("GIT_WORK_TREE")
+    prefix_tree = _prefixed(j, "GIT_WORK_TREE")
     if prefix_tree is not None:
-        work_tree = j.directory(Word(prefix_tree.text.split("=", 1)[1], prefix_tree.dynamic), cwd)
+        work_tree = j.directory(prefix_tree, cwd)
     while i < n:
         word = args[i]
         t = word.text
@@ -2949,9 +2954,7 @@ def _git_init(g: _Git, global_options: list[Word]) -> None:
     )
     named = _getopt(global_options, "C", ("--git-dir", "--work-tree", "--namespace"), ("--bare",))[0]
     bare = _has(opts, "--bare") or _has(named, "--bare")
-    git_dir = _value(named, "--git-dir") or _value(opts, "--separate-git-dir")
-    if git_dir is None and "GIT_DIR" in j.prefix:
-        git_dir = Word(j.prefix["GIT_DIR"].text.split("=", 1)[1], j.prefix["GIT_DIR"].dynamic)
+    git_dir = _value(named, "--git-dir") or _value(opts, "--separate-git-dir") or _prefixed(j, "GIT_DIR")
     if operands:
         j.write(operands[0], cwd, "git init")
     elif git_dir is None and bare:
@@ -2964,13 +2967,9 @@ def _git_init(g: _Git, global_options: list[Word]) -> None:
     template = _value(opts, "--template")
     if template is not None and template.text:
         # the template's hooks are copied into the repository's git directory
-        git_dir = _value(opts, "--separate-git-dir")
-        if git_dir is None and "GIT_DIR" in j.prefix:
-            assigned = j.prefix["GIT_DIR"]
-            git_dir = Word(assigned.text.split("=", 1)[1], assigned.dynamic)
         if git_dir is None:
             top = operands[0] if operands else Word(".")
-            git_dir = top if _has(opts, "--bare") else Word(top.text.rstrip("/") + "/.git", top.dynamic)
+            git_dir = top if bare else Word(top.text.rstrip("/") + "/.git", top.dynamic)
         j.write(Word(git_dir.text.rstrip("/") + "/hooks", git_dir.dynamic), cwd, "git init --template")
 
 
